@@ -1,0 +1,41 @@
+// KubeMQ topic grammar: an MQTT topic or topic filter -> KubeMQ pattern, channel, shared group.
+// The contract is ../shared/spec/topic-mapping.md. Pure functions, safe on any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace mqc {
+
+// The pattern of topics with no recognised prefix (plugin_opt_default_pattern).
+enum class DefaultPattern : std::uint8_t { kEvents, kStore, kNone };
+
+// KubeMQ patterns. kNone is the empty pattern ("": $reply, other $ topics, invalid mappings).
+enum class Pattern : std::uint8_t { kNone, kEvents, kStore, kQueues, kCommands, kQueries };
+
+// "events", "store", "queues", "commands", "queries" or "" for kNone.
+std::string_view PatternName(Pattern pattern) noexcept;
+
+struct TopicMapping {
+  Pattern pattern = Pattern::kNone;
+  std::string channel;       // levels joined by '.', '+' -> '*', '#' -> '>'
+  std::string shared_group;  // the group of "$share/<group>/queues/..."
+  std::string error;         // empty when the mapping is valid; else why it is not (mappingError)
+};
+
+// Maps a topic filter as a client sent it in SUBSCRIBE ("$share/<group>/" included).
+TopicMapping MapTopicFilter(std::string_view filter, DefaultPattern default_pattern);
+
+// The pattern of a PUBLISH topic, for per-message counting on the broker thread: no allocation,
+// no exception. `valid` is false where MapTopicFilter would report an error (empty level, empty
+// channel); `pattern` is then still the pattern its prefix names, so that the message counts as
+// an error of that operation. `$` topics are kNone, except `$share/<group>/<topic>`, which
+// classifies as its topic does (as MapTopicFilter maps it).
+struct TopicClass {
+  Pattern pattern = Pattern::kNone;
+  bool valid = true;
+};
+TopicClass ClassifyTopic(std::string_view topic, DefaultPattern default_pattern) noexcept;
+
+}  // namespace mqc

@@ -1,0 +1,339 @@
+#include "session_table.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace mqc {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+// Decodes every event into a short line, so that tests read like the event stream.
+class RecordingSink : public EventSink {
+ public:
+  bool Emit(EventType type, const std::string& payload) override {
+    if (refuse_after_ >= 0 && static_cast<int>(lines.size()) >= refuse_after_) return false;
+    if (room_ > 0) --room_;
+    switch (type) {
+      case EventType::kConnection: {
+        ConnectionEvent e;
+        EXPECT_TRUE(Decode(payload, &e));
+        connections.push_back(e);
+        lines.push_back((e.close_time_ns != 0 ? "refused " : "open ") + std::to_string(e.seq) +
+                        " " + e.client_id);
+        break;
+      }
+      case EventType::kClose: {
+        CloseEvent e;
+        EXPECT_TRUE(Decode(payload, &e));
+        lines.push_back("close " + std::to_string(e.seq) + " reason " +
+                        std::to_string(static_cast<int>(e.reason)));
+        break;
+      }
+      case EventType::kSubscribe:
+      case EventType::kUnsubscribe: {
+        SubscriptionEvent e;
+        EXPECT_TRUE(Decode(payload, &e));
+        lines.push_back(std::string(type == EventType::kSubscribe ? "sub " : "unsub ") +
+                        std::to_string(e.seq) + " " + e.filter + " " + std::to_string(e.qos));
+        break;
+      }
+      case EventType::kResyncBegin:
+      case EventType::kResyncEnd: {
+        ResyncEvent e;
+        EXPECT_TRUE(Decode(payload, &e));
+        lines.push_back(std::string(type == EventType::kResyncBegin ? "begin " : "end ") +
+                        std::to_string(e.generation));
+        break;
+      }
+    }
+    return true;
+  }
+  bool Fits(const std::vector<std::size_t>& sizes) const override {
+    return room_ < 0 || static_cast<int>(sizes.size()) <= room_;
+  }
+  void RefuseAfter(int count) { refuse_after_ = count; }
+  void SetRoom(int records) { room_ = records; }
+
+  std::vector<std::string> lines;
+  std::vector<ConnectionEvent> connections;
+
+ private:
+  int refuse_after_ = -1;
+  int room_ = -1;  // records that fit at a time; -1: unlimited
+};
+
+ClientFacts Facts(const std::string& id, bool clean = true, std::uint8_t version = 4) {
+  ClientFacts facts;
+  facts.client_id = id;
+  facts.ip_address = "127.0.0.1";
+  facts.port = 50000;
+  facts.local_port = 1883;
+  facts.protocol_version = version;
+  facts.clean_session = clean;
+  facts.keep_alive = 60;
+  facts.mechanism = AuthMechanism::kAnonymous;
+  return facts;
+}
+
+class SessionTableTest : public ::testing::Test {
+ protected:
+  // Distinct addresses standing in for the broker's client pointers.
+  const void* const a_ = &slots_[0];
+  const void* const b_ = &slots_[1];
+  const void* const c_ = &slots_[2];
+  int slots_[3] = {};
+  RecordingSink sink_;
+  SessionTable table_{&sink_, 42};
+};
+
+TEST_F(SessionTableTest, AConnectIsAnnouncedOnlyOnceTheNextCallbackShowsItWasAccepted) {
+  ClientFacts facts = Facts("sensor-1");
+  facts.username = "alice";
+  facts.mechanism = AuthMechanism::kPassword;
+  table_.BeginConnect(a_, facts, 1000);
+  EXPECT_THAT(sink_.lines, IsEmpty());
+  table_.Settle();
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 sensor-1"));
+  const ConnectionEvent& e = sink_.connections.at(0);
+  EXPECT_EQ(e.open_time_ns, 1000);
+  EXPECT_EQ(e.close_time_ns, 0);
+  EXPECT_EQ(e.username, "alice");
+  EXPECT_EQ(e.port, 50000);
+  EXPECT_EQ(e.local_port, 1883);
+  EXPECT_EQ(e.protocol_version, 4);
+  EXPECT_EQ(e.keep_alive, 60);
+  EXPECT_EQ(e.auth_mechanism, AuthMechanism::kPassword);
+  EXPECT_EQ(e.auth_state, AuthState::kSuccess);
+  EXPECT_TRUE(table_.IsOpen(a_));
+}
+
+TEST_F(SessionTableTest, AnonymousAcceptedConnectionIsUnauthenticated) {
+  table_.BeginConnect(a_, Facts("anon"), 1);
+  table_.Settle();
+  EXPECT_EQ(sink_.connections.at(0).auth_state, AuthState::kUnauthenticated);
+}
+
+TEST_F(SessionTableTest, ARefusedConnectIsAClosedConnectionThatNeverOpened) {
+  table_.BeginConnect(a_, Facts("intruder"), 1000);
+  table_.Disconnect(a_, /*has_client_id=*/false, CloseReason::kUnspecified, 2000);
+  EXPECT_THAT(sink_.lines, ElementsAre("refused 1 intruder"));
+  const ConnectionEvent& e = sink_.connections.at(0);
+  EXPECT_EQ(e.auth_state, AuthState::kFailure);
+  EXPECT_EQ(e.close_reason, CloseReason::kAuthenticationFailed);
+  EXPECT_EQ(e.close_time_ns, 2000);
+  EXPECT_EQ(table_.open_count(), 0u);
+  table_.Settle();
+  EXPECT_EQ(sink_.lines.size(), 1u);
+}
+
+TEST_F(SessionTableTest, AcceptedAndGoneBeforeAnyOtherCallbackOpensThenCloses) {
+  table_.BeginConnect(a_, Facts("quick"), 1000);
+  table_.Disconnect(a_, /*has_client_id=*/true, CloseReason::kConnectionLost, 1500);
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 quick", "close 1 reason 2"));
+  EXPECT_EQ(table_.open_count(), 0u);
+}
+
+TEST_F(SessionTableTest, TwoConnectsInOneLoopSettleTheFirstAtTheSecond) {
+  table_.BeginConnect(a_, Facts("one"), 1);
+  table_.BeginConnect(b_, Facts("two"), 2);
+  table_.Settle();
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 one", "open 2 two"));
+}
+
+TEST_F(SessionTableTest, ATakeoverClosesTheOldConnectionBeforeAnnouncingTheNew) {
+  table_.BeginConnect(a_, Facts("dup"), 1);
+  table_.Settle();
+  table_.BeginConnect(b_, Facts("dup"), 2);
+  // Inside the new CONNECT the broker disconnects the old client: the old one is closed before
+  // the new one is announced, so no reader ever sees two with one client id.
+  table_.Disconnect(a_, true, CloseReason::kUnspecified, 3);
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 dup", "close 1 reason 3", "open 2 dup"));
+  EXPECT_TRUE(table_.IsOpen(b_));
+  EXPECT_FALSE(table_.IsOpen(a_));
+}
+
+TEST_F(SessionTableTest, DropKeepsTheReasonItWasGiven) {
+  table_.BeginConnect(a_, Facts("x"), 1);
+  table_.Settle();
+  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 5);
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 x", "close 1 reason 1"));
+}
+
+TEST_F(SessionTableTest, DisconnectOfAnUnknownClientIsIgnored) {
+  table_.Disconnect(c_, true, CloseReason::kUnspecified, 5);
+  table_.Disconnect(c_, false, CloseReason::kUnspecified, 5);
+  EXPECT_THAT(sink_.lines, IsEmpty());
+}
+
+TEST_F(SessionTableTest, AReusedClientPointerIsANewConnection) {
+  table_.BeginConnect(a_, Facts("first"), 1);
+  table_.Settle();
+  table_.Disconnect(a_, true, CloseReason::kUnspecified, 2);
+  table_.BeginConnect(a_, Facts("second"), 3);
+  table_.Settle();
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 first", "close 1 reason 0", "open 2 second"));
+  EXPECT_NE(sink_.connections[0].uid, sink_.connections[1].uid);
+}
+
+TEST_F(SessionTableTest, SubscribeUpdatesQosInsteadOfDuplicatingAndUnsubscribeRemoves) {
+  table_.BeginConnect(a_, Facts("s"), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/a", 0);
+  table_.Subscribe(a_, "events/b", 1);
+  table_.Subscribe(a_, "events/a", 2);
+  table_.Subscribe(a_, "events/a", 2);  // no change, no event
+  table_.Unsubscribe(a_, "never/subscribed");
+  table_.Unsubscribe(a_, "events/b");
+  table_.Subscribe(c_, "unknown/client", 0);
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 s", "sub 1 events/a 0", "sub 1 events/b 1",
+                                       "sub 1 events/a 2", "unsub 1 events/b 1"));
+}
+
+TEST_F(SessionTableTest, AResumedPersistentSessionKeepsItsSubscriptions) {
+  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/x", 1);
+  table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
+  EXPECT_EQ(table_.offline_count(), 1u);
+  table_.BeginConnect(b_, Facts("p", false), 3);
+  table_.Disconnect(a_, true, CloseReason::kUnspecified, 3);  // the broker ends the offline client
+  table_.Settle();
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 p", "sub 1 events/x 1", "close 1 reason 2",
+                                       "open 2 p", "sub 2 events/x 1"));
+  EXPECT_EQ(table_.offline_count(), 0u);
+}
+
+TEST_F(SessionTableTest, WithoutTheBrokerResumingTheSessionNothingIsHandedOver) {
+  // MQTT 5 with session expiry 0: the broker dropped the session at disconnect.
+  table_.BeginConnect(a_, Facts("p5", false, 5), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/x", 1);
+  table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
+  table_.BeginConnect(b_, Facts("p5", false, 5), 3);
+  table_.Settle();
+  EXPECT_THAT(sink_.lines,
+              ElementsAre("open 1 p5", "sub 1 events/x 1", "close 1 reason 2", "open 2 p5"));
+  EXPECT_EQ(table_.offline_count(), 0u);
+}
+
+TEST_F(SessionTableTest, ACleanReconnectForgetsTheOfflineSession) {
+  table_.BeginConnect(a_, Facts("p", false), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/x", 1);
+  table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
+  table_.BeginConnect(b_, Facts("p", /*clean=*/true), 3);
+  table_.Disconnect(a_, true, CloseReason::kUnspecified, 3);
+  table_.Settle();
+  EXPECT_THAT(sink_.lines,
+              ElementsAre("open 1 p", "sub 1 events/x 1", "close 1 reason 2", "open 2 p"));
+  EXPECT_EQ(table_.offline_count(), 0u);
+}
+
+TEST_F(SessionTableTest, ACleanMqtt311SessionIsNotKeptOffline) {
+  table_.BeginConnect(a_, Facts("c", true, 4), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/x", 1);
+  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2);
+  EXPECT_EQ(table_.offline_count(), 0u);
+}
+
+TEST_F(SessionTableTest, ATakeoverOfAPersistentSessionCarriesItsSubscriptions) {
+  table_.BeginConnect(a_, Facts("p", false), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "store/orders/#", 2);
+  table_.BeginConnect(b_, Facts("p", false), 2);
+  table_.Disconnect(a_, true, CloseReason::kUnspecified, 2);
+  table_.Settle();
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 p", "sub 1 store/orders/# 2", "close 1 reason 3",
+                                       "open 2 p", "sub 2 store/orders/# 2"));
+}
+
+TEST_F(SessionTableTest, OfflineSessionsAreBoundedOldestFirst) {
+  for (std::size_t i = 0; i < SessionTable::kMaxOfflineSessions + 5; ++i) {
+    table_.BeginConnect(a_, Facts("id-" + std::to_string(i), false), 1);
+    table_.Settle();
+    table_.Subscribe(a_, "t", 0);
+    table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
+  }
+  EXPECT_EQ(table_.offline_count(), SessionTable::kMaxOfflineSessions);
+  sink_.lines.clear();
+  // id-0 was evicted: no subscription handed over even though the broker resumes it.
+  table_.BeginConnect(b_, Facts("id-0", false), 3);
+  table_.Disconnect(a_, true, CloseReason::kUnspecified, 3);
+  table_.Settle();
+  ASSERT_EQ(sink_.lines.size(), 1u);
+  EXPECT_THAT(sink_.lines[0], ::testing::StartsWith("open "));
+}
+
+TEST_F(SessionTableTest, FullStateListsEveryOpenConnectionWithItsSubscriptions) {
+  table_.BeginConnect(a_, Facts("a"), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/1", 1);
+  table_.BeginConnect(b_, Facts("b"), 2);
+  table_.Settle();
+  table_.BeginConnect(c_, Facts("c"), 3);  // still pending: announced when settled
+  sink_.lines.clear();
+  ASSERT_TRUE(table_.BeginFullState(7));
+  ASSERT_TRUE(table_.ContinueFullState());
+  std::set<std::string> middle(sink_.lines.begin() + 1, sink_.lines.end() - 1);
+  EXPECT_EQ(sink_.lines.front(), "begin 7");
+  EXPECT_EQ(sink_.lines.back(), "end 7");
+  EXPECT_EQ(middle, (std::set<std::string>{"open 1 a", "sub 1 events/1 1", "open 2 b"}));
+}
+
+TEST_F(SessionTableTest, FullStateIsSpreadOverCallsWhenTheSinkHasLittleRoom) {
+  table_.BeginConnect(a_, Facts("a"), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/1", 1);  // a connection and its subscription go together
+  table_.BeginConnect(b_, Facts("b"), 2);
+  table_.Settle();
+  sink_.lines.clear();
+  sink_.SetRoom(1);
+  ASSERT_TRUE(table_.BeginFullState(3));
+  EXPECT_FALSE(table_.ContinueFullState());  // "a" needs room for two records
+  sink_.SetRoom(2);
+  EXPECT_FALSE(table_.ContinueFullState());  // "a" and its subscription fit, "b" does not
+  table_.Disconnect(b_, true, CloseReason::kClientDisconnect, 4);  // live events go on
+  sink_.SetRoom(-1);
+  EXPECT_TRUE(table_.ContinueFullState());
+  EXPECT_FALSE(table_.full_state_active());
+  EXPECT_EQ(sink_.lines.front(), "begin 3");
+  EXPECT_EQ(sink_.lines.back(), "end 3");
+  EXPECT_EQ(std::count(sink_.lines.begin(), sink_.lines.end(), "open 1 a"), 1);
+}
+
+TEST_F(SessionTableTest, FullStateReportsARefusingSink) {
+  table_.BeginConnect(a_, Facts("a"), 1);
+  table_.Settle();
+  sink_.lines.clear();
+  sink_.RefuseAfter(1);
+  ASSERT_TRUE(table_.BeginFullState(1));
+  EXPECT_FALSE(table_.ContinueFullState());
+  EXPECT_FALSE(table_.full_state_active());  // abandoned: it starts again with a new generation
+}
+
+TEST_F(SessionTableTest, UidsAreVersion4UuidsAndUnique) {
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {
+    table_.BeginConnect(a_, Facts("u"), i);
+    table_.Disconnect(a_, true, CloseReason::kUnspecified, i);
+  }
+  const std::regex uuid4("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
+  for (const auto& e : sink_.connections) {
+    const std::string text = FormatUuid(e.uid);
+    EXPECT_TRUE(std::regex_match(text, uuid4)) << text;
+    seen.insert(text);
+  }
+  EXPECT_EQ(seen.size(), 1000u);
+}
+
+}  // namespace
+}  // namespace mqc
