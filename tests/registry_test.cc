@@ -1,0 +1,220 @@
+#include "registry.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace mqc {
+namespace {
+
+ConnectionEvent Open(std::uint64_t seq, const std::string& id, std::int64_t open_ns = 1) {
+  ConnectionEvent e;
+  e.seq = seq;
+  e.uid[0] = static_cast<std::uint8_t>(seq);
+  e.open_time_ns = open_ns;
+  e.client_id = id;
+  e.ip_address = "127.0.0.1";
+  e.port = 40000;
+  e.protocol_version = 4;
+  return e;
+}
+
+class RegistryTest : public ::testing::Test {
+ protected:
+  void ApplyOpen(const ConnectionEvent& e) { Apply(EventType::kConnection, e); }
+  void ApplyClose(std::uint64_t seq, std::int64_t at, CloseReason reason) {
+    CloseEvent e{seq, at, reason};
+    Apply(EventType::kClose, e);
+  }
+  void ApplySub(EventType type, std::uint64_t seq, const std::string& filter, std::uint8_t qos) {
+    SubscriptionEvent e{seq, qos, filter};
+    Apply(type, e);
+  }
+  void ApplyResync(EventType type, std::uint64_t generation) {
+    ResyncEvent e{generation};
+    Apply(type, e);
+  }
+  template <typename Event>
+  void Apply(EventType type, const Event& event) {
+    std::string bytes;
+    Encode(event, &bytes);
+    ASSERT_TRUE(registry_.Apply(type, bytes, now_));
+  }
+  std::vector<std::string> Ids(ConnectionState state) {
+    std::vector<std::string> ids;
+    for (const auto& c : registry_.Snapshot()) {
+      if (c.state == state) ids.push_back(c.client_id);
+    }
+    return ids;
+  }
+
+  RegistryOptions options_{3, DefaultPattern::kEvents, 2, 1000};
+  Registry registry_{options_};
+  std::int64_t now_ = 10;
+};
+
+TEST_F(RegistryTest, OpenConnectionsCarryTheirFields) {
+  ConnectionEvent e = Open(1, "sensor-1", 123);
+  e.username = "alice";
+  e.auth_mechanism = AuthMechanism::kPassword;
+  e.auth_state = AuthState::kSuccess;
+  ApplyOpen(e);
+  const auto all = registry_.Snapshot();
+  ASSERT_EQ(all.size(), 1u);
+  const Connection& c = all[0];
+  EXPECT_EQ(c.seq, 1u);
+  EXPECT_EQ(c.node_id, 3u);
+  EXPECT_EQ(c.state, ConnectionState::kOpen);
+  EXPECT_EQ(c.open_time_ns, 123);
+  EXPECT_EQ(c.client_id, "sensor-1");
+  EXPECT_EQ(c.username, "alice");
+  EXPECT_EQ(c.ip_address, "127.0.0.1");
+  EXPECT_EQ(c.port, 40000);
+  EXPECT_EQ(c.uid.size(), 36u);
+  EXPECT_EQ(c.authentication.mechanism, AuthMechanism::kPassword);
+  EXPECT_EQ(c.authentication.user_principal, "alice");
+}
+
+TEST_F(RegistryTest, CloseMovesAConnectionToTheClosedList) {
+  ApplyOpen(Open(1, "a"));
+  ApplyOpen(Open(2, "b"));
+  ApplyClose(1, 5, CloseReason::kClientDisconnect);
+  EXPECT_THAT(Ids(ConnectionState::kOpen), ::testing::ElementsAre("b"));
+  EXPECT_THAT(Ids(ConnectionState::kClosed), ::testing::ElementsAre("a"));
+  const auto all = registry_.Snapshot();
+  for (const auto& c : all) {
+    if (c.client_id == "a") {
+      EXPECT_EQ(c.close_time_ns, 5);
+      EXPECT_EQ(c.close_reason, CloseReason::kClientDisconnect);
+    }
+  }
+  EXPECT_EQ(registry_.open_count(), 1u);
+}
+
+TEST_F(RegistryTest, ARefusedConnectionIsListedClosedOnly) {
+  ConnectionEvent e = Open(1, "bad");
+  e.close_time_ns = 2;
+  e.close_reason = CloseReason::kAuthenticationFailed;
+  e.auth_state = AuthState::kFailure;
+  ApplyOpen(e);
+  EXPECT_EQ(registry_.open_count(), 0u);
+  EXPECT_THAT(Ids(ConnectionState::kClosed), ::testing::ElementsAre("bad"));
+}
+
+TEST_F(RegistryTest, ClosedConnectionsAreBoundedByCountAndAge) {
+  for (std::uint64_t i = 1; i <= 3; ++i) {
+    ApplyOpen(Open(i, "c" + std::to_string(i)));
+    ApplyClose(i, static_cast<std::int64_t>(i), CloseReason::kConnectionLost);
+  }
+  EXPECT_THAT(Ids(ConnectionState::kClosed), ::testing::ElementsAre("c2", "c3"));
+  registry_.ExpireClosed(1002);  // ttl 1000: c2 (closed at 2) is not older than that yet
+  EXPECT_EQ(registry_.closed_count(), 2u);
+  registry_.ExpireClosed(1003);
+  EXPECT_THAT(Ids(ConnectionState::kClosed), ::testing::ElementsAre("c3"));
+}
+
+TEST_F(RegistryTest, ClosedMaxZeroKeepsNone) {
+  Registry registry({0, DefaultPattern::kEvents, 0, 1000});
+  std::string bytes;
+  Encode(Open(1, "a"), &bytes);
+  ASSERT_TRUE(registry.Apply(EventType::kConnection, bytes, 0));
+  CloseEvent close{1, 2, CloseReason::kClientDisconnect};
+  Encode(close, &bytes);
+  ASSERT_TRUE(registry.Apply(EventType::kClose, bytes, 0));
+  EXPECT_TRUE(registry.Snapshot().empty());
+}
+
+TEST_F(RegistryTest, SubscriptionsAreMappedAndUpdated) {
+  ApplyOpen(Open(1, "s"));
+  ApplySub(EventType::kSubscribe, 1, "events/site1/#", 1);
+  ApplySub(EventType::kSubscribe, 1, "$share/workers/queues/jobs/email", 1);
+  ApplySub(EventType::kSubscribe, 1, "events/site1/#", 2);
+  ApplySub(EventType::kUnsubscribe, 1, "nope", 0);
+  ApplySub(EventType::kSubscribe, 99, "unknown/connection", 0);
+  const auto all = registry_.Snapshot();
+  ASSERT_EQ(all.size(), 1u);
+  const auto& subs = all[0].subscriptions;
+  ASSERT_EQ(subs.size(), 2u);
+  EXPECT_EQ(subs[0].filter, "events/site1/#");
+  EXPECT_EQ(subs[0].qos, 2);
+  EXPECT_EQ(subs[0].mapping.pattern, Pattern::kEvents);
+  EXPECT_EQ(subs[0].mapping.channel, "site1.>");
+  EXPECT_EQ(subs[1].mapping.pattern, Pattern::kQueues);
+  EXPECT_EQ(subs[1].mapping.channel, "jobs.email");
+  EXPECT_EQ(subs[1].mapping.shared_group, "workers");
+  ApplySub(EventType::kUnsubscribe, 1, "events/site1/#", 0);
+  EXPECT_EQ(registry_.Snapshot()[0].subscriptions.size(), 1u);
+}
+
+TEST_F(RegistryTest, AResyncReplacesTheOpenSetOnlyWhenComplete) {
+  ApplyOpen(Open(1, "stale"));
+  EXPECT_FALSE(registry_.synced());
+  ApplyResync(EventType::kResyncBegin, 4);
+  ApplyOpen(Open(2, "fresh"));
+  ApplySub(EventType::kSubscribe, 2, "events/a", 0);
+  // Half-way through, readers still see the old state.
+  EXPECT_THAT(Ids(ConnectionState::kOpen), ::testing::ElementsAre("stale"));
+  ApplyResync(EventType::kResyncEnd, 4);
+  EXPECT_THAT(Ids(ConnectionState::kOpen), ::testing::ElementsAre("fresh"));
+  EXPECT_EQ(registry_.Snapshot()[0].subscriptions.size(), 1u);
+  EXPECT_TRUE(registry_.synced());
+  EXPECT_TRUE(registry_.WaitUntilSynced(std::chrono::milliseconds(0)));
+}
+
+TEST_F(RegistryTest, AnAbandonedResyncIsReplacedByTheNextOne) {
+  ApplyResync(EventType::kResyncBegin, 1);
+  ApplyOpen(Open(1, "partial"));
+  ApplyResync(EventType::kResyncBegin, 2);
+  ApplyOpen(Open(2, "whole"));
+  ApplyResync(EventType::kResyncEnd, 1);  // the end of the abandoned one: ignored
+  EXPECT_FALSE(registry_.synced());
+  ApplyResync(EventType::kResyncEnd, 2);
+  EXPECT_THAT(Ids(ConnectionState::kOpen), ::testing::ElementsAre("whole"));
+}
+
+TEST_F(RegistryTest, MalformedRecordsAreRefused) {
+  EXPECT_FALSE(registry_.Apply(EventType::kConnection, "short", 0));
+  EXPECT_FALSE(registry_.Apply(EventType::kClose, "", 0));
+  EXPECT_FALSE(registry_.Apply(static_cast<EventType>(99), "", 0));
+  std::string bytes;
+  Encode(Open(1, "a"), &bytes);
+  bytes.push_back('x');  // trailing garbage
+  EXPECT_FALSE(registry_.Apply(EventType::kConnection, bytes, 0));
+  EXPECT_TRUE(registry_.Snapshot().empty());
+}
+
+TEST(EventRecordsTest, EveryRecordRoundTripsAndRejectsTruncation) {
+  ConnectionEvent e = Open(9, "id\xc3\xa9");
+  e.username = "user";
+  e.auth_method = "SCRAM";
+  e.close_time_ns = 77;
+  e.close_reason = CloseReason::kKicked;
+  e.clean_session = false;
+  std::string bytes;
+  Encode(e, &bytes);
+  ConnectionEvent back;
+  ASSERT_TRUE(Decode(bytes, &back));
+  EXPECT_EQ(back.client_id, e.client_id);
+  EXPECT_EQ(back.auth_method, "SCRAM");
+  EXPECT_EQ(back.close_reason, CloseReason::kKicked);
+  EXPECT_FALSE(back.clean_session);
+  for (std::size_t cut = 0; cut < bytes.size(); ++cut) {
+    EXPECT_FALSE(Decode(std::string_view(bytes).substr(0, cut), &back)) << cut;
+  }
+  LogCommand log{LogLevel::kWarning, "hello"};
+  Encode(log, &bytes);
+  LogCommand log_back;
+  ASSERT_TRUE(Decode(bytes, &log_back));
+  EXPECT_EQ(log_back.text, "hello");
+  EXPECT_EQ(log_back.level, LogLevel::kWarning);
+  bytes[0] = 0x03;  // not a log level
+  EXPECT_FALSE(Decode(bytes, &log_back));
+  SubscriptionEvent sub{1, 3, "t"};  // QoS 3 does not exist
+  Encode(sub, &bytes);
+  EXPECT_FALSE(Decode(bytes, &sub));
+}
+
+}  // namespace
+}  // namespace mqc
