@@ -1,0 +1,59 @@
+// What the plugin needs to know of the broker's own configuration file, which the plugin API
+// does not expose: whether any other authentication or ACL source exists (auth neutrality, see
+// mosquitto-2.0-facts.md), allow_anonymous, and the listeners (names, TLS, protocol).
+// Read the way Mosquitto 2.0 reads it: one option per line, '#' lines are comments, include_dir
+// (main file only) adds its *.conf files in alphabetical order.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mqc {
+
+struct ListenerConfig {
+  int port = 0;
+  std::string bind_address;
+  std::string protocol = "mqtt";  // mqtt or websockets
+  bool tls = false;               // certfile set (or psk_hint: TLS-PSK)
+  bool psk = false;
+  bool require_certificate = false;
+  bool use_identity_as_username = false;
+  bool use_subject_as_username = false;
+  int max_qos = 2;
+};
+
+struct BrokerConfig {
+  bool per_listener_settings = false;
+  std::optional<bool> allow_anonymous;  // as written; see EffectiveAllowAnonymous
+  bool local_only = true;               // no listener, port or bind_address line
+  bool password_file = false;
+  bool acl_file = false;
+  bool psk_file = false;
+  std::vector<std::string> plugins;  // plugin and auth_plugin paths, in file order
+  std::vector<ListenerConfig> listeners;
+
+  // Mosquitto 2.0: true in local-only mode, else false unless set.
+  bool EffectiveAllowAnonymous() const { return local_only || allow_anonymous.value_or(false); }
+};
+
+// Parses one file's text. `path` names it in error messages; include_dir is followed when
+// `follow_includes` (only the main file's are).
+bool ParseBrokerConfig(std::string_view text, const std::string& path, bool follow_includes,
+                       BrokerConfig* config, std::string* error);
+
+// Reads and parses the file at `path` with its include_dir files.
+bool ReadBrokerConfig(const std::string& path, BrokerConfig* config, std::string* error);
+
+// The configuration file named on the broker's command line (-c or --config-file), from the
+// process's arguments; empty when there is none.
+std::string ConfigPathFromArguments(const std::vector<std::string>& arguments);
+
+// Whether the broker has an authentication (BASIC_AUTH) or ACL decision maker other than this
+// plugin. `own_plugin` is the canonical path of this plugin's .so; any other plugin line counts,
+// since the plugin cannot tell which events another plugin handles.
+bool HasOtherAuthSource(const BrokerConfig& config, const std::string& own_plugin);
+bool HasOtherAclSource(const BrokerConfig& config, const std::string& own_plugin);
+
+}  // namespace mqc
