@@ -1,0 +1,47 @@
+// Starts, watches and stops the companion process from the broker thread.
+//
+// posix_spawn (vfork + exec: no copy of the broker's page tables) with the shared memory
+// descriptor as fd 3 and every other inherited descriptor closed (the broker's listener and
+// client sockets must not leak into it), default signal handling, an empty signal mask and a
+// process group of its own (a terminal's Ctrl-C reaches the broker, which then stops it). The
+// companion asks the kernel to kill it when the broker dies (PR_SET_PDEATHSIG).
+//
+// Threads: the broker thread only. Syscalls here happen at init, TICK and cleanup, never per
+// message.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace mqc {
+
+inline constexpr int kCompanionSharedFd = 3;
+
+class CompanionProcess {
+ public:
+  CompanionProcess(std::string executable, std::vector<std::string> arguments, int shared_fd);
+  ~CompanionProcess();  // stops it
+  CompanionProcess(const CompanionProcess&) = delete;
+  CompanionProcess& operator=(const CompanionProcess&) = delete;
+
+  bool Start(std::string* error);
+
+  // Non-blocking. True once the process has ended (it is reaped); *how says how it ended.
+  bool Exited(std::string* how);
+
+  // SIGTERM, up to `grace_ms` for it to end, then SIGKILL; reaps it.
+  void Stop(int grace_ms);
+
+  pid_t pid() const { return pid_; }
+  bool running() const { return pid_ > 0; }
+
+ private:
+  std::string executable_;
+  std::vector<std::string> arguments_;
+  int shared_fd_;
+  pid_t pid_ = -1;
+};
+
+}  // namespace mqc

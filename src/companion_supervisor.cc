@@ -1,0 +1,117 @@
+#include "companion_supervisor.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <utility>
+
+namespace mqc {
+
+namespace {
+
+constexpr int kMaxRestartDelayMs = 5000;
+
+void SleepMs(int ms) {
+  timespec ts{0, static_cast<long>(ms) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+}  // namespace
+
+CompanionSupervisor::CompanionSupervisor(SharedRegion* region, std::string executable,
+                                         std::vector<std::string> arguments, Logger log)
+    : region_(region),
+      process_(std::move(executable), std::move(arguments), region->fd()),
+      log_(std::move(log)) {}
+
+CompanionState CompanionSupervisor::ReadState() const {
+  return static_cast<CompanionState>(
+      region_->header()->companion.state.load(std::memory_order_acquire));
+}
+
+int CompanionSupervisor::http_port() const {
+  return region_->header()->companion.http_port.load(std::memory_order_relaxed);
+}
+
+bool CompanionSupervisor::Launch(std::string* error) {
+  serving_ = false;
+  region_->header()->companion.state.store(static_cast<std::uint32_t>(CompanionState::kStarting),
+                                           std::memory_order_release);
+  return process_.Start(error);
+}
+
+bool CompanionSupervisor::StartAndWait(int timeout_ms, const std::function<void()>& pump,
+                                       std::string* error) {
+  if (!Launch(error)) return false;
+  for (int waited = 0; waited <= timeout_ms; waited += 5) {
+    pump();
+    switch (ReadState()) {
+      case CompanionState::kServing:
+        serving_ = true;
+        return true;
+      case CompanionState::kFailed:
+        *error = region_->header()->companion.failure;
+        process_.Stop(2000);
+        return false;
+      case CompanionState::kStarting:
+        break;
+    }
+    std::string how;
+    if (process_.Exited(&how)) {
+      pump();
+      *error = "the companion " + how + " before it was ready";
+      return false;
+    }
+    SleepMs(5);
+  }
+  process_.Stop(2000);
+  *error = "the companion did not report ready within " + std::to_string(timeout_ms) + " ms";
+  return false;
+}
+
+void CompanionSupervisor::ScheduleRestart(std::int64_t now_ns) {
+  next_start_ns_ = now_ns + std::int64_t{restart_delay_ms_} * 1000000;
+  restart_delay_ms_ = std::min(kMaxRestartDelayMs, std::max(100, restart_delay_ms_ * 2));
+}
+
+void CompanionSupervisor::Tick(std::int64_t now_ns) {
+  if (process_.running()) {
+    std::string how;
+    if (process_.Exited(&how)) {
+      log_(LogLevel::kWarning, "mosquitto_connections: companion " + how + "; restarting it");
+      ScheduleRestart(now_ns);
+      return;
+    }
+    if (serving_) return;
+    const CompanionState state = ReadState();
+    if (state == CompanionState::kServing) {
+      serving_ = true;
+      restart_delay_ms_ = 0;
+      log_(LogLevel::kNotice, "mosquitto_connections: companion restarted, serving on port " +
+                                  std::to_string(http_port()));
+    } else if (state == CompanionState::kFailed) {
+      log_(LogLevel::kError, std::string("mosquitto_connections: companion failed: ") +
+                                 region_->header()->companion.failure);
+      process_.Stop(1000);
+      ScheduleRestart(now_ns);
+    }
+    return;
+  }
+  if (now_ns < next_start_ns_) return;
+  std::string error;
+  if (Launch(&error)) {
+    ++restarts_;
+  } else {
+    log_(LogLevel::kError, "mosquitto_connections: " + error);
+    ScheduleRestart(now_ns);
+  }
+}
+
+void CompanionSupervisor::Stop() {
+  process_.Stop(2000);
+  serving_ = false;
+}
+
+}  // namespace mqc

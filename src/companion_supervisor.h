@@ -1,0 +1,57 @@
+// Keeps the companion process running, from the broker thread: starts it at init and waits for
+// its first report (so that a port that cannot be bound fails the plugin's init), notices at
+// TICK when it died or failed, and starts it again (at once the first time, then backing off up
+// to 5 s while it keeps failing). A new companion asks the broker for a full resync by itself.
+//
+// Threads: the broker thread only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "companion_process.h"
+#include "event_records.h"
+#include "shared_region.h"
+
+namespace mqc {
+
+class CompanionSupervisor {
+ public:
+  using Logger = std::function<void(LogLevel, const std::string&)>;
+
+  CompanionSupervisor(SharedRegion* region, std::string executable,
+                      std::vector<std::string> arguments, Logger log);
+
+  // Starts the companion and waits up to `timeout_ms` for it to serve. `pump` runs while
+  // waiting (the plugin drains the companion's log lines there). False with *error when it
+  // failed, ended or did not answer in time.
+  bool StartAndWait(int timeout_ms, const std::function<void()>& pump, std::string* error);
+
+  // At TICK: notices an ended or failed companion and restarts it when its delay has passed.
+  void Tick(std::int64_t now_ns);
+
+  void Stop();
+
+  bool serving() const { return serving_; }
+  int http_port() const;
+  pid_t pid() const { return process_.pid(); }
+  std::uint64_t restarts() const { return restarts_; }
+
+ private:
+  bool Launch(std::string* error);
+  void ScheduleRestart(std::int64_t now_ns);
+  CompanionState ReadState() const;
+
+  SharedRegion* region_;
+  CompanionProcess process_;
+  Logger log_;
+  bool serving_ = false;
+  std::int64_t next_start_ns_ = 0;
+  int restart_delay_ms_ = 0;
+  std::uint64_t restarts_ = 0;
+};
+
+}  // namespace mqc
