@@ -1,0 +1,99 @@
+// The companion's HTTP server: libmicrohttpd (MHD) behind plain request/response values, so that
+// routing and views are testable without sockets.
+//
+// Threads: Start() and the destructor run on the owner's thread. MHD's own threads (a small
+// pool) accept connections, parse requests and call the handler and the log function, several
+// requests at a time: both must be safe to call concurrently. The server's own state is set
+// before MHD starts and only read afterwards; each request's state belongs to the one MHD
+// thread serving that connection. The destructor waits for MHD's threads to finish.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+struct MHD_Daemon;
+
+namespace mqc {
+
+// Query parameters in the order the client sent them, percent-decoded, duplicates kept (so
+// that a view can refuse them). A parameter without '=' has an empty value.
+using QueryParams = std::vector<std::pair<std::string, std::string>>;
+using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
+
+struct HttpRequest {
+  std::string method;  // "GET", "HEAD", "POST", ... as sent
+  std::string path;    // percent-decoded, without the query
+  QueryParams query;
+  HttpHeaders headers;  // as sent; look them up with FindHeader
+  std::string body;
+  // The body was larger than HttpServerOptions::max_body_bytes: `body` is empty and the answer
+  // should be 413. Set instead of answering in the server so that the router picks the error
+  // format of the path.
+  bool body_too_large = false;
+
+  // The value of the first header called `name` (ASCII case-insensitive), or null.
+  const std::string* FindHeader(std::string_view name) const;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type;  // no Content-Type header when empty
+  std::string body;          // MHD leaves it out for HEAD requests, Content-Length stays
+  HttpHeaders headers;       // extra headers, e.g. Allow
+};
+
+struct HttpServerOptions {
+  std::string bind_address = "127.0.0.1";  // an IPv4 or IPv6 literal: 0.0.0.0, ::, ::1, ...
+  int port = 8080;                         // 0: any free port, see HttpServer::port()
+  // Seconds before an idle connection is closed. Also what ends a request MHD cannot parse
+  // and waits on forever (one starting with a NUL byte).
+  unsigned connection_timeout_s = 10;
+  unsigned connection_limit = 64;
+  unsigned thread_pool_size = 2;
+  std::size_t max_body_bytes = 1 << 20;
+  // MHD's own error messages (one line, no newline); none are asked for when empty.
+  std::function<void(const std::string&)> log;
+};
+
+class HttpServer {
+ public:
+  using Handler = std::function<HttpResponse(const HttpRequest&)>;
+
+  // Binds, listens and starts serving. On failure returns null and sets *error to a line that
+  // names address, port and reason: "cannot listen on 127.0.0.1:8080: Address already in use".
+  static std::unique_ptr<HttpServer> Start(const HttpServerOptions& options, Handler handler,
+                                           std::string* error);
+
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+  ~HttpServer();  // stops MHD; waits for requests in progress
+
+  // The port listened on: the one asked for, or the one the system chose for port 0.
+  int port() const { return port_; }
+
+ private:
+  struct DaemonDeleter {
+    void operator()(MHD_Daemon* daemon) const noexcept;
+  };
+
+  HttpServer(const HttpServerOptions& options, Handler handler);
+
+  // Called on MHD threads only.
+  HttpResponse Dispatch(const HttpRequest& request) const;
+  void Log(const std::string& message) const noexcept;
+
+  friend struct HttpServerCallbacks;
+
+  const HttpServerOptions options_;
+  const Handler handler_;
+  int port_ = 0;
+  // Last member: destroyed first, so MHD's threads are gone before what they use.
+  std::unique_ptr<MHD_Daemon, DaemonDeleter> daemon_;
+};
+
+}  // namespace mqc

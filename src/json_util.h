@@ -1,0 +1,54 @@
+// Small helpers over cJSON for the HTTP views: an owning pointer, builders that turn cJSON's
+// "NULL on out of memory" into std::bad_alloc (so view code needs no null checks and leaks
+// nothing), printing to std::string, and RFC 3339 timestamps. Pure functions, safe on any thread.
+#pragma once
+
+#include <cjson/cJSON.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace mqc {
+
+struct CjsonDeleter {
+  void operator()(cJSON* item) const noexcept { cJSON_Delete(item); }
+};
+using CjsonPtr = std::unique_ptr<cJSON, CjsonDeleter>;
+
+// Builders: never return null; throw std::bad_alloc when cJSON cannot allocate.
+CjsonPtr NewJsonObject();
+CjsonPtr NewJsonArray();
+CjsonPtr NewJsonNull();
+CjsonPtr NewJsonBool(bool value);
+CjsonPtr NewJsonNumber(double value);
+// The value is made valid UTF-8 first (see ToValidUtf8): cJSON prints bytes as they are, and
+// stops at a NUL byte.
+CjsonPtr NewJsonString(std::string_view value);
+
+// Moves `item` into `object` under `key` (or to the end of `array`). Throws std::bad_alloc on
+// failure; `item` is freed then.
+void AddToJsonObject(cJSON* object, const char* key, CjsonPtr item);
+void AddToJsonArray(cJSON* array, CjsonPtr item);
+
+// Compact JSON text, no whitespace. Throws std::bad_alloc on failure.
+std::string PrintJson(const cJSON& item);
+
+// Parses JSON text (which need not be NUL-terminated); null when it is not valid JSON, also
+// when valid JSON is followed by anything but whitespace. Safe on any thread (serialised).
+CjsonPtr ParseJson(std::string_view text);
+
+// `value` with every byte sequence that is not valid UTF-8, and every NUL, replaced by U+FFFD.
+std::string ToValidUtf8(std::string_view value);
+
+// `value` for an error message: in single quotes, cut to 64 bytes (then "...'") at a character
+// boundary, valid UTF-8. Keeps an echoed request value short and printable.
+std::string QuoteForMessage(std::string_view value);
+
+// Unix time in nanoseconds as RFC 3339 UTC: "2026-06-12T10:30:00Z" (fraction dropped, i.e.
+// rounded towards the past) and "2026-06-12T10:30:00.123456789Z" (always nine digits).
+std::string FormatRfc3339Seconds(std::int64_t unix_ns);
+std::string FormatRfc3339Nanos(std::int64_t unix_ns);
+
+}  // namespace mqc
