@@ -96,6 +96,7 @@ bool CompanionProcess::Start(std::string* error) {
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(executable_.c_str()));
   for (auto& argument : arguments_) argv.push_back(const_cast<char*>(argument.c_str()));
+  for (auto& argument : extra_arguments_) argv.push_back(const_cast<char*>(argument.c_str()));
   argv.push_back(nullptr);
   pid_t pid = -1;
   rc = posix_spawn(&pid, executable_.c_str(), &setup.actions_, &setup.attr_, argv.data(), environ);

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mqc {
@@ -28,6 +29,9 @@ class CompanionProcess {
 
   bool Start(std::string* error);
 
+  // Arguments added after the constructor's at the next Start (replacing earlier extras).
+  void SetExtraArguments(std::vector<std::string> extra) { extra_arguments_ = std::move(extra); }
+
   // Non-blocking. True once the process has ended (it is reaped); *how says how it ended.
   bool Exited(std::string* how);
 
@@ -40,6 +44,7 @@ class CompanionProcess {
  private:
   std::string executable_;
   std::vector<std::string> arguments_;
+  std::vector<std::string> extra_arguments_;
   int shared_fd_;
   pid_t pid_ = -1;
 };

@@ -50,6 +50,8 @@ bool CompanionSupervisor::StartAndWait(int timeout_ms, const std::function<void(
     switch (ReadState()) {
       case CompanionState::kServing:
         serving_ = true;
+        // The last plugin option wins: restarts keep this port.
+        process_.SetExtraArguments({"http_port=" + std::to_string(http_port())});
         return true;
       case CompanionState::kFailed:
         *error = region_->header()->companion.failure;

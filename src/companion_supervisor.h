@@ -2,6 +2,8 @@
 // its first report (so that a port that cannot be bound fails the plugin's init), notices at
 // TICK when it died or failed, and starts it again (at once the first time, then backing off up
 // to 5 s while it keeps failing). A new companion asks the broker for a full resync by itself.
+// A restarted companion serves on the port the first one got, also when that was chosen by
+// the system (http_port 0): the address the operator was told stays right.
 //
 // Threads: the broker thread only.
 #pragma once
