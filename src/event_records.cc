@@ -76,6 +76,7 @@ void Encode(const ConnectionEvent& e, std::string* out) {
   w.Put(e.keep_alive);
   w.Put(e.port);
   w.Put(e.local_port);
+  w.Put(e.stats_slot);
   w.PutString(e.client_id);
   w.PutString(e.username);
   w.PutString(e.ip_address);
@@ -91,7 +92,8 @@ bool Decode(std::string_view bytes, ConnectionEvent* e) {
                   r.Get(&e->protocol_version) && r.Get(&clean) && clean <= 1 &&
                   r.GetEnum(&e->auth_mechanism, AuthMechanism::kEnhanced) &&
                   r.GetEnum(&e->auth_state, AuthState::kFailure) && r.Get(&e->keep_alive) &&
-                  r.Get(&e->port) && r.Get(&e->local_port) && r.GetString(&e->client_id) &&
+                  r.Get(&e->port) && r.Get(&e->local_port) && r.Get(&e->stats_slot) &&
+                  r.GetString(&e->client_id) &&
                   r.GetString(&e->username) && r.GetString(&e->ip_address) &&
                   r.GetString(&e->auth_method) && r.Done();
   e->clean_session = clean != 0;
@@ -103,12 +105,13 @@ void Encode(const CloseEvent& e, std::string* out) {
   w.Put(e.seq);
   w.Put(e.close_time_ns);
   w.Put(e.reason);
+  w.Put(e.totals);
 }
 
 bool Decode(std::string_view bytes, CloseEvent* e) {
   ByteReader r(bytes);
   return r.Get(&e->seq) && r.Get(&e->close_time_ns) &&
-         r.GetEnum(&e->reason, CloseReason::kBrokerShutdown) && r.Done();
+         r.GetEnum(&e->reason, CloseReason::kBrokerShutdown) && r.Get(&e->totals) && r.Done();
 }
 
 void Encode(const SubscriptionEvent& e, std::string* out) {

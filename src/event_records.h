@@ -31,6 +31,8 @@ enum class CommandType : std::uint16_t {
 
 using Uuid = std::array<std::uint8_t, 16>;
 
+inline constexpr std::uint32_t kNoStatsSlot = 0xffffffff;
+
 struct ConnectionEvent {
   std::uint64_t seq = 0;
   Uuid uid{};
@@ -44,6 +46,7 @@ struct ConnectionEvent {
   std::uint16_t keep_alive = 0;
   std::uint16_t port = 0;        // remote port; 0 when unknown
   std::uint16_t local_port = 0;  // the listener's port; 0 when unknown
+  std::uint32_t stats_slot = kNoStatsSlot;  // its ConnectionStatsSlot in the shared region
   std::string client_id;
   std::string username;
   std::string ip_address;
@@ -54,6 +57,7 @@ struct CloseEvent {
   std::uint64_t seq = 0;
   std::int64_t close_time_ns = 0;
   CloseReason reason = CloseReason::kUnspecified;
+  RequestStatistics totals;  // the connection's traffic, final (its slot is reused after this)
 };
 
 struct SubscriptionEvent {  // kSubscribe and kUnsubscribe

@@ -61,6 +61,7 @@ bool Registry::Apply(EventType type, std::string_view payload, std::int64_t now_
       connection.state = ConnectionState::kClosed;
       connection.close_time_ns = event.close_time_ns;
       connection.close_reason = event.reason;
+      connection.total_statistics = event.totals;
       AddClosed(std::move(connection));
       ExpireClosedLocked(now_ns);
       return true;
@@ -137,6 +138,17 @@ std::vector<Connection> Registry::Snapshot() const {
 std::size_t Registry::open_count() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return open_.size();
+}
+
+std::array<std::size_t, kPatternCount> Registry::SubscriptionsByPattern() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::array<std::size_t, kPatternCount> counts{};
+  for (const auto& [seq, connection] : open_) {
+    for (const Subscription& subscription : connection.subscriptions) {
+      ++counts[static_cast<std::size_t>(subscription.mapping.pattern)];
+    }
+  }
+  return counts;
 }
 
 std::size_t Registry::closed_count() const {

@@ -10,8 +10,10 @@
 // any thread. One mutex guards everything; Snapshot copies under it and nothing slow runs there.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -25,6 +27,9 @@
 #include "event_records.h"
 
 namespace mqc {
+
+// The number of Pattern values (topic_mapping.h), kNone through kQueries.
+inline constexpr std::size_t kPatternCount = static_cast<std::size_t>(Pattern::kQueries) + 1;
 
 struct RegistryOptions {
   std::uint32_t node_id = 0;
@@ -46,6 +51,10 @@ class Registry : public ConnectionSource {
 
   std::vector<Connection> Snapshot() const override;
   std::size_t open_count() const;
+  // Subscriptions of open connections, indexed by Pattern (kNone first): the
+  // kubemq_mqtt_subscriptions{pattern} gauge, counted under the lock rather than from a
+  // Snapshot so that a scrape copies no connection.
+  std::array<std::size_t, kPatternCount> SubscriptionsByPattern() const;
   std::size_t closed_count() const;
   bool synced() const;
   // Waits until the first resync has completed, or `timeout` has passed; returns synced().

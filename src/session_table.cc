@@ -16,8 +16,15 @@ bool MayOutliveConnection(const ConnectionEvent& event) {
 
 }  // namespace
 
-SessionTable::SessionTable(EventSink* sink, std::uint64_t uuid_seed)
-    : sink_(sink), random_(uuid_seed) {}
+SessionTable::SessionTable(EventSink* sink, std::uint64_t uuid_seed, ConnectionStatsSlot* stats,
+                           std::size_t stats_count)
+    : sink_(sink), stats_(stats), random_(uuid_seed) {
+  free_stats_.reserve(stats_count);
+  // Lowest slot on top: the first connections use the first (already touched) pages.
+  for (std::size_t i = stats_count; i > 0; --i) {
+    free_stats_.push_back(static_cast<std::uint32_t>(i - 1));
+  }
+}
 
 void SessionTable::BeginConnect(const void* client, ClientFacts facts, std::int64_t now_ns) {
   Settle();
@@ -57,6 +64,21 @@ void SessionTable::Accept() {
   connection.event.auth_state = pending.facts.mechanism == AuthMechanism::kAnonymous
                                     ? AuthState::kUnauthenticated
                                     : AuthState::kSuccess;
+  if (!free_stats_.empty()) {
+    const std::uint32_t slot = free_stats_.back();
+    free_stats_.pop_back();
+    ConnectionStatsSlot& stats = stats_[slot];
+    // A seqlock: a reader that saw the old owner's seq before and after its reads knows that
+    // none of them saw this reset.
+    stats.seq.store(0, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    for (auto* counter : {&stats.publish_count, &stats.publish_bytes, &stats.deliver_count,
+                          &stats.deliver_bytes, &stats.request_count}) {
+      counter->store(0, std::memory_order_relaxed);
+    }
+    stats.seq.store(connection.event.seq, std::memory_order_release);
+    connection.event.stats_slot = slot;
+  }
   auto offline = offline_.find(pending.facts.client_id);
   if (offline != offline_.end()) {
     if (!pending.facts.clean_session && pending.resumes_session) {
@@ -111,6 +133,16 @@ void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_
   close.seq = connection.event.seq;
   close.close_time_ns = now_ns;
   close.reason = reason;
+  const std::uint32_t slot = connection.event.stats_slot;
+  if (slot != kNoStatsSlot) {
+    const ConnectionStatsSlot& stats = stats_[slot];
+    close.totals.publish_count = stats.publish_count.load(std::memory_order_relaxed);
+    close.totals.publish_bytes = stats.publish_bytes.load(std::memory_order_relaxed);
+    close.totals.deliver_count = stats.deliver_count.load(std::memory_order_relaxed);
+    close.totals.deliver_bytes = stats.deliver_bytes.load(std::memory_order_relaxed);
+    close.totals.request_count = stats.request_count.load(std::memory_order_relaxed);
+    free_stats_.push_back(slot);
+  }
   Encode(close, &buffer_);
   sink_->Emit(EventType::kClose, buffer_);
   if (MayOutliveConnection(connection.event) && !connection.subscriptions.empty()) {

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "event_records.h"
+#include "shared_region.h"
 
 namespace mqc {
 
@@ -61,7 +62,24 @@ class SessionTable {
   // Offline persistent sessions kept at most; the oldest is forgotten first.
   static constexpr std::size_t kMaxOfflineSessions = 100000;
 
-  SessionTable(EventSink* sink, std::uint64_t uuid_seed);
+  // `stats`: `stats_count` per-connection statistics slots in the shared region (may be 0).
+  SessionTable(EventSink* sink, std::uint64_t uuid_seed, ConnectionStatsSlot* stats = nullptr,
+               std::size_t stats_count = 0);
+
+  // What the per-message path needs to know of a client: one hash lookup, no allocation.
+  struct ClientView {
+    bool open = false;
+    ConnectionStatsSlot* stats = nullptr;  // null when open without a slot, or not open
+  };
+  ClientView View(const void* client) const {
+    auto it = open_.find(client);
+    if (it == open_.end()) return ClientView{};
+    return ClientView{true, it->second.event.stats_slot == kNoStatsSlot
+                                ? nullptr
+                                : &stats_[it->second.event.stats_slot]};
+  }
+  // The client whose CONNECT is being handled (its resumed session is being re-checked).
+  bool IsPending(const void* client) const { return pending_ && pending_->client == client; }
 
   // A CONNECT is being authenticated (BASIC_AUTH, EXT_AUTH_START).
   void BeginConnect(const void* client, ClientFacts facts, std::int64_t now_ns);
@@ -125,6 +143,8 @@ class SessionTable {
   void CloseOpen(const void* client, CloseReason reason, std::int64_t now_ns);
 
   EventSink* sink_;
+  ConnectionStatsSlot* stats_;
+  std::vector<std::uint32_t> free_stats_;  // reserved in full up front: never reallocates
   std::mt19937_64 random_;
   std::uint64_t next_seq_ = 0;
   std::uint64_t next_offline_age_ = 0;

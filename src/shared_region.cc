@@ -35,6 +35,11 @@ std::uint8_t* SharedRegion::commands_data() const {
   return static_cast<std::uint8_t*>(base_) + header_->commands_offset;
 }
 
+ConnectionStatsSlot* SharedRegion::stats() const {
+  return reinterpret_cast<ConnectionStatsSlot*>(static_cast<std::uint8_t*>(base_) +
+                                                header_->stats_offset);
+}
+
 std::unique_ptr<SharedRegion> SharedRegion::Create(const SharedRegionSizes& sizes,
                                                    std::string* error) {
   if (!IsPowerOfTwo(sizes.events_capacity) || !IsPowerOfTwo(sizes.commands_capacity)) {
@@ -43,7 +48,8 @@ std::unique_ptr<SharedRegion> SharedRegion::Create(const SharedRegionSizes& size
   }
   const std::uint64_t events_offset = (sizeof(SharedHeader) + 4095) & ~std::uint64_t{4095};
   const std::uint64_t commands_offset = events_offset + sizes.events_capacity;
-  const std::uint64_t total = commands_offset + sizes.commands_capacity;
+  const std::uint64_t stats_offset = commands_offset + sizes.commands_capacity;
+  const std::uint64_t total = stats_offset + sizes.stats_slots * sizeof(ConnectionStatsSlot);
 
   const int fd = memfd_create("mosquitto_connections", MFD_CLOEXEC);
   if (fd < 0) {
@@ -67,6 +73,9 @@ std::unique_ptr<SharedRegion> SharedRegion::Create(const SharedRegionSizes& size
   header->events_capacity = sizes.events_capacity;
   header->commands_offset = commands_offset;
   header->commands_capacity = sizes.commands_capacity;
+  header->stats_offset = stats_offset;
+  header->stats_slots = sizes.stats_slots;
+  // The slots are zero pages of the memfd: an all-zero ConnectionStatsSlot is a valid free one.
   return std::unique_ptr<SharedRegion>(new SharedRegion(fd, true, base, total));
 }
 
@@ -92,7 +101,9 @@ std::unique_ptr<SharedRegion> SharedRegion::Attach(int fd, std::string* error) {
                      IsPowerOfTwo(header->events_capacity) &&
                      IsPowerOfTwo(header->commands_capacity) &&
                      header->events_offset + header->events_capacity <= size &&
-                     header->commands_offset + header->commands_capacity <= size;
+                     header->commands_offset + header->commands_capacity <= size &&
+                     header->stats_offset + header->stats_slots * sizeof(ConnectionStatsSlot) <=
+                         size;
   if (!valid) {
     munmap(base, size);
     *error = "shared memory has another layout (plugin and companion from different builds?)";

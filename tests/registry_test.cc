@@ -25,7 +25,7 @@ class RegistryTest : public ::testing::Test {
  protected:
   void ApplyOpen(const ConnectionEvent& e) { Apply(EventType::kConnection, e); }
   void ApplyClose(std::uint64_t seq, std::int64_t at, CloseReason reason) {
-    CloseEvent e{seq, at, reason};
+    CloseEvent e{seq, at, reason, {}};
     Apply(EventType::kClose, e);
   }
   void ApplySub(EventType type, std::uint64_t seq, const std::string& filter, std::uint8_t qos) {
@@ -120,7 +120,7 @@ TEST_F(RegistryTest, ClosedMaxZeroKeepsNone) {
   std::string bytes;
   Encode(Open(1, "a"), &bytes);
   ASSERT_TRUE(registry.Apply(EventType::kConnection, bytes, 0));
-  CloseEvent close{1, 2, CloseReason::kClientDisconnect};
+  CloseEvent close{1, 2, CloseReason::kClientDisconnect, {}};
   Encode(close, &bytes);
   ASSERT_TRUE(registry.Apply(EventType::kClose, bytes, 0));
   EXPECT_TRUE(registry.Snapshot().empty());

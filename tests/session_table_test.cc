@@ -33,6 +33,7 @@ class RecordingSink : public EventSink {
       case EventType::kClose: {
         CloseEvent e;
         EXPECT_TRUE(Decode(payload, &e));
+        closes.push_back(e);
         lines.push_back("close " + std::to_string(e.seq) + " reason " +
                         std::to_string(static_cast<int>(e.reason)));
         break;
@@ -64,6 +65,7 @@ class RecordingSink : public EventSink {
 
   std::vector<std::string> lines;
   std::vector<ConnectionEvent> connections;
+  std::vector<CloseEvent> closes;
 
  private:
   int refuse_after_ = -1;
@@ -318,6 +320,39 @@ TEST_F(SessionTableTest, FullStateReportsARefusingSink) {
   ASSERT_TRUE(table_.BeginFullState(1));
   EXPECT_FALSE(table_.ContinueFullState());
   EXPECT_FALSE(table_.full_state_active());  // abandoned: it starts again with a new generation
+}
+
+TEST(SessionTableStatsTest, SlotsAreAssignedResetAndTheirTotalsTravelWithTheClose) {
+  RecordingSink sink;
+  ConnectionStatsSlot slots[1];
+  SessionTable table(&sink, 1, slots, 1);
+  int a = 0;
+  int b = 0;
+  table.BeginConnect(&a, Facts("a"), 1);
+  table.Settle();
+  ASSERT_EQ(sink.connections.at(0).stats_slot, 0u);
+  ASSERT_EQ(table.View(&a).stats, &slots[0]);
+  EXPECT_EQ(slots[0].seq.load(), sink.connections.at(0).seq);
+  Bump(slots[0].publish_count, 3);
+  Bump(slots[0].deliver_bytes, 40);
+  // The only slot is taken: a second connection has none, and is still open.
+  table.BeginConnect(&b, Facts("b"), 2);
+  table.Settle();
+  EXPECT_EQ(sink.connections.at(1).stats_slot, kNoStatsSlot);
+  EXPECT_TRUE(table.View(&b).open);
+  EXPECT_EQ(table.View(&b).stats, nullptr);
+  table.Disconnect(&a, true, CloseReason::kClientDisconnect, 3);
+  EXPECT_FALSE(table.View(&a).open);
+  ASSERT_EQ(sink.closes.size(), 1u);
+  EXPECT_EQ(sink.closes[0].totals.publish_count, 3u);
+  EXPECT_EQ(sink.closes[0].totals.deliver_bytes, 40u);
+  // The close carried the totals; the next connection gets the slot back, reset.
+  table.BeginConnect(&a, Facts("c"), 4);
+  table.Settle();
+  EXPECT_EQ(sink.connections.at(2).stats_slot, 0u);
+  EXPECT_EQ(slots[0].publish_count.load(), 0u);
+  EXPECT_EQ(slots[0].deliver_bytes.load(), 0u);
+  EXPECT_EQ(slots[0].seq.load(), sink.connections.at(2).seq);
 }
 
 TEST_F(SessionTableTest, UidsAreVersion4UuidsAndUnique) {
