@@ -1,0 +1,111 @@
+#include "traffic_meter.h"
+
+namespace mqc {
+
+namespace {
+
+bool PublishOperation(Pattern pattern, Operation* operation) {
+  switch (pattern) {
+    case Pattern::kEvents:
+      *operation = Operation::kPublishEvents;
+      return true;
+    case Pattern::kStore:
+      *operation = Operation::kPublishStore;
+      return true;
+    case Pattern::kQueues:
+      *operation = Operation::kPublishQueues;
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool DeliverOperation(Pattern pattern, Operation* operation) {
+  switch (pattern) {
+    case Pattern::kEvents:
+      *operation = Operation::kDeliverEvents;
+      return true;
+    case Pattern::kStore:
+      *operation = Operation::kDeliverStore;
+      return true;
+    case Pattern::kQueues:
+      *operation = Operation::kDeliverQueues;
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+TrafficMeter::TrafficMeter(BrokerCounters* counters, DefaultPattern default_pattern,
+                           const RpcTracker::Options& rpc)
+    : counters_(counters), default_pattern_(default_pattern), rpc_(rpc, counters) {}
+
+void TrafficMeter::Count(Operation operation, bool valid, bool dropped) {
+  const OperationStatus status = !valid    ? OperationStatus::kError
+                                 : dropped ? OperationStatus::kDropped
+                                           : OperationStatus::kSuccess;
+  Bump(counters_->operations[static_cast<std::size_t>(operation)]
+                            [static_cast<std::size_t>(status)]);
+}
+
+void TrafficMeter::OnPublish(const void* client, ConnectionStatsSlot* stats,
+                             std::string_view topic, std::uint32_t payload_bytes,
+                             PublishDetails& details) {
+  Bump(counters_->received_messages);
+  Bump(counters_->received_bytes, payload_bytes);
+  if (stats != nullptr) {
+    Bump(stats->publish_count);
+    Bump(stats->publish_bytes, payload_bytes);
+    Bump(stats->request_count);
+  }
+  const TopicClass topic_class = ClassifyTopic(topic, default_pattern_);
+  Operation operation;
+  if (PublishOperation(topic_class.pattern, &operation)) {
+    Count(operation, topic_class.valid);
+  } else if (topic_class.pattern == Pattern::kCommands ||
+             topic_class.pattern == Pattern::kQueries) {
+    if (!topic_class.valid) {
+      Count(topic_class.pattern == Pattern::kCommands ? Operation::kRpcCommand
+                                                      : Operation::kRpcQuery,
+            false);
+    } else {
+      response_topic_.clear();
+      correlation_.clear();
+      const int version = details.ProtocolVersion();
+      const bool has_response = version == 5 && details.ResponseTopic(&response_topic_);
+      const bool has_correlation = has_response && details.CorrelationData(&correlation_);
+      rpc_.OnRequest(topic_class.pattern, client, version,
+                     has_response ? response_topic_ : std::string_view(), correlation_,
+                     has_correlation, details.MonotonicNs());
+    }
+  }
+  if (rpc_.AwaitsTopic(topic)) {
+    correlation_.clear();
+    const bool has_correlation = details.CorrelationData(&correlation_);
+    rpc_.OnResponse(topic, correlation_, has_correlation, details.MonotonicNs());
+  }
+}
+
+void TrafficMeter::OnDeliver(const void* client, ConnectionStatsSlot* stats, bool online,
+                             std::string_view topic, std::uint32_t payload_bytes,
+                             std::uint8_t qos, PublishDetails& clock) {
+  const bool dropped = !online && qos == 0;
+  if (!dropped) {
+    Bump(counters_->delivered_messages);
+    Bump(counters_->delivered_bytes, payload_bytes);
+    if (stats != nullptr) {
+      Bump(stats->deliver_count);
+      Bump(stats->deliver_bytes, payload_bytes);
+    }
+  }
+  const TopicClass topic_class = ClassifyTopic(topic, default_pattern_);
+  Operation operation;
+  if (DeliverOperation(topic_class.pattern, &operation)) {
+    Count(operation, topic_class.valid, dropped);
+  }
+  if (rpc_.AwaitsDelivery() && !dropped) rpc_.OnDelivery(client, topic, clock.MonotonicNs());
+}
+
+}  // namespace mqc
