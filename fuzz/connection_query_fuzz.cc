@@ -1,0 +1,211 @@
+// Fuzz target for filtering, ordering and paging of connections. The input is split at '\n' into
+// filter, order_by, page_token, page_size and offset (missing parts are empty; the offset part
+// takes the rest), and run over a small fixed snapshot. Besides crashes and sanitizer reports it
+// aborts when a failed query has no message or leaves a page behind, when a page holds a
+// connection that is not in the snapshot (or holds one twice), when total_size or the page size
+// is more than they may be, when following next_page_token repeats, skips or reorders a match,
+// and when a value quoted by QuoteFilterString matches anything but itself.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "connection.h"
+#include "connection_query.h"
+#include "query_syntax.h"
+#include "topic_mapping.h"
+
+namespace {
+
+using mqc::Connection;
+using mqc::ConnectionPage;
+using mqc::ConnectionQuery;
+
+constexpr std::int64_t kSecond = 1000000000;
+constexpr std::int64_t kT0 = 1767225600 * kSecond;  // 2026-01-01T00:00:00Z
+constexpr int kMaxPagesFollowed = 64;
+
+[[noreturn]] void Fail(const char* what, const ConnectionQuery& query) {
+  std::fprintf(stderr, "connection_query_fuzz: %s (filter of %zu bytes, order_by of %zu bytes)\n",
+               what, query.filter.size(), query.order_by.size());
+  std::abort();
+}
+
+mqc::Subscription MakeSubscription(std::string filter, int qos, mqc::Pattern pattern,
+                                   std::string channel, std::string group = "") {
+  mqc::Subscription subscription;
+  subscription.filter = std::move(filter);
+  subscription.qos = qos;
+  subscription.mapping.pattern = pattern;
+  subscription.mapping.channel = std::move(channel);
+  subscription.mapping.shared_group = std::move(group);
+  return subscription;
+}
+
+// Ten connections with ties in most fields, unset values and extreme numbers.
+std::vector<Connection> MakeSnapshot() {
+  std::vector<Connection> snapshot;
+  const char* const client_ids[] = {"sensor-1", "sensor-2", "sensor-1*", "",   "actuator",
+                                    "a\"b\\c",  "\xC3\xA9", "sensor-2",  "zz", "\x01\x7f"};
+  for (std::uint64_t i = 0; i < 10; ++i) {
+    Connection c;
+    c.seq = 100 - i * 7;
+    c.uid = "uid-" + std::to_string(i % 4);
+    c.node_id = static_cast<std::uint32_t>(i % 2);
+    c.state = i % 3 == 0 ? mqc::ConnectionState::kClosed : mqc::ConnectionState::kOpen;
+    c.open_time_ns = kT0 + static_cast<std::int64_t>(i % 3) * kSecond;
+    if (c.state == mqc::ConnectionState::kClosed) {
+      c.close_time_ns = c.open_time_ns + static_cast<std::int64_t>(i) * kSecond;
+      c.close_reason = static_cast<mqc::CloseReason>(i % 7);
+    }
+    c.client_id = client_ids[i];
+    c.username = i % 2 == 0 ? "" : "user";
+    c.protocol_version = 3 + static_cast<int>(i % 3);
+    c.clean_session = i % 4 != 0;
+    c.keep_alive = static_cast<int>(i * 10);
+    c.ip_address = i % 2 == 0 ? "10.0.0." + std::to_string(i) : "::1";
+    c.port = static_cast<int>(i % 3) * 1000;
+    c.listener_name = i % 2 == 0 ? "mqtt:1883" : "mqtts:8883";
+    c.tls.enabled = i % 2 == 1;
+    c.tls.tls_version = c.tls.enabled ? "TLSv1.3" : "";
+    c.authentication.mechanism = static_cast<mqc::AuthMechanism>(i % 6);
+    c.authentication.state = static_cast<mqc::AuthState>(i % 4);
+    c.authentication.user_principal = c.username;
+    c.idle_ns = i % 4 == 0 ? -1 : static_cast<std::int64_t>(i) * kSecond / 2;
+    c.total_statistics = {i, i * 100, i * 2, std::numeric_limits<std::uint64_t>::max() - i, i};
+    c.recent_statistics = {i % 2, 0, i % 3, 0, i % 5};
+    if (i % 3 != 2) {
+      c.subscriptions.push_back(MakeSubscription("events/a", 0, mqc::Pattern::kEvents, "a"));
+    }
+    if (i % 2 == 1) {
+      c.subscriptions.push_back(
+          MakeSubscription("$share/g/queues/q", 2, mqc::Pattern::kQueues, "q", "g"));
+    }
+    snapshot.push_back(std::move(c));
+  }
+  return snapshot;
+}
+
+const std::vector<Connection>& Snapshot() {
+  static const std::vector<Connection> snapshot = MakeSnapshot();
+  return snapshot;
+}
+
+std::int64_t ParseNumber(std::string_view text) {
+  std::int64_t value = 0;
+  return mqc::ParseInt64(text, &value) == mqc::NumberStatus::kOk ? value : 0;
+}
+
+ConnectionQuery QueryFromInput(std::string_view input) {
+  std::string_view parts[5];
+  for (int i = 0; i < 4; ++i) {
+    const std::size_t newline = input.find('\n');
+    parts[i] = input.substr(0, newline);
+    input = newline == std::string_view::npos ? std::string_view() : input.substr(newline + 1);
+  }
+  parts[4] = input;
+  ConnectionQuery query;
+  query.filter = std::string(parts[0]);
+  query.order_by = std::string(parts[1]);
+  query.page_token = std::string(parts[2]);
+  query.page_size = ParseNumber(parts[3]);
+  query.offset = ParseNumber(parts[4]);
+  return query;
+}
+
+bool Run(const ConnectionQuery& query, ConnectionPage* page) {
+  std::string error;
+  page->connections.push_back(Connection());  // must be cleared by the query
+  const bool ok = mqc::RunConnectionQuery(Snapshot(), query, page, &error);
+  if (!ok && error.empty()) Fail("failed without a message", query);
+  if (!ok && (!page->connections.empty() || !page->next_page_token.empty())) {
+    Fail("failed but left a page", query);
+  }
+  return ok;
+}
+
+// A page holds connections of the snapshot, each once, and no more than it may.
+void CheckPage(const ConnectionQuery& query, const ConnectionPage& page) {
+  const std::vector<Connection>& snapshot = Snapshot();
+  if (page.total_size < 0 || page.total_size > static_cast<std::int64_t>(snapshot.size())) {
+    Fail("total_size out of range", query);
+  }
+  const std::int64_t limit = query.page_size == 0 ? mqc::kDefaultPageSize : query.page_size;
+  if (static_cast<std::int64_t>(page.connections.size()) > std::min(limit, page.total_size)) {
+    Fail("page larger than page_size or total_size", query);
+  }
+  if (!page.next_page_token.empty() && page.connections.empty()) {
+    Fail("an empty page with a next_page_token", query);
+  }
+  std::set<std::uint64_t> seen;
+  for (const Connection& c : page.connections) {
+    if (!seen.insert(c.seq).second) Fail("a connection twice in one page", query);
+    bool found = false;
+    for (const Connection& s : snapshot) {
+      found = found || (s.seq == c.seq && s.uid == c.uid && s.client_id == c.client_id);
+    }
+    if (!found) Fail("a connection that is not in the snapshot", query);
+  }
+}
+
+// Following the tokens from the first page visits exactly the matches of one big page, in order.
+void CheckPagesFollow(ConnectionQuery query, const ConnectionPage& first) {
+  ConnectionQuery everything = query;
+  everything.page_size = mqc::kMaxPageSize;
+  everything.offset = 0;
+  ConnectionPage all;
+  if (!Run(everything, &all)) Fail("a query fails with another page_size", query);
+  std::vector<std::uint64_t> followed;
+  ConnectionPage page = first;
+  for (int pages = 0;; ++pages) {
+    for (const Connection& c : page.connections) followed.push_back(c.seq);
+    if (page.next_page_token.empty()) break;
+    if (pages == kMaxPagesFollowed) return;  // a page size of 1 over ten connections ends sooner
+    query.page_token = page.next_page_token;
+    query.offset = 0;
+    page = ConnectionPage();
+    if (!Run(query, &page)) Fail("a next_page_token is refused", query);
+    CheckPage(query, page);
+    if (page.total_size != all.total_size) Fail("total_size changed between pages", query);
+  }
+  std::vector<std::uint64_t> expected;
+  for (const Connection& c : all.connections) expected.push_back(c.seq);
+  if (followed != expected) Fail("pages do not add up to the whole", query);
+}
+
+// A quoted value, whatever its bytes, selects exactly the connections that have it.
+void CheckQuotedValue(std::string_view value) {
+  ConnectionQuery query;
+  query.filter = "client_id = " + mqc::QuoteFilterString(value);
+  if (query.filter.size() > 1024) return;
+  ConnectionPage page;
+  if (!Run(query, &page)) Fail("a quoted value does not parse", query);
+  std::size_t expected = 0;
+  for (const Connection& c : Snapshot()) expected += c.client_id == value ? 1 : 0;
+  if (page.connections.size() != expected) Fail("a quoted value matches others", query);
+  for (const Connection& c : page.connections) {
+    if (c.client_id != value) Fail("a quoted value matches others", query);
+  }
+}
+
+}  // namespace
+
+// No try/catch, unlike the plugin's C boundaries: an exception here is a finding to report.
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view input(reinterpret_cast<const char*>(data), size);
+  const ConnectionQuery query = QueryFromInput(input);
+  ConnectionPage page;
+  if (Run(query, &page)) {
+    CheckPage(query, page);
+    if (query.page_token.empty() && query.offset == 0) CheckPagesFollow(query, page);
+  }
+  CheckQuotedValue(query.filter);
+  return 0;
+}

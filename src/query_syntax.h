@@ -1,0 +1,61 @@
+// Lexical pieces of the filter and order_by grammars (../shared/spec/connect-protocol.md): quoted
+// string literals with JSON escapes, integers, durations, RFC 3339 timestamps, and the 1-based
+// positions that error messages name. Pure functions, safe on any thread, no exceptions thrown
+// other than std::bad_alloc.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace mqc {
+
+// The 1-based column of byte `offset` of `text`, counted in UTF-8 characters (every byte that is
+// not a continuation byte starts one), so that positions match what a person sees.
+std::size_t TextColumn(std::string_view text, std::size_t offset);
+
+// " at position N", the suffix of every filter and order_by error message.
+std::string AtPosition(std::string_view text, std::size_t offset);
+
+// At most 64 bytes of `text` for an error message ("..." marks a cut), never cutting a UTF-8
+// sequence in half.
+std::string Excerpt(std::string_view text);
+
+enum class NumberStatus : std::uint8_t { kOk, kNotANumber, kOutOfRange };
+
+// Decimal integers: digits with an optional leading '-' (the unsigned form takes no sign).
+NumberStatus ParseInt64(std::string_view text, std::int64_t* value);
+NumberStatus ParseUint64(std::string_view text, std::uint64_t* value);
+
+// A Go-style duration: one or more `<digits>[.<digits>]<unit>` (units ns, us, µs, ms, s, m, h;
+// "1h30m", "1.5s"), or a bare "0". Fractions finer than a nanosecond are cut off. On failure,
+// *why says what is wrong.
+bool ParseDuration(std::string_view text, std::int64_t* nanos, std::string* why);
+
+// An RFC 3339 date-time (`2026-01-01T00:00:00Z`, `...T10:30:00.123456789+02:00`; 'T' and 'Z'
+// also lower case; fractions beyond nanoseconds are cut off) as Unix nanoseconds. Times outside
+// what int64 nanoseconds hold (1677-09-21T00:12:44Z to 2262-04-11T23:47:16.854775807Z)
+// are an error.
+bool ParseTimestamp(std::string_view text, std::int64_t* nanos, std::string* why);
+
+// A quoted string literal as the filter grammar reads it.
+struct StringLiteral {
+  std::string value;    // decoded, without the trailing prefix '*'
+  bool prefix = false;  // it ended in an unescaped '*': a prefix match
+  std::size_t end = 0;  // byte offset just past the closing quote
+};
+
+// Where and why a literal is malformed.
+struct SyntaxError {
+  std::size_t offset = 0;  // byte offset into the text
+  std::string message;
+};
+
+// Reads the literal whose opening '"' is text[start]. Escapes are JSON's (\" \\ \/ \b \f \n \r
+// \t \uXXXX, surrogate pairs joined, lone surrogates refused) plus `\*`, a literal star that never
+// makes a prefix match. Other bytes, also control and non-UTF-8 bytes, are taken as they are.
+bool ReadStringLiteral(std::string_view text, std::size_t start, StringLiteral* literal,
+                       SyntaxError* error);
+
+}  // namespace mqc
