@@ -174,12 +174,13 @@ std::string ConfigPathFromArguments(const std::vector<std::string>& arguments) {
   return "";
 }
 
+bool IsSameFile(const std::string& a, const std::string& b) { return Canonical(a) == Canonical(b); }
+
 namespace {
 
 bool HasOtherPlugin(const BrokerConfig& config, const std::string& own_plugin) {
-  const std::string own = Canonical(own_plugin);
   return std::any_of(config.plugins.begin(), config.plugins.end(),
-                     [&](const std::string& plugin) { return Canonical(plugin) != own; });
+                     [&](const std::string& plugin) { return !IsSameFile(plugin, own_plugin); });
 }
 
 }  // namespace

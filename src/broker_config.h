@@ -53,6 +53,9 @@ std::string ConfigPathFromArguments(const std::vector<std::string>& arguments);
 // Whether the broker has an authentication (BASIC_AUTH) or ACL decision maker other than this
 // plugin. `own_plugin` is the canonical path of this plugin's .so; any other plugin line counts,
 // since the plugin cannot tell which events another plugin handles.
+// Whether two paths name the same file (symbolic links and relative parts resolved).
+bool IsSameFile(const std::string& a, const std::string& b);
+
 bool HasOtherAuthSource(const BrokerConfig& config, const std::string& own_plugin);
 bool HasOtherAclSource(const BrokerConfig& config, const std::string& own_plugin);
 

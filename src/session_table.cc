@@ -17,8 +17,8 @@ bool MayOutliveConnection(const ConnectionEvent& event) {
 }  // namespace
 
 SessionTable::SessionTable(EventSink* sink, std::uint64_t uuid_seed, ConnectionStatsSlot* stats,
-                           std::size_t stats_count)
-    : sink_(sink), stats_(stats), random_(uuid_seed) {
+                           std::size_t stats_count, BrokerCounters* counters)
+    : sink_(sink), counters_(counters), stats_(stats), random_(uuid_seed) {
   free_stats_.reserve(stats_count);
   // Lowest slot on top: the first connections use the first (already touched) pages.
   for (std::size_t i = stats_count; i > 0; --i) {
@@ -69,9 +69,8 @@ void SessionTable::Accept() {
     free_stats_.pop_back();
     ConnectionStatsSlot& stats = stats_[slot];
     // A seqlock: a reader that saw the old owner's seq before and after its reads knows that
-    // none of them saw this reset.
-    stats.seq.store(0, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
+    // none of them saw this reset. The exchange (acquire) keeps the resets after it.
+    stats.seq.exchange(0, std::memory_order_acq_rel);
     for (auto* counter : {&stats.publish_count, &stats.publish_bytes, &stats.deliver_count,
                           &stats.deliver_bytes, &stats.request_count}) {
       counter->store(0, std::memory_order_relaxed);
@@ -87,6 +86,7 @@ void SessionTable::Accept() {
     offline_by_age_.erase(offline->second.age);
     offline_.erase(offline);
   }
+  if (counters_ != nullptr) Bump(counters_->connects);
   EmitConnection(connection.event);
   for (const auto& entry : connection.subscriptions) {
     EmitSubscription(EventType::kSubscribe, connection.event.seq, entry);
@@ -103,6 +103,7 @@ void SessionTable::Disconnect(const void* client, bool has_client_id, CloseReaso
       refused.close_time_ns = now_ns;
       refused.close_reason = CloseReason::kAuthenticationFailed;
       pending_.reset();
+      if (counters_ != nullptr) Bump(counters_->connects_refused);
       EmitConnection(refused);
       return;
     }
@@ -133,6 +134,7 @@ void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_
   close.seq = connection.event.seq;
   close.close_time_ns = now_ns;
   close.reason = reason;
+  if (counters_ != nullptr) Bump(counters_->disconnects[static_cast<std::size_t>(reason)]);
   const std::uint32_t slot = connection.event.stats_slot;
   if (slot != kNoStatsSlot) {
     const ConnectionStatsSlot& stats = stats_[slot];
@@ -195,6 +197,23 @@ void SessionTable::Unsubscribe(const void* client, std::string_view filter) {
   const SubscriptionEntry removed = std::move(*entry);
   subscriptions.erase(entry);
   EmitSubscription(EventType::kUnsubscribe, it->second.event.seq, removed);
+}
+
+std::uint8_t SessionTable::OfflineQos(const void* client, std::string_view client_id,
+                                      std::string_view topic) const {
+  // The key string is built only on this path (messages for offline sessions), never per
+  // message to a connected client.
+  auto it = offline_.find(std::string(client_id));
+  if (it == offline_.end() || it->second.client != client) return 2;
+  std::uint8_t qos = 0;
+  bool matched = false;
+  for (const auto& entry : it->second.subscriptions) {
+    if (TopicMatchesFilter(entry.filter, topic)) {
+      matched = true;
+      qos = std::max(qos, entry.qos);
+    }
+  }
+  return matched ? qos : 2;
 }
 
 bool SessionTable::EmitConnection(const ConnectionEvent& event) {

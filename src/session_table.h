@@ -62,9 +62,10 @@ class SessionTable {
   // Offline persistent sessions kept at most; the oldest is forgotten first.
   static constexpr std::size_t kMaxOfflineSessions = 100000;
 
-  // `stats`: `stats_count` per-connection statistics slots in the shared region (may be 0).
+  // `stats`: `stats_count` per-connection statistics slots in the shared region (may be 0);
+  // `counters`: where connects, refusals and disconnects are counted (may be null).
   SessionTable(EventSink* sink, std::uint64_t uuid_seed, ConnectionStatsSlot* stats = nullptr,
-               std::size_t stats_count = 0);
+               std::size_t stats_count = 0, BrokerCounters* counters = nullptr);
 
   // What the per-message path needs to know of a client: one hash lookup, no allocation.
   struct ClientView {
@@ -80,6 +81,12 @@ class SessionTable {
   }
   // The client whose CONNECT is being handled (its resumed session is being re-checked).
   bool IsPending(const void* client) const { return pending_ && pending_->client == client; }
+
+  // For a message queued to an offline session: the highest QoS of that session's
+  // subscriptions matching `topic` (the broker throws the message away when it is 0), or 2
+  // when the plugin does not know the session.
+  std::uint8_t OfflineQos(const void* client, std::string_view client_id,
+                          std::string_view topic) const;
 
   // A CONNECT is being authenticated (BASIC_AUTH, EXT_AUTH_START).
   void BeginConnect(const void* client, ClientFacts facts, std::int64_t now_ns);
@@ -143,6 +150,7 @@ class SessionTable {
   void CloseOpen(const void* client, CloseReason reason, std::int64_t now_ns);
 
   EventSink* sink_;
+  BrokerCounters* counters_;
   ConnectionStatsSlot* stats_;
   std::vector<std::uint32_t> free_stats_;  // reserved in full up front: never reallocates
   std::mt19937_64 random_;

@@ -64,7 +64,7 @@ struct BrokerCounters {
   SharedHistogram durations[kDurationOperationCount];
   std::atomic<std::uint64_t> connects{0};          // accepted CONNECTs
   std::atomic<std::uint64_t> connects_refused{0};  // refused CONNECTs
-  std::atomic<std::uint64_t> disconnects[7] = {};  // by CloseReason
+  std::atomic<std::uint64_t> disconnects[7] = {};  // by CloseReason, kUnspecified included
   std::atomic<std::uint64_t> received_messages{0};
   std::atomic<std::uint64_t> received_bytes{0};   // PUBLISH payload bytes from clients
   std::atomic<std::uint64_t> delivered_messages{0};
@@ -72,9 +72,10 @@ struct BrokerCounters {
 };
 
 // Per-connection traffic, in a slot the broker assigns at CONNECT (ConnectionEvent::stats_slot).
-// `seq` names the connection that owns the slot now. It is a seqlock: the broker sets it to 0,
-// resets the counters and then sets the new owner; a reader loads seq (acquire), the counters,
-// an acquire fence and seq again, and trusts the counters only if both equal its connection's.
+// `seq` names the connection that owns the slot now. It is a seqlock: the broker exchanges it
+// to 0, resets the counters and then stores the new owner (release); a reader loads seq, the
+// counters and seq again, all with acquire, and trusts the counters only if both seq loads
+// equal its connection's.
 struct ConnectionStatsSlot {
   std::atomic<std::uint64_t> seq{0};
   std::atomic<std::uint64_t> publish_count{0};

@@ -245,3 +245,34 @@ TopicClass ClassifyTopic(std::string_view topic, DefaultPattern default_pattern)
 }
 
 }  // namespace mqc
+
+namespace mqc {
+
+bool TopicMatchesFilter(std::string_view filter, std::string_view topic) noexcept {
+  constexpr std::string_view kShare = "$share/";
+  if (filter.substr(0, kShare.size()) == kShare) {
+    const std::size_t group_end = filter.find('/', kShare.size());
+    if (group_end == std::string_view::npos) return false;
+    filter.remove_prefix(group_end + 1);
+  }
+  if (!topic.empty() && topic.front() == '$' && !filter.empty() &&
+      (filter.front() == '+' || filter.front() == '#')) {
+    return false;
+  }
+  while (true) {
+    const std::size_t filter_end = filter.find('/');
+    const std::string_view level = filter.substr(0, filter_end);
+    if (level == "#") return true;  // also matches the parent level ("a/#" matches "a")
+    const std::size_t topic_end = topic.find('/');
+    if (level != "+" && level != topic.substr(0, topic_end)) return false;
+    if (filter_end == std::string_view::npos || topic_end == std::string_view::npos) {
+      // "a/#" matches "a": the filter may end in "/#" where the topic ends.
+      return filter_end == std::string_view::npos ? topic_end == std::string_view::npos
+                                                  : filter.substr(filter_end + 1) == "#";
+    }
+    filter.remove_prefix(filter_end + 1);
+    topic.remove_prefix(topic_end + 1);
+  }
+}
+
+}  // namespace mqc

@@ -39,3 +39,12 @@ struct TopicClass {
 TopicClass ClassifyTopic(std::string_view topic, DefaultPattern default_pattern) noexcept;
 
 }  // namespace mqc
+
+namespace mqc {
+
+// MQTT topic matching: whether a PUBLISH topic matches a subscription filter ('+' one level,
+// '#' the rest; a "$share/<group>/" prefix is not part of the match; topics starting with '$'
+// are not matched by a wildcard in the first level). No allocation.
+bool TopicMatchesFilter(std::string_view filter, std::string_view topic) noexcept;
+
+}  // namespace mqc
