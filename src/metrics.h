@@ -1,0 +1,72 @@
+// The companion's Prometheus metrics: GET /metrics, text format 0.0.4 (spec README "GET /metrics").
+//
+// Two sources, one exposition:
+// - What the broker counts (operations, RPC durations, connects, disconnects, traffic, events
+//   lost) lives in the shared region, written by the broker thread alone. Those words are the
+//   counters themselves, owned by the broker and kept across companion restarts, so they are read
+//   here, never incremented: a prometheus-cpp Counter can only be incremented, so it could not
+//   carry an absolute value without a second copy that drifts and resets when the companion
+//   does. A custom prometheus::Collectable reads them, with relaxed loads, at each scrape; the
+//   open connections and subscriptions come the same way from the companion's Registry.
+// - What the companion counts itself (HTTP requests, the time of the last render) uses ordinary
+//   prometheus-cpp families in a prometheus::Registry.
+// One TextSerializer writes both. No family has a per-client label: a client id, address or
+// topic would make the series count grow with the clients.
+//
+// Threads: constructed on the companion's main thread before the HTTP server starts. Render()
+// and CountHttpRequest() run on libmicrohttpd's threads, several at a time: the shared region
+// is only loaded (atomics), the Registry takes its own lock, and the prometheus-cpp registry,
+// families and metrics are thread-safe. The broker thread (another process) writes the region
+// concurrently; a scrape may see one counter a few events ahead of another, which Prometheus
+// tolerates.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+namespace mqc {
+
+class Registry;
+struct SharedHeader;
+
+// The label value of kubemq_mqtt_http_requests_total{path}: one of the served paths, else
+// "other", so that scanners probing random paths cannot add series.
+std::string_view HttpPathLabel(std::string_view path) noexcept;
+
+class MetricsExporter {
+ public:
+  // `shared` and `registry` must outlive the exporter. `node_id` goes into the help text of
+  // kubemq_mqtt_connections, not into a label: every series of a scrape is of this one node, and
+  // Prometheus tells nodes apart by their scrape target.
+  MetricsExporter(const SharedHeader& shared, const Registry& registry, std::uint32_t node_id);
+  ~MetricsExporter();
+  MetricsExporter(const MetricsExporter&) = delete;
+  MetricsExporter& operator=(const MetricsExporter&) = delete;
+
+  // Every family, in Prometheus text format 0.0.4. Also times itself: the time shows as
+  // kubemq_mqtt_scrape_duration_seconds in the next render (a render cannot contain its own).
+  std::string Render();
+
+  // Counts one answered HTTP request. Never throws: a request is not failed for its metric.
+  void CountHttpRequest(std::string_view path, int status) noexcept;
+
+  // Sets kubemq_mqtt_scrape_duration_seconds; Render() calls it with its own time.
+  void ObserveScrape(double seconds) noexcept;
+
+ private:
+  class BrokerCollector;
+
+  std::unique_ptr<BrokerCollector> broker_;
+  std::unique_ptr<prometheus::Registry> own_;  // the companion's own families
+  prometheus::Family<prometheus::Counter>* http_requests_;
+  prometheus::Gauge* scrape_duration_;
+};
+
+}  // namespace mqc
