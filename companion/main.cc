@@ -1,0 +1,185 @@
+// The companion process: started by the plugin inside the broker, it maps the shared region,
+// keeps the Registry up to date from the broker's events and serves HTTP. Everything
+// network-facing lives here, so a crash or a slow request cannot touch the broker.
+//
+// Threads: main() runs the event loop (ring -> Registry); libmicrohttpd's threads serve HTTP.
+//
+// Usage (the plugin starts it): mosquitto_connections_companion --shared-fd=3 --broker-pid=PID
+//   [--broker-config=PATH] -- key=value ...   (the plugin_opt_ options of mosquitto.conf)
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "companion_link.h"
+#include "http_router.h"
+#include "http_server.h"
+#include "metrics.h"
+#include "plugin_options.h"
+#include "registry.h"
+#include "shared_region.h"
+
+namespace mqc {
+namespace {
+
+std::atomic<bool> g_stop{false};  // set by SIGTERM/SIGINT; read by the event loop
+
+void OnStopSignal(int /*signal*/) { g_stop.store(true); }
+
+std::int64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return std::int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+struct Arguments {
+  int shared_fd = -1;
+  pid_t broker_pid = 0;
+  std::string broker_config;
+  OptionPairs options;
+};
+
+bool StartsWith(const std::string& s, const char* prefix, std::string* rest) {
+  const std::string p(prefix);
+  if (s.compare(0, p.size(), p) != 0) return false;
+  *rest = s.substr(p.size());
+  return true;
+}
+
+bool ParseArguments(int argc, char** argv, Arguments* out, std::string* error) {
+  bool options = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string argument = argv[i];
+    std::string value;
+    if (options) {
+      const std::size_t equals = argument.find('=');
+      if (equals == std::string::npos) {
+        *error = "option without '=': " + argument;
+        return false;
+      }
+      out->options.emplace_back(argument.substr(0, equals), argument.substr(equals + 1));
+    } else if (argument == "--") {
+      options = true;
+    } else if (StartsWith(argument, "--shared-fd=", &value)) {
+      out->shared_fd = std::atoi(value.c_str());
+    } else if (StartsWith(argument, "--broker-pid=", &value)) {
+      out->broker_pid = static_cast<pid_t>(std::atoi(value.c_str()));
+    } else if (StartsWith(argument, "--broker-config=", &value)) {
+      out->broker_config = value;
+    } else {
+      *error = "unknown argument: " + argument;
+      return false;
+    }
+  }
+  if (out->shared_fd < 0 || out->broker_pid <= 0) {
+    *error = "--shared-fd and --broker-pid are required (the plugin starts this program)";
+    return false;
+  }
+  return true;
+}
+
+// The registry as the views see it: waits briefly for the first resync after a (re)start, so
+// that a request right after a restart sees the broker's whole state, not a part of it.
+class SyncedSource : public ConnectionSource {
+ public:
+  explicit SyncedSource(const Registry& registry) : registry_(registry) {}
+  std::vector<Connection> Snapshot() const override {
+    registry_.WaitUntilSynced(std::chrono::seconds(2));
+    return registry_.Snapshot();
+  }
+
+ private:
+  const Registry& registry_;
+};
+
+int Run(int argc, char** argv) {
+  Arguments arguments;
+  std::string error;
+  if (!ParseArguments(argc, argv, &arguments, &error)) {
+    std::fprintf(stderr, "mosquitto_connections_companion: %s\n", error.c_str());
+    return 2;
+  }
+  // Die with the broker; and if it is already gone, do not start at all.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != arguments.broker_pid) return 1;
+  signal(SIGPIPE, SIG_IGN);
+  signal(SIGTERM, OnStopSignal);
+  signal(SIGINT, OnStopSignal);
+
+  std::unique_ptr<SharedRegion> region = SharedRegion::Attach(arguments.shared_fd, &error);
+  if (!region) {
+    std::fprintf(stderr, "mosquitto_connections_companion: %s\n", error.c_str());
+    return 1;
+  }
+  CompanionLink link(region.get());
+
+  PluginOptions options;
+  if (!ParsePluginOptions(arguments.options, &options, &error)) {
+    link.ReportFailed(error);
+    return 1;
+  }
+  RegistryOptions registry_options;
+  registry_options.node_id = options.node_id;
+  registry_options.default_pattern = options.default_pattern;
+  registry_options.closed_max = options.closed_max;
+  registry_options.closed_ttl_ns = std::int64_t{options.closed_ttl_s} * 1000000000;
+  Registry registry(registry_options);
+  SyncedSource source(registry);
+  MetricsExporter exporter(*region->header(), registry, options.node_id);
+  HttpRouter router(source, [&exporter] { return exporter.Render(); }, ConnectHandler());
+
+  HttpServerOptions server_options;
+  server_options.bind_address = options.http_bind;
+  server_options.port = options.http_port;
+  server_options.log = [&link](const std::string& line) { link.Log(LogLevel::kWarning, line); };
+  std::unique_ptr<HttpServer> server = HttpServer::Start(
+      server_options,
+      [&router, &exporter](const HttpRequest& request) {
+        HttpResponse response = router.Handle(request);
+        exporter.CountHttpRequest(request.path, response.status);
+        return response;
+      },
+      &error);
+  if (!server) {
+    link.ReportFailed(error);
+    return 1;
+  }
+  link.Begin();
+  link.ReportServing(server->port());
+
+  std::int64_t next_expiry_ns = 0;
+  while (!g_stop.load() && getppid() == arguments.broker_pid) {
+    const std::int64_t now = NowNs();
+    const std::size_t applied = link.Poll(&registry, now);
+    if (now >= next_expiry_ns) {
+      registry.ExpireClosed(now);
+      next_expiry_ns = now + 1000000000;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(applied > 0 ? 1 : 10));
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace mqc
+
+int main(int argc, char** argv) {
+  try {
+    return mqc::Run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mosquitto_connections_companion: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "mosquitto_connections_companion: unknown error\n");
+  }
+  return 1;
+}

@@ -1,0 +1,337 @@
+"""Runs the real Mosquitto broker with the built plugin, for the integration tests.
+
+Every broker gets a fresh folder (mode 0755, since the broker drops to user `mosquitto` when
+started as root) holding a copy of the plugin and the companion, a generated mosquitto.conf, and
+its log. Ports are free loopback ports; everything talks to 127.0.0.1 only. Processes are
+stopped by their own PIDs, and every wait is bounded.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import paho.mqtt.client as mqtt
+
+PLUGIN = os.environ.get("MQC_PLUGIN", "")
+COMPANION = os.environ.get("MQC_COMPANION", "")
+SANITIZE = os.environ.get("MQC_SANITIZE", "")
+MOSQUITTO = "/usr/sbin/mosquitto"
+
+
+def free_port():
+    """A loopback TCP port that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(predicate, timeout=10.0, interval=0.02, what="condition"):
+    """Polls `predicate` until it returns a true value; fails after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def sanitizer_environment():
+    """An ASan-built plugin inside the plain broker needs the ASan runtime preloaded."""
+    env = dict(os.environ)
+    if "address" in SANITIZE:
+        compiler = os.environ.get("MQC_CXX", "gcc")
+        runtime = subprocess.run([compiler, "-print-file-name=libasan.so"], check=True,
+                                 capture_output=True, text=True).stdout.strip()
+        env["LD_PRELOAD"] = runtime
+        # The broker itself is not instrumented: its own allocations are not ours to judge.
+        env["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=0"
+    return env
+
+
+class Broker:
+    """A Mosquitto broker on a free loopback port, with or without the plugin.
+
+    `options` are plugin_opt_ values; `extra` is more mosquitto.conf text, placed first;
+    `listener_extra` follows the listener line (its per-listener settings); `files` maps file
+    names to contents written into the broker's folder first ({dir} in the texts is its path).
+    """
+
+    def __init__(self, plugin=True, options=None, extra="", files=None,
+                 allow_anonymous=True, plugin_after="", expect_start=True, listener_extra=""):
+        self.plugin = plugin
+        self.options = {"http_port": "0"}
+        self.options.update(options or {})
+        self.extra = extra
+        self.files = files or {}
+        self.allow_anonymous = allow_anonymous
+        self.plugin_after = plugin_after
+        self.expect_start = expect_start
+        self.listener_extra = listener_extra
+        self.dir = None
+        self.process = None
+        self.port = None
+        self.http_port = None
+        self.companion_pid = None
+
+    # -- life cycle -------------------------------------------------------------------
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def config_text(self):
+        # `extra` first: options such as per_listener_settings must precede the others.
+        lines = [self.extra.replace("{dir}", self.dir), f"listener {self.port} 127.0.0.1",
+                 self.listener_extra.replace("{dir}", self.dir)]
+        if self.allow_anonymous is not None:
+            lines.append(f"allow_anonymous {'true' if self.allow_anonymous else 'false'}")
+        if self.plugin:
+            lines.append(f"plugin {self.dir}/mosquitto_connections.so")
+            for key, value in self.options.items():
+                lines.append(f"plugin_opt_{key} {value}")
+        if self.plugin_after:
+            lines.append(self.plugin_after.replace("{dir}", self.dir))
+        lines += ["log_dest stderr", "log_type all", "persistence false"]
+        return "\n".join(lines) + "\n"
+
+    def start(self):
+        assert PLUGIN and COMPANION, "MQC_PLUGIN and MQC_COMPANION must name the built files"
+        self.dir = tempfile.mkdtemp(prefix="mqc-it-")
+        os.chmod(self.dir, 0o755)
+        shutil.copy(PLUGIN, os.path.join(self.dir, "mosquitto_connections.so"))
+        shutil.copy(COMPANION, os.path.join(self.dir, "mosquitto_connections_companion"))
+        for name, content in self.files.items():
+            path = os.path.join(self.dir, name)
+            # A name such as "conf.d/auth.conf" gets its folder (readable by the broker's user).
+            folder = os.path.dirname(path)
+            if not os.path.isdir(folder):
+                os.makedirs(folder)
+                os.chmod(folder, 0o755)
+            with open(path, "w") as f:
+                f.write(content.replace("{dir}", self.dir))
+            os.chmod(path, 0o644)
+        self.port = free_port()
+        self.config = os.path.join(self.dir, "mosquitto.conf")
+        with open(self.config, "w") as f:
+            f.write(self.config_text())
+        os.chmod(self.config, 0o644)
+        self.log_path = os.path.join(self.dir, "broker.log")
+        self.log_file = open(self.log_path, "wb")
+        self.process = subprocess.Popen([MOSQUITTO, "-c", self.config], stdout=self.log_file,
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        env=sanitizer_environment())
+        if not self.expect_start:
+            return
+        if self.plugin:
+            match = wait_for(lambda: self._started() or self._died(), timeout=20,
+                             what="the plugin's 'serving on' log line")
+            if match == "died":
+                raise AssertionError("broker exited at start:\n" + self.log())
+            self.http_port = int(match.group(2))
+            self.companion_pid = int(match.group(3))
+        wait_for(self._mqtt_ready, timeout=10, what="the MQTT listener")
+
+    def _started(self):
+        return re.search(r"serving on http://(\S+):(\d+) \(companion pid (\d+)\)", self.log())
+
+    def _died(self):
+        return "died" if self.process.poll() is not None else None
+
+    def _mqtt_ready(self):
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                return True
+        except OSError:
+            return False
+
+    def wait_exit(self, timeout=20):
+        """For brokers expected to refuse to start: their exit code."""
+        deadline = time.monotonic() + timeout
+        while self.process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.process.poll()
+
+    def stop(self):
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=5)
+        if self.process is not None:
+            self.log_file.close()
+        self.check_sanitizers()
+
+    def log(self):
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def check_sanitizers(self):
+        text = self.log()
+        for marker in ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSanitizer",
+                       "WARNING: ThreadSanitizer"):
+            if marker in text:
+                raise AssertionError(f"sanitizer report in the broker log:\n{text[-6000:]}")
+
+    def cleanup_dir(self):
+        if self.dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def companion_pids(self):
+        """PIDs of companions whose parent is this broker."""
+        pids = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    cmdline = f.read()
+            except OSError:
+                continue
+            if int(fields[1]) == self.process.pid and b"companion" in cmdline:
+                pids.append(int(entry))
+        return pids
+
+    def thread_count(self):
+        with open(f"/proc/{self.process.pid}/status") as f:
+            return int(re.search(r"^Threads:\s+(\d+)", f.read(), re.M).group(1))
+
+    # -- HTTP ---------------------------------------------------------------------------
+    def http(self, path, method="GET", body=None, headers=None, timeout=5):
+        """(status, headers, body text) of a request to the plugin's HTTP server."""
+        request = urllib.request.Request(f"http://127.0.0.1:{self.http_port}{path}",
+                                         method=method, data=body, headers=headers or {})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                return response.status, dict(response.headers), response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, dict(error.headers), error.read().decode()
+
+    def connections(self, query=""):
+        status, _, body = self.http("/api/mqtt/connections" + query)
+        assert status == 200, (status, body)
+        document = json.loads(body)
+        assert document["error"] is False and document["error_string"] == ""
+        assert document["data"]["total"] == len(document["data"]["connections"])
+        return document["data"]["connections"]
+
+    def connection(self, client_id):
+        for c in self.connections():
+            if c["client_id"] == client_id:
+                return c
+        return None
+
+    def wait_connections(self, predicate, timeout=10, what="connections"):
+        return wait_for(lambda: predicate(self.connections()), timeout=timeout, what=what)
+
+
+class Client:
+    """A paho MQTT client (3.1.1 or 5) connected to a broker, with its outcome recorded."""
+
+    def __init__(self, broker, client_id, version=4, clean=True, username=None, password=None,
+                 keepalive=60, connect=True):
+        self.protocol = mqtt.MQTTv5 if version == 5 else mqtt.MQTTv311
+        kwargs = {"client_id": client_id, "protocol": self.protocol}
+        if version != 5:
+            kwargs["clean_session"] = clean
+        self.client = mqtt.Client(**kwargs)
+        self.clean = clean
+        self.version = version
+        self.broker = broker
+        self.keepalive = keepalive
+        self.connack = None
+        self.messages = []
+        self.subacks = {}
+        self.client.on_connect = self._on_connect
+        self.client.on_message = self._on_message
+        self.client.on_subscribe = self._on_subscribe
+        if username is not None:
+            self.client.username_pw_set(username, password)
+        if connect:
+            self.connect()
+
+    def _on_connect(self, client, userdata, flags, rc, properties=None):
+        self.connack = rc if isinstance(rc, int) else rc.value
+
+    def _on_message(self, client, userdata, message):
+        self.messages.append((message.topic, message.payload))
+
+    def _on_subscribe(self, client, userdata, mid, granted, properties=None):
+        self.subacks[mid] = [g if isinstance(g, int) else g.value for g in granted]
+
+    def connect(self, timeout=10):
+        kwargs = {}
+        if self.version == 5:
+            from paho.mqtt.properties import Properties
+            from paho.mqtt.packettypes import PacketTypes
+            kwargs["clean_start"] = self.clean
+            if not self.clean:
+                props = Properties(PacketTypes.CONNECT)
+                props.SessionExpiryInterval = 3600
+                kwargs["properties"] = props
+        self.client.connect("127.0.0.1", self.broker.port, keepalive=self.keepalive, **kwargs)
+        self.client.loop_start()
+        wait_for(lambda: self.connack is not None, timeout=timeout, what="CONNACK")
+        return self.connack
+
+    @property
+    def local_port(self):
+        return self.client.socket().getsockname()[1]
+
+    def subscribe(self, topic, qos=0, timeout=10):
+        result, mid = self.client.subscribe(topic, qos)
+        assert result == mqtt.MQTT_ERR_SUCCESS
+        return wait_for(lambda: self.subacks.get(mid), timeout=timeout, what="SUBACK")
+
+    def unsubscribe(self, topic, timeout=10):
+        done = []
+        self.client.on_unsubscribe = lambda *args: done.append(True)
+        self.client.unsubscribe(topic)
+        wait_for(lambda: done, timeout=timeout, what="UNSUBACK")
+
+    def publish(self, topic, payload=b"x", qos=0, properties=None):
+        info = self.client.publish(topic, payload, qos, properties=properties)
+        if qos > 0:
+            info.wait_for_publish(timeout=10)
+        return info
+
+    def disconnect(self):
+        self.client.disconnect()
+        self.client.loop_stop()
+
+    def drop(self):
+        """Closes the socket without DISCONNECT, as a crashed client would."""
+        self.client.loop_stop()
+        self.client.socket().close()
+
+
+def raw_connect(broker, client_id, keepalive):
+    """A bare MQTT 3.1.1 CONNECT on a plain socket, so that the client can then go silent."""
+    sock = socket.create_connection(("127.0.0.1", broker.port), timeout=5)
+    ident = client_id.encode()
+    variable = b"\x00\x04MQTT\x04\x02" + keepalive.to_bytes(2, "big")
+    payload = len(ident).to_bytes(2, "big") + ident
+    body = variable + payload
+    sock.sendall(b"\x10" + bytes([len(body)]) + body)
+    connack = sock.recv(4)
+    assert connack[:2] == b"\x20\x02", connack
+    return sock, connack[3]

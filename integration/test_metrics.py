@@ -1,0 +1,303 @@
+"""GET /metrics against the real broker: exact counter and histogram deltas for known traffic,
+MQTT 5 command/query round trips, the connections gauge, and a real Prometheus scrape."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.request
+
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+from harness import Broker, Client, free_port, wait_for
+
+OPERATIONS = ["publish_events", "publish_store", "publish_queues", "rpc_command", "rpc_query",
+              "deliver_events", "deliver_store", "deliver_queues", "rpc_response"]
+STATUSES = ["success", "error", "dropped"]
+BUCKETS = ["0.01", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10", "30", "60", "+Inf"]
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def parse(text):
+    """Prometheus text -> {(name, frozenset(labels)): value}, and the TYPE lines."""
+    samples, types = {}, {}
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ", 3)
+            types[name] = kind
+        elif line and not line.startswith("#"):
+            match = SAMPLE.match(line)
+            assert match, line
+            labels = frozenset(LABEL.findall(match.group(2) or ""))
+            samples[(match.group(1), labels)] = float(match.group(3))
+    return samples, types
+
+
+class Metrics:
+    def __init__(self, broker):
+        status, headers, body = broker.http("/metrics")
+        assert status == 200, (status, body)
+        self.content_type = headers["Content-Type"]
+        self.samples, self.types = parse(body)
+
+    def get(self, name, **labels):
+        return self.samples.get((name, frozenset(labels.items())))
+
+    def ops(self, operation, status):
+        return self.get("kubemq_mqtt_operations_total", operation=operation, status=status)
+
+    def histogram_count(self, operation):
+        return self.get("kubemq_mqtt_operation_duration_seconds_count", operation=operation)
+
+
+def delta(before, after, operation, status):
+    return after.ops(operation, status) - before.ops(operation, status)
+
+
+def v5_properties(response_topic=None, correlation=None):
+    props = Properties(PacketTypes.PUBLISH)
+    if response_topic is not None:
+        props.ResponseTopic = response_topic
+    if correlation is not None:
+        props.CorrelationData = correlation
+    return props
+
+
+class Responder:
+    """An MQTT 5 service answering commands/ and queries/ on the request's ResponseTopic."""
+
+    def __init__(self, broker, client_id="responder", answer=True):
+        self.client = Client(broker, client_id, version=5)
+        self.answer = answer
+        self.client.client.on_message = self.on_message
+        self.client.subscribe("commands/svc/#", 1)
+        self.client.subscribe("queries/svc/#", 1)
+
+    def on_message(self, client, userdata, message):
+        props = getattr(message, "properties", None)
+        topic = getattr(props, "ResponseTopic", None)
+        if not self.answer or not topic:
+            return
+        correlation = getattr(props, "CorrelationData", None)
+        client.publish(topic, b"done", qos=1, properties=v5_properties(correlation=correlation))
+
+
+class MetricsTest(unittest.TestCase):
+    def test_families_names_labels_buckets_and_content_type(self):
+        with Broker() as broker:
+            m = Metrics(broker)
+            self.assertEqual(m.content_type, "text/plain; version=0.0.4; charset=utf-8")
+            self.assertEqual(m.types["kubemq_mqtt_connections"], "gauge")
+            self.assertEqual(m.types["kubemq_mqtt_operations_total"], "counter")
+            self.assertEqual(m.types["kubemq_mqtt_operation_duration_seconds"], "histogram")
+            for operation in OPERATIONS:
+                for status in STATUSES:
+                    self.assertEqual(m.ops(operation, status), 0, (operation, status))
+            for operation in ("rpc_command", "rpc_query", "rpc_response"):
+                for le in BUCKETS:
+                    self.assertEqual(m.get("kubemq_mqtt_operation_duration_seconds_bucket",
+                                           operation=operation, le=le), 0, (operation, le))
+                self.assertEqual(m.histogram_count(operation), 0)
+            histogram_ops = {dict(labels)["operation"] for (name, labels) in m.samples
+                             if name == "kubemq_mqtt_operation_duration_seconds_count"}
+            self.assertEqual(histogram_ops, {"rpc_command", "rpc_query", "rpc_response"})
+            for (name, labels) in m.samples:
+                for key, _ in labels:
+                    self.assertNotIn(key, ("client_id", "client", "username"), name)
+        broker.cleanup_dir()
+
+    def test_publishes_and_deliveries_by_pattern(self):
+        with Broker() as broker:
+            sub = Client(broker, "m-sub", version=5)
+            for topic in ("events/#", "store/#", "$share/g/queues/#", "site1/#"):
+                sub.subscribe(topic, 1)
+            pub = Client(broker, "m-pub", version=4)
+            before = Metrics(broker)
+            for i in range(5):
+                pub.publish(f"events/e{i}", b"12345", qos=1)
+            for i in range(3):
+                pub.publish("store/orders", b"x", qos=1)
+            for i in range(2):
+                pub.publish("queues/jobs/email", b"x", qos=1)
+            pub.publish("site1/temp", b"x", qos=1)  # default pattern: events
+            pub.publish("events//bad", b"x", qos=1)  # an invalid mapping
+            wait_for(lambda: len(sub.messages) == 12, what="12 deliveries")
+            after = wait_for(lambda: (lambda m: m if delta(before, m, "deliver_events", "success")
+                                      == 6 else None)(Metrics(broker)), what="counters")
+            self.assertEqual(delta(before, after, "publish_events", "success"), 6)
+            self.assertEqual(delta(before, after, "publish_events", "error"), 1)
+            self.assertEqual(delta(before, after, "publish_store", "success"), 3)
+            self.assertEqual(delta(before, after, "publish_queues", "success"), 2)
+            self.assertEqual(delta(before, after, "deliver_events", "success"), 6)
+            self.assertEqual(delta(before, after, "deliver_events", "error"), 1)
+            self.assertEqual(delta(before, after, "deliver_store", "success"), 3)
+            self.assertEqual(delta(before, after, "deliver_queues", "success"), 2)
+            received = (after.get("kubemq_mqtt_received_bytes_total") -
+                        before.get("kubemq_mqtt_received_bytes_total"))
+            self.assertEqual(received, 5 * 5 + 7)
+            sub.disconnect()
+            pub.disconnect()
+        broker.cleanup_dir()
+
+    def test_qos0_to_an_offline_persistent_session_is_dropped(self):
+        with Broker() as broker:
+            sleeper = Client(broker, "m-sleeper", version=4, clean=False)
+            sleeper.subscribe("events/offline", 0)
+            sleeper.disconnect()
+            wait_for(lambda: broker.connection("m-sleeper") is None)
+            pub = Client(broker, "m-pub2", version=4)
+            before = Metrics(broker)
+            pub.publish("events/offline", b"lost", qos=1)
+            after = wait_for(lambda: (lambda m: m if delta(before, m, "deliver_events", "dropped")
+                                      else None)(Metrics(broker)), what="a dropped delivery")
+            self.assertEqual(delta(before, after, "deliver_events", "dropped"), 1)
+            self.assertEqual(delta(before, after, "deliver_events", "success"), 0)
+            # The session resumes: nothing queued is counted a second time.
+            again = Client(broker, "m-sleeper", version=4, clean=False)
+            time.sleep(0.3)
+            self.assertEqual(delta(before, Metrics(broker), "deliver_events", "success"), 0)
+            again.disconnect()
+            pub.disconnect()
+        broker.cleanup_dir()
+
+    def test_command_and_query_round_trips(self):
+        with Broker(options={"rpc_timeout": "1"}) as broker:
+            responder = Responder(broker)
+            requester = Client(broker, "m-requester", version=5)
+            requester.subscribe("$reply/m-requester/#", 1)
+            before = Metrics(broker)
+            for i in range(3):
+                requester.publish("commands/svc/reboot", b"go", qos=1,
+                                  properties=v5_properties("$reply/m-requester/c", f"c{i}".encode()))
+                wait_for(lambda: len(requester.messages) == i + 1, what="command response")
+            for i in range(2):
+                requester.publish("queries/svc/status", b"?", qos=1,
+                                  properties=v5_properties("$reply/m-requester/q"))
+                wait_for(lambda: len(requester.messages) == 3 + i + 1, what="query response")
+
+            def settled():
+                m = Metrics(broker)
+                return m if delta(before, m, "rpc_response", "success") == 5 else None
+            after = wait_for(settled, what="five rpc_response")
+            self.assertEqual(delta(before, after, "rpc_command", "success"), 3)
+            self.assertEqual(delta(before, after, "rpc_query", "success"), 2)
+            self.assertEqual(after.histogram_count("rpc_command") -
+                             before.histogram_count("rpc_command"), 3)
+            self.assertEqual(after.histogram_count("rpc_query") -
+                             before.histogram_count("rpc_query"), 2)
+            self.assertEqual(after.histogram_count("rpc_response") -
+                             before.histogram_count("rpc_response"), 5)
+            self.assertEqual(after.get("kubemq_mqtt_operation_duration_seconds_bucket",
+                                       operation="rpc_command", le="+Inf"), 3)
+            # Unanswered: an error after rpc_timeout (1 s). Without ResponseTopic: at once.
+            responder.answer = False
+            requester.publish("commands/svc/x", b"", qos=1, properties=v5_properties("$reply/m-requester/n"))
+            requester.publish("queries/svc/x", b"", qos=1, properties=v5_properties())
+            v311 = Client(broker, "m-v311", version=4)
+            v311.publish("commands/svc/y", b"", qos=1)
+
+            def timed_out():
+                m = Metrics(broker)
+                return m if delta(before, m, "rpc_command", "error") == 2 else None
+            final = wait_for(timed_out, timeout=5, what="the timeout error")
+            self.assertEqual(delta(before, final, "rpc_query", "error"), 1)
+            self.assertEqual(delta(before, final, "rpc_command", "success"), 3)
+            for c in (responder.client, requester, v311):
+                c.disconnect()
+        broker.cleanup_dir()
+
+    def test_requests_beyond_max_pending_are_dropped(self):
+        with Broker(options={"rpc_max_pending": "2", "rpc_timeout": "30"}) as broker:
+            requester = Client(broker, "m-flood", version=5)
+            before = Metrics(broker)
+            for i in range(5):
+                requester.publish("commands/none/x", b"", qos=1,
+                                  properties=v5_properties(f"r/{i}", b"c"))
+            after = wait_for(lambda: (lambda m: m if delta(before, m, "rpc_command", "dropped") == 3
+                                      else None)(Metrics(broker)), what="three dropped")
+            self.assertEqual(delta(before, after, "rpc_command", "success"), 0)
+            requester.disconnect()
+        broker.cleanup_dir()
+
+    def test_connections_gauge_never_counts_a_takeover_twice_or_a_refused_connect(self):
+        passwd_dir = tempfile.mkdtemp()
+        try:
+            path = os.path.join(passwd_dir, "passwd")
+            subprocess.run(["mosquitto_passwd", "-b", "-c", path, "user", "secret"], check=True)
+            with open(path) as f:
+                files = {"passwd": f.read()}
+        finally:
+            shutil.rmtree(passwd_dir)
+        with Broker(files=files, extra="password_file {dir}/passwd") as broker:
+            gauge = lambda: Metrics(broker).get("kubemq_mqtt_connections")
+            a = Client(broker, "g-1", username="user", password="secret")
+            b = Client(broker, "g-2")
+            wait_for(lambda: gauge() == 2, what="gauge 2")
+            bad = Client(broker, "g-bad", username="user", password="wrong")
+            self.assertNotEqual(bad.connack, 0)
+            bad.client.loop_stop()
+            a.client.loop_stop()  # no automatic reconnect: its socket stays open until taken over
+            taker = Client(broker, "g-1", username="user", password="secret")
+            for _ in range(20):
+                self.assertLessEqual(gauge(), 2)
+                time.sleep(0.02)
+            wait_for(lambda: gauge() == 2, what="gauge still 2 after the takeover")
+            m = Metrics(broker)
+            self.assertGreaterEqual(m.get("kubemq_mqtt_connects_refused_total"), 1)
+            for c in (b, taker):
+                c.disconnect()
+            wait_for(lambda: gauge() == 0, what="gauge 0")
+        broker.cleanup_dir()
+
+
+class PrometheusScrapeTest(unittest.TestCase):
+    def test_a_real_prometheus_reads_the_connections_gauge(self):
+        prometheus = shutil.which("prometheus")
+        self.assertIsNotNone(prometheus, "Debian's prometheus package is needed")
+        with Broker() as broker:
+            clients = [Client(broker, f"p-{i}") for i in range(3)]
+            workdir = tempfile.mkdtemp(prefix="mqc-prom-")
+            port = free_port()
+            config = os.path.join(workdir, "prometheus.yml")
+            with open(config, "w") as f:
+                f.write("global:\n  scrape_interval: 1s\n"
+                        "scrape_configs:\n  - job_name: mosquitto_connections\n"
+                        f"    static_configs:\n      - targets: ['127.0.0.1:{broker.http_port}']\n")
+            log = open(os.path.join(workdir, "prometheus.log"), "wb")
+            process = subprocess.Popen(
+                [prometheus, f"--config.file={config}", f"--storage.tsdb.path={workdir}/data",
+                 f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT)
+            try:
+                def query():
+                    url = (f"http://127.0.0.1:{port}/api/v1/query?query="
+                           "kubemq_mqtt_connections")
+                    try:
+                        with urllib.request.urlopen(url, timeout=2) as response:
+                            result = json.load(response)["data"]["result"]
+                    except OSError:
+                        return None
+                    return result[0]["value"][1] if result else None
+                self.assertEqual(wait_for(query, timeout=60, interval=0.5,
+                                          what="Prometheus to scrape the plugin"), "3")
+            finally:
+                process.terminate()
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait(timeout=5)
+                log.close()
+                shutil.rmtree(workdir, ignore_errors=True)
+            for c in clients:
+                c.disconnect()
+        broker.cleanup_dir()
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,208 @@
+// The plugin's entry points: options, the broker's configuration, the shared region, the
+// companion, and the event registrations. A thin extern "C" shim over the core in src/: every
+// failure is logged with what was wrong and turned into an error code here, and nowhere else.
+//
+// Threads: the broker thread (the broker calls init and cleanup on it).
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "plugin_state.h"
+
+// clang-format off
+#pragma GCC visibility push(default)
+#include <mosquitto.h>
+#include <mosquitto_broker.h>
+#include <mosquitto_plugin.h>
+#pragma GCC visibility pop
+// clang-format on
+
+namespace mqc {
+
+namespace {
+
+constexpr int kCompanionStartTimeoutMs = 10000;
+constexpr char kCompanionName[] = "mosquitto_connections_companion";
+
+void LogError(const std::string& text) {
+  LogToBroker(LogLevel::kError, "mosquitto_connections: " + text);
+}
+
+std::vector<std::string> ProcessArguments() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> arguments;
+  std::string current;
+  for (char c : all) {
+    if (c == '\0') {
+      arguments.push_back(current);
+      current.clear();
+    } else {
+      current.push_back(c);
+    }
+  }
+  return arguments;
+}
+
+// An address inside this .so that no other plugin exports: plugins are loaded RTLD_GLOBAL, so
+// &mosquitto_plugin_version would name the first plugin loaded, not necessarily this one.
+const char kOwnAddress = 0;
+
+std::string OwnPath() {
+  Dl_info info{};
+  if (dladdr(&kOwnAddress, &info) == 0 || info.dli_fname == nullptr) return "";
+  return info.dli_fname;
+}
+
+std::string Directory(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+}
+
+// Reads the broker's configuration file to learn what the plugin API does not tell.
+bool ApplyBrokerConfig(PluginState* state, const std::string& own_path) {
+  const std::string config_path = ConfigPathFromArguments(ProcessArguments());
+  if (config_path.empty()) {
+    LogError("cannot find the broker's configuration file on its command line (-c)");
+    return false;
+  }
+  BrokerConfig config;
+  std::string error;
+  if (!ReadBrokerConfig(config_path, &config, &error)) {
+    LogError(error);
+    return false;
+  }
+  if (config.per_listener_settings) {
+    LogError("per_listener_settings true is not supported: Mosquitto 2.0 sends plugins no TICK "
+             "event then, and the plugin needs it to talk to its companion");
+    return false;
+  }
+  state->decide_basic_auth = !HasOtherAuthSource(config, own_path);
+  state->allow_anonymous = config.EffectiveAllowAnonymous();
+  state->decide_acl = !HasOtherAclSource(config, own_path);
+  if (!config.plugins.empty() && !own_path.empty() &&
+      !IsSameFile(config.plugins.front(), own_path)) {
+    LogToBroker(LogLevel::kWarning,
+                "mosquitto_connections: load this plugin before the other plugins: a plugin "
+                "loaded earlier that decides authentication or ACLs hides connections and "
+                "subscriptions from it");
+  }
+  state->companion_arguments.push_back("--broker-config=" + config_path);
+  return true;
+}
+
+int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* options,
+         int option_count) {
+  auto state = std::make_unique<PluginState>();
+  state->identifier = identifier;
+
+  OptionPairs pairs;
+  for (int i = 0; i < option_count; ++i) {
+    pairs.emplace_back(options[i].key != nullptr ? options[i].key : "",
+                       options[i].value != nullptr ? options[i].value : "");
+  }
+  std::string error;
+  if (!ParsePluginOptions(pairs, &state->options, &error)) {
+    LogError(error);
+    return MOSQ_ERR_INVAL;
+  }
+  const std::string own_path = OwnPath();
+  if (!ApplyBrokerConfig(state.get(), own_path)) return MOSQ_ERR_INVAL;
+
+  state->region = SharedRegion::Create(SharedRegionSizes{}, &error);
+  if (!state->region) {
+    LogError("cannot create the shared memory: " + error);
+    return MOSQ_ERR_NOMEM;
+  }
+  state->link = std::make_unique<BrokerLink>(state->region.get());
+  std::random_device seed;
+  state->sessions = std::make_unique<SessionTable>(
+      state->link.get(), (std::uint64_t{seed()} << 32) | seed(), state->region->stats(),
+      state->region->header()->stats_slots, &state->region->header()->counters);
+  RpcTracker::Options rpc;
+  rpc.timeout_ns = std::int64_t{state->options.rpc_timeout_s} * 1000000000;
+  rpc.max_pending = state->options.rpc_max_pending;
+  state->traffic = std::make_unique<TrafficMeter>(&state->region->header()->counters,
+                                                  state->options.default_pattern, rpc);
+
+  const std::string companion = state->options.companion_path.empty()
+                                    ? Directory(own_path) + "/" + kCompanionName
+                                    : state->options.companion_path;
+  std::vector<std::string> arguments = state->companion_arguments;
+  arguments.push_back("--shared-fd=" + std::to_string(kCompanionSharedFd));
+  arguments.push_back("--broker-pid=" + std::to_string(getpid()));
+  arguments.push_back("--");
+  for (const auto& [key, value] : pairs) arguments.push_back(key + "=" + value);
+  state->companion = std::make_unique<CompanionSupervisor>(
+      state->region.get(), companion, std::move(arguments), LogToBroker);
+
+  if (!RegisterBrokerEvents(state.get())) return MOSQ_ERR_UNKNOWN;
+  BrokerLink* link = state->link.get();
+  const auto pump = [link] {
+    link->DrainCommands([](const LogCommand& command) { LogToBroker(command.level, command.text); });
+  };
+  if (!state->companion->StartAndWait(kCompanionStartTimeoutMs, pump, &error)) {
+    LogError(error);
+    UnregisterBrokerEvents(state.get());
+    return MOSQ_ERR_UNKNOWN;
+  }
+  LogToBroker(LogLevel::kNotice,
+              "mosquitto_connections: serving on http://" + state->options.http_bind + ":" +
+                  std::to_string(state->companion->http_port()) + " (companion pid " +
+                  std::to_string(state->companion->pid()) + ")");
+  *userdata = state.release();
+  return MOSQ_ERR_SUCCESS;
+}
+
+int Cleanup(void* userdata) {
+  std::unique_ptr<PluginState> state(static_cast<PluginState*>(userdata));
+  if (!state) return MOSQ_ERR_SUCCESS;
+  UnregisterBrokerEvents(state.get());
+  state->companion->Stop();
+  state->link->DrainCommands(
+      [](const LogCommand& command) { LogToBroker(command.level, command.text); });
+  return MOSQ_ERR_SUCCESS;
+}
+
+}  // namespace
+
+}  // namespace mqc
+
+extern "C" {
+
+int mosquitto_plugin_version(int supported_version_count, const int* supported_versions) {
+  for (int i = 0; i < supported_version_count; ++i) {
+    if (supported_versions[i] == 5) return 5;
+  }
+  return -1;
+}
+
+int mosquitto_plugin_init(mosquitto_plugin_id_t* identifier, void** userdata,
+                          struct mosquitto_opt* options, int option_count) {
+  try {
+    return mqc::Init(identifier, userdata, options, option_count);
+  } catch (const std::exception& e) {
+    mqc::LogError(std::string("init failed: ") + e.what());
+  } catch (...) {
+    mqc::LogError("init failed");
+  }
+  return MOSQ_ERR_UNKNOWN;
+}
+
+int mosquitto_plugin_cleanup(void* userdata, struct mosquitto_opt* /*options*/,
+                             int /*option_count*/) {
+  try {
+    return mqc::Cleanup(userdata);
+  } catch (...) {
+    return MOSQ_ERR_UNKNOWN;
+  }
+}
+
+}  // extern "C"

@@ -1,0 +1,46 @@
+// Everything the plugin keeps in the broker process, in one struct passed to every callback as
+// userdata (no globals). Touched by the broker thread only: the plugin starts no thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "broker_config.h"
+#include "broker_link.h"
+#include "companion_supervisor.h"
+#include "plugin_options.h"
+#include "session_table.h"
+#include "shared_region.h"
+#include "traffic_meter.h"
+
+struct mosquitto_plugin_id_t;
+
+namespace mqc {
+
+struct PluginState {
+  mosquitto_plugin_id_t* identifier = nullptr;
+  PluginOptions options;
+
+  // Auth neutrality: decide only where the broker has no other decision maker, and then
+  // exactly as the broker itself would without this plugin (mosquitto-2.0-facts.md).
+  bool decide_basic_auth = false;
+  bool allow_anonymous = false;
+  bool decide_acl = false;
+
+  std::unique_ptr<SharedRegion> region;
+  std::unique_ptr<BrokerLink> link;
+  std::unique_ptr<SessionTable> sessions;
+  std::unique_ptr<TrafficMeter> traffic;
+  std::unique_ptr<CompanionSupervisor> companion;
+  std::vector<std::string> companion_arguments;  // from the broker's configuration
+
+  std::vector<int> registered_events;
+};
+
+// broker_events.cc
+bool RegisterBrokerEvents(PluginState* state);
+void UnregisterBrokerEvents(PluginState* state);
+void LogToBroker(LogLevel level, const std::string& text);
+
+}  // namespace mqc

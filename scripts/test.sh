@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Builds and runs every test, three times over:
+#   build-release  RelWithDebInfo, warnings as errors: unit, fuzz-corpus replay, integration
+#   build-asan     ASan + UBSan: the same (the broker runs with the ASan runtime preloaded)
+#   build-tsan     TSan: unit tests, and integration with a TSan companion behind a plain plugin
+# Usage: scripts/test.sh [release|asan|tsan ...]   (default: all three)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+variants=("$@")
+[ ${#variants[@]} -gt 0 ] || variants=(release asan tsan)
+
+build() {  # name, cmake options...
+  local name=$1
+  shift
+  cmake -S . -B "build-$name" -DMQC_WERROR=ON "$@" > "build-$name.configure.log" 2>&1 ||
+    { cat "build-$name.configure.log"; return 1; }
+  cmake --build "build-$name" -j "$jobs"
+}
+
+for variant in "${variants[@]}"; do
+  echo "=== $variant ==="
+  case "$variant" in
+    release)
+      build release -DCMAKE_BUILD_TYPE=RelWithDebInfo
+      ctest --test-dir build-release --output-on-failure -j "$jobs" -LE integration
+      ctest --test-dir build-release --output-on-failure -L integration
+      ;;
+    asan)
+      build asan -DCMAKE_BUILD_TYPE=Debug -DMQC_SANITIZE=address,undefined
+      ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE integration
+      ctest --test-dir build-asan --output-on-failure -L integration
+      ;;
+    tsan)
+      # TSan must own a process from its start, so it cannot ride in the plain broker: the
+      # companion (where the threads are) is the TSan build, the plugin a plain one.
+      build release -DCMAKE_BUILD_TYPE=RelWithDebInfo
+      build tsan -DCMAKE_BUILD_TYPE=Debug -DMQC_SANITIZE=thread \
+        "-DMQC_INTEGRATION_PLUGIN=$PWD/build-release/mosquitto_connections.so"
+      ctest --test-dir build-tsan --output-on-failure -j "$jobs" -LE integration
+      ctest --test-dir build-tsan --output-on-failure -L integration
+      ;;
+    *)
+      echo "unknown variant $variant (release, asan or tsan)" >&2
+      exit 2
+      ;;
+  esac
+done
