@@ -3,9 +3,6 @@
 //
 // Threads: all of this runs on the broker thread.
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <time.h>
 
 #include <algorithm>
@@ -13,6 +10,7 @@
 #include <cstring>
 #include <string>
 
+#include "client_facts.h"
 #include "plugin_state.h"
 
 // clang-format off
@@ -40,48 +38,35 @@ std::int64_t MonotonicNs() {
 
 std::string OrEmpty(const char* s) { return s != nullptr ? std::string(s) : std::string(); }
 
-// Port of a socket address, and its IP as text.
-bool AddressOf(const sockaddr_storage& address, std::string* ip, std::uint16_t* port) {
-  char text[INET6_ADDRSTRLEN] = {};
-  if (address.ss_family == AF_INET) {
-    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&address);
-    if (inet_ntop(AF_INET, &v4->sin_addr, text, sizeof(text)) == nullptr) return false;
-    *port = ntohs(v4->sin_port);
-  } else if (address.ss_family == AF_INET6) {
-    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&address);
-    if (inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof(text)) == nullptr) return false;
-    *port = ntohs(v6->sin6_port);
-  } else {
-    return false;
-  }
-  *ip = text;
-  return true;
-}
-
-// The plugin API gives no remote port. With epoll builds (Debian's) struct mosquitto starts
-// with `int ident; int sock;` (the broker's source says ident must stay first), so the socket
-// is the second int. Trust it only if the peer's IP is the one the broker reports.
-void ReadSocketPorts(const mosquitto* client, const std::string& ip, ClientFacts* facts) {
-  int sock = -1;
-  std::memcpy(&sock, reinterpret_cast<const char*>(client) + sizeof(int), sizeof(sock));
-  if (sock < 0) return;
-  sockaddr_storage peer{};
-  socklen_t length = sizeof(peer);
-  std::string peer_ip;
-  std::uint16_t peer_port = 0;
-  if (getpeername(sock, reinterpret_cast<sockaddr*>(&peer), &length) != 0 ||
-      !AddressOf(peer, &peer_ip, &peer_port) || peer_ip != ip) {
+// A client the plugin never saw connect: on listeners with use_identity_as_username or
+// use_subject_as_username the broker skips BASIC_AUTH. It is listed from its first message or
+// subscription on (its connect time is then that moment). Offline sessions (no socket) and a
+// client whose CONNECT is being handled are not such clients.
+void DiscoverIfUnknown(PluginState* state, const mosquitto* client) {
+  SessionTable& sessions = *state->sessions;
+  if (sessions.View(client).open || sessions.IsPending(client) || ClientSocket(client) < 0 ||
+      mosquitto_client_id(client) == nullptr) {
     return;
   }
-  facts->port = peer_port;
-  sockaddr_storage local{};
-  length = sizeof(local);
-  std::string local_ip;
-  std::uint16_t local_port = 0;
-  if (getsockname(sock, reinterpret_cast<sockaddr*>(&local), &length) == 0 &&
-      AddressOf(local, &local_ip, &local_port)) {
-    facts->local_port = local_port;
-  }
+  sessions.BeginConnect(client, ReadFacts(client, state->broker_config), NowNs());
+  sessions.Settle();
+}
+
+// Answers the companion's request for fresh idle times: TCP_INFO of every open connection,
+// at most once per TICK and only when asked (a syscall per connection).
+void SampleIdleIfAsked(PluginState* state) {
+  auto& requested = state->region->header()->companion.idle_requested;
+  const std::uint64_t request = requested.load(std::memory_order_acquire);
+  if (request == state->idle_answered) return;
+  const std::uint64_t now = static_cast<std::uint64_t>(NowNs());
+  state->sessions->ForEachOpenWithStats([now](const void* client, ConnectionStatsSlot* stats) {
+    const std::int64_t idle = IdleMs(static_cast<const mosquitto*>(client));
+    if (idle < 0) return;
+    stats->idle_ms.store(static_cast<std::uint64_t>(idle), std::memory_order_relaxed);
+    stats->idle_sampled_ns.store(now, std::memory_order_relaxed);
+  });
+  state->idle_answered = request;
+  state->region->header()->broker.idle_sampled.store(request, std::memory_order_release);
 }
 
 // MQTT 5 properties and the clock, read only for the messages that need them (RPC).
@@ -124,24 +109,12 @@ class BrokerPublishDetails : public PublishDetails {
   const mosquitto_property* properties_;
 };
 
-ClientFacts ReadFacts(const mosquitto* client) {
-  ClientFacts facts;
-  facts.client_id = OrEmpty(mosquitto_client_id(client));
-  facts.username = OrEmpty(mosquitto_client_username(client));
-  facts.ip_address = OrEmpty(mosquitto_client_address(client));
-  facts.protocol_version = static_cast<std::uint8_t>(mosquitto_client_protocol_version(client));
-  facts.clean_session = mosquitto_client_clean_session(client);
-  facts.keep_alive = static_cast<std::uint16_t>(mosquitto_client_keepalive(client));
-  facts.mechanism = facts.username.empty() ? AuthMechanism::kAnonymous : AuthMechanism::kPassword;
-  ReadSocketPorts(client, facts.ip_address, &facts);
-  return facts;
-}
-
 int OnBasicAuth(int /*event*/, void* event_data, void* userdata) {
   auto* state = static_cast<PluginState*>(userdata);
   try {
     const auto* data = static_cast<mosquitto_evt_basic_auth*>(event_data);
-    state->sessions->BeginConnect(data->client, ReadFacts(data->client), NowNs());
+    state->sessions->BeginConnect(data->client, ReadFacts(data->client, state->broker_config),
+                                  NowNs());
   } catch (...) {
     // Watching must never change the outcome: fall through to the decision.
   }
@@ -154,7 +127,7 @@ int OnExtAuthStart(int /*event*/, void* event_data, void* userdata) {
   auto* state = static_cast<PluginState*>(userdata);
   try {
     const auto* data = static_cast<mosquitto_evt_extended_auth*>(event_data);
-    ClientFacts facts = ReadFacts(data->client);
+    ClientFacts facts = ReadFacts(data->client, state->broker_config);
     facts.mechanism = AuthMechanism::kEnhanced;
     facts.auth_method = OrEmpty(data->auth_method);
     state->sessions->BeginConnect(data->client, std::move(facts), NowNs());
@@ -170,6 +143,7 @@ int OnAclCheck(int /*event*/, void* event_data, void* userdata) {
   try {
     SessionTable& sessions = *state->sessions;
     sessions.Settle();
+    if (data->access != MOSQ_ACL_WRITE) DiscoverIfUnknown(state, data->client);
     if (data->access == MOSQ_ACL_READ) {
       // Queued messages re-checked while a session resumes were counted when first queued.
       if (!sessions.IsPending(data->client)) {
@@ -204,6 +178,7 @@ int OnMessage(int /*event*/, void* event_data, void* userdata) {
   try {
     const auto* data = static_cast<mosquitto_evt_message*>(event_data);
     state->sessions->Settle();
+    DiscoverIfUnknown(state, data->client);
     BrokerPublishDetails details(data->client, data->properties);
     state->traffic->OnPublish(data->client, state->sessions->View(data->client).stats, data->topic,
                               data->payloadlen, details);
@@ -217,7 +192,10 @@ int OnDisconnect(int /*event*/, void* event_data, void* userdata) {
   try {
     const auto* data = static_cast<mosquitto_evt_disconnect*>(event_data);
     const bool has_client_id = mosquitto_client_id(data->client) != nullptr;
-    state->sessions->Disconnect(data->client, has_client_id, CloseReason::kUnspecified, NowNs());
+    const std::int64_t idle_ms = IdleMs(data->client);  // the socket is still open here
+    state->sessions->Disconnect(data->client, has_client_id,
+                                CloseReasonFromState(state->get_state, data->client), NowNs(),
+                                idle_ms < 0 ? -1 : idle_ms * 1000000);
   } catch (...) {
   }
   return MOSQ_ERR_SUCCESS;
@@ -231,6 +209,7 @@ int OnTick(int /*event*/, void* /*event_data*/, void* userdata) {
         [](const LogCommand& command) { LogToBroker(command.level, command.text); });
     state->companion->Tick(NowNs());
     state->traffic->OnTick(MonotonicNs());
+    SampleIdleIfAsked(state);
     if (state->companion->serving()) state->link->ResyncStep(state->sessions.get());
     auto& ticks = state->region->header()->broker.ticks;
     ticks.store(ticks.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);

@@ -84,6 +84,7 @@ bool ApplyBrokerConfig(PluginState* state, const std::string& own_path) {
              "event then, and the plugin needs it to talk to its companion");
     return false;
   }
+  state->broker_config = config;
   state->decide_basic_auth = !HasOtherAuthSource(config, own_path);
   state->allow_anonymous = config.EffectiveAllowAnonymous();
   state->decide_acl = !HasOtherAclSource(config, own_path);
@@ -122,6 +123,12 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
     return MOSQ_ERR_NOMEM;
   }
   state->link = std::make_unique<BrokerLink>(state->region.get());
+  state->get_state = FindGetState();
+  if (state->get_state == nullptr) {
+    LogToBroker(LogLevel::kWarning,
+                "mosquitto_connections: this broker does not export mosquitto__get_state: close "
+                "reasons other than takeover and refusal will be unknown");
+  }
   std::random_device seed;
   state->sessions = std::make_unique<SessionTable>(
       state->link.get(), (std::uint64_t{seed()} << 32) | seed(), state->region->stats(),

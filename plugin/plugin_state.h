@@ -8,6 +8,7 @@
 
 #include "broker_config.h"
 #include "broker_link.h"
+#include "client_facts.h"
 #include "companion_supervisor.h"
 #include "plugin_options.h"
 #include "session_table.h"
@@ -21,6 +22,9 @@ namespace mqc {
 struct PluginState {
   mosquitto_plugin_id_t* identifier = nullptr;
   PluginOptions options;
+  BrokerConfig broker_config;
+  GetStateFunction get_state = nullptr;  // null: close reasons other than takeover are unknown
+  std::uint64_t idle_answered = 0;       // the companion's last idle request answered
 
   // Auth neutrality: decide only where the broker has no other decision maker, and then
   // exactly as the broker itself would without this plugin (mosquitto-2.0-facts.md).

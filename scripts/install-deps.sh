@@ -5,7 +5,7 @@ packages=(
   build-essential cmake pkg-config clang
   libgtest-dev libgmock-dev libbenchmark-dev
   mosquitto mosquitto-clients mosquitto-dev
-  libmicrohttpd-dev libcjson-dev prometheus-cpp-dev
+  libmicrohttpd-dev libcjson-dev prometheus-cpp-dev libssl-dev
   python3-paho-mqtt curl jq openssl prometheus
 )
 missing=()

@@ -81,6 +81,7 @@ void Encode(const ConnectionEvent& e, std::string* out) {
   w.PutString(e.username);
   w.PutString(e.ip_address);
   w.PutString(e.auth_method);
+  w.PutString(e.peer_certificate_subject);
 }
 
 bool Decode(std::string_view bytes, ConnectionEvent* e) {
@@ -95,7 +96,8 @@ bool Decode(std::string_view bytes, ConnectionEvent* e) {
                   r.Get(&e->port) && r.Get(&e->local_port) && r.Get(&e->stats_slot) &&
                   r.GetString(&e->client_id) &&
                   r.GetString(&e->username) && r.GetString(&e->ip_address) &&
-                  r.GetString(&e->auth_method) && r.Done();
+                  r.GetString(&e->auth_method) && r.GetString(&e->peer_certificate_subject) &&
+                  r.Done();
   e->clean_session = clean != 0;
   return ok;
 }
@@ -106,12 +108,14 @@ void Encode(const CloseEvent& e, std::string* out) {
   w.Put(e.close_time_ns);
   w.Put(e.reason);
   w.Put(e.totals);
+  w.Put(e.idle_ns);
 }
 
 bool Decode(std::string_view bytes, CloseEvent* e) {
   ByteReader r(bytes);
   return r.Get(&e->seq) && r.Get(&e->close_time_ns) &&
-         r.GetEnum(&e->reason, CloseReason::kBrokerShutdown) && r.Get(&e->totals) && r.Done();
+         r.GetEnum(&e->reason, CloseReason::kBrokerShutdown) && r.Get(&e->totals) &&
+         r.Get(&e->idle_ns) && r.Done();
 }
 
 void Encode(const SubscriptionEvent& e, std::string* out) {

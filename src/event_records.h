@@ -51,6 +51,7 @@ struct ConnectionEvent {
   std::string username;
   std::string ip_address;
   std::string auth_method;
+  std::string peer_certificate_subject;  // on require_certificate listeners
 };
 
 struct CloseEvent {
@@ -58,6 +59,7 @@ struct CloseEvent {
   std::int64_t close_time_ns = 0;
   CloseReason reason = CloseReason::kUnspecified;
   RequestStatistics totals;  // the connection's traffic, final (its slot is reused after this)
+  std::int64_t idle_ns = -1;  // time since the client last sent data, at close; -1 unknown
 };
 
 struct SubscriptionEvent {  // kSubscribe and kUnsubscribe

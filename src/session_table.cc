@@ -53,6 +53,7 @@ ConnectionEvent SessionTable::MakeEvent(const ClientFacts& facts, std::int64_t n
   event.username = facts.username;
   event.ip_address = facts.ip_address;
   event.auth_method = facts.auth_method;
+  event.peer_certificate_subject = facts.peer_certificate_subject;
   return event;
 }
 
@@ -72,7 +73,8 @@ void SessionTable::Accept() {
     // none of them saw this reset. The exchange (acquire) keeps the resets after it.
     stats.seq.exchange(0, std::memory_order_acq_rel);
     for (auto* counter : {&stats.publish_count, &stats.publish_bytes, &stats.deliver_count,
-                          &stats.deliver_bytes, &stats.request_count}) {
+                          &stats.deliver_bytes, &stats.request_count, &stats.idle_ms,
+                          &stats.idle_sampled_ns}) {
       counter->store(0, std::memory_order_relaxed);
     }
     stats.seq.store(connection.event.seq, std::memory_order_release);
@@ -95,7 +97,7 @@ void SessionTable::Accept() {
 }
 
 void SessionTable::Disconnect(const void* client, bool has_client_id, CloseReason reason,
-                              std::int64_t now_ns) {
+                              std::int64_t now_ns, std::int64_t idle_ns) {
   if (pending_ && pending_->client == client) {
     if (!has_client_id) {
       ConnectionEvent refused = MakeEvent(pending_->facts, pending_->begin_ns);
@@ -109,11 +111,12 @@ void SessionTable::Disconnect(const void* client, bool has_client_id, CloseReaso
     }
     Accept();  // accepted, and gone again before any other callback
   }
-  CloseOpen(client, reason, now_ns);
+  CloseOpen(client, reason, now_ns, idle_ns);
   Settle();
 }
 
-void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_t now_ns) {
+void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_t now_ns,
+                             std::int64_t idle_ns) {
   auto it = open_.find(client);
   if (it == open_.end()) {
     // The offline client object of a session that a pending CONNECT resumes.
@@ -134,6 +137,7 @@ void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_
   close.seq = connection.event.seq;
   close.close_time_ns = now_ns;
   close.reason = reason;
+  close.idle_ns = idle_ns;
   if (counters_ != nullptr) Bump(counters_->disconnects[static_cast<std::size_t>(reason)]);
   const std::uint32_t slot = connection.event.stats_slot;
   if (slot != kNoStatsSlot) {

@@ -49,6 +49,7 @@ struct ClientFacts {
   std::string username;
   std::string ip_address;
   std::string auth_method;  // MQTT 5 enhanced authentication
+  std::string peer_certificate_subject;
   std::uint8_t protocol_version = 0;
   bool clean_session = true;
   std::uint16_t keep_alive = 0;
@@ -102,7 +103,7 @@ class SessionTable {
   // Settles a pending CONNECT itself: a DISCONNECT of another client while a CONNECT is pending
   // happens inside that CONNECT (a takeover or a session resume) and is handled first.
   void Disconnect(const void* client, bool has_client_id, CloseReason reason,
-                  std::int64_t now_ns);
+                  std::int64_t now_ns, std::int64_t idle_ns = -1);
 
   void Subscribe(const void* client, std::string_view filter, std::uint8_t qos);
   void Unsubscribe(const void* client, std::string_view filter);
@@ -115,6 +116,16 @@ class SessionTable {
   bool BeginFullState(std::uint64_t generation);
   bool ContinueFullState();
   bool full_state_active() const { return resync_active_; }
+
+  // Calls `visit(client, stats)` for every open connection that has a statistics slot.
+  template <typename Visit>
+  void ForEachOpenWithStats(Visit visit) const {
+    for (const auto& [client, connection] : open_) {
+      if (connection.event.stats_slot != kNoStatsSlot) {
+        visit(client, &stats_[connection.event.stats_slot]);
+      }
+    }
+  }
 
   std::size_t open_count() const { return open_.size(); }
   std::size_t offline_count() const { return offline_.size(); }
@@ -147,7 +158,8 @@ class SessionTable {
   bool EmitConnection(const ConnectionEvent& event);
   bool EmitSubscription(EventType type, std::uint64_t seq, const SubscriptionEntry& entry);
   void KeepOffline(const OpenConnection& connection, const void* client);
-  void CloseOpen(const void* client, CloseReason reason, std::int64_t now_ns);
+  void CloseOpen(const void* client, CloseReason reason, std::int64_t now_ns,
+                 std::int64_t idle_ns);
 
   EventSink* sink_;
   BrokerCounters* counters_;

@@ -22,7 +22,7 @@ static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
               "shared counters must be lock-free to be shared between processes");
 
 inline constexpr std::uint64_t kSharedMagic = 0x6d71632d73686d31ULL;  // "mqc-shm1"
-inline constexpr std::uint32_t kSharedVersion = 2;
+inline constexpr std::uint32_t kSharedVersion = 3;
 
 // The companion's life cycle as the broker sees it.
 enum class CompanionState : std::uint32_t { kStarting = 0, kServing = 1, kFailed = 2 };
@@ -83,12 +83,17 @@ struct ConnectionStatsSlot {
   std::atomic<std::uint64_t> deliver_count{0};
   std::atomic<std::uint64_t> deliver_bytes{0};
   std::atomic<std::uint64_t> request_count{0};
+  // From the socket's TCP_INFO, sampled by the broker thread when the companion asks:
+  // milliseconds since the client last sent data, as of idle_sampled_ns (Unix time).
+  std::atomic<std::uint64_t> idle_ms{0};
+  std::atomic<std::uint64_t> idle_sampled_ns{0};  // 0: never sampled
 };
 
 struct CompanionControl {
   std::atomic<std::uint32_t> state{0};  // CompanionState
   std::atomic<std::int32_t> http_port{0};
   std::atomic<std::uint64_t> resync_requested{0};  // bumped to ask for a full resync
+  std::atomic<std::uint64_t> idle_requested{0};    // bumped to ask for fresh idle times
   std::atomic<std::uint32_t> pid{0};
   char failure[512] = {};  // why it failed; written before state becomes kFailed
 };
@@ -97,6 +102,7 @@ struct BrokerControl {
   std::atomic<std::uint64_t> resync_started{0};  // the last resync generation begun
   std::atomic<std::uint64_t> events_lost{0};     // events dropped on a full ring
   std::atomic<std::uint64_t> ticks{0};
+  std::atomic<std::uint64_t> idle_sampled{0};    // the idle_requested value last answered
 };
 
 struct SharedHeader {

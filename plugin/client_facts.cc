@@ -1,0 +1,153 @@
+#include "client_facts.h"
+
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/x509.h>
+#include <sys/socket.h>
+
+#include <cstring>
+#include <memory>
+
+// clang-format off
+#include <mosquitto.h>
+#include <mosquitto_broker.h>
+// clang-format on
+
+namespace mqc {
+
+namespace {
+
+std::string OrEmpty(const char* s) { return s != nullptr ? std::string(s) : std::string(); }
+
+// The IP of a socket address as text, and its port.
+bool AddressOf(const sockaddr_storage& address, std::string* ip, std::uint16_t* port) {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (address.ss_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&address);
+    if (inet_ntop(AF_INET, &v4->sin_addr, text, sizeof(text)) == nullptr) return false;
+    *port = ntohs(v4->sin_port);
+  } else if (address.ss_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&address);
+    if (inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof(text)) == nullptr) return false;
+    *port = ntohs(v6->sin6_port);
+  } else {
+    return false;
+  }
+  *ip = text;
+  return true;
+}
+
+// The remote port, trusted only if the peer's IP is the one the broker reports; and the local
+// port, which names the listener.
+void ReadSocketPorts(const mosquitto* client, ClientFacts* facts) {
+  const int sock = ClientSocket(client);
+  if (sock < 0) return;
+  sockaddr_storage peer{};
+  socklen_t length = sizeof(peer);
+  std::string peer_ip;
+  std::uint16_t peer_port = 0;
+  if (getpeername(sock, reinterpret_cast<sockaddr*>(&peer), &length) != 0 ||
+      !AddressOf(peer, &peer_ip, &peer_port) || peer_ip != facts->ip_address) {
+    return;
+  }
+  facts->port = peer_port;
+  sockaddr_storage local{};
+  length = sizeof(local);
+  std::string local_ip;
+  std::uint16_t local_port = 0;
+  if (getsockname(sock, reinterpret_cast<sockaddr*>(&local), &length) == 0 &&
+      AddressOf(local, &local_ip, &local_port)) {
+    facts->local_port = local_port;
+  }
+}
+
+const ListenerConfig* ListenerOn(const BrokerConfig& config, int port) {
+  for (const auto& listener : config.listeners) {
+    if (listener.port == port) return &listener;
+  }
+  return nullptr;
+}
+
+struct X509Deleter {
+  void operator()(X509* certificate) const { X509_free(certificate); }
+};
+
+// The broker hands out its client certificate only on require_certificate listeners.
+std::string CertificateSubject(const mosquitto* client) {
+  std::unique_ptr<X509, X509Deleter> certificate(
+      static_cast<X509*>(mosquitto_client_certificate(client)));
+  if (!certificate) return "";
+  const X509_NAME* name = X509_get_subject_name(certificate.get());
+  if (name == nullptr) return "";
+  char* text = X509_NAME_oneline(name, nullptr, 0);
+  if (text == nullptr) return "";
+  std::string subject(text);
+  OPENSSL_free(text);
+  return subject;
+}
+
+}  // namespace
+
+int ClientSocket(const mosquitto* client) {
+  int sock = -1;
+  std::memcpy(&sock, reinterpret_cast<const char*>(client) + sizeof(int), sizeof(sock));
+  return sock;
+}
+
+ClientFacts ReadFacts(const mosquitto* client, const BrokerConfig& config) {
+  ClientFacts facts;
+  facts.client_id = OrEmpty(mosquitto_client_id(client));
+  facts.username = OrEmpty(mosquitto_client_username(client));
+  facts.ip_address = OrEmpty(mosquitto_client_address(client));
+  facts.protocol_version = static_cast<std::uint8_t>(mosquitto_client_protocol_version(client));
+  facts.clean_session = mosquitto_client_clean_session(client);
+  facts.keep_alive = static_cast<std::uint16_t>(mosquitto_client_keepalive(client));
+  ReadSocketPorts(client, &facts);
+  const ListenerConfig* listener = ListenerOn(config, facts.local_port);
+  if (listener != nullptr && listener->require_certificate) {
+    facts.peer_certificate_subject = CertificateSubject(client);
+  }
+  if (listener != nullptr && listener->psk) {
+    facts.mechanism = AuthMechanism::kPsk;
+  } else if (!facts.peer_certificate_subject.empty()) {
+    facts.mechanism = AuthMechanism::kMtls;
+  } else {
+    facts.mechanism = facts.username.empty() ? AuthMechanism::kAnonymous
+                                             : AuthMechanism::kPassword;
+  }
+  return facts;
+}
+
+std::int64_t IdleMs(const mosquitto* client) {
+  const int sock = ClientSocket(client);
+  if (sock < 0) return -1;
+  tcp_info info{};
+  socklen_t length = sizeof(info);
+  if (getsockopt(sock, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) return -1;
+  return info.tcpi_last_data_recv;
+}
+
+GetStateFunction FindGetState() {
+  return reinterpret_cast<GetStateFunction>(dlsym(RTLD_DEFAULT, "mosquitto__get_state"));
+}
+
+CloseReason CloseReasonFromState(GetStateFunction get_state, const mosquitto* client) {
+  if (get_state == nullptr) return CloseReason::kUnspecified;
+  // enum mosquitto_client_state of Mosquitto 2.0 (lib/mosquitto_internal.h): the broker
+  // sets disconnecting (2) or disconnect_with_will (18) when it reads a DISCONNECT packet
+  // (and when a plugin kicks the client); duplicate (17) for a taken-over session. Any other
+  // state means the connection ended without a DISCONNECT: socket error, EOF, keepalive.
+  switch (get_state(client)) {
+    case 2:
+    case 18:
+      return CloseReason::kClientDisconnect;
+    case 17:
+      return CloseReason::kSessionTakenOver;
+    default:
+      return CloseReason::kConnectionLost;
+  }
+}
+
+}  // namespace mqc

@@ -1,0 +1,35 @@
+// What the plugin can learn about one client beyond the broker's accessors: the socket's
+// ports and TCP_INFO, the listener it came in on, its certificate, why it disconnected.
+//
+// Threads: the broker thread only (the socket belongs to it).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "broker_config.h"
+#include "connection.h"
+#include "session_table.h"
+
+struct mosquitto;
+
+namespace mqc {
+
+// The client's socket, or -1 (offline session, WebSockets client). Debian builds Mosquitto
+// with epoll, so struct mosquitto starts with `int ident; int sock;` (its source says ident
+// must stay first).
+int ClientSocket(const mosquitto* client);
+
+// Everything known at CONNECT (BASIC_AUTH / EXT_AUTH_START), or when a client is first seen.
+ClientFacts ReadFacts(const mosquitto* client, const BrokerConfig& config);
+
+// Milliseconds since the client last sent data (TCP_INFO), or -1 when the socket cannot tell.
+std::int64_t IdleMs(const mosquitto* client);
+
+// The broker's state of a client at its DISCONNECT, from the broker's exported (internal)
+// mosquitto__get_state, resolved once at start; null when this broker does not export it.
+using GetStateFunction = int (*)(const mosquitto*);
+GetStateFunction FindGetState();
+CloseReason CloseReasonFromState(GetStateFunction get_state, const mosquitto* client);
+
+}  // namespace mqc
