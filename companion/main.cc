@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "broker_config.h"
 #include "companion_link.h"
 #include "http_router.h"
 #include "http_server.h"
@@ -103,6 +104,48 @@ class SyncedSource : public ConnectionSource {
   const Registry& registry_;
 };
 
+// For the rich API: also traffic statistics and idle times. Idle times come from TCP_INFO,
+// which only the broker thread may read: ask it, and wait (up to about two TICKs) for its
+// answer; a broker too busy to answer in time leaves the last sampled values.
+class DetailedSource : public ConnectionSource {
+ public:
+  DetailedSource(const Registry& registry, SharedHeader* shared)
+      : registry_(registry), shared_(shared) {}
+  std::vector<Connection> Snapshot() const override {
+    registry_.WaitUntilSynced(std::chrono::seconds(2));
+    const std::uint64_t request =
+        shared_->companion.idle_requested.fetch_add(1, std::memory_order_acq_rel) + 1;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+    while (shared_->broker.idle_sampled.load(std::memory_order_acquire) < request &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return registry_.DetailedSnapshot(NowNs());
+  }
+
+ private:
+  const Registry& registry_;
+  SharedHeader* shared_;
+};
+
+// The broker's listeners name each connection's listener (and tell TLS). The companion runs as
+// the broker's user, which could read the file when the plugin started.
+std::vector<ListenerConfig> ReadListeners(const std::string& path, CompanionLink* link) {
+  if (path.empty()) return {};
+  BrokerConfig config;
+  std::string error;
+  if (!ReadBrokerConfig(path, &config, &error)) {
+    link->Log(LogLevel::kWarning, "listener names unknown: " + error);
+    return {};
+  }
+  if (config.listeners.empty()) {  // local-only mode: the default listener on 1883
+    ListenerConfig local;
+    local.port = 1883;
+    config.listeners.push_back(local);
+  }
+  return config.listeners;
+}
+
 int Run(int argc, char** argv) {
   Arguments arguments;
   std::string error;
@@ -133,6 +176,9 @@ int Run(int argc, char** argv) {
   registry_options.default_pattern = options.default_pattern;
   registry_options.closed_max = options.closed_max;
   registry_options.closed_ttl_ns = std::int64_t{options.closed_ttl_s} * 1000000000;
+  registry_options.listeners = ReadListeners(arguments.broker_config, &link);
+  registry_options.stats = region->stats();
+  registry_options.stats_count = region->header()->stats_slots;
   Registry registry(registry_options);
   SyncedSource source(registry);
   MetricsExporter exporter(*region->header(), registry, options.node_id);
@@ -165,6 +211,7 @@ int Run(int argc, char** argv) {
       registry.ExpireClosed(now);
       next_expiry_ns = now + 1000000000;
     }
+    registry.RollStatisticsWindow(now);
     std::this_thread::sleep_for(std::chrono::milliseconds(applied > 0 ? 1 : 10));
   }
   return 0;

@@ -6,25 +6,31 @@
 // it. Before the first resync has completed the registry is not `synced`: its view may lack
 // connections that opened before this companion started.
 //
-// Threads: Apply and ExpireClosed on the companion's event thread; Snapshot and the accessors on
-// any thread. One mutex guards everything; Snapshot copies under it and nothing slow runs there.
+// Traffic statistics of open connections live in the broker's shared slots: DetailedSnapshot
+// reads them (a seqlock, no lock shared with the broker); RollStatisticsWindow keeps the
+// previous complete minute of each (recentRequestStatistics). A closed connection keeps what
+// its close event carried.
+//
+// Threads: Apply, ExpireClosed and RollStatisticsWindow on the companion's event thread;
+// snapshots and the accessors on any thread. One mutex guards everything; snapshots copy under
+// it and nothing slow runs there.
 #pragma once
 
 #include <array>
 #include <chrono>
 #include <condition_variable>
-#include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string_view>
 #include <vector>
 
+#include "broker_config.h"
 #include "connection.h"
 #include "event_records.h"
+#include "shared_region.h"
 
 namespace mqc {
 
@@ -36,6 +42,9 @@ struct RegistryOptions {
   DefaultPattern default_pattern = DefaultPattern::kEvents;
   std::uint32_t closed_max = 1000;
   std::int64_t closed_ttl_ns = 300'000'000'000;
+  std::vector<ListenerConfig> listeners;  // the broker's, to name a connection's listener
+  const ConnectionStatsSlot* stats = nullptr;  // the shared statistics slots (may be null)
+  std::size_t stats_count = 0;
 };
 
 class Registry : public ConnectionSource {
@@ -49,7 +58,15 @@ class Registry : public ConnectionSource {
   // Forgets closed connections older than closed_ttl.
   void ExpireClosed(std::int64_t now_ns);
 
+  // At every whole minute of Unix time: each open connection's traffic in the minute that just
+  // ended becomes its recent statistics. Call often; it acts once per minute.
+  void RollStatisticsWindow(std::int64_t now_ns);
+
+  // Every connection, open and recently closed, without traffic statistics or idle time.
   std::vector<Connection> Snapshot() const override;
+  // The same, with open connections' traffic and idle time read from the shared slots.
+  std::vector<Connection> DetailedSnapshot(std::int64_t now_ns) const;
+
   std::size_t open_count() const;
   // Subscriptions of open connections, indexed by Pattern (kNone first): the
   // kubemq_mqtt_subscriptions{pattern} gauge, counted under the lock rather than from a
@@ -61,9 +78,17 @@ class Registry : public ConnectionSource {
   bool WaitUntilSynced(std::chrono::milliseconds timeout) const;
 
  private:
-  using OpenMap = std::map<std::uint64_t, Connection>;
+  struct Entry {
+    Connection connection;
+    std::uint32_t stats_slot = kNoStatsSlot;
+    RequestStatistics window_start;  // totals at the start of the current minute
+  };
+  using OpenMap = std::map<std::uint64_t, Entry>;
 
-  Connection FromEvent(const ConnectionEvent& event) const;
+  Entry FromEvent(const ConnectionEvent& event) const;
+  // The slot's counters if it still belongs to `seq` (seqlock read).
+  std::optional<RequestStatistics> ReadTotals(const Entry& entry, std::int64_t* idle_ns,
+                                              std::int64_t now_ns) const;
   void AddClosed(Connection connection);
   void ExpireClosedLocked(std::int64_t now_ns);
   OpenMap& Target() { return staging_ ? *staging_ : open_; }
@@ -76,6 +101,7 @@ class Registry : public ConnectionSource {
   std::optional<OpenMap> staging_;
   std::optional<std::uint64_t> staging_generation_;
   bool synced_ = false;
+  std::int64_t window_minute_ = -1;  // the Unix minute the current window started in
 };
 
 }  // namespace mqc

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,7 +51,7 @@ class RegistryTest : public ::testing::Test {
     return ids;
   }
 
-  RegistryOptions options_{3, DefaultPattern::kEvents, 2, 1000};
+  RegistryOptions options_{3, DefaultPattern::kEvents, 2, 1000, {}, nullptr, 0};
   Registry registry_{options_};
   std::int64_t now_ = 10;
 };
@@ -116,7 +117,7 @@ TEST_F(RegistryTest, ClosedConnectionsAreBoundedByCountAndAge) {
 }
 
 TEST_F(RegistryTest, ClosedMaxZeroKeepsNone) {
-  Registry registry({0, DefaultPattern::kEvents, 0, 1000});
+  Registry registry({0, DefaultPattern::kEvents, 0, 1000, {}, nullptr, 0});
   std::string bytes;
   Encode(Open(1, "a"), &bytes);
   ASSERT_TRUE(registry.Apply(EventType::kConnection, bytes, 0));
@@ -214,6 +215,116 @@ TEST(EventRecordsTest, EveryRecordRoundTripsAndRejectsTruncation) {
   SubscriptionEvent sub{1, 3, "t"};  // QoS 3 does not exist
   Encode(sub, &bytes);
   EXPECT_FALSE(Decode(bytes, &sub));
+}
+
+}  // namespace
+}  // namespace mqc
+
+namespace mqc {
+namespace {
+
+constexpr std::int64_t kMinute = 60'000'000'000;
+
+class RegistryDetailsTest : public ::testing::Test {
+ protected:
+  RegistryDetailsTest() {
+    ListenerConfig plain;
+    plain.port = 1883;
+    ListenerConfig tls;
+    tls.port = 8883;
+    tls.tls = true;
+    ListenerConfig ws;
+    ws.port = 8083;
+    ws.protocol = "websockets";
+    options_.listeners = {plain, tls, ws};
+    options_.stats = slots_;
+    options_.stats_count = 4;
+    registry_ = std::make_unique<Registry>(options_);
+  }
+  void Open(std::uint64_t seq, std::uint16_t local_port, std::uint32_t slot, std::int64_t now) {
+    ConnectionEvent e;
+    e.seq = seq;
+    e.client_id = "c" + std::to_string(seq);
+    e.local_port = local_port;
+    e.stats_slot = slot;
+    if (slot != kNoStatsSlot) slots_[slot].seq.store(seq);
+    std::string bytes;
+    Encode(e, &bytes);
+    ASSERT_TRUE(registry_->Apply(EventType::kConnection, bytes, now));
+  }
+  Connection Find(const std::vector<Connection>& all, std::uint64_t seq) {
+    for (const auto& c : all) {
+      if (c.seq == seq) return c;
+    }
+    ADD_FAILURE() << "no connection " << seq;
+    return Connection{};
+  }
+
+  ConnectionStatsSlot slots_[4];
+  RegistryOptions options_;
+  std::unique_ptr<Registry> registry_;
+};
+
+TEST_F(RegistryDetailsTest, ListenerNameAndTlsComeFromTheLocalPort) {
+  Open(1, 1883, kNoStatsSlot, 0);
+  Open(2, 8883, kNoStatsSlot, 0);
+  Open(3, 8083, kNoStatsSlot, 0);
+  Open(4, 9999, kNoStatsSlot, 0);  // not a configured listener
+  const auto all = registry_->Snapshot();
+  EXPECT_EQ(Find(all, 1).listener_name, "mqtt:1883");
+  EXPECT_FALSE(Find(all, 1).tls.enabled);
+  EXPECT_EQ(Find(all, 2).listener_name, "mqtts:8883");
+  EXPECT_TRUE(Find(all, 2).tls.enabled);
+  EXPECT_EQ(Find(all, 3).listener_name, "ws:8083");
+  EXPECT_EQ(Find(all, 4).listener_name, "");
+}
+
+TEST_F(RegistryDetailsTest, DetailedSnapshotReadsTheSlotOnlyWhileItIsTheConnections) {
+  Open(1, 1883, 0, 0);
+  Bump(slots_[0].publish_count, 5);
+  Bump(slots_[0].deliver_bytes, 70);
+  slots_[0].idle_ms.store(1500);
+  slots_[0].idle_sampled_ns.store(10'000'000'000);
+  auto c = Find(registry_->DetailedSnapshot(10'250'000'000), 1);
+  EXPECT_EQ(c.total_statistics.publish_count, 5u);
+  EXPECT_EQ(c.total_statistics.deliver_bytes, 70u);
+  EXPECT_EQ(c.idle_ns, 1'750'000'000);  // 1.5 s at sampling + 0.25 s since
+  EXPECT_EQ(Find(registry_->Snapshot(), 1).total_statistics.publish_count, 0u);
+  slots_[0].seq.store(99);  // the broker gave the slot to another connection
+  c = Find(registry_->DetailedSnapshot(10'250'000'000), 1);
+  EXPECT_EQ(c.total_statistics.publish_count, 0u);
+  EXPECT_EQ(c.idle_ns, -1);
+}
+
+TEST_F(RegistryDetailsTest, RecentStatisticsAreThePreviousCompleteMinute) {
+  Open(1, 1883, 0, 10 * kMinute + 5);
+  Bump(slots_[0].publish_count, 3);  // during minute 10
+  registry_->RollStatisticsWindow(10 * kMinute + 6);
+  registry_->RollStatisticsWindow(11 * kMinute);  // minute 10 ends
+  EXPECT_EQ(Find(registry_->DetailedSnapshot(11 * kMinute), 1).recent_statistics.publish_count,
+            3u);
+  Bump(slots_[0].publish_count, 4);  // during minute 11
+  registry_->RollStatisticsWindow(11 * kMinute + 30'000'000'000);  // same minute: no change
+  EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics.publish_count, 3u);
+  registry_->RollStatisticsWindow(12 * kMinute + 1);
+  EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics.publish_count, 4u);
+  EXPECT_EQ(Find(registry_->DetailedSnapshot(12 * kMinute), 1).total_statistics.publish_count,
+            7u);
+  registry_->RollStatisticsWindow(15 * kMinute);  // minutes were missed: no complete window
+  EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics.publish_count, 0u);
+}
+
+TEST_F(RegistryDetailsTest, AClosedConnectionKeepsTheTotalsAndIdleOfItsClose) {
+  Open(1, 1883, 0, 0);
+  CloseEvent close{1, 5, CloseReason::kConnectionLost, {9, 90, 1, 10, 12}, 2'000'000'000};
+  std::string bytes;
+  Encode(close, &bytes);
+  ASSERT_TRUE(registry_->Apply(EventType::kClose, bytes, 5));
+  const Connection c = Find(registry_->DetailedSnapshot(6), 1);
+  EXPECT_EQ(c.state, ConnectionState::kClosed);
+  EXPECT_EQ(c.total_statistics.publish_count, 9u);
+  EXPECT_EQ(c.total_statistics.request_count, 12u);
+  EXPECT_EQ(c.idle_ns, 2'000'000'000);
 }
 
 }  // namespace
