@@ -24,6 +24,7 @@
 
 #include "broker_config.h"
 #include "companion_link.h"
+#include "connect_service.h"
 #include "http_router.h"
 #include "http_server.h"
 #include "metrics.h"
@@ -181,8 +182,11 @@ int Run(int argc, char** argv) {
   registry_options.stats_count = region->header()->stats_slots;
   Registry registry(registry_options);
   SyncedSource source(registry);
+  DetailedSource detailed_source(registry, region->header());
+  const ConnectService connect_service(detailed_source);
   MetricsExporter exporter(*region->header(), registry, options.node_id);
-  HttpRouter router(source, [&exporter] { return exporter.Render(); }, ConnectHandler());
+  HttpRouter router(source, [&exporter] { return exporter.Render(); },
+                    connect_service.Handler());
 
   HttpServerOptions server_options;
   server_options.bind_address = options.http_bind;
