@@ -185,8 +185,8 @@ int Run(int argc, char** argv) {
   DetailedSource detailed_source(registry, region->header());
   const ConnectService connect_service(detailed_source);
   MetricsExporter exporter(*region->header(), registry, options.node_id);
-  HttpRouter router(source, [&exporter] { return exporter.Render(); },
-                    connect_service.Handler());
+  HttpRouter router(
+      source, [&exporter] { return exporter.Render(); }, connect_service.Handler());
 
   HttpServerOptions server_options;
   server_options.bind_address = options.http_bind;

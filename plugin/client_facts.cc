@@ -114,8 +114,7 @@ ClientFacts ReadFacts(const mosquitto* client, const BrokerConfig& config) {
   } else if (!facts.peer_certificate_subject.empty()) {
     facts.mechanism = AuthMechanism::kMtls;
   } else {
-    facts.mechanism = facts.username.empty() ? AuthMechanism::kAnonymous
-                                             : AuthMechanism::kPassword;
+    facts.mechanism = facts.username.empty() ? AuthMechanism::kAnonymous : AuthMechanism::kPassword;
   }
   return facts;
 }

@@ -80,8 +80,9 @@ bool ApplyBrokerConfig(PluginState* state, const std::string& own_path) {
     return false;
   }
   if (config.per_listener_settings) {
-    LogError("per_listener_settings true is not supported: Mosquitto 2.0 sends plugins no TICK "
-             "event then, and the plugin needs it to talk to its companion");
+    LogError(
+        "per_listener_settings true is not supported: Mosquitto 2.0 sends plugins no TICK "
+        "event then, and the plugin needs it to talk to its companion");
     return false;
   }
   state->broker_config = config;
@@ -147,13 +148,14 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
   arguments.push_back("--broker-pid=" + std::to_string(getpid()));
   arguments.push_back("--");
   for (const auto& [key, value] : pairs) arguments.push_back(key + "=" + value);
-  state->companion = std::make_unique<CompanionSupervisor>(
-      state->region.get(), companion, std::move(arguments), LogToBroker);
+  state->companion = std::make_unique<CompanionSupervisor>(state->region.get(), companion,
+                                                           std::move(arguments), LogToBroker);
 
   if (!RegisterBrokerEvents(state.get())) return MOSQ_ERR_UNKNOWN;
   BrokerLink* link = state->link.get();
   const auto pump = [link] {
-    link->DrainCommands([](const LogCommand& command) { LogToBroker(command.level, command.text); });
+    link->DrainCommands(
+        [](const LogCommand& command) { LogToBroker(command.level, command.text); });
   };
   if (!state->companion->StartAndWait(kCompanionStartTimeoutMs, pump, &error)) {
     LogError(error);

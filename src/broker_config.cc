@@ -84,8 +84,8 @@ bool ParseBrokerConfig(std::string_view text, const std::string& path, bool foll
   // Options before the first listener line configure the default listener (port, bind_address).
   ListenerConfig default_listener;
   bool default_listener_used = false;
-  ListenerConfig* current = config->listeners.empty() ? &default_listener
-                                                      : &config->listeners.back();
+  ListenerConfig* current =
+      config->listeners.empty() ? &default_listener : &config->listeners.back();
   std::size_t line_number = 0;
   while (!text.empty()) {
     const std::size_t end = text.find('\n');
@@ -120,7 +120,8 @@ bool ParseBrokerConfig(std::string_view text, const std::string& path, bool foll
       std::string_view port = value.substr(0, value.find_first_of(" \t"));
       ListenerConfig listener;
       listener.port = std::atoi(std::string(port).c_str());
-      if (port.size() < value.size()) listener.bind_address = std::string(Trim(value.substr(port.size())));
+      if (port.size() < value.size())
+        listener.bind_address = std::string(Trim(value.substr(port.size())));
       config->listeners.push_back(listener);
       current = &config->listeners.back();
     } else if (key == "port") {

@@ -6,8 +6,7 @@ namespace mqc {
 
 BrokerLink::BrokerLink(SharedRegion* region)
     : region_(region),
-      events_(&region->header()->events, region->events_data(),
-              region->header()->events_capacity),
+      events_(&region->header()->events, region->events_data(), region->header()->events_capacity),
       commands_(&region->header()->commands, region->commands_data(),
                 region->header()->commands_capacity) {}
 

@@ -55,8 +55,7 @@ class SpawnSetup {
 
 CompanionProcess::CompanionProcess(std::string executable, std::vector<std::string> arguments,
                                    int shared_fd)
-    : executable_(std::move(executable)), arguments_(std::move(arguments)),
-      shared_fd_(shared_fd) {}
+    : executable_(std::move(executable)), arguments_(std::move(arguments)), shared_fd_(shared_fd) {}
 
 CompanionProcess::~CompanionProcess() { Stop(2000); }
 
@@ -86,8 +85,10 @@ bool CompanionProcess::Start(std::string* error) {
     if (extra_fd < 0) rc = errno;
     source_fd = extra_fd;
   }
-  if (rc == 0) rc = posix_spawn_file_actions_adddup2(&setup.actions_, source_fd, kCompanionSharedFd);
-  if (rc == 0) rc = posix_spawn_file_actions_addclosefrom_np(&setup.actions_, kCompanionSharedFd + 1);
+  if (rc == 0)
+    rc = posix_spawn_file_actions_adddup2(&setup.actions_, source_fd, kCompanionSharedFd);
+  if (rc == 0)
+    rc = posix_spawn_file_actions_addclosefrom_np(&setup.actions_, kCompanionSharedFd + 1);
   if (rc != 0) {
     if (extra_fd >= 0) close(extra_fd);
     *error = std::string("posix_spawn set-up failed: ") + std::strerror(rc);
@@ -114,7 +115,8 @@ bool CompanionProcess::Exited(std::string* how) {
   int status = 0;
   const pid_t rc = waitpid(pid_, &status, WNOHANG);
   if (rc == 0) return false;
-  *how = rc == pid_ ? DescribeStatus(status) : std::string("vanished (") + std::strerror(errno) + ")";
+  *how =
+      rc == pid_ ? DescribeStatus(status) : std::string("vanished (") + std::strerror(errno) + ")";
   pid_ = -1;
   return true;
 }

@@ -69,20 +69,20 @@ struct AuthenticationInfo {
 };
 
 struct Connection {
-  std::uint64_t seq = 0;   // broker-side sequence number: unique for the broker's lifetime
-  std::string uid;         // UUID4, "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx"
+  std::uint64_t seq = 0;  // broker-side sequence number: unique for the broker's lifetime
+  std::string uid;        // UUID4, "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx"
   std::uint32_t node_id = 0;
   ConnectionState state = ConnectionState::kUnspecified;
   std::int64_t open_time_ns = 0;   // Unix time, nanoseconds
   std::int64_t close_time_ns = 0;  // 0 while open
   CloseReason close_reason = CloseReason::kUnspecified;
   std::string client_id;
-  std::string username;  // empty when the client sent none
+  std::string username;      // empty when the client sent none
   int protocol_version = 0;  // 3, 4 or 5
   bool clean_session = true;
   int keep_alive = 0;  // seconds
   std::string ip_address;
-  int port = 0;  // 0 when the broker could not tell the remote port
+  int port = 0;               // 0 when the broker could not tell the remote port
   std::string listener_name;  // "mqtt:1883"; empty when unknown
   TlsInfo tls;
   AuthenticationInfo authentication;

@@ -27,8 +27,8 @@ inline constexpr std::int64_t kMaxPageSize = 10000;
 
 struct ConnectionPage {
   std::vector<Connection> connections;
-  std::int64_t total_size = 0;   // every match, not only this page
-  std::string next_page_token;   // empty when there are no more matches
+  std::int64_t total_size = 0;  // every match, not only this page
+  std::string next_page_token;  // empty when there are no more matches
 };
 
 // Runs a query over a snapshot. On a bad filter, order, page size or token: returns false and

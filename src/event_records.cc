@@ -87,17 +87,14 @@ void Encode(const ConnectionEvent& e, std::string* out) {
 bool Decode(std::string_view bytes, ConnectionEvent* e) {
   ByteReader r(bytes);
   std::uint8_t clean = 0;
-  const bool ok = r.Get(&e->seq) && r.Get(&e->uid) && r.Get(&e->open_time_ns) &&
-                  r.Get(&e->close_time_ns) &&
-                  r.GetEnum(&e->close_reason, CloseReason::kBrokerShutdown) &&
-                  r.Get(&e->protocol_version) && r.Get(&clean) && clean <= 1 &&
-                  r.GetEnum(&e->auth_mechanism, AuthMechanism::kEnhanced) &&
-                  r.GetEnum(&e->auth_state, AuthState::kFailure) && r.Get(&e->keep_alive) &&
-                  r.Get(&e->port) && r.Get(&e->local_port) && r.Get(&e->stats_slot) &&
-                  r.GetString(&e->client_id) &&
-                  r.GetString(&e->username) && r.GetString(&e->ip_address) &&
-                  r.GetString(&e->auth_method) && r.GetString(&e->peer_certificate_subject) &&
-                  r.Done();
+  const bool ok =
+      r.Get(&e->seq) && r.Get(&e->uid) && r.Get(&e->open_time_ns) && r.Get(&e->close_time_ns) &&
+      r.GetEnum(&e->close_reason, CloseReason::kBrokerShutdown) && r.Get(&e->protocol_version) &&
+      r.Get(&clean) && clean <= 1 && r.GetEnum(&e->auth_mechanism, AuthMechanism::kEnhanced) &&
+      r.GetEnum(&e->auth_state, AuthState::kFailure) && r.Get(&e->keep_alive) && r.Get(&e->port) &&
+      r.Get(&e->local_port) && r.Get(&e->stats_slot) && r.GetString(&e->client_id) &&
+      r.GetString(&e->username) && r.GetString(&e->ip_address) && r.GetString(&e->auth_method) &&
+      r.GetString(&e->peer_certificate_subject) && r.Done();
   e->clean_session = clean != 0;
   return ok;
 }

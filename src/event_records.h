@@ -44,8 +44,8 @@ struct ConnectionEvent {
   AuthMechanism auth_mechanism = AuthMechanism::kUnspecified;
   AuthState auth_state = AuthState::kUnspecified;
   std::uint16_t keep_alive = 0;
-  std::uint16_t port = 0;        // remote port; 0 when unknown
-  std::uint16_t local_port = 0;  // the listener's port; 0 when unknown
+  std::uint16_t port = 0;                   // remote port; 0 when unknown
+  std::uint16_t local_port = 0;             // the listener's port; 0 when unknown
   std::uint32_t stats_slot = kNoStatsSlot;  // its ConnectionStatsSlot in the shared region
   std::string client_id;
   std::string username;
@@ -58,7 +58,7 @@ struct CloseEvent {
   std::uint64_t seq = 0;
   std::int64_t close_time_ns = 0;
   CloseReason reason = CloseReason::kUnspecified;
-  RequestStatistics totals;  // the connection's traffic, final (its slot is reused after this)
+  RequestStatistics totals;   // the connection's traffic, final (its slot is reused after this)
   std::int64_t idle_ns = -1;  // time since the client last sent data, at close; -1 unknown
 };
 

@@ -65,15 +65,15 @@ class RingWriter {
   }
 
   static constexpr std::uint64_t RecordBytes(std::uint32_t payload_size) noexcept {
-    return sizeof(RingRecordHeader) +
-           ((std::uint64_t{payload_size} + kRingAlignment - 1) & ~std::uint64_t{kRingAlignment - 1});
+    return sizeof(RingRecordHeader) + ((std::uint64_t{payload_size} + kRingAlignment - 1) &
+                                       ~std::uint64_t{kRingAlignment - 1});
   }
 
  private:
   RingIndices* indices_;
   std::uint8_t* data_;
   std::uint64_t capacity_;
-  std::uint64_t cached_tail_ = 0;  // the consumer's tail as last read: avoids a shared read
+  std::uint64_t cached_tail_ = 0;    // the consumer's tail as last read: avoids a shared read
   std::uint64_t reserved_head_ = 0;  // head after the reserved record, until Commit
 };
 

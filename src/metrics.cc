@@ -11,6 +11,12 @@
 //   also at 0, so that rate() and absent() work from the first scrape.
 #include "metrics.h"
 
+#include <prometheus/client_metric.h>
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/metric_type.h>
+#include <prometheus/text_serializer.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -21,12 +27,6 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
-
-#include <prometheus/client_metric.h>
-#include <prometheus/collectable.h>
-#include <prometheus/metric_family.h>
-#include <prometheus/metric_type.h>
-#include <prometheus/text_serializer.h>
 
 #include "connection.h"
 #include "registry.h"

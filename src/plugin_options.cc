@@ -60,9 +60,8 @@ std::function<bool(std::string_view, PluginOptions*)> UnsignedInto(
 const std::vector<OptionSpec>& Specs() {
   static const std::vector<OptionSpec> specs = {
       {"http_port", "a port number from 0 to 65535 (0 = any free port)",
-       UnsignedInto(0, 65535, [](PluginOptions* o, std::uint64_t n) {
-         o->http_port = static_cast<int>(n);
-       })},
+       UnsignedInto(0, 65535,
+                    [](PluginOptions* o, std::uint64_t n) { o->http_port = static_cast<int>(n); })},
       {"http_bind", "an IPv4 or IPv6 address such as 127.0.0.1, 0.0.0.0, ::1 or ::",
        [](std::string_view value, PluginOptions* o) {
          const std::string address(value);
@@ -75,9 +74,9 @@ const std::vector<OptionSpec>& Specs() {
          return true;
        }},
       {"node_id", "an integer from 0 to 2147483647",
-       UnsignedInto(0, 2147483647, [](PluginOptions* o, std::uint64_t n) {
-         o->node_id = static_cast<std::uint32_t>(n);
-       })},
+       UnsignedInto(
+           0, 2147483647,
+           [](PluginOptions* o, std::uint64_t n) { o->node_id = static_cast<std::uint32_t>(n); })},
       {"default_pattern", "events, store or none",
        [](std::string_view value, PluginOptions* o) {
          if (value == "events") {
@@ -92,21 +91,25 @@ const std::vector<OptionSpec>& Specs() {
          return true;
        }},
       {"closed_max", "an integer from 0 to 1000000 (0 = keep no closed connection)",
-       UnsignedInto(0, 1000000, [](PluginOptions* o, std::uint64_t n) {
-         o->closed_max = static_cast<std::uint32_t>(n);
-       })},
+       UnsignedInto(0, 1000000,
+                    [](PluginOptions* o, std::uint64_t n) {
+                      o->closed_max = static_cast<std::uint32_t>(n);
+                    })},
       {"closed_ttl", "seconds, an integer from 1 to 604800",
-       UnsignedInto(1, 604800, [](PluginOptions* o, std::uint64_t n) {
-         o->closed_ttl_s = static_cast<std::uint32_t>(n);
-       })},
+       UnsignedInto(1, 604800,
+                    [](PluginOptions* o, std::uint64_t n) {
+                      o->closed_ttl_s = static_cast<std::uint32_t>(n);
+                    })},
       {"rpc_timeout", "seconds, an integer from 1 to 3600",
-       UnsignedInto(1, 3600, [](PluginOptions* o, std::uint64_t n) {
-         o->rpc_timeout_s = static_cast<std::uint32_t>(n);
-       })},
+       UnsignedInto(1, 3600,
+                    [](PluginOptions* o, std::uint64_t n) {
+                      o->rpc_timeout_s = static_cast<std::uint32_t>(n);
+                    })},
       {"rpc_max_pending", "an integer from 1 to 1000000",
-       UnsignedInto(1, 1000000, [](PluginOptions* o, std::uint64_t n) {
-         o->rpc_max_pending = static_cast<std::uint32_t>(n);
-       })},
+       UnsignedInto(1, 1000000,
+                    [](PluginOptions* o, std::uint64_t n) {
+                      o->rpc_max_pending = static_cast<std::uint32_t>(n);
+                    })},
       {"companion", "the absolute path of the companion executable",
        [](std::string_view value, PluginOptions* o) {
          if (value.empty() || value.front() != '/') return false;

@@ -13,15 +13,15 @@
 namespace mqc {
 
 struct PluginOptions {
-  int http_port = 8080;               // 0 = any free port (the chosen one is logged)
+  int http_port = 8080;  // 0 = any free port (the chosen one is logged)
   std::string http_bind = "127.0.0.1";
   std::uint32_t node_id = 0;
   DefaultPattern default_pattern = DefaultPattern::kEvents;
-  std::uint32_t closed_max = 1000;    // recently closed connections kept (0 = none)
-  std::uint32_t closed_ttl_s = 300;   // seconds a closed connection stays listed
+  std::uint32_t closed_max = 1000;   // recently closed connections kept (0 = none)
+  std::uint32_t closed_ttl_s = 300;  // seconds a closed connection stays listed
   std::uint32_t rpc_timeout_s = 30;
   std::uint32_t rpc_max_pending = 1024;
-  std::string companion_path;         // empty: beside the plugin's .so
+  std::string companion_path;  // empty: beside the plugin's .so
 };
 
 using OptionPairs = std::vector<std::pair<std::string, std::string>>;

@@ -11,17 +11,17 @@ constexpr std::int64_t kMinuteNs = 60'000'000'000;
 
 std::string ListenerName(const ListenerConfig& listener) {
   const bool websockets = listener.protocol == "websockets";
-  const char* scheme = websockets ? (listener.tls ? "wss" : "ws") : (listener.tls ? "mqtts" : "mqtt");
+  const char* scheme =
+      websockets ? (listener.tls ? "wss" : "ws") : (listener.tls ? "mqtts" : "mqtt");
   return std::string(scheme) + ":" + std::to_string(listener.port);
 }
 
 RequestStatistics Minus(const RequestStatistics& a, const RequestStatistics& b) {
   const auto sub = [](std::uint64_t x, std::uint64_t y) { return x >= y ? x - y : 0; };
-  return RequestStatistics{sub(a.publish_count, b.publish_count),
-                           sub(a.publish_bytes, b.publish_bytes),
-                           sub(a.deliver_count, b.deliver_count),
-                           sub(a.deliver_bytes, b.deliver_bytes),
-                           sub(a.request_count, b.request_count)};
+  return RequestStatistics{
+      sub(a.publish_count, b.publish_count), sub(a.publish_bytes, b.publish_bytes),
+      sub(a.deliver_count, b.deliver_count), sub(a.deliver_bytes, b.deliver_bytes),
+      sub(a.request_count, b.request_count)};
 }
 
 }  // namespace
@@ -117,9 +117,8 @@ bool Registry::Apply(EventType type, std::string_view payload, std::int64_t now_
       } else if (entry != subscriptions.end()) {
         entry->qos = event.qos;
       } else {
-        subscriptions.push_back(
-            Subscription{event.filter, event.qos,
-                         MapTopicFilter(event.filter, options_.default_pattern)});
+        subscriptions.push_back(Subscription{
+            event.filter, event.qos, MapTopicFilter(event.filter, options_.default_pattern)});
       }
       return true;
     }

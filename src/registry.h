@@ -42,7 +42,7 @@ struct RegistryOptions {
   DefaultPattern default_pattern = DefaultPattern::kEvents;
   std::uint32_t closed_max = 1000;
   std::int64_t closed_ttl_ns = 300'000'000'000;
-  std::vector<ListenerConfig> listeners;  // the broker's, to name a connection's listener
+  std::vector<ListenerConfig> listeners;       // the broker's, to name a connection's listener
   const ConnectionStatsSlot* stats = nullptr;  // the shared statistics slots (may be null)
   std::size_t stats_count = 0;
 };

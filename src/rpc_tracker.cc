@@ -32,8 +32,8 @@ std::uint64_t RpcTracker::Hash(std::string_view topic) noexcept {
 }
 
 void RpcTracker::Count(Operation operation, OperationStatus status) {
-  Bump(counters_->operations[static_cast<std::size_t>(operation)]
-                            [static_cast<std::size_t>(status)]);
+  Bump(
+      counters_->operations[static_cast<std::size_t>(operation)][static_cast<std::size_t>(status)]);
 }
 
 void RpcTracker::Observe(Operation operation, std::int64_t duration_ns) {

@@ -71,7 +71,7 @@ class RpcTracker {
 
   Options options_;
   BrokerCounters* counters_;
-  std::list<Request> pending_;  // oldest first
+  std::list<Request> pending_;                                     // oldest first
   std::unordered_map<std::uint64_t, std::size_t> awaited_topics_;  // topic hash -> requests
   std::size_t awaiting_delivery_ = 0;
 };

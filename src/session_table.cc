@@ -72,9 +72,9 @@ void SessionTable::Accept() {
     // A seqlock: a reader that saw the old owner's seq before and after its reads knows that
     // none of them saw this reset. The exchange (acquire) keeps the resets after it.
     stats.seq.exchange(0, std::memory_order_acq_rel);
-    for (auto* counter : {&stats.publish_count, &stats.publish_bytes, &stats.deliver_count,
-                          &stats.deliver_bytes, &stats.request_count, &stats.idle_ms,
-                          &stats.idle_sampled_ns}) {
+    for (auto* counter :
+         {&stats.publish_count, &stats.publish_bytes, &stats.deliver_count, &stats.deliver_bytes,
+          &stats.request_count, &stats.idle_ms, &stats.idle_sampled_ns}) {
       counter->store(0, std::memory_order_relaxed);
     }
     stats.seq.store(connection.event.seq, std::memory_order_release);

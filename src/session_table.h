@@ -102,8 +102,8 @@ class SessionTable {
   // caller could tell (client disconnect or connection lost); a takeover is recognised here.
   // Settles a pending CONNECT itself: a DISCONNECT of another client while a CONNECT is pending
   // happens inside that CONNECT (a takeover or a session resume) and is handled first.
-  void Disconnect(const void* client, bool has_client_id, CloseReason reason,
-                  std::int64_t now_ns, std::int64_t idle_ns = -1);
+  void Disconnect(const void* client, bool has_client_id, CloseReason reason, std::int64_t now_ns,
+                  std::int64_t idle_ns = -1);
 
   void Subscribe(const void* client, std::string_view filter, std::uint8_t qos);
   void Unsubscribe(const void* client, std::string_view filter);
@@ -158,8 +158,7 @@ class SessionTable {
   bool EmitConnection(const ConnectionEvent& event);
   bool EmitSubscription(EventType type, std::uint64_t seq, const SubscriptionEntry& entry);
   void KeepOffline(const OpenConnection& connection, const void* client);
-  void CloseOpen(const void* client, CloseReason reason, std::int64_t now_ns,
-                 std::int64_t idle_ns);
+  void CloseOpen(const void* client, CloseReason reason, std::int64_t now_ns, std::int64_t idle_ns);
 
   EventSink* sink_;
   BrokerCounters* counters_;

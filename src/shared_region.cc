@@ -19,7 +19,10 @@ std::string Errno(const char* what) { return std::string(what) + ": " + std::str
 }  // namespace
 
 SharedRegion::SharedRegion(int fd, bool owns_fd, void* base, std::size_t size)
-    : fd_(fd), owns_fd_(owns_fd), base_(base), size_(size),
+    : fd_(fd),
+      owns_fd_(owns_fd),
+      base_(base),
+      size_(size),
       header_(static_cast<SharedHeader*>(base)) {}
 
 SharedRegion::~SharedRegion() {
@@ -96,14 +99,13 @@ std::unique_ptr<SharedRegion> SharedRegion::Attach(int fd, std::string* error) {
     return nullptr;
   }
   const auto* header = static_cast<const SharedHeader*>(base);
-  const bool valid = header->magic == kSharedMagic && header->version == kSharedVersion &&
-                     header->header_size == sizeof(SharedHeader) && header->total_size == size &&
-                     IsPowerOfTwo(header->events_capacity) &&
-                     IsPowerOfTwo(header->commands_capacity) &&
-                     header->events_offset + header->events_capacity <= size &&
-                     header->commands_offset + header->commands_capacity <= size &&
-                     header->stats_offset + header->stats_slots * sizeof(ConnectionStatsSlot) <=
-                         size;
+  const bool valid =
+      header->magic == kSharedMagic && header->version == kSharedVersion &&
+      header->header_size == sizeof(SharedHeader) && header->total_size == size &&
+      IsPowerOfTwo(header->events_capacity) && IsPowerOfTwo(header->commands_capacity) &&
+      header->events_offset + header->events_capacity <= size &&
+      header->commands_offset + header->commands_capacity <= size &&
+      header->stats_offset + header->stats_slots * sizeof(ConnectionStatsSlot) <= size;
   if (!valid) {
     munmap(base, size);
     *error = "shared memory has another layout (plugin and companion from different builds?)";

@@ -66,7 +66,7 @@ struct BrokerCounters {
   std::atomic<std::uint64_t> connects_refused{0};  // refused CONNECTs
   std::atomic<std::uint64_t> disconnects[7] = {};  // by CloseReason, kUnspecified included
   std::atomic<std::uint64_t> received_messages{0};
-  std::atomic<std::uint64_t> received_bytes{0};   // PUBLISH payload bytes from clients
+  std::atomic<std::uint64_t> received_bytes{0};  // PUBLISH payload bytes from clients
   std::atomic<std::uint64_t> delivered_messages{0};
   std::atomic<std::uint64_t> delivered_bytes{0};  // payload bytes queued to subscribers
 };
@@ -102,7 +102,7 @@ struct BrokerControl {
   std::atomic<std::uint64_t> resync_started{0};  // the last resync generation begun
   std::atomic<std::uint64_t> events_lost{0};     // events dropped on a full ring
   std::atomic<std::uint64_t> ticks{0};
-  std::atomic<std::uint64_t> idle_sampled{0};    // the idle_requested value last answered
+  std::atomic<std::uint64_t> idle_sampled{0};  // the idle_requested value last answered
 };
 
 struct SharedHeader {

@@ -46,13 +46,12 @@ void TrafficMeter::Count(Operation operation, bool valid, bool dropped) {
   const OperationStatus status = !valid    ? OperationStatus::kError
                                  : dropped ? OperationStatus::kDropped
                                            : OperationStatus::kSuccess;
-  Bump(counters_->operations[static_cast<std::size_t>(operation)]
-                            [static_cast<std::size_t>(status)]);
+  Bump(
+      counters_->operations[static_cast<std::size_t>(operation)][static_cast<std::size_t>(status)]);
 }
 
-void TrafficMeter::OnPublish(const void* client, ConnectionStatsSlot* stats,
-                             std::string_view topic, std::uint32_t payload_bytes,
-                             PublishDetails& details) {
+void TrafficMeter::OnPublish(const void* client, ConnectionStatsSlot* stats, std::string_view topic,
+                             std::uint32_t payload_bytes, PublishDetails& details) {
   Bump(counters_->received_messages);
   Bump(counters_->received_bytes, payload_bytes);
   if (stats != nullptr) {
@@ -67,9 +66,9 @@ void TrafficMeter::OnPublish(const void* client, ConnectionStatsSlot* stats,
   } else if (topic_class.pattern == Pattern::kCommands ||
              topic_class.pattern == Pattern::kQueries) {
     if (!topic_class.valid) {
-      Count(topic_class.pattern == Pattern::kCommands ? Operation::kRpcCommand
-                                                      : Operation::kRpcQuery,
-            false);
+      Count(
+          topic_class.pattern == Pattern::kCommands ? Operation::kRpcCommand : Operation::kRpcQuery,
+          false);
     } else {
       response_topic_.clear();
       correlation_.clear();
@@ -89,8 +88,8 @@ void TrafficMeter::OnPublish(const void* client, ConnectionStatsSlot* stats,
 }
 
 void TrafficMeter::OnDeliver(const void* client, ConnectionStatsSlot* stats, bool online,
-                             std::string_view topic, std::uint32_t payload_bytes,
-                             std::uint8_t qos, PublishDetails& clock) {
+                             std::string_view topic, std::uint32_t payload_bytes, std::uint8_t qos,
+                             PublishDetails& clock) {
   const bool dropped = !online && qos == 0;
   if (!dropped) {
     Bump(counters_->delivered_messages);

@@ -2,12 +2,11 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-
-#include <unistd.h>
 
 namespace mqc {
 namespace {
@@ -70,16 +69,16 @@ TEST(BrokerConfigTest, ListenersAndTheirSettings) {
 TEST(BrokerConfigTest, BadBooleansAreRefusedWithFileAndLine) {
   BrokerConfig config;
   std::string error;
-  EXPECT_FALSE(ParseBrokerConfig("listener 1\nallow_anonymous yes\n", "m.conf", true, &config,
-                                 &error));
+  EXPECT_FALSE(
+      ParseBrokerConfig("listener 1\nallow_anonymous yes\n", "m.conf", true, &config, &error));
   EXPECT_EQ(error, "m.conf:2: allow_anonymous needs true or false");
   EXPECT_FALSE(ParseBrokerConfig("per_listener_settings 1\n", "m.conf", true, &config, &error));
   EXPECT_THAT(error, ::testing::HasSubstr("per_listener_settings"));
 }
 
 TEST(BrokerConfigTest, IncludeDirIsReadInAlphabeticalOrder) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("mqc-include-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("mqc-include-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "b.conf") << "allow_anonymous false\n";
   std::ofstream(dir / "a.conf") << "allow_anonymous true\npassword_file /p\n";

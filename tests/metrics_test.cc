@@ -105,7 +105,8 @@ class MetricsTest : public ::testing::Test {
   }
 
   std::unique_ptr<SharedRegion> region_;
-  Registry registry_{RegistryOptions{7, DefaultPattern::kEvents, 10, 1'000'000'000, {}, nullptr, 0}};
+  Registry registry_{
+      RegistryOptions{7, DefaultPattern::kEvents, 10, 1'000'000'000, {}, nullptr, 0}};
   std::unique_ptr<MetricsExporter> exporter_;
 };
 

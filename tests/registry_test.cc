@@ -301,15 +301,13 @@ TEST_F(RegistryDetailsTest, RecentStatisticsAreThePreviousCompleteMinute) {
   Bump(slots_[0].publish_count, 3);  // during minute 10
   registry_->RollStatisticsWindow(10 * kMinute + 6);
   registry_->RollStatisticsWindow(11 * kMinute);  // minute 10 ends
-  EXPECT_EQ(Find(registry_->DetailedSnapshot(11 * kMinute), 1).recent_statistics.publish_count,
-            3u);
-  Bump(slots_[0].publish_count, 4);  // during minute 11
+  EXPECT_EQ(Find(registry_->DetailedSnapshot(11 * kMinute), 1).recent_statistics.publish_count, 3u);
+  Bump(slots_[0].publish_count, 4);                                // during minute 11
   registry_->RollStatisticsWindow(11 * kMinute + 30'000'000'000);  // same minute: no change
   EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics.publish_count, 3u);
   registry_->RollStatisticsWindow(12 * kMinute + 1);
   EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics.publish_count, 4u);
-  EXPECT_EQ(Find(registry_->DetailedSnapshot(12 * kMinute), 1).total_statistics.publish_count,
-            7u);
+  EXPECT_EQ(Find(registry_->DetailedSnapshot(12 * kMinute), 1).total_statistics.publish_count, 7u);
   registry_->RollStatisticsWindow(15 * kMinute);  // minutes were missed: no complete window
   EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics.publish_count, 0u);
 }

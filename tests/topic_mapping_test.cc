@@ -522,14 +522,30 @@ TEST(TopicMatchesFilterTest, MqttMatchingRules) {
     const char* topic;
     bool matches;
   } const cases[] = {
-      {"a/b", "a/b", true},          {"a/b", "a/c", false},        {"a/+", "a/b", true},
-      {"a/+", "a/b/c", false},       {"a/+/c", "a/b/c", true},     {"a/#", "a/b/c", true},
-      {"a/#", "a", true},            {"#", "a/b", true},           {"+", "a", true},
-      {"+", "a/b", false},           {"+/+", "a/b", true},         {"a/b", "a/b/c", false},
-      {"a/b/c", "a/b", false},       {"#", "$SYS/x", false},       {"+/x", "$SYS/x", false},
-      {"$SYS/#", "$SYS/x", true},    {"a//b", "a//b", true},       {"a/+/b", "a//b", true},
-      {"$share/g/a/+", "a/b", true}, {"$share/g/#", "x/y", true},   {"$share/g", "g", false},
-      {"a/", "a/", true},            {"a/+", "a/", true},          {"", "", true},
+      {"a/b", "a/b", true},
+      {"a/b", "a/c", false},
+      {"a/+", "a/b", true},
+      {"a/+", "a/b/c", false},
+      {"a/+/c", "a/b/c", true},
+      {"a/#", "a/b/c", true},
+      {"a/#", "a", true},
+      {"#", "a/b", true},
+      {"+", "a", true},
+      {"+", "a/b", false},
+      {"+/+", "a/b", true},
+      {"a/b", "a/b/c", false},
+      {"a/b/c", "a/b", false},
+      {"#", "$SYS/x", false},
+      {"+/x", "$SYS/x", false},
+      {"$SYS/#", "$SYS/x", true},
+      {"a//b", "a//b", true},
+      {"a/+/b", "a//b", true},
+      {"$share/g/a/+", "a/b", true},
+      {"$share/g/#", "x/y", true},
+      {"$share/g", "g", false},
+      {"a/", "a/", true},
+      {"a/+", "a/", true},
+      {"", "", true},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string(c.filter) + " ~ " + c.topic);

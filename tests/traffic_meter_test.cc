@@ -38,8 +38,8 @@ constexpr std::int64_t kMs = 1000000;
 class TrafficMeterTest : public ::testing::Test {
  protected:
   std::uint64_t Ops(Operation operation, OperationStatus status) const {
-    return counters_.operations[static_cast<std::size_t>(operation)]
-                               [static_cast<std::size_t>(status)]
+    return counters_
+        .operations[static_cast<std::size_t>(operation)][static_cast<std::size_t>(status)]
         .load();
   }
   std::uint64_t Total() const {
@@ -91,8 +91,8 @@ TEST_F(TrafficMeterTest, DefaultPatternDecidesUnprefixedTopics) {
 TEST_F(TrafficMeterTest, DeliveriesCountByPatternAndQos0ToAnOfflineSessionIsDropped) {
   meter_.OnDeliver(&responder_, &stats_, true, "events/a", 4, 0, details_);
   meter_.OnDeliver(&responder_, &stats_, true, "store/a", 4, 1, details_);
-  meter_.OnDeliver(&responder_, nullptr, false, "queues/a", 4, 1, details_);  // queued offline
-  meter_.OnDeliver(&responder_, nullptr, false, "events/a", 4, 0, details_);  // thrown away
+  meter_.OnDeliver(&responder_, nullptr, false, "queues/a", 4, 1, details_);   // queued offline
+  meter_.OnDeliver(&responder_, nullptr, false, "events/a", 4, 0, details_);   // thrown away
   meter_.OnDeliver(&responder_, &stats_, true, "commands/x", 4, 0, details_);  // no deliver op
   EXPECT_EQ(Ops(Operation::kDeliverEvents, OperationStatus::kSuccess), 1u);
   EXPECT_EQ(Ops(Operation::kDeliverEvents, OperationStatus::kDropped), 1u);
@@ -145,7 +145,7 @@ TEST_F(TrafficMeterTest, QueryWithoutCorrelationTakesTheNextPublishOnItsTopic) {
   meter_.OnPublish(&responder_, nullptr, "events/answers", 1, details_);
   EXPECT_EQ(Ops(Operation::kRpcQuery, OperationStatus::kSuccess), 1u);
   EXPECT_EQ(Ops(Operation::kPublishEvents, OperationStatus::kSuccess), 1u);  // also an event
-  EXPECT_EQ(Histogram(1).buckets[kDurationBucketCount].load(), 1u);  // +Inf only
+  EXPECT_EQ(Histogram(1).buckets[kDurationBucketCount].load(), 1u);          // +Inf only
 }
 
 TEST_F(TrafficMeterTest, RequestsThatKubeMqWouldDropAreErrors) {
