@@ -67,7 +67,8 @@ class Broker:
     """
 
     def __init__(self, plugin=True, options=None, extra="", files=None,
-                 allow_anonymous=True, plugin_after="", expect_start=True, listener_extra=""):
+                 allow_anonymous=True, plugin_after="", expect_start=True, listener_extra="",
+                 log_types=("all",), command_prefix=()):
         self.plugin = plugin
         self.options = {"http_port": "0"}
         self.options.update(options or {})
@@ -77,6 +78,8 @@ class Broker:
         self.plugin_after = plugin_after
         self.expect_start = expect_start
         self.listener_extra = listener_extra
+        self.log_types = log_types
+        self.command_prefix = list(command_prefix)  # e.g. valgrind, for the benchmarks
         self.dir = None
         self.process = None
         self.port = None
@@ -104,7 +107,8 @@ class Broker:
                 lines.append(f"plugin_opt_{key} {value}")
         if self.plugin_after:
             lines.append(self.plugin_after.replace("{dir}", self.dir))
-        lines += ["log_dest stderr", "log_type all", "persistence false"]
+        lines += ["log_dest stderr", "persistence false"]
+        lines += [f"log_type {t}" for t in self.log_types]
         return "\n".join(lines) + "\n"
 
     def start(self):
@@ -130,13 +134,21 @@ class Broker:
         os.chmod(self.config, 0o644)
         self.log_path = os.path.join(self.dir, "broker.log")
         self.log_file = open(self.log_path, "wb")
-        self.process = subprocess.Popen([MOSQUITTO, "-c", self.config], stdout=self.log_file,
+        self.process = subprocess.Popen(self.command_prefix + [MOSQUITTO, "-c", self.config],
+                                        stdout=self.log_file,
                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                         env=sanitizer_environment())
         if not self.expect_start:
             return
+        try:
+            self._wait_started()
+        except BaseException:
+            self.stop()  # a broker that did not come up is not left running
+            raise
+
+    def _wait_started(self):
         if self.plugin:
-            match = wait_for(lambda: self._started() or self._died(), timeout=20,
+            match = wait_for(lambda: self._started() or self._died(), timeout=60,
                              what="the plugin's 'serving on' log line")
             if match == "died":
                 raise AssertionError("broker exited at start:\n" + self.log())
