@@ -9,15 +9,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "text_util.h"
+
 namespace mqc {
 
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 // Splits "key rest of line" at the first space or tab.
 void SplitOption(std::string_view line, std::string_view* key, std::string_view* value) {

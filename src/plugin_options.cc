@@ -7,15 +7,11 @@
 #include <functional>
 #include <string_view>
 
+#include "text_util.h"
+
 namespace mqc {
 
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 std::string Quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
 

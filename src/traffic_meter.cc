@@ -4,36 +4,29 @@ namespace mqc {
 
 namespace {
 
-bool PublishOperation(Pattern pattern, Operation* operation) {
+// The operation of a message of `pattern`: publish_* as it arrives, deliver_* as it is queued
+// to a subscriber. Only events, store and queues have both.
+bool OperationOf(Pattern pattern, bool delivery, Operation* operation) {
+  Operation publish;
+  Operation deliver;
   switch (pattern) {
     case Pattern::kEvents:
-      *operation = Operation::kPublishEvents;
-      return true;
+      publish = Operation::kPublishEvents;
+      deliver = Operation::kDeliverEvents;
+      break;
     case Pattern::kStore:
-      *operation = Operation::kPublishStore;
-      return true;
+      publish = Operation::kPublishStore;
+      deliver = Operation::kDeliverStore;
+      break;
     case Pattern::kQueues:
-      *operation = Operation::kPublishQueues;
-      return true;
+      publish = Operation::kPublishQueues;
+      deliver = Operation::kDeliverQueues;
+      break;
     default:
       return false;
   }
-}
-
-bool DeliverOperation(Pattern pattern, Operation* operation) {
-  switch (pattern) {
-    case Pattern::kEvents:
-      *operation = Operation::kDeliverEvents;
-      return true;
-    case Pattern::kStore:
-      *operation = Operation::kDeliverStore;
-      return true;
-    case Pattern::kQueues:
-      *operation = Operation::kDeliverQueues;
-      return true;
-    default:
-      return false;
-  }
+  *operation = delivery ? deliver : publish;
+  return true;
 }
 
 }  // namespace
@@ -61,7 +54,7 @@ void TrafficMeter::OnPublish(const void* client, ConnectionStatsSlot* stats, std
   }
   const TopicClass topic_class = ClassifyTopic(topic, default_pattern_);
   Operation operation;
-  if (PublishOperation(topic_class.pattern, &operation)) {
+  if (OperationOf(topic_class.pattern, /*delivery=*/false, &operation)) {
     Count(operation, topic_class.valid);
   } else if (topic_class.pattern == Pattern::kCommands ||
              topic_class.pattern == Pattern::kQueries) {
@@ -101,7 +94,7 @@ void TrafficMeter::OnDeliver(const void* client, ConnectionStatsSlot* stats, boo
   }
   const TopicClass topic_class = ClassifyTopic(topic, default_pattern_);
   Operation operation;
-  if (DeliverOperation(topic_class.pattern, &operation)) {
+  if (OperationOf(topic_class.pattern, /*delivery=*/true, &operation)) {
     Count(operation, topic_class.valid, dropped);
   }
   if (rpc_.AwaitsDelivery() && !dropped) rpc_.OnDelivery(client, topic, clock.MonotonicNs());

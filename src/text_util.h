@@ -1,0 +1,16 @@
+// Small text helpers shared by the configuration parsers.
+#pragma once
+
+#include <cctype>
+#include <string_view>
+
+namespace mqc {
+
+// `s` without leading and trailing white space.
+inline std::string_view Trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace mqc
