@@ -15,6 +15,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import unittest
 import urllib.error
 import urllib.request
 
@@ -347,3 +348,36 @@ def raw_connect(broker, client_id, keepalive):
     connack = sock.recv(4)
     assert connack[:2] == b"\x20\x02", connack
     return sock, connack[3]
+
+
+class SharedBrokerTestCase(unittest.TestCase):
+    """One broker for all tests of a class; each test's clients are disconnected after it, and
+    the next test starts with no connection listed."""
+
+    broker_arguments = {}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.broker = Broker(**cls.broker_arguments)
+        cls.broker.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.broker.stop()
+        cls.broker.cleanup_dir()
+
+    def setUp(self):
+        self.clients = []
+
+    def tearDown(self):
+        for c in self.clients:
+            try:
+                c.disconnect()
+            except Exception:  # a client the test already dropped or had taken over
+                pass
+        wait_for(lambda: self.broker.connections() == [], what="no connections left")
+
+    def client(self, *args, **kwargs):
+        c = Client(self.broker, *args, **kwargs)
+        self.clients.append(c)
+        return c

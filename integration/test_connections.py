@@ -9,7 +9,7 @@ import subprocess
 import time
 import unittest
 
-from harness import Broker, Client, free_port, raw_connect, wait_for
+from harness import Broker, Client, SharedBrokerTestCase, free_port, raw_connect, wait_for
 
 
 def parse_time(text):
@@ -17,32 +17,8 @@ def parse_time(text):
         tzinfo=datetime.timezone.utc)
 
 
-class ConnectionsEndpointTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.broker = Broker(files={"passwd": ""}, extra="")
-        cls.broker.start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.broker.stop()
-        cls.broker.cleanup_dir()
-
-    def setUp(self):
-        self.clients = []
-
-    def tearDown(self):
-        for c in self.clients:
-            try:
-                c.disconnect()
-            except Exception:
-                pass
-        wait_for(lambda: self.broker.connections() == [], what="no connections left")
-
-    def client(self, *args, **kwargs):
-        c = Client(self.broker, *args, **kwargs)
-        self.clients.append(c)
-        return c
+class ConnectionsEndpointTest(SharedBrokerTestCase):
+    """One broker, many clients: the KubeMQ endpoint's fields and life cycle."""
 
     def test_empty_list_is_the_kubemq_envelope(self):
         status, headers, body = self.broker.http("/api/mqtt/connections")

@@ -4,7 +4,7 @@ subscribe, re-subscribe, unsubscribe, max_qos, takeover, persistent sessions, ?p
 import time
 import unittest
 
-from harness import Broker, Client, wait_for
+from harness import Broker, Client, SharedBrokerTestCase, wait_for
 
 # (filter, qos) -> the subscription object the endpoint must show (topic-mapping.md).
 MAPPING_CASES = [
@@ -41,32 +41,8 @@ def subscription(filter_, qos, pattern, channel, group):
             "shared_group": group}
 
 
-class SubscriptionsTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.broker = Broker()
-        cls.broker.start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.broker.stop()
-        cls.broker.cleanup_dir()
-
-    def setUp(self):
-        self.clients = []
-
-    def tearDown(self):
-        for c in self.clients:
-            try:
-                c.disconnect()
-            except Exception:
-                pass
-        wait_for(lambda: self.broker.connections() == [], what="no connections left")
-
-    def client(self, *args, **kwargs):
-        c = Client(self.broker, *args, **kwargs)
-        self.clients.append(c)
-        return c
+class SubscriptionsTest(SharedBrokerTestCase):
+    """One broker: subscriptions as clients make and change them."""
 
     def subscriptions_of(self, client_id, expected, timeout=10):
         def match():
