@@ -166,6 +166,29 @@ class MetricsTest(unittest.TestCase):
             pub.disconnect()
         broker.cleanup_dir()
 
+    def test_messages_queued_for_a_resumed_session_are_counted_once(self):
+        with Broker() as broker:
+            sleeper = Client(broker, "m-resume", version=4, clean=False)
+            sleeper.subscribe("store/queued", 1)
+            sleeper.disconnect()
+            wait_for(lambda: broker.connection("m-resume") is None)
+            pub = Client(broker, "m-pub3", version=4)
+            before = Metrics(broker)
+            for i in range(3):
+                pub.publish("store/queued", f"q{i}".encode(), qos=1)
+            wait_for(lambda: delta(before, Metrics(broker), "deliver_store", "success") == 3,
+                     what="three queued deliveries")
+            # The session resumes: the broker re-checks the queued messages and sends them.
+            again = Client(broker, "m-resume", version=4, clean=False, connect=False)
+            again.connect()
+            wait_for(lambda: len(again.messages) == 3, what="the queued messages")
+            time.sleep(0.3)
+            after = Metrics(broker)
+            self.assertEqual(delta(before, after, "deliver_store", "success"), 3)
+            again.disconnect()
+            pub.disconnect()
+        broker.cleanup_dir()
+
     def test_command_and_query_round_trips(self):
         with Broker(options={"rpc_timeout": "1"}) as broker:
             responder = Responder(broker)

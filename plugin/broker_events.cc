@@ -142,11 +142,15 @@ int OnAclCheck(int /*event*/, void* event_data, void* userdata) {
   const auto* data = static_cast<mosquitto_evt_acl_check*>(event_data);
   try {
     SessionTable& sessions = *state->sessions;
-    sessions.Settle();
+    // A READ check for the client whose CONNECT is being handled is the broker re-checking the
+    // queued messages of the session it resumes (after it disconnected the old client): they
+    // were counted when first queued, and that CONNECT is not over yet.
+    const bool resume_recheck =
+        data->access == MOSQ_ACL_READ && sessions.IsPending(data->client);
+    if (!resume_recheck) sessions.Settle();
     if (data->access != MOSQ_ACL_WRITE) DiscoverIfUnknown(state, data->client);
     if (data->access == MOSQ_ACL_READ) {
-      // Queued messages re-checked while a session resumes were counted when first queued.
-      if (!sessions.IsPending(data->client)) {
+      if (!resume_recheck) {
         const SessionTable::ClientView view = sessions.View(data->client);
         BrokerPublishDetails clock(data->client, nullptr);
         // The check carries the message's QoS; an offline session gets it at most at its

@@ -111,8 +111,10 @@ void SessionTable::Disconnect(const void* client, bool has_client_id, CloseReaso
     }
     Accept();  // accepted, and gone again before any other callback
   }
+  // A pending CONNECT stays pending: when this DISCONNECT is its takeover of the old client,
+  // the broker re-checks the resumed session's queued messages next, and those checks must
+  // still be recognised as happening inside that CONNECT (IsPending).
   CloseOpen(client, reason, now_ns, idle_ns);
-  Settle();
 }
 
 void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_t now_ns,

@@ -100,8 +100,9 @@ class SessionTable {
 
   // DISCONNECT. `has_client_id` is false for a client the broker refused. `reason` is what the
   // caller could tell (client disconnect or connection lost); a takeover is recognised here.
-  // Settles a pending CONNECT itself: a DISCONNECT of another client while a CONNECT is pending
-  // happens inside that CONNECT (a takeover or a session resume) and is handled first.
+  // A DISCONNECT of another client while a CONNECT is pending happens inside that CONNECT (a
+  // takeover or a session resume): the old connection is closed, and the new one stays pending
+  // until the next callback settles it.
   void Disconnect(const void* client, bool has_client_id, CloseReason reason, std::int64_t now_ns,
                   std::int64_t idle_ns = -1);
 

@@ -157,6 +157,9 @@ TEST_F(SessionTableTest, ATakeoverClosesTheOldConnectionBeforeAnnouncingTheNew) 
   // Inside the new CONNECT the broker disconnects the old client: the old one is closed before
   // the new one is announced, so no reader ever sees two with one client id.
   table_.Disconnect(a_, true, CloseReason::kUnspecified, 3);
+  EXPECT_EQ(table_.open_count(), 0u);  // the new one is still inside its CONNECT
+  EXPECT_TRUE(table_.IsPending(b_));
+  table_.Settle();
   EXPECT_THAT(sink_.lines, ElementsAre("open 1 dup", "close 1 reason 3", "open 2 dup"));
   EXPECT_TRUE(table_.IsOpen(b_));
   EXPECT_FALSE(table_.IsOpen(a_));
