@@ -38,18 +38,21 @@ std::int64_t MonotonicNs() {
 
 std::string OrEmpty(const char* s) { return s != nullptr ? std::string(s) : std::string(); }
 
-// A client the plugin never saw connect: on listeners with use_identity_as_username or
-// use_subject_as_username the broker skips BASIC_AUTH. It is listed from its first message or
-// subscription on (its connect time is then that moment). Offline sessions (no socket) and a
-// client whose CONNECT is being handled are not such clients.
-void DiscoverIfUnknown(PluginState* state, const mosquitto* client) {
+// The client as the session table knows it; a client it never saw connect is added first: on
+// listeners with use_identity_as_username or use_subject_as_username the broker skips
+// BASIC_AUTH. Such a client is listed from its first message or subscription on (its connect
+// time is then that moment). Offline sessions (no socket) and a client whose CONNECT is being
+// handled are not such clients.
+SessionTable::ClientView ViewOrDiscover(PluginState* state, const mosquitto* client) {
   SessionTable& sessions = *state->sessions;
-  if (sessions.View(client).open || sessions.IsPending(client) || ClientSocket(client) < 0 ||
+  const SessionTable::ClientView view = sessions.View(client);
+  if (view.open || sessions.IsPending(client) || ClientSocket(client) < 0 ||
       mosquitto_client_id(client) == nullptr) {
-    return;
+    return view;
   }
   sessions.BeginConnect(client, ReadFacts(client, state->broker_config), NowNs());
   sessions.Settle();
+  return sessions.View(client);
 }
 
 // Answers the companion's request for fresh idle times: TCP_INFO of every open connection,
@@ -137,41 +140,51 @@ int OnExtAuthStart(int /*event*/, void* event_data, void* userdata) {
   return MOSQ_ERR_PLUGIN_DEFER;
 }
 
+// What an ACL check tells: deliveries (READ), subscriptions (SUBSCRIBE, UNSUBSCRIBE).
+// Publishes are counted at MESSAGE, once they passed every check.
+void WatchAclCheck(PluginState* state, const mosquitto_evt_acl_check& data) {
+  SessionTable& sessions = *state->sessions;
+  // A READ check for the client whose CONNECT is being handled is the broker re-checking the
+  // queued messages of the session it resumes (after it disconnected the old client): they
+  // were counted when first queued, and that CONNECT is not over yet.
+  const bool resume_recheck = data.access == MOSQ_ACL_READ && sessions.IsPending(data.client);
+  if (!resume_recheck) sessions.Settle();
+  if (data.access == MOSQ_ACL_WRITE || resume_recheck) return;
+  const SessionTable::ClientView view = ViewOrDiscover(state, data.client);
+  switch (data.access) {
+    case MOSQ_ACL_READ: {
+      // The check carries the message's QoS; an offline session gets it at most at its
+      // subscription's QoS, and the broker throws a QoS 0 message for it away.
+      std::uint8_t qos = data.qos;
+      if (!view.open && qos > 0) {
+        const char* id = mosquitto_client_id(data.client);
+        qos = std::min<std::uint8_t>(
+            qos, sessions.OfflineQos(data.client, id != nullptr ? id : "", data.topic));
+      }
+      BrokerPublishDetails clock(data.client, nullptr);
+      state->traffic->OnDeliver(data.client, view.stats, view.open, data.topic, data.payloadlen,
+                                qos, clock);
+      break;
+    }
+    case MOSQ_ACL_SUBSCRIBE:
+      sessions.Subscribe(data.client, data.topic, data.qos);
+      TrafficMeter::OnRequest(view.stats);
+      break;
+    case MOSQ_ACL_UNSUBSCRIBE:
+      sessions.Unsubscribe(data.client, data.topic);
+      TrafficMeter::OnRequest(view.stats);
+      break;
+    default:
+      break;
+  }
+}
+
 int OnAclCheck(int /*event*/, void* event_data, void* userdata) {
   auto* state = static_cast<PluginState*>(userdata);
-  const auto* data = static_cast<mosquitto_evt_acl_check*>(event_data);
   try {
-    SessionTable& sessions = *state->sessions;
-    // A READ check for the client whose CONNECT is being handled is the broker re-checking the
-    // queued messages of the session it resumes (after it disconnected the old client): they
-    // were counted when first queued, and that CONNECT is not over yet.
-    const bool resume_recheck =
-        data->access == MOSQ_ACL_READ && sessions.IsPending(data->client);
-    if (!resume_recheck) sessions.Settle();
-    if (data->access != MOSQ_ACL_WRITE) DiscoverIfUnknown(state, data->client);
-    if (data->access == MOSQ_ACL_READ) {
-      if (!resume_recheck) {
-        const SessionTable::ClientView view = sessions.View(data->client);
-        BrokerPublishDetails clock(data->client, nullptr);
-        // The check carries the message's QoS; an offline session gets it at most at its
-        // subscription's QoS, and the broker throws a QoS 0 message for it away.
-        std::uint8_t qos = data->qos;
-        if (!view.open && qos > 0) {
-          const char* id = mosquitto_client_id(data->client);
-          qos = std::min<std::uint8_t>(
-              qos, sessions.OfflineQos(data->client, id != nullptr ? id : "", data->topic));
-        }
-        state->traffic->OnDeliver(data->client, view.stats, view.open, data->topic,
-                                  data->payloadlen, qos, clock);
-      }
-    } else if (data->access == MOSQ_ACL_SUBSCRIBE) {
-      sessions.Subscribe(data->client, data->topic, data->qos);
-      TrafficMeter::OnRequest(sessions.View(data->client).stats);
-    } else if (data->access == MOSQ_ACL_UNSUBSCRIBE) {
-      sessions.Unsubscribe(data->client, data->topic);
-      TrafficMeter::OnRequest(sessions.View(data->client).stats);
-    }
+    WatchAclCheck(state, *static_cast<const mosquitto_evt_acl_check*>(event_data));
   } catch (...) {
+    // Watching must never change the outcome: fall through to the decision.
   }
   // With no other ACL source the broker allows everything (mosquitto_acl_check()).
   return state->decide_acl ? MOSQ_ERR_SUCCESS : MOSQ_ERR_PLUGIN_DEFER;
@@ -182,10 +195,9 @@ int OnMessage(int /*event*/, void* event_data, void* userdata) {
   try {
     const auto* data = static_cast<mosquitto_evt_message*>(event_data);
     state->sessions->Settle();
-    DiscoverIfUnknown(state, data->client);
+    const SessionTable::ClientView view = ViewOrDiscover(state, data->client);
     BrokerPublishDetails details(data->client, data->properties);
-    state->traffic->OnPublish(data->client, state->sessions->View(data->client).stats, data->topic,
-                              data->payloadlen, details);
+    state->traffic->OnPublish(data->client, view.stats, data->topic, data->payloadlen, details);
   } catch (...) {
   }
   return MOSQ_ERR_SUCCESS;  // anything else would refuse the message

@@ -1,5 +1,7 @@
 #include "traffic_meter.h"
 
+#include <cstring>
+
 namespace mqc {
 
 namespace {
@@ -43,6 +45,20 @@ void TrafficMeter::Count(Operation operation, bool valid, bool dropped) {
       counters_->operations[static_cast<std::size_t>(operation)][static_cast<std::size_t>(status)]);
 }
 
+TopicClass TrafficMeter::Classify(std::string_view topic) {
+  if (topic.size() == cached_size_ && std::memcmp(topic.data(), cached_topic_, cached_size_) == 0) {
+    return cached_class_;
+  }
+  cached_class_ = ClassifyTopic(topic, default_pattern_);
+  if (topic.size() <= kCachedTopicMax) {
+    std::memcpy(cached_topic_, topic.data(), topic.size());
+    cached_size_ = topic.size();
+  } else {
+    cached_size_ = kCachedTopicMax + 1;
+  }
+  return cached_class_;
+}
+
 void TrafficMeter::OnPublish(const void* client, ConnectionStatsSlot* stats, std::string_view topic,
                              std::uint32_t payload_bytes, PublishDetails& details) {
   Bump(counters_->received_messages);
@@ -52,7 +68,7 @@ void TrafficMeter::OnPublish(const void* client, ConnectionStatsSlot* stats, std
     Bump(stats->publish_bytes, payload_bytes);
     Bump(stats->request_count);
   }
-  const TopicClass topic_class = ClassifyTopic(topic, default_pattern_);
+  const TopicClass topic_class = Classify(topic);
   Operation operation;
   if (OperationOf(topic_class.pattern, /*delivery=*/false, &operation)) {
     Count(operation, topic_class.valid);
@@ -92,7 +108,7 @@ void TrafficMeter::OnDeliver(const void* client, ConnectionStatsSlot* stats, boo
       Bump(stats->deliver_bytes, payload_bytes);
     }
   }
-  const TopicClass topic_class = ClassifyTopic(topic, default_pattern_);
+  const TopicClass topic_class = Classify(topic);
   Operation operation;
   if (OperationOf(topic_class.pattern, /*delivery=*/true, &operation)) {
     Count(operation, topic_class.valid, dropped);

@@ -57,12 +57,19 @@ class TrafficMeter {
 
  private:
   void Count(Operation operation, bool valid, bool dropped = false);
+  // ClassifyTopic, remembering the last topic: a message is classified when it arrives and
+  // again for each of its subscribers, with the same topic each time.
+  TopicClass Classify(std::string_view topic);
 
   BrokerCounters* counters_;
   DefaultPattern default_pattern_;
   RpcTracker rpc_;
   std::string response_topic_;  // reused buffers: RPC messages only
   std::string correlation_;
+  static constexpr std::size_t kCachedTopicMax = 256;
+  char cached_topic_[kCachedTopicMax] = {};
+  std::size_t cached_size_ = kCachedTopicMax + 1;  // nothing cached yet
+  TopicClass cached_class_;
 };
 
 }  // namespace mqc

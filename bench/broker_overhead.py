@@ -1,0 +1,154 @@
+#!/usr/bin/python3
+"""The plugin's cost to the broker: plain Mosquitto and Mosquitto with the plugin, side by side
+in one run, on the same workload, compared by the broker's own CPU time per delivered message.
+
+Workload: QoS 0 fan-out. SUBSCRIBERS mosquitto_sub clients subscribe to events/bench/#; one
+mosquitto_pub -l publishes MESSAGES lines to events/bench/t (a KubeMQ events topic, so the
+plugin classifies and counts every publish and every delivery). The brokers run one after the
+other in alternating rounds, and the figures are the median over the rounds.
+
+Usage: bench/broker_overhead.py BUILD_DIR [--messages N] [--subscribers N] [--rounds N]
+Prints one line per round and a summary: CPU microseconds per delivered message, and the
+ratio with/without the plugin. With --callgrind N it also counts the broker's instructions
+per delivered message under valgrind (repeatable, whatever else the machine does) from runs
+of N and 2N messages, which takes longer.
+"""
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import harness  # noqa: E402
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+
+
+def run_workload(broker, messages, subscribers, payload_file):
+    subs = [subprocess.Popen(["mosquitto_sub", "-h", "127.0.0.1", "-p", str(broker.port),
+                              "-t", "events/bench/#", "-C", str(messages), "-i", f"bench-sub-{i}"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for i in range(subscribers)]
+    if broker.plugin:
+        harness.wait_for(lambda: len(broker.connections()) == subscribers, timeout=20,
+                         what="subscribers")
+    else:
+        time.sleep(1.0)
+    before = cpu_seconds(broker.process.pid)
+    started = time.monotonic()
+    with open(payload_file, "rb") as lines:
+        subprocess.run(["mosquitto_pub", "-h", "127.0.0.1", "-p", str(broker.port), "-l",
+                        "-t", "events/bench/t", "-q", "0", "-i", "bench-pub"],
+                       stdin=lines, check=True, timeout=600)
+    deadline = time.monotonic() + 120
+    for s in subs:
+        try:
+            s.wait(timeout=max(1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            s.kill()  # QoS 0 may lose a few under load: count what the broker did anyway
+            s.wait()
+    elapsed = time.monotonic() - started
+    return cpu_seconds(broker.process.pid) - before, elapsed
+
+
+def callgrind_instructions(with_plugin, messages, subscribers, payload_file, workdir):
+    """Instructions the broker executes over its whole life for the workload (callgrind)."""
+    out = os.path.join(workdir, f"callgrind.{with_plugin}.{messages}.out")
+    # The broker drops to user mosquitto, and callgrind writes its totals as that user at exit.
+    with open(out, "w"):
+        pass
+    os.chmod(out, 0o666)
+    broker = harness.Broker(plugin=with_plugin, log_types=("error", "warning", "notice"),
+                            command_prefix=["valgrind", "--tool=callgrind",
+                                            f"--callgrind-out-file={out}"])
+    broker.start()
+    try:
+        run_workload(broker, messages, subscribers, payload_file)
+    finally:
+        broker.stop()  # callgrind writes its totals when the broker exits
+        broker.cleanup_dir()
+    with open(out) as f:
+        for line in f:
+            if line.startswith("totals:") or line.startswith("summary:"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no totals in {out}")
+
+
+def instructions_per_delivery(with_plugin, messages, subscribers, payload, workdir):
+    """The difference between a run with 2N messages and one with N cancels start-up and
+    shutdown: what remains is the cost of N messages delivered to every subscriber."""
+    small = os.path.join(workdir, "payload-n")
+    large = os.path.join(workdir, "payload-2n")
+    with open(payload) as src, open(small, "w") as n, open(large, "w") as n2:
+        for i, line in zip(range(2 * messages), src):
+            (n2 if i >= messages else n).write(line)
+            if i < messages:
+                n2.write(line)
+    once = callgrind_instructions(with_plugin, messages, subscribers, small, workdir)
+    twice = callgrind_instructions(with_plugin, 2 * messages, subscribers, large, workdir)
+    return (twice - once) / (messages * subscribers)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("build_dir")
+    parser.add_argument("--messages", type=int, default=200000)
+    parser.add_argument("--subscribers", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--callgrind", type=int, default=0, metavar="MESSAGES",
+                        help="also count instructions per message under callgrind")
+    args = parser.parse_args()
+    harness.PLUGIN = os.path.join(args.build_dir, "mosquitto_connections.so")
+    harness.COMPANION = os.path.join(args.build_dir, "mosquitto_connections_companion")
+    workdir = tempfile.mkdtemp(prefix="mqc-bench-")
+    os.chmod(workdir, 0o755)
+    payload_file = os.path.join(workdir, "payload")
+    with open(payload_file, "w") as f:
+        for i in range(args.messages):
+            f.write(f"reading {i:08d} value 21.5\n")
+    deliveries = args.messages * args.subscribers
+    results = {False: [], True: []}
+    try:
+        for round_ in range(args.rounds):
+            for plugin in (False, True) if round_ % 2 == 0 else (True, False):
+                # No per-message log lines: they would cost more than what is measured.
+                broker = harness.Broker(plugin=plugin, log_types=("error", "warning", "notice"))
+                broker.start()
+                try:
+                    cpu, elapsed = run_workload(broker, args.messages, args.subscribers,
+                                                payload_file)
+                finally:
+                    broker.stop()
+                    broker.cleanup_dir()
+                per_message_us = cpu / deliveries * 1e6
+                results[plugin].append(per_message_us)
+                print(f"round {round_ + 1} {'plugin' if plugin else 'plain '}: broker CPU "
+                      f"{cpu:.3f} s for {deliveries} deliveries = {per_message_us:.3f} us each "
+                      f"({elapsed:.1f} s wall)", flush=True)
+        if args.rounds > 0:
+            plain = statistics.median(results[False])
+            with_plugin = statistics.median(results[True])
+            print(f"median broker CPU per delivered message: plain {plain:.3f} us, "
+                  f"with plugin {with_plugin:.3f} us, ratio {with_plugin / plain:.3f}",
+                  flush=True)
+        if args.callgrind:
+            per = {p: instructions_per_delivery(p, args.callgrind, args.subscribers,
+                                                payload_file, workdir) for p in (False, True)}
+            print(f"callgrind instructions per delivered message: plain {per[False]:.0f}, "
+                  f"with plugin {per[True]:.0f}, ratio {per[True] / per[False]:.4f}")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
