@@ -96,7 +96,7 @@ TEST_F(CompanionProcessTest, ExitStatusAndSignalAreReported) {
 }
 
 TEST_F(CompanionProcessTest, StopEndsARunningProcessEvenIfItIgnoresSigterm) {
-  CompanionProcess stubborn("/bin/sh", {"-c", "trap '' TERM; sleep 30"}, shared_fd_);
+  CompanionProcess stubborn("/bin/sh", {"-c", "trap '' TERM; exec sleep 30"}, shared_fd_);
   std::string error;
   ASSERT_TRUE(stubborn.Start(&error)) << error;
   const pid_t pid = stubborn.pid();
