@@ -208,9 +208,16 @@ int Run(int argc, char** argv) {
   link.ReportServing(server->port());
 
   std::int64_t next_expiry_ns = 0;
+  bool announced_sync = false;
   while (!g_stop.load() && getppid() == arguments.broker_pid) {
     const std::int64_t now = NowNs();
     const std::size_t applied = link.Poll(&registry, now);
+    if (!announced_sync && registry.synced()) {
+      // Tells the operator (and the tests) when a (re)started companion has the whole state.
+      link.Log(LogLevel::kInfo, "registry synchronised with the broker: " +
+                                    std::to_string(registry.open_count()) + " open connections");
+      announced_sync = true;
+    }
     if (now >= next_expiry_ns) {
       registry.ExpireClosed(now);
       next_expiry_ns = now + 1000000000;

@@ -192,6 +192,10 @@ class CompanionRestartTest(unittest.TestCase):
             self.assertEqual(len(new), 1)
             self.assertNotEqual(new[0], old)
             self.assertIn("companion killed by signal 9", broker.log())
+            # The companion's own log lines reach the broker's log, the second after the restart.
+            wait_for(lambda: broker.log().count("registry synchronised with the broker") == 2 and
+                     "registry synchronised with the broker: 20 open connections" in broker.log(),
+                     what="the restarted companion's log line")
             self.assertEqual(broker.process.poll(), None)
             for c in clients:
                 c.disconnect()
