@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config clang
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev
   mosquitto mosquitto-clients mosquitto-dev
   libmicrohttpd-dev libcjson-dev prometheus-cpp-dev libssl-dev
   python3-paho-mqtt curl jq openssl prometheus
