@@ -237,6 +237,18 @@ class FieldsTest(unittest.TestCase):
         wait_for(lambda: sub.messages, what="delivery after bad requests")
 
 
+class UncheckedUsernameTest(unittest.TestCase):
+    def test_a_username_nothing_checks_is_unauthenticated(self):
+        with Broker() as broker:  # no password_file, no auth plugin: allow_anonymous decides
+            c = Client(broker, "unchecked", username="bob", password="anything")
+            listed = wait_for(lambda: by_client(broker, "unchecked"))
+            self.assertEqual(listed["authenticationInfo"], {
+                "mechanism": "AUTHENTICATION_MECHANISM_PASSWORD",
+                "state": "AUTHENTICATION_STATE_UNAUTHENTICATED", "userPrincipal": "bob"})
+            c.disconnect()
+        broker.cleanup_dir()
+
+
 class PagingTest(unittest.TestCase):
     def test_several_hundred_connections_each_returned_exactly_once(self):
         count = 300

@@ -116,8 +116,11 @@ int OnBasicAuth(int /*event*/, void* event_data, void* userdata) {
   auto* state = static_cast<PluginState*>(userdata);
   try {
     const auto* data = static_cast<mosquitto_evt_basic_auth*>(event_data);
-    state->sessions->BeginConnect(data->client, ReadFacts(data->client, state->broker_config),
-                                  NowNs());
+    ClientFacts facts = ReadFacts(data->client, state->broker_config);
+    if (facts.mechanism == AuthMechanism::kPassword) {
+      facts.credentials_checked = !state->decide_basic_auth;
+    }
+    state->sessions->BeginConnect(data->client, std::move(facts), NowNs());
   } catch (...) {
     // Watching must never change the outcome: fall through to the decision.
   }

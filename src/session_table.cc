@@ -62,9 +62,10 @@ void SessionTable::Accept() {
   pending_.reset();
   OpenConnection connection;
   connection.event = MakeEvent(pending.facts, pending.begin_ns);
-  connection.event.auth_state = pending.facts.mechanism == AuthMechanism::kAnonymous
-                                    ? AuthState::kUnauthenticated
-                                    : AuthState::kSuccess;
+  connection.event.auth_state =
+      pending.facts.mechanism == AuthMechanism::kAnonymous || !pending.facts.credentials_checked
+          ? AuthState::kUnauthenticated
+          : AuthState::kSuccess;
   if (!free_stats_.empty()) {
     const std::uint32_t slot = free_stats_.back();
     free_stats_.pop_back();

@@ -56,6 +56,10 @@ struct ClientFacts {
   std::uint16_t port = 0;
   std::uint16_t local_port = 0;
   AuthMechanism mechanism = AuthMechanism::kUnspecified;
+  // Whether anything checks what the client presented: a password_file or an auth plugin for
+  // a username, TLS itself for a certificate or a PSK. A username that nothing checks is
+  // accepted by allow_anonymous alone: the connection is then unauthenticated.
+  bool credentials_checked = true;
 };
 
 class SessionTable {

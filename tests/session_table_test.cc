@@ -123,6 +123,17 @@ TEST_F(SessionTableTest, AnonymousAcceptedConnectionIsUnauthenticated) {
   EXPECT_EQ(sink_.connections.at(0).auth_state, AuthState::kUnauthenticated);
 }
 
+TEST_F(SessionTableTest, AUsernameNothingChecksIsUnauthenticated) {
+  ClientFacts facts = Facts("unchecked");
+  facts.username = "bob";
+  facts.mechanism = AuthMechanism::kPassword;
+  facts.credentials_checked = false;  // no password_file, no auth plugin: allow_anonymous decided
+  table_.BeginConnect(a_, facts, 1);
+  table_.Settle();
+  EXPECT_EQ(sink_.connections.at(0).auth_mechanism, AuthMechanism::kPassword);
+  EXPECT_EQ(sink_.connections.at(0).auth_state, AuthState::kUnauthenticated);
+}
+
 TEST_F(SessionTableTest, ARefusedConnectIsAClosedConnectionThatNeverOpened) {
   table_.BeginConnect(a_, Facts("intruder"), 1000);
   table_.Disconnect(a_, /*has_client_id=*/false, CloseReason::kUnspecified, 2000);
