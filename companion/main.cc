@@ -212,6 +212,7 @@ int Run(int argc, char** argv) {
   while (!g_stop.load() && getppid() == arguments.broker_pid) {
     const std::int64_t now = NowNs();
     const std::size_t applied = link.Poll(&registry, now);
+    link.Heartbeat();
     if (!announced_sync && registry.synced()) {
       // Tells the operator (and the tests) when a (re)started companion has the whole state.
       link.Log(LogLevel::kInfo, "registry synchronised with the broker: " +

@@ -247,6 +247,13 @@ class Broker:
         assert document["data"]["total"] == len(document["data"]["connections"])
         return document["data"]["connections"]
 
+    def connections_when_up(self, query=""):
+        """connections(), or None while nothing listens on the HTTP port (a restart)."""
+        try:
+            return self.connections(query)
+        except OSError:
+            return None
+
     def connection(self, client_id):
         for c in self.connections():
             if c["client_id"] == client_id:

@@ -179,13 +179,8 @@ class CompanionRestartTest(unittest.TestCase):
             # The broker keeps routing while the companion is away.
             clients[1].publish("events/routing", b"during restart", qos=1)
             wait_for(lambda: sub.messages, what="delivery while the companion restarts")
-
-            def back():
-                try:
-                    return broker.connections()
-                except Exception:
-                    return None
-            listed = wait_for(back, timeout=5, interval=0.01, what="the API to answer again")
+            listed = wait_for(broker.connections_when_up, timeout=5, interval=0.01,
+                              what="the API to answer again")
             self.assertLess(time.monotonic() - killed_at, 1.0)
             self.assertEqual(listed, before)
             new = broker.companion_pids()
@@ -199,6 +194,27 @@ class CompanionRestartTest(unittest.TestCase):
             self.assertEqual(broker.process.poll(), None)
             for c in clients:
                 c.disconnect()
+        broker.cleanup_dir()
+
+    def test_a_companion_that_stops_answering_is_replaced(self):
+        with Broker() as broker:
+            client = Client(broker, "stall-watch")
+            broker.wait_connections(lambda cs: len(cs) == 1)
+            old = broker.companion_pid
+            os.kill(old, signal.SIGSTOP)  # alive, but its event loop no longer runs
+            try:
+                wait_for(lambda: "companion stopped answering" in broker.log(), timeout=10,
+                         what="the stall to be noticed")
+                wait_for(lambda: not os.path.exists(f"/proc/{old}"), timeout=5,
+                         what="the stalled companion to be killed")
+                listed = wait_for(broker.connections_when_up, timeout=5,
+                                  what="the new companion's list")
+                self.assertEqual([c["client_id"] for c in listed], ["stall-watch"])
+                self.assertEqual(len(broker.companion_pids()), 1)
+            finally:
+                if os.path.exists(f"/proc/{old}"):
+                    os.kill(old, signal.SIGCONT)
+            client.disconnect()
         broker.cleanup_dir()
 
     def test_clean_shutdown_leaves_no_companion(self):

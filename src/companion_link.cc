@@ -48,6 +48,11 @@ void CompanionLink::ReportServing(int port) {
                         std::memory_order_release);
 }
 
+void CompanionLink::Heartbeat() {
+  auto& heartbeat = region_->header()->companion.heartbeat;
+  heartbeat.store(heartbeat.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
 void CompanionLink::ReportFailed(const std::string& why) {
   auto& companion = region_->header()->companion;
   const std::size_t n = std::min(why.size(), sizeof(companion.failure) - 1);

@@ -30,6 +30,8 @@ class CompanionLink {
   bool Log(LogLevel level, const std::string& text);
 
   void ReportServing(int port);
+  // Tells the broker the event loop is alive (a stalled companion is restarted).
+  void Heartbeat();
   void ReportFailed(const std::string& why);
 
   std::uint64_t malformed_events() const { return malformed_; }

@@ -129,6 +129,11 @@ void CompanionProcess::Stop(int grace_ms) {
     if (Exited(&how)) return;
     SleepMs(10);
   }
+  Kill();
+}
+
+void CompanionProcess::Kill() {
+  if (!running()) return;
   kill(pid_, SIGKILL);
   int status = 0;
   while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {

@@ -38,6 +38,10 @@ class CompanionProcess {
   // SIGTERM, up to `grace_ms` for it to end, then SIGKILL; reaps it.
   void Stop(int grace_ms);
 
+  // SIGKILL and reap, without waiting for anything else: for a companion that failed or stopped
+  // answering, from the broker thread.
+  void Kill();
+
   pid_t pid() const { return pid_; }
   bool running() const { return pid_ > 0; }
 

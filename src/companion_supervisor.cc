@@ -37,6 +37,7 @@ int CompanionSupervisor::http_port() const {
 
 bool CompanionSupervisor::Launch(std::string* error) {
   serving_ = false;
+  last_heartbeat_ns_ = 0;  // the stall clock starts with the new process
   region_->header()->companion.state.store(static_cast<std::uint32_t>(CompanionState::kStarting),
                                            std::memory_order_release);
   return process_.Start(error);
@@ -86,6 +87,19 @@ void CompanionSupervisor::Tick(std::int64_t now_ns) {
       ScheduleRestart(now_ns);
       return;
     }
+    const std::uint64_t heartbeat =
+        region_->header()->companion.heartbeat.load(std::memory_order_relaxed);
+    if (heartbeat != last_heartbeat_ || last_heartbeat_ns_ == 0) {
+      last_heartbeat_ = heartbeat;
+      last_heartbeat_ns_ = now_ns;
+    } else if (serving_ && now_ns - last_heartbeat_ns_ > kStallTimeoutNs) {
+      log_(LogLevel::kWarning, "mosquitto_connections: companion stopped answering for " +
+                                   std::to_string(kStallTimeoutNs / 1000000000) +
+                                   " s; restarting it");
+      process_.Kill();
+      ScheduleRestart(now_ns);
+      return;
+    }
     if (serving_) return;
     const CompanionState state = ReadState();
     if (state == CompanionState::kServing) {
@@ -96,7 +110,7 @@ void CompanionSupervisor::Tick(std::int64_t now_ns) {
     } else if (state == CompanionState::kFailed) {
       log_(LogLevel::kError, std::string("mosquitto_connections: companion failed: ") +
                                  region_->header()->companion.failure);
-      process_.Stop(1000);
+      process_.Kill();
       ScheduleRestart(now_ns);
     }
     return;

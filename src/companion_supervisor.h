@@ -3,7 +3,9 @@
 // TICK when it died or failed, and starts it again (at once the first time, then backing off up
 // to 5 s while it keeps failing). A new companion asks the broker for a full resync by itself.
 // A restarted companion serves on the port the first one got, also when that was chosen by
-// the system (http_port 0): the address the operator was told stays right.
+// the system (http_port 0): the address the operator was told stays right. A companion whose
+// event loop stops beating for kStallTimeoutNs (deadlocked, or stopped) is killed and
+// restarted too.
 //
 // Threads: the broker thread only.
 #pragma once
@@ -22,6 +24,8 @@ namespace mqc {
 
 class CompanionSupervisor {
  public:
+  static constexpr std::int64_t kStallTimeoutNs = 5'000'000'000;
+
   using Logger = std::function<void(LogLevel, const std::string&)>;
 
   CompanionSupervisor(SharedRegion* region, std::string executable,
@@ -54,6 +58,8 @@ class CompanionSupervisor {
   std::int64_t next_start_ns_ = 0;
   int restart_delay_ms_ = 0;
   std::uint64_t restarts_ = 0;
+  std::uint64_t last_heartbeat_ = 0;
+  std::int64_t last_heartbeat_ns_ = 0;  // when the heartbeat last changed
 };
 
 }  // namespace mqc
