@@ -226,7 +226,7 @@ int OnTick(int /*event*/, void* /*event_data*/, void* userdata) {
     state->sessions->Settle();
     state->link->DrainCommands(
         [](const LogCommand& command) { LogToBroker(command.level, command.text); });
-    state->companion->Tick(NowNs());
+    state->companion->Tick(MonotonicNs());  // delays and stall checks: no wall-clock jumps
     state->traffic->OnTick(MonotonicNs());
     SampleIdleIfAsked(state);
     if (state->companion->serving()) state->link->ResyncStep(state->sessions.get());

@@ -36,7 +36,8 @@ class CompanionSupervisor {
   // failed, ended or did not answer in time.
   bool StartAndWait(int timeout_ms, const std::function<void()>& pump, std::string* error);
 
-  // At TICK: notices an ended or failed companion and restarts it when its delay has passed.
+  // At TICK: notices an ended, failed or stalled companion and restarts it when its delay has
+  // passed. `now_ns` is a monotonic clock.
   void Tick(std::int64_t now_ns);
 
   void Stop();
