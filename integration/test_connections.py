@@ -238,6 +238,23 @@ class CompanionRestartTest(unittest.TestCase):
         broker.cleanup_dir()
 
 
+class HttpBindTest(unittest.TestCase):
+    def test_ipv6_loopback_bind(self):
+        if not socket.has_ipv6:
+            self.skipTest("no IPv6")
+        with Broker(options={"http_bind": "::1"}) as broker:
+            self.assertIn(f"serving on http://[::1]:{broker.http_port} ", broker.log())
+            with socket.create_connection(("::1", broker.http_port), timeout=5) as s:
+                s.sendall(b"GET /api/mqtt/connections HTTP/1.0\r\n\r\n")
+                reply = s.recv(4096)
+            self.assertTrue(reply.startswith(b"HTTP/1.0 200") or reply.startswith(b"HTTP/1.1 200"),
+                            reply)
+            # The IPv4 loopback is not served when bound to ::1.
+            with self.assertRaises(OSError):
+                socket.create_connection(("127.0.0.1", broker.http_port), timeout=2).close()
+        broker.cleanup_dir()
+
+
 class StartupErrorTest(unittest.TestCase):
     def refused(self, **kwargs):
         broker = Broker(expect_start=False, **kwargs)

@@ -162,10 +162,12 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
     UnregisterBrokerEvents(state.get());
     return MOSQ_ERR_UNKNOWN;
   }
-  LogToBroker(LogLevel::kNotice,
-              "mosquitto_connections: serving on http://" + state->options.http_bind + ":" +
-                  std::to_string(state->companion->http_port()) + " (companion pid " +
-                  std::to_string(state->companion->pid()) + ")");
+  const std::string& bind = state->options.http_bind;
+  const std::string host = bind.find(':') == std::string::npos ? bind : "[" + bind + "]";
+  LogToBroker(LogLevel::kNotice, "mosquitto_connections: serving on http://" + host + ":" +
+                                     std::to_string(state->companion->http_port()) +
+                                     " (companion pid " + std::to_string(state->companion->pid()) +
+                                     ")");
   *userdata = state.release();
   return MOSQ_ERR_SUCCESS;
 }
