@@ -60,6 +60,22 @@ def delta(before, after, operation, status):
     return after.ops(operation, status) - before.ops(operation, status)
 
 
+def wait_metrics(broker, predicate, what, timeout=10):
+    """The first scrape for which predicate(scrape) holds."""
+    def scrape():
+        m = Metrics(broker)
+        return m if predicate(m) else None
+    return wait_for(scrape, timeout=timeout, what=what)
+
+
+def park_session(broker, client_id, topic, qos):
+    """A persistent MQTT 3.1.1 session subscribed to `topic`, left offline."""
+    sleeper = Client(broker, client_id, version=4, clean=False)
+    sleeper.subscribe(topic, qos)
+    sleeper.disconnect()
+    wait_for(lambda: broker.connection(client_id) is None, what=f"{client_id} offline")
+
+
 def v5_properties(response_topic=None, correlation=None):
     props = Properties(PacketTypes.PUBLISH)
     if response_topic is not None:
@@ -128,8 +144,8 @@ class MetricsTest(unittest.TestCase):
             pub.publish("site1/temp", b"x", qos=1)  # default pattern: events
             pub.publish("events//bad", b"x", qos=1)  # an invalid mapping
             wait_for(lambda: len(sub.messages) == 12, what="12 deliveries")
-            after = wait_for(lambda: (lambda m: m if delta(before, m, "deliver_events", "success")
-                                      == 6 else None)(Metrics(broker)), what="counters")
+            after = wait_metrics(broker, lambda m: delta(before, m, "deliver_events", "success") == 6,
+                                 what="counters")
             self.assertEqual(delta(before, after, "publish_events", "success"), 6)
             self.assertEqual(delta(before, after, "publish_events", "error"), 1)
             self.assertEqual(delta(before, after, "publish_store", "success"), 3)
@@ -147,15 +163,12 @@ class MetricsTest(unittest.TestCase):
 
     def test_qos0_to_an_offline_persistent_session_is_dropped(self):
         with Broker() as broker:
-            sleeper = Client(broker, "m-sleeper", version=4, clean=False)
-            sleeper.subscribe("events/offline", 0)
-            sleeper.disconnect()
-            wait_for(lambda: broker.connection("m-sleeper") is None)
+            park_session(broker, "m-sleeper", "events/offline", 0)
             pub = Client(broker, "m-pub2", version=4)
             before = Metrics(broker)
             pub.publish("events/offline", b"lost", qos=1)
-            after = wait_for(lambda: (lambda m: m if delta(before, m, "deliver_events", "dropped")
-                                      else None)(Metrics(broker)), what="a dropped delivery")
+            after = wait_metrics(broker, lambda m: delta(before, m, "deliver_events", "dropped"),
+                                 what="a dropped delivery")
             self.assertEqual(delta(before, after, "deliver_events", "dropped"), 1)
             self.assertEqual(delta(before, after, "deliver_events", "success"), 0)
             # The session resumes: nothing queued is counted a second time.
@@ -168,10 +181,7 @@ class MetricsTest(unittest.TestCase):
 
     def test_messages_queued_for_a_resumed_session_are_counted_once(self):
         with Broker() as broker:
-            sleeper = Client(broker, "m-resume", version=4, clean=False)
-            sleeper.subscribe("store/queued", 1)
-            sleeper.disconnect()
-            wait_for(lambda: broker.connection("m-resume") is None)
+            park_session(broker, "m-resume", "store/queued", 1)
             pub = Client(broker, "m-pub3", version=4)
             before = Metrics(broker)
             for i in range(3):
@@ -203,11 +213,8 @@ class MetricsTest(unittest.TestCase):
                 requester.publish("queries/svc/status", b"?", qos=1,
                                   properties=v5_properties("$reply/m-requester/q"))
                 wait_for(lambda: len(requester.messages) == 3 + i + 1, what="query response")
-
-            def settled():
-                m = Metrics(broker)
-                return m if delta(before, m, "rpc_response", "success") == 5 else None
-            after = wait_for(settled, what="five rpc_response")
+            after = wait_metrics(broker, lambda m: delta(before, m, "rpc_response", "success") == 5,
+                                 what="five rpc_response")
             self.assertEqual(delta(before, after, "rpc_command", "success"), 3)
             self.assertEqual(delta(before, after, "rpc_query", "success"), 2)
             self.assertEqual(after.histogram_count("rpc_command") -
@@ -224,11 +231,8 @@ class MetricsTest(unittest.TestCase):
             requester.publish("queries/svc/x", b"", qos=1, properties=v5_properties())
             v311 = Client(broker, "m-v311", version=4)
             v311.publish("commands/svc/y", b"", qos=1)
-
-            def timed_out():
-                m = Metrics(broker)
-                return m if delta(before, m, "rpc_command", "error") == 2 else None
-            final = wait_for(timed_out, timeout=5, what="the timeout error")
+            final = wait_metrics(broker, lambda m: delta(before, m, "rpc_command", "error") == 2,
+                                 what="the timeout error", timeout=5)
             self.assertEqual(delta(before, final, "rpc_query", "error"), 1)
             self.assertEqual(delta(before, final, "rpc_command", "success"), 3)
             for c in (responder.client, requester, v311):
@@ -242,8 +246,8 @@ class MetricsTest(unittest.TestCase):
             for i in range(5):
                 requester.publish("commands/none/x", b"", qos=1,
                                   properties=v5_properties(f"r/{i}", b"c"))
-            after = wait_for(lambda: (lambda m: m if delta(before, m, "rpc_command", "dropped") == 3
-                                      else None)(Metrics(broker)), what="three dropped")
+            after = wait_metrics(broker, lambda m: delta(before, m, "rpc_command", "dropped") == 3,
+                                 what="three dropped")
             self.assertEqual(delta(before, after, "rpc_command", "success"), 0)
             requester.disconnect()
         broker.cleanup_dir()
