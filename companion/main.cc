@@ -9,7 +9,6 @@
 
 #include <signal.h>
 #include <sys/prctl.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -23,6 +22,7 @@
 #include <vector>
 
 #include "broker_config.h"
+#include "clock.h"
 #include "companion_link.h"
 #include "connect_service.h"
 #include "http_router.h"
@@ -38,12 +38,6 @@ namespace {
 std::atomic<bool> g_stop{false};  // set by SIGTERM/SIGINT; read by the event loop
 
 void OnStopSignal(int /*signal*/) { g_stop.store(true); }
-
-std::int64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return std::int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
-}
 
 struct Arguments {
   int shared_fd = -1;

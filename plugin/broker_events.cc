@@ -3,14 +3,13 @@
 //
 // Threads: all of this runs on the broker thread.
 
-#include <time.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "client_facts.h"
+#include "clock.h"
 #include "plugin_state.h"
 
 // clang-format off
@@ -23,18 +22,6 @@
 namespace mqc {
 
 namespace {
-
-std::int64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return std::int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
-}
-
-std::int64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return std::int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
-}
 
 std::string OrEmpty(const char* s) { return s != nullptr ? std::string(s) : std::string(); }
 

@@ -4,12 +4,13 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <utility>
+
+#include "clock.h"
 
 extern char** environ;
 
@@ -24,12 +25,6 @@ std::string DescribeStatus(int status) {
            strsignal(WTERMSIG(status)) + ")";
   }
   return "ended (status " + std::to_string(status) + ")";
-}
-
-void SleepMs(int ms) {
-  timespec ts{ms / 1000, static_cast<long>(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
 }
 
 // posix_spawn attributes and file actions with RAII, so every early return cleans up.

@@ -1,22 +1,15 @@
 #include "companion_supervisor.h"
 
-#include <time.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <utility>
+
+#include "clock.h"
 
 namespace mqc {
 
 namespace {
 
 constexpr int kMaxRestartDelayMs = 5000;
-
-void SleepMs(int ms) {
-  timespec ts{0, static_cast<long>(ms) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
 
 }  // namespace
 
