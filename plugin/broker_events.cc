@@ -217,8 +217,6 @@ int OnTick(int /*event*/, void* /*event_data*/, void* userdata) {
     state->traffic->OnTick(MonotonicNs());
     SampleIdleIfAsked(state);
     if (state->companion->serving()) state->link->ResyncStep(state->sessions.get());
-    auto& ticks = state->region->header()->broker.ticks;
-    ticks.store(ticks.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   } catch (...) {
   }
   return MOSQ_ERR_SUCCESS;

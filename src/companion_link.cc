@@ -1,7 +1,5 @@
 #include "companion_link.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 #include <string_view>
@@ -43,7 +41,6 @@ bool CompanionLink::Log(LogLevel level, const std::string& text) {
 void CompanionLink::ReportServing(int port) {
   auto& companion = region_->header()->companion;
   companion.http_port.store(port, std::memory_order_relaxed);
-  companion.pid.store(static_cast<std::uint32_t>(getpid()), std::memory_order_relaxed);
   companion.state.store(static_cast<std::uint32_t>(CompanionState::kServing),
                         std::memory_order_release);
 }

@@ -110,9 +110,7 @@ void CompanionSupervisor::Tick(std::int64_t now_ns) {
   }
   if (now_ns < next_start_ns_) return;
   std::string error;
-  if (Launch(&error)) {
-    ++restarts_;
-  } else {
+  if (!Launch(&error)) {
     log_(LogLevel::kError, "mosquitto_connections: " + error);
     ScheduleRestart(now_ns);
   }

@@ -45,7 +45,6 @@ class CompanionSupervisor {
   bool serving() const { return serving_; }
   int http_port() const;
   pid_t pid() const { return process_.pid(); }
-  std::uint64_t restarts() const { return restarts_; }
 
  private:
   bool Launch(std::string* error);
@@ -58,7 +57,6 @@ class CompanionSupervisor {
   bool serving_ = false;
   std::int64_t next_start_ns_ = 0;
   int restart_delay_ms_ = 0;
-  std::uint64_t restarts_ = 0;
   std::uint64_t last_heartbeat_ = 0;
   std::int64_t last_heartbeat_ns_ = 0;  // when the heartbeat last changed
 };

@@ -22,7 +22,7 @@ static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
               "shared counters must be lock-free to be shared between processes");
 
 inline constexpr std::uint64_t kSharedMagic = 0x6d71632d73686d31ULL;  // "mqc-shm1"
-inline constexpr std::uint32_t kSharedVersion = 4;
+inline constexpr std::uint32_t kSharedVersion = 5;
 
 // The companion's life cycle as the broker sees it.
 enum class CompanionState : std::uint32_t { kStarting = 0, kServing = 1, kFailed = 2 };
@@ -95,14 +95,12 @@ struct CompanionControl {
   std::atomic<std::uint64_t> resync_requested{0};  // bumped to ask for a full resync
   std::atomic<std::uint64_t> idle_requested{0};    // bumped to ask for fresh idle times
   std::atomic<std::uint64_t> heartbeat{0};         // bumped by the companion's event loop
-  std::atomic<std::uint32_t> pid{0};
   char failure[512] = {};  // why it failed; written before state becomes kFailed
 };
 
 struct BrokerControl {
   std::atomic<std::uint64_t> resync_started{0};  // the last resync generation begun
   std::atomic<std::uint64_t> events_lost{0};     // events dropped on a full ring
-  std::atomic<std::uint64_t> ticks{0};
   std::atomic<std::uint64_t> idle_sampled{0};  // the idle_requested value last answered
 };
 
