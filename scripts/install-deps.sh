@@ -1,13 +1,9 @@
 #!/usr/bin/env bash
-# Installs, from Debian bookworm's packages, everything the build, the tests and the example need.
+# Installs, from Debian bookworm's packages, everything the build, the tests and the example need:
+# the packages named in scripts/debian-packages.txt (the one list; the test run checks it).
 set -euo pipefail
-packages=(
-  build-essential cmake pkg-config clang
-  libgtest-dev libgmock-dev
-  mosquitto mosquitto-clients mosquitto-dev
-  libmicrohttpd-dev libcjson-dev prometheus-cpp-dev libssl-dev
-  python3-paho-mqtt curl jq openssl prometheus
-)
+list="$(dirname "$0")/debian-packages.txt"
+mapfile -t packages < <(grep -v -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$list")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
