@@ -3,6 +3,8 @@
 #   build-release  RelWithDebInfo, warnings as errors: unit, fuzz-corpus replay, integration
 #   build-asan     ASan + UBSan: the same (the broker runs with the ASan runtime preloaded)
 #   build-tsan     TSan: unit tests, and integration with a TSan companion behind a plain plugin
+# After each build, scripts/check-build-headers.py checks that every header it read from outside
+# the repository comes from a package scripts/install-deps.sh installs.
 # Usage: scripts/test.sh [release|asan|tsan ...]   (default: all three)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +18,7 @@ build() {  # name, cmake options...
   cmake -S . -B "build-$name" -DMQC_WERROR=ON "$@" > "build-$name.configure.log" 2>&1 ||
     { cat "build-$name.configure.log"; return 1; }
   cmake --build "build-$name" -j "$jobs"
+  scripts/check-build-headers.py "build-$name"
 }
 
 for variant in "${variants[@]}"; do

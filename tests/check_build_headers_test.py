@@ -1,0 +1,96 @@
+"""scripts/check-build-headers.py against this build tree (MQC_BUILD_DIR, set by ctest).
+
+It passes with scripts/debian-packages.txt, and fails, naming mosquitto.h and its package, with
+the list scripts/install-deps.sh had before libmosquitto-dev was added (a build on a fresh
+machine then stopped at `mosquitto.h: No such file or directory`).
+"""
+
+import os
+import subprocess
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPOSITORY = os.path.dirname(HERE)
+CHECK = os.path.join(REPOSITORY, "scripts", "check-build-headers.py")
+BUILD_DIR = os.environ.get("MQC_BUILD_DIR", "")
+CXX = os.environ.get("MQC_CXX", "c++")
+
+# scripts/install-deps.sh's list before the fix, verbatim.
+LIST_WITHOUT_LIBMOSQUITTO_DEV = """\
+build-essential cmake pkg-config clang
+libgtest-dev libgmock-dev
+mosquitto mosquitto-clients mosquitto-dev
+libmicrohttpd-dev libcjson-dev prometheus-cpp-dev libssl-dev
+python3-paho-mqtt curl jq openssl prometheus
+"""
+
+
+def check(build_dir, packages=None):
+    command = ["/usr/bin/python3", CHECK, build_dir]
+    if packages is not None:
+        command += ["--packages", packages]
+    return subprocess.run(command, capture_output=True, text=True, timeout=240)
+
+
+class CheckBuildHeadersTest(unittest.TestCase):
+
+    def setUp(self):
+        self.assertTrue(BUILD_DIR, "run through ctest: MQC_BUILD_DIR names the build tree")
+        self.temp = tempfile.TemporaryDirectory(prefix="mqc-headers-")
+
+    def tearDown(self):
+        self.temp.cleanup()
+
+    def write(self, name, text):
+        path = os.path.join(self.temp.name, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def test_the_list_install_deps_installs_brings_every_header(self):
+        result = check(BUILD_DIR)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        # It really read the build: the plugin's Mosquitto header and the C++ library's.
+        self.assertIn("libmosquitto-dev", result.stdout)
+        self.assertIn("libstdc++-12-dev", result.stdout)
+
+    def test_the_list_before_libmosquitto_dev_fails_naming_the_header_and_its_package(self):
+        old = self.write("old-packages.txt",
+                         "\n".join(LIST_WITHOUT_LIBMOSQUITTO_DEV.split()) + "\n")
+        result = check(BUILD_DIR, old)
+        self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+        self.assertRegex(result.stderr,
+                         r"/usr/include/mosquitto\.h \(read by plugin/\S+\.cc\) is from package "
+                         r"libmosquitto-dev,")
+        for line in result.stderr.splitlines()[1:]:
+            self.assertIn("libmosquitto-dev", line)
+
+    def test_a_header_from_no_package_is_named(self):
+        # A real compile, in the layout CMake gives a build tree, of a source that includes a
+        # header from a folder outside the repository that no package owns.
+        include = os.path.join(self.temp.name, "include")
+        self.write("include/stray.h", "#define STRAY 1\n")
+        source = self.write("src/uses_stray.cc", "#include <stray.h>\nint f() { return STRAY; }\n")
+        build = os.path.join(self.temp.name, "build")
+        objects = os.path.join(build, "CMakeFiles", "t.dir")
+        os.makedirs(objects)
+        subprocess.run([CXX, "-I", include, "-MD", "-MT", "CMakeFiles/t.dir/uses_stray.cc.o",
+                        "-MF", os.path.join(objects, "uses_stray.cc.o.d"), "-c", source, "-o",
+                        os.path.join(objects, "uses_stray.cc.o")], check=True, cwd=build,
+                       timeout=120)
+        result = check(build)
+        self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+        self.assertIn(os.path.join(include, "stray.h") + " (read by ", result.stderr)
+        self.assertIn("belongs to no Debian package", result.stderr)
+
+    def test_a_tree_without_dependency_files_cannot_be_checked(self):
+        os.makedirs(os.path.join(self.temp.name, "empty"))
+        result = check(os.path.join(self.temp.name, "empty"))
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("no compiler dependency files", result.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
