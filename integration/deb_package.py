@@ -1,0 +1,157 @@
+"""The .deb that `cpack -G DEB` makes from this build tree: its control fields, its files, and
+the plugin loaded from where the package puts it into the real broker, with no `companion`
+option, serving a real client back over HTTP.
+
+Registered by the top-level CMakeLists.txt (packaging section) for unsanitized builds only; it
+reuses the build tree named by MQC_BUILD_DIR.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import harness
+
+BUILD_DIR = os.environ.get("MQC_BUILD_DIR", "")
+VERSION = os.environ.get("MQC_VERSION", "")
+PLUGIN_DIR = os.environ.get("MQC_DEB_PLUGIN_DIR", "")  # e.g. /usr/lib/x86_64-linux-gnu/...
+
+
+def run(*command):
+    return subprocess.run(command, check=True, capture_output=True, text=True,
+                          timeout=300).stdout
+
+
+def dependencies(depends):
+    """{package: [version constraints]} of a Depends field."""
+    result = {}
+    for clause in depends.split(","):
+        match = re.fullmatch(r"\s*([a-z0-9][a-z0-9+.-]*)(?:\s*\(([^)]*)\))?\s*", clause)
+        assert match, f"not a plain dependency: {clause!r} in {depends!r}"
+        result.setdefault(match.group(1), []).append(match.group(2))
+    return result
+
+
+def runtime_packages(binary):
+    """The Debian packages of the shared libraries `binary` names (DT_NEEDED), found where the
+    dynamic loader finds them (ldd) and looked up with dpkg -S."""
+    needed = re.findall(r"^\s*NEEDED\s+(\S+)$", run("objdump", "-p", binary), re.M)
+    loaded = dict(re.findall(r"^\s*(\S+) => (/\S+)", run("ldd", binary), re.M))
+    packages = set()
+    for library in needed:
+        path = loaded[library]
+        for name in (path, os.path.realpath(path), path.replace("/usr/lib/", "/lib/", 1)):
+            found = subprocess.run(["dpkg-query", "-S", name], capture_output=True, text=True)
+            if found.returncode == 0:
+                packages.add(found.stdout.split(":")[0])
+                break
+        else:
+            raise AssertionError(f"{binary} needs {path}, which no Debian package ships")
+    return packages
+
+
+class DebPackageBroker(harness.Broker):
+    """A harness broker whose plugin line names the plugin inside the extracted package."""
+
+    def __init__(self, plugin_path, **kwargs):
+        super().__init__(**kwargs)
+        self.plugin_path = plugin_path
+
+    def config_text(self):
+        text = super().config_text()
+        own = f"plugin {self.dir}/mosquitto_connections.so\n"
+        assert own in text
+        return text.replace(own, f"plugin {self.plugin_path}\n")
+
+
+class DebPackageTest(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        assert BUILD_DIR and VERSION and PLUGIN_DIR, "run through ctest (env from CMakeLists.txt)"
+        cls.work = tempfile.mkdtemp(prefix="mqc-deb-")
+        os.chmod(cls.work, 0o755)  # the broker drops to user mosquitto, which reads the root
+        run("cpack", "-G", "DEB", "--config", os.path.join(BUILD_DIR, "CPackConfig.cmake"),
+            "-B", os.path.join(cls.work, "out"))
+        cls.arch = run("dpkg", "--print-architecture").strip()
+        cls.deb_name = f"mosquitto-connections_{VERSION}_{cls.arch}.deb"
+        cls.deb = os.path.join(cls.work, "out", cls.deb_name)
+        cls.root = os.path.join(cls.work, "root")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.work, ignore_errors=True)
+
+    def field(self, name):
+        return run("dpkg-deb", "--field", self.deb, name).strip()
+
+    def test_file_name(self):
+        debs = [f for f in os.listdir(os.path.join(self.work, "out")) if f.endswith(".deb")]
+        self.assertEqual(debs, [self.deb_name])
+
+    def test_control_fields(self):
+        info = run("dpkg-deb", "-I", self.deb)
+        self.assertRegex(info, r"(?m)^ Package: mosquitto-connections$")
+        self.assertEqual(self.field("Package"), "mosquitto-connections")
+        self.assertEqual(self.field("Version"), VERSION)
+        self.assertEqual(self.field("Architecture"), self.arch)
+
+    def test_depends_names_every_runtime_package_with_a_version(self):
+        depends = dependencies(self.field("Depends"))
+        self.assertEqual(sorted(depends["mosquitto"]), ["<< 2.1", ">= 2.0.11"])
+        for package in ("libmicrohttpd12", "libcjson1", "libprometheus-cpp-core1.0", "libssl3",
+                        "libc6", "libstdc++6"):
+            self.assertIn(package, depends)
+        # Whatever the two binaries load at run time, as the machine's dpkg knows it.
+        self.extract()
+        for name in ("mosquitto_connections.so", "mosquitto_connections_companion"):
+            for package in runtime_packages(self.root + PLUGIN_DIR + "/" + name):
+                self.assertIn(package, depends, f"{name} loads a library from {package}")
+        for package, versions in depends.items():
+            for version in versions:
+                self.assertRegex(version or "", r"^(>=|<<|=) \S+$", f"{package} has no version")
+
+    def extract(self):
+        if not os.path.isdir(self.root):
+            run("dpkg", "-x", self.deb, self.root)
+
+    def test_files(self):
+        self.extract()
+        files = sorted(os.path.relpath(os.path.join(folder, f), self.root)
+                       for folder, _, names in os.walk(self.root) for f in names)
+        self.assertEqual(files, [PLUGIN_DIR.lstrip("/") + "/mosquitto_connections.so",
+                                 PLUGIN_DIR.lstrip("/") + "/mosquitto_connections_companion"])
+        companion = os.stat(self.root + PLUGIN_DIR + "/mosquitto_connections_companion")
+        self.assertTrue(companion.st_mode & 0o111, "the companion is executable")
+
+    def test_broker_loads_the_packaged_plugin_and_serves_a_client(self):
+        self.extract()
+        plugin = self.root + PLUGIN_DIR + "/mosquitto_connections.so"
+        broker = DebPackageBroker(plugin)  # no `companion` option: the one beside the .so
+        self.assertNotIn("companion", broker.options)
+        broker.start()
+        try:
+            self.assertIn(f"plugin {plugin}\n", broker.config_text())
+            # The companion that serves is the packaged one, found beside the packaged plugin.
+            self.assertEqual(os.readlink(f"/proc/{broker.companion_pid}/exe"),
+                             self.root + PLUGIN_DIR + "/mosquitto_connections_companion")
+            client = harness.Client(broker, "deb-client-1")
+            try:
+                self.assertEqual(client.connack, 0)
+                found = broker.wait_connections(
+                    lambda cs: [c for c in cs if c["client_id"] == "deb-client-1"],
+                    what="deb-client-1 in GET /api/mqtt/connections")
+                self.assertEqual(found[0]["protocol_version"], 4)
+                self.assertEqual(found[0]["remote_addr"], f"127.0.0.1:{client.local_port}")
+            finally:
+                client.disconnect()
+        finally:
+            broker.stop()
+            broker.cleanup_dir()
+
+
+if __name__ == "__main__":
+    unittest.main()
