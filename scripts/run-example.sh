@@ -19,8 +19,29 @@ stop() {
   fi
 }
 
+# Installing Debian's mosquitto package starts Debian's own broker service, on port 1883 as the
+# example's: the example stops it while it runs (marker file) and starts it again at `stop`.
+service_marker=$state/debian-mosquitto-service-stopped
+stop_debian_service() {
+  if command -v service > /dev/null && service mosquitto status > /dev/null 2>&1; then
+    echo "Stopping Debian's mosquitto service, which holds port 1883 (started again at" \
+      "'scripts/run-example.sh stop')."
+    if ! service mosquitto stop > /dev/null || service mosquitto status > /dev/null 2>&1; then
+      echo "Could not stop Debian's mosquitto service: stop it (systemctl stop mosquitto)" \
+        "and run this again." >&2
+      exit 1
+    fi
+    touch "$service_marker"
+  fi
+}
+
 if [ "${1:-start}" = stop ]; then
   stop
+  if [ -f "$service_marker" ]; then
+    rm -f "$service_marker"
+    echo "Starting Debian's mosquitto service again."
+    service mosquitto start > /dev/null
+  fi
   exit 0
 fi
 
@@ -33,6 +54,7 @@ stop
 # The broker drops to user mosquitto before the plugin starts, and the plugin reads the
 # broker's configuration file then: keep it where that user can read it.
 mkdir -p "$state" /usr/local/etc/mosquitto_connections
+stop_debian_service
 install -m 0644 conf/mosquitto.conf /usr/local/etc/mosquitto_connections/example.conf
 /usr/sbin/mosquitto -c /usr/local/etc/mosquitto_connections/example.conf > "$state/mosquitto.log" 2>&1 &
 echo $! > "$pidfile"
