@@ -26,6 +26,7 @@ import time
 import unittest
 
 from harness import Broker, Client
+from test_list_connections import by_client
 
 DYNSEC_PLUGIN = "/usr/lib/x86_64-linux-gnu/mosquitto_dynamic_security.so"
 
@@ -98,6 +99,63 @@ DYNSEC_ROLES = [
     ]},
 ]
 
+# The ACL file of the deny set-ups: read, write, readwrite, deny and pattern rules, where a
+# deny line takes away part of what another line gives.
+ACL_FILE_DENY = """\
+topic read public/#
+topic deny anon/chat
+topic readwrite anon/#
+
+user user
+topic deny user/data
+topic readwrite user/#
+topic read #
+topic write drop/#
+topic deny other/#
+
+user other
+topic deny home/#
+topic readwrite other/#
+topic write public/#
+topic write clients/#
+
+pattern deny clients/%c/state
+pattern readwrite clients/%c/#
+pattern read home/%u/#
+pattern write home/+/mail
+"""
+
+# Dynamic-security roles that refuse by explicit deny lines, not only by default: "user" may
+# subscribe to anything but drop/# and user/#, and is not to receive other/# or public/#;
+# "other" may subscribe to anything and receive only other/# and home/#; anonymous clients may
+# subscribe to public/# and anon/# but not to anon/private/#, and receive nothing on anon/chat.
+DYNSEC_DENY_ROLES = [
+    {"rolename": "userrole", "acls": [
+        {"acltype": "subscribePattern", "topic": "drop/#", "priority": 5, "allow": False},
+        {"acltype": "subscribePattern", "topic": "user/#", "priority": 5, "allow": False},
+        {"acltype": "subscribePattern", "topic": "#", "allow": True},
+        {"acltype": "publishClientReceive", "topic": "other/#", "priority": 5, "allow": False},
+        {"acltype": "publishClientReceive", "topic": "public/#", "priority": 5, "allow": False},
+        {"acltype": "publishClientSend", "topic": "#", "allow": True},
+    ]},
+    {"rolename": "otherrole", "acls": [
+        {"acltype": "subscribePattern", "topic": "#", "allow": True},
+        {"acltype": "publishClientReceive", "topic": "other/#", "priority": 5, "allow": True},
+        {"acltype": "publishClientReceive", "topic": "home/#", "priority": 5, "allow": True},
+        {"acltype": "publishClientReceive", "topic": "#", "allow": False},
+        {"acltype": "publishClientSend", "topic": "#", "allow": True},
+    ]},
+    {"rolename": "anonrole", "acls": [
+        {"acltype": "subscribePattern", "topic": "anon/private/#", "priority": 5,
+         "allow": False},
+        {"acltype": "subscribePattern", "topic": "public/#", "allow": True},
+        {"acltype": "subscribePattern", "topic": "anon/#", "allow": True},
+        {"acltype": "publishClientReceive", "topic": "anon/chat", "priority": 5,
+         "allow": False},
+        {"acltype": "publishClientSend", "topic": "#", "allow": True},
+    ]},
+]
+
 CONNECTIONS_TIMEOUT = 5.0  # the listing is updated by the companion, a little later
 SETTLE_QUIET = 0.5         # deliveries are done when nothing new arrived for this long...
 SETTLE_MAX = 3.0           # ...or after this long at most
@@ -160,9 +218,10 @@ def make_password_file(workdir):
         return f.read()
 
 
-def make_dynsec_file(workdir):
-    """A dynamic-security config. `mosquitto_ctrl dynsec init` hashes the passwords (it is the
-    only offline tool that does); its admin role is then replaced by ours."""
+def make_dynsec_file(workdir, roles=None):
+    """A dynamic-security config with `roles` (DYNSEC_ROLES by default). `mosquitto_ctrl dynsec
+    init` hashes the passwords (it is the only offline tool that does); its admin role is then
+    replaced by ours."""
     clients = []
     for username, password in (("user", "pass"), ("other", "pass2")):
         path = os.path.join(workdir, f"dynsec-{username}.json")
@@ -176,18 +235,19 @@ def make_dynsec_file(workdir):
     return json.dumps({
         "clients": clients,
         "groups": [{"groupname": "anon", "roles": [{"rolename": "anonrole"}], "clients": []}],
-        "roles": DYNSEC_ROLES,
+        "roles": roles or DYNSEC_ROLES,
         "anonymousGroup": "anon",
         "defaultACLAccess": {"publishClientSend": False, "publishClientReceive": True,
                              "subscribe": False, "unsubscribe": True},
     }, indent=2)
 
 
-def run_scenario(broker, check_listing):
+def run_scenario(broker, check_listing, check_counts):
     """Runs the scenario on a started broker and returns its outcomes as plain data.
 
-    `check_listing(expected_ids, when)` is called (with-plugin runs) while the clients that got
-    CONNACK 0 are connected.
+    `check_listing(expected_ids, when)` and, once every delivery arrived,
+    `check_counts(outcome, versions)` are called while the clients that got CONNACK 0 are
+    connected (`versions`: client id -> MQTT version).
     """
     outcome = {"connack": {}, "suback": {}, "puback": {}, "received": {}}
     connected = []
@@ -242,6 +302,7 @@ def run_scenario(broker, check_listing):
         for me, client in connected:
             outcome["received"][me] = sorted(f"{t} <- {p.decode()}" for t, p in client.messages)
         check_listing(ids, "after PUBLISH")
+        check_counts(outcome, {me: client.version for me, client in connected})
     finally:
         for _, client in connected:
             client.disconnect()
@@ -270,6 +331,11 @@ SETUPS = {
                                          files={"passwd": "PASSWD", "acl": ACL_FILE}),
     "acl_only_anonymous_true": dict(allow_anonymous=True, extra=ACL_LINE,
                                     files={"acl": ACL_FILE}),
+    "password_acl_deny_rules": dict(allow_anonymous=True,
+                                    extra=PASSWORD_FILE + "\n" + ACL_LINE,
+                                    files={"passwd": "PASSWD", "acl": ACL_FILE_DENY}),
+    "acl_only_deny_rules": dict(allow_anonymous=True, extra=ACL_LINE,
+                                files={"acl": ACL_FILE_DENY}),
     # The password_file line in a file of include_dir, which the plugin must follow too.
     "password_in_include_dir": dict(allow_anonymous=True, extra="include_dir {dir}/conf.d",
                                     files={"passwd": "PASSWD",
@@ -278,6 +344,8 @@ SETUPS = {
                                   files={"dynsec.json": "DYNSEC"}),
     "dynsec_anonymous_false": dict(allow_anonymous=False, plugin_after=DYNSEC_LINES,
                                    files={"dynsec.json": "DYNSEC"}),
+    "dynsec_deny_roles": dict(allow_anonymous=True, plugin_after=DYNSEC_LINES,
+                              files={"dynsec.json": "DYNSEC_DENY"}),
     # Loaded before ours, against the plugin's advice (it logs a warning): still no change,
     # and the plugin must still find its own file and companion.
     "dynsec_before_plugin": dict(allow_anonymous=True, extra=DYNSEC_LINES,
@@ -298,7 +366,8 @@ class AuthNeutralityTest(unittest.TestCase):
         workdir = tempfile.mkdtemp(prefix="mqc-auth-")
         try:
             cls.generated = {"PASSWD": make_password_file(workdir),
-                             "DYNSEC": make_dynsec_file(workdir)}
+                             "DYNSEC": make_dynsec_file(workdir),
+                             "DYNSEC_DENY": make_dynsec_file(workdir, DYNSEC_DENY_ROLES)}
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
@@ -325,9 +394,37 @@ class AuthNeutralityTest(unittest.TestCase):
             if listed != expected:
                 listing_problems.append((when, {"expected": expected, "listed": listed}))
 
+        def check_counts(outcome, versions):
+            """The subscriptions listed are those granted, in packet order; an MQTT 5 client's
+            deliverCount is what it received. (An MQTT 3.1.1 client gets one copy of a message
+            its overlapping subscriptions match, counted per subscription: README.)"""
+            if not plugin or name in LISTING_MAY_MISS:
+                return
+            expected = {}
+            for me, codes in outcome["suback"].items():
+                granted = [f.format(me=me) for f in FILTERS if codes[f][0] < 0x80]
+                received = len(outcome["received"][me]) if versions[me] == 5 else None
+                expected[me] = (granted, received)
+
+            def reported():
+                result = {}
+                for me, (_, received) in expected.items():
+                    listed = broker.connection(me)
+                    rich = by_client(broker, me)
+                    count = None
+                    if received is not None:
+                        count = rich and int(rich["totalRequestStatistics"]["deliverCount"])
+                    result[me] = ([s["filter"] for s in listed["subscriptions"]] if listed
+                                  else None, count)
+                return result
+            counts = poll(reported, lambda r: r == expected, CONNECTIONS_TIMEOUT)
+            if counts != expected:
+                listing_problems.append(("subscriptions and deliveries",
+                                         {"expected": expected, "reported": counts}))
+
         try:
             broker.start()
-            outcome = run_scenario(broker, check_listing)
+            outcome = run_scenario(broker, check_listing, check_counts)
             if plugin and name in LISTING_MAY_MISS and \
                     "load this plugin before the other plugins" not in broker.log():
                 listing_problems.append(("log", "no warning about the plugin load order"))
@@ -383,6 +480,17 @@ class AuthNeutralityTest(unittest.TestCase):
 
     def test_dynamic_security_allow_anonymous_false(self):
         self.check("dynsec_anonymous_false")
+
+    # 8: deny and pattern rules in an acl_file, and dynamic-security roles that deny
+    # subscriptions and deliveries: what the plugin counts and lists must follow them too.
+    def test_password_and_acl_file_with_deny_rules(self):
+        self.check("password_acl_deny_rules")
+
+    def test_acl_file_with_deny_rules_only(self):
+        self.check("acl_only_deny_rules")
+
+    def test_dynamic_security_roles_that_deny(self):
+        self.check("dynsec_deny_roles")
 
     # Beyond the brief's list: sources the plugin could overlook.
     def test_password_file_in_include_dir(self):

@@ -19,6 +19,12 @@
 #include <mqtt_protocol.h>
 // clang-format on
 
+// The broker's whole ACL decision for one request (src/security.c). Mosquitto 2.0 exports it
+// but no installed header declares it.
+extern "C" int mosquitto_acl_check(struct mosquitto* context, const char* topic,
+                                   uint32_t payloadlen, void* payload, uint8_t qos, bool retain,
+                                   int access);
+
 namespace mqc {
 
 namespace {
@@ -130,16 +136,24 @@ int OnExtAuthStart(int /*event*/, void* event_data, void* userdata) {
   return MOSQ_ERR_PLUGIN_DEFER;
 }
 
-// What an ACL check tells: deliveries (READ), subscriptions (SUBSCRIBE, UNSUBSCRIBE).
-// Publishes are counted at MESSAGE, once they passed every check.
-void WatchAclCheck(PluginState* state, const mosquitto_evt_acl_check& data) {
+// Whether the answer to this ACL check changes what the plugin records: a delivery (READ), a
+// subscription (SUBSCRIBE, UNSUBSCRIBE). Publishes are counted at MESSAGE, once they passed
+// every check; WRITE checks record nothing.
+bool RecordsOnAnswer(PluginState* state, const mosquitto_evt_acl_check& data) {
   SessionTable& sessions = *state->sessions;
   // A READ check for the client whose CONNECT is being handled is the broker re-checking the
   // queued messages of the session it resumes (after it disconnected the old client): they
   // were counted when first queued, and that CONNECT is not over yet.
   const bool resume_recheck = data.access == MOSQ_ACL_READ && sessions.IsPending(data.client);
   if (!resume_recheck) sessions.Settle();
-  if (data.access == MOSQ_ACL_WRITE || resume_recheck) return;
+  if (resume_recheck) return false;
+  return data.access == MOSQ_ACL_READ || data.access == MOSQ_ACL_SUBSCRIBE ||
+         data.access == MOSQ_ACL_UNSUBSCRIBE;
+}
+
+// Records a check the broker allowed: the delivery is queued, the subscription made or removed.
+void RecordAllowedAclCheck(PluginState* state, const mosquitto_evt_acl_check& data) {
+  SessionTable& sessions = *state->sessions;
   const SessionTable::ClientView view = ViewOrDiscover(state, data.client);
   switch (data.access) {
     case MOSQ_ACL_READ: {
@@ -169,15 +183,46 @@ void WatchAclCheck(PluginState* state, const mosquitto_evt_acl_check& data) {
   }
 }
 
+// The broker's answer to this check from every ACL source after this plugin (the acl_file
+// check, plugins loaded later): the broker's own mosquitto_acl_check runs the callback chain
+// again, and this plugin's callback steps aside in that nested call (`acl_check_nested`).
+// Returning that answer to the outer call ends its loop, so every other callback still runs
+// once per check: the nested call takes the place of the rest of the outer loop. When every
+// later source defers, the nested call answers ACL_DENIED, which is what the outer loop would
+// have answered after them. mosquitto_acl_check never answers DEFER.
+int AskLaterAclSources(PluginState* state, const mosquitto_evt_acl_check& data) {
+  state->acl_check_nested = true;
+  const int answer =
+      mosquitto_acl_check(data.client, data.topic, data.payloadlen, const_cast<void*>(data.payload),
+                          data.qos, data.retain, data.access);
+  state->acl_check_nested = false;
+  return answer;
+}
+
 int OnAclCheck(int /*event*/, void* event_data, void* userdata) {
   auto* state = static_cast<PluginState*>(userdata);
+  // This plugin's own nested call (AskLaterAclSources): let the rest of the chain decide.
+  if (state->acl_check_nested) return MOSQ_ERR_PLUGIN_DEFER;
+  const auto& data = *static_cast<const mosquitto_evt_acl_check*>(event_data);
+  bool records = false;
   try {
-    WatchAclCheck(state, *static_cast<const mosquitto_evt_acl_check*>(event_data));
+    records = RecordsOnAnswer(state, data);
   } catch (...) {
     // Watching must never change the outcome: fall through to the decision.
   }
-  // With no other ACL source the broker allows everything (mosquitto_acl_check()).
-  return state->decide_acl ? MOSQ_ERR_SUCCESS : MOSQ_ERR_PLUGIN_DEFER;
+  // With no other ACL source the broker allows everything (mosquitto_acl_check()). Where
+  // another source decides and nothing is recorded, deferring leaves the decision to it.
+  int answer = MOSQ_ERR_SUCCESS;
+  if (!state->decide_acl) {
+    answer = records ? AskLaterAclSources(state, data) : MOSQ_ERR_PLUGIN_DEFER;
+  }
+  if (records && answer == MOSQ_ERR_SUCCESS) {
+    try {
+      RecordAllowedAclCheck(state, data);
+    } catch (...) {
+    }
+  }
+  return answer;
 }
 
 int OnMessage(int /*event*/, void* event_data, void* userdata) {

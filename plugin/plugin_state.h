@@ -31,6 +31,9 @@ struct PluginState {
   bool decide_basic_auth = false;
   bool allow_anonymous = false;
   bool decide_acl = false;
+  // Set while the ACL_CHECK callback asks the broker for the later sources' answer: the nested
+  // call reaches this plugin's callback again, which must then defer (broker_events.cc).
+  bool acl_check_nested = false;
 
   std::unique_ptr<SharedRegion> region;
   std::unique_ptr<BrokerLink> link;
