@@ -18,7 +18,7 @@ import unittest
 from harness import Broker, Client, wait_for
 from test_auth_neutrality import DYNSEC_LINES, make_dynsec_file, poll
 from test_list_connections import by_client
-from test_metrics import Metrics, delta
+from test_metrics import Metrics, delta, v5_properties, wait_metrics
 
 PATTERNS = ("events", "store", "queues")
 SETTLE_TIMEOUT = 5.0  # counters and listings reach the companion a little after the broker
@@ -126,6 +126,39 @@ class AclFileCountingTest(unittest.TestCase):
                             lambda r: r == received_statistics(subscribers), SETTLE_TIMEOUT)
             self.assertEqual(reported, received_statistics(subscribers))
             for c in subscribers + [writer]:
+                c.disconnect()
+        broker.cleanup_dir()
+
+    def test_a_response_the_acl_file_keeps_from_its_requester_is_not_a_delivery(self):
+        acl = ("user requester\ntopic write commands/#\ntopic read replies/ok/#\n\n"
+               "user responder\ntopic read commands/#\ntopic write replies/#\n")
+        with Broker(extra="acl_file {dir}/acl", files={"acl": acl},
+                    options={"rpc_timeout": "30"}) as broker:
+            responder = Client(broker, "responder", version=5, username="responder")
+
+            def answer(client, userdata, message):
+                client.publish(message.properties.ResponseTopic, b"done", qos=1,
+                               properties=v5_properties(
+                                   correlation=message.properties.CorrelationData))
+            responder.client.on_message = answer
+            responder.subscribe("commands/svc/#", 1)
+            requester = Client(broker, "requester", version=5, username="requester")
+            requester.subscribe("replies/#", 1)
+            before = Metrics(broker)
+            requester.publish("commands/svc/a", b"go", qos=1,
+                              properties=v5_properties("replies/ok/1", b"c1"))
+            wait_for(lambda: len(requester.messages) == 1, what="the allowed response")
+            # The second response reaches the broker, which keeps it from the requester.
+            requester.publish("commands/svc/b", b"go", qos=1,
+                              properties=v5_properties("replies/no/2", b"c2"))
+            after = wait_metrics(broker, lambda m: delta(before, m, "rpc_response", "dropped"),
+                                 what="the undelivered response")
+            self.assertEqual(requester.messages, [("replies/ok/1", b"done")])
+            self.assertEqual(delta(before, after, "rpc_command", "success"), 2)
+            self.assertEqual(delta(before, after, "rpc_response", "success"), 1)
+            self.assertEqual(delta(before, after, "rpc_response", "dropped"), 1)
+            self.assertEqual(reported_statistics(broker, [requester]), {"requester": (1, 4)})
+            for c in (responder, requester):
                 c.disconnect()
         broker.cleanup_dir()
 
