@@ -136,24 +136,41 @@ int OnExtAuthStart(int /*event*/, void* event_data, void* userdata) {
   return MOSQ_ERR_PLUGIN_DEFER;
 }
 
-// Whether the answer to this ACL check changes what the plugin records: a delivery (READ), a
-// subscription (SUBSCRIBE, UNSUBSCRIBE). Publishes are counted at MESSAGE, once they passed
-// every check; WRITE checks record nothing.
-bool RecordsOnAnswer(PluginState* state, const mosquitto_evt_acl_check& data) {
+// The broker's answer to this check from every ACL source after this plugin (the acl_file
+// check, plugins loaded later): the broker's own mosquitto_acl_check runs the callback chain
+// again, and this plugin's callback steps aside in that nested call (`acl_check_nested`).
+// Returning that answer to the outer call ends its loop, so every other callback still runs
+// once per check: the nested call takes the place of the rest of the outer loop. When every
+// later source defers, the nested call answers ACL_DENIED, which is what the outer loop would
+// have answered after them. mosquitto_acl_check never answers DEFER.
+int AskLaterAclSources(PluginState* state, const mosquitto_evt_acl_check& data) {
+  state->acl_check_nested = true;
+  const int answer =
+      mosquitto_acl_check(data.client, data.topic, data.payloadlen, const_cast<void*>(data.payload),
+                          data.qos, data.retain, data.access);
+  state->acl_check_nested = false;
+  return answer;
+}
+
+// What an ACL check tells once the broker allows it: a delivery queued (READ), a subscription
+// made or removed (SUBSCRIBE, UNSUBSCRIBE). Publishes are counted at MESSAGE, once they passed
+// every check. With kAskLater (another ACL source decides), that source is asked first
+// (AskLaterAclSources), `*answer` becomes its answer, and nothing is recorded unless it allows;
+// otherwise the answer is the broker's without plugins (allow) and `answer` is not used. One
+// template, so that the path without another source stays what it was.
+template <bool kAskLater>
+void WatchAclCheck(PluginState* state, const mosquitto_evt_acl_check& data, int* answer) {
   SessionTable& sessions = *state->sessions;
   // A READ check for the client whose CONNECT is being handled is the broker re-checking the
   // queued messages of the session it resumes (after it disconnected the old client): they
   // were counted when first queued, and that CONNECT is not over yet.
   const bool resume_recheck = data.access == MOSQ_ACL_READ && sessions.IsPending(data.client);
   if (!resume_recheck) sessions.Settle();
-  if (resume_recheck) return false;
-  return data.access == MOSQ_ACL_READ || data.access == MOSQ_ACL_SUBSCRIBE ||
-         data.access == MOSQ_ACL_UNSUBSCRIBE;
-}
-
-// Records a check the broker allowed: the delivery is queued, the subscription made or removed.
-void RecordAllowedAclCheck(PluginState* state, const mosquitto_evt_acl_check& data) {
-  SessionTable& sessions = *state->sessions;
+  if (data.access == MOSQ_ACL_WRITE || resume_recheck) return;
+  if constexpr (kAskLater) {
+    *answer = AskLaterAclSources(state, data);
+    if (*answer != MOSQ_ERR_SUCCESS) return;
+  }
   const SessionTable::ClientView view = ViewOrDiscover(state, data.client);
   switch (data.access) {
     case MOSQ_ACL_READ: {
@@ -183,44 +200,26 @@ void RecordAllowedAclCheck(PluginState* state, const mosquitto_evt_acl_check& da
   }
 }
 
-// The broker's answer to this check from every ACL source after this plugin (the acl_file
-// check, plugins loaded later): the broker's own mosquitto_acl_check runs the callback chain
-// again, and this plugin's callback steps aside in that nested call (`acl_check_nested`).
-// Returning that answer to the outer call ends its loop, so every other callback still runs
-// once per check: the nested call takes the place of the rest of the outer loop. When every
-// later source defers, the nested call answers ACL_DENIED, which is what the outer loop would
-// have answered after them. mosquitto_acl_check never answers DEFER.
-int AskLaterAclSources(PluginState* state, const mosquitto_evt_acl_check& data) {
-  state->acl_check_nested = true;
-  const int answer =
-      mosquitto_acl_check(data.client, data.topic, data.payloadlen, const_cast<void*>(data.payload),
-                          data.qos, data.retain, data.access);
-  state->acl_check_nested = false;
-  return answer;
-}
-
 int OnAclCheck(int /*event*/, void* event_data, void* userdata) {
   auto* state = static_cast<PluginState*>(userdata);
+  const auto& data = *static_cast<const mosquitto_evt_acl_check*>(event_data);
+  if (state->decide_acl) {
+    // No other ACL source: the broker allows everything (mosquitto_acl_check()).
+    try {
+      WatchAclCheck<false>(state, data, nullptr);
+    } catch (...) {
+      // Watching must never change the outcome.
+    }
+    return MOSQ_ERR_SUCCESS;
+  }
   // This plugin's own nested call (AskLaterAclSources): let the rest of the chain decide.
   if (state->acl_check_nested) return MOSQ_ERR_PLUGIN_DEFER;
-  const auto& data = *static_cast<const mosquitto_evt_acl_check*>(event_data);
-  bool records = false;
+  // A check that records nothing is left to the other sources.
+  int answer = MOSQ_ERR_PLUGIN_DEFER;
   try {
-    records = RecordsOnAnswer(state, data);
+    WatchAclCheck<true>(state, data, &answer);
   } catch (...) {
-    // Watching must never change the outcome: fall through to the decision.
-  }
-  // With no other ACL source the broker allows everything (mosquitto_acl_check()). Where
-  // another source decides and nothing is recorded, deferring leaves the decision to it.
-  int answer = MOSQ_ERR_SUCCESS;
-  if (!state->decide_acl) {
-    answer = records ? AskLaterAclSources(state, data) : MOSQ_ERR_PLUGIN_DEFER;
-  }
-  if (records && answer == MOSQ_ERR_SUCCESS) {
-    try {
-      RecordAllowedAclCheck(state, data);
-    } catch (...) {
-    }
+    // Watching must never change the outcome: the answer is set before anything can throw.
   }
   return answer;
 }
