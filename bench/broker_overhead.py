@@ -8,10 +8,12 @@ plugin classifies and counts every publish and every delivery). The brokers run 
 other in alternating rounds, and the figures are the median over the rounds.
 
 Usage: bench/broker_overhead.py BUILD_DIR [--messages N] [--subscribers N] [--rounds N]
+                                [--acl-file]
 Prints one line per round and a summary: CPU microseconds per delivered message, and the
 ratio with/without the plugin. With --callgrind N it also counts the broker's instructions
 per delivered message under valgrind (repeatable, whatever else the machine does) from runs
-of N and 2N messages, which takes longer.
+of N and 2N messages, which takes longer. With --acl-file both brokers get an acl_file that
+allows the workload (ACL_FILE_TEXT), so that the plugin asks the broker's ACL for every delivery.
 """
 
 import argparse
@@ -25,6 +27,20 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 import harness  # noqa: E402
+
+
+# Lines before the first `user` line apply to the anonymous benchmark clients; the pattern
+# line makes the broker's check walk its pattern list too, as a typical acl_file does.
+ACL_FILE_TEXT = """\
+topic readwrite events/#
+pattern read clients/%c/#
+"""
+
+
+def broker_arguments(acl_file):
+    if not acl_file:
+        return {}
+    return {"extra": "acl_file {dir}/acl", "files": {"acl": ACL_FILE_TEXT}}
 
 
 def cpu_seconds(pid):
@@ -61,7 +77,7 @@ def run_workload(broker, messages, subscribers, payload_file):
     return cpu_seconds(broker.process.pid) - before, elapsed
 
 
-def callgrind_instructions(with_plugin, messages, subscribers, payload_file, workdir):
+def callgrind_instructions(with_plugin, messages, subscribers, payload_file, workdir, acl_file):
     """Instructions the broker executes over its whole life for the workload (callgrind)."""
     out = os.path.join(workdir, f"callgrind.{with_plugin}.{messages}.out")
     # The broker drops to user mosquitto, and callgrind writes its totals as that user at exit.
@@ -70,7 +86,8 @@ def callgrind_instructions(with_plugin, messages, subscribers, payload_file, wor
     os.chmod(out, 0o666)
     broker = harness.Broker(plugin=with_plugin, log_types=("error", "warning", "notice"),
                             command_prefix=["valgrind", "--tool=callgrind",
-                                            f"--callgrind-out-file={out}"])
+                                            f"--callgrind-out-file={out}"],
+                            **broker_arguments(acl_file))
     broker.start()
     try:
         run_workload(broker, messages, subscribers, payload_file)
@@ -84,7 +101,7 @@ def callgrind_instructions(with_plugin, messages, subscribers, payload_file, wor
     raise RuntimeError(f"no totals in {out}")
 
 
-def instructions_per_delivery(with_plugin, messages, subscribers, payload, workdir):
+def instructions_per_delivery(with_plugin, messages, subscribers, payload, workdir, acl_file):
     """The difference between a run with 2N messages and one with N cancels start-up and
     shutdown: what remains is the cost of N messages delivered to every subscriber."""
     small = os.path.join(workdir, "payload-n")
@@ -94,8 +111,9 @@ def instructions_per_delivery(with_plugin, messages, subscribers, payload, workd
             (n2 if i >= messages else n).write(line)
             if i < messages:
                 n2.write(line)
-    once = callgrind_instructions(with_plugin, messages, subscribers, small, workdir)
-    twice = callgrind_instructions(with_plugin, 2 * messages, subscribers, large, workdir)
+    once = callgrind_instructions(with_plugin, messages, subscribers, small, workdir, acl_file)
+    twice = callgrind_instructions(with_plugin, 2 * messages, subscribers, large, workdir,
+                                   acl_file)
     return (twice - once) / (messages * subscribers)
 
 
@@ -107,6 +125,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--callgrind", type=int, default=0, metavar="MESSAGES",
                         help="also count instructions per message under callgrind")
+    parser.add_argument("--acl-file", action="store_true",
+                        help="give both brokers an acl_file that allows the workload")
     args = parser.parse_args()
     harness.PLUGIN = os.path.join(args.build_dir, "mosquitto_connections.so")
     harness.COMPANION = os.path.join(args.build_dir, "mosquitto_connections_companion")
@@ -122,7 +142,8 @@ def main():
         for round_ in range(args.rounds):
             for plugin in (False, True) if round_ % 2 == 0 else (True, False):
                 # No per-message log lines: they would cost more than what is measured.
-                broker = harness.Broker(plugin=plugin, log_types=("error", "warning", "notice"))
+                broker = harness.Broker(plugin=plugin, log_types=("error", "warning", "notice"),
+                                        **broker_arguments(args.acl_file))
                 broker.start()
                 try:
                     cpu, elapsed = run_workload(broker, args.messages, args.subscribers,
@@ -143,7 +164,8 @@ def main():
                   flush=True)
         if args.callgrind:
             per = {p: instructions_per_delivery(p, args.callgrind, args.subscribers,
-                                                payload_file, workdir) for p in (False, True)}
+                                                payload_file, workdir, args.acl_file)
+                   for p in (False, True)}
             print(f"callgrind instructions per delivered message: plain {per[False]:.0f}, "
                   f"with plugin {per[True]:.0f}, ratio {per[True] / per[False]:.4f}")
     finally:
