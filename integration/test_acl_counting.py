@@ -16,7 +16,7 @@ import time
 import unittest
 
 from harness import Broker, Client, wait_for
-from test_auth_neutrality import DYNSEC_LINES, make_dynsec_file, poll
+from test_auth_neutrality import DYNSEC_DENY_ROLES, DYNSEC_LINES, make_dynsec_file, poll
 from test_list_connections import by_client
 from test_metrics import Metrics, delta, v5_properties, wait_metrics
 
@@ -258,6 +258,7 @@ class DynamicSecurityCountingTest(unittest.TestCase):
         workdir = tempfile.mkdtemp(prefix="mqc-acl-")
         try:
             cls.dynsec = make_dynsec_file(workdir)
+            cls.dynsec_deny = make_dynsec_file(workdir, DYNSEC_DENY_ROLES)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
@@ -277,6 +278,22 @@ class DynamicSecurityCountingTest(unittest.TestCase):
             # requestCount: the publishes and the subscriptions the broker accepted.
             self.assertEqual(by_client(broker, "dyn-other")["totalRequestStatistics"]
                              ["requestCount"], "3")
+            other.disconnect()
+        broker.cleanup_dir()
+
+    def test_an_unsubscribe_dynamic_security_refuses_keeps_the_subscription_listed(self):
+        with Broker(plugin_after=DYNSEC_LINES,
+                    files={"dynsec.json": self.dynsec_deny}) as broker:
+            # otherrole (deny roles): no unsubscribing from other/keep/#.
+            other = Client(broker, "dyn-other", version=5, username="other", password="pass2")
+            self.assertEqual(other.subscribe("other/keep/#", 1), [1])
+            self.assertEqual(other.subscribe("other/free/#", 1), [1])
+            other.unsubscribe("other/keep/#")
+            other.unsubscribe("other/free/#")
+            listed = poll(lambda: broker.connection("dyn-other"),
+                          lambda c: c is not None and len(c["subscriptions"]) == 1,
+                          SETTLE_TIMEOUT)
+            self.assertEqual([s["filter"] for s in listed["subscriptions"]], ["other/keep/#"])
             other.disconnect()
         broker.cleanup_dir()
 

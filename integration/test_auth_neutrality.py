@@ -127,7 +127,8 @@ pattern write home/+/mail
 
 # Dynamic-security roles that refuse by explicit deny lines, not only by default: "user" may
 # subscribe to anything but drop/# and user/#, and is not to receive other/# or public/#;
-# "other" may subscribe to anything and receive only other/# and home/#; anonymous clients may
+# "other" may subscribe to anything (but not unsubscribe from other/keep/#) and receive only
+# other/# and home/#; anonymous clients may
 # subscribe to public/# and anon/# but not to anon/private/#, and receive nothing on anon/chat.
 DYNSEC_DENY_ROLES = [
     {"rolename": "userrole", "acls": [
@@ -140,6 +141,8 @@ DYNSEC_DENY_ROLES = [
     ]},
     {"rolename": "otherrole", "acls": [
         {"acltype": "subscribePattern", "topic": "#", "allow": True},
+        {"acltype": "unsubscribePattern", "topic": "other/keep/#", "priority": 5,
+         "allow": False},
         {"acltype": "publishClientReceive", "topic": "other/#", "priority": 5, "allow": True},
         {"acltype": "publishClientReceive", "topic": "home/#", "priority": 5, "allow": True},
         {"acltype": "publishClientReceive", "topic": "#", "allow": False},

@@ -40,8 +40,9 @@ class TrafficMeter {
   void OnPublish(const void* client, ConnectionStatsSlot* stats, std::string_view topic,
                  std::uint32_t payload_bytes, PublishDetails& details);
 
-  // ACL_CHECK READ: a message queued for a subscriber. `online`: a connected client (else an
-  // offline persistent session, where a QoS 0 message is thrown away).
+  // ACL_CHECK READ that the broker allowed: a message queued for a subscriber. `online`: a
+  // connected client (else an offline persistent session, where a QoS 0 message is thrown
+  // away).
   void OnDeliver(const void* client, ConnectionStatsSlot* stats, bool online,
                  std::string_view topic, std::uint32_t payload_bytes, std::uint8_t qos,
                  PublishDetails& clock);
