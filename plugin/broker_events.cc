@@ -109,11 +109,15 @@ int OnBasicAuth(int /*event*/, void* event_data, void* userdata) {
   auto* state = static_cast<PluginState*>(userdata);
   try {
     const auto* data = static_cast<mosquitto_evt_basic_auth*>(event_data);
-    ClientFacts facts = ReadFacts(data->client, state->broker_config);
-    if (facts.mechanism == AuthMechanism::kPassword) {
-      facts.credentials_checked = !state->decide_basic_auth;
+    // At a configuration reload the broker re-checks every client it holds (docs/reload.md):
+    // the connection stays what it was, and the decision below is the broker's own again.
+    if (!state->sessions->IsRecheck(data->client, ClientSocket(data->client) >= 0)) {
+      ClientFacts facts = ReadFacts(data->client, state->broker_config);
+      if (facts.mechanism == AuthMechanism::kPassword) {
+        facts.credentials_checked = !state->decide_basic_auth;
+      }
+      state->sessions->BeginConnect(data->client, std::move(facts), NowNs());
     }
-    state->sessions->BeginConnect(data->client, std::move(facts), NowNs());
   } catch (...) {
     // Watching must never change the outcome: fall through to the decision.
   }
@@ -255,6 +259,8 @@ int OnTick(int /*event*/, void* /*event_data*/, void* userdata) {
   auto* state = static_cast<PluginState*>(userdata);
   try {
     state->sessions->Settle();
+    state->sessions->EndReload();  // the broker's re-check of its clients is over
+    SendSettingsIfPending(state);
     state->link->DrainCommands(
         [](const LogCommand& command) { LogToBroker(command.level, command.text); });
     state->companion->Tick(MonotonicNs());  // delays and stall checks: no wall-clock jumps
@@ -279,6 +285,7 @@ constexpr EventHandler kHandlers[] = {
     {MOSQ_EVT_MESSAGE, OnMessage, "MESSAGE"},
     {MOSQ_EVT_DISCONNECT, OnDisconnect, "DISCONNECT"},
     {MOSQ_EVT_TICK, OnTick, "TICK"},
+    {MOSQ_EVT_RELOAD, OnReload, "RELOAD"},
 };
 
 }  // namespace

@@ -86,6 +86,8 @@ bool ApplyBrokerConfig(PluginState* state, const std::string& own_path) {
     return false;
   }
   state->broker_config = config;
+  state->config_path = config_path;
+  state->own_path = own_path;
   state->decide_basic_auth = !HasOtherAuthSource(config, own_path);
   state->allow_anonymous = config.EffectiveAllowAnonymous();
   state->decide_acl = !HasOtherAclSource(config, own_path);

@@ -23,6 +23,9 @@ struct PluginState {
   mosquitto_plugin_id_t* identifier = nullptr;
   PluginOptions options;
   BrokerConfig broker_config;
+  std::string config_path;        // the broker's configuration file, read again at every reload
+  std::string own_path;           // this plugin's .so, to find its own plugin line
+  bool settings_pending = false;  // reloaded options the running companion has not been sent
   GetStateFunction get_state = nullptr;  // null: close reasons other than takeover are unknown
   std::uint64_t idle_answered = 0;       // the companion's last idle request answered
 
@@ -49,5 +52,10 @@ struct PluginState {
 bool RegisterBrokerEvents(PluginState* state);
 void UnregisterBrokerEvents(PluginState* state);
 void LogToBroker(LogLevel level, const std::string& text);
+
+// reload.cc
+int OnReload(int event, void* event_data, void* userdata);
+// Sends reloaded registry options to the running companion; false while the ring is full.
+bool SendSettingsIfPending(PluginState* state);
 
 }  // namespace mqc

@@ -111,6 +111,12 @@ bool ParseBrokerConfig(std::string_view text, const std::string& path, bool foll
       config->psk_file = true;
     } else if (key == "plugin" || key == "auth_plugin") {
       config->plugins.emplace_back(value);
+      config->plugin_options.emplace_back();
+    } else if (key.rfind("plugin_opt_", 0) == 0 || key.rfind("auth_opt_", 0) == 0) {
+      // Mosquitto refuses an option before any plugin line; so does this reader.
+      if (config->plugin_options.empty()) return bad("plugin option before any plugin line");
+      key.remove_prefix(key.find("_opt_") + 5);
+      config->plugin_options.back().emplace_back(std::string(key), std::string(value));
     } else if (key == "listener") {
       config->local_only = false;
       std::string_view port = value.substr(0, value.find_first_of(" \t"));
@@ -181,6 +187,14 @@ bool HasOtherPlugin(const BrokerConfig& config, const std::string& own_plugin) {
 }
 
 }  // namespace
+
+const std::vector<std::pair<std::string, std::string>>* OptionsOfPlugin(
+    const BrokerConfig& config, const std::string& own_plugin) {
+  for (std::size_t i = 0; i < config.plugins.size(); ++i) {
+    if (IsSameFile(config.plugins[i], own_plugin)) return &config.plugin_options[i];
+  }
+  return nullptr;
+}
 
 bool HasOtherAuthSource(const BrokerConfig& config, const std::string& own_plugin) {
   return config.password_file || HasOtherPlugin(config, own_plugin);

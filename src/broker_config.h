@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mqc {
@@ -32,6 +33,9 @@ struct BrokerConfig {
   bool acl_file = false;
   bool psk_file = false;
   std::vector<std::string> plugins;  // plugin and auth_plugin paths, in file order
+  // The plugin_opt_<key> (or auth_opt_<key>) lines after each of `plugins`, as (key, value):
+  // what a reload reads again, since Mosquitto 2.0 hands plugins no options at RELOAD.
+  std::vector<std::vector<std::pair<std::string, std::string>>> plugin_options;
   std::vector<ListenerConfig> listeners;
 
   // Mosquitto 2.0: true in local-only mode, else false unless set.
@@ -55,6 +59,11 @@ std::string ConfigPathFromArguments(const std::vector<std::string>& arguments);
 // since the plugin cannot tell which events another plugin handles.
 // Whether two paths name the same file (symbolic links and relative parts resolved).
 bool IsSameFile(const std::string& a, const std::string& b);
+
+// The options written for the plugin at `own_plugin` (the first plugin line naming that file);
+// null when no plugin line names it.
+const std::vector<std::pair<std::string, std::string>>* OptionsOfPlugin(
+    const BrokerConfig& config, const std::string& own_plugin);
 
 bool HasOtherAuthSource(const BrokerConfig& config, const std::string& own_plugin);
 bool HasOtherAclSource(const BrokerConfig& config, const std::string& own_plugin);

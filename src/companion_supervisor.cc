@@ -24,6 +24,14 @@ CompanionState CompanionSupervisor::ReadState() const {
       region_->header()->companion.state.load(std::memory_order_acquire));
 }
 
+void CompanionSupervisor::SetOptionOverrides(std::vector<std::string> overrides) {
+  overrides_ = std::move(overrides);
+  std::vector<std::string> extra = overrides_;
+  // The last plugin option wins: restarts keep this port.
+  if (kept_http_port_ >= 0) extra.push_back("http_port=" + std::to_string(kept_http_port_));
+  process_.SetExtraArguments(std::move(extra));
+}
+
 int CompanionSupervisor::http_port() const {
   return region_->header()->companion.http_port.load(std::memory_order_relaxed);
 }
@@ -44,8 +52,8 @@ bool CompanionSupervisor::StartAndWait(int timeout_ms, const std::function<void(
     switch (ReadState()) {
       case CompanionState::kServing:
         serving_ = true;
-        // The last plugin option wins: restarts keep this port.
-        process_.SetExtraArguments({"http_port=" + std::to_string(http_port())});
+        kept_http_port_ = http_port();
+        SetOptionOverrides(overrides_);
         return true;
       case CompanionState::kFailed:
         *error = region_->header()->companion.failure;

@@ -42,6 +42,11 @@ class CompanionSupervisor {
 
   void Stop();
 
+  // Options changed by a configuration reload ("key=value"), given to every later start of the
+  // companion after its original ones (the last value of an option wins). The running companion
+  // learns them from the events ring instead.
+  void SetOptionOverrides(std::vector<std::string> overrides);
+
   bool serving() const { return serving_; }
   int http_port() const;
   pid_t pid() const { return process_.pid(); }
@@ -54,6 +59,8 @@ class CompanionSupervisor {
   SharedRegion* region_;
   CompanionProcess process_;
   Logger log_;
+  std::vector<std::string> overrides_;
+  int kept_http_port_ = -1;  // the port the first start bound: restarts keep it
   bool serving_ = false;
   std::int64_t next_start_ns_ = 0;
   int restart_delay_ms_ = 0;

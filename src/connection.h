@@ -22,6 +22,7 @@ enum class CloseReason : std::uint8_t {
   kAuthenticationFailed = 4,
   kKicked = 5,
   kBrokerShutdown = 6,
+  kAccessRevoked = 7,  // a config reload withdrew the client's right to stay connected
 };
 
 enum class AuthMechanism : std::uint8_t {

@@ -89,7 +89,7 @@ bool Decode(std::string_view bytes, ConnectionEvent* e) {
   std::uint8_t clean = 0;
   const bool ok =
       r.Get(&e->seq) && r.Get(&e->uid) && r.Get(&e->open_time_ns) && r.Get(&e->close_time_ns) &&
-      r.GetEnum(&e->close_reason, CloseReason::kBrokerShutdown) && r.Get(&e->protocol_version) &&
+      r.GetEnum(&e->close_reason, CloseReason::kAccessRevoked) && r.Get(&e->protocol_version) &&
       r.Get(&clean) && clean <= 1 && r.GetEnum(&e->auth_mechanism, AuthMechanism::kEnhanced) &&
       r.GetEnum(&e->auth_state, AuthState::kFailure) && r.Get(&e->keep_alive) && r.Get(&e->port) &&
       r.Get(&e->local_port) && r.Get(&e->stats_slot) && r.GetString(&e->client_id) &&
@@ -111,7 +111,7 @@ void Encode(const CloseEvent& e, std::string* out) {
 bool Decode(std::string_view bytes, CloseEvent* e) {
   ByteReader r(bytes);
   return r.Get(&e->seq) && r.Get(&e->close_time_ns) &&
-         r.GetEnum(&e->reason, CloseReason::kBrokerShutdown) && r.Get(&e->totals) &&
+         r.GetEnum(&e->reason, CloseReason::kAccessRevoked) && r.Get(&e->totals) &&
          r.Get(&e->idle_ns) && r.Done();
 }
 
@@ -135,6 +135,19 @@ void Encode(const ResyncEvent& e, std::string* out) {
 bool Decode(std::string_view bytes, ResyncEvent* e) {
   ByteReader r(bytes);
   return r.Get(&e->generation) && r.Done();
+}
+
+void Encode(const SettingsEvent& e, std::string* out) {
+  ByteWriter w(out);
+  w.Put(e.default_pattern);
+  w.Put(e.closed_max);
+  w.Put(e.closed_ttl_ns);
+}
+
+bool Decode(std::string_view bytes, SettingsEvent* e) {
+  ByteReader r(bytes);
+  return r.GetEnum(&e->default_pattern, DefaultPattern::kNone) && r.Get(&e->closed_max) &&
+         r.Get(&e->closed_ttl_ns) && e->closed_ttl_ns >= 0 && r.Done();
 }
 
 void Encode(const LogCommand& c, std::string* out) {

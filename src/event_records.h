@@ -23,6 +23,7 @@ enum class EventType : std::uint16_t {
   kUnsubscribe = 4,  // a subscription removed
   kResyncBegin = 5,  // a full state follows: forget everything known before
   kResyncEnd = 6,    // the full state is complete
+  kSettings = 7,     // the registry's options, changed by a configuration reload
 };
 
 enum class CommandType : std::uint16_t {
@@ -72,6 +73,12 @@ struct ResyncEvent {  // kResyncBegin and kResyncEnd
   std::uint64_t generation = 0;
 };
 
+struct SettingsEvent {  // kSettings: the options of the registry that a reload can change
+  DefaultPattern default_pattern = DefaultPattern::kEvents;
+  std::uint32_t closed_max = 0;
+  std::int64_t closed_ttl_ns = 0;
+};
+
 // Log levels as the broker's MOSQ_LOG_* values, so the plugin passes them through unchanged.
 enum class LogLevel : std::uint8_t { kInfo = 0x01, kNotice = 0x02, kWarning = 0x04, kError = 0x08 };
 
@@ -85,12 +92,14 @@ void Encode(const ConnectionEvent& event, std::string* out);
 void Encode(const CloseEvent& event, std::string* out);
 void Encode(const SubscriptionEvent& event, std::string* out);
 void Encode(const ResyncEvent& event, std::string* out);
+void Encode(const SettingsEvent& event, std::string* out);
 void Encode(const LogCommand& command, std::string* out);
 
 bool Decode(std::string_view bytes, ConnectionEvent* event);
 bool Decode(std::string_view bytes, CloseEvent* event);
 bool Decode(std::string_view bytes, SubscriptionEvent* event);
 bool Decode(std::string_view bytes, ResyncEvent* event);
+bool Decode(std::string_view bytes, SettingsEvent* event);
 bool Decode(std::string_view bytes, LogCommand* command);
 
 // "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx"

@@ -47,18 +47,19 @@ constexpr std::array<const char*, kOperationCount> kOperationLabels = {
 constexpr std::array<const char*, kStatusCount> kStatusLabels = {"success", "error", "dropped"};
 constexpr std::array<const char*, kDurationOperationCount> kDurationLabels = {
     "rpc_command", "rpc_query", "rpc_response"};
-constexpr std::array<const char*, 7> kCloseReasonLabels = {  // by CloseReason
+constexpr std::array<const char*, 8> kCloseReasonLabels = {  // by CloseReason
     "unknown",
     "client_disconnect",
     "connection_lost",
     "session_taken_over",
     "authentication_failed",
     "kicked",
-    "broker_shutdown"};
+    "broker_shutdown",
+    "access_revoked"};
 constexpr std::array<const char*, kPatternCount> kPatternLabels = {  // by Pattern
     "none", "events", "store", "queues", "commands", "queries"};
 
-static_assert(static_cast<std::size_t>(CloseReason::kBrokerShutdown) + 1 ==
+static_assert(static_cast<std::size_t>(CloseReason::kAccessRevoked) + 1 ==
                       kCloseReasonLabels.size() &&
                   std::extent_v<decltype(BrokerCounters::disconnects)> == kCloseReasonLabels.size(),
               "one disconnects counter and one label per CloseReason");

@@ -122,6 +122,12 @@ bool Registry::Apply(EventType type, std::string_view payload, std::int64_t now_
       }
       return true;
     }
+    case EventType::kSettings: {
+      SettingsEvent event;
+      if (!Decode(payload, &event)) return false;
+      ApplySettings(event, now_ns);
+      return true;
+    }
     case EventType::kResyncBegin: {
       ResyncEvent event;
       if (!Decode(payload, &event)) return false;
@@ -190,6 +196,24 @@ void Registry::RollStatisticsWindow(std::int64_t now_ns) {
         complete ? Minus(*totals, entry.window_start) : RequestStatistics{};
     entry.window_start = *totals;
   }
+}
+
+void Registry::ApplySettings(const SettingsEvent& settings, std::int64_t now_ns) {
+  if (settings.default_pattern != options_.default_pattern) {
+    options_.default_pattern = settings.default_pattern;
+    for (OpenMap* map : {staging_ ? &*staging_ : nullptr, &open_}) {
+      if (map == nullptr) continue;
+      for (auto& [seq, entry] : *map) {
+        for (Subscription& s : entry.connection.subscriptions) {
+          s.mapping = MapTopicFilter(s.filter, options_.default_pattern);
+        }
+      }
+    }
+  }
+  options_.closed_max = settings.closed_max;
+  options_.closed_ttl_ns = settings.closed_ttl_ns;
+  while (closed_.size() > options_.closed_max) closed_.pop_front();
+  ExpireClosedLocked(now_ns);
 }
 
 void Registry::AddClosed(Connection connection) {

@@ -11,6 +11,9 @@
 // previous complete minute of each (recentRequestStatistics). A closed connection keeps what
 // its close event carried.
 //
+// A configuration reload changes default_pattern, closed_max and closed_ttl through a kSettings
+// record: subscriptions are mapped again, the closed list is trimmed at once.
+//
 // Threads: Apply, ExpireClosed and RollStatisticsWindow on the companion's event thread;
 // snapshots and the accessors on any thread. One mutex guards everything; snapshots copy under
 // it and nothing slow runs there.
@@ -90,10 +93,11 @@ class Registry : public ConnectionSource {
   std::optional<RequestStatistics> ReadTotals(const Entry& entry, std::int64_t* idle_ns,
                                               std::int64_t now_ns) const;
   void AddClosed(Connection connection);
+  void ApplySettings(const SettingsEvent& settings, std::int64_t now_ns);
   void ExpireClosedLocked(std::int64_t now_ns);
   OpenMap& Target() { return staging_ ? *staging_ : open_; }
 
-  const RegistryOptions options_;
+  RegistryOptions options_;  // default_pattern, closed_max and closed_ttl_ns change (kSettings)
   mutable std::mutex mutex_;
   mutable std::condition_variable synced_changed_;
   OpenMap open_;

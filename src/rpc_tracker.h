@@ -52,6 +52,10 @@ class RpcTracker {
 
   std::size_t pending() const { return pending_.size(); }
 
+  // A configuration reload: pending requests stay tracked and time out by the new timeout; the
+  // new max_pending applies to requests from now on.
+  void SetOptions(const Options& options) { options_ = options; }
+
   static std::uint64_t Hash(std::string_view topic) noexcept;
 
  private:

@@ -31,6 +31,12 @@ void SessionTable::BeginConnect(const void* client, ClientFacts facts, std::int6
   pending_ = Pending{client, std::move(facts), now_ns, false};
 }
 
+bool SessionTable::IsRecheck(const void* client, bool has_socket) {
+  if (open_.count(client) == 0 && has_socket) return false;
+  Settle();
+  return true;
+}
+
 ConnectionEvent SessionTable::MakeEvent(const ClientFacts& facts, std::int64_t now_ns) {
   ConnectionEvent event;
   event.seq = ++next_seq_;
@@ -135,6 +141,8 @@ void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_
   if (pending_ && pending_->facts.client_id == connection.event.client_id) {
     reason = CloseReason::kSessionTakenOver;
     pending_->resumes_session = true;
+  } else if (reloading_) {
+    reason = CloseReason::kAccessRevoked;
   }
   CloseEvent close;
   close.seq = connection.event.seq;

@@ -13,6 +13,10 @@
 //   - a persistent session's subscriptions are kept by client id after its DISCONNECT and handed
 //     to its next connection when the broker resumes that session (it then disconnects the old,
 //     offline client inside the new CONNECT), since a resume sends no SUBSCRIBE.
+//   - a config reload (SIGHUP) makes the broker re-run BASIC_AUTH for every client it holds,
+//     connected or offline (docs/reload.md). That is a re-check, not a CONNECT: IsRecheck tells
+//     them apart, and a connection the broker closes during the reload (from BeginReload to
+//     EndReload) lost its right to stay: it closes as kAccessRevoked.
 // The table is the source of a full resync when the companion (re)starts or lost events.
 //
 // Threads: the broker thread only. Allocates per connection and per subscription, never per
@@ -96,6 +100,20 @@ class SessionTable {
   // A CONNECT is being authenticated (BASIC_AUTH, EXT_AUTH_START).
   void BeginConnect(const void* client, ClientFacts facts, std::int64_t now_ns);
 
+  // Whether an authentication event for `client` re-checks a client the broker already holds
+  // rather than starting a CONNECT: the client is open here, or has no socket (an offline
+  // session; a CONNECT always arrives on a socket). Settles a pending CONNECT when it is.
+  bool IsRecheck(const void* client, bool has_socket);
+
+  // The broker reloads its configuration (RELOAD event) and re-checks every client; until
+  // EndReload (the next TICK), a DISCONNECT of an open connection is the reload revoking it.
+  void BeginReload() {
+    Settle();
+    reloading_ = true;
+  }
+  void EndReload() { reloading_ = false; }
+  bool reloading() const { return reloading_; }
+
   // Call at the start of every broker callback but DISCONNECT: settles a pending CONNECT as
   // accepted, since the broker has finished handling it.
   void Settle() {
@@ -178,6 +196,7 @@ class SessionTable {
   std::map<std::uint64_t, std::string> offline_by_age_;
   std::string buffer_;  // reused encoding buffer
 
+  bool reloading_ = false;
   bool resync_active_ = false;
   std::uint64_t resync_generation_ = 0;
   std::vector<const void*> resync_queue_;

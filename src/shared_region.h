@@ -22,7 +22,7 @@ static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
               "shared counters must be lock-free to be shared between processes");
 
 inline constexpr std::uint64_t kSharedMagic = 0x6d71632d73686d31ULL;  // "mqc-shm1"
-inline constexpr std::uint32_t kSharedVersion = 5;
+inline constexpr std::uint32_t kSharedVersion = 6;
 
 // The companion's life cycle as the broker sees it.
 enum class CompanionState : std::uint32_t { kStarting = 0, kServing = 1, kFailed = 2 };
@@ -64,7 +64,7 @@ struct BrokerCounters {
   SharedHistogram durations[kDurationOperationCount];
   std::atomic<std::uint64_t> connects{0};          // accepted CONNECTs
   std::atomic<std::uint64_t> connects_refused{0};  // refused CONNECTs
-  std::atomic<std::uint64_t> disconnects[7] = {};  // by CloseReason, kUnspecified included
+  std::atomic<std::uint64_t> disconnects[8] = {};  // by CloseReason, kUnspecified included
   std::atomic<std::uint64_t> received_messages{0};
   std::atomic<std::uint64_t> received_bytes{0};  // PUBLISH payload bytes from clients
   std::atomic<std::uint64_t> delivered_messages{0};

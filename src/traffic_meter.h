@@ -56,6 +56,13 @@ class TrafficMeter {
 
   const RpcTracker& rpc() const { return rpc_; }
 
+  // A configuration reload changed the options: topics are classified anew from here on.
+  void SetOptions(DefaultPattern default_pattern, const RpcTracker::Options& rpc) {
+    default_pattern_ = default_pattern;
+    cached_size_ = kCachedTopicMax + 1;
+    rpc_.SetOptions(rpc);
+  }
+
  private:
   void Count(Operation operation, bool valid, bool dropped = false);
   // ClassifyTopic, remembering the last topic: a message is classified when it arrives and

@@ -48,6 +48,22 @@ TEST(BrokerConfigTest, OtherAuthAndAclSources) {
   EXPECT_TRUE(HasOtherAuthSource(Parse("auth_plugin /x/old_auth.so\n"), own));
 }
 
+TEST(BrokerConfigTest, EachPluginKeepsTheOptionsWrittenAfterIt) {
+  const BrokerConfig config = Parse(
+      "plugin /x/other.so\nplugin_opt_a 1\n"
+      "plugin /x/mosquitto_connections.so\nplugin_opt_closed_max  5 \nauth_opt_default_pattern "
+      "store\nallow_anonymous true\n");
+  ASSERT_EQ(config.plugin_options.size(), 2u);
+  using Pairs = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(config.plugin_options[0], (Pairs{{"a", "1"}}));
+  EXPECT_EQ(config.plugin_options[1], (Pairs{{"closed_max", "5"}, {"default_pattern", "store"}}));
+  EXPECT_EQ(OptionsOfPlugin(config, "/nowhere/else.so"), nullptr);
+  BrokerConfig refused;
+  std::string error;
+  EXPECT_FALSE(ParseBrokerConfig("plugin_opt_a 1\n", "test.conf", true, &refused, &error));
+  EXPECT_THAT(error, ::testing::HasSubstr("test.conf:1"));
+}
+
 TEST(BrokerConfigTest, ListenersAndTheirSettings) {
   const BrokerConfig config = Parse(
       "listener 1883 127.0.0.1\n"

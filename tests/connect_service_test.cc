@@ -356,6 +356,7 @@ TEST_F(ConnectServiceTest, EveryCloseReasonNameAndTheFilterAcceptsIt) {
       {CloseReason::kAuthenticationFailed, "AUTHENTICATION_FAILED"},
       {CloseReason::kKicked, "KICKED"},
       {CloseReason::kBrokerShutdown, "BROKER_SHUTDOWN"},
+      {CloseReason::kAccessRevoked, "ACCESS_REVOKED"},
   };
   source_.connections.clear();
   for (const auto& [reason, name] : reasons) {

@@ -316,6 +316,7 @@ TEST(ConnectionFilterTest, EnumFields) {
       {"close_reason = SESSION_TAKEN_OVER", {}},
       {"close_reason = AUTHENTICATION_FAILED", {}},
       {"close_reason = CLOSE_REASON_BROKER_SHUTDOWN", {}},
+      {"close_reason = ACCESS_REVOKED", {}},
       {"authentication_info.mechanism = AUTHENTICATION_MECHANISM_PASSWORD", {1}},
       {"authenticationInfo.mechanism != AUTHENTICATION_MECHANISM_MTLS", {1, 3, 4}},
       {"authentication_info.mechanism = AUTHENTICATION_MECHANISM_ANONYMOUS", {3}},
@@ -519,7 +520,7 @@ TEST(ConnectionFilterTest, ErrorMessagesNameWhatAndWhere) {
   const std::string reasons =
       "CLOSE_REASON_UNSPECIFIED, CLOSE_REASON_CLIENT_DISCONNECT, CLOSE_REASON_CONNECTION_LOST, "
       "CLOSE_REASON_SESSION_TAKEN_OVER, CLOSE_REASON_AUTHENTICATION_FAILED, CLOSE_REASON_KICKED, "
-      "CLOSE_REASON_BROKER_SHUTDOWN";
+      "CLOSE_REASON_BROKER_SHUTDOWN, CLOSE_REASON_ACCESS_REVOKED";
   const std::string escapes = R"((allowed: \" \\ \/ \b \f \n \r \t \uXXXX \*))";
   const std::vector<ErrorRow> rows = {
       // The spec's example.

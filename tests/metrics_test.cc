@@ -259,6 +259,7 @@ TEST_F(MetricsTest, BrokerCountersAreExported) {
   counters().disconnects[static_cast<int>(CloseReason::kAuthenticationFailed)] = 0;
   counters().disconnects[static_cast<int>(CloseReason::kKicked)] = 3;
   counters().disconnects[static_cast<int>(CloseReason::kBrokerShutdown)] = 5;
+  counters().disconnects[static_cast<int>(CloseReason::kAccessRevoked)] = 7;
   counters().received_messages = 100;
   counters().received_bytes = 12345;
   counters().delivered_messages = 200;
@@ -278,6 +279,7 @@ TEST_F(MetricsTest, BrokerCountersAreExported) {
                   "kubemq_mqtt_disconnects_total{reason=\"authentication_failed\"} 0",
                   "kubemq_mqtt_disconnects_total{reason=\"kicked\"} 3",
                   "kubemq_mqtt_disconnects_total{reason=\"broker_shutdown\"} 5",
+                  "kubemq_mqtt_disconnects_total{reason=\"access_revoked\"} 7",
                   "kubemq_mqtt_disconnects_total{reason=\"unknown\"} 1",
               }));
   EXPECT_THAT(Samples(text, "kubemq_mqtt_received_messages_total"),

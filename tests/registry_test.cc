@@ -149,6 +149,33 @@ TEST_F(RegistryTest, SubscriptionsAreMappedAndUpdated) {
   EXPECT_EQ(registry_.Snapshot()[0].subscriptions.size(), 1u);
 }
 
+TEST_F(RegistryTest, ReloadedSettingsRemapSubscriptionsAndTrimTheClosedList) {
+  ApplyOpen(Open(1, "s"));
+  ApplySub(EventType::kSubscribe, 1, "site1/temp", 0);
+  ApplySub(EventType::kSubscribe, 1, "queues/jobs", 1);
+  for (std::uint64_t i = 2; i <= 3; ++i) {
+    ApplyOpen(Open(i, "c" + std::to_string(i)));
+    ApplyClose(i, static_cast<std::int64_t>(i), CloseReason::kAccessRevoked);
+  }
+  EXPECT_EQ(registry_.closed_count(), 2u);
+  Apply(EventType::kSettings, SettingsEvent{DefaultPattern::kStore, 1, 100});
+  EXPECT_THAT(Ids(ConnectionState::kClosed), ::testing::ElementsAre("c3"));
+  const auto subs = registry_.Snapshot()[0].subscriptions;
+  ASSERT_EQ(subs.size(), 2u);
+  EXPECT_EQ(subs[0].mapping.pattern, Pattern::kStore);
+  EXPECT_EQ(subs[1].mapping.pattern, Pattern::kQueues);
+  ApplySub(EventType::kSubscribe, 1, "site2/temp", 0);
+  EXPECT_EQ(registry_.Snapshot()[0].subscriptions[2].mapping.pattern, Pattern::kStore);
+  // The new ttl (100 ns, was 1000): c3, closed at 3, expires after 103.
+  registry_.ExpireClosed(103);
+  EXPECT_EQ(registry_.closed_count(), 1u);
+  registry_.ExpireClosed(104);
+  EXPECT_EQ(registry_.closed_count(), 0u);
+  std::string bytes;
+  Encode(SettingsEvent{DefaultPattern::kEvents, 1, -1}, &bytes);
+  EXPECT_FALSE(registry_.Apply(EventType::kSettings, bytes, now_));
+}
+
 TEST_F(RegistryTest, AResyncReplacesTheOpenSetOnlyWhenComplete) {
   ApplyOpen(Open(1, "stale"));
   EXPECT_FALSE(registry_.synced());

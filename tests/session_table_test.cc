@@ -54,6 +54,9 @@ class RecordingSink : public EventSink {
                         std::to_string(e.generation));
         break;
       }
+      case EventType::kSettings:
+        lines.push_back("settings");
+        break;
     }
     return true;
   }
@@ -367,6 +370,82 @@ TEST(SessionTableStatsTest, SlotsAreAssignedResetAndTheirTotalsTravelWithTheClos
   EXPECT_EQ(slots[0].publish_count.load(), 0u);
   EXPECT_EQ(slots[0].deliver_bytes.load(), 0u);
   EXPECT_EQ(slots[0].seq.load(), sink.connections.at(2).seq);
+}
+
+// A reload (SIGHUP) re-runs BASIC_AUTH for every client the broker holds (docs/reload.md).
+TEST_F(SessionTableTest, AReloadRecheckOfAnOpenClientIsNotAConnect) {
+  table_.BeginConnect(a_, Facts("x"), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/x", 1);
+  table_.BeginReload();
+  EXPECT_TRUE(table_.reloading());
+  EXPECT_TRUE(table_.IsRecheck(a_, /*has_socket=*/true));
+  table_.EndReload();
+  EXPECT_FALSE(table_.reloading());
+  // Outside a reload too: an open client is never connecting again.
+  EXPECT_TRUE(table_.IsRecheck(a_, true));
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 x", "sub 1 events/x 1"));
+  EXPECT_EQ(table_.open_count(), 1u);
+  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 5);
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 x", "sub 1 events/x 1", "close 1 reason 1"));
+}
+
+TEST_F(SessionTableTest, AReloadRecheckOfAnOfflineSessionOpensNothing) {
+  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/x", 1);
+  table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
+  table_.BeginReload();
+  EXPECT_TRUE(table_.IsRecheck(a_, /*has_socket=*/false));
+  // The broker disconnects an offline session the reload no longer allows: nothing is open.
+  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 3);
+  table_.EndReload();
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 p", "sub 1 events/x 1", "close 1 reason 2"));
+  EXPECT_EQ(table_.open_count(), 0u);
+}
+
+TEST_F(SessionTableTest, ANewClientWithASocketIsAConnectEvenDuringAReload) {
+  table_.BeginReload();
+  EXPECT_FALSE(table_.IsRecheck(a_, /*has_socket=*/true));
+  table_.EndReload();
+}
+
+TEST_F(SessionTableTest, ARecheckSettlesAPendingConnect) {
+  table_.BeginConnect(a_, Facts("x"), 1);
+  table_.Settle();
+  table_.BeginConnect(b_, Facts("y"), 2);
+  EXPECT_TRUE(table_.IsRecheck(a_, true));
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 x", "open 2 y"));
+}
+
+TEST_F(SessionTableTest, AClientClosedDuringAReloadIsRevokedAndOnlyThen) {
+  table_.BeginConnect(a_, Facts("x"), 1);
+  table_.BeginConnect(b_, Facts("y"), 1);
+  table_.BeginConnect(c_, Facts("z"), 1);
+  table_.BeginReload();  // settles y
+  EXPECT_TRUE(table_.IsRecheck(a_, true));
+  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2);  // what the broker state says
+  table_.EndReload();
+  table_.Disconnect(b_, true, CloseReason::kClientDisconnect, 3);
+  table_.Disconnect(c_, true, CloseReason::kConnectionLost, 3);
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 x", "open 2 y", "open 3 z", "close 1 reason 7",
+                                       "close 2 reason 1", "close 3 reason 2"));
+}
+
+TEST(SessionTableRevokeTest, ARevokedConnectionIsCountedUnderItsOwnReason) {
+  RecordingSink sink;
+  BrokerCounters counters;
+  SessionTable table(&sink, 1, nullptr, 0, &counters);
+  int a = 0;
+  table.BeginConnect(&a, Facts("a"), 1);
+  table.BeginReload();
+  EXPECT_TRUE(table.IsRecheck(&a, true));
+  table.Disconnect(&a, true, CloseReason::kClientDisconnect, 2);
+  table.EndReload();
+  EXPECT_EQ(counters.connects.load(), 1u);
+  EXPECT_EQ(counters.disconnects[static_cast<int>(CloseReason::kAccessRevoked)].load(), 1u);
+  EXPECT_EQ(counters.disconnects[static_cast<int>(CloseReason::kClientDisconnect)].load(), 0u);
+  EXPECT_EQ(table.open_count(), 0u);
 }
 
 TEST_F(SessionTableTest, UidsAreVersion4UuidsAndUnique) {

@@ -174,6 +174,23 @@ TEST_F(TrafficMeterTest, TimeoutIsAnErrorAndBeyondMaxPendingIsDropped) {
   EXPECT_FALSE(meter_.rpc().AwaitsTopic("r/1"));
 }
 
+TEST_F(TrafficMeterTest, ReloadedOptionsApplyFromTheNextMessageAndKeepPendingRequests) {
+  details_.has_response = true;
+  details_.response_topic = "r/1";
+  meter_.OnPublish(&requester_, nullptr, "site1/temp", 1, details_);  // classified, then cached
+  meter_.OnPublish(&requester_, nullptr, "commands/a", 1, details_);
+  meter_.SetOptions(DefaultPattern::kStore, RpcTracker::Options{10 * kMs, 3});
+  meter_.OnPublish(&requester_, nullptr, "site1/temp", 1, details_);
+  EXPECT_EQ(Ops(Operation::kPublishEvents, OperationStatus::kSuccess), 1u);
+  EXPECT_EQ(Ops(Operation::kPublishStore, OperationStatus::kSuccess), 1u);
+  for (int i = 0; i < 3; ++i) meter_.OnPublish(&requester_, nullptr, "commands/a", 1, details_);
+  EXPECT_EQ(meter_.rpc().pending(), 3u);  // the new max_pending
+  EXPECT_EQ(Ops(Operation::kRpcCommand, OperationStatus::kDropped), 1u);
+  meter_.OnTick(10 * kMs);  // the new timeout: every request, the one from before included
+  EXPECT_EQ(Ops(Operation::kRpcCommand, OperationStatus::kError), 3u);
+  EXPECT_EQ(meter_.rpc().pending(), 0u);
+}
+
 TEST_F(TrafficMeterTest, AResponseNeverRoutedToItsRequesterIsDroppedAtTheNextTick) {
   details_.has_response = true;
   details_.response_topic = "r/2";

@@ -1,0 +1,180 @@
+// The broker's configuration reload (SIGHUP, MOSQ_EVT_RELOAD): what the plugin reads again and
+// applies, and what it keeps. docs/reload.md has the broker's side, step by step.
+//
+// Mosquitto 2.0 hands a version 5 plugin no options at RELOAD (security__init_single sets
+// options to NULL), so the plugin reads its own plugin_opt_ lines from the configuration file
+// again, as it reads the rest of that file for auth neutrality.
+//
+// Threads: the broker thread.
+
+#include <string>
+#include <vector>
+
+#include "plugin_state.h"
+
+// clang-format off
+#include <mosquitto.h>
+#include <mosquitto_broker.h>
+#include <mosquitto_plugin.h>
+// clang-format on
+
+namespace mqc {
+
+namespace {
+
+constexpr char kPrefix[] = "mosquitto_connections: reload: ";
+
+void Log(LogLevel level, const std::string& text) { LogToBroker(level, kPrefix + text); }
+
+const char* PatternName(DefaultPattern pattern) {
+  switch (pattern) {
+    case DefaultPattern::kEvents:
+      return "events";
+    case DefaultPattern::kStore:
+      return "store";
+    case DefaultPattern::kNone:
+      return "none";
+  }
+  return "?";
+}
+
+const char* YesNo(bool value) { return value ? "yes" : "no"; }
+
+// The auth-neutrality decisions from the configuration as it is now: the broker loads a
+// password_file or acl_file added by the reload (and drops a removed one) right after RELOAD.
+void ApplyBrokerConfig(PluginState* state, const BrokerConfig& config) {
+  const bool decide_basic_auth = !HasOtherAuthSource(config, state->own_path);
+  const bool allow_anonymous = config.EffectiveAllowAnonymous();
+  const bool decide_acl = !HasOtherAclSource(config, state->own_path);
+  if (decide_basic_auth != state->decide_basic_auth || allow_anonymous != state->allow_anonymous ||
+      decide_acl != state->decide_acl) {
+    Log(LogLevel::kNotice, std::string("the plugin now decides authentication: ") +
+                               YesNo(decide_basic_auth) + ", ACLs: " + YesNo(decide_acl) +
+                               "; allow_anonymous " + (allow_anonymous ? "true" : "false"));
+  }
+  state->broker_config = config;
+  state->decide_basic_auth = decide_basic_auth;
+  state->allow_anonymous = allow_anonymous;
+  state->decide_acl = decide_acl;
+}
+
+// An option a running plugin cannot change: the old value stays, and the log says so.
+template <typename T>
+void Keep(const char* name, const T& old_value, const T& new_value, const std::string& why,
+          T* reloaded) {
+  if (old_value == new_value) return;
+  Log(LogLevel::kWarning, std::string("plugin_opt_") + name + " changed; keeping " + why);
+  *reloaded = old_value;
+}
+
+// Applies the options that can change at run time; keeps the others with a warning.
+void ApplyOptions(PluginState* state, PluginOptions reloaded) {
+  const PluginOptions& old = state->options;
+  const std::string bind =
+      old.http_bind.find(':') == std::string::npos ? old.http_bind : "[" + old.http_bind + "]";
+  const std::string serving =
+      "http://" + bind + ":" + std::to_string(state->companion->http_port());
+  Keep("http_port", old.http_port, reloaded.http_port,
+       "serving on " + serving + " (restart the broker to move the API)", &reloaded.http_port);
+  Keep("http_bind", old.http_bind, reloaded.http_bind,
+       "serving on " + serving + " (restart the broker to move the API)", &reloaded.http_bind);
+  Keep("node_id", old.node_id, reloaded.node_id,
+       std::to_string(old.node_id) + ": listed connections keep the node they were seen on",
+       &reloaded.node_id);
+  Keep("companion_path", old.companion_path, reloaded.companion_path,
+       "the running companion's path until the broker restarts", &reloaded.companion_path);
+
+  std::vector<std::string> changes;
+  if (reloaded.default_pattern != old.default_pattern) {
+    changes.push_back(std::string("default_pattern ") + PatternName(reloaded.default_pattern));
+  }
+  if (reloaded.closed_max != old.closed_max) {
+    changes.push_back("closed_max " + std::to_string(reloaded.closed_max));
+  }
+  if (reloaded.closed_ttl_s != old.closed_ttl_s) {
+    changes.push_back("closed_ttl " + std::to_string(reloaded.closed_ttl_s));
+  }
+  if (reloaded.rpc_timeout_s != old.rpc_timeout_s) {
+    changes.push_back("rpc_timeout " + std::to_string(reloaded.rpc_timeout_s));
+  }
+  if (reloaded.rpc_max_pending != old.rpc_max_pending) {
+    changes.push_back("rpc_max_pending " + std::to_string(reloaded.rpc_max_pending));
+  }
+  if (changes.empty()) return;
+
+  RpcTracker::Options rpc;
+  rpc.timeout_ns = std::int64_t{reloaded.rpc_timeout_s} * 1000000000;
+  rpc.max_pending = reloaded.rpc_max_pending;
+  state->traffic->SetOptions(reloaded.default_pattern, rpc);
+  // The running companion learns its part through the events ring (at the next TICK, where a
+  // full ring is retried); a restarted one from its arguments.
+  state->settings_pending = true;
+  state->companion->SetOptionOverrides(
+      {std::string("default_pattern=") + PatternName(reloaded.default_pattern),
+       "closed_max=" + std::to_string(reloaded.closed_max),
+       "closed_ttl=" + std::to_string(reloaded.closed_ttl_s)});
+  state->options = reloaded;
+  std::string text = "applied";
+  for (const auto& change : changes) text += " " + change + ",";
+  text.pop_back();
+  Log(LogLevel::kNotice, text);
+}
+
+void Reload(PluginState* state) {
+  BrokerConfig config;
+  std::string error;
+  if (!ReadBrokerConfig(state->config_path, &config, &error)) {
+    Log(LogLevel::kError, error + "; keeping the configuration read before");
+    return;
+  }
+  if (config.per_listener_settings) {
+    Log(LogLevel::kError,
+        "per_listener_settings true is not supported; keeping the configuration read before");
+    return;
+  }
+  ApplyBrokerConfig(state, config);
+
+  const auto* pairs = OptionsOfPlugin(config, state->own_path);
+  if (pairs == nullptr) {
+    Log(LogLevel::kWarning, "no plugin line names this plugin any more; keeping its options");
+    return;
+  }
+  PluginOptions reloaded;
+  if (!ParsePluginOptions(*pairs, &reloaded, &error)) {
+    Log(LogLevel::kError, error + "; keeping every option as it was");
+    return;
+  }
+  ApplyOptions(state, reloaded);
+}
+
+}  // namespace
+
+bool SendSettingsIfPending(PluginState* state) {
+  if (!state->settings_pending) return true;
+  SettingsEvent settings;
+  settings.default_pattern = state->options.default_pattern;
+  settings.closed_max = state->options.closed_max;
+  settings.closed_ttl_ns = std::int64_t{state->options.closed_ttl_s} * 1000000000;
+  std::string payload;
+  Encode(settings, &payload);
+  if (state->link->Emit(EventType::kSettings, payload)) state->settings_pending = false;
+  return !state->settings_pending;
+}
+
+int OnReload(int /*event*/, void* /*event_data*/, void* userdata) {
+  auto* state = static_cast<PluginState*>(userdata);
+  try {
+    // The broker re-checks every client it holds next (mosquitto_security_apply): those
+    // BASIC_AUTH events are no CONNECTs, and the clients it closes lost their access.
+    state->sessions->BeginReload();
+    Reload(state);
+    SendSettingsIfPending(state);
+  } catch (...) {
+    // A reload must never take the broker down: whatever was not applied stays as it was.
+  }
+  // Any other answer would stop the broker from calling the next plugin's RELOAD (and the
+  // security_init of older plugins): security__init_single returns at the first non-DEFER.
+  return MOSQ_ERR_PLUGIN_DEFER;
+}
+
+}  // namespace mqc
