@@ -311,10 +311,23 @@ class ReloadInTheMiddleTest(unittest.TestCase):
         gone.disconnect()
         wait_for(lambda: [c for c in list_all(self.broker) if c["clientId"] == "gone-before"
                           and c["state"] == CLOSED], what="the closed entry")
+        stay = self.client("stay", version=5)
+        stay.subscribe("events/stay", 1)
+        wait_for(lambda: (self.broker.connection("stay") or {}).get("subscriptions"),
+                 what="stay listed with its subscription")
+        uid = [c["uid"] for c in open_entries(self.broker) if c["clientId"] == "stay"]
         closed_before = [c for c in list_all(self.broker) if c["state"] == CLOSED]
         self.clients.append(reload_broker(self.broker, "m-closed"))
         closed_after = [c for c in list_all(self.broker) if c["state"] == CLOSED]
         self.assertEqual(closed_after, closed_before)
+        # A connection that closes after the reload closes once, as the one it was.
+        stay.disconnect()
+        self.clients.remove(stay)
+        wait_for(lambda: self.broker.connection("stay") is None, what="stay gone")
+        entries = [c for c in list_all(self.broker) if c["clientId"] == "stay"]
+        self.assertEqual([(c["uid"], c["state"], c["closeReason"]) for c in entries],
+                         [(uid[0], CLOSED, "CLIENT_DISCONNECT")])
+        self.assertEqual([s["filter"] for s in entries[0]["subscriptions"]], ["events/stay"])
 
 
 class ReloadedOptionsTest(unittest.TestCase):
