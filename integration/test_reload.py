@@ -5,12 +5,13 @@ password_file or acl_file comes or goes (docs/reload.md)."""
 
 import os
 import random
+import shutil
 import signal
+import subprocess
+import tempfile
 import threading
 import time
 import unittest
-
-import paho.mqtt.client as mqtt
 
 from harness import Broker, Client, wait_for
 from test_list_connections import connections as list_all, passwd_file
@@ -72,12 +73,27 @@ def gauge(broker):
     return Metrics(broker).get("kubemq_mqtt_connections")
 
 
+def passwd_users(users):
+    """A password_file made by Mosquitto's own tool, for every (user, password) of `users`."""
+    folder = tempfile.mkdtemp()
+    try:
+        path = os.path.join(folder, "passwd")
+        for n, (user, password) in enumerate(users.items()):
+            subprocess.run(["mosquitto_passwd", "-b"] + (["-c"] if n == 0 else []) +
+                           [path, user, password], check=True, capture_output=True, timeout=30)
+        with open(path) as f:
+            return f.read()
+    finally:
+        shutil.rmtree(folder)
+
+
 class ReloadKeepsTheRegistryTest(unittest.TestCase):
     """Clients of MQTT 3.1.1 and 5, with and without usernames, two subscriptions each."""
 
     def setUp(self):
-        self.broker = Broker(files={"passwd": passwd_file("alice", "secret")},
-                             extra="password_file {dir}/passwd")
+        self.broker = Broker(
+            files={"passwd": passwd_users({"alice": "secret", "carol": "secret"})},
+            extra="password_file {dir}/passwd")
         self.broker.start()
         self.clients = []
 
@@ -91,12 +107,13 @@ class ReloadKeepsTheRegistryTest(unittest.TestCase):
         self.broker.cleanup_dir()
 
     def connect_all(self):
+        """The operator's 60 clients: per protocol version 12 anonymous, 15 alice, 3 carol."""
         for version in (4, 5):
-            for user in (None, "alice"):
-                for n in range(3):
+            for user, count in ((None, 12), ("alice", 15), ("carol", 3)):
+                for n in range(count):
                     client_id = f"c{version}-{user or 'anon'}-{n}"
-                    c = Client(self.broker, client_id, version=version, username=user,
-                               password="secret" if user else None)
+                    c = no_reconnect(Client(self.broker, client_id, version=version,
+                                            username=user, password="secret" if user else None))
                     self.assertEqual(c.connack, 0)
                     c.subscribe(f"events/{client_id}", 1)
                     c.subscribe(f"store/{client_id}/#", 0)
@@ -109,18 +126,17 @@ class ReloadKeepsTheRegistryTest(unittest.TestCase):
 
     def test_reloads_change_nothing_in_either_api_or_the_metrics(self):
         self.connect_all()
+        self.assertEqual(len(self.clients), 60)
         before = sorted((stable_view(c) for c in open_entries(self.broker)),
                         key=lambda c: c["clientId"])
         kubemq_before = sorted(self.broker.connections(), key=lambda c: c["client_id"])
         metrics_before = Metrics(self.broker)
-        self.assertEqual(metrics_before.get("kubemq_mqtt_connections"), len(self.clients))
+        self.assertEqual(metrics_before.get("kubemq_mqtt_connections"), 60)
 
-        markers = []
-        for n in range(3):
-            markers.append(reload_broker(self.broker, marker_id=f"marker-{n}"))
+        markers = [reload_broker(self.broker, marker_id=f"marker-{n}") for n in range(2)]
         self.clients += markers
-
         marker_ids = {f"marker-{n}" for n in range(len(markers))}
+
         after = sorted((stable_view(c) for c in open_entries(self.broker)
                         if c["clientId"] not in marker_ids), key=lambda c: c["clientId"])
         self.assertEqual(after, before)
@@ -128,11 +144,10 @@ class ReloadKeepsTheRegistryTest(unittest.TestCase):
                                if c["client_id"] not in marker_ids), key=lambda c: c["client_id"])
         self.assertEqual(kubemq_after, kubemq_before)
         metrics_after = Metrics(self.broker)
-        self.assertEqual(metrics_after.get("kubemq_mqtt_connections"),
-                         len(self.clients))  # the markers are real connections
+        self.assertEqual(metrics_after.get("kubemq_mqtt_connections"), 62)  # with the markers
         self.assertEqual(metrics_after.get("kubemq_mqtt_connects_total"),
                          metrics_before.get("kubemq_mqtt_connects_total") + len(markers))
-        self.assertEqual(len(open_entries(self.broker)), len(self.clients))
+        self.assertEqual(len(open_entries(self.broker)), 62)
 
         # Connections keep counting into their own statistics after the reloads.
         first = self.clients[0]
@@ -144,12 +159,35 @@ class ReloadKeepsTheRegistryTest(unittest.TestCase):
 
         # A client that leaves after the reloads is gone from both APIs and the gauge.
         first.disconnect()
+        self.clients.remove(first)
         wait_for(lambda: self.broker.connection(first_id) is None, what="the client gone")
         self.assertEqual([c["state"] for c in list_all(self.broker)
                           if c["clientId"] == first_id], [CLOSED])
-        wait_metrics(self.broker,
-                     lambda m: m.get("kubemq_mqtt_connections") == len(self.clients) - 1,
+        wait_metrics(self.broker, lambda m: m.get("kubemq_mqtt_connections") == 61,
                      what="the gauge one lower")
+
+        # carol leaves the password file before a third reload: the broker closes her six
+        # connections, and so does the registry.
+        write_file(self.broker, "passwd", passwd_users({"alice": "secret"}))
+        carol = [c for c in self.clients if "-carol-" in c.client._client_id.decode()]
+        self.assertEqual(len(carol), 6)
+        self.clients.append(reload_broker(self.broker, marker_id="marker-2"))
+        for c in carol:
+            wait_for(c.lost.is_set, what="carol's connection closed by the broker")
+        expected = sorted(c.client._client_id.decode() for c in self.clients if c not in carol)
+        wait_for(lambda: sorted(c["client_id"] for c in self.broker.connections()) == expected,
+                 what="exactly the clients still connected listed")
+        self.assertEqual(sorted(c["clientId"] for c in open_entries(self.broker)), expected)
+        revoked = list_all(self.broker, "close_reason = ACCESS_REVOKED")
+        self.assertEqual(sorted(c["clientId"] for c in revoked),
+                         sorted(c.client._client_id.decode() for c in carol))
+        m = wait_metrics(self.broker,
+                         lambda m: m.get("kubemq_mqtt_connections") == len(expected),
+                         what="the gauge at the clients still connected")
+        self.assertEqual(len(expected), 56)
+        self.assertEqual(m.get("kubemq_mqtt_disconnects_total", reason="access_revoked"), 6)
+        self.assertEqual(m.get("kubemq_mqtt_connects_total"),
+                         metrics_before.get("kubemq_mqtt_connects_total") + 3)
 
     def test_a_user_removed_from_the_password_file_is_revoked(self):
         alice = [no_reconnect(Client(self.broker, f"alice-{v}", version=v, username="alice",
