@@ -383,12 +383,16 @@ class ReloadedOptionsTest(unittest.TestCase):
                 self.assertEqual(broker.connection("keeper")["subscriptions"][0]["pattern"],
                                  "events")
 
+                companion = broker.companion_pids()
                 broker.options.update({"closed_max": "1", "default_pattern": "store",
-                                       "http_port": "1"})
+                                       "http_port": "1", "rpc_max_pending": "1"})
                 rewrite_config(broker)
                 marker = reload_broker(broker, "marker")
                 self.assertIn("plugin_opt_http_port changed; keeping serving on", broker.log())
-                self.assertIn("applied default_pattern store, closed_max 1", broker.log())
+                self.assertIn("applied default_pattern store, closed_max 1, rpc_max_pending 1",
+                              broker.log())
+                # The running companion took the new options: it was not restarted.
+                self.assertEqual(broker.companion_pids(), companion)
                 wait_for(lambda: len([c for c in list_all(broker) if c["state"] == CLOSED]) == 1,
                          what="the closed list trimmed to the new closed_max")
                 self.assertEqual(broker.connection("keeper")["subscriptions"][0]["pattern"],
@@ -397,6 +401,14 @@ class ReloadedOptionsTest(unittest.TestCase):
                 keeper.publish("site/temp", b"x", qos=1)
                 wait_metrics(broker, lambda m: delta(before, m, "publish_store", "success") == 1,
                              what="an unprefixed publish counted as store")
+                # rpc_max_pending 1: of two unanswered commands the second is dropped.
+                requester = Client(broker, "requester", version=5)
+                for n in range(2):
+                    requester.publish("commands/nobody", b"?", qos=1,
+                                      properties=v5_properties("r/requester", b"%d" % n))
+                wait_metrics(broker, lambda m: delta(before, m, "rpc_command", "dropped") == 1,
+                             what="the command beyond the new rpc_max_pending dropped")
+                requester.disconnect()
 
                 # A bad value keeps every option as it was, and the broker keeps routing.
                 broker.options.update({"closed_max": "lots", "default_pattern": "events"})
@@ -405,6 +417,10 @@ class ReloadedOptionsTest(unittest.TestCase):
                 wait_for(lambda: "plugin_opt_closed_max" in broker.log().split(
                     "Reloading config.")[-1], what="the log line naming the option")
                 self.assertIsNone(broker.process.poll())
+                before = Metrics(broker)
+                keeper.publish("site/temp", b"x", qos=1)
+                wait_metrics(broker, lambda m: delta(before, m, "publish_store", "success") == 1,
+                             what="default_pattern still store")
                 marker.disconnect()
                 keeper.disconnect()
                 wait_for(lambda: broker.connection("keeper") is None, what="keeper gone")
