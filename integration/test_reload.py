@@ -506,6 +506,15 @@ class NeutralityAcrossReloadTest(unittest.TestCase):
         self.assertEqual(first["alice got"], ["a/x"])
         self.assertEqual(second["alice got"], ["a/x", "b/x"])
 
+    def test_plugin_line_added_is_ignored_as_the_broker_ignores_it(self):
+        # Mosquitto loads plugins at start only: a plugin line added before a reload decides
+        # nothing, so the plugin must go on deciding where nothing else does.
+        first, second = self.run_both(
+            "", "plugin /usr/lib/x86_64-linux-gnu/mosquitto_dynamic_security.so\n"
+            "plugin_opt_config_file {dir}/absent.json", {})
+        self.assertEqual(second["stranger"], 0)
+        self.assertEqual(second["stranger got"], ["a/x", "b/x"])
+
     def test_unchecked_username_revoked_when_a_password_file_arrives(self):
         files = {"passwd": passwd_file("alice", "secret")}
         with Broker(files=files) as broker:

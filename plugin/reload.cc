@@ -42,7 +42,13 @@ const char* YesNo(bool value) { return value ? "yes" : "no"; }
 
 // The auth-neutrality decisions from the configuration as it is now: the broker loads a
 // password_file or acl_file added by the reload (and drops a removed one) right after RELOAD.
-void ApplyBrokerConfig(PluginState* state, const BrokerConfig& config) {
+// It does not read listener or plugin lines again (src/conf.c skips them on reload) and keeps
+// the local-only mode it started in: so the plugin keeps those from before.
+void ApplyBrokerConfig(PluginState* state, BrokerConfig config) {
+  config.listeners = state->broker_config.listeners;
+  config.local_only = state->broker_config.local_only;
+  config.plugins = state->broker_config.plugins;
+  config.plugin_options = state->broker_config.plugin_options;
   const bool decide_basic_auth = !HasOtherAuthSource(config, state->own_path);
   const bool allow_anonymous = config.EffectiveAllowAnonymous();
   const bool decide_acl = !HasOtherAclSource(config, state->own_path);
