@@ -1,0 +1,182 @@
+"""Cheap MQTT load for the benchmarks: many idle connections on raw sockets, and a ping client.
+
+Thousands of paho clients would need a thread each; these are bare MQTT 3.1.1 packets on
+non-blocking sockets driven by one selector. Every loop is bounded in count and time.
+"""
+
+import resource
+import selectors
+import socket
+import statistics
+import time
+
+
+def raise_file_limit():
+    """Raises this process's soft RLIMIT_NOFILE to its hard limit; the brokers and tools it
+    starts inherit it. Returns the new soft limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def remaining_length(n):
+    out = bytearray()
+    while True:
+        digit = n % 128
+        n //= 128
+        out.append(digit | 0x80 if n else digit)
+        if not n:
+            return bytes(out)
+
+
+def utf8(text):
+    data = text.encode()
+    return len(data).to_bytes(2, "big") + data
+
+
+def connect_packet(client_id, keepalive=0):
+    body = b"\x00\x04MQTT\x04\x02" + keepalive.to_bytes(2, "big") + utf8(client_id)
+    return b"\x10" + remaining_length(len(body)) + body
+
+
+def subscribe_packet(packet_id, filters, qos=0):
+    body = packet_id.to_bytes(2, "big") + b"".join(utf8(f) + bytes([qos]) for f in filters)
+    return b"\x82" + remaining_length(len(body)) + body
+
+
+def publish_packet(topic, payload):
+    body = utf8(topic) + payload
+    return b"\x30" + remaining_length(len(body)) + body
+
+
+class IdleClients:
+    """`count` MQTT connections, each with the subscriptions `filters(i)` names, kept open and
+    silent (keepalive 0, so the broker never drops them). CONNECT and SUBSCRIBE go out in one
+    write; a client is ready when its CONNACK and SUBACK (all granted) have arrived."""
+
+    def __init__(self, port, count, prefix="idle", filters=None, in_flight=64, timeout=300):
+        self.port = port
+        self.count = count
+        self.prefix = prefix
+        self.filters = filters or (lambda i: [f"events/{prefix}/{i}", f"queues/{prefix}.{i}"])
+        self.in_flight = in_flight
+        self.timeout = timeout
+        self.sockets = []
+
+    def client_id(self, i):
+        return f"{self.prefix}-{i:06d}"
+
+    def open(self):
+        selector = selectors.DefaultSelector()
+        deadline = time.monotonic() + self.timeout
+        next_index = 0
+        pending = {}  # socket -> [index, bytes to send, bytes received]
+        ready = 0
+        try:
+            while ready < self.count:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{ready} of {self.count} connections ready after "
+                                       f"{self.timeout} s")
+                # A few connects in flight at once: the broker's listen backlog is small, and
+                # an overflowing backlog costs a one-second SYN retransmit.
+                while next_index < self.count and len(pending) < self.in_flight:
+                    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                    sock.setblocking(False)
+                    sock.connect_ex(("127.0.0.1", self.port))
+                    filters = self.filters(next_index)
+                    packet = (connect_packet(self.client_id(next_index)) +
+                              subscribe_packet(1, filters))
+                    expected = 4 + 4 + len(filters)  # CONNACK, then SUBACK
+                    pending[sock] = [next_index, packet, bytearray(), expected]
+                    selector.register(sock, selectors.EVENT_WRITE)
+                    next_index += 1
+                for key, events in selector.select(timeout=1.0):
+                    sock = key.fileobj
+                    state = pending[sock]
+                    if events & selectors.EVENT_WRITE:
+                        sent = sock.send(state[1])
+                        state[1] = state[1][sent:]
+                        if not state[1]:
+                            selector.modify(sock, selectors.EVENT_READ)
+                        continue
+                    data = sock.recv(64)
+                    if not data:
+                        raise RuntimeError(f"broker closed connection {state[0]} at CONNECT")
+                    state[2] += data
+                    if len(state[2]) >= state[3]:
+                        reply = bytes(state[2])
+                        if reply[:4] != b"\x20\x02\x00\x00" or reply[4] != 0x90 or any(
+                                code >= 0x80 for code in reply[8:]):
+                            raise RuntimeError(f"connection {state[0]} refused: {reply!r}")
+                        selector.unregister(sock)
+                        del pending[sock]
+                        self.sockets.append(sock)
+                        ready += 1
+        except BaseException:
+            for sock in pending:
+                sock.close()
+            self.close()
+            raise
+        finally:
+            selector.close()
+        return self
+
+    def close(self):
+        for sock in self.sockets:
+            sock.close()
+        self.sockets = []
+
+    def __enter__(self):
+        return self.open()
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+class PingClient:
+    """One client subscribed to its own topic, publishing QoS 0 to it and timing how long the
+    broker takes to route each message back: the broker thread's responsiveness."""
+
+    def __init__(self, port, client_id="bench-ping", topic="events/bench/ping"):
+        self.topic = topic
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock.sendall(connect_packet(client_id) + subscribe_packet(1, [topic]))
+        self._read_exactly(4 + 5)  # CONNACK, SUBACK
+        self.packet = publish_packet(topic, b"p" * 16)
+
+    def _read_exactly(self, n):
+        data = bytearray()
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            if not chunk:
+                raise RuntimeError("broker closed the ping connection")
+            data += chunk
+        return bytes(data)
+
+    def ping(self):
+        """Seconds for one PUBLISH to come back."""
+        started = time.perf_counter()
+        self.sock.sendall(self.packet)
+        self._read_exactly(len(self.packet))
+        return time.perf_counter() - started
+
+    def run(self, seconds, interval=0.002, max_pings=100000):
+        """Round trips over `seconds`, one every `interval`: (p50, p99, max) in ms, count."""
+        times = []
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and len(times) < max_pings:
+            times.append(self.ping())
+            time.sleep(interval)
+        return summary_ms(times), len(times)
+
+    def close(self):
+        self.sock.close()
+
+
+def summary_ms(times):
+    ordered = sorted(times)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return statistics.median(ordered) * 1e3, p99 * 1e3, ordered[-1] * 1e3

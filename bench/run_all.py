@@ -1,0 +1,523 @@
+#!/usr/bin/python3
+"""Every benchmark of the plugin in one command, printed as one table: each figure, its target,
+and plain Mosquitto where a ratio applies.
+
+Usage: bench/run_all.py BUILD_DIR [--connections N] [--quick]
+
+- Broker ping: one client publishing QoS 0 to itself (bench/mqtt_load.py), p99 and max round
+  trip, idle and while two processes hammer the API (full KubeMQ list, ListConnections pages of
+  10 and 1000, /metrics), with N connections of 2 subscriptions each open.
+- API latency at N connections: curl's total time, median of 5.
+- Companion resident memory after serving the lists; broker memory per connection, with and
+  without the plugin (resident memory delta / N).
+- Throughput with/without the plugin, QoS 0 and QoS 1 fan-out of 64-byte messages to 2
+  subscribers, 500 idle connections each, both brokers pinned to one CPU and loaded at once,
+  the plugin's connection list polled 10 times a second: deliveries per CPU second of the
+  broker (and its companion).
+- Instructions per delivery under callgrind (bench/broker_overhead.py's method).
+- Requests/s of the KubeMQ list of 100 connections against nginx serving the same bytes from a
+  file (wrk, 2 threads, 32 connections, same run).
+- One sock_diag dump of the broker's sockets at N connections (build's mqc_sock_diag_bench).
+
+--quick runs every tool in seconds with small N; it prints figures and asserts no timing.
+Processes are started with their own PIDs recorded and stopped by them.
+"""
+
+import argparse
+import json
+import multiprocessing
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+sys.path.insert(0, HERE)
+import broker_overhead  # noqa: E402
+import harness  # noqa: E402
+import mqtt_load  # noqa: E402
+
+LIST_CONNECTIONS = "/mqtt.connections.v1.ConnectionsService/ListConnections"
+CONNECT_HEADERS = {"Content-Type": "application/json", "Connect-Protocol-Version": "1"}
+QUIET_LOG = ("error", "warning", "notice")
+
+
+class Table:
+    def __init__(self):
+        self.rows = []
+
+    def add(self, figure, value, target="", plain="", meets=None):
+        self.rows.append((figure, value, plain, target,
+                          "" if meets is None else ("yes" if meets else "NO")))
+        print(f"  {figure}: {value}" + (f" (plain {plain})" if plain else "") +
+              (f" target {target}" if target else ""), flush=True)
+
+    def render(self):
+        header = ("figure", "measured", "plain Mosquitto", "target", "met")
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in self.rows]
+        return "\n".join(lines)
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(r"^VmRSS:\s+(\d+) kB", f.read(), re.M).group(1))
+
+
+def settle_rss(pid, seconds=1.0):
+    """Resident memory once it stops moving (bounded)."""
+    last = rss_kib(pid)
+    deadline = time.monotonic() + seconds * 5
+    while time.monotonic() < deadline:
+        time.sleep(seconds / 4)
+        now = rss_kib(pid)
+        if now == last:
+            return now
+        last = now
+    return last
+
+
+def http_request(port, path, body=None, timeout=60):
+    """(status, body bytes): a GET, or a Connect POST when body is given."""
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}",
+                                     data=None if body is None else body.encode(),
+                                     headers=CONNECT_HEADERS if body is not None else {},
+                                     method="GET" if body is None else "POST")
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return response.status, response.read()
+
+
+def open_connections_gauge(port):
+    _, text = http_request(port, "/metrics")
+    match = re.search(rb"^kubemq_mqtt_connections (\d+)", text, re.M)
+    return int(match.group(1)) if match else -1
+
+
+def curl_seconds(port, path, body=None, repeats=5):
+    """Median of curl's total time over `repeats` requests, and the last body's size."""
+    times = []
+    size = 0
+    for _ in range(repeats):
+        command = ["curl", "-s", "-o", "/dev/null", "-w", "%{time_total} %{size_download} "
+                   "%{http_code}", "--max-time", "60", f"http://127.0.0.1:{port}{path}"]
+        if body is not None:
+            command[1:1] = ["-X", "POST", "-H", "Content-Type: application/json", "-H",
+                            "Connect-Protocol-Version: 1", "--data-binary", body]
+        out = subprocess.run(command, check=True, capture_output=True, text=True,
+                             timeout=90).stdout.split()
+        if out[2] != "200":
+            raise RuntimeError(f"{path} {body}: HTTP {out[2]}")
+        times.append(float(out[0]))
+        size = int(out[1])
+    return statistics.median(times), size
+
+
+def hammer(port, seconds, counter):
+    """One API client: the full KubeMQ list, ListConnections pages of 10 and 1000, /metrics,
+    round and round for `seconds` (a process of its own, so the ping client keeps its CPU)."""
+    requests = [("/api/mqtt/connections", None), (LIST_CONNECTIONS, '{"pageSize":10}'),
+                (LIST_CONNECTIONS, '{"pageSize":1000}'), ("/metrics", None)]
+    deadline = time.monotonic() + seconds
+    done = 0
+    while time.monotonic() < deadline:
+        path, body = requests[done % len(requests)]
+        try:
+            http_request(port, path, body, timeout=30)
+        except OSError:
+            time.sleep(0.01)
+        done += 1
+    with counter.get_lock():
+        counter.value += done
+
+
+def ping_under_hammer(broker, ping, seconds, hammers=2):
+    context = multiprocessing.get_context("spawn")
+    counter = context.Value("i", 0)
+    workers = [context.Process(target=hammer, args=(broker.http_port, seconds + 0.5, counter))
+               for _ in range(hammers)]
+    for w in workers:
+        w.start()
+    try:
+        time.sleep(0.5)  # the spawned interpreters are up and requesting
+        result, count = ping.run(seconds)
+    finally:
+        for w in workers:
+            w.join(timeout=seconds + 120)
+            if w.is_alive():
+                w.kill()
+                w.join(timeout=5)
+    return result, count, counter.value
+
+
+def fmt_ms(seconds):
+    return f"{seconds * 1e3:.1f} ms"
+
+
+# --- broker ping, API latency, memory -----------------------------------------------------------
+def plain_broker_figures(n, ping_seconds):
+    """Plain Mosquitto with N connections: ping idle, resident memory per connection."""
+    broker = harness.Broker(plugin=False, log_types=QUIET_LOG)
+    broker.start()
+    try:
+        before = settle_rss(broker.process.pid)
+        with mqtt_load.IdleClients(broker.port, n, prefix="plain"):
+            after = settle_rss(broker.process.pid)
+            ping = mqtt_load.PingClient(broker.port)
+            try:
+                (p50, p99, peak), _ = ping.run(ping_seconds)
+            finally:
+                ping.close()
+        return {"bytes_per_connection": (after - before) * 1024 / n, "ping": (p50, p99, peak)}
+    finally:
+        broker.stop()
+        broker.cleanup_dir()
+
+
+def plugin_broker_figures(table, plain, n, ping_seconds, sock_diag_bench):
+    broker = harness.Broker(plugin=True, log_types=QUIET_LOG)
+    broker.start()
+    try:
+        before = settle_rss(broker.process.pid)
+        companion_start = rss_kib(broker.companion_pid)
+        opened = time.monotonic()
+        with mqtt_load.IdleClients(broker.port, n, prefix="bench"):
+            print(f"  {n} connections open in {time.monotonic() - opened:.1f} s", flush=True)
+            harness.wait_for(lambda: open_connections_gauge(broker.http_port) == n,
+                             timeout=120, interval=0.5, what=f"{n} connections in /metrics")
+            after = settle_rss(broker.process.pid)
+            per_connection = (after - before) * 1024 / n
+            companion_before = rss_kib(broker.companion_pid)
+            ping = mqtt_load.PingClient(broker.port)
+            try:
+                (p50, p99, peak), count = ping.run(ping_seconds)
+                table.add(f"broker ping idle, p99 / max ({n} connections)",
+                          f"{p99:.2f} / {peak:.2f} ms",
+                          plain=f"{plain['ping'][1]:.2f} / {plain['ping'][2]:.2f} ms")
+                latency_figures(table, broker, n)
+                (p50, p99, peak), count, requests = ping_under_hammer(broker, ping, ping_seconds)
+                table.add(f"broker ping while the API is hammered, p99 / max ({requests} API "
+                          f"requests in {ping_seconds:.0f} s)", f"{p99:.2f} / {peak:.2f} ms",
+                          target="p99 <= 2 ms", meets=p99 <= 2.0)
+            finally:
+                ping.close()
+            companion_after = settle_rss(broker.companion_pid)
+            table.add("companion resident memory: started / N open / after serving lists",
+                      f"{companion_start / 1024:.1f} / {companion_before / 1024:.1f} / "
+                      f"{companion_after / 1024:.1f} MiB", target="<= 48 MiB",
+                      meets=companion_after <= 48 * 1024)
+            added = per_connection - plain["bytes_per_connection"]
+            table.add("broker memory per connection (resident delta / N)",
+                      f"{per_connection:.0f} B (+{added:.0f} B)",
+                      plain=f"{plain['bytes_per_connection']:.0f} B",
+                      target="added <= 512 B", meets=added <= 512)
+            if sock_diag_bench:
+                sock_diag_figure(table, broker, n, sock_diag_bench)
+    finally:
+        broker.stop()
+        broker.cleanup_dir()
+
+
+def latency_figures(table, broker, n):
+    port = broker.http_port
+    middle = f"bench-{n // 2:06d}"
+    seconds, size = curl_seconds(port, LIST_CONNECTIONS, '{"pageSize":1000}')
+    table.add("ListConnections page of 1000, first (median of 5)", fmt_ms(seconds),
+              target="<= 20 ms", meets=seconds <= 0.020)
+    _, first = http_request(port, LIST_CONNECTIONS, '{"pageSize":1000}')
+    token = json.loads(first).get("nextPageToken", "")
+    if token:
+        seconds, size = curl_seconds(port, LIST_CONNECTIONS, json.dumps(
+            {"pageSize": 1000, "pageToken": token}))
+        table.add("ListConnections page of 1000, next (median of 5)", fmt_ms(seconds),
+                  target="<= 20 ms", meets=seconds <= 0.020)
+    seconds, _ = curl_seconds(port, LIST_CONNECTIONS,
+                              json.dumps({"filter": f'client_id = "{middle}"'}))
+    table.add("ListConnections filter on one client id (median of 5)", fmt_ms(seconds),
+              target="<= 10 ms", meets=seconds <= 0.010)
+    seconds, _ = curl_seconds(port, f"/api/mqtt/connections?client_id={middle}")
+    table.add("KubeMQ lookup by client_id (median of 5)", fmt_ms(seconds), target="<= 10 ms",
+              meets=seconds <= 0.010)
+    seconds, size = curl_seconds(port, "/api/mqtt/connections")
+    table.add(f"full KubeMQ list, {size / 1e6:.1f} MB (median of 5)", fmt_ms(seconds),
+              target="<= 60 ms", meets=seconds <= 0.060)
+    seconds, _ = curl_seconds(port, "/metrics")
+    table.add("/metrics (median of 5)", fmt_ms(seconds), target="<= 20 ms",
+              meets=seconds <= 0.020)
+
+
+def sock_diag_figure(table, broker, n, tool):
+    out = subprocess.run([tool, "--port", str(broker.port), "--repeat", "5"], check=True,
+                         capture_output=True, text=True, timeout=120).stdout
+    match = re.search(r"sockets (\d+) median_ms ([\d.]+)", out)
+    if not match:
+        raise RuntimeError(f"unexpected output from {tool}: {out}")
+    table.add(f"sock_diag dump of the broker's sockets ({match.group(1)} found, median of 5)",
+              f"{float(match.group(2)):.1f} ms", target="(not wired in yet)")
+
+
+# --- throughput, both brokers pinned to one CPU -------------------------------------------------
+def cpu_seconds_of(pids):
+    total = 0.0
+    for pid in pids:
+        try:
+            total += broker_overhead.cpu_seconds(pid)
+        except OSError:
+            pass
+    return total
+
+
+def fan_out(broker, qos, messages, subscribers, payload_file, workdir, client_cpu):
+    """Starts the subscribers of one broker; returns their processes and output files."""
+    pin = ["taskset", "-c", client_cpu] if client_cpu else []
+    outputs = []
+    subs = []
+    for i in range(subscribers):
+        path = os.path.join(workdir, f"sub-{broker.port}-{i}")
+        outputs.append(path)
+        with open(path, "wb") as out:
+            subs.append(subprocess.Popen(
+                pin + ["mosquitto_sub", "-h", "127.0.0.1", "-p", str(broker.port), "-q",
+                       str(qos), "-t", "events/fan/#", "-C", str(messages), "-i",
+                       f"fan-sub-{i}"], stdout=out, stderr=subprocess.DEVNULL))
+    return subs, outputs
+
+
+def throughput(qos, messages, idle, poll, workdir, quick):
+    """Deliveries per CPU second of each broker (plus its companion), both brokers loaded at
+    once on one CPU."""
+    cpu = str(os.cpu_count() - 1)
+    client_cpu = "0" if os.cpu_count() > 1 else ""
+    payload_file = os.path.join(workdir, f"payload-64-{messages}")
+    with open(payload_file, "w") as f:
+        for i in range(messages):
+            f.write(f"{i:010d}" + "x" * 54 + "\n")  # 64 bytes a line, without its newline
+    brokers = {p: harness.Broker(plugin=p, log_types=QUIET_LOG, command_prefix=["taskset", "-c",
+                                                                                   cpu])
+               for p in (False, True)}
+    started = []
+    idle_sets = []
+    subs = {}
+    stop_poll = threading.Event()
+    try:
+        for b in brokers.values():
+            b.start()
+            started.append(b)
+        for p, b in brokers.items():
+            idle_sets.append(mqtt_load.IdleClients(b.port, idle, prefix=f"idle{int(p)}").open())
+            subs[p] = fan_out(b, qos, messages, 2, payload_file, workdir, client_cpu)
+        harness.wait_for(lambda: open_connections_gauge(brokers[True].http_port) == idle + 2,
+                         timeout=30, what="the subscribers in /metrics")
+        time.sleep(0.5)  # the plain broker's subscribers too (no API to ask)
+
+        def poller():
+            while not stop_poll.is_set():
+                try:
+                    http_request(brokers[True].http_port, "/api/mqtt/connections", timeout=10)
+                except OSError:
+                    pass
+                stop_poll.wait(0.1)
+        poll_thread = threading.Thread(target=poller, daemon=True)
+        if poll:
+            poll_thread.start()
+        pids = {p: [b.process.pid] + ([b.companion_pid] if p else []) for p, b in brokers.items()}
+        before = {p: cpu_seconds_of(pids[p]) for p in brokers}
+        pin = ["taskset", "-c", client_cpu] if client_cpu else []
+        publishers = {}
+        for p, b in brokers.items():
+            with open(payload_file, "rb") as lines:
+                publishers[p] = subprocess.Popen(
+                    pin + ["mosquitto_pub", "-h", "127.0.0.1", "-p", str(b.port), "-l", "-q",
+                           str(qos), "-t", "events/fan/t", "-i", f"fan-pub-{int(p)}"],
+                    stdin=lines, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + (60 if quick else 600)
+        for p in brokers:
+            publishers[p].wait(timeout=max(1, deadline - time.monotonic()))
+            for s in subs[p][0]:
+                try:
+                    s.wait(timeout=max(1, min(30, deadline - time.monotonic())))
+                except subprocess.TimeoutExpired:
+                    s.kill()  # QoS 0 may drop a few under load: count what arrived
+                    s.wait()
+        after = {p: cpu_seconds_of(pids[p]) for p in brokers}
+        stop_poll.set()
+        rates = {}
+        for p in brokers:
+            delivered = 0
+            for path in subs[p][1]:
+                with open(path, "rb") as f:
+                    delivered += f.read().count(b"\n")
+            rates[p] = (delivered / max(after[p] - before[p], 1e-3), delivered)
+        return rates
+    finally:
+        stop_poll.set()
+        for p in subs:
+            for s in subs[p][0]:
+                if s.poll() is None:
+                    s.kill()
+                    s.wait()
+        for s in idle_sets:
+            s.close()
+        for b in started:
+            b.stop()
+            b.cleanup_dir()
+
+
+def throughput_figures(table, messages, workdir, quick):
+    idle = 50 if quick else 500
+    for qos, target in ((0, 0.95), (1, 0.98)):
+        rates = throughput(qos, messages, idle, True, workdir, quick)
+        ratio = rates[True][0] / rates[False][0]
+        table.add(f"throughput QoS {qos} fan-out to 2, {idle} idle, list polled 10/s "
+                  f"(deliveries per CPU second of broker+companion)",
+                  f"{rates[True][0]:,.0f}/s, ratio {ratio:.3f}",
+                  plain=f"{rates[False][0]:,.0f}/s", target=f">= {target}",
+                  meets=ratio >= target)
+
+
+def callgrind_figure(table, messages, workdir):
+    payload = os.path.join(workdir, "payload-callgrind")
+    with open(payload, "w") as f:
+        for i in range(2 * messages):
+            f.write(f"reading {i:08d} value 21.5\n")
+    per = {p: broker_overhead.instructions_per_delivery(p, messages, 4, payload, workdir)
+           for p in (False, True)}
+    ratio = per[True] / per[False]
+    table.add(f"instructions per delivery (callgrind, {messages} and {2 * messages} messages "
+              f"to 4 subscribers)", f"{per[True]:,.0f}, ratio {ratio:.3f}",
+              plain=f"{per[False]:,.0f}", target="<= 1.05", meets=ratio <= 1.05)
+
+
+# --- requests/s against nginx -------------------------------------------------------------------
+def wrk_rate(url, seconds):
+    out = subprocess.run(["wrk", "-t2", "-c32", f"-d{seconds}s", url], check=True,
+                         capture_output=True, text=True, timeout=seconds + 60).stdout
+    match = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    if not match or "Non-2xx" in out:
+        raise RuntimeError(f"wrk against {url}:\n{out}")
+    return float(match.group(1))
+
+
+def nginx_config(folder, port):
+    return f"""worker_processes 1;
+pid {folder}/nginx.pid;
+error_log {folder}/error.log warn;
+daemon off;
+events {{ worker_connections 1024; }}
+http {{
+  access_log off;
+  client_body_temp_path {folder}/tmp;
+  proxy_temp_path {folder}/tmp;
+  fastcgi_temp_path {folder}/tmp;
+  uwsgi_temp_path {folder}/tmp;
+  scgi_temp_path {folder}/tmp;
+  server {{
+    listen 127.0.0.1:{port};
+    root {folder}/www;
+    location / {{ default_type application/json; }}
+  }}
+}}
+"""
+
+
+def nginx_comparison(table, workdir, seconds):
+    broker = harness.Broker(plugin=True, log_types=QUIET_LOG)
+    broker.start()
+    nginx = None
+    folder = os.path.join(workdir, "nginx")
+    try:
+        with mqtt_load.IdleClients(broker.port, 100, prefix="list"):
+            harness.wait_for(lambda: open_connections_gauge(broker.http_port) == 100,
+                             timeout=30, what="100 connections")
+            _, body = http_request(broker.http_port, "/api/mqtt/connections")
+            for sub in ("www", "tmp"):
+                os.makedirs(os.path.join(folder, sub))
+            with open(os.path.join(folder, "www", "connections.json"), "wb") as f:
+                f.write(body)
+            # nginx's worker drops to user nobody: the file and its folders must be readable.
+            for path in (folder, os.path.join(folder, "www"),
+                         os.path.join(folder, "www", "connections.json")):
+                os.chmod(path, 0o755)
+            port = harness.free_port()
+            with open(os.path.join(folder, "nginx.conf"), "w") as f:
+                f.write(nginx_config(folder, port))
+            nginx = subprocess.Popen(["/usr/sbin/nginx", "-c", os.path.join(folder, "nginx.conf"),
+                                      "-p", folder], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+            static_url = f"http://127.0.0.1:{port}/connections.json"
+
+            def nginx_serves():
+                try:
+                    return http_request(port, "/connections.json", timeout=1)[1] == body
+                except OSError:
+                    return False
+            harness.wait_for(nginx_serves, timeout=10, what="nginx serving the file")
+            plugin_rate = wrk_rate(f"http://127.0.0.1:{broker.http_port}/api/mqtt/connections",
+                                   seconds)
+            nginx_rate = wrk_rate(static_url, seconds)
+            share = plugin_rate / nginx_rate
+            table.add(f"requests/s, KubeMQ list of 100 connections ({len(body) / 1024:.0f} KiB), "
+                      f"wrk -t2 -c32, against nginx serving the same bytes",
+                      f"{plugin_rate:,.0f}/s = {share * 100:.1f} % of nginx",
+                      plain=f"nginx {nginx_rate:,.0f}/s", target=">= 25 %", meets=share >= 0.25)
+    finally:
+        if nginx is not None:
+            nginx.send_signal(signal.SIGQUIT)  # graceful stop of the master and its worker
+            try:
+                nginx.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                nginx.kill()
+                nginx.wait(timeout=5)
+        broker.stop()
+        broker.cleanup_dir()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("build_dir")
+    parser.add_argument("--connections", type=int, default=15000)
+    parser.add_argument("--quick", action="store_true",
+                        help="every tool in seconds, small N; prints figures, asserts none")
+    args = parser.parse_args()
+    build = os.path.abspath(args.build_dir)
+    harness.PLUGIN = os.path.join(build, "mosquitto_connections.so")
+    harness.COMPANION = os.path.join(build, "mosquitto_connections_companion")
+    sock_diag_bench = os.path.join(build, "mqc_sock_diag_bench")
+    if not os.path.exists(sock_diag_bench):
+        sock_diag_bench = None
+    n = 100 if args.quick and args.connections == 15000 else args.connections
+    limit = mqtt_load.raise_file_limit()
+    if n + 1000 > limit:
+        sys.exit(f"--connections {n} needs more open files than the limit of {limit}")
+    ping_seconds = 1.0 if args.quick else 10.0
+    table = Table()
+    workdir = tempfile.mkdtemp(prefix="mqc-bench-")
+    os.chmod(workdir, 0o755)
+    started = time.monotonic()
+    try:
+        print(f"plain Mosquitto, {n} connections", flush=True)
+        plain = plain_broker_figures(n, ping_seconds)
+        print(f"with the plugin, {n} connections", flush=True)
+        plugin_broker_figures(table, plain, n, ping_seconds, sock_diag_bench)
+        print("throughput, both brokers on one CPU", flush=True)
+        throughput_figures(table, 2000 if args.quick else 200000, workdir, args.quick)
+        print("callgrind", flush=True)
+        callgrind_figure(table, 100 if args.quick else 3000, workdir)
+        print("requests/s against nginx", flush=True)
+        nginx_comparison(table, workdir, 1 if args.quick else 10)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print(f"\n{n} connections, {'quick run' if args.quick else 'full run'}, "
+          f"{time.monotonic() - started:.0f} s\n")
+    print(table.render())
+
+
+if __name__ == "__main__":
+    main()
