@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs every test, three times over:
-#   build-release  RelWithDebInfo, warnings as errors: unit, fuzz-corpus replay, integration
+#   build-release  RelWithDebInfo, warnings as errors: unit, fuzz-corpus replay, integration,
+#                  and the benchmarks' quick run (label bench: every tool runs, no timing asserted)
 #   build-asan     ASan + UBSan: the same (the broker runs with the ASan runtime preloaded)
 #   build-tsan     TSan: unit tests, and integration with a TSan companion behind a plain plugin
 # After each build, scripts/check-build-headers.py checks that every header it read from outside
@@ -26,12 +27,13 @@ for variant in "${variants[@]}"; do
   case "$variant" in
     release)
       build release -DCMAKE_BUILD_TYPE=RelWithDebInfo
-      ctest --test-dir build-release --output-on-failure -j "$jobs" -LE integration
+      ctest --test-dir build-release --output-on-failure -j "$jobs" -LE 'integration|bench'
       ctest --test-dir build-release --output-on-failure -L integration
+      ctest --test-dir build-release --output-on-failure -L bench
       ;;
     asan)
       build asan -DCMAKE_BUILD_TYPE=Debug -DMQC_SANITIZE=address,undefined
-      ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE integration
+      ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE 'integration|bench'
       ctest --test-dir build-asan --output-on-failure -L integration
       ;;
     tsan)
@@ -40,7 +42,7 @@ for variant in "${variants[@]}"; do
       build release -DCMAKE_BUILD_TYPE=RelWithDebInfo
       build tsan -DCMAKE_BUILD_TYPE=Debug -DMQC_SANITIZE=thread \
         "-DMQC_INTEGRATION_PLUGIN=$PWD/build-release/mosquitto_connections.so"
-      ctest --test-dir build-tsan --output-on-failure -j "$jobs" -LE integration
+      ctest --test-dir build-tsan --output-on-failure -j "$jobs" -LE 'integration|bench'
       ctest --test-dir build-tsan --output-on-failure -L integration
       ;;
     *)
