@@ -180,3 +180,65 @@ def summary_ms(times):
     ordered = sorted(times)
     p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
     return statistics.median(ordered) * 1e3, p99 * 1e3, ordered[-1] * 1e3
+
+
+def publish_flood(port, client_id, topic, count, qos, payload_size=64, window=100,
+                  timeout=600):
+    """Publishes `count` messages of `payload_size` bytes as fast as the broker takes them:
+    QoS 0 in batches, QoS 1 with up to `window` unacknowledged (mosquitto_pub -l at QoS 1
+    disconnects at the end of its input with messages still queued, and loses them)."""
+    deadline = time.monotonic() + timeout
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.sendall(connect_packet(client_id))
+    connack = b""
+    while len(connack) < 4:
+        chunk = sock.recv(4 - len(connack))
+        if not chunk:
+            raise RuntimeError("broker closed the publisher's connection at CONNECT")
+        connack += chunk
+    topic_bytes = utf8(topic)
+    payload = b"x" * payload_size
+    if qos == 0:
+        packet = publish_packet(topic, payload)
+        batch = 256
+        sent = 0
+        while sent < count:
+            n = min(batch, count - sent)
+            sock.sendall(packet * n)
+            sent += n
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{sent} of {count} published in {timeout} s")
+    else:
+        header = b"\x32" + remaining_length(len(topic_bytes) + 2 + payload_size)
+        sent = acked = 0
+        pending = b""
+        while acked < count:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{acked} of {count} acknowledged in {timeout} s")
+            burst = []
+            while sent < count and sent - acked < window:
+                packet_id = sent % 65535 + 1
+                burst.append(header + topic_bytes + packet_id.to_bytes(2, "big") + payload)
+                sent += 1
+            if burst:
+                sock.sendall(b"".join(burst))
+            data = sock.recv(65536)
+            if not data:
+                raise RuntimeError("broker closed the publisher's connection")
+            pending += data
+            acks = len(pending) // 4  # PUBACKs: 0x40 0x02 id id
+            acked += acks
+            pending = pending[acks * 4:]
+    sock.sendall(b"\xe0\x00")  # DISCONNECT
+    sock.close()
+
+
+if __name__ == "__main__":
+    # python3 mqtt_load.py publish PORT CLIENT_ID TOPIC COUNT QOS: publish_flood as a process
+    # of its own, so that it can be pinned to a CPU.
+    import sys
+    if len(sys.argv) != 7 or sys.argv[1] != "publish":
+        sys.exit("usage: mqtt_load.py publish PORT CLIENT_ID TOPIC COUNT QOS")
+    publish_flood(int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]),
+                  int(sys.argv[6]))
