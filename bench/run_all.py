@@ -530,7 +530,7 @@ def main():
         print(f"with the plugin, {n} connections", flush=True)
         plugin_broker_figures(table, plain, n, ping_seconds, sock_diag_bench)
         print("throughput, both brokers on one CPU", flush=True)
-        throughput_figures(table, 2000 if args.quick else 200000, workdir, args.quick)
+        throughput_figures(table, 2000 if args.quick else 500000, workdir, args.quick)
         print("callgrind", flush=True)
         callgrind_figure(table, 100 if args.quick else 3000, workdir)
         print("requests/s against nginx", flush=True)
