@@ -338,6 +338,7 @@ def throughput(qos, messages, idle, poll, workdir, quick):
             poll_thread.start()
         pids = {p: [b.process.pid] + ([b.companion_pid] if p else []) for p, b in brokers.items()}
         before = {p: cpu_seconds_of(pids[p]) for p in brokers}
+        companion_before = cpu_seconds_of([brokers[True].companion_pid])
         pin = ["taskset", "-c", client_cpu] if client_cpu else []
         publishers = {}
         for p, b in brokers.items():
@@ -363,6 +364,7 @@ def throughput(qos, messages, idle, poll, workdir, quick):
                     s.kill()  # QoS 0 may drop a few under load: count what arrived
                     s.wait()
         after = {p: cpu_seconds_of(pids[p]) for p in brokers}
+        companion = cpu_seconds_of([brokers[True].companion_pid]) - companion_before
         stop_poll.set()
         rates = {}
         for p in brokers:
@@ -372,7 +374,8 @@ def throughput(qos, messages, idle, poll, workdir, quick):
                     delivered += f.read().count(b"\n")
             rates[p] = (delivered / max(after[p] - before[p], 1e-3), delivered)
             print(f"    {'plugin' if p else 'plain '}: {delivered} deliveries, "
-                  f"{after[p] - before[p]:.2f} s CPU", flush=True)
+                  f"{after[p] - before[p]:.2f} s CPU"
+                  + (f" ({companion:.2f} s of it the companion's)" if p else ""), flush=True)
         return rates
     finally:
         stop_poll.set()
