@@ -23,6 +23,7 @@ namespace mqc {
 namespace {
 
 constexpr std::size_t kReceiveBufferBytes = 64 * 1024;
+constexpr std::size_t kMaxPorts = 1000;  // the kernel filter's jumps are 16-bit
 
 // TCP states that carry tcp_info: all but SYN_RECV, TIME_WAIT, LISTEN and NEW_SYN_RECV,
 // which the kernel keeps as small request or time-wait sockets (or which are listeners).
@@ -92,32 +93,74 @@ bool ParseSocket(const unsigned char* data, std::size_t length, TcpSocketInfo* o
   return true;
 }
 
-bool PortWanted(const SockDiagOptions& options, std::uint16_t port) {
-  return options.local_ports.empty() ||
-         std::find(options.local_ports.begin(), options.local_ports.end(), port) !=
-             options.local_ports.end();
+// The kernel's filter for "local port is one of `ports`" (INET_DIAG_REQ_BYTECODE), so that it
+// copies out only those sockets. The kernel checks the program by walking each op's `yes`
+// offset, and accepts a socket when the program ends exactly at its end (a jump 4 bytes past
+// it refuses). Each port before the last is [S_EQ port: yes to the JMP, no past it to the next
+// port] [JMP: always to the end, accept]; the last is [S_EQ port: yes to the end, no refuse].
+// No ports, no filter.
+std::vector<unsigned char> PortFilter(const std::vector<std::uint16_t>& ports) {
+  if (ports.empty()) return {};
+  constexpr std::size_t kOp = sizeof(inet_diag_bc_op);
+  std::vector<inet_diag_bc_op> ops;
+  const std::size_t total = (ports.size() * 3 - 1) * kOp;
+  for (std::size_t i = 0; i < ports.size(); ++i) {
+    const bool last = i + 1 == ports.size();
+    const std::size_t remaining = total - ops.size() * kOp;
+    inet_diag_bc_op compare{};
+    compare.code = INET_DIAG_BC_S_EQ;
+    compare.yes = static_cast<unsigned char>(2 * kOp);
+    compare.no = static_cast<unsigned short>(last ? remaining + 4 : 3 * kOp);
+    inet_diag_bc_op port{};
+    port.no = ports[i];
+    ops.push_back(compare);
+    ops.push_back(port);
+    if (!last) {
+      inet_diag_bc_op jump{};
+      jump.code = INET_DIAG_BC_JMP;
+      jump.yes = static_cast<unsigned char>(kOp);
+      jump.no = static_cast<unsigned short>(remaining - 2 * kOp);
+      ops.push_back(jump);
+    }
+  }
+  std::vector<unsigned char> bytes(ops.size() * kOp);
+  std::memcpy(bytes.data(), ops.data(), bytes.size());
+  return bytes;
 }
 
 // One family's dump into *result; an error message, or empty.
 std::string DumpFamily(int fd, std::uint8_t family, std::uint32_t sequence,
                        const SockDiagOptions& options, SockDiagResult* result) {
-  struct {
-    nlmsghdr header;
-    inet_diag_req_v2 request;
-  } message;
-  std::memset(&message, 0, sizeof message);
-  message.header.nlmsg_len = sizeof message;
-  message.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-  message.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-  message.header.nlmsg_seq = sequence;
-  message.request.sdiag_family = family;
-  message.request.sdiag_protocol = IPPROTO_TCP;
-  message.request.idiag_ext = 1u << (INET_DIAG_INFO - 1);
-  message.request.idiag_states = kStatesWithInfo;
+  nlmsghdr request_header;
+  std::memset(&request_header, 0, sizeof request_header);
+  request_header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  request_header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  request_header.nlmsg_seq = sequence;
+  inet_diag_req_v2 request;
+  std::memset(&request, 0, sizeof request);
+  request.sdiag_family = family;
+  request.sdiag_protocol = IPPROTO_TCP;
+  request.idiag_ext = 1u << (INET_DIAG_INFO - 1);
+  request.idiag_states = kStatesWithInfo;
+  const std::vector<unsigned char> filter = PortFilter(options.local_ports);
+  nlattr attribute;
+  attribute.nla_type = INET_DIAG_REQ_BYTECODE;
+  attribute.nla_len = static_cast<std::uint16_t>(sizeof attribute + filter.size());
+  // header, request, then the filter as an attribute (every part a multiple of 4 bytes)
+  std::vector<unsigned char> message(Align4(sizeof request_header) + Align4(sizeof request) +
+                                     (filter.empty() ? 0 : attribute.nla_len));
+  request_header.nlmsg_len = static_cast<std::uint32_t>(message.size());
+  std::memcpy(message.data(), &request_header, sizeof request_header);
+  std::memcpy(message.data() + Align4(sizeof request_header), &request, sizeof request);
+  if (!filter.empty()) {
+    unsigned char* at = message.data() + Align4(sizeof request_header) + Align4(sizeof request);
+    std::memcpy(at, &attribute, sizeof attribute);
+    std::memcpy(at + sizeof attribute, filter.data(), filter.size());
+  }
   sockaddr_nl kernel;
   std::memset(&kernel, 0, sizeof kernel);
   kernel.nl_family = AF_NETLINK;
-  if (sendto(fd, &message, sizeof message, 0, reinterpret_cast<const sockaddr*>(&kernel),
+  if (sendto(fd, message.data(), message.size(), 0, reinterpret_cast<const sockaddr*>(&kernel),
              sizeof kernel) < 0) {
     return ErrnoText("sock_diag request", errno);
   }
@@ -155,7 +198,6 @@ std::string DumpFamily(int fd, std::uint8_t family, std::uint32_t sequence,
       if (header.nlmsg_type != SOCK_DIAG_BY_FAMILY) continue;
       TcpSocketInfo info;
       if (!ParseSocket(payload, payload_length, &info)) return "sock_diag socket cut short";
-      if (!PortWanted(options, info.local_port)) continue;
       if (result->sockets.size() >= options.max_sockets) {
         result->truncated = true;
         return std::string();  // the rest of the dump goes with the socket
@@ -169,6 +211,11 @@ std::string DumpFamily(int fd, std::uint8_t family, std::uint32_t sequence,
 
 SockDiagResult DumpTcpSockets(const SockDiagOptions& options) {
   SockDiagResult result;
+  if (options.local_ports.size() > kMaxPorts) {
+    result.error = "sock_diag: " + std::to_string(options.local_ports.size()) +
+                   " local ports, at most " + std::to_string(kMaxPorts);
+    return result;
+  }
   NetlinkSocket socket;
   if (socket.fd() < 0) {
     result.error = ErrnoText("sock_diag socket", errno);

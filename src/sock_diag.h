@@ -4,9 +4,10 @@
 // broker's client sockets from outside the broker process, matched by address and port.
 //
 // One call asks the kernel for every IPv4 and IPv6 TCP socket that carries tcp_info (not the
-// listening ones, not TIME_WAIT), keeps those whose local port is one of `local_ports`, and
-// returns them. It is bounded: at most `max_sockets` are kept, and each receive waits at most
-// `timeout_ms` (the whole call at most twice that per family). Errors are returned as values.
+// listening ones, not TIME_WAIT) whose local port is one of `local_ports` (at most 1000; the
+// kernel filters, so that only those are copied out), and returns them. It is bounded: at most
+// `max_sockets` are kept, and each receive waits at most `timeout_ms` (the whole call at most twice
+// that per family). Errors are returned as values.
 //
 // Threads: any; a call owns its own netlink socket. Not called by the broker thread.
 #pragma once

@@ -187,6 +187,30 @@ TEST(SockDiagTest, ReportsQueuedBytesAndLastReceivedTime) {
   EXPECT_LT(again->last_received_ms, quiet->last_received_ms);
 }
 
+TEST(SockDiagTest, KeepsEveryPortAskedForAndNoOther) {
+  Loopback first(AF_INET);
+  Loopback second(AF_INET);
+  Loopback third(AF_INET);
+  ASSERT_TRUE(first.Listen() && second.Listen() && third.Listen());
+  ASSERT_TRUE(first.Connect() && second.Connect() && second.Connect() && third.Connect());
+  SockDiagOptions options;
+  options.local_ports = {first.port, second.port};
+  const SockDiagResult result = DumpTcpSockets(options);
+  ASSERT_TRUE(result.ok()) << result.error;
+  ASSERT_EQ(result.sockets.size(), 3u);
+  EXPECT_TRUE(Find(result, first.port, LocalPort(first.clients[0].get())).has_value());
+  EXPECT_TRUE(Find(result, second.port, LocalPort(second.clients[0].get())).has_value());
+  EXPECT_TRUE(Find(result, second.port, LocalPort(second.clients[1].get())).has_value());
+}
+
+TEST(SockDiagTest, RefusesTooManyPorts) {
+  SockDiagOptions options;
+  options.local_ports.assign(1001, 1883);
+  const SockDiagResult result = DumpTcpSockets(options);
+  EXPECT_FALSE(result.ok());
+  EXPECT_NE(result.error.find("1001 local ports"), std::string::npos) << result.error;
+}
+
 TEST(SockDiagTest, StopsAtMaxSockets) {
   Loopback loopback(AF_INET);
   ASSERT_TRUE(loopback.Listen());
