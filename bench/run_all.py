@@ -225,8 +225,7 @@ def plugin_broker_figures(table, plain, n, ping_seconds, sock_diag_bench):
                       f"{per_connection:.0f} B (+{added:.0f} B)",
                       plain=f"{plain['bytes_per_connection']:.0f} B",
                       target="added <= 512 B", meets=added <= 512)
-            if sock_diag_bench:
-                sock_diag_figure(table, broker, n, sock_diag_bench)
+            sock_diag_figure(table, broker, n, sock_diag_bench)
     finally:
         broker.stop()
         broker.cleanup_dir()
@@ -526,8 +525,9 @@ def main():
     harness.PLUGIN = os.path.join(build, "mosquitto_connections.so")
     harness.COMPANION = os.path.join(build, "mosquitto_connections_companion")
     sock_diag_bench = os.path.join(build, "mqc_sock_diag_bench")
-    if not os.path.exists(sock_diag_bench):
-        sock_diag_bench = None
+    for built in (harness.PLUGIN, harness.COMPANION, sock_diag_bench):
+        if not os.path.exists(built):
+            sys.exit(f"{built} is missing: build {build} first")
     n = args.connections or (100 if args.quick else 15000)
     if n < 2:
         sys.exit(f"--connections {n}: at least 2")
