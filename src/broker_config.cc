@@ -146,6 +146,15 @@ bool ParseBrokerConfig(std::string_view text, const std::string& path, bool foll
       current->use_subject_as_username = flag;
     } else if (key == "max_qos") {
       current->max_qos = std::atoi(std::string(value).c_str());
+    } else if (key == "persistence" || key == "retained_persistence") {
+      if (!ParseBool(value, &flag)) return bad("persistence needs true or false");
+      config->persistence = flag;
+    } else if (key == "persistence_location") {
+      if (value.empty()) return bad("persistence_location needs a folder");
+      config->persistence_location = std::string(value);
+    } else if (key == "persistence_file") {
+      if (value.empty()) return bad("persistence_file needs a file name");
+      config->persistence_file = std::string(value);
     } else if (key == "include_dir" && follow_includes) {
       if (!IncludeDir(std::string(value), config, error)) return false;
       current = config->listeners.empty() ? &default_listener : &config->listeners.back();
@@ -156,6 +165,12 @@ bool ParseBrokerConfig(std::string_view text, const std::string& path, bool foll
     config->listeners.insert(config->listeners.begin(), default_listener);
   }
   return true;
+}
+
+std::string BrokerConfig::PersistenceFilePath() const {
+  if (!persistence) return "";
+  if (persistence_location.empty()) return persistence_file;
+  return persistence_location + "/" + persistence_file;
 }
 
 bool ReadBrokerConfig(const std::string& path, BrokerConfig* config, std::string* error) {

@@ -1,6 +1,7 @@
 // What the plugin needs to know of the broker's own configuration file, which the plugin API
 // does not expose: whether any other authentication or ACL source exists (auth neutrality, see
-// mosquitto-2.0-facts.md), allow_anonymous, and the listeners (names, TLS, protocol).
+// mosquitto-2.0-facts.md), allow_anonymous, the listeners (names, TLS, protocol), and where the
+// broker keeps its persistence file.
 // Read the way Mosquitto 2.0 reads it: one option per line, '#' lines are comments, include_dir
 // (main file only) adds its *.conf files in alphabetical order.
 #pragma once
@@ -33,9 +34,15 @@ struct BrokerConfig {
   bool psk_file = false;
   std::vector<std::string> plugins;  // plugin and auth_plugin paths, in file order
   std::vector<ListenerConfig> listeners;
+  bool persistence = false;          // persistence (or its alias retained_persistence)
+  std::string persistence_location;  // empty: the broker's working directory
+  std::string persistence_file = "mosquitto.db";
 
   // Mosquitto 2.0: true in local-only mode, else false unless set.
   bool EffectiveAllowAnonymous() const { return local_only || allow_anonymous.value_or(false); }
+  // The file the broker restores at start and saves to, built as Mosquitto 2.0 builds it
+  // (location + "/" + file); empty when persistence is off.
+  std::string PersistenceFilePath() const;
 };
 
 // Parses one file's text. `path` names it in error messages; include_dir is followed when
