@@ -13,6 +13,11 @@
 //   - a persistent session's subscriptions are kept by client id after its DISCONNECT and handed
 //     to its next connection when the broker resumes that session (it then disconnects the old,
 //     offline client inside the new CONNECT), since a resume sends no SUBSCRIBE.
+//   - sessions the broker restored from its persistence file are seeded at start
+//     (RestoreOffline) and handed over the same way; the broker's client object of such a
+//     session is unknown until it shows itself (an offline delivery or its resume).
+//   - the offline sessions a client asked for (clean session / clean start false, and every
+//     restored one) are announced as such (kOfflineSession) until they end.
 // The table is the source of a full resync when the companion (re)starts or lost events.
 //
 // Threads: the broker thread only. Allocates per connection and per subscription, never per
@@ -29,6 +34,7 @@
 #include <vector>
 
 #include "event_records.h"
+#include "persistence_file.h"
 #include "shared_region.h"
 
 namespace mqc {
@@ -110,6 +116,10 @@ class SessionTable {
   void Disconnect(const void* client, bool has_client_id, CloseReason reason, std::int64_t now_ns,
                   std::int64_t idle_ns = -1);
 
+  // At start, before the first client: the sessions the broker restored from its persistence
+  // file become offline sessions with their subscriptions (at most kMaxOfflineSessions).
+  void RestoreOffline(const std::vector<PersistedSession>& sessions, std::int64_t now_ns);
+
   void Subscribe(const void* client, std::string_view filter, std::uint8_t qos);
   void Unsubscribe(const void* client, std::string_view filter);
 
@@ -134,6 +144,9 @@ class SessionTable {
 
   std::size_t open_count() const { return open_.size(); }
   std::size_t offline_count() const { return offline_.size(); }
+  // The subscriptions of the offline session of `client_id` (tests).
+  std::vector<std::pair<std::string, std::uint8_t>> OfflineSubscriptions(
+      const std::string& client_id) const;
   bool IsOpen(const void* client) const { return open_.count(client) != 0; }
 
  private:
@@ -152,17 +165,30 @@ class SessionTable {
     bool resumes_session = false;  // the broker disconnected the old client of this id for it
   };
   struct OfflineSession {
-    const void* client = nullptr;  // the broker keeps this client object while the session lives
+    // The broker keeps this client object while the session lives; null for a session
+    // restored from the persistence file until the broker's object shows itself.
+    const void* client = nullptr;
     std::uint64_t age = 0;
     std::vector<SubscriptionEntry> subscriptions;
+    OfflineSessionEvent event;  // event.seq 0: not announced (no session asked for)
   };
 
   void Accept();
   bool EmitOneInFull(const void* client);
+  // Emits the head record in buffer_ (of `type`) and `subscriptions` of `seq`, all or none.
+  bool EmitWhole(EventType type, std::uint64_t seq,
+                 const std::vector<SubscriptionEntry>& subscriptions);
   ConnectionEvent MakeEvent(const ClientFacts& facts, std::int64_t now_ns);
   bool EmitConnection(const ConnectionEvent& event);
   bool EmitSubscription(EventType type, std::uint64_t seq, const SubscriptionEntry& entry);
-  void KeepOffline(const OpenConnection& connection, const void* client);
+  void KeepOffline(const OpenConnection& connection, const void* client, std::int64_t now_ns);
+  // Adds an offline session (replacing one of that id, forgetting the oldest when full) and
+  // announces it when it is listed.
+  void AddOffline(const std::string& id, OfflineSession session);
+  void EraseOffline(std::unordered_map<std::string, OfflineSession>::iterator it);
+  bool EmitOffline(const OfflineSession& session);
+  bool EmitOfflineInFull(const std::string& id);
+  Uuid NewUuid();
   void CloseOpen(const void* client, CloseReason reason, std::int64_t now_ns, std::int64_t idle_ns);
 
   EventSink* sink_;
@@ -182,6 +208,8 @@ class SessionTable {
   std::uint64_t resync_generation_ = 0;
   std::vector<const void*> resync_queue_;
   std::size_t resync_next_ = 0;
+  std::vector<std::string> resync_offline_queue_;  // announced offline sessions, by client id
+  std::size_t resync_offline_next_ = 0;
 };
 
 }  // namespace mqc
