@@ -19,6 +19,7 @@ With the plugin, GET /api/mqtt/connections must list exactly the clients that go
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -183,11 +184,12 @@ def make_dynsec_file(workdir):
     }, indent=2)
 
 
-def run_scenario(broker, check_listing):
+def run_scenario(broker, check_listing, clean=True):
     """Runs the scenario on a started broker and returns its outcomes as plain data.
 
     `check_listing(expected_ids, when)` is called (with-plugin runs) while the clients that got
-    CONNACK 0 are connected.
+    CONNACK 0 are connected. `clean` false: persistent sessions (clean session / clean start
+    false), which the broker saves in its persistence file.
     """
     outcome = {"connack": {}, "suback": {}, "puback": {}, "received": {}}
     connected = []
@@ -199,7 +201,7 @@ def run_scenario(broker, check_listing):
                     continue
                 client_id = f"{kind}-v{version}"
                 client = Client(broker, client_id, version=version, username=username,
-                                password=password, connect=False)
+                                password=password, connect=False, clean=clean)
                 # paho retries a refused CONNECT every second, and its thread sleeps out that
                 # second before it can be stopped; no client here should ever reconnect.
                 client.client._reconnect_on_failure = False
@@ -270,6 +272,10 @@ SETUPS = {
                                          files={"passwd": "PASSWD", "acl": ACL_FILE}),
     "acl_only_anonymous_true": dict(allow_anonymous=True, extra=ACL_LINE,
                                     files={"acl": ACL_FILE}),
+    # Debian's default: persistence on. The plugin then reads mosquitto.db at start.
+    "password_acl_persistence": dict(allow_anonymous=True,
+                                     extra=PASSWORD_FILE + "\n" + ACL_LINE, persistence=True,
+                                     files={"passwd": "PASSWD", "acl": ACL_FILE}),
     # The password_file line in a file of include_dir, which the plugin must follow too.
     "password_in_include_dir": dict(allow_anonymous=True, extra="include_dir {dir}/conf.d",
                                     files={"passwd": "PASSWD",
@@ -283,6 +289,10 @@ SETUPS = {
     "dynsec_before_plugin": dict(allow_anonymous=True, extra=DYNSEC_LINES,
                                  files={"dynsec.json": "DYNSEC"}),
 }
+
+# Set-ups run with persistent sessions, then once more after a restart of the broker (which
+# restores them from its persistence file, and the plugin reads that file at start).
+RESTART_BETWEEN_RUNS = {"password_acl_persistence"}
 
 # Set-ups where the plugin is documented to miss some connections: a plugin loaded before it
 # that answers BASIC_AUTH itself keeps the broker from calling ours (Mosquitto 2.0 has no other
@@ -327,7 +337,16 @@ class AuthNeutralityTest(unittest.TestCase):
 
         try:
             broker.start()
-            outcome = run_scenario(broker, check_listing)
+            if name in RESTART_BETWEEN_RUNS:
+                first = run_scenario(broker, check_listing, clean=False)
+                broker.restart()
+                outcome = {"before restart": first,
+                           "after restart": run_scenario(broker, check_listing, clean=False)}
+                if plugin and not re.search(r"mosquitto_connections: [1-9]\d* persistent "
+                                            r"sessions with", broker.log()):
+                    listing_problems.append(("log", "no session read from mosquitto.db"))
+            else:
+                outcome = run_scenario(broker, check_listing)
             if plugin and name in LISTING_MAY_MISS and \
                     "load this plugin before the other plugins" not in broker.log():
                 listing_problems.append(("log", "no warning about the plugin load order"))
@@ -343,7 +362,9 @@ class AuthNeutralityTest(unittest.TestCase):
         without, _ = self.run_setup(name, plugin=False)
         with_plugin, listing_problems = self.run_setup(name, plugin=True)
         # Guard against a vacuous pass: the scenario must have done something.
-        self.assertEqual(len(without["connack"]), CLIENT_COUNT)
+        for run in ([without["before restart"], without["after restart"]]
+                    if name in RESTART_BETWEEN_RUNS else [without]):
+            self.assertEqual(len(run["connack"]), CLIENT_COUNT)
         self.assertEqual(with_plugin, without, f"{name}: outcomes differ with the plugin "
                          "(first = with plugin, second = plain Mosquitto)")
         self.assertEqual(listing_problems, [], f"{name}: /api/mqtt/connections")
@@ -383,6 +404,10 @@ class AuthNeutralityTest(unittest.TestCase):
 
     def test_dynamic_security_allow_anonymous_false(self):
         self.check("dynsec_anonymous_false")
+
+    # 8: persistence on, the broker restarted between two runs of the scenario.
+    def test_password_and_acl_file_with_persistence(self):
+        self.check("password_acl_persistence")
 
     # Beyond the brief's list: sources the plugin could overlook.
     def test_password_file_in_include_dir(self):
