@@ -11,6 +11,7 @@ broker starts and routes as usual.
 
 import json
 import re
+import signal
 import unittest
 import urllib.request
 
@@ -175,6 +176,33 @@ class RestartTest(unittest.TestCase):
         self.assertEqual(resumed["p4-a"].messages, [("events/site/a/x", b"a")])
         self.assertEqual(resumed["p5-shared"].messages, [("commands/door/s", b"s")])
         self.assertEqual(clean.messages, [])
+
+
+class ReloadTest(unittest.TestCase):
+    def test_a_reload_keeps_offline_sessions_offline(self):
+        # At SIGHUP the broker re-checks the credentials of every client it holds, offline
+        # sessions included (mosquitto_security_apply_default): not a CONNECT.
+        broker = Broker(persistence=True)
+        broker.start()
+        try:
+            park(broker, "runtime", 4, [("events/r/#", 1)])
+            park(broker, "restored", 5, [("store/s", 1)])
+            broker.restart()
+            park(broker, "runtime", 4, [("events/r/#", 1)])  # offline again, this broker's own
+            wait_for(lambda: len(rich(broker, f"state = {OFFLINE}")) == 2, what="2 offline")
+            broker.process.send_signal(signal.SIGHUP)
+            wait_for(lambda: "Reloading config." in broker.log(), what="the reload")
+            # A client connected after the reload is listed once the events before it are.
+            marker = Client(broker, "after-reload", version=4)
+            wait_for(lambda: broker.connection("after-reload") is not None, what="the marker")
+            listed = rich(broker, "state != MQTT_CONNECTION_STATE_CLOSED")
+            self.assertEqual(sorted((c["clientId"], c["state"]) for c in listed),
+                             [("after-reload", OPEN), ("restored", OFFLINE),
+                              ("runtime", OFFLINE)])
+            marker.disconnect()
+        finally:
+            broker.stop()
+            broker.cleanup_dir()
 
 
 class RefusedFileTest(unittest.TestCase):

@@ -34,6 +34,7 @@ SessionTable::SessionTable(EventSink* sink, std::uint64_t uuid_seed, ConnectionS
 
 void SessionTable::BeginConnect(const void* client, ClientFacts facts, std::int64_t now_ns) {
   Settle();
+  if (!facts.has_socket) return;
   pending_ = Pending{client, std::move(facts), now_ns, false};
 }
 

@@ -66,6 +66,9 @@ struct ClientFacts {
   // a username, TLS itself for a certificate or a PSK. A username that nothing checks is
   // accepted by allow_anonymous alone: the connection is then unauthenticated.
   bool credentials_checked = true;
+  // False for a client the broker holds without a connection (an offline session): its
+  // credentials are checked again at a reload (SIGHUP), which is no CONNECT.
+  bool has_socket = true;
 };
 
 class SessionTable {
@@ -99,7 +102,8 @@ class SessionTable {
   std::uint8_t OfflineQos(const void* client, std::string_view client_id,
                           std::string_view topic) const;
 
-  // A CONNECT is being authenticated (BASIC_AUTH, EXT_AUTH_START).
+  // A CONNECT is being authenticated (BASIC_AUTH, EXT_AUTH_START). A client without a socket
+  // is an offline session re-checked at a reload, not a CONNECT: it is ignored.
   void BeginConnect(const void* client, ClientFacts facts, std::int64_t now_ns);
 
   // Call at the start of every broker callback but DISCONNECT: settles a pending CONNECT as

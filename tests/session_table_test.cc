@@ -375,6 +375,25 @@ TEST_F(SessionTableTest, AnMqtt5CleanStartSessionIsKeptForAResumeButNotListed) {
   EXPECT_EQ(table_.offline_count(), 1u);
 }
 
+TEST_F(SessionTableTest, AReloadRecheckingAnOfflineSessionIsNoConnect) {
+  table_.RestoreOffline(Restored(), 500);
+  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/x", 1);
+  table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
+  sink_.lines.clear();
+  // At SIGHUP the broker checks every client it holds again, those without a socket too.
+  for (const char* id : {"p", "db-v4"}) {
+    ClientFacts facts = Facts(id, false);
+    facts.has_socket = false;
+    table_.BeginConnect(id == std::string("p") ? a_ : c_, facts, 3);
+  }
+  table_.Settle();
+  EXPECT_THAT(sink_.lines, IsEmpty());
+  EXPECT_EQ(table_.offline_count(), 3u);
+  EXPECT_EQ(table_.open_count(), 0u);
+}
+
 TEST_F(SessionTableTest, FullStateListsOfflineSessionsWithTheirSubscriptions) {
   table_.RestoreOffline(Restored(), 500);
   table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
