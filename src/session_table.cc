@@ -211,11 +211,11 @@ void SessionTable::RestoreOffline(const std::vector<PersistedSession>& sessions,
     }
     session.event.client_id = persisted.client_id;
     session.event.username = persisted.username;
-    AddOffline(persisted.client_id, std::move(session));
+    AddOffline(persisted.client_id, std::move(session), /*announce=*/false);
   }
 }
 
-void SessionTable::AddOffline(const std::string& id, OfflineSession session) {
+void SessionTable::AddOffline(const std::string& id, OfflineSession session, bool announce) {
   auto existing = offline_.find(id);
   if (existing != offline_.end()) EraseOffline(existing);
   if (offline_.size() >= kMaxOfflineSessions) {
@@ -224,7 +224,7 @@ void SessionTable::AddOffline(const std::string& id, OfflineSession session) {
   session.age = ++next_offline_age_;
   offline_by_age_[session.age] = id;
   auto it = offline_.emplace(id, std::move(session)).first;
-  if (it->second.event.seq != 0) EmitOffline(it->second);
+  if (announce && it->second.event.seq != 0) EmitOffline(it->second);
 }
 
 void SessionTable::EraseOffline(std::unordered_map<std::string, OfflineSession>::iterator it) {
@@ -243,15 +243,6 @@ bool SessionTable::EmitOffline(const OfflineSession& session) {
     ok = EmitSubscription(EventType::kSubscribe, session.event.seq, entry) && ok;
   }
   return ok;
-}
-
-std::vector<std::pair<std::string, std::uint8_t>> SessionTable::OfflineSubscriptions(
-    const std::string& client_id) const {
-  std::vector<std::pair<std::string, std::uint8_t>> out;
-  auto it = offline_.find(client_id);
-  if (it == offline_.end()) return out;
-  for (const auto& entry : it->second.subscriptions) out.emplace_back(entry.filter, entry.qos);
-  return out;
 }
 
 void SessionTable::Subscribe(const void* client, std::string_view filter, std::uint8_t qos) {

@@ -121,7 +121,9 @@ class SessionTable {
                   std::int64_t idle_ns = -1);
 
   // At start, before the first client: the sessions the broker restored from its persistence
-  // file become offline sessions with their subscriptions (at most kMaxOfflineSessions).
+  // file become offline sessions with their subscriptions (at most kMaxOfflineSessions). Not
+  // announced one by one: called before the companion starts, whose first full resync carries
+  // them (events written before it would be skipped, and could fill the ring).
   void RestoreOffline(const std::vector<PersistedSession>& sessions, std::int64_t now_ns);
 
   void Subscribe(const void* client, std::string_view filter, std::uint8_t qos);
@@ -148,9 +150,6 @@ class SessionTable {
 
   std::size_t open_count() const { return open_.size(); }
   std::size_t offline_count() const { return offline_.size(); }
-  // The subscriptions of the offline session of `client_id` (tests).
-  std::vector<std::pair<std::string, std::uint8_t>> OfflineSubscriptions(
-      const std::string& client_id) const;
   bool IsOpen(const void* client) const { return open_.count(client) != 0; }
 
  private:
@@ -188,7 +187,7 @@ class SessionTable {
   void KeepOffline(const OpenConnection& connection, const void* client, std::int64_t now_ns);
   // Adds an offline session (replacing one of that id, forgetting the oldest when full) and
   // announces it when it is listed.
-  void AddOffline(const std::string& id, OfflineSession session);
+  void AddOffline(const std::string& id, OfflineSession session, bool announce = true);
   void EraseOffline(std::unordered_map<std::string, OfflineSession>::iterator it);
   bool EmitOffline(const OfflineSession& session);
   bool EmitOfflineInFull(const std::string& id);
