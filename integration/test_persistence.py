@@ -10,6 +10,7 @@ broker starts and routes as usual.
 """
 
 import json
+import os
 import re
 import signal
 import unittest
@@ -200,6 +201,33 @@ class ReloadTest(unittest.TestCase):
                              [("after-reload", OPEN), ("restored", OFFLINE),
                               ("runtime", OFFLINE)])
             marker.disconnect()
+        finally:
+            broker.stop()
+            broker.cleanup_dir()
+
+
+class CompanionRestartTest(unittest.TestCase):
+    def test_a_restarted_companion_lists_the_offline_sessions_again(self):
+        # They reach a new companion through the full resync, like open connections.
+        broker = Broker(persistence=True)
+        broker.start()
+        try:
+            park(broker, "restored", 5, [("store/s", 1), ("events/e", 0)])
+            broker.restart()
+            park(broker, "runtime", 4, [("queues/q", 2)])
+            expected = [("restored", [("events/e", 0), ("store/s", 1)]),
+                        ("runtime", [("queues/q", 2)])]
+
+            def offline():
+                return sorted((c["clientId"], filters(c))
+                              for c in rich(broker, f"state = {OFFLINE}"))
+            wait_for(lambda: offline() == expected, what="both offline")
+            os.kill(broker.companion_pid, signal.SIGKILL)
+            wait_for(lambda: broker.log().count("registry synchronised with the broker") == 2,
+                     what="the new companion's resync")
+            self.assertIn("registry synchronised with the broker: 0 open connections, "
+                          "2 offline sessions", broker.log().rsplit("companion killed", 1)[1])
+            self.assertEqual(offline(), expected)
         finally:
             broker.stop()
             broker.cleanup_dir()
