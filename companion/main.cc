@@ -211,8 +211,7 @@ int Run(int argc, char** argv) {
       // Tells the operator (and the tests) when a (re)started companion has the whole state.
       link.Log(LogLevel::kInfo, "registry synchronised with the broker: " +
                                     std::to_string(registry.open_count()) + " open connections, " +
-                                    std::to_string(registry.offline_count()) +
-                                    " offline sessions");
+                                    std::to_string(registry.offline_count()) + " offline sessions");
       announced_sync = true;
     }
     if (now >= next_expiry_ns) {
