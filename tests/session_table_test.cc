@@ -328,9 +328,9 @@ TEST_F(SessionTableTest, RestoredSessionsAreListedAsOfflineWithTheirExpiry) {
   ASSERT_TRUE(table_.BeginFullState(1));
   ASSERT_TRUE(table_.ContinueFullState());
   std::set<std::string> middle(sink_.lines.begin() + 1, sink_.lines.end() - 1);
-  EXPECT_EQ(middle, (std::set<std::string>{"offline 1 db-v4", "sub 1 events/a/# 1",
-                                           "sub 1 queues/jobs 2", "offline 2 db-v5",
-                                           "sub 2 commands/door 0"}));
+  EXPECT_EQ(middle,
+            (std::set<std::string>{"offline 1 db-v4", "sub 1 events/a/# 1", "sub 1 queues/jobs 2",
+                                   "offline 2 db-v5", "sub 2 commands/door 0"}));
   ASSERT_EQ(sink_.offline.size(), 2u);
   if (sink_.offline[0].client_id != "db-v4") std::swap(sink_.offline[0], sink_.offline[1]);
   EXPECT_EQ(sink_.offline[0].username, "alice");
