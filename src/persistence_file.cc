@@ -159,6 +159,9 @@ class Reader {
     }
     session->session_expiry_time = expiry_time;
     session->session_expiry_interval = interval;
+    // Mosquitto 2.0.11 writes a client without a username after one with a username with the
+    // earlier one's username and a byte-swapped length (persist__client_save reuses its
+    // chunk); the broker restores that C string, and so does this reader.
     if (username_len > 0 && session->username.empty()) {
       session->username = CString(p + kClientFixed + id_len, username_len);
     }
