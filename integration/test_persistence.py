@@ -169,13 +169,20 @@ class RestartTest(unittest.TestCase):
         publisher = Client(self.broker, "publisher", version=4)
         self.clients.append(publisher)
         publisher.publish("events/site/a/x", b"a", qos=1)
-        publisher.publish("commands/door/s", b"s", qos=1)
         publisher.publish("queues/work", b"shared", qos=1)
         publisher.publish("events/site/c/x", b"clean", qos=1)
-        wait_for(lambda: resumed["p4-a"].messages and resumed["p5-shared"].messages,
+        # A last message on a restored subscription: once it is in, anything routed before it
+        # to the same client is in too (one connection, in order).
+        publisher.publish("commands/door/s", b"last", qos=1)
+        wait_for(lambda: resumed["p4-a"].messages and
+                 ("commands/door/s", b"last") in resumed["p5-shared"].messages,
                  what="deliveries to resumed sessions")
         self.assertEqual(resumed["p4-a"].messages, [("events/site/a/x", b"a")])
-        self.assertEqual(resumed["p5-shared"].messages, [("commands/door/s", b"s")])
+        self.assertEqual(resumed["p5-shared"].messages, [("commands/door/s", b"last")])
+        # Another round trip, so that a delivery to the clean client (it has no subscription
+        # left) would have had the time to arrive.
+        publisher.publish("events/site/a/x", b"again", qos=1)
+        wait_for(lambda: len(resumed["p4-a"].messages) == 2, what="the second delivery")
         self.assertEqual(clean.messages, [])
 
 
