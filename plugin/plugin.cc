@@ -165,6 +165,8 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
   state->sessions = std::make_unique<SessionTable>(
       state->link.get(), (std::uint64_t{seed()} << 32) | seed(), state->region->stats(),
       state->region->header()->stats_slots, &state->region->header()->counters);
+  state->sessions->SetPersistentClientExpiration(
+      state->broker_config.persistent_client_expiration_s);
   RestorePersistedSessions(state.get());
   RpcTracker::Options rpc;
   rpc.timeout_ns = std::int64_t{state->options.rpc_timeout_s} * 1000000000;

@@ -6,6 +6,7 @@
 // (main file only) adds its *.conf files in alphabetical order.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,6 +38,9 @@ struct BrokerConfig {
   bool persistence = false;          // persistence (or its alias retained_persistence)
   std::string persistence_location;  // empty: the broker's working directory
   std::string persistence_file = "mosquitto.db";
+  // persistent_client_expiration in seconds; 0 when not set. The broker then expires an
+  // offline session after this long at most (MQTT 3.1.1 sessions: exactly this long).
+  std::int64_t persistent_client_expiration_s = 0;
 
   // Mosquitto 2.0: true in local-only mode, else false unless set.
   bool EffectiveAllowAnonymous() const { return local_only || allow_anonymous.value_or(false); }

@@ -191,6 +191,11 @@ void SessionTable::KeepOffline(const OpenConnection& connection, const void* cli
     session.event.client_id = connection.event.client_id;
     session.event.username = connection.event.username;
   }
+  if (persistent_expiration_s_ > 0) {
+    session.gone_by_ns = now_ns + persistent_expiration_s_ * 1000000000;
+    // MQTT 3.1.1 sessions ask never to expire: the broker's limit is their exact expiry.
+    if (connection.event.protocol_version < 5) session.event.expiry_time_ns = session.gone_by_ns;
+  }
   AddOffline(connection.event.client_id, std::move(session));
 }
 
@@ -223,6 +228,7 @@ void SessionTable::AddOffline(const std::string& id, OfflineSession session, boo
   }
   session.age = ++next_offline_age_;
   offline_by_age_[session.age] = id;
+  if (session.gone_by_ns != 0) offline_by_expiry_.emplace(session.gone_by_ns, id);
   auto it = offline_.emplace(id, std::move(session)).first;
   if (announce && it->second.event.seq != 0) EmitOffline(it->second);
 }
@@ -233,7 +239,29 @@ void SessionTable::EraseOffline(std::unordered_map<std::string, OfflineSession>:
     sink_->Emit(EventType::kOfflineSessionEnd, buffer_);
   }
   offline_by_age_.erase(it->second.age);
+  if (it->second.gone_by_ns != 0) {
+    auto [first, last] = offline_by_expiry_.equal_range(it->second.gone_by_ns);
+    for (auto entry = first; entry != last; ++entry) {
+      if (entry->second == it->first) {
+        offline_by_expiry_.erase(entry);
+        break;
+      }
+    }
+  }
   offline_.erase(it);
+}
+
+void SessionTable::ExpireOffline(std::int64_t now_ns) {
+  // The broker expires a session once its expiry time is in the past (whole seconds).
+  while (!offline_by_expiry_.empty() && offline_by_expiry_.begin()->first < now_ns) {
+    const auto due = offline_by_expiry_.begin();
+    auto it = offline_.find(due->second);
+    if (it == offline_.end() || it->second.gone_by_ns != due->first) {
+      offline_by_expiry_.erase(due);  // not expected: EraseOffline keeps both in step
+      continue;
+    }
+    EraseOffline(it);  // erases `due` with it
+  }
 }
 
 bool SessionTable::EmitOffline(const OfflineSession& session) {

@@ -126,6 +126,15 @@ class SessionTable {
   // them (events written before it would be skipped, and could fill the ring).
   void RestoreOffline(const std::vector<PersistedSession>& sessions, std::int64_t now_ns);
 
+  // The broker's persistent_client_expiration (0: none). With it, the broker expires a session
+  // that goes offline after that long at most (an MQTT 3.1.1 one after exactly that long; an
+  // MQTT 5 one sooner when its own interval is shorter, which is not visible). Sessions restored
+  // from the persistence file are never expired by Mosquitto 2.0.11.
+  void SetPersistentClientExpiration(std::int64_t seconds) { persistent_expiration_s_ = seconds; }
+  // At TICK: ends the offline sessions the broker has expired by now. Nothing to do costs one
+  // comparison.
+  void ExpireOffline(std::int64_t now_ns);
+
   void Subscribe(const void* client, std::string_view filter, std::uint8_t qos);
   void Unsubscribe(const void* client, std::string_view filter);
 
@@ -174,6 +183,7 @@ class SessionTable {
     std::uint64_t age = 0;
     std::vector<SubscriptionEntry> subscriptions;
     OfflineSessionEvent event;  // event.seq 0: not announced (no session asked for)
+    std::int64_t gone_by_ns = 0;  // the broker has expired it by then; 0 never
   };
 
   void Accept();
@@ -205,6 +215,8 @@ class SessionTable {
   std::unordered_map<const void*, OpenConnection> open_;
   std::unordered_map<std::string, OfflineSession> offline_;
   std::map<std::uint64_t, std::string> offline_by_age_;
+  std::multimap<std::int64_t, std::string> offline_by_expiry_;  // gone_by_ns, client id
+  std::int64_t persistent_expiration_s_ = 0;
   std::string buffer_;  // reused encoding buffer
 
   bool resync_active_ = false;

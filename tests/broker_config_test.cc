@@ -97,6 +97,22 @@ TEST(BrokerConfigTest, PersistenceFileAsTheBrokerBuildsItsPath) {
   EXPECT_EQ(error, "m.conf:1: persistence_location needs a folder");
 }
 
+TEST(BrokerConfigTest, PersistentClientExpirationInTheBrokersUnits) {
+  EXPECT_EQ(Parse("listener 1\n").persistent_client_expiration_s, 0);
+  EXPECT_EQ(Parse("persistent_client_expiration 2h\n").persistent_client_expiration_s, 7200);
+  EXPECT_EQ(Parse("persistent_client_expiration 14d\n").persistent_client_expiration_s, 14 * 86400);
+  EXPECT_EQ(Parse("persistent_client_expiration 1m\n").persistent_client_expiration_s, 30 * 86400);
+  EXPECT_EQ(Parse("persistent_client_expiration 1y\n").persistent_client_expiration_s, 365 * 86400);
+  for (const char* bad : {"persistent_client_expiration 10\n", "persistent_client_expiration 0d\n",
+                          "persistent_client_expiration d\n", "persistent_client_expiration x1d\n",
+                          "persistent_client_expiration 10s\n"}) {
+    BrokerConfig config;
+    std::string error;
+    EXPECT_FALSE(ParseBrokerConfig(bad, "m.conf", true, &config, &error)) << bad;
+    EXPECT_THAT(error, ::testing::HasSubstr("persistent_client_expiration needs")) << bad;
+  }
+}
+
 TEST(BrokerConfigTest, IncludeDirIsReadInAlphabeticalOrder) {
   const auto dir =
       std::filesystem::temp_directory_path() / ("mqc-include-" + std::to_string(::getpid()));

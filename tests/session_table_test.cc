@@ -399,6 +399,39 @@ TEST_F(SessionTableTest, AReloadRecheckingAnOfflineSessionIsNoConnect) {
   EXPECT_EQ(table_.open_count(), 0u);
 }
 
+TEST_F(SessionTableTest, PersistentClientExpirationEndsOfflineSessionsWhenTheBrokerDoes) {
+  constexpr std::int64_t kSecond = 1000000000;
+  table_.SetPersistentClientExpiration(3600);
+  table_.RestoreOffline(Restored(), 0);  // Mosquitto 2.0.11 never expires these
+  table_.BeginConnect(a_, Facts("v4", /*clean=*/false, 4), 0);
+  table_.Settle();
+  table_.Disconnect(a_, true, CloseReason::kConnectionLost, 100 * kSecond);
+  table_.BeginConnect(b_, Facts("v5", /*clean=*/false, 5), 0);
+  table_.Settle();
+  table_.Disconnect(b_, true, CloseReason::kConnectionLost, 200 * kSecond);
+  table_.BeginConnect(c_, Facts("back", /*clean=*/false, 4), 0);
+  table_.Settle();
+  table_.Disconnect(c_, true, CloseReason::kConnectionLost, 100 * kSecond);
+  ASSERT_EQ(sink_.offline.size(), 3u);
+  // An MQTT 3.1.1 session's expiry is exactly the broker's limit; an MQTT 5 one may be sooner.
+  EXPECT_EQ(sink_.offline[0].expiry_time_ns, 3700 * kSecond);
+  EXPECT_EQ(sink_.offline[1].expiry_time_ns, 0);
+  // "back" resumes before its time: nothing of it is left to expire.
+  table_.BeginConnect(a_, Facts("back", false), 150 * kSecond);
+  table_.Disconnect(c_, true, CloseReason::kUnspecified, 150 * kSecond);
+  table_.Settle();
+  sink_.lines.clear();
+  table_.ExpireOffline(3700 * kSecond);  // not yet past
+  EXPECT_THAT(sink_.lines, IsEmpty());
+  table_.ExpireOffline(3700 * kSecond + 1);
+  EXPECT_THAT(sink_.lines, ElementsAre("offline-end 4"));
+  table_.ExpireOffline(3800 * kSecond + 1);
+  EXPECT_THAT(sink_.lines, ElementsAre("offline-end 4", "offline-end 6"));
+  table_.ExpireOffline(std::int64_t{1} << 62);
+  EXPECT_EQ(sink_.lines.size(), 2u);
+  EXPECT_EQ(table_.offline_count(), 2u);  // the two restored sessions
+}
+
 TEST_F(SessionTableTest, FullStateListsOfflineSessionsWithTheirSubscriptions) {
   table_.RestoreOffline(Restored(), 500);
   table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
