@@ -210,7 +210,8 @@ int Run(int argc, char** argv) {
     if (!announced_sync && registry.synced()) {
       // Tells the operator (and the tests) when a (re)started companion has the whole state.
       link.Log(LogLevel::kInfo, "registry synchronised with the broker: " +
-                                    std::to_string(registry.open_count()) + " open connections");
+                                    std::to_string(registry.open_count()) + " open connections, " +
+                                    std::to_string(registry.offline_count()) + " offline sessions");
       announced_sync = true;
     }
     if (now >= next_expiry_ns) {

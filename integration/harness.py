@@ -65,11 +65,14 @@ class Broker:
     `options` are plugin_opt_ values; `extra` is more mosquitto.conf text, placed first;
     `listener_extra` follows the listener line (its per-listener settings); `files` maps file
     names to contents written into the broker's folder first ({dir} in the texts is its path).
+    `persistence` turns the broker's persistence on, with its file in {dir}/data/ (writable by
+    the broker's user); `restart()` then stops it (it saves the file) and starts it again on
+    the same configuration and port.
     """
 
     def __init__(self, plugin=True, options=None, extra="", files=None,
                  allow_anonymous=True, plugin_after="", expect_start=True, listener_extra="",
-                 log_types=("all",), command_prefix=()):
+                 log_types=("all",), command_prefix=(), persistence=False):
         self.plugin = plugin
         self.options = {"http_port": "0"}
         self.options.update(options or {})
@@ -81,6 +84,8 @@ class Broker:
         self.listener_extra = listener_extra
         self.log_types = log_types
         self.command_prefix = list(command_prefix)  # e.g. valgrind, for the benchmarks
+        self.persistence = persistence
+        self.launches = 0
         self.dir = None
         self.process = None
         self.port = None
@@ -108,7 +113,11 @@ class Broker:
                 lines.append(f"plugin_opt_{key} {value}")
         if self.plugin_after:
             lines.append(self.plugin_after.replace("{dir}", self.dir))
-        lines += ["log_dest stderr", "persistence false"]
+        lines.append("log_dest stderr")
+        if self.persistence:
+            lines += ["persistence true", f"persistence_location {self.persistence_dir}"]
+        else:
+            lines.append("persistence false")
         lines += [f"log_type {t}" for t in self.log_types]
         return "\n".join(lines) + "\n"
 
@@ -128,12 +137,32 @@ class Broker:
             with open(path, "w") as f:
                 f.write(content.replace("{dir}", self.dir))
             os.chmod(path, 0o644)
+        self.persistence_dir = os.path.join(self.dir, "data")
+        os.makedirs(self.persistence_dir)
+        os.chmod(self.persistence_dir, 0o777)  # the broker saves there as user mosquitto
         self.port = free_port()
         self.config = os.path.join(self.dir, "mosquitto.conf")
         with open(self.config, "w") as f:
             f.write(self.config_text())
         os.chmod(self.config, 0o644)
-        self.log_path = os.path.join(self.dir, "broker.log")
+        self._launch()
+
+    @property
+    def persistence_file(self):
+        return os.path.join(self.persistence_dir, "mosquitto.db")
+
+    def restart(self, between=None):
+        """SIGTERM (the broker saves its persistence file), then the same config and port;
+        `between()` runs while the broker is stopped (to alter its persistence file)."""
+        self.stop()
+        if between is not None:
+            between()
+        self._launch()
+
+    def _launch(self):
+        self.launches += 1
+        name = "broker.log" if self.launches == 1 else f"broker-{self.launches}.log"
+        self.log_path = os.path.join(self.dir, name)
         self.log_file = open(self.log_path, "wb")
         self.process = subprocess.Popen(self.command_prefix + [MOSQUITTO, "-c", self.config],
                                         stdout=self.log_file,
@@ -279,6 +308,7 @@ class Client:
         self.broker = broker
         self.keepalive = keepalive
         self.connack = None
+        self.session_present = None
         self.messages = []
         self.subacks = {}
         self.client.on_connect = self._on_connect
@@ -290,6 +320,7 @@ class Client:
             self.connect()
 
     def _on_connect(self, client, userdata, flags, rc, properties=None):
+        self.session_present = bool(flags.get("session present"))
         self.connack = rc if isinstance(rc, int) else rc.value
 
     def _on_message(self, client, userdata, message):

@@ -265,6 +265,7 @@ int OnTick(int /*event*/, void* /*event_data*/, void* userdata) {
         [](const LogCommand& command) { LogToBroker(command.level, command.text); });
     state->companion->Tick(MonotonicNs());  // delays and stall checks: no wall-clock jumps
     state->traffic->OnTick(MonotonicNs());
+    state->sessions->ExpireOffline(NowNs());
     SampleIdleIfAsked(state);
     if (state->companion->serving()) state->link->ResyncStep(state->sessions.get());
   } catch (...) {

@@ -104,6 +104,7 @@ ClientFacts ReadFacts(const mosquitto* client, const BrokerConfig& config) {
   facts.protocol_version = static_cast<std::uint8_t>(mosquitto_client_protocol_version(client));
   facts.clean_session = mosquitto_client_clean_session(client);
   facts.keep_alive = static_cast<std::uint16_t>(mosquitto_client_keepalive(client));
+  facts.has_socket = ClientSocket(client) >= 0;
   ReadSocketPorts(client, &facts);
   const ListenerConfig* listener = ListenerOn(config, facts.local_port);
   if (listener != nullptr && listener->require_certificate) {

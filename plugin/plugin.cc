@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "clock.h"
 #include "plugin_state.h"
 
 // clang-format off
@@ -102,6 +103,36 @@ bool ApplyBrokerConfig(PluginState* state, const std::string& own_path) {
   return true;
 }
 
+// The sessions the broker restored from its persistence file: the broker reads mosquitto.db
+// (db__open) before it loads plugins, so the file on disk now is the one it restored from.
+// Read once, here, before the first client. A file that cannot be read is one warning and no
+// session from it; the broker runs on, and those sessions show from their next connection.
+void RestorePersistedSessions(PluginState* state) {
+  const std::string path = state->broker_config.PersistenceFilePath();
+  if (path.empty()) return;
+  PersistenceLimits limits;
+  limits.max_sessions = SessionTable::kMaxOfflineSessions;
+  std::vector<PersistedSession> sessions;
+  bool missing = false;
+  std::string error;
+  const std::int64_t started = MonotonicNs();
+  if (!ReadPersistenceFile(path, limits, &sessions, &missing, &error)) {
+    LogToBroker(LogLevel::kWarning,
+                "mosquitto_connections: the broker's persistence file is not used, its sessions "
+                "are listed from their next connection on: " +
+                    error);
+    return;
+  }
+  if (missing) return;
+  std::size_t subscriptions = 0;
+  for (const auto& session : sessions) subscriptions += session.subscriptions.size();
+  state->sessions->RestoreOffline(sessions, NowNs());
+  LogToBroker(LogLevel::kNotice, "mosquitto_connections: " + std::to_string(sessions.size()) +
+                                     " persistent sessions with " + std::to_string(subscriptions) +
+                                     " subscriptions read from " + path + " in " +
+                                     std::to_string((MonotonicNs() - started) / 1000000) + " ms");
+}
+
 int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* options,
          int option_count) {
   auto state = std::make_unique<PluginState>();
@@ -136,6 +167,9 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
   state->sessions = std::make_unique<SessionTable>(
       state->link.get(), (std::uint64_t{seed()} << 32) | seed(), state->region->stats(),
       state->region->header()->stats_slots, &state->region->header()->counters);
+  state->sessions->SetPersistentClientExpiration(
+      state->broker_config.persistent_client_expiration_s);
+  RestorePersistedSessions(state.get());
   RpcTracker::Options rpc;
   rpc.timeout_ns = std::int64_t{state->options.rpc_timeout_s} * 1000000000;
   rpc.max_pending = state->options.rpc_max_pending;

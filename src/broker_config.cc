@@ -33,6 +33,40 @@ bool ParseBool(std::string_view value, bool* out) {
   return true;
 }
 
+// Mosquitto 2.0's persistent_client_expiration: a positive number and one unit letter, h d w
+// m (30 days) y (365 days).
+bool ParseExpiration(std::string_view value, std::int64_t* seconds) {
+  if (value.size() < 2 || value.size() > 10) return false;
+  std::int64_t unit = 0;
+  switch (value.back()) {
+    case 'h':
+      unit = 3600;
+      break;
+    case 'd':
+      unit = 86400;
+      break;
+    case 'w':
+      unit = 86400 * 7;
+      break;
+    case 'm':
+      unit = 86400 * 30;
+      break;
+    case 'y':
+      unit = 86400 * 365;
+      break;
+    default:
+      return false;
+  }
+  std::int64_t number = 0;
+  for (char c : value.substr(0, value.size() - 1)) {
+    if (c < '0' || c > '9') return false;
+    number = number * 10 + (c - '0');
+  }
+  if (number <= 0) return false;
+  *seconds = number * unit;
+  return true;
+}
+
 std::string Canonical(const std::string& path) {
   char resolved[PATH_MAX];
   return realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : path;
@@ -152,6 +186,21 @@ bool ParseBrokerConfig(std::string_view text, const std::string& path, bool foll
       current->use_subject_as_username = flag;
     } else if (key == "max_qos") {
       current->max_qos = std::atoi(std::string(value).c_str());
+    } else if (key == "persistence" || key == "retained_persistence") {
+      if (!ParseBool(value, &flag)) return bad("persistence needs true or false");
+      config->persistence = flag;
+    } else if (key == "persistence_location") {
+      if (value.empty()) return bad("persistence_location needs a folder");
+      config->persistence_location = std::string(value);
+    } else if (key == "persistence_file") {
+      if (value.empty()) return bad("persistence_file needs a file name");
+      config->persistence_file = std::string(value);
+    } else if (key == "persistent_client_expiration") {
+      // An empty value is only logged by the broker, which then runs without one.
+      if (!value.empty() && !ParseExpiration(value, &config->persistent_client_expiration_s)) {
+        return bad(
+            "persistent_client_expiration needs a number and a unit h, d, w, m or y (e.g. 14d)");
+      }
     } else if (key == "include_dir" && follow_includes) {
       if (!IncludeDir(std::string(value), config, error)) return false;
       current = config->listeners.empty() ? &default_listener : &config->listeners.back();
@@ -162,6 +211,12 @@ bool ParseBrokerConfig(std::string_view text, const std::string& path, bool foll
     config->listeners.insert(config->listeners.begin(), default_listener);
   }
   return true;
+}
+
+std::string BrokerConfig::PersistenceFilePath() const {
+  if (!persistence) return "";
+  if (persistence_location.empty()) return persistence_file;
+  return persistence_location + "/" + persistence_file;
 }
 
 bool ReadBrokerConfig(const std::string& path, BrokerConfig* config, std::string* error) {

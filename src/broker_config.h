@@ -1,10 +1,12 @@
 // What the plugin needs to know of the broker's own configuration file, which the plugin API
 // does not expose: whether any other authentication or ACL source exists (auth neutrality, see
-// mosquitto-2.0-facts.md), allow_anonymous, and the listeners (names, TLS, protocol).
+// mosquitto-2.0-facts.md), allow_anonymous, the listeners (names, TLS, protocol), and where the
+// broker keeps its persistence file.
 // Read the way Mosquitto 2.0 reads it: one option per line, '#' lines are comments, include_dir
 // (main file only) adds its *.conf files in alphabetical order.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,9 +39,18 @@ struct BrokerConfig {
   // what a reload reads again, since Mosquitto 2.0 hands plugins no options at RELOAD.
   std::vector<std::vector<std::pair<std::string, std::string>>> plugin_options;
   std::vector<ListenerConfig> listeners;
+  bool persistence = false;          // persistence (or its alias retained_persistence)
+  std::string persistence_location;  // empty: the broker's working directory
+  std::string persistence_file = "mosquitto.db";
+  // persistent_client_expiration in seconds; 0 when not set. The broker then expires an
+  // offline session after this long at most (MQTT 3.1.1 sessions: exactly this long).
+  std::int64_t persistent_client_expiration_s = 0;
 
   // Mosquitto 2.0: true in local-only mode, else false unless set.
   bool EffectiveAllowAnonymous() const { return local_only || allow_anonymous.value_or(false); }
+  // The file the broker restores at start and saves to, built as Mosquitto 2.0 builds it
+  // (location + "/" + file); empty when persistence is off.
+  std::string PersistenceFilePath() const;
 };
 
 // Parses one file's text. `path` names it in error messages; include_dir is followed when

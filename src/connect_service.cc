@@ -716,6 +716,9 @@ CjsonPtr ConnectionJson(const Connection& connection) {
   if (closed && connection.close_time_ns != 0) {
     AddString(o, "closeTime", FormatRfc3339Nanos(connection.close_time_ns));
   }
+  if (connection.state == ConnectionState::kOffline && connection.session_expiry_time_ns != 0) {
+    AddString(o, "sessionExpiryTime", FormatRfc3339Nanos(connection.session_expiry_time_ns));
+  }
   if (closed) {
     AddToJsonObject(
         o, "closeReason",

@@ -12,7 +12,13 @@
 namespace mqc {
 
 // Enum numbers are the protobuf enum numbers of the rich API (orderBy sorts by them).
-enum class ConnectionState : std::uint8_t { kUnspecified = 0, kOpen = 1, kClosed = 2 };
+// kOffline: a persistent session the broker keeps without a connection (no socket, no traffic).
+enum class ConnectionState : std::uint8_t {
+  kUnspecified = 0,
+  kOpen = 1,
+  kClosed = 2,
+  kOffline = 3,
+};
 
 enum class CloseReason : std::uint8_t {
   kUnspecified = 0,
@@ -74,8 +80,10 @@ struct Connection {
   std::string uid;        // UUID4, "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx"
   std::uint32_t node_id = 0;
   ConnectionState state = ConnectionState::kUnspecified;
-  std::int64_t open_time_ns = 0;   // Unix time, nanoseconds
+  std::int64_t open_time_ns = 0;   // Unix time, nanoseconds; offline: since when
   std::int64_t close_time_ns = 0;  // 0 while open
+  // Offline sessions: when the session expires by its own expiry interval; 0 unknown or never.
+  std::int64_t session_expiry_time_ns = 0;
   CloseReason close_reason = CloseReason::kUnspecified;
   std::string client_id;
   std::string username;      // empty when the client sent none

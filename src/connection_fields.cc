@@ -57,6 +57,7 @@ constexpr EnumName kStateNames[] = {
     {"MQTT_CONNECTION_STATE_UNSPECIFIED", 0},
     {"MQTT_CONNECTION_STATE_OPEN", 1},
     {"MQTT_CONNECTION_STATE_CLOSED", 2},
+    {"MQTT_CONNECTION_STATE_OFFLINE", 3},
 };
 
 constexpr EnumName kCloseReasonNames[] = {
@@ -117,6 +118,8 @@ std::vector<FieldDef> BuildFields() {
       Scalar("open_time", K::kTimestamp, [](C c) { return Signed(c.open_time_ns); }),
       Scalar("close_time", K::kTimestamp,
              [](C c) { return SignedIf(c.close_time_ns != 0, c.close_time_ns); }),
+      Scalar("session_expiry_time", K::kTimestamp,
+             [](C c) { return SignedIf(c.session_expiry_time_ns != 0, c.session_expiry_time_ns); }),
       EnumField("close_reason", kCloseReasonNames, "CLOSE_REASON_",
                 [](C c) { return EnumNumber(c.close_reason); }),
       Scalar("client_id", K::kString, [](C c) { return Text(c.client_id); }),

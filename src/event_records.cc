@@ -127,6 +127,34 @@ bool Decode(std::string_view bytes, SubscriptionEvent* e) {
   return r.Get(&e->seq) && r.Get(&e->qos) && e->qos <= 2 && r.GetString(&e->filter) && r.Done();
 }
 
+void Encode(const OfflineSessionEvent& e, std::string* out) {
+  ByteWriter w(out);
+  w.Put(e.seq);
+  w.Put(e.uid);
+  w.Put(e.since_ns);
+  w.Put(e.expiry_time_ns);
+  w.Put(e.protocol_version);
+  w.PutString(e.client_id);
+  w.PutString(e.username);
+}
+
+bool Decode(std::string_view bytes, OfflineSessionEvent* e) {
+  ByteReader r(bytes);
+  return r.Get(&e->seq) && r.Get(&e->uid) && r.Get(&e->since_ns) && r.Get(&e->expiry_time_ns) &&
+         r.Get(&e->protocol_version) && e->protocol_version <= 5 && r.GetString(&e->client_id) &&
+         r.GetString(&e->username) && r.Done();
+}
+
+void Encode(const OfflineSessionEndEvent& e, std::string* out) {
+  ByteWriter w(out);
+  w.Put(e.seq);
+}
+
+bool Decode(std::string_view bytes, OfflineSessionEndEvent* e) {
+  ByteReader r(bytes);
+  return r.Get(&e->seq) && r.Done();
+}
+
 void Encode(const ResyncEvent& e, std::string* out) {
   ByteWriter w(out);
   w.Put(e.generation);

@@ -23,7 +23,11 @@ enum class EventType : std::uint16_t {
   kUnsubscribe = 4,  // a subscription removed
   kResyncBegin = 5,  // a full state follows: forget everything known before
   kResyncEnd = 6,    // the full state is complete
-  kSettings = 7,     // the registry's options, changed by a configuration reload
+  // A persistent session without a connection (restored from the broker's persistence file
+  // at start, or left by a disconnect); its subscriptions follow as kSubscribe of its seq.
+  kOfflineSession = 7,
+  kOfflineSessionEnd = 8,  // that session is gone: resumed, cleaned by a connect, forgotten
+  kSettings = 9,           // the registry's options, changed by a configuration reload
 };
 
 enum class CommandType : std::uint16_t {
@@ -69,6 +73,20 @@ struct SubscriptionEvent {  // kSubscribe and kUnsubscribe
   std::string filter;
 };
 
+struct OfflineSessionEvent {
+  std::uint64_t seq = 0;  // from the same sequence as connections
+  Uuid uid{};
+  std::int64_t since_ns = 0;          // when it went offline, or was restored at start
+  std::int64_t expiry_time_ns = 0;    // when it expires by its own expiry interval; 0 unknown
+  std::uint8_t protocol_version = 0;  // 0 when unknown (restored from the file)
+  std::string client_id;
+  std::string username;
+};
+
+struct OfflineSessionEndEvent {
+  std::uint64_t seq = 0;
+};
+
 struct ResyncEvent {  // kResyncBegin and kResyncEnd
   std::uint64_t generation = 0;
 };
@@ -91,6 +109,8 @@ struct LogCommand {
 void Encode(const ConnectionEvent& event, std::string* out);
 void Encode(const CloseEvent& event, std::string* out);
 void Encode(const SubscriptionEvent& event, std::string* out);
+void Encode(const OfflineSessionEvent& event, std::string* out);
+void Encode(const OfflineSessionEndEvent& event, std::string* out);
 void Encode(const ResyncEvent& event, std::string* out);
 void Encode(const SettingsEvent& event, std::string* out);
 void Encode(const LogCommand& command, std::string* out);
@@ -98,6 +118,8 @@ void Encode(const LogCommand& command, std::string* out);
 bool Decode(std::string_view bytes, ConnectionEvent* event);
 bool Decode(std::string_view bytes, CloseEvent* event);
 bool Decode(std::string_view bytes, SubscriptionEvent* event);
+bool Decode(std::string_view bytes, OfflineSessionEvent* event);
+bool Decode(std::string_view bytes, OfflineSessionEndEvent* event);
 bool Decode(std::string_view bytes, ResyncEvent* event);
 bool Decode(std::string_view bytes, SettingsEvent* event);
 bool Decode(std::string_view bytes, LogCommand* command);

@@ -62,6 +62,23 @@ Registry::Entry Registry::FromEvent(const ConnectionEvent& event) const {
   return entry;
 }
 
+Registry::Entry Registry::FromEvent(const OfflineSessionEvent& event) const {
+  Entry entry;
+  Connection& c = entry.connection;
+  c.seq = event.seq;
+  c.uid = FormatUuid(event.uid);
+  c.node_id = options_.node_id;
+  c.state = ConnectionState::kOffline;
+  c.open_time_ns = event.since_ns;
+  c.session_expiry_time_ns = event.expiry_time_ns;
+  c.client_id = event.client_id;
+  c.username = event.username;
+  c.protocol_version = event.protocol_version;
+  c.clean_session = false;
+  c.authentication.user_principal = event.username;
+  return entry;
+}
+
 bool Registry::Apply(EventType type, std::string_view payload, std::int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mutex_);
   switch (type) {
@@ -100,6 +117,19 @@ bool Registry::Apply(EventType type, std::string_view payload, std::int64_t now_
       connection.idle_ns = event.idle_ns;
       AddClosed(std::move(connection));
       ExpireClosedLocked(now_ns);
+      return true;
+    }
+    case EventType::kOfflineSession: {
+      OfflineSessionEvent event;
+      if (!Decode(payload, &event)) return false;
+      Target()[event.seq] = FromEvent(event);
+      return true;
+    }
+    case EventType::kOfflineSessionEnd: {
+      OfflineSessionEndEvent event;
+      if (!Decode(payload, &event)) return false;
+      if (staging_) staging_->erase(event.seq);
+      open_.erase(event.seq);
       return true;
     }
     case EventType::kSubscribe:
@@ -258,9 +288,20 @@ std::vector<Connection> Registry::DetailedSnapshot(std::int64_t now_ns) const {
   return all;
 }
 
+std::size_t Registry::CountLocked(ConnectionState state) const {
+  std::size_t count = 0;
+  for (const auto& [seq, entry] : open_) count += entry.connection.state == state ? 1 : 0;
+  return count;
+}
+
 std::size_t Registry::open_count() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return open_.size();
+  return CountLocked(ConnectionState::kOpen);
+}
+
+std::size_t Registry::offline_count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return CountLocked(ConnectionState::kOffline);
 }
 
 std::array<std::size_t, kPatternCount> Registry::SubscriptionsByPattern() const {

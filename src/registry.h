@@ -1,6 +1,7 @@
 // The companion's view of every connection: built from the events ring, read by HTTP threads.
 //
-// Open connections by their broker sequence number; recently closed ones in close order, at
+// Open connections and offline sessions by their broker sequence number (one map: both carry
+// subscriptions, and a resync stages both); recently closed ones in close order, at
 // most closed_max of them and none older than closed_ttl. A resync (companion start, or events
 // lost on a full ring) is staged and swapped in whole at its end, so a reader never sees half of
 // it. Before the first resync has completed the registry is not `synced`: its view may lack
@@ -65,13 +66,16 @@ class Registry : public ConnectionSource {
   // ended becomes its recent statistics. Call often; it acts once per minute.
   void RollStatisticsWindow(std::int64_t now_ns);
 
-  // Every connection, open and recently closed, without traffic statistics or idle time.
+  // Every connection, open and recently closed, and every offline session, without traffic
+  // statistics or idle time.
   std::vector<Connection> Snapshot() const override;
   // The same, with open connections' traffic and idle time read from the shared slots.
   std::vector<Connection> DetailedSnapshot(std::int64_t now_ns) const;
 
   std::size_t open_count() const;
-  // Subscriptions of open connections, indexed by Pattern (kNone first): the
+  std::size_t offline_count() const;
+  // Subscriptions of open connections and of offline sessions (the broker still routes to
+  // those), indexed by Pattern (kNone first): the
   // kubemq_mqtt_subscriptions{pattern} gauge, counted under the lock rather than from a
   // Snapshot so that a scrape copies no connection.
   std::array<std::size_t, kPatternCount> SubscriptionsByPattern() const;
@@ -89,6 +93,8 @@ class Registry : public ConnectionSource {
   using OpenMap = std::map<std::uint64_t, Entry>;
 
   Entry FromEvent(const ConnectionEvent& event) const;
+  Entry FromEvent(const OfflineSessionEvent& event) const;
+  std::size_t CountLocked(ConnectionState state) const;
   // The slot's counters if it still belongs to `seq` (seqlock read).
   std::optional<RequestStatistics> ReadTotals(const Entry& entry, std::int64_t* idle_ns,
                                               std::int64_t now_ns) const;

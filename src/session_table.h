@@ -17,6 +17,11 @@
 //     connected or offline (docs/reload.md). That is a re-check, not a CONNECT: IsRecheck tells
 //     them apart, and a connection the broker closes during the reload (from BeginReload to
 //     EndReload) lost its right to stay: it closes as kAccessRevoked.
+//   - sessions the broker restored from its persistence file are seeded at start
+//     (RestoreOffline) and handed over the same way; the broker's client object of such a
+//     session is unknown until it shows itself (an offline delivery or its resume).
+//   - the offline sessions a client asked for (clean session / clean start false, and every
+//     restored one) are announced as such (kOfflineSession) until they end.
 // The table is the source of a full resync when the companion (re)starts or lost events.
 //
 // Threads: the broker thread only. Allocates per connection and per subscription, never per
@@ -33,6 +38,7 @@
 #include <vector>
 
 #include "event_records.h"
+#include "persistence_file.h"
 #include "shared_region.h"
 
 namespace mqc {
@@ -64,6 +70,9 @@ struct ClientFacts {
   // a username, TLS itself for a certificate or a PSK. A username that nothing checks is
   // accepted by allow_anonymous alone: the connection is then unauthenticated.
   bool credentials_checked = true;
+  // False for a client the broker holds without a connection (an offline session): its
+  // credentials are checked again at a reload (SIGHUP), which is no CONNECT.
+  bool has_socket = true;
 };
 
 class SessionTable {
@@ -97,7 +106,8 @@ class SessionTable {
   std::uint8_t OfflineQos(const void* client, std::string_view client_id,
                           std::string_view topic) const;
 
-  // A CONNECT is being authenticated (BASIC_AUTH, EXT_AUTH_START).
+  // A CONNECT is being authenticated (BASIC_AUTH, EXT_AUTH_START). A client without a socket
+  // is an offline session re-checked at a reload, not a CONNECT: it is ignored.
   void BeginConnect(const void* client, ClientFacts facts, std::int64_t now_ns);
 
   // Whether an authentication event for `client` re-checks a client the broker already holds
@@ -127,6 +137,21 @@ class SessionTable {
   // until the next callback settles it.
   void Disconnect(const void* client, bool has_client_id, CloseReason reason, std::int64_t now_ns,
                   std::int64_t idle_ns = -1);
+
+  // At start, before the first client: the sessions the broker restored from its persistence
+  // file become offline sessions with their subscriptions (at most kMaxOfflineSessions). Not
+  // announced one by one: called before the companion starts, whose first full resync carries
+  // them (events written before it would be skipped, and could fill the ring).
+  void RestoreOffline(const std::vector<PersistedSession>& sessions, std::int64_t now_ns);
+
+  // The broker's persistent_client_expiration (0: none). With it, the broker expires a session
+  // that goes offline after that long at most (an MQTT 3.1.1 one after exactly that long; an
+  // MQTT 5 one sooner when its own interval is shorter, which is not visible). Sessions restored
+  // from the persistence file are never expired by Mosquitto 2.0.11.
+  void SetPersistentClientExpiration(std::int64_t seconds) { persistent_expiration_s_ = seconds; }
+  // At TICK: ends the offline sessions the broker has expired by now. Nothing to do costs one
+  // comparison.
+  void ExpireOffline(std::int64_t now_ns);
 
   void Subscribe(const void* client, std::string_view filter, std::uint8_t qos);
   void Unsubscribe(const void* client, std::string_view filter);
@@ -170,17 +195,31 @@ class SessionTable {
     bool resumes_session = false;  // the broker disconnected the old client of this id for it
   };
   struct OfflineSession {
-    const void* client = nullptr;  // the broker keeps this client object while the session lives
+    // The broker keeps this client object while the session lives; null for a session
+    // restored from the persistence file until the broker's object shows itself.
+    const void* client = nullptr;
     std::uint64_t age = 0;
     std::vector<SubscriptionEntry> subscriptions;
+    OfflineSessionEvent event;  // event.seq 0: not announced (no session asked for)
+    std::int64_t gone_by_ns = 0;  // the broker has expired it by then; 0 never
   };
 
   void Accept();
   bool EmitOneInFull(const void* client);
+  // Emits the head record in buffer_ (of `type`) and `subscriptions` of `seq`, all or none.
+  bool EmitWhole(EventType type, std::uint64_t seq,
+                 const std::vector<SubscriptionEntry>& subscriptions);
   ConnectionEvent MakeEvent(const ClientFacts& facts, std::int64_t now_ns);
   bool EmitConnection(const ConnectionEvent& event);
   bool EmitSubscription(EventType type, std::uint64_t seq, const SubscriptionEntry& entry);
-  void KeepOffline(const OpenConnection& connection, const void* client);
+  void KeepOffline(const OpenConnection& connection, const void* client, std::int64_t now_ns);
+  // Adds an offline session (replacing one of that id, forgetting the oldest when full) and
+  // announces it when it is listed.
+  void AddOffline(const std::string& id, OfflineSession session, bool announce = true);
+  void EraseOffline(std::unordered_map<std::string, OfflineSession>::iterator it);
+  bool EmitOffline(const OfflineSession& session);
+  bool EmitOfflineInFull(const std::string& id);
+  Uuid NewUuid();
   void CloseOpen(const void* client, CloseReason reason, std::int64_t now_ns, std::int64_t idle_ns);
 
   EventSink* sink_;
@@ -194,6 +233,8 @@ class SessionTable {
   std::unordered_map<const void*, OpenConnection> open_;
   std::unordered_map<std::string, OfflineSession> offline_;
   std::map<std::uint64_t, std::string> offline_by_age_;
+  std::multimap<std::int64_t, std::string> offline_by_expiry_;  // gone_by_ns, client id
+  std::int64_t persistent_expiration_s_ = 0;
   std::string buffer_;  // reused encoding buffer
 
   bool reloading_ = false;
@@ -201,6 +242,8 @@ class SessionTable {
   std::uint64_t resync_generation_ = 0;
   std::vector<const void*> resync_queue_;
   std::size_t resync_next_ = 0;
+  std::vector<std::string> resync_offline_queue_;  // announced offline sessions, by client id
+  std::size_t resync_offline_next_ = 0;
 };
 
 }  // namespace mqc

@@ -92,6 +92,43 @@ TEST(BrokerConfigTest, BadBooleansAreRefusedWithFileAndLine) {
   EXPECT_THAT(error, ::testing::HasSubstr("per_listener_settings"));
 }
 
+TEST(BrokerConfigTest, PersistenceFileAsTheBrokerBuildsItsPath) {
+  EXPECT_FALSE(Parse("listener 1883\n").persistence);
+  EXPECT_EQ(Parse("persistence_location /var/lib/mosquitto/\n").PersistenceFilePath(), "");
+  EXPECT_EQ(Parse("persistence true\n").PersistenceFilePath(), "mosquitto.db");
+  // Debian's own configuration: Mosquitto joins the two with one more slash.
+  EXPECT_EQ(
+      Parse("persistence true\npersistence_location /var/lib/mosquitto/\n").PersistenceFilePath(),
+      "/var/lib/mosquitto//mosquitto.db");
+  EXPECT_EQ(Parse("retained_persistence true\npersistence_location /d\npersistence_file s.db\n")
+                .PersistenceFilePath(),
+            "/d/s.db");
+  BrokerConfig config;
+  std::string error;
+  EXPECT_FALSE(ParseBrokerConfig("persistence on\n", "m.conf", true, &config, &error));
+  EXPECT_EQ(error, "m.conf:1: persistence needs true or false");
+  EXPECT_FALSE(ParseBrokerConfig("persistence_file\n", "m.conf", true, &config, &error));
+  EXPECT_EQ(error, "m.conf:1: persistence_file needs a file name");
+  EXPECT_FALSE(ParseBrokerConfig("persistence_location\n", "m.conf", true, &config, &error));
+  EXPECT_EQ(error, "m.conf:1: persistence_location needs a folder");
+}
+
+TEST(BrokerConfigTest, PersistentClientExpirationInTheBrokersUnits) {
+  EXPECT_EQ(Parse("listener 1\n").persistent_client_expiration_s, 0);
+  EXPECT_EQ(Parse("persistent_client_expiration 2h\n").persistent_client_expiration_s, 7200);
+  EXPECT_EQ(Parse("persistent_client_expiration 14d\n").persistent_client_expiration_s, 14 * 86400);
+  EXPECT_EQ(Parse("persistent_client_expiration 1m\n").persistent_client_expiration_s, 30 * 86400);
+  EXPECT_EQ(Parse("persistent_client_expiration 1y\n").persistent_client_expiration_s, 365 * 86400);
+  for (const char* bad : {"persistent_client_expiration 10\n", "persistent_client_expiration 0d\n",
+                          "persistent_client_expiration d\n", "persistent_client_expiration x1d\n",
+                          "persistent_client_expiration 10s\n"}) {
+    BrokerConfig config;
+    std::string error;
+    EXPECT_FALSE(ParseBrokerConfig(bad, "m.conf", true, &config, &error)) << bad;
+    EXPECT_THAT(error, ::testing::HasSubstr("persistent_client_expiration needs")) << bad;
+  }
+}
+
 TEST(BrokerConfigTest, IncludeDirIsReadInAlphabeticalOrder) {
   const auto dir =
       std::filesystem::temp_directory_path() / ("mqc-include-" + std::to_string(::getpid()));

@@ -338,6 +338,30 @@ TEST_F(ConnectServiceTest, OmissionRules) {
   }
 }
 
+TEST_F(ConnectServiceTest, AnOfflineSessionWithItsExpiryTimeAndFilteredByState) {
+  Connection offline = MakeConnection("uid-offline", kJune12, "sleeper");
+  offline.state = ConnectionState::kOffline;
+  offline.clean_session = false;
+  offline.idle_ns = -1;
+  offline.session_expiry_time_ns = kJune12 + 3600'000'000'000;
+  Connection never = offline;
+  never.uid = "uid-never";
+  never.session_expiry_time_ns = 0;  // unknown or never: no field
+  source_.connections = {OpenExample(), offline, never};
+  const HttpResponse response = Call(Post(R"({"filter":"state = MQTT_CONNECTION_STATE_OFFLINE"})"));
+  EXPECT_THAT(ListedUids(response), ::testing::ElementsAre("uid-never", "uid-offline"));
+  EXPECT_NE(response.body.find(R"("state":"MQTT_CONNECTION_STATE_OFFLINE")"), std::string::npos)
+      << response.body;
+  EXPECT_NE(response.body.find(R"("sessionExpiryTime":"2026-06-12T11:30:00.000000000Z")"),
+            std::string::npos)
+      << response.body;
+  EXPECT_EQ(response.body.find("sessionExpiryTime"), response.body.rfind("sessionExpiryTime"));
+  EXPECT_THAT(ListedUids(Call(Post(R"({"filter":"session_expiry_time > 2026-06-12T11:00:00Z"})"))),
+              ::testing::ElementsAre("uid-offline"));
+  EXPECT_THAT(ListedUids(Call(Post(R"({"filter":"state != MQTT_CONNECTION_STATE_OFFLINE"})"))),
+              ::testing::ElementsAre("0b0e6c1e-5c2a-4d7e-9f3a-1b2c3d4e5f60"));
+}
+
 TEST_F(ConnectServiceTest, ClosedWithoutKnownReasonOrTime) {
   Connection c = ClosedExample();
   c.close_reason = CloseReason::kUnspecified;

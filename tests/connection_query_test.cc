@@ -425,6 +425,7 @@ TEST(ConnectionFilterTest, EveryFieldReadsItsOwnMember) {
   c.state = ConnectionState::kClosed;
   c.open_time_ns = kT0 + 1;
   c.close_time_ns = kT0 + 2;
+  c.session_expiry_time_ns = kT0 + 3;
   c.close_reason = CloseReason::kSessionTakenOver;
   c.client_id = "cid";
   c.username = "user";
@@ -452,6 +453,7 @@ TEST(ConnectionFilterTest, EveryFieldReadsItsOwnMember) {
       {"state", "state", "MQTT_CONNECTION_STATE_CLOSED"},
       {"open_time", "openTime", "2026-01-01T00:00:00.000000001Z"},
       {"close_time", "closeTime", "2026-01-01T00:00:00.000000002Z"},
+      {"session_expiry_time", "sessionExpiryTime", "2026-01-01T00:00:00.000000003Z"},
       {"close_reason", "closeReason", "CLOSE_REASON_SESSION_TAKEN_OVER"},
       {"client_id", "clientId", R"("cid")"},
       {"username", "username", R"("user")"},
@@ -516,7 +518,7 @@ struct ErrorRow {
 TEST(ConnectionFilterTest, ErrorMessagesNameWhatAndWhere) {
   const std::string states =
       "MQTT_CONNECTION_STATE_UNSPECIFIED, MQTT_CONNECTION_STATE_OPEN, "
-      "MQTT_CONNECTION_STATE_CLOSED";
+      "MQTT_CONNECTION_STATE_CLOSED, MQTT_CONNECTION_STATE_OFFLINE";
   const std::string reasons =
       "CLOSE_REASON_UNSPECIFIED, CLOSE_REASON_CLIENT_DISCONNECT, CLOSE_REASON_CONNECTION_LOST, "
       "CLOSE_REASON_SESSION_TAKEN_OVER, CLOSE_REASON_AUTHENTICATION_FAILED, CLOSE_REASON_KICKED, "

@@ -213,6 +213,57 @@ TEST_F(RegistryTest, MalformedRecordsAreRefused) {
   EXPECT_TRUE(registry_.Snapshot().empty());
 }
 
+OfflineSessionEvent Offline(std::uint64_t seq, const std::string& id) {
+  OfflineSessionEvent e;
+  e.seq = seq;
+  e.uid[0] = static_cast<std::uint8_t>(seq);
+  e.since_ns = 5;
+  e.expiry_time_ns = 3600'000'000'000;
+  e.client_id = id;
+  e.username = "alice";
+  return e;
+}
+
+TEST_F(RegistryTest, OfflineSessionsAreListedWithTheirSubscriptionsAndCountedApart) {
+  ApplyOpen(Open(1, "online"));
+  ApplySub(EventType::kSubscribe, 1, "events/a", 0);
+  Apply(EventType::kOfflineSession, Offline(2, "sleeper"));
+  ApplySub(EventType::kSubscribe, 2, "queues/jobs", 2);
+  ApplySub(EventType::kSubscribe, 2, "$share/g/events/b", 1);
+  EXPECT_THAT(Ids(ConnectionState::kOffline), ::testing::ElementsAre("sleeper"));
+  EXPECT_THAT(Ids(ConnectionState::kOpen), ::testing::ElementsAre("online"));
+  EXPECT_EQ(registry_.open_count(), 1u);
+  EXPECT_EQ(registry_.offline_count(), 1u);
+  // The broker still routes to an offline session's subscriptions: they count.
+  const auto counts = registry_.SubscriptionsByPattern();
+  EXPECT_EQ(counts[static_cast<std::size_t>(Pattern::kEvents)], 2u);
+  EXPECT_EQ(counts[static_cast<std::size_t>(Pattern::kQueues)], 1u);
+  for (const Connection& c : registry_.DetailedSnapshot(now_)) {
+    if (c.state != ConnectionState::kOffline) continue;
+    EXPECT_EQ(c.username, "alice");
+    EXPECT_EQ(c.open_time_ns, 5);
+    EXPECT_EQ(c.session_expiry_time_ns, 3600'000'000'000);
+    EXPECT_FALSE(c.clean_session);
+    ASSERT_EQ(c.subscriptions.size(), 2u);
+    EXPECT_EQ(c.subscriptions[1].mapping.shared_group, "g");
+  }
+  Apply(EventType::kOfflineSessionEnd, OfflineSessionEndEvent{2});
+  EXPECT_THAT(Ids(ConnectionState::kOffline), ::testing::IsEmpty());
+  EXPECT_EQ(registry_.SubscriptionsByPattern()[static_cast<std::size_t>(Pattern::kQueues)], 0u);
+  EXPECT_THAT(Ids(ConnectionState::kClosed), ::testing::IsEmpty());  // not a closed connection
+}
+
+TEST_F(RegistryTest, AResyncCarriesOfflineSessions) {
+  Apply(EventType::kOfflineSession, Offline(2, "gone-meanwhile"));
+  ApplyResync(EventType::kResyncBegin, 1);
+  Apply(EventType::kOfflineSession, Offline(3, "kept"));
+  ApplySub(EventType::kSubscribe, 3, "events/x", 1);
+  EXPECT_THAT(Ids(ConnectionState::kOffline), ::testing::ElementsAre("gone-meanwhile"));
+  ApplyResync(EventType::kResyncEnd, 1);
+  EXPECT_THAT(Ids(ConnectionState::kOffline), ::testing::ElementsAre("kept"));
+  EXPECT_EQ(registry_.SubscriptionsByPattern()[static_cast<std::size_t>(Pattern::kEvents)], 1u);
+}
+
 TEST(EventRecordsTest, EveryRecordRoundTripsAndRejectsTruncation) {
   ConnectionEvent e = Open(9, "id\xc3\xa9");
   e.username = "user";
@@ -242,6 +293,24 @@ TEST(EventRecordsTest, EveryRecordRoundTripsAndRejectsTruncation) {
   SubscriptionEvent sub{1, 3, "t"};  // QoS 3 does not exist
   Encode(sub, &bytes);
   EXPECT_FALSE(Decode(bytes, &sub));
+
+  OfflineSessionEvent offline = Offline(4, "sleeper");
+  offline.protocol_version = 5;
+  Encode(offline, &bytes);
+  OfflineSessionEvent offline_back;
+  ASSERT_TRUE(Decode(bytes, &offline_back));
+  EXPECT_EQ(offline_back.client_id, "sleeper");
+  EXPECT_EQ(offline_back.username, "alice");
+  EXPECT_EQ(offline_back.expiry_time_ns, offline.expiry_time_ns);
+  EXPECT_EQ(offline_back.protocol_version, 5);
+  for (std::size_t cut = 0; cut < bytes.size(); ++cut) {
+    EXPECT_FALSE(Decode(std::string_view(bytes).substr(0, cut), &offline_back)) << cut;
+  }
+  Encode(OfflineSessionEndEvent{4}, &bytes);
+  OfflineSessionEndEvent end_back;
+  ASSERT_TRUE(Decode(bytes, &end_back));
+  EXPECT_EQ(end_back.seq, 4u);
+  EXPECT_FALSE(Decode(std::string_view(bytes).substr(0, 7), &end_back));
 }
 
 }  // namespace

@@ -46,6 +46,19 @@ class RecordingSink : public EventSink {
                         std::to_string(e.seq) + " " + e.filter + " " + std::to_string(e.qos));
         break;
       }
+      case EventType::kOfflineSession: {
+        OfflineSessionEvent e;
+        EXPECT_TRUE(Decode(payload, &e));
+        offline.push_back(e);
+        lines.push_back("offline " + std::to_string(e.seq) + " " + e.client_id);
+        break;
+      }
+      case EventType::kOfflineSessionEnd: {
+        OfflineSessionEndEvent e;
+        EXPECT_TRUE(Decode(payload, &e));
+        lines.push_back("offline-end " + std::to_string(e.seq));
+        break;
+      }
       case EventType::kResyncBegin:
       case EventType::kResyncEnd: {
         ResyncEvent e;
@@ -69,6 +82,7 @@ class RecordingSink : public EventSink {
   std::vector<std::string> lines;
   std::vector<ConnectionEvent> connections;
   std::vector<CloseEvent> closes;
+  std::vector<OfflineSessionEvent> offline;
 
  private:
   int refuse_after_ = -1;
@@ -225,8 +239,10 @@ TEST_F(SessionTableTest, AResumedPersistentSessionKeepsItsSubscriptions) {
   table_.BeginConnect(b_, Facts("p", false), 3);
   table_.Disconnect(a_, true, CloseReason::kUnspecified, 3);  // the broker ends the offline client
   table_.Settle();
-  EXPECT_THAT(sink_.lines, ElementsAre("open 1 p", "sub 1 events/x 1", "close 1 reason 2",
-                                       "open 2 p", "sub 2 events/x 1"));
+  // Offline in between (listed), gone before the connection that resumes it is announced.
+  EXPECT_THAT(sink_.lines,
+              ElementsAre("open 1 p", "sub 1 events/x 1", "close 1 reason 2", "offline 2 p",
+                          "sub 2 events/x 1", "offline-end 2", "open 3 p", "sub 3 events/x 1"));
   EXPECT_EQ(table_.offline_count(), 0u);
 }
 
@@ -239,7 +255,8 @@ TEST_F(SessionTableTest, WithoutTheBrokerResumingTheSessionNothingIsHandedOver) 
   table_.BeginConnect(b_, Facts("p5", false, 5), 3);
   table_.Settle();
   EXPECT_THAT(sink_.lines,
-              ElementsAre("open 1 p5", "sub 1 events/x 1", "close 1 reason 2", "open 2 p5"));
+              ElementsAre("open 1 p5", "sub 1 events/x 1", "close 1 reason 2", "offline 2 p5",
+                          "sub 2 events/x 1", "offline-end 2", "open 3 p5"));
   EXPECT_EQ(table_.offline_count(), 0u);
 }
 
@@ -252,7 +269,8 @@ TEST_F(SessionTableTest, ACleanReconnectForgetsTheOfflineSession) {
   table_.Disconnect(a_, true, CloseReason::kUnspecified, 3);
   table_.Settle();
   EXPECT_THAT(sink_.lines,
-              ElementsAre("open 1 p", "sub 1 events/x 1", "close 1 reason 2", "open 2 p"));
+              ElementsAre("open 1 p", "sub 1 events/x 1", "close 1 reason 2", "offline 2 p",
+                          "sub 2 events/x 1", "offline-end 2", "open 3 p"));
   EXPECT_EQ(table_.offline_count(), 0u);
 }
 
@@ -290,6 +308,147 @@ TEST_F(SessionTableTest, OfflineSessionsAreBoundedOldestFirst) {
   table_.Settle();
   ASSERT_EQ(sink_.lines.size(), 1u);
   EXPECT_THAT(sink_.lines[0], ::testing::StartsWith("open "));
+}
+
+// As the persistence file reader returns them for tests/data/mosquitto-2.0.11.db.
+std::vector<PersistedSession> Restored() {
+  PersistedSession v4;
+  v4.client_id = "db-v4";
+  v4.username = "alice";
+  v4.session_expiry_interval = 0xffffffff;
+  v4.subscriptions = {{"events/a/#", 1, 0, 0}, {"queues/jobs", 2, 0, 0}};
+  PersistedSession v5;
+  v5.client_id = "db-v5";
+  v5.session_expiry_interval = 3600;
+  v5.session_expiry_time = 1796093116;
+  v5.subscriptions = {{"commands/door", 0, 7, 0}};
+  return {v4, v5};
+}
+
+TEST_F(SessionTableTest, RestoredSessionsAreListedAsOfflineWithTheirExpiry) {
+  table_.RestoreOffline(Restored(), 500);
+  EXPECT_THAT(sink_.lines, IsEmpty());  // before the companion: its first resync carries them
+  ASSERT_TRUE(table_.BeginFullState(1));
+  ASSERT_TRUE(table_.ContinueFullState());
+  std::set<std::string> middle(sink_.lines.begin() + 1, sink_.lines.end() - 1);
+  EXPECT_EQ(middle,
+            (std::set<std::string>{"offline 1 db-v4", "sub 1 events/a/# 1", "sub 1 queues/jobs 2",
+                                   "offline 2 db-v5", "sub 2 commands/door 0"}));
+  ASSERT_EQ(sink_.offline.size(), 2u);
+  if (sink_.offline[0].client_id != "db-v4") std::swap(sink_.offline[0], sink_.offline[1]);
+  EXPECT_EQ(sink_.offline[0].username, "alice");
+  EXPECT_EQ(sink_.offline[0].expiry_time_ns, 0);  // never expires
+  EXPECT_EQ(sink_.offline[0].since_ns, 500);
+  EXPECT_EQ(sink_.offline[0].protocol_version, 0);  // the file does not say
+  EXPECT_EQ(sink_.offline[1].expiry_time_ns, std::int64_t{1796093116} * 1000000000);
+  EXPECT_EQ(table_.offline_count(), 2u);
+}
+
+TEST_F(SessionTableTest, ARestoredSessionIsHandedToTheConnectionThatResumesIt) {
+  table_.RestoreOffline(Restored(), 500);
+  sink_.lines.clear();
+  // The broker's object of the restored session (never seen before) is disconnected inside
+  // the CONNECT that resumes it.
+  table_.BeginConnect(a_, Facts("db-v4", /*clean=*/false), 600);
+  table_.Disconnect(c_, true, CloseReason::kUnspecified, 600);
+  table_.Settle();
+  EXPECT_THAT(sink_.lines, ElementsAre("offline-end 1", "open 3 db-v4", "sub 3 events/a/# 1",
+                                       "sub 3 queues/jobs 2"));
+  EXPECT_EQ(table_.offline_count(), 1u);
+}
+
+TEST_F(SessionTableTest, ARestoredSessionReconnectingCleanHasNoSubscriptions) {
+  table_.RestoreOffline(Restored(), 500);
+  sink_.lines.clear();
+  table_.BeginConnect(a_, Facts("db-v5", /*clean=*/true, 5), 600);
+  table_.Disconnect(c_, true, CloseReason::kUnspecified, 600);
+  table_.Settle();
+  EXPECT_THAT(sink_.lines, ElementsAre("offline-end 2", "open 3 db-v5"));
+}
+
+TEST_F(SessionTableTest, OfflineDeliveriesToARestoredSessionUseItsSubscriptionQos) {
+  table_.RestoreOffline(Restored(), 500);
+  EXPECT_EQ(table_.OfflineQos(c_, "db-v4", "events/a/1"), 1);
+  EXPECT_EQ(table_.OfflineQos(c_, "db-v5", "commands/door"), 0);  // the broker drops it
+  EXPECT_EQ(table_.OfflineQos(c_, "unknown", "commands/door"), 2);
+}
+
+TEST_F(SessionTableTest, AnMqtt5CleanStartSessionIsKeptForAResumeButNotListed) {
+  // Its session expiry interval is invisible: it may or may not outlive the connection.
+  table_.BeginConnect(a_, Facts("v5c", /*clean=*/true, 5), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/x", 1);
+  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2);
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 v5c", "sub 1 events/x 1", "close 1 reason 1"));
+  EXPECT_EQ(table_.offline_count(), 1u);
+}
+
+TEST_F(SessionTableTest, AReloadRecheckingAnOfflineSessionIsNoConnect) {
+  table_.RestoreOffline(Restored(), 500);
+  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/x", 1);
+  table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
+  sink_.lines.clear();
+  // At SIGHUP the broker checks every client it holds again, those without a socket too.
+  for (const char* id : {"p", "db-v4"}) {
+    ClientFacts facts = Facts(id, false);
+    facts.has_socket = false;
+    table_.BeginConnect(id == std::string("p") ? a_ : c_, facts, 3);
+  }
+  table_.Settle();
+  EXPECT_THAT(sink_.lines, IsEmpty());
+  EXPECT_EQ(table_.offline_count(), 3u);
+  EXPECT_EQ(table_.open_count(), 0u);
+}
+
+TEST_F(SessionTableTest, PersistentClientExpirationEndsOfflineSessionsWhenTheBrokerDoes) {
+  constexpr std::int64_t kSecond = 1000000000;
+  table_.SetPersistentClientExpiration(3600);
+  table_.RestoreOffline(Restored(), 0);  // Mosquitto 2.0.11 never expires these
+  table_.BeginConnect(a_, Facts("v4", /*clean=*/false, 4), 0);
+  table_.Settle();
+  table_.Disconnect(a_, true, CloseReason::kConnectionLost, 100 * kSecond);
+  table_.BeginConnect(b_, Facts("v5", /*clean=*/false, 5), 0);
+  table_.Settle();
+  table_.Disconnect(b_, true, CloseReason::kConnectionLost, 200 * kSecond);
+  table_.BeginConnect(c_, Facts("back", /*clean=*/false, 4), 0);
+  table_.Settle();
+  table_.Disconnect(c_, true, CloseReason::kConnectionLost, 100 * kSecond);
+  ASSERT_EQ(sink_.offline.size(), 3u);
+  // An MQTT 3.1.1 session's expiry is exactly the broker's limit; an MQTT 5 one may be sooner.
+  EXPECT_EQ(sink_.offline[0].expiry_time_ns, 3700 * kSecond);
+  EXPECT_EQ(sink_.offline[1].expiry_time_ns, 0);
+  // "back" resumes before its time: nothing of it is left to expire.
+  table_.BeginConnect(a_, Facts("back", false), 150 * kSecond);
+  table_.Disconnect(c_, true, CloseReason::kUnspecified, 150 * kSecond);
+  table_.Settle();
+  sink_.lines.clear();
+  table_.ExpireOffline(3700 * kSecond);  // not yet past
+  EXPECT_THAT(sink_.lines, IsEmpty());
+  table_.ExpireOffline(3700 * kSecond + 1);
+  EXPECT_THAT(sink_.lines, ElementsAre("offline-end 4"));
+  table_.ExpireOffline(3800 * kSecond + 1);
+  EXPECT_THAT(sink_.lines, ElementsAre("offline-end 4", "offline-end 6"));
+  table_.ExpireOffline(std::int64_t{1} << 62);
+  EXPECT_EQ(sink_.lines.size(), 2u);
+  EXPECT_EQ(table_.offline_count(), 2u);  // the two restored sessions
+}
+
+TEST_F(SessionTableTest, FullStateListsOfflineSessionsWithTheirSubscriptions) {
+  table_.RestoreOffline(Restored(), 500);
+  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "store/s", 1);
+  table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
+  sink_.lines.clear();
+  ASSERT_TRUE(table_.BeginFullState(9));
+  ASSERT_TRUE(table_.ContinueFullState());
+  std::set<std::string> middle(sink_.lines.begin() + 1, sink_.lines.end() - 1);
+  EXPECT_EQ(middle,
+            (std::set<std::string>{"offline 1 db-v4", "sub 1 events/a/# 1", "sub 1 queues/jobs 2",
+                                   "offline 2 db-v5", "sub 2 commands/door 0", "offline 4 p",
+                                   "sub 4 store/s 1"}));
 }
 
 TEST_F(SessionTableTest, FullStateListsEveryOpenConnectionWithItsSubscriptions) {
@@ -397,10 +556,12 @@ TEST_F(SessionTableTest, AReloadRecheckOfAnOfflineSessionOpensNothing) {
   table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
   table_.BeginReload();
   EXPECT_TRUE(table_.IsRecheck(a_, /*has_socket=*/false));
-  // The broker disconnects an offline session the reload no longer allows: nothing is open.
+  // The broker disconnects an offline session the reload no longer allows: nothing is open,
+  // and the session (which the broker keeps) stays listed as offline, announced once.
   table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 3);
   table_.EndReload();
-  EXPECT_THAT(sink_.lines, ElementsAre("open 1 p", "sub 1 events/x 1", "close 1 reason 2"));
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 p", "sub 1 events/x 1", "close 1 reason 2",
+                                       "offline 2 p", "sub 2 events/x 1"));
   EXPECT_EQ(table_.open_count(), 0u);
 }
 
