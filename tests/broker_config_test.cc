@@ -1,4 +1,4 @@
-#include "broker_config.h"
+#include "link/broker_config.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

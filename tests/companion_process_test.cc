@@ -1,4 +1,4 @@
-#include "companion_process.h"
+#include "broker/companion_process.h"
 
 #include <fcntl.h>
 #include <gmock/gmock.h>

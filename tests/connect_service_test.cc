@@ -2,7 +2,7 @@
 // status, code and message; header, body and GET-form variants; deadlines through an injected
 // clock; the exact response JSON of an open and a closed connection and what is left out; and
 // paging through nextPageToken.
-#include "connect_service.h"
+#include "companion/http/connect_service.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -21,10 +21,10 @@
 #include <utility>
 #include <vector>
 
-#include "connection.h"
-#include "http_router.h"
-#include "json_util.h"
-#include "topic_mapping.h"
+#include "companion/http/http_router.h"
+#include "companion/http/json_util.h"
+#include "link/connection.h"
+#include "link/topic_mapping.h"
 
 namespace mqc {
 namespace {

@@ -2,7 +2,7 @@
 // behind it): every operator on every kind of field, every filter / order_by error with its
 // position, prefix matches, the subscriptions.* fields, orderings, keyset paging (also while
 // connections come and go), page tokens, offset, and the literal syntaxes.
-#include "connection_query.h"
+#include "companion/query/connection_query.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -19,13 +19,13 @@
 #include <utility>
 #include <vector>
 
-#include "connection.h"
-#include "connection_fields.h"
-#include "connection_filter.h"
-#include "connection_order.h"
-#include "connection_page_token.h"
-#include "query_syntax.h"
-#include "topic_mapping.h"
+#include "companion/query/connection_fields.h"
+#include "companion/query/connection_filter.h"
+#include "companion/query/connection_order.h"
+#include "companion/query/connection_page_token.h"
+#include "companion/query/query_syntax.h"
+#include "link/connection.h"
+#include "link/topic_mapping.h"
 
 namespace mqc {
 namespace {

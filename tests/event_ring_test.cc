@@ -1,4 +1,4 @@
-#include "event_ring.h"
+#include "link/event_ring.h"
 
 #include <gtest/gtest.h>
 

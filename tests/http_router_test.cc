@@ -1,5 +1,5 @@
 // HttpRouter: which view answers which path and method, and the error format of each path.
-#include "http_router.h"
+#include "companion/http/http_router.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "connection.h"
-#include "json_util.h"
+#include "companion/http/json_util.h"
+#include "link/connection.h"
 
 namespace mqc {
 namespace {

@@ -1,6 +1,6 @@
 // HttpServer against real sockets on the loopback, with a plain POSIX client: requests and
 // answers as bytes on the wire, body limits, requests MHD cannot parse, bind failures.
-#include "http_server.h"
+#include "companion/http/http_server.h"
 
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
@@ -21,8 +21,8 @@
 #include <utility>
 #include <vector>
 
-#include "connection.h"
-#include "http_router.h"
+#include "companion/http/http_router.h"
+#include "link/connection.h"
 
 namespace mqc {
 namespace {

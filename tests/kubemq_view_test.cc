@@ -1,6 +1,6 @@
 // KubeMqView: the GET /api/mqtt/connections body, byte for byte, and every query parameter and
 // refusal. Also the json_util helpers it is built on.
-#include "kubemq_view.h"
+#include "companion/http/kubemq_view.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "connection.h"
-#include "json_util.h"
-#include "topic_mapping.h"
+#include "companion/http/json_util.h"
+#include "link/connection.h"
+#include "link/topic_mapping.h"
 
 namespace mqc {
 namespace {

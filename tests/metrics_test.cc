@@ -1,4 +1,4 @@
-#include "metrics.h"
+#include "companion/metrics.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -15,10 +15,10 @@
 #include <utility>
 #include <vector>
 
-#include "connection.h"
-#include "event_records.h"
-#include "registry.h"
-#include "shared_region.h"
+#include "companion/registry.h"
+#include "link/connection.h"
+#include "link/event_records.h"
+#include "link/shared_region.h"
 
 namespace mqc {
 namespace {

@@ -1,4 +1,4 @@
-#include "plugin_options.h"
+#include "link/plugin_options.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "registry.h"
+#include "companion/registry.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

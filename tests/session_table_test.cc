@@ -1,4 +1,4 @@
-#include "session_table.h"
+#include "broker/session_table.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

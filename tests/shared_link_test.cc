@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "broker_link.h"
-#include "companion_link.h"
-#include "registry.h"
-#include "session_table.h"
-#include "shared_region.h"
+#include "broker/broker_link.h"
+#include "broker/session_table.h"
+#include "companion/companion_link.h"
+#include "companion/registry.h"
+#include "link/shared_region.h"
 
 namespace mqc {
 namespace {

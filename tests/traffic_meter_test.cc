@@ -1,11 +1,11 @@
-#include "traffic_meter.h"
+#include "broker/traffic_meter.h"
 
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <string>
 
-#include "rpc_tracker.h"
+#include "broker/rpc_tracker.h"
 
 namespace mqc {
 namespace {
