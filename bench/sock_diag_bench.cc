@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "sock_diag.h"
+#include "companion/sock_diag.h"
 
 namespace {
 

@@ -21,16 +21,16 @@
 #include <thread>
 #include <vector>
 
-#include "broker_config.h"
-#include "clock.h"
-#include "companion_link.h"
-#include "connect_service.h"
-#include "http_router.h"
-#include "http_server.h"
-#include "metrics.h"
-#include "plugin_options.h"
-#include "registry.h"
-#include "shared_region.h"
+#include "companion/companion_link.h"
+#include "companion/http/connect_service.h"
+#include "companion/http/http_router.h"
+#include "companion/http/http_server.h"
+#include "companion/metrics.h"
+#include "companion/registry.h"
+#include "link/broker_config.h"
+#include "link/clock.h"
+#include "link/plugin_options.h"
+#include "link/shared_region.h"
 
 namespace mqc {
 namespace {

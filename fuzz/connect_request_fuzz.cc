@@ -27,12 +27,12 @@
 #include <utility>
 #include <vector>
 
-#include "connect_service.h"
-#include "connection.h"
-#include "http_router.h"
-#include "http_server.h"
-#include "json_util.h"
-#include "topic_mapping.h"
+#include "companion/http/connect_service.h"
+#include "companion/http/http_router.h"
+#include "companion/http/http_server.h"
+#include "companion/http/json_util.h"
+#include "link/connection.h"
+#include "link/topic_mapping.h"
 
 namespace {
 

@@ -17,10 +17,10 @@
 #include <utility>
 #include <vector>
 
-#include "connection.h"
-#include "connection_query.h"
-#include "query_syntax.h"
-#include "topic_mapping.h"
+#include "companion/query/connection_query.h"
+#include "companion/query/query_syntax.h"
+#include "link/connection.h"
+#include "link/topic_mapping.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "persistence_file.h"
+#include "broker/persistence_file.h"
 
 namespace {
 

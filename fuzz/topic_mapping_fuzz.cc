@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "topic_mapping.h"
+#include "link/topic_mapping.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "client_facts.h"
-#include "clock.h"
+#include "link/clock.h"
 #include "plugin_state.h"
 
 // clang-format off

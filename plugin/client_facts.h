@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <string>
 
-#include "broker_config.h"
-#include "connection.h"
-#include "session_table.h"
+#include "broker/session_table.h"
+#include "link/broker_config.h"
+#include "link/connection.h"
 
 struct mosquitto;
 

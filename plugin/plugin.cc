@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "clock.h"
+#include "link/clock.h"
 #include "plugin_state.h"
 
 // clang-format off

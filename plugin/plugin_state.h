@@ -6,14 +6,14 @@
 #include <string>
 #include <vector>
 
-#include "broker_config.h"
-#include "broker_link.h"
+#include "broker/broker_link.h"
+#include "broker/companion_supervisor.h"
+#include "broker/session_table.h"
+#include "broker/traffic_meter.h"
 #include "client_facts.h"
-#include "companion_supervisor.h"
-#include "plugin_options.h"
-#include "session_table.h"
-#include "shared_region.h"
-#include "traffic_meter.h"
+#include "link/broker_config.h"
+#include "link/plugin_options.h"
+#include "link/shared_region.h"
 
 struct mosquitto_plugin_id_t;
 

@@ -1,0 +1,61 @@
+#include "broker/broker_link.h"
+
+#include <string_view>
+
+namespace mqc {
+
+BrokerLink::BrokerLink(SharedRegion* region)
+    : region_(region),
+      events_(&region->header()->events, region->events_data(), region->header()->events_capacity),
+      commands_(&region->header()->commands, region->commands_data(),
+                region->header()->commands_capacity) {}
+
+bool BrokerLink::Emit(EventType type, const std::string& payload) {
+  if (events_.TryWrite(static_cast<std::uint16_t>(type), payload.data(),
+                       static_cast<std::uint32_t>(payload.size()))) {
+    return true;
+  }
+  auto& lost = region_->header()->broker.events_lost;
+  lost.store(lost.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  resync_due_ = true;
+  return false;
+}
+
+std::size_t BrokerLink::DrainCommands(const std::function<void(const LogCommand&)>& log) {
+  std::size_t count = 0;
+  RingRecord record;
+  while (commands_.Peek(&record)) {
+    ++count;
+    LogCommand command;
+    const std::string_view bytes(reinterpret_cast<const char*>(record.payload), record.size);
+    if (record.type == static_cast<std::uint16_t>(CommandType::kLog) && Decode(bytes, &command)) {
+      log(command);
+    }
+    commands_.Pop();
+  }
+  return count;
+}
+
+bool BrokerLink::Fits(const std::vector<std::size_t>& payload_sizes) const {
+  return events_.Fits(payload_sizes);
+}
+
+bool BrokerLink::ResyncStep(SessionTable* table) {
+  const std::uint64_t requested =
+      region_->header()->companion.resync_requested.load(std::memory_order_acquire);
+  if (requested != handled_request_ || resync_due_) {
+    resync_due_ = false;
+    handled_request_ = requested;
+    ++generation_;
+    region_->header()->broker.resync_started.store(generation_, std::memory_order_release);
+    if (!table->BeginFullState(generation_)) return false;  // Emit set resync_due_ again
+  }
+  if (!table->full_state_active()) return true;
+  return table->ContinueFullState();
+}
+
+std::uint64_t BrokerLink::events_lost() const {
+  return region_->header()->broker.events_lost.load(std::memory_order_relaxed);
+}
+
+}  // namespace mqc

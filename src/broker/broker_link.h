@@ -1,0 +1,46 @@
+// The broker thread's end of the shared region: writes events, reads the companion's commands,
+// and runs resyncs. No lock, no syscall, no allocation on the event path (the encoding buffer of
+// the caller is reused).
+//
+// Threads: the broker thread only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "broker/session_table.h"
+#include "link/event_records.h"
+#include "link/shared_region.h"
+
+namespace mqc {
+
+class BrokerLink : public EventSink {
+ public:
+  explicit BrokerLink(SharedRegion* region);
+
+  // EventSink: a full ring counts the event as lost and schedules a resync.
+  bool Emit(EventType type, const std::string& payload) override;
+  bool Fits(const std::vector<std::size_t>& payload_sizes) const override;
+
+  // Hands every pending log command to `log`. Returns how many commands were read.
+  std::size_t DrainCommands(const std::function<void(const LogCommand&)>& log);
+
+  // At TICK: starts a resync if the companion asked for one or events were lost since the
+  // last, and carries an unfinished one on as far as the ring has room. Returns true when no
+  // resync is due or under way any more.
+  bool ResyncStep(SessionTable* table);
+
+  std::uint64_t events_lost() const;
+
+ private:
+  SharedRegion* region_;
+  mutable RingWriter events_;  // Fits() reads the consumer's tail into its cache
+  RingReader commands_;
+  bool resync_due_ = false;
+  std::uint64_t handled_request_ = 0;
+  std::uint64_t generation_ = 0;
+};
+
+}  // namespace mqc

@@ -1,0 +1,132 @@
+#include "broker/companion_supervisor.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "link/clock.h"
+
+namespace mqc {
+
+namespace {
+
+constexpr int kMaxRestartDelayMs = 5000;
+
+}  // namespace
+
+CompanionSupervisor::CompanionSupervisor(SharedRegion* region, std::string executable,
+                                         std::vector<std::string> arguments, Logger log)
+    : region_(region),
+      process_(std::move(executable), std::move(arguments), region->fd()),
+      log_(std::move(log)) {}
+
+CompanionState CompanionSupervisor::ReadState() const {
+  return static_cast<CompanionState>(
+      region_->header()->companion.state.load(std::memory_order_acquire));
+}
+
+void CompanionSupervisor::SetOptionOverrides(std::vector<std::string> overrides) {
+  overrides_ = std::move(overrides);
+  std::vector<std::string> extra = overrides_;
+  // The last plugin option wins: restarts keep this port.
+  if (kept_http_port_ >= 0) extra.push_back("http_port=" + std::to_string(kept_http_port_));
+  process_.SetExtraArguments(std::move(extra));
+}
+
+int CompanionSupervisor::http_port() const {
+  return region_->header()->companion.http_port.load(std::memory_order_relaxed);
+}
+
+bool CompanionSupervisor::Launch(std::string* error) {
+  serving_ = false;
+  last_heartbeat_ns_ = 0;  // the stall clock starts with the new process
+  region_->header()->companion.state.store(static_cast<std::uint32_t>(CompanionState::kStarting),
+                                           std::memory_order_release);
+  return process_.Start(error);
+}
+
+bool CompanionSupervisor::StartAndWait(int timeout_ms, const std::function<void()>& pump,
+                                       std::string* error) {
+  if (!Launch(error)) return false;
+  for (int waited = 0; waited <= timeout_ms; waited += 5) {
+    pump();
+    switch (ReadState()) {
+      case CompanionState::kServing:
+        serving_ = true;
+        kept_http_port_ = http_port();
+        SetOptionOverrides(overrides_);
+        return true;
+      case CompanionState::kFailed:
+        *error = region_->header()->companion.failure;
+        process_.Stop(2000);
+        return false;
+      case CompanionState::kStarting:
+        break;
+    }
+    std::string how;
+    if (process_.Exited(&how)) {
+      pump();
+      *error = "the companion " + how + " before it was ready";
+      return false;
+    }
+    SleepMs(5);
+  }
+  process_.Stop(2000);
+  *error = "the companion did not report ready within " + std::to_string(timeout_ms) + " ms";
+  return false;
+}
+
+void CompanionSupervisor::ScheduleRestart(std::int64_t now_ns) {
+  next_start_ns_ = now_ns + std::int64_t{restart_delay_ms_} * 1000000;
+  restart_delay_ms_ = std::min(kMaxRestartDelayMs, std::max(100, restart_delay_ms_ * 2));
+}
+
+void CompanionSupervisor::Tick(std::int64_t now_ns) {
+  if (process_.running()) {
+    std::string how;
+    if (process_.Exited(&how)) {
+      log_(LogLevel::kWarning, "mosquitto_connections: companion " + how + "; restarting it");
+      ScheduleRestart(now_ns);
+      return;
+    }
+    const std::uint64_t heartbeat =
+        region_->header()->companion.heartbeat.load(std::memory_order_relaxed);
+    if (heartbeat != last_heartbeat_ || last_heartbeat_ns_ == 0) {
+      last_heartbeat_ = heartbeat;
+      last_heartbeat_ns_ = now_ns;
+    } else if (serving_ && now_ns - last_heartbeat_ns_ > kStallTimeoutNs) {
+      log_(LogLevel::kWarning, "mosquitto_connections: companion stopped answering for " +
+                                   std::to_string(kStallTimeoutNs / 1000000000) +
+                                   " s; restarting it");
+      process_.Kill();
+      ScheduleRestart(now_ns);
+      return;
+    }
+    if (serving_) return;
+    const CompanionState state = ReadState();
+    if (state == CompanionState::kServing) {
+      serving_ = true;
+      restart_delay_ms_ = 0;
+      log_(LogLevel::kNotice, "mosquitto_connections: companion restarted, serving on port " +
+                                  std::to_string(http_port()));
+    } else if (state == CompanionState::kFailed) {
+      log_(LogLevel::kError, std::string("mosquitto_connections: companion failed: ") +
+                                 region_->header()->companion.failure);
+      process_.Kill();
+      ScheduleRestart(now_ns);
+    }
+    return;
+  }
+  if (now_ns < next_start_ns_) return;
+  std::string error;
+  if (!Launch(&error)) {
+    log_(LogLevel::kError, "mosquitto_connections: " + error);
+    ScheduleRestart(now_ns);
+  }
+}
+
+void CompanionSupervisor::Stop() {
+  process_.Stop(2000);
+  serving_ = false;
+}
+
+}  // namespace mqc

@@ -1,0 +1,243 @@
+#include "broker/persistence_file.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <unordered_map>
+#include <utility>
+
+namespace mqc {
+
+namespace {
+
+constexpr unsigned char kMagic[15] = {0x00, 0xB5, 0x00, 'm', 'o', 's', 'q', 'u',
+                                      'i',  't',  't',  'o', ' ', 'd', 'b'};
+constexpr std::uint64_t kHeaderSize = sizeof(kMagic) + 4 + 4;  // magic, CRC field, version
+constexpr std::uint32_t kChunkSub = 5;
+constexpr std::uint32_t kChunkClient = 6;
+// The fixed parts as the broker writes them: struct PF_client and struct PF_sub with their
+// tail padding (persist.h).
+constexpr std::uint32_t kClientFixed = 24;
+constexpr std::uint32_t kSubFixed = 12;
+// Both strings of a chunk are u16-counted: nothing longer can be a valid CLIENT or SUB chunk.
+constexpr std::uint32_t kMaxStringsChunk = 2 * 65535;
+
+std::uint16_t Be16(const unsigned char* p) {
+  return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
+}
+
+std::uint32_t Be32(const unsigned char* p) {
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
+         std::uint32_t{p[3]};
+}
+
+// The broker reads each string into a NUL-terminated buffer and uses it as a C string.
+std::string CString(const unsigned char* p, std::size_t size) {
+  const void* nul = std::memchr(p, 0, size);
+  const std::size_t used =
+      nul != nullptr ? static_cast<std::size_t>(static_cast<const unsigned char*>(nul) - p) : size;
+  return std::string(reinterpret_cast<const char*>(p), used);
+}
+
+class Reader {
+ public:
+  Reader(std::istream& in, const PersistenceLimits& limits) : in_(in), limits_(limits) {}
+
+  bool Read(std::vector<PersistedSession>* sessions, std::string* error) {
+    in_.seekg(0, std::ios::end);
+    const std::streamoff end = in_.tellg();
+    in_.seekg(0, std::ios::beg);
+    if (!in_ || end < 0) return Fail(0, "cannot read the file", error);
+    size_ = static_cast<std::uint64_t>(end);
+
+    unsigned char header[kHeaderSize];
+    if (size_ < kHeaderSize || !Bytes(header, kHeaderSize)) {
+      return Fail(0, "shorter than the " + std::to_string(kHeaderSize) + "-byte file header",
+                  error);
+    }
+    if (std::memcmp(header, kMagic, sizeof(kMagic)) != 0) {
+      return Fail(0, "not a Mosquitto persistence file (wrong magic bytes)", error);
+    }
+    const std::uint32_t version = Be32(header + sizeof(kMagic) + 4);
+    if (version != kPersistenceVersion) {
+      return Fail(sizeof(kMagic) + 4,
+                  "format version " + std::to_string(version) + ", this plugin reads version " +
+                      std::to_string(kPersistenceVersion) + " (Mosquitto 2.0)",
+                  error);
+    }
+
+    std::uint64_t position = kHeaderSize;
+    std::uint64_t chunks = 0;
+    std::vector<unsigned char> body;
+    while (position < size_) {
+      if (++chunks > limits_.max_chunks) {
+        return Fail(position, "more than " + std::to_string(limits_.max_chunks) + " chunks", error);
+      }
+      unsigned char chunk_header[8];
+      if (size_ - position < sizeof(chunk_header)) {
+        return Fail(position, "truncated chunk header", error);
+      }
+      if (!Bytes(chunk_header, sizeof(chunk_header))) return Fail(position, "read error", error);
+      const std::uint32_t type = Be32(chunk_header);
+      const std::uint32_t length = Be32(chunk_header + 4);
+      const std::uint64_t body_start = position + sizeof(chunk_header);
+      if (length > size_ - body_start) {
+        return Fail(position,
+                    "truncated chunk: " + std::to_string(length) + " bytes announced, " +
+                        std::to_string(size_ - body_start) + " left in the file",
+                    error);
+      }
+      if (type == kChunkClient || type == kChunkSub) {
+        const std::uint32_t fixed = type == kChunkClient ? kClientFixed : kSubFixed;
+        if (length < fixed || length > fixed + kMaxStringsChunk) {
+          return Fail(
+              position,
+              "bad length " + std::to_string(length) + " of a " + ChunkName(type) + " chunk",
+              error);
+        }
+        body.resize(length);
+        if (!Bytes(body.data(), length)) return Fail(position, "read error", error);
+        std::string what;
+        const bool ok = type == kChunkClient ? Client(body, &what) : Sub(body, &what);
+        if (!ok) return Fail(position, what, error);
+      } else {
+        in_.seekg(static_cast<std::streamoff>(length), std::ios::cur);
+        if (!in_) return Fail(position, "read error", error);
+      }
+      position = body_start + length;
+    }
+    *sessions = std::move(sessions_);
+    return true;
+  }
+
+ private:
+  static std::string ChunkName(std::uint32_t type) {
+    return type == kChunkClient ? "CLIENT" : "SUB";
+  }
+
+  bool Bytes(unsigned char* out, std::size_t count) {
+    in_.read(reinterpret_cast<char*>(out), static_cast<std::streamsize>(count));
+    return static_cast<std::size_t>(in_.gcount()) == count;
+  }
+
+  bool Fail(std::uint64_t offset, const std::string& what, std::string* error) const {
+    *error = "at byte " + std::to_string(offset) + ": " + what;
+    return false;
+  }
+
+  // The session of `client_id`, added when new; null when the limit is reached.
+  PersistedSession* Session(const std::string& client_id) {
+    auto it = index_.find(client_id);
+    if (it != index_.end()) return &sessions_[it->second];
+    if (sessions_.size() >= limits_.max_sessions) return nullptr;
+    index_.emplace(client_id, sessions_.size());
+    sessions_.emplace_back();
+    sessions_.back().client_id = client_id;
+    return &sessions_.back();
+  }
+
+  bool Client(const std::vector<unsigned char>& body, std::string* what) {
+    const unsigned char* p = body.data();
+    std::int64_t expiry_time = 0;  // the broker's own byte order
+    std::memcpy(&expiry_time, p, sizeof(expiry_time));
+    const std::uint32_t interval = Be32(p + 8);
+    const std::uint16_t id_len = Be16(p + 14);
+    const std::uint16_t username_len = Be16(p + 18);
+    if (std::uint64_t{kClientFixed} + id_len + username_len != body.size()) {
+      *what = "CLIENT chunk of " + std::to_string(body.size()) + " bytes does not hold its " +
+              std::to_string(id_len) + "-byte client id and " + std::to_string(username_len) +
+              "-byte username";
+      return false;
+    }
+    const std::string client_id = CString(p + kClientFixed, id_len);
+    // The broker skips a client with an empty id (with a warning), and so does this reader.
+    if (client_id.empty()) return true;
+    PersistedSession* session = Session(client_id);
+    if (session == nullptr) {
+      *what = "more than " + std::to_string(limits_.max_sessions) + " sessions";
+      return false;
+    }
+    session->session_expiry_time = expiry_time;
+    session->session_expiry_interval = interval;
+    // Mosquitto 2.0.11 writes a client without a username after one with a username with the
+    // earlier one's username and a byte-swapped length (persist__client_save reuses its
+    // chunk); the broker restores that C string, and so does this reader.
+    if (username_len > 0 && session->username.empty()) {
+      session->username = CString(p + kClientFixed + id_len, username_len);
+    }
+    return true;
+  }
+
+  bool Sub(const std::vector<unsigned char>& body, std::string* what) {
+    const unsigned char* p = body.data();
+    PersistedSubscription subscription;
+    subscription.identifier = Be32(p);
+    const std::uint16_t id_len = Be16(p + 4);
+    const std::uint16_t topic_len = Be16(p + 6);
+    subscription.qos = p[8];
+    subscription.options = p[9];
+    if (std::uint64_t{kSubFixed} + id_len + topic_len != body.size()) {
+      *what = "SUB chunk of " + std::to_string(body.size()) + " bytes does not hold its " +
+              std::to_string(id_len) + "-byte client id and " + std::to_string(topic_len) +
+              "-byte topic filter";
+      return false;
+    }
+    if (subscription.qos > 2) {
+      *what = "SUB chunk with QoS " + std::to_string(subscription.qos);
+      return false;
+    }
+    const std::string client_id = CString(p + kSubFixed, id_len);
+    subscription.filter = CString(p + kSubFixed + id_len, topic_len);
+    if (client_id.empty() || subscription.filter.empty()) {
+      *what = "SUB chunk with an empty client id or topic filter";
+      return false;
+    }
+    if (++subscriptions_ > limits_.max_subscriptions) {
+      *what = "more than " + std::to_string(limits_.max_subscriptions) + " subscriptions";
+      return false;
+    }
+    PersistedSession* session = Session(client_id);
+    if (session == nullptr) {
+      *what = "more than " + std::to_string(limits_.max_sessions) + " sessions";
+      return false;
+    }
+    session->subscriptions.push_back(std::move(subscription));
+    return true;
+  }
+
+  std::istream& in_;
+  const PersistenceLimits& limits_;
+  std::uint64_t size_ = 0;
+  std::size_t subscriptions_ = 0;
+  std::vector<PersistedSession> sessions_;
+  std::unordered_map<std::string, std::size_t> index_;
+};
+
+}  // namespace
+
+bool ReadPersistedSessions(std::istream& in, const PersistenceLimits& limits,
+                           std::vector<PersistedSession>* sessions, std::string* error) {
+  return Reader(in, limits).Read(sessions, error);
+}
+
+bool ReadPersistenceFile(const std::string& path, const PersistenceLimits& limits,
+                         std::vector<PersistedSession>* sessions, bool* missing,
+                         std::string* error) {
+  *missing = false;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (errno == ENOENT) {
+      *missing = true;
+      return true;
+    }
+    *error = path + ": cannot open it: " + std::strerror(errno);
+    return false;
+  }
+  if (!ReadPersistedSessions(in, limits, sessions, error)) {
+    *error = path + ": " + *error;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace mqc

@@ -1,0 +1,422 @@
+#include "broker/session_table.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace mqc {
+
+namespace {
+
+// A session outlives its connection when the client asked for one (MQTT 3.1/3.1.1 clean session
+// false). MQTT 5 clients set a session expiry the plugin API does not show, so theirs are kept
+// too; the broker's own behaviour at the next CONNECT decides whether they are handed over.
+bool MayOutliveConnection(const ConnectionEvent& event) {
+  return !event.clean_session || event.protocol_version == 5;
+}
+
+// Whether the client asked for a session to resume: clean session false (MQTT 3.1/3.1.1), clean
+// start false (MQTT 5). These are the sessions Mosquitto 2.0 writes to its persistence file,
+// and the ones listed as offline. An MQTT 5 clean start client may have a session expiry too,
+// but nothing shows it: its session is kept for a resume, not listed.
+bool AskedForSession(const ConnectionEvent& event) { return !event.clean_session; }
+
+}  // namespace
+
+SessionTable::SessionTable(EventSink* sink, std::uint64_t uuid_seed, ConnectionStatsSlot* stats,
+                           std::size_t stats_count, BrokerCounters* counters)
+    : sink_(sink), counters_(counters), stats_(stats), random_(uuid_seed) {
+  free_stats_.reserve(stats_count);
+  // Lowest slot on top: the first connections use the first (already touched) pages.
+  for (std::size_t i = stats_count; i > 0; --i) {
+    free_stats_.push_back(static_cast<std::uint32_t>(i - 1));
+  }
+}
+
+void SessionTable::BeginConnect(const void* client, ClientFacts facts, std::int64_t now_ns) {
+  Settle();
+  if (!facts.has_socket) return;
+  pending_ = Pending{client, std::move(facts), now_ns, false};
+}
+
+bool SessionTable::IsRecheck(const void* client, bool has_socket) {
+  if (open_.count(client) == 0 && has_socket) return false;
+  Settle();
+  return true;
+}
+
+Uuid SessionTable::NewUuid() {
+  Uuid uid{};
+  const std::uint64_t high = random_();
+  const std::uint64_t low = random_();
+  for (int i = 0; i < 8; ++i) {
+    uid[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(high >> (56 - 8 * i));
+    uid[static_cast<std::size_t>(8 + i)] = static_cast<std::uint8_t>(low >> (56 - 8 * i));
+  }
+  uid[6] = static_cast<std::uint8_t>((uid[6] & 0x0f) | 0x40);  // version 4
+  uid[8] = static_cast<std::uint8_t>((uid[8] & 0x3f) | 0x80);  // RFC 4122 variant
+  return uid;
+}
+
+ConnectionEvent SessionTable::MakeEvent(const ClientFacts& facts, std::int64_t now_ns) {
+  ConnectionEvent event;
+  event.seq = ++next_seq_;
+  event.uid = NewUuid();
+  event.open_time_ns = now_ns;
+  event.protocol_version = facts.protocol_version;
+  event.clean_session = facts.clean_session;
+  event.auth_mechanism = facts.mechanism;
+  event.keep_alive = facts.keep_alive;
+  event.port = facts.port;
+  event.local_port = facts.local_port;
+  event.client_id = facts.client_id;
+  event.username = facts.username;
+  event.ip_address = facts.ip_address;
+  event.auth_method = facts.auth_method;
+  event.peer_certificate_subject = facts.peer_certificate_subject;
+  return event;
+}
+
+void SessionTable::Accept() {
+  Pending pending = std::move(*pending_);
+  pending_.reset();
+  OpenConnection connection;
+  connection.event = MakeEvent(pending.facts, pending.begin_ns);
+  connection.event.auth_state =
+      pending.facts.mechanism == AuthMechanism::kAnonymous || !pending.facts.credentials_checked
+          ? AuthState::kUnauthenticated
+          : AuthState::kSuccess;
+  if (!free_stats_.empty()) {
+    const std::uint32_t slot = free_stats_.back();
+    free_stats_.pop_back();
+    ConnectionStatsSlot& stats = stats_[slot];
+    // A seqlock: a reader that saw the old owner's seq before and after its reads knows that
+    // none of them saw this reset. The exchange (acquire) keeps the resets after it.
+    stats.seq.exchange(0, std::memory_order_acq_rel);
+    for (auto* counter :
+         {&stats.publish_count, &stats.publish_bytes, &stats.deliver_count, &stats.deliver_bytes,
+          &stats.request_count, &stats.idle_ms, &stats.idle_sampled_ns}) {
+      counter->store(0, std::memory_order_relaxed);
+    }
+    stats.seq.store(connection.event.seq, std::memory_order_release);
+    connection.event.stats_slot = slot;
+  }
+  auto offline = offline_.find(pending.facts.client_id);
+  if (offline != offline_.end()) {
+    if (!pending.facts.clean_session && pending.resumes_session) {
+      connection.subscriptions = std::move(offline->second.subscriptions);
+    }
+    EraseOffline(offline);  // announced gone before the connection that replaces it
+  }
+  if (counters_ != nullptr) Bump(counters_->connects);
+  EmitConnection(connection.event);
+  for (const auto& entry : connection.subscriptions) {
+    EmitSubscription(EventType::kSubscribe, connection.event.seq, entry);
+  }
+  open_[pending.client] = std::move(connection);
+}
+
+void SessionTable::Disconnect(const void* client, bool has_client_id, CloseReason reason,
+                              std::int64_t now_ns, std::int64_t idle_ns) {
+  if (pending_ && pending_->client == client) {
+    if (!has_client_id) {
+      ConnectionEvent refused = MakeEvent(pending_->facts, pending_->begin_ns);
+      refused.auth_state = AuthState::kFailure;
+      refused.close_time_ns = now_ns;
+      refused.close_reason = CloseReason::kAuthenticationFailed;
+      pending_.reset();
+      if (counters_ != nullptr) Bump(counters_->connects_refused);
+      EmitConnection(refused);
+      return;
+    }
+    Accept();  // accepted, and gone again before any other callback
+  }
+  // A pending CONNECT stays pending: when this DISCONNECT is its takeover of the old client,
+  // the broker re-checks the resumed session's queued messages next, and those checks must
+  // still be recognised as happening inside that CONNECT (IsPending).
+  CloseOpen(client, reason, now_ns, idle_ns);
+}
+
+void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_t now_ns,
+                             std::int64_t idle_ns) {
+  auto it = open_.find(client);
+  if (it == open_.end()) {
+    // The offline client object of a session that a pending CONNECT resumes.
+    if (pending_) {
+      auto offline = offline_.find(pending_->facts.client_id);
+      // A session restored from the persistence file has no known client object yet: the
+      // broker disconnects that session's object inside this CONNECT, and no other.
+      if (offline != offline_.end() &&
+          (offline->second.client == client || offline->second.client == nullptr)) {
+        pending_->resumes_session = true;
+      }
+    }
+    return;
+  }
+  OpenConnection& connection = it->second;
+  if (pending_ && pending_->facts.client_id == connection.event.client_id) {
+    reason = CloseReason::kSessionTakenOver;
+    pending_->resumes_session = true;
+  } else if (reloading_) {
+    reason = CloseReason::kAccessRevoked;
+  }
+  CloseEvent close;
+  close.seq = connection.event.seq;
+  close.close_time_ns = now_ns;
+  close.reason = reason;
+  close.idle_ns = idle_ns;
+  if (counters_ != nullptr) Bump(counters_->disconnects[static_cast<std::size_t>(reason)]);
+  const std::uint32_t slot = connection.event.stats_slot;
+  if (slot != kNoStatsSlot) {
+    const ConnectionStatsSlot& stats = stats_[slot];
+    close.totals.publish_count = stats.publish_count.load(std::memory_order_relaxed);
+    close.totals.publish_bytes = stats.publish_bytes.load(std::memory_order_relaxed);
+    close.totals.deliver_count = stats.deliver_count.load(std::memory_order_relaxed);
+    close.totals.deliver_bytes = stats.deliver_bytes.load(std::memory_order_relaxed);
+    close.totals.request_count = stats.request_count.load(std::memory_order_relaxed);
+    free_stats_.push_back(slot);
+  }
+  Encode(close, &buffer_);
+  sink_->Emit(EventType::kClose, buffer_);
+  if (MayOutliveConnection(connection.event) &&
+      (AskedForSession(connection.event) || !connection.subscriptions.empty())) {
+    KeepOffline(connection, client, now_ns);
+  }
+  open_.erase(it);
+}
+
+void SessionTable::KeepOffline(const OpenConnection& connection, const void* client,
+                               std::int64_t now_ns) {
+  OfflineSession session;
+  session.client = client;
+  session.subscriptions = connection.subscriptions;
+  // A takeover's old connection: its session passes to the new one at once, not offline.
+  const bool taken_over = pending_ && pending_->facts.client_id == connection.event.client_id;
+  if (AskedForSession(connection.event) && !taken_over) {
+    session.event.seq = ++next_seq_;
+    session.event.uid = NewUuid();
+    session.event.since_ns = now_ns;
+    session.event.protocol_version = connection.event.protocol_version;
+    session.event.client_id = connection.event.client_id;
+    session.event.username = connection.event.username;
+  }
+  if (persistent_expiration_s_ > 0) {
+    session.gone_by_ns = now_ns + persistent_expiration_s_ * 1000000000;
+    // MQTT 3.1.1 sessions ask never to expire: the broker's limit is their exact expiry.
+    if (connection.event.protocol_version < 5) session.event.expiry_time_ns = session.gone_by_ns;
+  }
+  AddOffline(connection.event.client_id, std::move(session));
+}
+
+void SessionTable::RestoreOffline(const std::vector<PersistedSession>& sessions,
+                                  std::int64_t now_ns) {
+  for (const PersistedSession& persisted : sessions) {
+    OfflineSession session;
+    for (const PersistedSubscription& subscription : persisted.subscriptions) {
+      session.subscriptions.push_back(SubscriptionEntry{subscription.filter, subscription.qos});
+    }
+    session.event.seq = ++next_seq_;
+    session.event.uid = NewUuid();
+    session.event.since_ns = now_ns;
+    // 0xffffffff never expires; 0 with no time is a session the broker never set one for.
+    if (persisted.session_expiry_interval != 0xffffffff && persisted.session_expiry_time > 0 &&
+        persisted.session_expiry_time < std::int64_t{1} << 32) {
+      session.event.expiry_time_ns = persisted.session_expiry_time * 1000000000;
+    }
+    session.event.client_id = persisted.client_id;
+    session.event.username = persisted.username;
+    AddOffline(persisted.client_id, std::move(session), /*announce=*/false);
+  }
+}
+
+void SessionTable::AddOffline(const std::string& id, OfflineSession session, bool announce) {
+  auto existing = offline_.find(id);
+  if (existing != offline_.end()) EraseOffline(existing);
+  if (offline_.size() >= kMaxOfflineSessions) {
+    EraseOffline(offline_.find(offline_by_age_.begin()->second));  // the oldest
+  }
+  session.age = ++next_offline_age_;
+  offline_by_age_[session.age] = id;
+  if (session.gone_by_ns != 0) offline_by_expiry_.emplace(session.gone_by_ns, id);
+  auto it = offline_.emplace(id, std::move(session)).first;
+  if (announce && it->second.event.seq != 0) EmitOffline(it->second);
+}
+
+void SessionTable::EraseOffline(std::unordered_map<std::string, OfflineSession>::iterator it) {
+  if (it->second.event.seq != 0) {
+    Encode(OfflineSessionEndEvent{it->second.event.seq}, &buffer_);
+    sink_->Emit(EventType::kOfflineSessionEnd, buffer_);
+  }
+  offline_by_age_.erase(it->second.age);
+  if (it->second.gone_by_ns != 0) {
+    auto [first, last] = offline_by_expiry_.equal_range(it->second.gone_by_ns);
+    for (auto entry = first; entry != last; ++entry) {
+      if (entry->second == it->first) {
+        offline_by_expiry_.erase(entry);
+        break;
+      }
+    }
+  }
+  offline_.erase(it);
+}
+
+void SessionTable::ExpireOffline(std::int64_t now_ns) {
+  // The broker expires a session once its expiry time is in the past (whole seconds).
+  while (!offline_by_expiry_.empty() && offline_by_expiry_.begin()->first < now_ns) {
+    const auto due = offline_by_expiry_.begin();
+    auto it = offline_.find(due->second);
+    if (it == offline_.end() || it->second.gone_by_ns != due->first) {
+      offline_by_expiry_.erase(due);  // not expected: EraseOffline keeps both in step
+      continue;
+    }
+    EraseOffline(it);  // erases `due` with it
+  }
+}
+
+bool SessionTable::EmitOffline(const OfflineSession& session) {
+  Encode(session.event, &buffer_);
+  bool ok = sink_->Emit(EventType::kOfflineSession, buffer_);
+  for (const auto& entry : session.subscriptions) {
+    ok = EmitSubscription(EventType::kSubscribe, session.event.seq, entry) && ok;
+  }
+  return ok;
+}
+
+void SessionTable::Subscribe(const void* client, std::string_view filter, std::uint8_t qos) {
+  auto it = open_.find(client);
+  if (it == open_.end()) return;
+  auto& subscriptions = it->second.subscriptions;
+  auto entry = std::find_if(subscriptions.begin(), subscriptions.end(),
+                            [&](const SubscriptionEntry& e) { return e.filter == filter; });
+  if (entry == subscriptions.end()) {
+    subscriptions.push_back(SubscriptionEntry{std::string(filter), qos});
+    entry = subscriptions.end() - 1;
+  } else if (entry->qos == qos) {
+    return;
+  } else {
+    entry->qos = qos;
+  }
+  EmitSubscription(EventType::kSubscribe, it->second.event.seq, *entry);
+}
+
+void SessionTable::Unsubscribe(const void* client, std::string_view filter) {
+  auto it = open_.find(client);
+  if (it == open_.end()) return;
+  auto& subscriptions = it->second.subscriptions;
+  auto entry = std::find_if(subscriptions.begin(), subscriptions.end(),
+                            [&](const SubscriptionEntry& e) { return e.filter == filter; });
+  if (entry == subscriptions.end()) return;
+  const SubscriptionEntry removed = std::move(*entry);
+  subscriptions.erase(entry);
+  EmitSubscription(EventType::kUnsubscribe, it->second.event.seq, removed);
+}
+
+std::uint8_t SessionTable::OfflineQos(const void* client, std::string_view client_id,
+                                      std::string_view topic) const {
+  // The key string is built only on this path (messages for offline sessions), never per
+  // message to a connected client.
+  auto it = offline_.find(std::string(client_id));
+  if (it == offline_.end() || (it->second.client != client && it->second.client != nullptr)) {
+    return 2;
+  }
+  std::uint8_t qos = 0;
+  bool matched = false;
+  for (const auto& entry : it->second.subscriptions) {
+    if (TopicMatchesFilter(entry.filter, topic)) {
+      matched = true;
+      qos = std::max(qos, entry.qos);
+    }
+  }
+  return matched ? qos : 2;
+}
+
+bool SessionTable::EmitConnection(const ConnectionEvent& event) {
+  Encode(event, &buffer_);
+  return sink_->Emit(EventType::kConnection, buffer_);
+}
+
+bool SessionTable::EmitSubscription(EventType type, std::uint64_t seq,
+                                    const SubscriptionEntry& entry) {
+  SubscriptionEvent event;
+  event.seq = seq;
+  event.qos = entry.qos;
+  event.filter = entry.filter;
+  Encode(event, &buffer_);
+  return sink_->Emit(type, buffer_);
+}
+
+bool SessionTable::BeginFullState(std::uint64_t generation) {
+  resync_active_ = false;
+  Encode(ResyncEvent{generation}, &buffer_);
+  if (!sink_->Emit(EventType::kResyncBegin, buffer_)) return false;
+  resync_generation_ = generation;
+  resync_queue_.clear();
+  resync_queue_.reserve(open_.size());
+  for (const auto& entry : open_) resync_queue_.push_back(entry.first);
+  resync_next_ = 0;
+  resync_offline_queue_.clear();
+  for (const auto& [id, session] : offline_) {
+    if (session.event.seq != 0) resync_offline_queue_.push_back(id);
+  }
+  resync_offline_next_ = 0;
+  resync_active_ = true;
+  return true;
+}
+
+bool SessionTable::EmitWhole(EventType type, std::uint64_t seq,
+                             const std::vector<SubscriptionEntry>& subscriptions) {
+  // buffer_ holds the encoded head record.
+  std::vector<std::string> payloads;
+  payloads.reserve(1 + subscriptions.size());
+  payloads.push_back(buffer_);
+  for (const auto& entry : subscriptions) {
+    Encode(SubscriptionEvent{seq, entry.qos, entry.filter}, &buffer_);
+    payloads.push_back(buffer_);
+  }
+  std::vector<std::size_t> sizes;
+  for (const auto& payload : payloads) sizes.push_back(payload.size());
+  if (!sink_->Fits(sizes)) return false;
+  bool ok = sink_->Emit(type, payloads[0]);
+  for (std::size_t i = 1; ok && i < payloads.size(); ++i) {
+    ok = sink_->Emit(EventType::kSubscribe, payloads[i]);
+  }
+  if (!ok) resync_active_ = false;
+  return ok;
+}
+
+bool SessionTable::EmitOneInFull(const void* client) {
+  auto it = open_.find(client);
+  if (it == open_.end()) return true;  // closed since the resync began
+  const OpenConnection& connection = it->second;
+  Encode(connection.event, &buffer_);
+  return EmitWhole(EventType::kConnection, connection.event.seq, connection.subscriptions);
+}
+
+bool SessionTable::EmitOfflineInFull(const std::string& id) {
+  auto it = offline_.find(id);
+  if (it == offline_.end() || it->second.event.seq == 0) return true;  // gone since
+  const OfflineSession& session = it->second;
+  Encode(session.event, &buffer_);
+  return EmitWhole(EventType::kOfflineSession, session.event.seq, session.subscriptions);
+}
+
+bool SessionTable::ContinueFullState() {
+  if (!resync_active_) return false;
+  while (resync_next_ < resync_queue_.size()) {
+    if (!EmitOneInFull(resync_queue_[resync_next_])) return false;
+    ++resync_next_;
+  }
+  while (resync_offline_next_ < resync_offline_queue_.size()) {
+    if (!EmitOfflineInFull(resync_offline_queue_[resync_offline_next_])) return false;
+    ++resync_offline_next_;
+  }
+  Encode(ResyncEvent{resync_generation_}, &buffer_);
+  if (!sink_->Fits({buffer_.size()}) || !sink_->Emit(EventType::kResyncEnd, buffer_)) {
+    return false;
+  }
+  resync_active_ = false;
+  resync_queue_.clear();
+  resync_offline_queue_.clear();
+  return true;
+}
+
+}  // namespace mqc

@@ -1,0 +1,249 @@
+// The broker thread's own record of connections, and the events it sends to the companion.
+//
+// Mosquitto 2.0 has no connect, subscribe or unsubscribe event (mosquitto-2.0-facts.md). So:
+//   - a CONNECT is seen at BASIC_AUTH (or EXT_AUTH_START), before the broker's decision. It stays
+//     pending until the next broker callback of any kind: by then the broker has finished
+//     handling that CONNECT, and had it refused the client, the pending client's own DISCONNECT
+//     (with its id already gone) would have come first.
+//   - connections are keyed by the broker's client pointer, never by client id: in a takeover
+//     the new CONNECT comes before the old connection's DISCONNECT, and a refused client has no
+//     id any more at its DISCONNECT.
+//   - a takeover's old connection is closed before the new one is announced, so a reader of the
+//     events never sees two connections with one client id.
+//   - a persistent session's subscriptions are kept by client id after its DISCONNECT and handed
+//     to its next connection when the broker resumes that session (it then disconnects the old,
+//     offline client inside the new CONNECT), since a resume sends no SUBSCRIBE.
+//   - a config reload (SIGHUP) makes the broker re-run BASIC_AUTH for every client it holds,
+//     connected or offline (docs/reload.md). That is a re-check, not a CONNECT: IsRecheck tells
+//     them apart, and a connection the broker closes during the reload (from BeginReload to
+//     EndReload) lost its right to stay: it closes as kAccessRevoked.
+//   - sessions the broker restored from its persistence file are seeded at start
+//     (RestoreOffline) and handed over the same way; the broker's client object of such a
+//     session is unknown until it shows itself (an offline delivery or its resume).
+//   - the offline sessions a client asked for (clean session / clean start false, and every
+//     restored one) are announced as such (kOfflineSession) until they end.
+// The table is the source of a full resync when the companion (re)starts or lost events.
+//
+// Threads: the broker thread only. Allocates per connection and per subscription, never per
+// message.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "broker/persistence_file.h"
+#include "link/event_records.h"
+#include "link/shared_region.h"
+
+namespace mqc {
+
+// Where events go: the events ring in the plugin, a recorder in tests. Emit returns false when
+// the event could not be delivered (ring full); the caller then owes the companion a resync.
+class EventSink {
+ public:
+  virtual ~EventSink() = default;
+  virtual bool Emit(EventType type, const std::string& payload) = 0;
+  // Whether records of these payload sizes would all fit now, written one after another.
+  virtual bool Fits(const std::vector<std::size_t>& payload_sizes) const = 0;
+};
+
+// What the broker's accessors tell about a client at CONNECT.
+struct ClientFacts {
+  std::string client_id;
+  std::string username;
+  std::string ip_address;
+  std::string auth_method;  // MQTT 5 enhanced authentication
+  std::string peer_certificate_subject;
+  std::uint8_t protocol_version = 0;
+  bool clean_session = true;
+  std::uint16_t keep_alive = 0;
+  std::uint16_t port = 0;
+  std::uint16_t local_port = 0;
+  AuthMechanism mechanism = AuthMechanism::kUnspecified;
+  // Whether anything checks what the client presented: a password_file or an auth plugin for
+  // a username, TLS itself for a certificate or a PSK. A username that nothing checks is
+  // accepted by allow_anonymous alone: the connection is then unauthenticated.
+  bool credentials_checked = true;
+  // False for a client the broker holds without a connection (an offline session): its
+  // credentials are checked again at a reload (SIGHUP), which is no CONNECT.
+  bool has_socket = true;
+};
+
+class SessionTable {
+ public:
+  // Offline persistent sessions kept at most; the oldest is forgotten first.
+  static constexpr std::size_t kMaxOfflineSessions = 100000;
+
+  // `stats`: `stats_count` per-connection statistics slots in the shared region (may be 0);
+  // `counters`: where connects, refusals and disconnects are counted (may be null).
+  SessionTable(EventSink* sink, std::uint64_t uuid_seed, ConnectionStatsSlot* stats = nullptr,
+               std::size_t stats_count = 0, BrokerCounters* counters = nullptr);
+
+  // What the per-message path needs to know of a client: one hash lookup, no allocation.
+  struct ClientView {
+    bool open = false;
+    ConnectionStatsSlot* stats = nullptr;  // null when open without a slot, or not open
+  };
+  ClientView View(const void* client) const {
+    auto it = open_.find(client);
+    if (it == open_.end()) return ClientView{};
+    return ClientView{true, it->second.event.stats_slot == kNoStatsSlot
+                                ? nullptr
+                                : &stats_[it->second.event.stats_slot]};
+  }
+  // The client whose CONNECT is being handled (its resumed session is being re-checked).
+  bool IsPending(const void* client) const { return pending_ && pending_->client == client; }
+
+  // For a message queued to an offline session: the highest QoS of that session's
+  // subscriptions matching `topic` (the broker throws the message away when it is 0), or 2
+  // when the plugin does not know the session.
+  std::uint8_t OfflineQos(const void* client, std::string_view client_id,
+                          std::string_view topic) const;
+
+  // A CONNECT is being authenticated (BASIC_AUTH, EXT_AUTH_START). A client without a socket
+  // is an offline session re-checked at a reload, not a CONNECT: it is ignored.
+  void BeginConnect(const void* client, ClientFacts facts, std::int64_t now_ns);
+
+  // Whether an authentication event for `client` re-checks a client the broker already holds
+  // rather than starting a CONNECT: the client is open here, or has no socket (an offline
+  // session; a CONNECT always arrives on a socket). Settles a pending CONNECT when it is.
+  bool IsRecheck(const void* client, bool has_socket);
+
+  // The broker reloads its configuration (RELOAD event) and re-checks every client; until
+  // EndReload (the next TICK), a DISCONNECT of an open connection is the reload revoking it.
+  void BeginReload() {
+    Settle();
+    reloading_ = true;
+  }
+  void EndReload() { reloading_ = false; }
+  bool reloading() const { return reloading_; }
+
+  // Call at the start of every broker callback but DISCONNECT: settles a pending CONNECT as
+  // accepted, since the broker has finished handling it.
+  void Settle() {
+    if (pending_) Accept();
+  }
+
+  // DISCONNECT. `has_client_id` is false for a client the broker refused. `reason` is what the
+  // caller could tell (client disconnect or connection lost); a takeover is recognised here.
+  // A DISCONNECT of another client while a CONNECT is pending happens inside that CONNECT (a
+  // takeover or a session resume): the old connection is closed, and the new one stays pending
+  // until the next callback settles it.
+  void Disconnect(const void* client, bool has_client_id, CloseReason reason, std::int64_t now_ns,
+                  std::int64_t idle_ns = -1);
+
+  // At start, before the first client: the sessions the broker restored from its persistence
+  // file become offline sessions with their subscriptions (at most kMaxOfflineSessions). Not
+  // announced one by one: called before the companion starts, whose first full resync carries
+  // them (events written before it would be skipped, and could fill the ring).
+  void RestoreOffline(const std::vector<PersistedSession>& sessions, std::int64_t now_ns);
+
+  // The broker's persistent_client_expiration (0: none). With it, the broker expires a session
+  // that goes offline after that long at most (an MQTT 3.1.1 one after exactly that long; an
+  // MQTT 5 one sooner when its own interval is shorter, which is not visible). Sessions restored
+  // from the persistence file are never expired by Mosquitto 2.0.11.
+  void SetPersistentClientExpiration(std::int64_t seconds) { persistent_expiration_s_ = seconds; }
+  // At TICK: ends the offline sessions the broker has expired by now. Nothing to do costs one
+  // comparison.
+  void ExpireOffline(std::int64_t now_ns);
+
+  void Subscribe(const void* client, std::string_view filter, std::uint8_t qos);
+  void Unsubscribe(const void* client, std::string_view filter);
+
+  // A full resync, spread over as many calls as the sink needs: BeginFullState emits
+  // ResyncBegin and notes which connections are open; each ContinueFullState emits as many of
+  // them (each with its subscriptions) as fit, then ResyncEnd, and returns true once done.
+  // Events of the connections meanwhile go out as usual. A refused Emit abandons the resync
+  // (start again with a new generation).
+  bool BeginFullState(std::uint64_t generation);
+  bool ContinueFullState();
+  bool full_state_active() const { return resync_active_; }
+
+  // Calls `visit(client, stats)` for every open connection that has a statistics slot.
+  template <typename Visit>
+  void ForEachOpenWithStats(Visit visit) const {
+    for (const auto& [client, connection] : open_) {
+      if (connection.event.stats_slot != kNoStatsSlot) {
+        visit(client, &stats_[connection.event.stats_slot]);
+      }
+    }
+  }
+
+  std::size_t open_count() const { return open_.size(); }
+  std::size_t offline_count() const { return offline_.size(); }
+  bool IsOpen(const void* client) const { return open_.count(client) != 0; }
+
+ private:
+  struct SubscriptionEntry {
+    std::string filter;
+    std::uint8_t qos = 0;
+  };
+  struct OpenConnection {
+    ConnectionEvent event;
+    std::vector<SubscriptionEntry> subscriptions;
+  };
+  struct Pending {
+    const void* client = nullptr;
+    ClientFacts facts;
+    std::int64_t begin_ns = 0;
+    bool resumes_session = false;  // the broker disconnected the old client of this id for it
+  };
+  struct OfflineSession {
+    // The broker keeps this client object while the session lives; null for a session
+    // restored from the persistence file until the broker's object shows itself.
+    const void* client = nullptr;
+    std::uint64_t age = 0;
+    std::vector<SubscriptionEntry> subscriptions;
+    OfflineSessionEvent event;  // event.seq 0: not announced (no session asked for)
+    std::int64_t gone_by_ns = 0;  // the broker has expired it by then; 0 never
+  };
+
+  void Accept();
+  bool EmitOneInFull(const void* client);
+  // Emits the head record in buffer_ (of `type`) and `subscriptions` of `seq`, all or none.
+  bool EmitWhole(EventType type, std::uint64_t seq,
+                 const std::vector<SubscriptionEntry>& subscriptions);
+  ConnectionEvent MakeEvent(const ClientFacts& facts, std::int64_t now_ns);
+  bool EmitConnection(const ConnectionEvent& event);
+  bool EmitSubscription(EventType type, std::uint64_t seq, const SubscriptionEntry& entry);
+  void KeepOffline(const OpenConnection& connection, const void* client, std::int64_t now_ns);
+  // Adds an offline session (replacing one of that id, forgetting the oldest when full) and
+  // announces it when it is listed.
+  void AddOffline(const std::string& id, OfflineSession session, bool announce = true);
+  void EraseOffline(std::unordered_map<std::string, OfflineSession>::iterator it);
+  bool EmitOffline(const OfflineSession& session);
+  bool EmitOfflineInFull(const std::string& id);
+  Uuid NewUuid();
+  void CloseOpen(const void* client, CloseReason reason, std::int64_t now_ns, std::int64_t idle_ns);
+
+  EventSink* sink_;
+  BrokerCounters* counters_;
+  ConnectionStatsSlot* stats_;
+  std::vector<std::uint32_t> free_stats_;  // reserved in full up front: never reallocates
+  std::mt19937_64 random_;
+  std::uint64_t next_seq_ = 0;
+  std::uint64_t next_offline_age_ = 0;
+  std::optional<Pending> pending_;
+  std::unordered_map<const void*, OpenConnection> open_;
+  std::unordered_map<std::string, OfflineSession> offline_;
+  std::map<std::uint64_t, std::string> offline_by_age_;
+  std::multimap<std::int64_t, std::string> offline_by_expiry_;  // gone_by_ns, client id
+  std::int64_t persistent_expiration_s_ = 0;
+  std::string buffer_;  // reused encoding buffer
+
+  bool reloading_ = false;
+  bool resync_active_ = false;
+  std::uint64_t resync_generation_ = 0;
+  std::vector<const void*> resync_queue_;
+  std::size_t resync_next_ = 0;
+  std::vector<std::string> resync_offline_queue_;  // announced offline sessions, by client id
+  std::size_t resync_offline_next_ = 0;
+};
+
+}  // namespace mqc

@@ -1,0 +1,119 @@
+#include "broker/traffic_meter.h"
+
+#include <cstring>
+
+namespace mqc {
+
+namespace {
+
+// The operation of a message of `pattern`: publish_* as it arrives, deliver_* as it is queued
+// to a subscriber. Only events, store and queues have both.
+bool OperationOf(Pattern pattern, bool delivery, Operation* operation) {
+  Operation publish;
+  Operation deliver;
+  switch (pattern) {
+    case Pattern::kEvents:
+      publish = Operation::kPublishEvents;
+      deliver = Operation::kDeliverEvents;
+      break;
+    case Pattern::kStore:
+      publish = Operation::kPublishStore;
+      deliver = Operation::kDeliverStore;
+      break;
+    case Pattern::kQueues:
+      publish = Operation::kPublishQueues;
+      deliver = Operation::kDeliverQueues;
+      break;
+    default:
+      return false;
+  }
+  *operation = delivery ? deliver : publish;
+  return true;
+}
+
+}  // namespace
+
+TrafficMeter::TrafficMeter(BrokerCounters* counters, DefaultPattern default_pattern,
+                           const RpcTracker::Options& rpc)
+    : counters_(counters), default_pattern_(default_pattern), rpc_(rpc, counters) {}
+
+void TrafficMeter::Count(Operation operation, bool valid, bool dropped) {
+  const OperationStatus status = !valid    ? OperationStatus::kError
+                                 : dropped ? OperationStatus::kDropped
+                                           : OperationStatus::kSuccess;
+  Bump(
+      counters_->operations[static_cast<std::size_t>(operation)][static_cast<std::size_t>(status)]);
+}
+
+TopicClass TrafficMeter::Classify(std::string_view topic) {
+  if (topic.size() == cached_size_ && std::memcmp(topic.data(), cached_topic_, cached_size_) == 0) {
+    return cached_class_;
+  }
+  cached_class_ = ClassifyTopic(topic, default_pattern_);
+  if (topic.size() <= kCachedTopicMax) {
+    std::memcpy(cached_topic_, topic.data(), topic.size());
+    cached_size_ = topic.size();
+  } else {
+    cached_size_ = kCachedTopicMax + 1;
+  }
+  return cached_class_;
+}
+
+void TrafficMeter::OnPublish(const void* client, ConnectionStatsSlot* stats, std::string_view topic,
+                             std::uint32_t payload_bytes, PublishDetails& details) {
+  Bump(counters_->received_messages);
+  Bump(counters_->received_bytes, payload_bytes);
+  if (stats != nullptr) {
+    Bump(stats->publish_count);
+    Bump(stats->publish_bytes, payload_bytes);
+    Bump(stats->request_count);
+  }
+  const TopicClass topic_class = Classify(topic);
+  Operation operation;
+  if (OperationOf(topic_class.pattern, /*delivery=*/false, &operation)) {
+    Count(operation, topic_class.valid);
+  } else if (topic_class.pattern == Pattern::kCommands ||
+             topic_class.pattern == Pattern::kQueries) {
+    if (!topic_class.valid) {
+      Count(
+          topic_class.pattern == Pattern::kCommands ? Operation::kRpcCommand : Operation::kRpcQuery,
+          false);
+    } else {
+      response_topic_.clear();
+      correlation_.clear();
+      const int version = details.ProtocolVersion();
+      const bool has_response = version == 5 && details.ResponseTopic(&response_topic_);
+      const bool has_correlation = has_response && details.CorrelationData(&correlation_);
+      rpc_.OnRequest(topic_class.pattern, client, version,
+                     has_response ? response_topic_ : std::string_view(), correlation_,
+                     has_correlation, details.MonotonicNs());
+    }
+  }
+  if (rpc_.AwaitsTopic(topic)) {
+    correlation_.clear();
+    const bool has_correlation = details.CorrelationData(&correlation_);
+    rpc_.OnResponse(topic, correlation_, has_correlation, details.MonotonicNs());
+  }
+}
+
+void TrafficMeter::OnDeliver(const void* client, ConnectionStatsSlot* stats, bool online,
+                             std::string_view topic, std::uint32_t payload_bytes, std::uint8_t qos,
+                             PublishDetails& clock) {
+  const bool dropped = !online && qos == 0;
+  if (!dropped) {
+    Bump(counters_->delivered_messages);
+    Bump(counters_->delivered_bytes, payload_bytes);
+    if (stats != nullptr) {
+      Bump(stats->deliver_count);
+      Bump(stats->deliver_bytes, payload_bytes);
+    }
+  }
+  const TopicClass topic_class = Classify(topic);
+  Operation operation;
+  if (OperationOf(topic_class.pattern, /*delivery=*/true, &operation)) {
+    Count(operation, topic_class.valid, dropped);
+  }
+  if (rpc_.AwaitsDelivery() && !dropped) rpc_.OnDelivery(client, topic, clock.MonotonicNs());
+}
+
+}  // namespace mqc

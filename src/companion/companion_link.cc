@@ -1,0 +1,62 @@
+#include "companion/companion_link.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string_view>
+
+namespace mqc {
+
+CompanionLink::CompanionLink(SharedRegion* region)
+    : region_(region),
+      events_(&region->header()->events, region->events_data(), region->header()->events_capacity),
+      commands_(&region->header()->commands, region->commands_data(),
+                region->header()->commands_capacity) {}
+
+void CompanionLink::Begin() {
+  events_.SkipToHead();
+  auto& requested = region_->header()->companion.resync_requested;
+  requested.fetch_add(1, std::memory_order_acq_rel);
+}
+
+std::size_t CompanionLink::Poll(Registry* registry, std::int64_t now_ns) {
+  std::size_t count = 0;
+  RingRecord record;
+  while (events_.Peek(&record)) {
+    const std::string_view bytes(reinterpret_cast<const char*>(record.payload), record.size);
+    if (!registry->Apply(static_cast<EventType>(record.type), bytes, now_ns)) ++malformed_;
+    events_.Pop();
+    ++count;
+  }
+  return count;
+}
+
+bool CompanionLink::Log(LogLevel level, const std::string& text) {
+  std::lock_guard<std::mutex> lock(log_mutex_);
+  LogCommand command{level, "mosquitto_connections: " + text};
+  Encode(command, &buffer_);
+  return commands_.TryWrite(static_cast<std::uint16_t>(CommandType::kLog), buffer_.data(),
+                            static_cast<std::uint32_t>(buffer_.size()));
+}
+
+void CompanionLink::ReportServing(int port) {
+  auto& companion = region_->header()->companion;
+  companion.http_port.store(port, std::memory_order_relaxed);
+  companion.state.store(static_cast<std::uint32_t>(CompanionState::kServing),
+                        std::memory_order_release);
+}
+
+void CompanionLink::Heartbeat() {
+  auto& heartbeat = region_->header()->companion.heartbeat;
+  heartbeat.store(heartbeat.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+void CompanionLink::ReportFailed(const std::string& why) {
+  auto& companion = region_->header()->companion;
+  const std::size_t n = std::min(why.size(), sizeof(companion.failure) - 1);
+  std::memcpy(companion.failure, why.data(), n);
+  companion.failure[n] = '\0';
+  companion.state.store(static_cast<std::uint32_t>(CompanionState::kFailed),
+                        std::memory_order_release);
+}
+
+}  // namespace mqc

@@ -1,0 +1,48 @@
+// The companion's end of the shared region: reads the broker's events into the Registry,
+// reports its own state, and sends log lines back for the broker's log.
+//
+// Threads: Poll on the companion's event thread; Log from any thread (a mutex makes the
+// commands ring single-producer); the Report* calls on the main thread.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "companion/registry.h"
+#include "link/event_records.h"
+#include "link/event_ring.h"
+#include "link/shared_region.h"
+
+namespace mqc {
+
+class CompanionLink {
+ public:
+  explicit CompanionLink(SharedRegion* region);
+
+  // Forgets whatever an earlier companion left unread and asks the broker for its full state.
+  void Begin();
+
+  // Applies every waiting event to `registry`. Returns how many were read.
+  std::size_t Poll(Registry* registry, std::int64_t now_ns);
+
+  // Queues a line for the broker's log; false when the commands ring is full (line dropped).
+  bool Log(LogLevel level, const std::string& text);
+
+  void ReportServing(int port);
+  // Tells the broker the event loop is alive (a stalled companion is restarted).
+  void Heartbeat();
+  void ReportFailed(const std::string& why);
+
+  std::uint64_t malformed_events() const { return malformed_; }
+
+ private:
+  SharedRegion* region_;
+  RingReader events_;
+  std::mutex log_mutex_;
+  RingWriter commands_;
+  std::string buffer_;  // guarded by log_mutex_
+  std::uint64_t malformed_ = 0;
+};
+
+}  // namespace mqc

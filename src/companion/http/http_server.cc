@@ -1,0 +1,342 @@
+// HttpServer over libmicrohttpd 0.9.75 (see http_server.h for which thread touches what).
+//
+// Why it looks like this:
+// - We create, bind and listen on the socket ourselves and hand it to MHD: that way a failure
+//   has its errno for the message ("cannot listen on 127.0.0.1:8080: Address already in use"),
+//   which MHD_start_daemon's bare NULL does not give. SO_REUSEADDR lets a restarted companion
+//   bind while old connections sit in TIME_WAIT; it does not let two servers share a port.
+//   `::` is made dual-stack (IPV6_V6ONLY off) whatever the system default, so that it means
+//   "every address" like 0.0.0.0 does for IPv4.
+// - Once passed to MHD_start_daemon, the socket belongs to MHD: MHD_stop_daemon closes it, and
+//   a failed start closes it on most paths but not all. We never close it after handing it
+//   over: a rare leak on a failed start beats closing a number another thread may reuse.
+// - Every request is answered from the access handler's last call, after the whole body is in:
+//   answering earlier makes MHD close the connection (no keep-alive). The exceptions answer at
+//   the headers on purpose: a declared Content-Length above the limit (413 before reading a
+//   byte of it), and methods other than GET, HEAD and POST (nothing we serve takes their body;
+//   the router answers 404 or 405). A chunked body above the limit is read and dropped, then
+//   answered 413 (MHD gives no way to answer while a body is still coming).
+// - HEAD: MHD sends the headers of the GET answer, Content-Length included, without the body.
+// - No exception crosses into C: every callback catches everything. An exception from the
+//   handler is answered 500 (plain text: the router already answers its own errors in the
+//   format of the path, so this is the last resort); failing even that, MHD_NO closes the
+//   connection.
+#include "companion/http/http_server.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+namespace mqc {
+namespace {
+
+// Per request, owned by MHD's *req_cls between the first call of the access handler and the
+// completion callback; only the MHD thread serving the connection touches it.
+struct RequestState {
+  std::string body;
+  bool body_too_large = false;
+};
+
+bool EqualsIgnoreAsciiCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto lower = [](char c) { return (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c; };
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
+std::string ErrnoMessage(int error_number) { return std::system_category().message(error_number); }
+
+// "127.0.0.1:8080" or "[::1]:8080", for messages.
+std::string HostPort(const std::string& address, int port) {
+  const bool v6 = address.find(':') != std::string::npos;
+  return (v6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
+}
+
+// Closes a socket unless released (handed to MHD).
+class SocketCloser {
+ public:
+  explicit SocketCloser(int fd) : fd_(fd) {}
+  SocketCloser(const SocketCloser&) = delete;
+  SocketCloser& operator=(const SocketCloser&) = delete;
+  ~SocketCloser() {
+    if (fd_ >= 0) (void)close(fd_);  // nothing to do about a failed close of an unused socket
+  }
+  int release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
+
+struct ListenResult {
+  int fd = -1;
+  int port = 0;
+  bool ipv6 = false;
+};
+
+// Creates a listening socket; on failure returns false and sets *error (address, port, reason).
+bool Listen(const HttpServerOptions& options, ListenResult* result, std::string* error) {
+  const std::string where = "cannot listen on " + HostPort(options.bind_address, options.port);
+  if (options.port < 0 || options.port > 65535) {
+    *error = where + ": port out of range (0 to 65535)";
+    return false;
+  }
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&storage);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&storage);
+  const auto port = htons(static_cast<std::uint16_t>(options.port));
+  if (inet_pton(AF_INET, options.bind_address.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = port;
+    length = sizeof(sockaddr_in);
+  } else if (inet_pton(AF_INET6, options.bind_address.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = port;
+    length = sizeof(sockaddr_in6);
+    result->ipv6 = true;
+  } else {
+    *error = where + ": not an IPv4 or IPv6 address";
+    return false;
+  }
+
+  const auto fail = [&](const char* step) {
+    *error = where + ": " + step + ErrnoMessage(errno);
+    return false;
+  };
+  const int fd = socket(storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  SocketCloser closer(fd);
+  if (fd < 0) return fail("socket: ");
+  const int on = 1;
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0) {
+    return fail("SO_REUSEADDR: ");
+  }
+  const int off = 0;
+  if (result->ipv6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off)) != 0) {
+    return fail("IPV6_V6ONLY: ");
+  }
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&storage), length) != 0) return fail("");
+  if (listen(fd, SOMAXCONN) != 0) return fail("");
+  sockaddr_storage bound{};
+  socklen_t bound_length = sizeof(bound);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &bound_length) != 0) {
+    return fail("getsockname: ");
+  }
+  result->port = ntohs(result->ipv6 ? reinterpret_cast<const sockaddr_in6*>(&bound)->sin6_port
+                                    : reinterpret_cast<const sockaddr_in*>(&bound)->sin_port);
+  result->fd = closer.release();
+  return true;
+}
+
+HttpResponse InternalError() {
+  HttpResponse response;
+  response.status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+  response.content_type = "text/plain; charset=utf-8";
+  response.body = "internal error\n";
+  return response;
+}
+
+// Queues `response` on `connection`. MHD_NO (close the connection) if MHD refuses any part.
+MHD_Result Queue(MHD_Connection* connection, const HttpResponse& response) {
+  // MUST_COPY: `response` dies before MHD sends the bytes.
+  MHD_Response* mhd_response = MHD_create_response_from_buffer(
+      response.body.size(), const_cast<char*>(response.body.data()), MHD_RESPMEM_MUST_COPY);
+  if (mhd_response == nullptr) return MHD_NO;
+  const std::unique_ptr<MHD_Response, decltype(&MHD_destroy_response)> owner(mhd_response,
+                                                                             &MHD_destroy_response);
+  if (!response.content_type.empty() &&
+      MHD_add_response_header(mhd_response, MHD_HTTP_HEADER_CONTENT_TYPE,
+                              response.content_type.c_str()) != MHD_YES) {
+    return MHD_NO;
+  }
+  for (const auto& [name, value] : response.headers) {
+    // MHD refuses names and values with CR or LF, which keeps header injection out.
+    if (MHD_add_response_header(mhd_response, name.c_str(), value.c_str()) != MHD_YES) {
+      return MHD_NO;
+    }
+  }
+  if (response.status < 100 || response.status > 999) return MHD_NO;
+  return MHD_queue_response(connection, static_cast<unsigned>(response.status), mhd_response);
+}
+
+MHD_Result AppendPair(void* cls, MHD_ValueKind /*kind*/, const char* key, size_t key_size,
+                      const char* value, size_t value_size) noexcept {
+  try {
+    static_cast<std::vector<std::pair<std::string, std::string>>*>(cls)->emplace_back(
+        std::string(key, key_size),
+        value == nullptr ? std::string() : std::string(value, value_size));
+    return MHD_YES;
+  } catch (...) {
+    return MHD_NO;
+  }
+}
+
+// Appends the request's values of one kind (query arguments, headers) in the order sent.
+bool Collect(MHD_Connection* connection, MHD_ValueKind kind,
+             std::vector<std::pair<std::string, std::string>>* pairs) {
+  const std::size_t before = pairs->size();
+  const int count = MHD_get_connection_values_n(connection, kind, &AppendPair, pairs);
+  // Fewer pairs than MHD counted: AppendPair ran out of memory.
+  return count >= 0 && pairs->size() - before == static_cast<std::size_t>(count);
+}
+
+bool IsServedMethod(std::string_view method) {
+  return method == MHD_HTTP_METHOD_GET || method == MHD_HTTP_METHOD_HEAD ||
+         method == MHD_HTTP_METHOD_POST;
+}
+
+// The declared Content-Length exceeds `limit` (a malformed value is MHD's to refuse).
+bool DeclaresMoreThan(MHD_Connection* connection, std::size_t limit) {
+  const char* value =
+      MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+  if (value == nullptr) return false;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long length = std::strtoull(value, &end, 10);
+  if (end == value) return false;
+  return errno == ERANGE || length > limit;
+}
+
+}  // namespace
+
+// The C callbacks, befriended by HttpServer. None lets an exception out.
+struct HttpServerCallbacks {
+  static MHD_Result OnRequest(void* cls, MHD_Connection* connection, const char* url,
+                              const char* method, const char* /*version*/, const char* upload_data,
+                              size_t* upload_data_size, void** req_cls) noexcept {
+    try {
+      const auto* server = static_cast<const HttpServer*>(cls);
+      auto* state = static_cast<RequestState*>(*req_cls);
+      if (state == nullptr) {  // first call: headers are in, no body yet
+        *req_cls = state = new RequestState();
+        const bool answer_now = !IsServedMethod(method);
+        state->body_too_large = DeclaresMoreThan(connection, server->options_.max_body_bytes);
+        if (!answer_now && !state->body_too_large) return MHD_YES;
+      } else if (*upload_data_size > 0) {  // a piece of the body
+        if (!state->body_too_large &&
+            state->body.size() + *upload_data_size <= server->options_.max_body_bytes) {
+          state->body.append(upload_data, *upload_data_size);
+        } else {
+          state->body_too_large = true;
+          state->body = std::string();  // free what was kept
+        }
+        *upload_data_size = 0;
+        return MHD_YES;
+      }
+      HttpRequest request;
+      request.method = method;
+      request.path = url;
+      if (!Collect(connection, MHD_GET_ARGUMENT_KIND, &request.query) ||
+          !Collect(connection, MHD_HEADER_KIND, &request.headers)) {
+        return MHD_NO;
+      }
+      request.body = std::move(state->body);
+      request.body_too_large = state->body_too_large;
+      return Queue(connection, server->Dispatch(request));
+    } catch (...) {
+      return MHD_NO;  // out of memory: closing the connection is all that is left
+    }
+  }
+
+  static void OnCompleted(void* /*cls*/, MHD_Connection* /*connection*/, void** req_cls,
+                          MHD_RequestTerminationCode /*code*/) noexcept {
+    delete static_cast<RequestState*>(*req_cls);
+    *req_cls = nullptr;
+  }
+
+  static void OnLog(void* cls, const char* format, va_list arguments) noexcept {
+    char line[512];
+    const int length = std::vsnprintf(line, sizeof(line), format, arguments);
+    if (length < 0) return;
+    std::string message(line);  // cut at 511 bytes: MHD's messages are short
+    while (!message.empty() && (message.back() == '\n' || message.back() == '\r')) {
+      message.pop_back();
+    }
+    static_cast<const HttpServer*>(cls)->Log(message);
+  }
+};
+
+const std::string* HttpRequest::FindHeader(std::string_view name) const {
+  for (const auto& [key, value] : headers) {
+    if (EqualsIgnoreAsciiCase(key, name)) return &value;
+  }
+  return nullptr;
+}
+
+void HttpServer::DaemonDeleter::operator()(MHD_Daemon* daemon) const noexcept {
+  MHD_stop_daemon(daemon);
+}
+
+HttpServer::HttpServer(const HttpServerOptions& options, Handler handler)
+    : options_(options), handler_(std::move(handler)) {}
+
+HttpServer::~HttpServer() = default;
+
+std::unique_ptr<HttpServer> HttpServer::Start(const HttpServerOptions& options, Handler handler,
+                                              std::string* error) {
+  ListenResult listening;
+  if (!Listen(options, &listening, error)) return nullptr;
+  // Private constructor: no make_unique.
+  std::unique_ptr<HttpServer> server(new HttpServer(options, std::move(handler)));
+  server->port_ = listening.port;
+
+  // epoll where MHD has it (Debian's does), else poll; MHD's own threads.
+  unsigned flags = MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD;
+  if (listening.ipv6) flags |= MHD_USE_IPv6;
+  if (server->options_.log) flags |= MHD_USE_ERROR_LOG;
+  // One option and its arguments per line.
+  // clang-format off
+  MHD_Daemon* daemon = MHD_start_daemon(
+      flags, static_cast<std::uint16_t>(listening.port), nullptr, nullptr,
+      &HttpServerCallbacks::OnRequest, server.get(),
+      // The logger goes first so that start-up messages reach it too.
+      MHD_OPTION_EXTERNAL_LOGGER, &HttpServerCallbacks::OnLog, server.get(),
+      MHD_OPTION_LISTEN_SOCKET, listening.fd,
+      MHD_OPTION_THREAD_POOL_SIZE, server->options_.thread_pool_size,
+      MHD_OPTION_CONNECTION_TIMEOUT, server->options_.connection_timeout_s,
+      MHD_OPTION_CONNECTION_LIMIT, server->options_.connection_limit,
+      MHD_OPTION_NOTIFY_COMPLETED, &HttpServerCallbacks::OnCompleted, nullptr,
+      MHD_OPTION_END);
+  // clang-format on
+  if (daemon == nullptr) {
+    *error = "cannot listen on " + HostPort(options.bind_address, listening.port) +
+             ": libmicrohttpd could not start";
+    return nullptr;
+  }
+  server->daemon_.reset(daemon);
+  return server;
+}
+
+HttpResponse HttpServer::Dispatch(const HttpRequest& request) const {
+  try {
+    return handler_(request);
+  } catch (...) {
+    return InternalError();  // if even this throws, OnRequest closes the connection
+  }
+}
+
+void HttpServer::Log(const std::string& message) const noexcept {
+  try {
+    if (options_.log) options_.log(message);
+  } catch (...) {
+    // Nothing sensible to do: logging the failure to log would go to the same place.
+  }
+}
+
+}  // namespace mqc

@@ -1,0 +1,165 @@
+// cJSON helpers (see json_util.h).
+//
+// Where the spec is silent:
+// - Invalid UTF-8 is replaced byte by byte with U+FFFD rather than refused: the views must
+//   always answer valid JSON, and the broker already validates client ids, usernames and
+//   topics, so only odd inputs (query values in error messages, fuzzing) ever meet this.
+// - The nanosecond form always has nine digits, also for whole seconds, so that timestamps of
+//   one kind have one width (protobuf's JSON mapping would shorten to 0, 3 or 6 digits).
+#include "companion/http/json_util.h"
+
+#include <cjson/cJSON.h>
+
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+#include <new>
+#include <stdexcept>
+
+namespace mqc {
+namespace {
+
+constexpr std::int64_t kNanosPerSecond = 1'000'000'000;
+constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";  // U+FFFD
+constexpr std::size_t kMaxQuotedBytes = 64;
+
+CjsonPtr Checked(cJSON* item) {
+  if (item == nullptr) throw std::bad_alloc();
+  return CjsonPtr(item);
+}
+
+// Length of the valid UTF-8 sequence (RFC 3629: no overlong forms, no surrogates, at most
+// U+10FFFF) at the start of `s`, or 0 when it does not start with one.
+std::size_t ValidSequenceLength(std::string_view s) {
+  const auto byte = [&s](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char lead = byte(0);
+  if (lead >= 0x01 && lead <= 0x7F) return 1;
+  std::size_t length = 0;
+  unsigned char min_second = 0x80;
+  unsigned char max_second = 0xBF;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) min_second = 0xA0;  // overlong
+    if (lead == 0xED) max_second = 0x9F;  // surrogates
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) min_second = 0x90;  // overlong
+    if (lead == 0xF4) max_second = 0x8F;  // beyond U+10FFFF
+  } else {
+    return 0;  // NUL, a continuation byte, or a lead byte that is never valid
+  }
+  if (s.size() < length) return 0;
+  if (byte(1) < min_second || byte(1) > max_second) return 0;
+  for (std::size_t i = 2; i < length; ++i) {
+    if (byte(i) < 0x80 || byte(i) > 0xBF) return 0;
+  }
+  return length;
+}
+
+// Splits Unix nanoseconds into whole seconds (rounded towards the past) and the nanoseconds
+// after them, and formats the seconds as "YYYY-MM-DDTHH:MM:SS".
+std::string FormatWholeSeconds(std::int64_t unix_ns, std::int64_t* nanos) {
+  std::int64_t seconds = unix_ns / kNanosPerSecond;
+  *nanos = unix_ns % kNanosPerSecond;
+  if (*nanos < 0) {
+    *nanos += kNanosPerSecond;
+    --seconds;
+  }
+  const std::time_t time = static_cast<std::time_t>(seconds);
+  std::tm utc{};
+  // Neither can fail for the years an int64 of nanoseconds reaches (1677 to 2262).
+  if (gmtime_r(&time, &utc) == nullptr) throw std::runtime_error("gmtime_r failed");
+  char text[32];
+  const std::size_t length = std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &utc);
+  if (length == 0) throw std::runtime_error("strftime failed");
+  return std::string(text, length);
+}
+
+}  // namespace
+
+CjsonPtr NewJsonObject() { return Checked(cJSON_CreateObject()); }
+CjsonPtr NewJsonArray() { return Checked(cJSON_CreateArray()); }
+CjsonPtr NewJsonNull() { return Checked(cJSON_CreateNull()); }
+CjsonPtr NewJsonBool(bool value) { return Checked(cJSON_CreateBool(value ? 1 : 0)); }
+CjsonPtr NewJsonNumber(double value) { return Checked(cJSON_CreateNumber(value)); }
+
+CjsonPtr NewJsonString(std::string_view value) {
+  return Checked(cJSON_CreateString(ToValidUtf8(value).c_str()));
+}
+
+void AddToJsonObject(cJSON* object, const char* key, CjsonPtr item) {
+  if (!cJSON_AddItemToObject(object, key, item.get())) throw std::bad_alloc();
+  item.release();  // owned by `object` now
+}
+
+void AddToJsonArray(cJSON* array, CjsonPtr item) {
+  if (!cJSON_AddItemToArray(array, item.get())) throw std::bad_alloc();
+  item.release();  // owned by `array` now
+}
+
+std::string PrintJson(const cJSON& item) {
+  const std::unique_ptr<char, decltype(&cJSON_free)> text(cJSON_PrintUnformatted(&item),
+                                                          &cJSON_free);
+  if (text == nullptr) throw std::bad_alloc();
+  return std::string(text.get());
+}
+
+CjsonPtr ParseJson(std::string_view text) {
+  // A raw NUL is never valid JSON, and would end cJSON's reading early.
+  if (text.find('\0') != std::string_view::npos) return nullptr;
+  const std::string terminated(text);
+  // cJSON's parser records its error position in a global, so parses on two threads race.
+  static std::mutex parse_mutex;
+  const std::lock_guard<std::mutex> lock(parse_mutex);
+  // Counting the terminator in the length is what makes cJSON refuse trailing garbage.
+  return CjsonPtr(cJSON_ParseWithLengthOpts(terminated.c_str(), terminated.size() + 1, nullptr,
+                                            /*require_null_terminated=*/1));
+}
+
+std::string ToValidUtf8(std::string_view value) {
+  std::string result;
+  result.reserve(value.size());
+  while (!value.empty()) {
+    const std::size_t length = ValidSequenceLength(value);
+    if (length == 0) {
+      result += kReplacementCharacter;
+      value.remove_prefix(1);
+    } else {
+      result += value.substr(0, length);
+      value.remove_prefix(length);
+    }
+  }
+  return result;
+}
+
+std::string QuoteForMessage(std::string_view value) {
+  std::string_view shown = value;
+  if (shown.size() > kMaxQuotedBytes) {
+    std::size_t cut = kMaxQuotedBytes;
+    // Back up to a character boundary so that the cut adds no U+FFFD.
+    while (cut > 0 && (static_cast<unsigned char>(value[cut]) & 0xC0) == 0x80) --cut;
+    shown = value.substr(0, cut);
+  }
+  return "'" + ToValidUtf8(shown) + (shown.size() < value.size() ? "...'" : "'");
+}
+
+std::string FormatRfc3339Seconds(std::int64_t unix_ns) {
+  std::int64_t nanos = 0;
+  return FormatWholeSeconds(unix_ns, &nanos) + "Z";
+}
+
+std::string FormatRfc3339Nanos(std::int64_t unix_ns) {
+  std::int64_t nanos = 0;
+  std::string text = FormatWholeSeconds(unix_ns, &nanos);
+  char fraction[16];
+  const int length =
+      std::snprintf(fraction, sizeof(fraction), ".%09lldZ", static_cast<long long>(nanos));
+  if (length <= 0 || static_cast<std::size_t>(length) >= sizeof(fraction)) {
+    throw std::runtime_error("snprintf failed");  // cannot happen: nanos < 10^9
+  }
+  return text + fraction;
+}
+
+}  // namespace mqc

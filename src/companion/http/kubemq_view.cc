@@ -1,0 +1,238 @@
+// The KubeMQ connections endpoint (see kubemq_view.h).
+//
+// Where the spec is silent:
+// - Query parameters become a filter for RunConnectionQuery, the rich API's engine, so both
+//   APIs select alike: client_id and username match exactly, or by prefix when the value ends
+//   in '*' (as in the rich API's filter); pattern selects connections with at least one
+//   subscription of that pattern. MHD decodes '+' as a space: send a literal '+' as %2B.
+// - Refused with 400: an unknown parameter (also an empty name, as in "?&limit=1"), one given
+//   twice (even with the same value), an empty value, and a value outside what is accepted.
+//   Numbers are plain decimal digits (no sign, no spaces); leading zeros are fine.
+// - Without limit every match is listed (page after page of the engine's maximum), as KubeMQ
+//   does; an offset past the end gives an empty list.
+// - remote_addr when the port is unknown (0): the address alone, without brackets for IPv6
+//   (unambiguous without a port); an unknown address: "".
+// - Values quoted back in error messages are cut to 64 bytes and made valid UTF-8.
+// - Strings from the registry are made valid UTF-8 (json_util.h); the broker already checks
+//   client ids, usernames and topics, so in practice they pass unchanged.
+#include "companion/http/kubemq_view.h"
+
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include "companion/http/json_util.h"
+#include "companion/query/connection_query.h"
+
+namespace mqc {
+namespace {
+
+constexpr int kHttpOk = 200;
+constexpr int kHttpBadRequest = 400;
+constexpr std::string_view kJsonContentType = "application/json";
+constexpr std::int64_t kMaxLimit = 10000;  // as in kLimit.accepted
+static_assert(kMaxLimit <= kMaxPageSize, "a limit must fit in one page of the engine");
+
+struct ParameterSpec {
+  std::string_view name;
+  std::string_view accepted;  // for error messages
+};
+
+constexpr ParameterSpec kClientId{"client_id", "a client id, or a prefix ending in *"};
+constexpr ParameterSpec kUsername{"username", "a username, or a prefix ending in *"};
+constexpr ParameterSpec kPattern{"pattern", "one of events, store, queues, commands, queries"};
+constexpr ParameterSpec kProtocolVersion{"protocol_version", "3, 4 or 5"};
+constexpr ParameterSpec kLimit{"limit", "an integer from 1 to 10000"};
+constexpr ParameterSpec kOffset{"offset", "an integer from 0"};
+constexpr const ParameterSpec* kParameters[] = {&kClientId,        &kUsername, &kPattern,
+                                                &kProtocolVersion, &kLimit,    &kOffset};
+constexpr std::string_view kParameterList =
+    "client_id, username, pattern, protocol_version, limit, offset";
+
+std::string BadValue(const ParameterSpec& spec, std::string_view value) {
+  return "query parameter '" + std::string(spec.name) + "' is " +
+         (value.empty() ? std::string("empty") : QuoteForMessage(value)) + "; expected " +
+         std::string(spec.accepted);
+}
+
+// A whole-string decimal integer in [min, max].
+bool ParseInteger(std::string_view text, std::int64_t min, std::int64_t max, std::int64_t* value) {
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, *value);
+  return ec == std::errc() && ptr == end && !text.empty() && text.front() != '-' && *value >= min &&
+         *value <= max;
+}
+
+// A filter literal for `value`: exact, or a prefix match when `value` ends in '*'.
+// QuoteFilterString escapes every '*', so the prefix star goes in after quoting.
+std::string ExactOrPrefixLiteral(std::string_view value) {
+  if (value.empty() || value.back() != '*') return QuoteFilterString(value);
+  std::string literal = QuoteFilterString(value.substr(0, value.size() - 1));
+  literal.insert(literal.size() - 1, "*");
+  return literal;
+}
+
+bool IsKnownPattern(std::string_view value) {
+  for (const Pattern pattern : {Pattern::kEvents, Pattern::kStore, Pattern::kQueues,
+                                Pattern::kCommands, Pattern::kQueries}) {
+    if (value == PatternName(pattern)) return true;
+  }
+  return false;
+}
+
+// The query parameters as a query for RunConnectionQuery. `*list_all` is set when there is no
+// limit. Returns false with *error on a refused parameter.
+bool BuildQuery(const QueryParams& params, ConnectionQuery* query, bool* list_all,
+                std::string* error) {
+  std::string filter = "state = MQTT_CONNECTION_STATE_OPEN";
+  const auto add_clause = [&filter](std::string_view field, const std::string& value) {
+    filter += " AND ";
+    filter += field;
+    filter += " = ";
+    filter += value;
+  };
+  *list_all = true;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const auto& [name, value] = params[i];
+    const ParameterSpec* spec = nullptr;
+    for (const ParameterSpec* known : kParameters) {
+      if (name == known->name) spec = known;
+    }
+    if (spec == nullptr) {
+      *error = "unknown query parameter " + QuoteForMessage(name) +
+               "; accepted: " + std::string(kParameterList);
+      return false;
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (params[j].first == name) {
+        *error = "query parameter '" + name + "' is given more than once (" +
+                 QuoteForMessage(params[j].second) + ", then " + QuoteForMessage(value) +
+                 "); expected it once";
+        return false;
+      }
+    }
+    std::int64_t number = 0;
+    if (spec == &kClientId && !value.empty()) {
+      add_clause("client_id", ExactOrPrefixLiteral(value));
+    } else if (spec == &kUsername && !value.empty()) {
+      add_clause("username", ExactOrPrefixLiteral(value));
+    } else if (spec == &kPattern && IsKnownPattern(value)) {
+      add_clause("subscriptions.pattern", QuoteFilterString(value));
+    } else if (spec == &kProtocolVersion && ParseInteger(value, 3, 5, &number)) {
+      add_clause("protocol_version", std::to_string(number));
+    } else if (spec == &kLimit && ParseInteger(value, 1, kMaxLimit, &number)) {
+      query->page_size = number;
+      *list_all = false;
+    } else if (spec == &kOffset && ParseInteger(value, 0, INT64_MAX, &number)) {
+      query->offset = number;
+    } else {
+      *error = BadValue(*spec, value);
+      return false;
+    }
+  }
+  query->filter = std::move(filter);
+  query->order_by = "open_time, client_id";
+  if (*list_all) query->page_size = kMaxPageSize;
+  return true;
+}
+
+// "ip:port", "[v6]:port", or the address alone when the port is unknown.
+std::string RemoteAddress(const Connection& connection) {
+  if (connection.ip_address.empty()) return "";
+  if (connection.port == 0) return connection.ip_address;
+  const bool v6 = connection.ip_address.find(':') != std::string::npos;
+  return (v6 ? "[" + connection.ip_address + "]" : connection.ip_address) + ":" +
+         std::to_string(connection.port);
+}
+
+CjsonPtr SubscriptionJson(const Subscription& subscription) {
+  CjsonPtr object = NewJsonObject();
+  AddToJsonObject(object.get(), "filter", NewJsonString(subscription.filter));
+  AddToJsonObject(object.get(), "qos", NewJsonNumber(subscription.qos));
+  AddToJsonObject(object.get(), "pattern",
+                  NewJsonString(PatternName(subscription.mapping.pattern)));
+  AddToJsonObject(object.get(), "channel", NewJsonString(subscription.mapping.channel));
+  AddToJsonObject(object.get(), "shared_group", NewJsonString(subscription.mapping.shared_group));
+  return object;
+}
+
+CjsonPtr ConnectionJson(const Connection& connection) {
+  CjsonPtr object = NewJsonObject();
+  AddToJsonObject(object.get(), "client_id", NewJsonString(connection.client_id));
+  AddToJsonObject(object.get(), "protocol_version", NewJsonNumber(connection.protocol_version));
+  AddToJsonObject(object.get(), "remote_addr", NewJsonString(RemoteAddress(connection)));
+  AddToJsonObject(object.get(), "connected_at",
+                  NewJsonString(FormatRfc3339Seconds(connection.open_time_ns)));
+  AddToJsonObject(object.get(), "clean_session", NewJsonBool(connection.clean_session));
+  if (!connection.username.empty()) {
+    AddToJsonObject(object.get(), "username", NewJsonString(connection.username));
+  }
+  CjsonPtr subscriptions = NewJsonArray();
+  for (const Subscription& subscription : connection.subscriptions) {
+    AddToJsonArray(subscriptions.get(), SubscriptionJson(subscription));
+  }
+  AddToJsonObject(object.get(), "subscriptions", std::move(subscriptions));
+  return object;
+}
+
+HttpResponse JsonResponse(int status, const cJSON& body) {
+  HttpResponse response;
+  response.status = status;
+  response.content_type = std::string(kJsonContentType);
+  response.body = PrintJson(body);
+  return response;
+}
+
+}  // namespace
+
+HttpResponse KubeMqView::ListConnections(std::vector<Connection> snapshot,
+                                         const QueryParams& params) const {
+  ConnectionQuery query;
+  bool list_all = false;
+  std::string error;
+  if (!BuildQuery(params, &query, &list_all, &error)) return Error(kHttpBadRequest, error);
+  // The page orders by connected_at as it shows it, in whole seconds, then by client_id: two
+  // clients of the same second come in client_id order, not in sub-second arrival order.
+  for (Connection& connection : snapshot) {
+    connection.open_time_ns -= connection.open_time_ns % 1000000000;
+  }
+
+  CjsonPtr connections = NewJsonArray();
+  int total = 0;
+  while (true) {
+    ConnectionPage page;
+    // The snapshot is needed again only when there is a next page.
+    if (!RunConnectionQuery(snapshot, query, &page, &error)) {
+      return Error(kHttpBadRequest, error);  // e.g. a client_id too long for a filter
+    }
+    for (const Connection& connection : page.connections) {
+      AddToJsonArray(connections.get(), ConnectionJson(connection));
+      ++total;
+    }
+    if (!list_all || page.next_page_token.empty()) break;
+    query.page_token = std::move(page.next_page_token);
+  }
+
+  CjsonPtr data = NewJsonObject();
+  AddToJsonObject(data.get(), "connections", std::move(connections));
+  AddToJsonObject(data.get(), "total", NewJsonNumber(total));
+  CjsonPtr envelope = NewJsonObject();
+  AddToJsonObject(envelope.get(), "error", NewJsonBool(false));
+  AddToJsonObject(envelope.get(), "error_string", NewJsonString(""));
+  AddToJsonObject(envelope.get(), "data", std::move(data));
+  return JsonResponse(kHttpOk, *envelope);
+}
+
+HttpResponse KubeMqView::Error(int status, std::string_view message) {
+  CjsonPtr envelope = NewJsonObject();
+  AddToJsonObject(envelope.get(), "error", NewJsonBool(true));
+  AddToJsonObject(envelope.get(), "error_string", NewJsonString(message));
+  AddToJsonObject(envelope.get(), "data", NewJsonNull());
+  return JsonResponse(status, *envelope);
+}
+
+}  // namespace mqc

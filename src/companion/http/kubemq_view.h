@@ -1,0 +1,25 @@
+// GET /api/mqtt/connections: the KubeMQ connections endpoint, envelope and fields exactly as
+// ../shared/spec/kubemq-mqtt-connections-endpoint.txt, with optional query parameters
+// (client_id, username, pattern, protocol_version, limit, offset) run through the same query
+// engine as the rich API. Stateless: safe on any thread.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "companion/http/http_server.h"
+#include "link/connection.h"
+
+namespace mqc {
+
+class KubeMqView {
+ public:
+  // 200 with {"error":false,"error_string":"","data":{"connections":[...],"total":N}}, or 400
+  // with the error envelope naming the parameter, its value and what is accepted.
+  HttpResponse ListConnections(std::vector<Connection> snapshot, const QueryParams& params) const;
+
+  // {"error":true,"error_string":"<message>","data":null} with `status`.
+  static HttpResponse Error(int status, std::string_view message);
+};
+
+}  // namespace mqc

@@ -1,0 +1,497 @@
+// Lexical pieces of the filter and order_by grammars; see query_syntax.h. Also QuoteFilterString,
+// the inverse of ReadStringLiteral, kept beside it so the two stay in step.
+#include "companion/query/query_syntax.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+
+#include "companion/query/connection_query.h"
+
+namespace mqc {
+namespace {
+
+constexpr std::int64_t kMaxInt64 = std::numeric_limits<std::int64_t>::max();
+constexpr std::uint64_t kMaxUint64 = std::numeric_limits<std::uint64_t>::max();
+constexpr std::size_t kMaxExcerptBytes = 64;
+constexpr std::int64_t kNanosPerSecond = 1000000000;
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+bool IsContinuationByte(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
+// value = value * 10 + digit, unless that overflows.
+bool AppendDigit(char digit, std::uint64_t* value) {
+  const auto d = static_cast<std::uint64_t>(digit - '0');
+  if (*value > (kMaxUint64 - d) / 10) return false;
+  *value = *value * 10 + d;
+  return true;
+}
+
+bool AddNanos(std::int64_t add, std::int64_t* total) {
+  if (*total > kMaxInt64 - add) return false;
+  *total += add;
+  return true;
+}
+
+// --- durations ---------------------------------------------------------------------------
+
+struct DurationUnit {
+  std::string_view name;
+  std::int64_t nanos;
+};
+
+// Two-letter units before the one-letter ones, so that "ms" is not read as "m" then "s".
+constexpr DurationUnit kDurationUnits[] = {
+    {"ns", 1},
+    {"us", 1000},
+    {"\xC2\xB5s", 1000},  // U+00B5 MICRO SIGN, as Go accepts it
+    {"\xCE\xBCs", 1000},  // U+03BC GREEK SMALL LETTER MU
+    {"ms", 1000000},
+    {"s", kNanosPerSecond},
+    {"m", 60 * kNanosPerSecond},
+    {"h", 3600 * kNanosPerSecond},
+};
+
+const DurationUnit* ReadDurationUnit(std::string_view text, std::size_t* pos) {
+  for (const DurationUnit& unit : kDurationUnits) {
+    if (text.substr(*pos, unit.name.size()) == unit.name) {
+      *pos += unit.name.size();
+      return &unit;
+    }
+  }
+  return nullptr;
+}
+
+// One `<digits>[.<digits>]<unit>` term of a duration, added to *total.
+bool ReadDurationTerm(std::string_view text, std::size_t* pos, std::int64_t* total,
+                      std::string* why) {
+  std::uint64_t whole = 0;
+  const std::size_t start = *pos;
+  for (; *pos < text.size() && IsDigit(text[*pos]); ++*pos) {
+    if (!AppendDigit(text[*pos], &whole)) {
+      *why = "out of range";
+      return false;
+    }
+  }
+  if (*pos == start) {
+    *why = "expected a number at '" + Excerpt(text.substr(start)) + "'";
+    return false;
+  }
+  std::string_view fraction;
+  if (*pos < text.size() && text[*pos] == '.') {
+    const std::size_t fraction_start = ++*pos;
+    while (*pos < text.size() && IsDigit(text[*pos])) ++*pos;
+    fraction = text.substr(fraction_start, *pos - fraction_start);
+    if (fraction.empty()) {
+      *why = "expected digits after '.'";
+      return false;
+    }
+  }
+  const std::size_t unit_start = *pos;
+  const DurationUnit* unit = ReadDurationUnit(text, pos);
+  if (unit == nullptr) {
+    *why = unit_start == text.size() ? std::string("missing unit (ns, us, ms, s, m or h)")
+                                     : "unknown unit at '" + Excerpt(text.substr(unit_start)) + "'";
+    return false;
+  }
+  if (whole > static_cast<std::uint64_t>(kMaxInt64 / unit->nanos)) {
+    *why = "out of range";
+    return false;
+  }
+  std::int64_t nanos = static_cast<std::int64_t>(whole) * unit->nanos;
+  std::int64_t scale = unit->nanos;
+  for (const char digit : fraction) {
+    scale /= 10;
+    nanos += (digit - '0') * scale;  // stays below whole * unit + unit: no overflow
+  }
+  if (!AddNanos(nanos, total)) {
+    *why = "out of range";
+    return false;
+  }
+  return true;
+}
+
+// --- timestamps --------------------------------------------------------------------------
+
+// Reads exactly `count` digits at text[pos].
+bool ReadFixedDigits(std::string_view text, std::size_t pos, std::size_t count, int* value) {
+  if (pos + count > text.size()) return false;
+  *value = 0;
+  for (std::size_t i = pos; i < pos + count; ++i) {
+    if (!IsDigit(text[i])) return false;
+    *value = *value * 10 + (text[i] - '0');
+  }
+  return true;
+}
+
+bool IsLeapYear(int year) { return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0; }
+
+int DaysInMonth(int year, int month) {
+  constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  return month == 2 && IsLeapYear(year) ? 29 : kDays[month - 1];
+}
+
+// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
+std::int64_t DaysFromCivil(std::int64_t year, std::int64_t month, std::int64_t day) {
+  year -= month <= 2 ? 1 : 0;
+  const std::int64_t era = (year >= 0 ? year : year - 399) / 400;
+  const std::int64_t year_of_era = year - era * 400;
+  const std::int64_t day_of_year = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
+  const std::int64_t day_of_era =
+      year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+  return era * 146097 + day_of_era - 719468;
+}
+
+struct DateTime {
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  std::int64_t nanos = 0;
+  int offset_seconds = 0;  // east of UTC
+};
+
+bool ReadDateAndTime(std::string_view text, DateTime* t) {
+  return ReadFixedDigits(text, 0, 4, &t->year) && text[4] == '-' &&
+         ReadFixedDigits(text, 5, 2, &t->month) && text[7] == '-' &&
+         ReadFixedDigits(text, 8, 2, &t->day) && (text[10] == 'T' || text[10] == 't') &&
+         ReadFixedDigits(text, 11, 2, &t->hour) && text[13] == ':' &&
+         ReadFixedDigits(text, 14, 2, &t->minute) && text[16] == ':' &&
+         ReadFixedDigits(text, 17, 2, &t->second);
+}
+
+// The optional fraction and the zone, from text[*pos] to the end.
+bool ReadFractionAndZone(std::string_view text, std::size_t pos, DateTime* t, std::string* why) {
+  if (pos < text.size() && text[pos] == '.') {
+    const std::size_t start = ++pos;
+    std::int64_t scale = kNanosPerSecond;
+    for (; pos < text.size() && IsDigit(text[pos]); ++pos) {
+      scale /= 10;
+      t->nanos += (text[pos] - '0') * scale;
+    }
+    if (pos == start) {
+      *why = "expected digits after '.'";
+      return false;
+    }
+  }
+  if (pos < text.size() && (text[pos] == 'Z' || text[pos] == 'z')) {
+    ++pos;
+  } else if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
+    int hours = 0;
+    int minutes = 0;
+    if (!ReadFixedDigits(text, pos + 1, 2, &hours) || pos + 3 >= text.size() ||
+        text[pos + 3] != ':' || !ReadFixedDigits(text, pos + 4, 2, &minutes)) {
+      *why = "expected a zone offset like +02:00";
+      return false;
+    }
+    if (hours > 23 || minutes > 59) {
+      *why = "zone offset out of range";
+      return false;
+    }
+    t->offset_seconds = (text[pos] == '-' ? -1 : 1) * (hours * 3600 + minutes * 60);
+    pos += 6;
+  } else {
+    *why = "expected 'Z' or a zone offset like +02:00";
+    return false;
+  }
+  if (pos != text.size()) {
+    *why = "unexpected '" + Excerpt(text.substr(pos)) + "' after the zone";
+    return false;
+  }
+  return true;
+}
+
+bool CheckRanges(const DateTime& t, std::string* why) {
+  if (t.month < 1 || t.month > 12) {
+    *why = "month out of range";
+  } else if (t.day < 1 || t.day > DaysInMonth(t.year, t.month)) {
+    *why = "day out of range";
+  } else if (t.hour > 23 || t.minute > 59 || t.second > 59) {
+    *why = "time of day out of range";
+  } else {
+    return true;
+  }
+  return false;
+}
+
+// --- string literals ---------------------------------------------------------------------
+
+void AppendUtf8(std::uint32_t code_point, std::string* out) {
+  const auto byte = [](std::uint32_t bits) { return static_cast<char>(bits); };
+  if (code_point < 0x80) {
+    out->push_back(byte(code_point));
+  } else if (code_point < 0x800) {
+    out->push_back(byte(0xC0 | (code_point >> 6)));
+    out->push_back(byte(0x80 | (code_point & 0x3F)));
+  } else if (code_point < 0x10000) {
+    out->push_back(byte(0xE0 | (code_point >> 12)));
+    out->push_back(byte(0x80 | ((code_point >> 6) & 0x3F)));
+    out->push_back(byte(0x80 | (code_point & 0x3F)));
+  } else {
+    out->push_back(byte(0xF0 | (code_point >> 18)));
+    out->push_back(byte(0x80 | ((code_point >> 12) & 0x3F)));
+    out->push_back(byte(0x80 | ((code_point >> 6) & 0x3F)));
+    out->push_back(byte(0x80 | (code_point & 0x3F)));
+  }
+}
+
+// Four hex digits at text[pos].
+bool ReadHex4(std::string_view text, std::size_t pos, std::uint32_t* value) {
+  if (pos + 4 > text.size()) return false;
+  *value = 0;
+  for (std::size_t i = pos; i < pos + 4; ++i) {
+    const char c = text[i];
+    std::uint32_t digit = 0;
+    if (IsDigit(c)) {
+      digit = static_cast<std::uint32_t>(c - '0');
+    } else if (c >= 'a' && c <= 'f') {
+      digit = static_cast<std::uint32_t>(c - 'a' + 10);
+    } else if (c >= 'A' && c <= 'F') {
+      digit = static_cast<std::uint32_t>(c - 'A' + 10);
+    } else {
+      return false;
+    }
+    *value = *value * 16 + digit;
+  }
+  return true;
+}
+
+bool IsHighSurrogate(std::uint32_t unit) { return unit >= 0xD800 && unit <= 0xDBFF; }
+bool IsLowSurrogate(std::uint32_t unit) { return unit >= 0xDC00 && unit <= 0xDFFF; }
+
+// The \uXXXX escape whose backslash is text[*pos], with its low surrogate if it needs one.
+bool ReadUnicodeEscape(std::string_view text, std::size_t* pos, std::string* out,
+                       SyntaxError* error) {
+  const std::size_t start = *pos;
+  std::uint32_t unit = 0;
+  if (!ReadHex4(text, start + 2, &unit)) {
+    *error = {start, "Invalid \\u escape in string literal: expected four hex digits"};
+    return false;
+  }
+  *pos = start + 6;
+  if (IsLowSurrogate(unit)) {
+    *error = {start, "Invalid \\u escape in string literal: unpaired low surrogate"};
+    return false;
+  }
+  if (IsHighSurrogate(unit)) {
+    std::uint32_t low = 0;
+    if (text.substr(*pos, 2) != "\\u" || !ReadHex4(text, *pos + 2, &low) || !IsLowSurrogate(low)) {
+      *error = {start, "Invalid \\u escape in string literal: unpaired high surrogate"};
+      return false;
+    }
+    *pos += 6;
+    unit = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+  }
+  AppendUtf8(unit, out);
+  return true;
+}
+
+// The escape whose backslash is text[*pos]; advances past it.
+bool ReadEscape(std::string_view text, std::size_t* pos, std::string* out, SyntaxError* error) {
+  const std::size_t start = *pos;
+  if (start + 1 >= text.size()) {
+    *error = {start, "Unterminated escape in string literal"};
+    return false;
+  }
+  const char kind = text[start + 1];
+  char decoded = 0;
+  switch (kind) {
+    case '"':
+    case '\\':
+    case '/':
+    case '*':
+      decoded = kind;
+      break;
+    case 'b':
+      decoded = '\b';
+      break;
+    case 'f':
+      decoded = '\f';
+      break;
+    case 'n':
+      decoded = '\n';
+      break;
+    case 'r':
+      decoded = '\r';
+      break;
+    case 't':
+      decoded = '\t';
+      break;
+    case 'u':
+      return ReadUnicodeEscape(text, pos, out, error);
+    default:
+      *error = {start, "Invalid escape '\\" + Excerpt(text.substr(start + 1, 1)) +
+                           "' in string literal (allowed: \\\" \\\\ \\/ \\b \\f \\n \\r \\t "
+                           "\\uXXXX \\*)"};
+      return false;
+  }
+  out->push_back(decoded);
+  *pos = start + 2;
+  return true;
+}
+
+}  // namespace
+
+std::size_t TextColumn(std::string_view text, std::size_t offset) {
+  std::size_t column = 1;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (!IsContinuationByte(text[i])) ++column;
+  }
+  return column;
+}
+
+std::string AtPosition(std::string_view text, std::size_t offset) {
+  return " at position " + std::to_string(TextColumn(text, offset));
+}
+
+std::string Excerpt(std::string_view text) {
+  if (text.size() <= kMaxExcerptBytes) return std::string(text);
+  std::size_t cut = kMaxExcerptBytes;
+  while (cut > 0 && IsContinuationByte(text[cut])) --cut;
+  return std::string(text.substr(0, cut)) + "...";
+}
+
+NumberStatus ParseUint64(std::string_view text, std::uint64_t* value) {
+  if (text.empty()) return NumberStatus::kNotANumber;
+  std::uint64_t result = 0;
+  bool overflow = false;
+  for (const char c : text) {
+    if (!IsDigit(c)) return NumberStatus::kNotANumber;
+    if (!overflow && !AppendDigit(c, &result)) overflow = true;
+  }
+  if (overflow) return NumberStatus::kOutOfRange;
+  *value = result;
+  return NumberStatus::kOk;
+}
+
+NumberStatus ParseInt64(std::string_view text, std::int64_t* value) {
+  const bool negative = !text.empty() && text.front() == '-';
+  std::uint64_t magnitude = 0;
+  const NumberStatus status = ParseUint64(negative ? text.substr(1) : text, &magnitude);
+  if (status != NumberStatus::kOk) return status;
+  const auto max_magnitude = static_cast<std::uint64_t>(kMaxInt64) + (negative ? 1 : 0);
+  if (magnitude > max_magnitude) return NumberStatus::kOutOfRange;
+  if (!negative) {
+    *value = static_cast<std::int64_t>(magnitude);
+  } else if (magnitude == max_magnitude) {
+    *value = std::numeric_limits<std::int64_t>::min();
+  } else {
+    *value = -static_cast<std::int64_t>(magnitude);
+  }
+  return NumberStatus::kOk;
+}
+
+bool ParseDuration(std::string_view text, std::int64_t* nanos, std::string* why) {
+  if (text == "0") {
+    *nanos = 0;
+    return true;
+  }
+  if (text.empty()) {
+    *why = "empty";
+    return false;
+  }
+  std::int64_t total = 0;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    if (!ReadDurationTerm(text, &pos, &total, why)) return false;
+  }
+  *nanos = total;
+  return true;
+}
+
+bool ParseTimestamp(std::string_view text, std::int64_t* nanos, std::string* why) {
+  DateTime t;
+  if (text.size() < 20 || !ReadDateAndTime(text, &t)) {
+    *why = "expected YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)";
+    return false;
+  }
+  if (!ReadFractionAndZone(text, 19, &t, why) || !CheckRanges(t, why)) return false;
+  const std::int64_t seconds = DaysFromCivil(t.year, t.month, t.day) * 86400 +
+                               std::int64_t{t.hour} * 3600 + std::int64_t{t.minute} * 60 +
+                               t.second - t.offset_seconds;
+  // Keep seconds * 1e9 + nanos inside int64 (the lowest 0.855 s of int64 are left out).
+  constexpr std::int64_t kMaxSeconds = kMaxInt64 / kNanosPerSecond;
+  constexpr std::int64_t kMaxNanosAtMax = kMaxInt64 % kNanosPerSecond;
+  if (seconds < -kMaxSeconds || seconds > kMaxSeconds ||
+      (seconds == kMaxSeconds && t.nanos > kMaxNanosAtMax)) {
+    *why = "out of the supported range (1677-09-21T00:12:44Z to 2262-04-11T23:47:16.854775807Z)";
+    return false;
+  }
+  *nanos = seconds * kNanosPerSecond + t.nanos;
+  return true;
+}
+
+bool ReadStringLiteral(std::string_view text, std::size_t start, StringLiteral* literal,
+                       SyntaxError* error) {
+  literal->value.clear();
+  literal->prefix = false;
+  bool ends_in_bare_star = false;
+  std::size_t pos = start + 1;
+  while (pos < text.size()) {
+    const char c = text[pos];
+    if (c == '"') {
+      literal->end = pos + 1;
+      if (ends_in_bare_star) {
+        literal->value.pop_back();
+        literal->prefix = true;
+      }
+      return true;
+    }
+    if (c == '\\') {
+      if (!ReadEscape(text, &pos, &literal->value, error)) return false;
+      ends_in_bare_star = false;
+    } else {
+      literal->value.push_back(c);
+      ends_in_bare_star = c == '*';
+      ++pos;
+    }
+  }
+  *error = {start, "Unterminated string literal"};
+  return false;
+}
+
+std::string QuoteFilterString(std::string_view value) {
+  try {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out = "\"";
+    for (const char c : value) {
+      const auto byte = static_cast<unsigned char>(c);
+      switch (c) {
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '*':  // every star, so that a trailing one cannot turn into a prefix match
+          out += "\\*";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        default:
+          if (byte < 0x20 || byte == 0x7F) {
+            out += "\\u00";
+            out += kHex[byte >> 4];
+            out += kHex[byte & 0xF];
+          } else {
+            out += c;
+          }
+      }
+    }
+    out += '"';
+    return out;
+  } catch (...) {
+    // Only std::bad_alloc can get here. An empty result is not a literal, so a filter built
+    // from it fails to parse instead of matching something else.
+    return std::string();
+  }
+}
+
+}  // namespace mqc

@@ -1,0 +1,333 @@
+#include "companion/registry.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace mqc {
+
+namespace {
+
+constexpr std::int64_t kMinuteNs = 60'000'000'000;
+
+std::string ListenerName(const ListenerConfig& listener) {
+  const bool websockets = listener.protocol == "websockets";
+  const char* scheme =
+      websockets ? (listener.tls ? "wss" : "ws") : (listener.tls ? "mqtts" : "mqtt");
+  return std::string(scheme) + ":" + std::to_string(listener.port);
+}
+
+RequestStatistics Minus(const RequestStatistics& a, const RequestStatistics& b) {
+  const auto sub = [](std::uint64_t x, std::uint64_t y) { return x >= y ? x - y : 0; };
+  return RequestStatistics{
+      sub(a.publish_count, b.publish_count), sub(a.publish_bytes, b.publish_bytes),
+      sub(a.deliver_count, b.deliver_count), sub(a.deliver_bytes, b.deliver_bytes),
+      sub(a.request_count, b.request_count)};
+}
+
+}  // namespace
+
+Registry::Registry(const RegistryOptions& options) : options_(options) {}
+
+Registry::Entry Registry::FromEvent(const ConnectionEvent& event) const {
+  Entry entry;
+  entry.stats_slot = event.stats_slot < options_.stats_count ? event.stats_slot : kNoStatsSlot;
+  Connection& c = entry.connection;
+  c.seq = event.seq;
+  c.uid = FormatUuid(event.uid);
+  c.node_id = options_.node_id;
+  c.state = event.close_time_ns != 0 ? ConnectionState::kClosed : ConnectionState::kOpen;
+  c.open_time_ns = event.open_time_ns;
+  c.close_time_ns = event.close_time_ns;
+  c.close_reason = event.close_reason;
+  c.client_id = event.client_id;
+  c.username = event.username;
+  c.protocol_version = event.protocol_version;
+  c.clean_session = event.clean_session;
+  c.keep_alive = event.keep_alive;
+  c.ip_address = event.ip_address;
+  c.port = event.port;
+  for (const ListenerConfig& listener : options_.listeners) {
+    if (event.local_port != 0 && listener.port == event.local_port) {
+      c.listener_name = ListenerName(listener);
+      c.tls.enabled = listener.tls;
+      break;
+    }
+  }
+  c.tls.peer_certificate_subject = event.peer_certificate_subject;
+  c.authentication.mechanism = event.auth_mechanism;
+  c.authentication.state = event.auth_state;
+  c.authentication.user_principal =
+      event.username.empty() ? event.peer_certificate_subject : event.username;
+  c.authentication.method = event.auth_method;
+  return entry;
+}
+
+Registry::Entry Registry::FromEvent(const OfflineSessionEvent& event) const {
+  Entry entry;
+  Connection& c = entry.connection;
+  c.seq = event.seq;
+  c.uid = FormatUuid(event.uid);
+  c.node_id = options_.node_id;
+  c.state = ConnectionState::kOffline;
+  c.open_time_ns = event.since_ns;
+  c.session_expiry_time_ns = event.expiry_time_ns;
+  c.client_id = event.client_id;
+  c.username = event.username;
+  c.protocol_version = event.protocol_version;
+  c.clean_session = false;
+  c.authentication.user_principal = event.username;
+  return entry;
+}
+
+bool Registry::Apply(EventType type, std::string_view payload, std::int64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  switch (type) {
+    case EventType::kConnection: {
+      ConnectionEvent event;
+      if (!Decode(payload, &event)) return false;
+      Entry entry = FromEvent(event);
+      if (entry.connection.state == ConnectionState::kClosed) {
+        AddClosed(std::move(entry.connection));
+      } else {
+        // Traffic before this moment belongs to no complete window this companion saw.
+        std::int64_t idle_ns = -1;
+        entry.window_start = ReadTotals(entry, &idle_ns, now_ns).value_or(RequestStatistics{});
+        Target()[event.seq] = std::move(entry);
+      }
+      return true;
+    }
+    case EventType::kClose: {
+      CloseEvent event;
+      if (!Decode(payload, &event)) return false;
+      // During a resync the connection may be in the staged set, the current one, or both.
+      std::optional<Connection> closing;
+      for (OpenMap* map : {staging_ ? &*staging_ : nullptr, &open_}) {
+        if (map == nullptr) continue;
+        auto it = map->find(event.seq);
+        if (it == map->end()) continue;
+        if (!closing) closing = std::move(it->second.connection);
+        map->erase(it);
+      }
+      if (!closing) return true;  // opened before this companion knew of it
+      Connection connection = std::move(*closing);
+      connection.state = ConnectionState::kClosed;
+      connection.close_time_ns = event.close_time_ns;
+      connection.close_reason = event.reason;
+      connection.total_statistics = event.totals;
+      connection.idle_ns = event.idle_ns;
+      AddClosed(std::move(connection));
+      ExpireClosedLocked(now_ns);
+      return true;
+    }
+    case EventType::kOfflineSession: {
+      OfflineSessionEvent event;
+      if (!Decode(payload, &event)) return false;
+      Target()[event.seq] = FromEvent(event);
+      return true;
+    }
+    case EventType::kOfflineSessionEnd: {
+      OfflineSessionEndEvent event;
+      if (!Decode(payload, &event)) return false;
+      if (staging_) staging_->erase(event.seq);
+      open_.erase(event.seq);
+      return true;
+    }
+    case EventType::kSubscribe:
+    case EventType::kUnsubscribe: {
+      SubscriptionEvent event;
+      if (!Decode(payload, &event)) return false;
+      OpenMap& target = Target();
+      auto it = target.find(event.seq);
+      if (it == target.end()) return true;
+      auto& subscriptions = it->second.connection.subscriptions;
+      auto entry = std::find_if(subscriptions.begin(), subscriptions.end(),
+                                [&](const Subscription& s) { return s.filter == event.filter; });
+      if (type == EventType::kUnsubscribe) {
+        if (entry != subscriptions.end()) subscriptions.erase(entry);
+      } else if (entry != subscriptions.end()) {
+        entry->qos = event.qos;
+      } else {
+        subscriptions.push_back(Subscription{
+            event.filter, event.qos, MapTopicFilter(event.filter, options_.default_pattern)});
+      }
+      return true;
+    }
+    case EventType::kSettings: {
+      SettingsEvent event;
+      if (!Decode(payload, &event)) return false;
+      ApplySettings(event, now_ns);
+      return true;
+    }
+    case EventType::kResyncBegin: {
+      ResyncEvent event;
+      if (!Decode(payload, &event)) return false;
+      staging_.emplace();
+      staging_generation_ = event.generation;
+      return true;
+    }
+    case EventType::kResyncEnd: {
+      ResyncEvent event;
+      if (!Decode(payload, &event)) return false;
+      if (!staging_ || staging_generation_ != event.generation) return true;
+      // A connection known before keeps its minute window across the resync.
+      for (auto& [seq, entry] : *staging_) {
+        auto old = open_.find(seq);
+        if (old == open_.end()) continue;
+        entry.window_start = old->second.window_start;
+        entry.connection.recent_statistics = old->second.connection.recent_statistics;
+      }
+      open_ = std::move(*staging_);
+      staging_.reset();
+      staging_generation_.reset();
+      synced_ = true;
+      synced_changed_.notify_all();
+      return true;
+    }
+  }
+  return false;
+}
+
+std::optional<RequestStatistics> Registry::ReadTotals(const Entry& entry, std::int64_t* idle_ns,
+                                                      std::int64_t now_ns) const {
+  if (options_.stats == nullptr || entry.stats_slot == kNoStatsSlot) return std::nullopt;
+  const ConnectionStatsSlot& slot = options_.stats[entry.stats_slot];
+  const std::uint64_t seq = entry.connection.seq;
+  if (slot.seq.load(std::memory_order_acquire) != seq) return std::nullopt;
+  RequestStatistics totals;
+  totals.publish_count = slot.publish_count.load(std::memory_order_acquire);
+  totals.publish_bytes = slot.publish_bytes.load(std::memory_order_acquire);
+  totals.deliver_count = slot.deliver_count.load(std::memory_order_acquire);
+  totals.deliver_bytes = slot.deliver_bytes.load(std::memory_order_acquire);
+  totals.request_count = slot.request_count.load(std::memory_order_acquire);
+  const std::uint64_t idle_ms = slot.idle_ms.load(std::memory_order_acquire);
+  const std::uint64_t sampled_ns = slot.idle_sampled_ns.load(std::memory_order_acquire);
+  if (slot.seq.load(std::memory_order_acquire) != seq) return std::nullopt;
+  if (sampled_ns != 0) {
+    const std::int64_t since = now_ns - static_cast<std::int64_t>(sampled_ns);
+    *idle_ns = static_cast<std::int64_t>(idle_ms) * 1000000 + std::max<std::int64_t>(since, 0);
+  }
+  return totals;
+}
+
+void Registry::RollStatisticsWindow(std::int64_t now_ns) {
+  const std::int64_t minute = now_ns / kMinuteNs;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (minute == window_minute_) return;
+  // The first call only starts the clock: each connection's window began when it was seen.
+  const bool first = window_minute_ < 0;
+  const bool complete = window_minute_ + 1 == minute;  // else minutes were missed
+  window_minute_ = minute;
+  if (first) return;
+  for (auto& [seq, entry] : open_) {
+    std::int64_t idle_ns = -1;
+    const std::optional<RequestStatistics> totals = ReadTotals(entry, &idle_ns, now_ns);
+    if (!totals) continue;
+    entry.connection.recent_statistics =
+        complete ? Minus(*totals, entry.window_start) : RequestStatistics{};
+    entry.window_start = *totals;
+  }
+}
+
+void Registry::ApplySettings(const SettingsEvent& settings, std::int64_t now_ns) {
+  if (settings.default_pattern != options_.default_pattern) {
+    options_.default_pattern = settings.default_pattern;
+    for (OpenMap* map : {staging_ ? &*staging_ : nullptr, &open_}) {
+      if (map == nullptr) continue;
+      for (auto& [seq, entry] : *map) {
+        for (Subscription& s : entry.connection.subscriptions) {
+          s.mapping = MapTopicFilter(s.filter, options_.default_pattern);
+        }
+      }
+    }
+  }
+  options_.closed_max = settings.closed_max;
+  options_.closed_ttl_ns = settings.closed_ttl_ns;
+  while (closed_.size() > options_.closed_max) closed_.pop_front();
+  ExpireClosedLocked(now_ns);
+}
+
+void Registry::AddClosed(Connection connection) {
+  if (options_.closed_max == 0) return;
+  closed_.push_back(std::move(connection));
+  while (closed_.size() > options_.closed_max) closed_.pop_front();
+}
+
+void Registry::ExpireClosed(std::int64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ExpireClosedLocked(now_ns);
+}
+
+void Registry::ExpireClosedLocked(std::int64_t now_ns) {
+  while (!closed_.empty() && closed_.front().close_time_ns + options_.closed_ttl_ns < now_ns) {
+    closed_.pop_front();
+  }
+}
+
+std::vector<Connection> Registry::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<Connection> all;
+  all.reserve(open_.size() + closed_.size());
+  for (const auto& [seq, entry] : open_) all.push_back(entry.connection);
+  all.insert(all.end(), closed_.begin(), closed_.end());
+  return all;
+}
+
+std::vector<Connection> Registry::DetailedSnapshot(std::int64_t now_ns) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<Connection> all;
+  all.reserve(open_.size() + closed_.size());
+  for (const auto& [seq, entry] : open_) {
+    all.push_back(entry.connection);
+    std::int64_t idle_ns = -1;
+    if (auto totals = ReadTotals(entry, &idle_ns, now_ns)) {
+      all.back().total_statistics = *totals;
+      all.back().idle_ns = idle_ns;
+    }
+  }
+  all.insert(all.end(), closed_.begin(), closed_.end());
+  return all;
+}
+
+std::size_t Registry::CountLocked(ConnectionState state) const {
+  std::size_t count = 0;
+  for (const auto& [seq, entry] : open_) count += entry.connection.state == state ? 1 : 0;
+  return count;
+}
+
+std::size_t Registry::open_count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return CountLocked(ConnectionState::kOpen);
+}
+
+std::size_t Registry::offline_count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return CountLocked(ConnectionState::kOffline);
+}
+
+std::array<std::size_t, kPatternCount> Registry::SubscriptionsByPattern() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::array<std::size_t, kPatternCount> counts{};
+  for (const auto& [seq, entry] : open_) {
+    for (const Subscription& subscription : entry.connection.subscriptions) {
+      ++counts[static_cast<std::size_t>(subscription.mapping.pattern)];
+    }
+  }
+  return counts;
+}
+
+std::size_t Registry::closed_count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return closed_.size();
+}
+
+bool Registry::synced() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return synced_;
+}
+
+bool Registry::WaitUntilSynced(std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return synced_changed_.wait_for(lock, timeout, [this] { return synced_; });
+}
+
+}  // namespace mqc

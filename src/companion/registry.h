@@ -1,0 +1,117 @@
+// The companion's view of every connection: built from the events ring, read by HTTP threads.
+//
+// Open connections and offline sessions by their broker sequence number (one map: both carry
+// subscriptions, and a resync stages both); recently closed ones in close order, at
+// most closed_max of them and none older than closed_ttl. A resync (companion start, or events
+// lost on a full ring) is staged and swapped in whole at its end, so a reader never sees half of
+// it. Before the first resync has completed the registry is not `synced`: its view may lack
+// connections that opened before this companion started.
+//
+// Traffic statistics of open connections live in the broker's shared slots: DetailedSnapshot
+// reads them (a seqlock, no lock shared with the broker); RollStatisticsWindow keeps the
+// previous complete minute of each (recentRequestStatistics). A closed connection keeps what
+// its close event carried.
+//
+// A configuration reload changes default_pattern, closed_max and closed_ttl through a kSettings
+// record: subscriptions are mapped again, the closed list is trimmed at once.
+//
+// Threads: Apply, ExpireClosed and RollStatisticsWindow on the companion's event thread;
+// snapshots and the accessors on any thread. One mutex guards everything; snapshots copy under
+// it and nothing slow runs there.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "link/broker_config.h"
+#include "link/connection.h"
+#include "link/event_records.h"
+#include "link/shared_region.h"
+
+namespace mqc {
+
+// The number of Pattern values (topic_mapping.h), kNone through kQueries.
+inline constexpr std::size_t kPatternCount = static_cast<std::size_t>(Pattern::kQueries) + 1;
+
+struct RegistryOptions {
+  std::uint32_t node_id = 0;
+  DefaultPattern default_pattern = DefaultPattern::kEvents;
+  std::uint32_t closed_max = 1000;
+  std::int64_t closed_ttl_ns = 300'000'000'000;
+  std::vector<ListenerConfig> listeners;       // the broker's, to name a connection's listener
+  const ConnectionStatsSlot* stats = nullptr;  // the shared statistics slots (may be null)
+  std::size_t stats_count = 0;
+};
+
+class Registry : public ConnectionSource {
+ public:
+  explicit Registry(const RegistryOptions& options);
+
+  // Applies one record of the events ring. Returns false for a malformed record or an unknown
+  // type (it is then ignored).
+  bool Apply(EventType type, std::string_view payload, std::int64_t now_ns);
+
+  // Forgets closed connections older than closed_ttl.
+  void ExpireClosed(std::int64_t now_ns);
+
+  // At every whole minute of Unix time: each open connection's traffic in the minute that just
+  // ended becomes its recent statistics. Call often; it acts once per minute.
+  void RollStatisticsWindow(std::int64_t now_ns);
+
+  // Every connection, open and recently closed, and every offline session, without traffic
+  // statistics or idle time.
+  std::vector<Connection> Snapshot() const override;
+  // The same, with open connections' traffic and idle time read from the shared slots.
+  std::vector<Connection> DetailedSnapshot(std::int64_t now_ns) const;
+
+  std::size_t open_count() const;
+  std::size_t offline_count() const;
+  // Subscriptions of open connections and of offline sessions (the broker still routes to
+  // those), indexed by Pattern (kNone first): the
+  // kubemq_mqtt_subscriptions{pattern} gauge, counted under the lock rather than from a
+  // Snapshot so that a scrape copies no connection.
+  std::array<std::size_t, kPatternCount> SubscriptionsByPattern() const;
+  std::size_t closed_count() const;
+  bool synced() const;
+  // Waits until the first resync has completed, or `timeout` has passed; returns synced().
+  bool WaitUntilSynced(std::chrono::milliseconds timeout) const;
+
+ private:
+  struct Entry {
+    Connection connection;
+    std::uint32_t stats_slot = kNoStatsSlot;
+    RequestStatistics window_start;  // totals at the start of the current minute
+  };
+  using OpenMap = std::map<std::uint64_t, Entry>;
+
+  Entry FromEvent(const ConnectionEvent& event) const;
+  Entry FromEvent(const OfflineSessionEvent& event) const;
+  std::size_t CountLocked(ConnectionState state) const;
+  // The slot's counters if it still belongs to `seq` (seqlock read).
+  std::optional<RequestStatistics> ReadTotals(const Entry& entry, std::int64_t* idle_ns,
+                                              std::int64_t now_ns) const;
+  void AddClosed(Connection connection);
+  void ApplySettings(const SettingsEvent& settings, std::int64_t now_ns);
+  void ExpireClosedLocked(std::int64_t now_ns);
+  OpenMap& Target() { return staging_ ? *staging_ : open_; }
+
+  RegistryOptions options_;  // default_pattern, closed_max and closed_ttl_ns change (kSettings)
+  mutable std::mutex mutex_;
+  mutable std::condition_variable synced_changed_;
+  OpenMap open_;
+  std::deque<Connection> closed_;  // oldest close first
+  std::optional<OpenMap> staging_;
+  std::optional<std::uint64_t> staging_generation_;
+  bool synced_ = false;
+  std::int64_t window_minute_ = -1;  // the Unix minute the current window started in
+};
+
+}  // namespace mqc

@@ -1,0 +1,262 @@
+#include "link/broker_config.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <sstream>
+
+#include "link/text_util.h"
+
+namespace mqc {
+
+namespace {
+
+// Splits "key rest of line" at the first space or tab.
+void SplitOption(std::string_view line, std::string_view* key, std::string_view* value) {
+  const std::size_t end = line.find_first_of(" \t");
+  *key = line.substr(0, end);
+  *value = end == std::string_view::npos ? std::string_view() : Trim(line.substr(end));
+}
+
+bool ParseBool(std::string_view value, bool* out) {
+  if (value == "true") {
+    *out = true;
+  } else if (value == "false") {
+    *out = false;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// Mosquitto 2.0's persistent_client_expiration: a positive number and one unit letter, h d w
+// m (30 days) y (365 days).
+bool ParseExpiration(std::string_view value, std::int64_t* seconds) {
+  if (value.size() < 2 || value.size() > 10) return false;
+  std::int64_t unit = 0;
+  switch (value.back()) {
+    case 'h':
+      unit = 3600;
+      break;
+    case 'd':
+      unit = 86400;
+      break;
+    case 'w':
+      unit = 86400 * 7;
+      break;
+    case 'm':
+      unit = 86400 * 30;
+      break;
+    case 'y':
+      unit = 86400 * 365;
+      break;
+    default:
+      return false;
+  }
+  std::int64_t number = 0;
+  for (char c : value.substr(0, value.size() - 1)) {
+    if (c < '0' || c > '9') return false;
+    number = number * 10 + (c - '0');
+  }
+  if (number <= 0) return false;
+  *seconds = number * unit;
+  return true;
+}
+
+std::string Canonical(const std::string& path) {
+  char resolved[PATH_MAX];
+  return realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : path;
+}
+
+bool ReadFile(const std::string& path, std::string* text, std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = "cannot read the broker configuration file " + path;
+    return false;
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  *text = buffer.str();
+  return true;
+}
+
+bool IncludeDir(const std::string& dir, BrokerConfig* config, std::string* error) {
+  DIR* handle = opendir(dir.c_str());
+  if (handle == nullptr) {
+    *error = "cannot open include_dir " + dir;
+    return false;
+  }
+  std::vector<std::string> files;
+  while (const dirent* entry = readdir(handle)) {
+    const std::string name = entry->d_name;
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".conf") == 0) {
+      files.push_back(dir + "/" + name);
+    }
+  }
+  closedir(handle);
+  std::sort(files.begin(), files.end());
+  for (const auto& file : files) {
+    std::string text;
+    if (!ReadFile(file, &text, error)) return false;
+    if (!ParseBrokerConfig(text, file, false, config, error)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool ParseBrokerConfig(std::string_view text, const std::string& path, bool follow_includes,
+                       BrokerConfig* config, std::string* error) {
+  // Options before the first listener line configure the default listener (port, bind_address).
+  ListenerConfig default_listener;
+  bool default_listener_used = false;
+  ListenerConfig* current =
+      config->listeners.empty() ? &default_listener : &config->listeners.back();
+  std::size_t line_number = 0;
+  while (!text.empty()) {
+    const std::size_t end = text.find('\n');
+    std::string_view line = Trim(text.substr(0, end));
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    ++line_number;
+    if (line.empty() || line.front() == '#') continue;
+    std::string_view key;
+    std::string_view value;
+    SplitOption(line, &key, &value);
+    const auto bad = [&](const char* what) {
+      *error = path + ":" + std::to_string(line_number) + ": " + what;
+      return false;
+    };
+    bool flag = false;
+    if (key == "per_listener_settings") {
+      if (!ParseBool(value, &flag)) return bad("per_listener_settings needs true or false");
+      config->per_listener_settings = flag;
+    } else if (key == "allow_anonymous") {
+      if (!ParseBool(value, &flag)) return bad("allow_anonymous needs true or false");
+      config->allow_anonymous = flag;
+    } else if (key == "password_file") {
+      config->password_file = true;
+    } else if (key == "acl_file") {
+      config->acl_file = true;
+    } else if (key == "psk_file") {
+      config->psk_file = true;
+    } else if (key == "plugin" || key == "auth_plugin") {
+      config->plugins.emplace_back(value);
+      config->plugin_options.emplace_back();
+    } else if (key.rfind("plugin_opt_", 0) == 0 || key.rfind("auth_opt_", 0) == 0) {
+      // Mosquitto refuses an option before any plugin line; so does this reader.
+      if (config->plugin_options.empty()) return bad("plugin option before any plugin line");
+      key.remove_prefix(key.find("_opt_") + 5);
+      config->plugin_options.back().emplace_back(std::string(key), std::string(value));
+    } else if (key == "listener") {
+      config->local_only = false;
+      std::string_view port = value.substr(0, value.find_first_of(" \t"));
+      ListenerConfig listener;
+      listener.port = std::atoi(std::string(port).c_str());
+      if (port.size() < value.size())
+        listener.bind_address = std::string(Trim(value.substr(port.size())));
+      config->listeners.push_back(listener);
+      current = &config->listeners.back();
+    } else if (key == "port") {
+      config->local_only = false;
+      default_listener.port = std::atoi(std::string(value).c_str());
+      default_listener_used = true;
+    } else if (key == "bind_address") {
+      config->local_only = false;
+      default_listener.bind_address = std::string(value);
+      default_listener_used = true;
+    } else if (key == "protocol") {
+      current->protocol = std::string(value);
+    } else if (key == "certfile") {
+      current->tls = true;
+    } else if (key == "psk_hint") {
+      current->tls = true;
+      current->psk = true;
+    } else if (key == "require_certificate") {
+      if (!ParseBool(value, &flag)) return bad("require_certificate needs true or false");
+      current->require_certificate = flag;
+    } else if (key == "use_identity_as_username") {
+      if (!ParseBool(value, &flag)) return bad("use_identity_as_username needs true or false");
+      current->use_identity_as_username = flag;
+    } else if (key == "use_subject_as_username") {
+      if (!ParseBool(value, &flag)) return bad("use_subject_as_username needs true or false");
+      current->use_subject_as_username = flag;
+    } else if (key == "max_qos") {
+      current->max_qos = std::atoi(std::string(value).c_str());
+    } else if (key == "persistence" || key == "retained_persistence") {
+      if (!ParseBool(value, &flag)) return bad("persistence needs true or false");
+      config->persistence = flag;
+    } else if (key == "persistence_location") {
+      if (value.empty()) return bad("persistence_location needs a folder");
+      config->persistence_location = std::string(value);
+    } else if (key == "persistence_file") {
+      if (value.empty()) return bad("persistence_file needs a file name");
+      config->persistence_file = std::string(value);
+    } else if (key == "persistent_client_expiration") {
+      // An empty value is only logged by the broker, which then runs without one.
+      if (!value.empty() && !ParseExpiration(value, &config->persistent_client_expiration_s)) {
+        return bad(
+            "persistent_client_expiration needs a number and a unit h, d, w, m or y (e.g. 14d)");
+      }
+    } else if (key == "include_dir" && follow_includes) {
+      if (!IncludeDir(std::string(value), config, error)) return false;
+      current = config->listeners.empty() ? &default_listener : &config->listeners.back();
+    }
+  }
+  if (default_listener_used) {
+    if (default_listener.port == 0) default_listener.port = 1883;
+    config->listeners.insert(config->listeners.begin(), default_listener);
+  }
+  return true;
+}
+
+std::string BrokerConfig::PersistenceFilePath() const {
+  if (!persistence) return "";
+  if (persistence_location.empty()) return persistence_file;
+  return persistence_location + "/" + persistence_file;
+}
+
+bool ReadBrokerConfig(const std::string& path, BrokerConfig* config, std::string* error) {
+  std::string text;
+  if (!ReadFile(path, &text, error)) return false;
+  return ParseBrokerConfig(text, path, true, config, error);
+}
+
+std::string ConfigPathFromArguments(const std::vector<std::string>& arguments) {
+  for (std::size_t i = 1; i + 1 < arguments.size(); ++i) {
+    if (arguments[i] == "-c" || arguments[i] == "--config-file") return arguments[i + 1];
+  }
+  return "";
+}
+
+bool IsSameFile(const std::string& a, const std::string& b) { return Canonical(a) == Canonical(b); }
+
+namespace {
+
+bool HasOtherPlugin(const BrokerConfig& config, const std::string& own_plugin) {
+  return std::any_of(config.plugins.begin(), config.plugins.end(),
+                     [&](const std::string& plugin) { return !IsSameFile(plugin, own_plugin); });
+}
+
+}  // namespace
+
+const std::vector<std::pair<std::string, std::string>>* OptionsOfPlugin(
+    const BrokerConfig& config, const std::string& own_plugin) {
+  for (std::size_t i = 0; i < config.plugins.size(); ++i) {
+    if (IsSameFile(config.plugins[i], own_plugin)) return &config.plugin_options[i];
+  }
+  return nullptr;
+}
+
+bool HasOtherAuthSource(const BrokerConfig& config, const std::string& own_plugin) {
+  return config.password_file || HasOtherPlugin(config, own_plugin);
+}
+
+bool HasOtherAclSource(const BrokerConfig& config, const std::string& own_plugin) {
+  return config.acl_file || HasOtherPlugin(config, own_plugin);
+}
+
+}  // namespace mqc

@@ -1,0 +1,116 @@
+// The companion's model of one MQTT connection, open or recently closed: what the HTTP views
+// (KubeMQ endpoint, Connect ListConnections) show and what filters and orderings look at.
+// Plain values; the Registry owns them and hands out copies.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "link/topic_mapping.h"
+
+namespace mqc {
+
+// Enum numbers are the protobuf enum numbers of the rich API (orderBy sorts by them).
+// kOffline: a persistent session the broker keeps without a connection (no socket, no traffic).
+enum class ConnectionState : std::uint8_t {
+  kUnspecified = 0,
+  kOpen = 1,
+  kClosed = 2,
+  kOffline = 3,
+};
+
+enum class CloseReason : std::uint8_t {
+  kUnspecified = 0,
+  kClientDisconnect = 1,
+  kConnectionLost = 2,
+  kSessionTakenOver = 3,
+  kAuthenticationFailed = 4,
+  kKicked = 5,
+  kBrokerShutdown = 6,
+  kAccessRevoked = 7,  // a config reload withdrew the client's right to stay connected
+};
+
+enum class AuthMechanism : std::uint8_t {
+  kUnspecified = 0,
+  kAnonymous = 1,
+  kPassword = 2,
+  kMtls = 3,
+  kPsk = 4,
+  kEnhanced = 5,
+};
+
+enum class AuthState : std::uint8_t {
+  kUnspecified = 0,
+  kUnauthenticated = 1,
+  kSuccess = 2,
+  kFailure = 3,
+};
+
+struct Subscription {
+  std::string filter;  // as the client sent it, "$share/<group>/" included
+  int qos = 0;         // granted QoS
+  TopicMapping mapping;
+};
+
+struct RequestStatistics {
+  std::uint64_t publish_count = 0;
+  std::uint64_t publish_bytes = 0;
+  std::uint64_t deliver_count = 0;
+  std::uint64_t deliver_bytes = 0;
+  std::uint64_t request_count = 0;
+};
+
+struct TlsInfo {
+  bool enabled = false;
+  std::string tls_version;  // empty when unknown
+  std::string cipher;
+  std::string peer_certificate_subject;
+};
+
+struct AuthenticationInfo {
+  AuthMechanism mechanism = AuthMechanism::kUnspecified;
+  AuthState state = AuthState::kUnspecified;
+  std::string user_principal;
+  std::string method;  // MQTT 5 enhanced authentication method
+};
+
+struct Connection {
+  std::uint64_t seq = 0;  // broker-side sequence number: unique for the broker's lifetime
+  std::string uid;        // UUID4, "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx"
+  std::uint32_t node_id = 0;
+  ConnectionState state = ConnectionState::kUnspecified;
+  std::int64_t open_time_ns = 0;   // Unix time, nanoseconds; offline: since when
+  std::int64_t close_time_ns = 0;  // 0 while open
+  // Offline sessions: when the session expires by its own expiry interval; 0 unknown or never.
+  std::int64_t session_expiry_time_ns = 0;
+  CloseReason close_reason = CloseReason::kUnspecified;
+  std::string client_id;
+  std::string username;      // empty when the client sent none
+  int protocol_version = 0;  // 3, 4 or 5
+  bool clean_session = true;
+  int keep_alive = 0;  // seconds
+  std::string ip_address;
+  int port = 0;               // 0 when the broker could not tell the remote port
+  std::string listener_name;  // "mqtt:1883"; empty when unknown
+  TlsInfo tls;
+  AuthenticationInfo authentication;
+  std::vector<Subscription> subscriptions;
+  std::int64_t idle_ns = -1;  // time since the client last sent anything; -1 when unknown
+  RequestStatistics total_statistics;
+  RequestStatistics recent_statistics;  // the previous complete one-minute window
+};
+
+}  // namespace mqc
+
+namespace mqc {
+
+// Where the HTTP views get their data: a consistent copy of every connection the registry
+// knows (open and recently closed), taken under the registry's lock. Called on HTTP threads.
+class ConnectionSource {
+ public:
+  virtual ~ConnectionSource() = default;
+  virtual std::vector<Connection> Snapshot() const = 0;
+};
+
+}  // namespace mqc

@@ -1,0 +1,149 @@
+#include "link/plugin_options.h"
+
+#include <arpa/inet.h>
+
+#include <cctype>
+#include <cstdint>
+#include <functional>
+#include <string_view>
+
+#include "link/text_util.h"
+
+namespace mqc {
+
+namespace {
+
+std::string Quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+// mosquitto.conf has no end-of-line comments: the value is the rest of the line.
+std::string CommentHint(std::string_view value) {
+  return value.find('#') != std::string_view::npos
+             ? " (mosquitto.conf has no end-of-line comments: put the comment on its own line)"
+             : "";
+}
+
+bool ParseUnsigned(std::string_view value, std::uint64_t min, std::uint64_t max,
+                   std::uint64_t* out) {
+  if (value.empty() || value.size() > 20) return false;
+  std::uint64_t n = 0;
+  for (char c : value) {
+    if (c < '0' || c > '9') return false;
+    const auto digit = static_cast<std::uint64_t>(c - '0');
+    if (n > (UINT64_MAX - digit) / 10) return false;
+    n = n * 10 + digit;
+  }
+  if (n < min || n > max) return false;
+  *out = n;
+  return true;
+}
+
+struct OptionSpec {
+  const char* name;
+  const char* accepted;  // for the error line
+  std::function<bool(std::string_view, PluginOptions*)> apply;
+};
+
+std::function<bool(std::string_view, PluginOptions*)> UnsignedInto(
+    std::uint64_t min, std::uint64_t max, std::function<void(PluginOptions*, std::uint64_t)> set) {
+  return [=](std::string_view value, PluginOptions* options) {
+    std::uint64_t n = 0;
+    if (!ParseUnsigned(value, min, max, &n)) return false;
+    set(options, n);
+    return true;
+  };
+}
+
+const std::vector<OptionSpec>& Specs() {
+  static const std::vector<OptionSpec> specs = {
+      {"http_port", "a port number from 0 to 65535 (0 = any free port)",
+       UnsignedInto(0, 65535,
+                    [](PluginOptions* o, std::uint64_t n) { o->http_port = static_cast<int>(n); })},
+      {"http_bind", "an IPv4 or IPv6 address such as 127.0.0.1, 0.0.0.0, ::1 or ::",
+       [](std::string_view value, PluginOptions* o) {
+         const std::string address(value);
+         unsigned char buffer[16];
+         if (inet_pton(AF_INET, address.c_str(), buffer) != 1 &&
+             inet_pton(AF_INET6, address.c_str(), buffer) != 1) {
+           return false;
+         }
+         o->http_bind = address;
+         return true;
+       }},
+      {"node_id", "an integer from 0 to 2147483647",
+       UnsignedInto(
+           0, 2147483647,
+           [](PluginOptions* o, std::uint64_t n) { o->node_id = static_cast<std::uint32_t>(n); })},
+      {"default_pattern", "events, store or none",
+       [](std::string_view value, PluginOptions* o) {
+         if (value == "events") {
+           o->default_pattern = DefaultPattern::kEvents;
+         } else if (value == "store") {
+           o->default_pattern = DefaultPattern::kStore;
+         } else if (value == "none") {
+           o->default_pattern = DefaultPattern::kNone;
+         } else {
+           return false;
+         }
+         return true;
+       }},
+      {"closed_max", "an integer from 0 to 1000000 (0 = keep no closed connection)",
+       UnsignedInto(0, 1000000,
+                    [](PluginOptions* o, std::uint64_t n) {
+                      o->closed_max = static_cast<std::uint32_t>(n);
+                    })},
+      {"closed_ttl", "seconds, an integer from 1 to 604800",
+       UnsignedInto(1, 604800,
+                    [](PluginOptions* o, std::uint64_t n) {
+                      o->closed_ttl_s = static_cast<std::uint32_t>(n);
+                    })},
+      {"rpc_timeout", "seconds, an integer from 1 to 3600",
+       UnsignedInto(1, 3600,
+                    [](PluginOptions* o, std::uint64_t n) {
+                      o->rpc_timeout_s = static_cast<std::uint32_t>(n);
+                    })},
+      {"rpc_max_pending", "an integer from 1 to 1000000",
+       UnsignedInto(1, 1000000,
+                    [](PluginOptions* o, std::uint64_t n) {
+                      o->rpc_max_pending = static_cast<std::uint32_t>(n);
+                    })},
+      {"companion", "the absolute path of the companion executable",
+       [](std::string_view value, PluginOptions* o) {
+         if (value.empty() || value.front() != '/') return false;
+         o->companion_path = std::string(value);
+         return true;
+       }},
+  };
+  return specs;
+}
+
+}  // namespace
+
+bool ParsePluginOptions(const OptionPairs& pairs, PluginOptions* options, std::string* error) {
+  PluginOptions parsed;
+  for (const auto& [raw_key, raw_value] : pairs) {
+    const std::string_view key = Trim(raw_key);
+    const std::string_view value = Trim(raw_value);
+    const OptionSpec* spec = nullptr;
+    for (const auto& candidate : Specs()) {
+      if (key == candidate.name) spec = &candidate;
+    }
+    if (spec == nullptr) {
+      std::string known;
+      for (const auto& candidate : Specs()) {
+        known += known.empty() ? "" : ", ";
+        known += candidate.name;
+      }
+      *error = "unknown option plugin_opt_" + std::string(key) + " (known: " + known + ")";
+      return false;
+    }
+    if (!spec->apply(value, &parsed)) {
+      *error = "bad value " + Quoted(value) + " for plugin_opt_" + std::string(key) +
+               ": expected " + spec->accepted + CommentHint(value);
+      return false;
+    }
+  }
+  *options = parsed;
+  return true;
+}
+
+}  // namespace mqc

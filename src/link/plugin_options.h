@@ -1,0 +1,33 @@
+// The plugin's options (plugin_opt_<name> lines of mosquitto.conf), parsed and checked in one
+// place. The broker-side plugin parses them at init (a bad value stops the broker with a log line
+// naming the option); the companion receives the same key=value pairs and parses them again.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "link/topic_mapping.h"
+
+namespace mqc {
+
+struct PluginOptions {
+  int http_port = 8080;  // 0 = any free port (the chosen one is logged)
+  std::string http_bind = "127.0.0.1";
+  std::uint32_t node_id = 0;
+  DefaultPattern default_pattern = DefaultPattern::kEvents;
+  std::uint32_t closed_max = 1000;   // recently closed connections kept (0 = none)
+  std::uint32_t closed_ttl_s = 300;  // seconds a closed connection stays listed
+  std::uint32_t rpc_timeout_s = 30;
+  std::uint32_t rpc_max_pending = 1024;
+  std::string companion_path;  // empty: beside the plugin's .so
+};
+
+using OptionPairs = std::vector<std::pair<std::string, std::string>>;
+
+// Parses every pair; on the first unknown option or bad value returns false and sets *error to a
+// line naming the option, the value and what is accepted.
+bool ParsePluginOptions(const OptionPairs& pairs, PluginOptions* options, std::string* error);
+
+}  // namespace mqc

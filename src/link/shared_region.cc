@@ -1,0 +1,117 @@
+#include "link/shared_region.h"
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+
+namespace mqc {
+
+namespace {
+
+bool IsPowerOfTwo(std::uint64_t n) { return n >= 64 && (n & (n - 1)) == 0; }
+
+std::string Errno(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+
+}  // namespace
+
+SharedRegion::SharedRegion(int fd, bool owns_fd, void* base, std::size_t size)
+    : fd_(fd),
+      owns_fd_(owns_fd),
+      base_(base),
+      size_(size),
+      header_(static_cast<SharedHeader*>(base)) {}
+
+SharedRegion::~SharedRegion() {
+  if (base_ != nullptr) munmap(base_, size_);
+  if (owns_fd_ && fd_ >= 0) close(fd_);
+}
+
+std::uint8_t* SharedRegion::events_data() const {
+  return static_cast<std::uint8_t*>(base_) + header_->events_offset;
+}
+
+std::uint8_t* SharedRegion::commands_data() const {
+  return static_cast<std::uint8_t*>(base_) + header_->commands_offset;
+}
+
+ConnectionStatsSlot* SharedRegion::stats() const {
+  return reinterpret_cast<ConnectionStatsSlot*>(static_cast<std::uint8_t*>(base_) +
+                                                header_->stats_offset);
+}
+
+std::unique_ptr<SharedRegion> SharedRegion::Create(const SharedRegionSizes& sizes,
+                                                   std::string* error) {
+  if (!IsPowerOfTwo(sizes.events_capacity) || !IsPowerOfTwo(sizes.commands_capacity)) {
+    *error = "ring capacities must be powers of two of at least 64 bytes";
+    return nullptr;
+  }
+  const std::uint64_t events_offset = (sizeof(SharedHeader) + 4095) & ~std::uint64_t{4095};
+  const std::uint64_t commands_offset = events_offset + sizes.events_capacity;
+  const std::uint64_t stats_offset = commands_offset + sizes.commands_capacity;
+  const std::uint64_t total = stats_offset + sizes.stats_slots * sizeof(ConnectionStatsSlot);
+
+  const int fd = memfd_create("mosquitto_connections", MFD_CLOEXEC);
+  if (fd < 0) {
+    *error = Errno("memfd_create");
+    return nullptr;
+  }
+  if (ftruncate(fd, static_cast<off_t>(total)) != 0) {
+    *error = Errno("ftruncate");
+    close(fd);
+    return nullptr;
+  }
+  void* base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) {
+    *error = Errno("mmap");
+    close(fd);
+    return nullptr;
+  }
+  auto* header = new (base) SharedHeader();
+  header->total_size = total;
+  header->events_offset = events_offset;
+  header->events_capacity = sizes.events_capacity;
+  header->commands_offset = commands_offset;
+  header->commands_capacity = sizes.commands_capacity;
+  header->stats_offset = stats_offset;
+  header->stats_slots = sizes.stats_slots;
+  // The slots are zero pages of the memfd: an all-zero ConnectionStatsSlot is a valid free one.
+  return std::unique_ptr<SharedRegion>(new SharedRegion(fd, true, base, total));
+}
+
+std::unique_ptr<SharedRegion> SharedRegion::Attach(int fd, std::string* error) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    *error = Errno("fstat of the shared memory descriptor");
+    return nullptr;
+  }
+  const auto size = static_cast<std::size_t>(st.st_size);
+  if (size < sizeof(SharedHeader)) {
+    *error = "shared memory is smaller than its header";
+    return nullptr;
+  }
+  void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) {
+    *error = Errno("mmap of the shared memory");
+    return nullptr;
+  }
+  const auto* header = static_cast<const SharedHeader*>(base);
+  const bool valid =
+      header->magic == kSharedMagic && header->version == kSharedVersion &&
+      header->header_size == sizeof(SharedHeader) && header->total_size == size &&
+      IsPowerOfTwo(header->events_capacity) && IsPowerOfTwo(header->commands_capacity) &&
+      header->events_offset + header->events_capacity <= size &&
+      header->commands_offset + header->commands_capacity <= size &&
+      header->stats_offset + header->stats_slots * sizeof(ConnectionStatsSlot) <= size;
+  if (!valid) {
+    munmap(base, size);
+    *error = "shared memory has another layout (plugin and companion from different builds?)";
+    return nullptr;
+  }
+  return std::unique_ptr<SharedRegion>(new SharedRegion(fd, false, base, size));
+}
+
+}  // namespace mqc

@@ -1,0 +1,163 @@
+// The shared memory that joins the broker-side plugin and the companion process.
+//
+// The plugin creates it (an anonymous memfd, so nothing is left in /dev/shm after a crash),
+// maps it, and hands the descriptor to the companion, which maps the same pages. It outlives
+// companion restarts. Who writes what:
+//   broker thread: the events ring (producer), `broker`, `operations`, the stats slots
+//   companion:     the commands ring (producer), `companion`
+// Everything either side reads of the other is an atomic or published through a ring.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "link/event_ring.h"
+
+namespace mqc {
+
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
+              "shared counters must be lock-free to be shared between processes");
+
+inline constexpr std::uint64_t kSharedMagic = 0x6d71632d73686d31ULL;  // "mqc-shm1"
+inline constexpr std::uint32_t kSharedVersion = 6;
+
+// The companion's life cycle as the broker sees it.
+enum class CompanionState : std::uint32_t { kStarting = 0, kServing = 1, kFailed = 2 };
+
+// kubemq_mqtt_operations_total{operation,status}: the order of these enums is the order of the
+// counters in the shared region.
+enum class Operation : std::uint8_t {
+  kPublishEvents,
+  kPublishStore,
+  kPublishQueues,
+  kRpcCommand,
+  kRpcQuery,
+  kDeliverEvents,
+  kDeliverStore,
+  kDeliverQueues,
+  kRpcResponse,
+};
+enum class OperationStatus : std::uint8_t { kSuccess, kError, kDropped };
+inline constexpr std::size_t kOperationCount = 9;
+inline constexpr std::size_t kStatusCount = 3;
+
+// kubemq_mqtt_operation_duration_seconds: observed for rpc_command, rpc_query, rpc_response.
+inline constexpr std::size_t kDurationOperationCount = 3;  // in that order
+inline constexpr double kDurationBuckets[] = {0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+inline constexpr std::size_t kDurationBucketCount = 11;  // +Inf is the count
+
+// Everything below is written by the broker thread only, with a plain load and store (no
+// locked instruction: there is one writer), and read by the companion. Each value is one
+// aligned 64-bit word, so a read is never torn; a reader may see a histogram's buckets a few
+// observations apart from its count, which a scrape tolerates.
+struct SharedHistogram {
+  std::atomic<std::uint64_t> buckets[kDurationBucketCount + 1] = {};  // per bucket, not cumulative
+  std::atomic<std::uint64_t> sum_ns{0};
+  std::atomic<std::uint64_t> count{0};
+};
+
+struct BrokerCounters {
+  std::atomic<std::uint64_t> operations[kOperationCount][kStatusCount] = {};
+  SharedHistogram durations[kDurationOperationCount];
+  std::atomic<std::uint64_t> connects{0};          // accepted CONNECTs
+  std::atomic<std::uint64_t> connects_refused{0};  // refused CONNECTs
+  std::atomic<std::uint64_t> disconnects[8] = {};  // by CloseReason, kUnspecified included
+  std::atomic<std::uint64_t> received_messages{0};
+  std::atomic<std::uint64_t> received_bytes{0};  // PUBLISH payload bytes from clients
+  std::atomic<std::uint64_t> delivered_messages{0};
+  std::atomic<std::uint64_t> delivered_bytes{0};  // payload bytes queued to subscribers
+};
+
+// Per-connection traffic, in a slot the broker assigns at CONNECT (ConnectionEvent::stats_slot).
+// `seq` names the connection that owns the slot now. It is a seqlock: the broker exchanges it
+// to 0, resets the counters and then stores the new owner (release); a reader loads seq, the
+// counters and seq again, all with acquire, and trusts the counters only if both seq loads
+// equal its connection's.
+struct ConnectionStatsSlot {
+  std::atomic<std::uint64_t> seq{0};
+  std::atomic<std::uint64_t> publish_count{0};
+  std::atomic<std::uint64_t> publish_bytes{0};
+  std::atomic<std::uint64_t> deliver_count{0};
+  std::atomic<std::uint64_t> deliver_bytes{0};
+  std::atomic<std::uint64_t> request_count{0};
+  // From the socket's TCP_INFO, sampled by the broker thread when the companion asks:
+  // milliseconds since the client last sent data, as of idle_sampled_ns (Unix time).
+  std::atomic<std::uint64_t> idle_ms{0};
+  std::atomic<std::uint64_t> idle_sampled_ns{0};  // 0: never sampled
+};
+
+struct CompanionControl {
+  std::atomic<std::uint32_t> state{0};  // CompanionState
+  std::atomic<std::int32_t> http_port{0};
+  std::atomic<std::uint64_t> resync_requested{0};  // bumped to ask for a full resync
+  std::atomic<std::uint64_t> idle_requested{0};    // bumped to ask for fresh idle times
+  std::atomic<std::uint64_t> heartbeat{0};         // bumped by the companion's event loop
+  char failure[512] = {};  // why it failed; written before state becomes kFailed
+};
+
+struct BrokerControl {
+  std::atomic<std::uint64_t> resync_started{0};  // the last resync generation begun
+  std::atomic<std::uint64_t> events_lost{0};     // events dropped on a full ring
+  std::atomic<std::uint64_t> idle_sampled{0};  // the idle_requested value last answered
+};
+
+struct SharedHeader {
+  std::uint64_t magic = kSharedMagic;
+  std::uint32_t version = kSharedVersion;
+  std::uint32_t header_size = sizeof(SharedHeader);
+  std::uint64_t total_size = 0;
+  std::uint64_t events_offset = 0;
+  std::uint64_t events_capacity = 0;
+  std::uint64_t commands_offset = 0;
+  std::uint64_t commands_capacity = 0;
+  RingIndices events;
+  RingIndices commands;
+  alignas(64) CompanionControl companion;
+  alignas(64) BrokerControl broker;
+  alignas(64) BrokerCounters counters;
+  std::uint64_t stats_offset = 0;
+  std::uint64_t stats_slots = 0;
+};
+
+// Adds to a counter that only the broker thread writes: a plain load and store, no lock.
+inline void Bump(std::atomic<std::uint64_t>& counter, std::uint64_t by = 1) noexcept {
+  counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+}
+
+struct SharedRegionSizes {
+  std::uint64_t events_capacity = 16u << 20;   // power of two
+  std::uint64_t commands_capacity = 1u << 20;  // power of two
+  std::uint64_t stats_slots = 1u << 18;        // connections with traffic statistics at once
+};
+
+// A mapping of the region. Move-only; unmaps on destruction (the descriptor is owned apart).
+class SharedRegion {
+ public:
+  // Creates a new region in a memfd. On failure returns nullptr and sets *error.
+  static std::unique_ptr<SharedRegion> Create(const SharedRegionSizes& sizes, std::string* error);
+  // Maps a region created by another process; checks magic, version and sizes.
+  static std::unique_ptr<SharedRegion> Attach(int fd, std::string* error);
+
+  ~SharedRegion();
+  SharedRegion(const SharedRegion&) = delete;
+  SharedRegion& operator=(const SharedRegion&) = delete;
+
+  int fd() const { return fd_; }
+  SharedHeader* header() const { return header_; }
+  std::uint8_t* events_data() const;
+  std::uint8_t* commands_data() const;
+  ConnectionStatsSlot* stats() const;  // header()->stats_slots of them
+
+ private:
+  SharedRegion(int fd, bool owns_fd, void* base, std::size_t size);
+  int fd_;
+  bool owns_fd_;
+  void* base_;
+  std::size_t size_;
+  SharedHeader* header_;
+};
+
+}  // namespace mqc

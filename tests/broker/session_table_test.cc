@@ -1,0 +1,628 @@
+#include "broker/session_table.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace mqc {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+// Decodes every event into a short line, so that tests read like the event stream.
+class RecordingSink : public EventSink {
+ public:
+  bool Emit(EventType type, const std::string& payload) override {
+    if (refuse_after_ >= 0 && static_cast<int>(lines.size()) >= refuse_after_) return false;
+    if (room_ > 0) --room_;
+    switch (type) {
+      case EventType::kConnection: {
+        ConnectionEvent e;
+        EXPECT_TRUE(Decode(payload, &e));
+        connections.push_back(e);
+        lines.push_back((e.close_time_ns != 0 ? "refused " : "open ") + std::to_string(e.seq) +
+                        " " + e.client_id);
+        break;
+      }
+      case EventType::kClose: {
+        CloseEvent e;
+        EXPECT_TRUE(Decode(payload, &e));
+        closes.push_back(e);
+        lines.push_back("close " + std::to_string(e.seq) + " reason " +
+                        std::to_string(static_cast<int>(e.reason)));
+        break;
+      }
+      case EventType::kSubscribe:
+      case EventType::kUnsubscribe: {
+        SubscriptionEvent e;
+        EXPECT_TRUE(Decode(payload, &e));
+        lines.push_back(std::string(type == EventType::kSubscribe ? "sub " : "unsub ") +
+                        std::to_string(e.seq) + " " + e.filter + " " + std::to_string(e.qos));
+        break;
+      }
+      case EventType::kOfflineSession: {
+        OfflineSessionEvent e;
+        EXPECT_TRUE(Decode(payload, &e));
+        offline.push_back(e);
+        lines.push_back("offline " + std::to_string(e.seq) + " " + e.client_id);
+        break;
+      }
+      case EventType::kOfflineSessionEnd: {
+        OfflineSessionEndEvent e;
+        EXPECT_TRUE(Decode(payload, &e));
+        lines.push_back("offline-end " + std::to_string(e.seq));
+        break;
+      }
+      case EventType::kResyncBegin:
+      case EventType::kResyncEnd: {
+        ResyncEvent e;
+        EXPECT_TRUE(Decode(payload, &e));
+        lines.push_back(std::string(type == EventType::kResyncBegin ? "begin " : "end ") +
+                        std::to_string(e.generation));
+        break;
+      }
+      case EventType::kSettings:
+        lines.push_back("settings");
+        break;
+    }
+    return true;
+  }
+  bool Fits(const std::vector<std::size_t>& sizes) const override {
+    return room_ < 0 || static_cast<int>(sizes.size()) <= room_;
+  }
+  void RefuseAfter(int count) { refuse_after_ = count; }
+  void SetRoom(int records) { room_ = records; }
+
+  std::vector<std::string> lines;
+  std::vector<ConnectionEvent> connections;
+  std::vector<CloseEvent> closes;
+  std::vector<OfflineSessionEvent> offline;
+
+ private:
+  int refuse_after_ = -1;
+  int room_ = -1;  // records that fit at a time; -1: unlimited
+};
+
+ClientFacts Facts(const std::string& id, bool clean = true, std::uint8_t version = 4) {
+  ClientFacts facts;
+  facts.client_id = id;
+  facts.ip_address = "127.0.0.1";
+  facts.port = 50000;
+  facts.local_port = 1883;
+  facts.protocol_version = version;
+  facts.clean_session = clean;
+  facts.keep_alive = 60;
+  facts.mechanism = AuthMechanism::kAnonymous;
+  return facts;
+}
+
+class SessionTableTest : public ::testing::Test {
+ protected:
+  // Distinct addresses standing in for the broker's client pointers.
+  const void* const a_ = &slots_[0];
+  const void* const b_ = &slots_[1];
+  const void* const c_ = &slots_[2];
+  int slots_[3] = {};
+  RecordingSink sink_;
+  SessionTable table_{&sink_, 42};
+};
+
+TEST_F(SessionTableTest, AConnectIsAnnouncedOnlyOnceTheNextCallbackShowsItWasAccepted) {
+  ClientFacts facts = Facts("sensor-1");
+  facts.username = "alice";
+  facts.mechanism = AuthMechanism::kPassword;
+  table_.BeginConnect(a_, facts, 1000);
+  EXPECT_THAT(sink_.lines, IsEmpty());
+  table_.Settle();
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 sensor-1"));
+  const ConnectionEvent& e = sink_.connections.at(0);
+  EXPECT_EQ(e.open_time_ns, 1000);
+  EXPECT_EQ(e.close_time_ns, 0);
+  EXPECT_EQ(e.username, "alice");
+  EXPECT_EQ(e.port, 50000);
+  EXPECT_EQ(e.local_port, 1883);
+  EXPECT_EQ(e.protocol_version, 4);
+  EXPECT_EQ(e.keep_alive, 60);
+  EXPECT_EQ(e.auth_mechanism, AuthMechanism::kPassword);
+  EXPECT_EQ(e.auth_state, AuthState::kSuccess);
+  EXPECT_TRUE(table_.IsOpen(a_));
+}
+
+TEST_F(SessionTableTest, AnonymousAcceptedConnectionIsUnauthenticated) {
+  table_.BeginConnect(a_, Facts("anon"), 1);
+  table_.Settle();
+  EXPECT_EQ(sink_.connections.at(0).auth_state, AuthState::kUnauthenticated);
+}
+
+TEST_F(SessionTableTest, AUsernameNothingChecksIsUnauthenticated) {
+  ClientFacts facts = Facts("unchecked");
+  facts.username = "bob";
+  facts.mechanism = AuthMechanism::kPassword;
+  facts.credentials_checked = false;  // no password_file, no auth plugin: allow_anonymous decided
+  table_.BeginConnect(a_, facts, 1);
+  table_.Settle();
+  EXPECT_EQ(sink_.connections.at(0).auth_mechanism, AuthMechanism::kPassword);
+  EXPECT_EQ(sink_.connections.at(0).auth_state, AuthState::kUnauthenticated);
+}
+
+TEST_F(SessionTableTest, ARefusedConnectIsAClosedConnectionThatNeverOpened) {
+  table_.BeginConnect(a_, Facts("intruder"), 1000);
+  table_.Disconnect(a_, /*has_client_id=*/false, CloseReason::kUnspecified, 2000);
+  EXPECT_THAT(sink_.lines, ElementsAre("refused 1 intruder"));
+  const ConnectionEvent& e = sink_.connections.at(0);
+  EXPECT_EQ(e.auth_state, AuthState::kFailure);
+  EXPECT_EQ(e.close_reason, CloseReason::kAuthenticationFailed);
+  EXPECT_EQ(e.close_time_ns, 2000);
+  EXPECT_EQ(table_.open_count(), 0u);
+  table_.Settle();
+  EXPECT_EQ(sink_.lines.size(), 1u);
+}
+
+TEST_F(SessionTableTest, AcceptedAndGoneBeforeAnyOtherCallbackOpensThenCloses) {
+  table_.BeginConnect(a_, Facts("quick"), 1000);
+  table_.Disconnect(a_, /*has_client_id=*/true, CloseReason::kConnectionLost, 1500);
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 quick", "close 1 reason 2"));
+  EXPECT_EQ(table_.open_count(), 0u);
+}
+
+TEST_F(SessionTableTest, TwoConnectsInOneLoopSettleTheFirstAtTheSecond) {
+  table_.BeginConnect(a_, Facts("one"), 1);
+  table_.BeginConnect(b_, Facts("two"), 2);
+  table_.Settle();
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 one", "open 2 two"));
+}
+
+TEST_F(SessionTableTest, ATakeoverClosesTheOldConnectionBeforeAnnouncingTheNew) {
+  table_.BeginConnect(a_, Facts("dup"), 1);
+  table_.Settle();
+  table_.BeginConnect(b_, Facts("dup"), 2);
+  // Inside the new CONNECT the broker disconnects the old client: the old one is closed before
+  // the new one is announced, so no reader ever sees two with one client id.
+  table_.Disconnect(a_, true, CloseReason::kUnspecified, 3);
+  EXPECT_EQ(table_.open_count(), 0u);  // the new one is still inside its CONNECT
+  EXPECT_TRUE(table_.IsPending(b_));
+  table_.Settle();
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 dup", "close 1 reason 3", "open 2 dup"));
+  EXPECT_TRUE(table_.IsOpen(b_));
+  EXPECT_FALSE(table_.IsOpen(a_));
+}
+
+TEST_F(SessionTableTest, DropKeepsTheReasonItWasGiven) {
+  table_.BeginConnect(a_, Facts("x"), 1);
+  table_.Settle();
+  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 5);
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 x", "close 1 reason 1"));
+}
+
+TEST_F(SessionTableTest, DisconnectOfAnUnknownClientIsIgnored) {
+  table_.Disconnect(c_, true, CloseReason::kUnspecified, 5);
+  table_.Disconnect(c_, false, CloseReason::kUnspecified, 5);
+  EXPECT_THAT(sink_.lines, IsEmpty());
+}
+
+TEST_F(SessionTableTest, AReusedClientPointerIsANewConnection) {
+  table_.BeginConnect(a_, Facts("first"), 1);
+  table_.Settle();
+  table_.Disconnect(a_, true, CloseReason::kUnspecified, 2);
+  table_.BeginConnect(a_, Facts("second"), 3);
+  table_.Settle();
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 first", "close 1 reason 0", "open 2 second"));
+  EXPECT_NE(sink_.connections[0].uid, sink_.connections[1].uid);
+}
+
+TEST_F(SessionTableTest, SubscribeUpdatesQosInsteadOfDuplicatingAndUnsubscribeRemoves) {
+  table_.BeginConnect(a_, Facts("s"), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/a", 0);
+  table_.Subscribe(a_, "events/b", 1);
+  table_.Subscribe(a_, "events/a", 2);
+  table_.Subscribe(a_, "events/a", 2);  // no change, no event
+  table_.Unsubscribe(a_, "never/subscribed");
+  table_.Unsubscribe(a_, "events/b");
+  table_.Subscribe(c_, "unknown/client", 0);
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 s", "sub 1 events/a 0", "sub 1 events/b 1",
+                                       "sub 1 events/a 2", "unsub 1 events/b 1"));
+}
+
+TEST_F(SessionTableTest, AResumedPersistentSessionKeepsItsSubscriptions) {
+  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/x", 1);
+  table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
+  EXPECT_EQ(table_.offline_count(), 1u);
+  table_.BeginConnect(b_, Facts("p", false), 3);
+  table_.Disconnect(a_, true, CloseReason::kUnspecified, 3);  // the broker ends the offline client
+  table_.Settle();
+  // Offline in between (listed), gone before the connection that resumes it is announced.
+  EXPECT_THAT(sink_.lines,
+              ElementsAre("open 1 p", "sub 1 events/x 1", "close 1 reason 2", "offline 2 p",
+                          "sub 2 events/x 1", "offline-end 2", "open 3 p", "sub 3 events/x 1"));
+  EXPECT_EQ(table_.offline_count(), 0u);
+}
+
+TEST_F(SessionTableTest, WithoutTheBrokerResumingTheSessionNothingIsHandedOver) {
+  // MQTT 5 with session expiry 0: the broker dropped the session at disconnect.
+  table_.BeginConnect(a_, Facts("p5", false, 5), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/x", 1);
+  table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
+  table_.BeginConnect(b_, Facts("p5", false, 5), 3);
+  table_.Settle();
+  EXPECT_THAT(sink_.lines,
+              ElementsAre("open 1 p5", "sub 1 events/x 1", "close 1 reason 2", "offline 2 p5",
+                          "sub 2 events/x 1", "offline-end 2", "open 3 p5"));
+  EXPECT_EQ(table_.offline_count(), 0u);
+}
+
+TEST_F(SessionTableTest, ACleanReconnectForgetsTheOfflineSession) {
+  table_.BeginConnect(a_, Facts("p", false), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/x", 1);
+  table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
+  table_.BeginConnect(b_, Facts("p", /*clean=*/true), 3);
+  table_.Disconnect(a_, true, CloseReason::kUnspecified, 3);
+  table_.Settle();
+  EXPECT_THAT(sink_.lines,
+              ElementsAre("open 1 p", "sub 1 events/x 1", "close 1 reason 2", "offline 2 p",
+                          "sub 2 events/x 1", "offline-end 2", "open 3 p"));
+  EXPECT_EQ(table_.offline_count(), 0u);
+}
+
+TEST_F(SessionTableTest, ACleanMqtt311SessionIsNotKeptOffline) {
+  table_.BeginConnect(a_, Facts("c", true, 4), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/x", 1);
+  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2);
+  EXPECT_EQ(table_.offline_count(), 0u);
+}
+
+TEST_F(SessionTableTest, ATakeoverOfAPersistentSessionCarriesItsSubscriptions) {
+  table_.BeginConnect(a_, Facts("p", false), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "store/orders/#", 2);
+  table_.BeginConnect(b_, Facts("p", false), 2);
+  table_.Disconnect(a_, true, CloseReason::kUnspecified, 2);
+  table_.Settle();
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 p", "sub 1 store/orders/# 2", "close 1 reason 3",
+                                       "open 2 p", "sub 2 store/orders/# 2"));
+}
+
+TEST_F(SessionTableTest, OfflineSessionsAreBoundedOldestFirst) {
+  for (std::size_t i = 0; i < SessionTable::kMaxOfflineSessions + 5; ++i) {
+    table_.BeginConnect(a_, Facts("id-" + std::to_string(i), false), 1);
+    table_.Settle();
+    table_.Subscribe(a_, "t", 0);
+    table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
+  }
+  EXPECT_EQ(table_.offline_count(), SessionTable::kMaxOfflineSessions);
+  sink_.lines.clear();
+  // id-0 was evicted: no subscription handed over even though the broker resumes it.
+  table_.BeginConnect(b_, Facts("id-0", false), 3);
+  table_.Disconnect(a_, true, CloseReason::kUnspecified, 3);
+  table_.Settle();
+  ASSERT_EQ(sink_.lines.size(), 1u);
+  EXPECT_THAT(sink_.lines[0], ::testing::StartsWith("open "));
+}
+
+// As the persistence file reader returns them for tests/data/mosquitto-2.0.11.db.
+std::vector<PersistedSession> Restored() {
+  PersistedSession v4;
+  v4.client_id = "db-v4";
+  v4.username = "alice";
+  v4.session_expiry_interval = 0xffffffff;
+  v4.subscriptions = {{"events/a/#", 1, 0, 0}, {"queues/jobs", 2, 0, 0}};
+  PersistedSession v5;
+  v5.client_id = "db-v5";
+  v5.session_expiry_interval = 3600;
+  v5.session_expiry_time = 1796093116;
+  v5.subscriptions = {{"commands/door", 0, 7, 0}};
+  return {v4, v5};
+}
+
+TEST_F(SessionTableTest, RestoredSessionsAreListedAsOfflineWithTheirExpiry) {
+  table_.RestoreOffline(Restored(), 500);
+  EXPECT_THAT(sink_.lines, IsEmpty());  // before the companion: its first resync carries them
+  ASSERT_TRUE(table_.BeginFullState(1));
+  ASSERT_TRUE(table_.ContinueFullState());
+  std::set<std::string> middle(sink_.lines.begin() + 1, sink_.lines.end() - 1);
+  EXPECT_EQ(middle,
+            (std::set<std::string>{"offline 1 db-v4", "sub 1 events/a/# 1", "sub 1 queues/jobs 2",
+                                   "offline 2 db-v5", "sub 2 commands/door 0"}));
+  ASSERT_EQ(sink_.offline.size(), 2u);
+  if (sink_.offline[0].client_id != "db-v4") std::swap(sink_.offline[0], sink_.offline[1]);
+  EXPECT_EQ(sink_.offline[0].username, "alice");
+  EXPECT_EQ(sink_.offline[0].expiry_time_ns, 0);  // never expires
+  EXPECT_EQ(sink_.offline[0].since_ns, 500);
+  EXPECT_EQ(sink_.offline[0].protocol_version, 0);  // the file does not say
+  EXPECT_EQ(sink_.offline[1].expiry_time_ns, std::int64_t{1796093116} * 1000000000);
+  EXPECT_EQ(table_.offline_count(), 2u);
+}
+
+TEST_F(SessionTableTest, ARestoredSessionIsHandedToTheConnectionThatResumesIt) {
+  table_.RestoreOffline(Restored(), 500);
+  sink_.lines.clear();
+  // The broker's object of the restored session (never seen before) is disconnected inside
+  // the CONNECT that resumes it.
+  table_.BeginConnect(a_, Facts("db-v4", /*clean=*/false), 600);
+  table_.Disconnect(c_, true, CloseReason::kUnspecified, 600);
+  table_.Settle();
+  EXPECT_THAT(sink_.lines, ElementsAre("offline-end 1", "open 3 db-v4", "sub 3 events/a/# 1",
+                                       "sub 3 queues/jobs 2"));
+  EXPECT_EQ(table_.offline_count(), 1u);
+}
+
+TEST_F(SessionTableTest, ARestoredSessionReconnectingCleanHasNoSubscriptions) {
+  table_.RestoreOffline(Restored(), 500);
+  sink_.lines.clear();
+  table_.BeginConnect(a_, Facts("db-v5", /*clean=*/true, 5), 600);
+  table_.Disconnect(c_, true, CloseReason::kUnspecified, 600);
+  table_.Settle();
+  EXPECT_THAT(sink_.lines, ElementsAre("offline-end 2", "open 3 db-v5"));
+}
+
+TEST_F(SessionTableTest, OfflineDeliveriesToARestoredSessionUseItsSubscriptionQos) {
+  table_.RestoreOffline(Restored(), 500);
+  EXPECT_EQ(table_.OfflineQos(c_, "db-v4", "events/a/1"), 1);
+  EXPECT_EQ(table_.OfflineQos(c_, "db-v5", "commands/door"), 0);  // the broker drops it
+  EXPECT_EQ(table_.OfflineQos(c_, "unknown", "commands/door"), 2);
+}
+
+TEST_F(SessionTableTest, AnMqtt5CleanStartSessionIsKeptForAResumeButNotListed) {
+  // Its session expiry interval is invisible: it may or may not outlive the connection.
+  table_.BeginConnect(a_, Facts("v5c", /*clean=*/true, 5), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/x", 1);
+  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2);
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 v5c", "sub 1 events/x 1", "close 1 reason 1"));
+  EXPECT_EQ(table_.offline_count(), 1u);
+}
+
+TEST_F(SessionTableTest, AReloadRecheckingAnOfflineSessionIsNoConnect) {
+  table_.RestoreOffline(Restored(), 500);
+  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/x", 1);
+  table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
+  sink_.lines.clear();
+  // At SIGHUP the broker checks every client it holds again, those without a socket too.
+  for (const char* id : {"p", "db-v4"}) {
+    ClientFacts facts = Facts(id, false);
+    facts.has_socket = false;
+    table_.BeginConnect(id == std::string("p") ? a_ : c_, facts, 3);
+  }
+  table_.Settle();
+  EXPECT_THAT(sink_.lines, IsEmpty());
+  EXPECT_EQ(table_.offline_count(), 3u);
+  EXPECT_EQ(table_.open_count(), 0u);
+}
+
+TEST_F(SessionTableTest, PersistentClientExpirationEndsOfflineSessionsWhenTheBrokerDoes) {
+  constexpr std::int64_t kSecond = 1000000000;
+  table_.SetPersistentClientExpiration(3600);
+  table_.RestoreOffline(Restored(), 0);  // Mosquitto 2.0.11 never expires these
+  table_.BeginConnect(a_, Facts("v4", /*clean=*/false, 4), 0);
+  table_.Settle();
+  table_.Disconnect(a_, true, CloseReason::kConnectionLost, 100 * kSecond);
+  table_.BeginConnect(b_, Facts("v5", /*clean=*/false, 5), 0);
+  table_.Settle();
+  table_.Disconnect(b_, true, CloseReason::kConnectionLost, 200 * kSecond);
+  table_.BeginConnect(c_, Facts("back", /*clean=*/false, 4), 0);
+  table_.Settle();
+  table_.Disconnect(c_, true, CloseReason::kConnectionLost, 100 * kSecond);
+  ASSERT_EQ(sink_.offline.size(), 3u);
+  // An MQTT 3.1.1 session's expiry is exactly the broker's limit; an MQTT 5 one may be sooner.
+  EXPECT_EQ(sink_.offline[0].expiry_time_ns, 3700 * kSecond);
+  EXPECT_EQ(sink_.offline[1].expiry_time_ns, 0);
+  // "back" resumes before its time: nothing of it is left to expire.
+  table_.BeginConnect(a_, Facts("back", false), 150 * kSecond);
+  table_.Disconnect(c_, true, CloseReason::kUnspecified, 150 * kSecond);
+  table_.Settle();
+  sink_.lines.clear();
+  table_.ExpireOffline(3700 * kSecond);  // not yet past
+  EXPECT_THAT(sink_.lines, IsEmpty());
+  table_.ExpireOffline(3700 * kSecond + 1);
+  EXPECT_THAT(sink_.lines, ElementsAre("offline-end 4"));
+  table_.ExpireOffline(3800 * kSecond + 1);
+  EXPECT_THAT(sink_.lines, ElementsAre("offline-end 4", "offline-end 6"));
+  table_.ExpireOffline(std::int64_t{1} << 62);
+  EXPECT_EQ(sink_.lines.size(), 2u);
+  EXPECT_EQ(table_.offline_count(), 2u);  // the two restored sessions
+}
+
+TEST_F(SessionTableTest, FullStateListsOfflineSessionsWithTheirSubscriptions) {
+  table_.RestoreOffline(Restored(), 500);
+  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "store/s", 1);
+  table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
+  sink_.lines.clear();
+  ASSERT_TRUE(table_.BeginFullState(9));
+  ASSERT_TRUE(table_.ContinueFullState());
+  std::set<std::string> middle(sink_.lines.begin() + 1, sink_.lines.end() - 1);
+  EXPECT_EQ(middle,
+            (std::set<std::string>{"offline 1 db-v4", "sub 1 events/a/# 1", "sub 1 queues/jobs 2",
+                                   "offline 2 db-v5", "sub 2 commands/door 0", "offline 4 p",
+                                   "sub 4 store/s 1"}));
+}
+
+TEST_F(SessionTableTest, FullStateListsEveryOpenConnectionWithItsSubscriptions) {
+  table_.BeginConnect(a_, Facts("a"), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/1", 1);
+  table_.BeginConnect(b_, Facts("b"), 2);
+  table_.Settle();
+  table_.BeginConnect(c_, Facts("c"), 3);  // still pending: announced when settled
+  sink_.lines.clear();
+  ASSERT_TRUE(table_.BeginFullState(7));
+  ASSERT_TRUE(table_.ContinueFullState());
+  std::set<std::string> middle(sink_.lines.begin() + 1, sink_.lines.end() - 1);
+  EXPECT_EQ(sink_.lines.front(), "begin 7");
+  EXPECT_EQ(sink_.lines.back(), "end 7");
+  EXPECT_EQ(middle, (std::set<std::string>{"open 1 a", "sub 1 events/1 1", "open 2 b"}));
+}
+
+TEST_F(SessionTableTest, FullStateIsSpreadOverCallsWhenTheSinkHasLittleRoom) {
+  table_.BeginConnect(a_, Facts("a"), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/1", 1);  // a connection and its subscription go together
+  table_.BeginConnect(b_, Facts("b"), 2);
+  table_.Settle();
+  sink_.lines.clear();
+  sink_.SetRoom(1);
+  ASSERT_TRUE(table_.BeginFullState(3));
+  EXPECT_FALSE(table_.ContinueFullState());  // "a" needs room for two records
+  sink_.SetRoom(2);
+  EXPECT_FALSE(table_.ContinueFullState());  // "a" and its subscription fit, "b" does not
+  table_.Disconnect(b_, true, CloseReason::kClientDisconnect, 4);  // live events go on
+  sink_.SetRoom(-1);
+  EXPECT_TRUE(table_.ContinueFullState());
+  EXPECT_FALSE(table_.full_state_active());
+  EXPECT_EQ(sink_.lines.front(), "begin 3");
+  EXPECT_EQ(sink_.lines.back(), "end 3");
+  EXPECT_EQ(std::count(sink_.lines.begin(), sink_.lines.end(), "open 1 a"), 1);
+}
+
+TEST_F(SessionTableTest, FullStateReportsARefusingSink) {
+  table_.BeginConnect(a_, Facts("a"), 1);
+  table_.Settle();
+  sink_.lines.clear();
+  sink_.RefuseAfter(1);
+  ASSERT_TRUE(table_.BeginFullState(1));
+  EXPECT_FALSE(table_.ContinueFullState());
+  EXPECT_FALSE(table_.full_state_active());  // abandoned: it starts again with a new generation
+}
+
+TEST(SessionTableStatsTest, SlotsAreAssignedResetAndTheirTotalsTravelWithTheClose) {
+  RecordingSink sink;
+  ConnectionStatsSlot slots[1];
+  SessionTable table(&sink, 1, slots, 1);
+  int a = 0;
+  int b = 0;
+  table.BeginConnect(&a, Facts("a"), 1);
+  table.Settle();
+  ASSERT_EQ(sink.connections.at(0).stats_slot, 0u);
+  ASSERT_EQ(table.View(&a).stats, &slots[0]);
+  EXPECT_EQ(slots[0].seq.load(), sink.connections.at(0).seq);
+  Bump(slots[0].publish_count, 3);
+  Bump(slots[0].deliver_bytes, 40);
+  // The only slot is taken: a second connection has none, and is still open.
+  table.BeginConnect(&b, Facts("b"), 2);
+  table.Settle();
+  EXPECT_EQ(sink.connections.at(1).stats_slot, kNoStatsSlot);
+  EXPECT_TRUE(table.View(&b).open);
+  EXPECT_EQ(table.View(&b).stats, nullptr);
+  table.Disconnect(&a, true, CloseReason::kClientDisconnect, 3);
+  EXPECT_FALSE(table.View(&a).open);
+  ASSERT_EQ(sink.closes.size(), 1u);
+  EXPECT_EQ(sink.closes[0].totals.publish_count, 3u);
+  EXPECT_EQ(sink.closes[0].totals.deliver_bytes, 40u);
+  // The close carried the totals; the next connection gets the slot back, reset.
+  table.BeginConnect(&a, Facts("c"), 4);
+  table.Settle();
+  EXPECT_EQ(sink.connections.at(2).stats_slot, 0u);
+  EXPECT_EQ(slots[0].publish_count.load(), 0u);
+  EXPECT_EQ(slots[0].deliver_bytes.load(), 0u);
+  EXPECT_EQ(slots[0].seq.load(), sink.connections.at(2).seq);
+}
+
+// A reload (SIGHUP) re-runs BASIC_AUTH for every client the broker holds (docs/reload.md).
+TEST_F(SessionTableTest, AReloadRecheckOfAnOpenClientIsNotAConnect) {
+  table_.BeginConnect(a_, Facts("x"), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/x", 1);
+  table_.BeginReload();
+  EXPECT_TRUE(table_.reloading());
+  EXPECT_TRUE(table_.IsRecheck(a_, /*has_socket=*/true));
+  table_.EndReload();
+  EXPECT_FALSE(table_.reloading());
+  // Outside a reload too: an open client is never connecting again.
+  EXPECT_TRUE(table_.IsRecheck(a_, true));
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 x", "sub 1 events/x 1"));
+  EXPECT_EQ(table_.open_count(), 1u);
+  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 5);
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 x", "sub 1 events/x 1", "close 1 reason 1"));
+}
+
+TEST_F(SessionTableTest, AReloadRecheckOfAnOfflineSessionOpensNothing) {
+  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/x", 1);
+  table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
+  table_.BeginReload();
+  EXPECT_TRUE(table_.IsRecheck(a_, /*has_socket=*/false));
+  // The broker disconnects an offline session the reload no longer allows: nothing is open,
+  // and the session (which the broker keeps) stays listed as offline, announced once.
+  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 3);
+  table_.EndReload();
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 p", "sub 1 events/x 1", "close 1 reason 2",
+                                       "offline 2 p", "sub 2 events/x 1"));
+  EXPECT_EQ(table_.open_count(), 0u);
+}
+
+TEST_F(SessionTableTest, ANewClientWithASocketIsAConnectEvenDuringAReload) {
+  table_.BeginReload();
+  EXPECT_FALSE(table_.IsRecheck(a_, /*has_socket=*/true));
+  table_.EndReload();
+}
+
+TEST_F(SessionTableTest, ARecheckSettlesAPendingConnect) {
+  table_.BeginConnect(a_, Facts("x"), 1);
+  table_.Settle();
+  table_.BeginConnect(b_, Facts("y"), 2);
+  EXPECT_TRUE(table_.IsRecheck(a_, true));
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 x", "open 2 y"));
+}
+
+TEST_F(SessionTableTest, AClientClosedDuringAReloadIsRevokedAndOnlyThen) {
+  table_.BeginConnect(a_, Facts("x"), 1);
+  table_.BeginConnect(b_, Facts("y"), 1);
+  table_.BeginConnect(c_, Facts("z"), 1);
+  table_.BeginReload();  // settles y
+  EXPECT_TRUE(table_.IsRecheck(a_, true));
+  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2);  // what the broker state says
+  table_.EndReload();
+  table_.Disconnect(b_, true, CloseReason::kClientDisconnect, 3);
+  table_.Disconnect(c_, true, CloseReason::kConnectionLost, 3);
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 x", "open 2 y", "open 3 z", "close 1 reason 7",
+                                       "close 2 reason 1", "close 3 reason 2"));
+}
+
+TEST(SessionTableRevokeTest, ARevokedConnectionIsCountedUnderItsOwnReason) {
+  RecordingSink sink;
+  BrokerCounters counters;
+  SessionTable table(&sink, 1, nullptr, 0, &counters);
+  int a = 0;
+  table.BeginConnect(&a, Facts("a"), 1);
+  table.BeginReload();
+  EXPECT_TRUE(table.IsRecheck(&a, true));
+  table.Disconnect(&a, true, CloseReason::kClientDisconnect, 2);
+  table.EndReload();
+  EXPECT_EQ(counters.connects.load(), 1u);
+  EXPECT_EQ(counters.disconnects[static_cast<int>(CloseReason::kAccessRevoked)].load(), 1u);
+  EXPECT_EQ(counters.disconnects[static_cast<int>(CloseReason::kClientDisconnect)].load(), 0u);
+  EXPECT_EQ(table.open_count(), 0u);
+}
+
+TEST_F(SessionTableTest, UidsAreVersion4UuidsAndUnique) {
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {
+    table_.BeginConnect(a_, Facts("u"), i);
+    table_.Disconnect(a_, true, CloseReason::kUnspecified, i);
+  }
+  const std::regex uuid4("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
+  for (const auto& e : sink_.connections) {
+    const std::string text = FormatUuid(e.uid);
+    EXPECT_TRUE(std::regex_match(text, uuid4)) << text;
+    seen.insert(text);
+  }
+  EXPECT_EQ(seen.size(), 1000u);
+}
+
+}  // namespace
+}  // namespace mqc

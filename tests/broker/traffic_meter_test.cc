@@ -1,0 +1,217 @@
+#include "broker/traffic_meter.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "broker/rpc_tracker.h"
+
+namespace mqc {
+namespace {
+
+class FakeDetails : public PublishDetails {
+ public:
+  int ProtocolVersion() override { return version; }
+  bool ResponseTopic(std::string* topic) override {
+    if (!has_response) return false;
+    *topic = response_topic;
+    return true;
+  }
+  bool CorrelationData(std::string* data) override {
+    if (!has_correlation) return false;
+    *data = correlation;
+    return true;
+  }
+  std::int64_t MonotonicNs() override { return now; }
+
+  int version = 5;
+  bool has_response = false;
+  std::string response_topic;
+  bool has_correlation = false;
+  std::string correlation;
+  std::int64_t now = 0;
+};
+
+constexpr std::int64_t kMs = 1000000;
+
+class TrafficMeterTest : public ::testing::Test {
+ protected:
+  std::uint64_t Ops(Operation operation, OperationStatus status) const {
+    return counters_
+        .operations[static_cast<std::size_t>(operation)][static_cast<std::size_t>(status)]
+        .load();
+  }
+  std::uint64_t Total() const {
+    std::uint64_t total = 0;
+    for (const auto& row : counters_.operations) {
+      for (const auto& cell : row) total += cell.load();
+    }
+    return total;
+  }
+  const SharedHistogram& Histogram(std::size_t i) const { return counters_.durations[i]; }
+
+  BrokerCounters counters_;
+  RpcTracker::Options rpc_{1000 * kMs, 2};
+  TrafficMeter meter_{&counters_, DefaultPattern::kEvents, rpc_};
+  FakeDetails details_;
+  ConnectionStatsSlot stats_;
+  int requester_ = 0;
+  int responder_ = 0;
+};
+
+TEST_F(TrafficMeterTest, PublishesCountByPatternWithBytesAndPerConnectionStatistics) {
+  meter_.OnPublish(&requester_, &stats_, "events/a", 10, details_);
+  meter_.OnPublish(&requester_, &stats_, "site1/temp", 5, details_);  // default pattern events
+  meter_.OnPublish(&requester_, &stats_, "store/orders", 7, details_);
+  meter_.OnPublish(&requester_, &stats_, "queues/jobs", 1, details_);
+  meter_.OnPublish(&requester_, nullptr, "events//bad", 2, details_);  // invalid mapping
+  meter_.OnPublish(&requester_, &stats_, "$SYS/x", 3, details_);       // not KubeMQ traffic
+  EXPECT_EQ(Ops(Operation::kPublishEvents, OperationStatus::kSuccess), 2u);
+  EXPECT_EQ(Ops(Operation::kPublishEvents, OperationStatus::kError), 1u);
+  EXPECT_EQ(Ops(Operation::kPublishStore, OperationStatus::kSuccess), 1u);
+  EXPECT_EQ(Ops(Operation::kPublishQueues, OperationStatus::kSuccess), 1u);
+  EXPECT_EQ(Total(), 5u);
+  EXPECT_EQ(counters_.received_messages.load(), 6u);
+  EXPECT_EQ(counters_.received_bytes.load(), 28u);
+  EXPECT_EQ(stats_.publish_count.load(), 5u);
+  EXPECT_EQ(stats_.publish_bytes.load(), 26u);
+  EXPECT_EQ(stats_.request_count.load(), 5u);
+}
+
+TEST_F(TrafficMeterTest, DefaultPatternDecidesUnprefixedTopics) {
+  TrafficMeter store(&counters_, DefaultPattern::kStore, rpc_);
+  store.OnPublish(&requester_, nullptr, "site1/temp", 1, details_);
+  EXPECT_EQ(Ops(Operation::kPublishStore, OperationStatus::kSuccess), 1u);
+  TrafficMeter none(&counters_, DefaultPattern::kNone, rpc_);
+  none.OnPublish(&requester_, nullptr, "site1/temp", 1, details_);
+  EXPECT_EQ(Total(), 1u);
+}
+
+TEST_F(TrafficMeterTest, DeliveriesCountByPatternAndQos0ToAnOfflineSessionIsDropped) {
+  meter_.OnDeliver(&responder_, &stats_, true, "events/a", 4, 0, details_);
+  meter_.OnDeliver(&responder_, &stats_, true, "store/a", 4, 1, details_);
+  meter_.OnDeliver(&responder_, nullptr, false, "queues/a", 4, 1, details_);   // queued offline
+  meter_.OnDeliver(&responder_, nullptr, false, "events/a", 4, 0, details_);   // thrown away
+  meter_.OnDeliver(&responder_, &stats_, true, "commands/x", 4, 0, details_);  // no deliver op
+  EXPECT_EQ(Ops(Operation::kDeliverEvents, OperationStatus::kSuccess), 1u);
+  EXPECT_EQ(Ops(Operation::kDeliverEvents, OperationStatus::kDropped), 1u);
+  EXPECT_EQ(Ops(Operation::kDeliverStore, OperationStatus::kSuccess), 1u);
+  EXPECT_EQ(Ops(Operation::kDeliverQueues, OperationStatus::kSuccess), 1u);
+  EXPECT_EQ(Total(), 4u);
+  EXPECT_EQ(counters_.delivered_messages.load(), 4u);
+  EXPECT_EQ(stats_.deliver_count.load(), 3u);
+  EXPECT_EQ(stats_.deliver_bytes.load(), 12u);
+}
+
+TEST_F(TrafficMeterTest, CommandRoundTripCountsRequestResponseAndDelivery) {
+  details_.has_response = true;
+  details_.response_topic = "$reply/requester/1";
+  details_.has_correlation = true;
+  details_.correlation = "c-1";
+  details_.now = 0;
+  meter_.OnPublish(&requester_, nullptr, "commands/svc/reboot", 3, details_);
+  EXPECT_EQ(meter_.rpc().pending(), 1u);
+  // A publish on the response topic with another correlation is not the response.
+  details_.has_response = false;
+  details_.correlation = "other";
+  details_.now = 20 * kMs;
+  meter_.OnPublish(&responder_, nullptr, "$reply/requester/1", 2, details_);
+  EXPECT_EQ(Ops(Operation::kRpcCommand, OperationStatus::kSuccess), 0u);
+  details_.correlation = "c-1";
+  details_.now = 30 * kMs;
+  meter_.OnPublish(&responder_, nullptr, "$reply/requester/1", 2, details_);
+  EXPECT_EQ(Ops(Operation::kRpcCommand, OperationStatus::kSuccess), 1u);
+  // 30 ms falls in the 0.05 bucket (index 1).
+  EXPECT_EQ(Histogram(0).buckets[1].load(), 1u);
+  EXPECT_EQ(Histogram(0).count.load(), 1u);
+  EXPECT_EQ(Histogram(0).sum_ns.load(), static_cast<std::uint64_t>(30 * kMs));
+  // Delivery to someone else is not the response's delivery; to the requester it is.
+  details_.now = 200 * kMs;
+  meter_.OnDeliver(&responder_, nullptr, true, "$reply/requester/1", 2, 0, details_);
+  EXPECT_EQ(Ops(Operation::kRpcResponse, OperationStatus::kSuccess), 0u);
+  meter_.OnDeliver(&requester_, nullptr, true, "$reply/requester/1", 2, 0, details_);
+  EXPECT_EQ(Ops(Operation::kRpcResponse, OperationStatus::kSuccess), 1u);
+  EXPECT_EQ(Histogram(2).buckets[3].load(), 1u);  // 0.2 s -> le 0.25
+  EXPECT_EQ(meter_.rpc().pending(), 0u);
+}
+
+TEST_F(TrafficMeterTest, QueryWithoutCorrelationTakesTheNextPublishOnItsTopic) {
+  details_.has_response = true;
+  details_.response_topic = "events/answers";
+  meter_.OnPublish(&requester_, nullptr, "queries/svc/status", 1, details_);
+  details_.has_response = false;
+  details_.now = 70 * 1000 * kMs;  // 70 s: beyond every bound
+  meter_.OnPublish(&responder_, nullptr, "events/answers", 1, details_);
+  EXPECT_EQ(Ops(Operation::kRpcQuery, OperationStatus::kSuccess), 1u);
+  EXPECT_EQ(Ops(Operation::kPublishEvents, OperationStatus::kSuccess), 1u);  // also an event
+  EXPECT_EQ(Histogram(1).buckets[kDurationBucketCount].load(), 1u);          // +Inf only
+}
+
+TEST_F(TrafficMeterTest, RequestsThatKubeMqWouldDropAreErrors) {
+  details_.version = 4;  // MQTT 3.1.1 has no ResponseTopic
+  meter_.OnPublish(&requester_, nullptr, "commands/a", 1, details_);
+  details_.version = 5;
+  details_.has_response = false;  // MQTT 5 without one
+  meter_.OnPublish(&requester_, nullptr, "queries/a", 1, details_);
+  meter_.OnPublish(&requester_, nullptr, "commands//bad", 1, details_);
+  EXPECT_EQ(Ops(Operation::kRpcCommand, OperationStatus::kError), 2u);
+  EXPECT_EQ(Ops(Operation::kRpcQuery, OperationStatus::kError), 1u);
+  EXPECT_EQ(meter_.rpc().pending(), 0u);
+}
+
+TEST_F(TrafficMeterTest, TimeoutIsAnErrorAndBeyondMaxPendingIsDropped) {
+  details_.has_response = true;
+  details_.response_topic = "r/1";
+  for (int i = 0; i < 3; ++i) meter_.OnPublish(&requester_, nullptr, "commands/a", 1, details_);
+  EXPECT_EQ(meter_.rpc().pending(), 2u);
+  EXPECT_EQ(Ops(Operation::kRpcCommand, OperationStatus::kDropped), 1u);
+  meter_.OnTick(999 * kMs);
+  EXPECT_EQ(Ops(Operation::kRpcCommand, OperationStatus::kError), 0u);
+  meter_.OnTick(1000 * kMs);
+  EXPECT_EQ(Ops(Operation::kRpcCommand, OperationStatus::kError), 2u);
+  EXPECT_EQ(meter_.rpc().pending(), 0u);
+  EXPECT_FALSE(meter_.rpc().AwaitsTopic("r/1"));
+}
+
+TEST_F(TrafficMeterTest, ReloadedOptionsApplyFromTheNextMessageAndKeepPendingRequests) {
+  details_.has_response = true;
+  details_.response_topic = "r/1";
+  meter_.OnPublish(&requester_, nullptr, "site1/temp", 1, details_);  // classified, then cached
+  meter_.OnPublish(&requester_, nullptr, "commands/a", 1, details_);
+  meter_.SetOptions(DefaultPattern::kStore, RpcTracker::Options{10 * kMs, 3});
+  meter_.OnPublish(&requester_, nullptr, "site1/temp", 1, details_);
+  EXPECT_EQ(Ops(Operation::kPublishEvents, OperationStatus::kSuccess), 1u);
+  EXPECT_EQ(Ops(Operation::kPublishStore, OperationStatus::kSuccess), 1u);
+  for (int i = 0; i < 3; ++i) meter_.OnPublish(&requester_, nullptr, "commands/a", 1, details_);
+  EXPECT_EQ(meter_.rpc().pending(), 3u);  // the new max_pending
+  EXPECT_EQ(Ops(Operation::kRpcCommand, OperationStatus::kDropped), 1u);
+  meter_.OnTick(10 * kMs);  // the new timeout: every request, the one from before included
+  EXPECT_EQ(Ops(Operation::kRpcCommand, OperationStatus::kError), 3u);
+  EXPECT_EQ(meter_.rpc().pending(), 0u);
+}
+
+TEST_F(TrafficMeterTest, AResponseNeverRoutedToItsRequesterIsDroppedAtTheNextTick) {
+  details_.has_response = true;
+  details_.response_topic = "r/2";
+  meter_.OnPublish(&requester_, nullptr, "commands/a", 1, details_);
+  details_.has_response = false;
+  meter_.OnPublish(&responder_, nullptr, "r/2", 1, details_);
+  EXPECT_TRUE(meter_.rpc().AwaitsDelivery());
+  meter_.OnTick(1);
+  EXPECT_EQ(Ops(Operation::kRpcResponse, OperationStatus::kDropped), 1u);
+  EXPECT_FALSE(meter_.rpc().AwaitsDelivery());
+}
+
+TEST_F(TrafficMeterTest, HistogramBoundsAreInclusive) {
+  details_.has_response = true;
+  details_.response_topic = "r/3";
+  meter_.OnPublish(&requester_, nullptr, "commands/a", 1, details_);
+  details_.has_response = false;
+  details_.now = 10 * kMs;  // exactly 0.01 s: le="0.01"
+  meter_.OnPublish(&responder_, nullptr, "r/3", 1, details_);
+  EXPECT_EQ(Histogram(0).buckets[0].load(), 1u);
+}
+
+}  // namespace
+}  // namespace mqc

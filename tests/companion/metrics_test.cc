@@ -1,0 +1,457 @@
+#include "companion/metrics.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "companion/registry.h"
+#include "link/connection.h"
+#include "link/event_records.h"
+#include "link/shared_region.h"
+
+namespace mqc {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsSubsetOf;
+using ::testing::Not;
+using ::testing::UnorderedElementsAreArray;
+
+const char* const kOperations[] = {"publish_events", "publish_store",  "publish_queues",
+                                   "rpc_command",    "rpc_query",      "deliver_events",
+                                   "deliver_store",  "deliver_queues", "rpc_response"};
+const char* const kStatuses[] = {"success", "error", "dropped"};
+const char* const kBounds[] = {"0.01", "0.05", "0.1", "0.25", "0.5", "1",
+                               "2.5",  "5",    "10",  "30",   "60",  "+Inf"};
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// The sample lines of one series name (`name` or `name{...}`), comments left out.
+std::vector<std::string> Samples(const std::string& text, const std::string& name) {
+  std::vector<std::string> samples;
+  for (const std::string& line : Lines(text)) {
+    if (line.compare(0, name.size(), name) == 0 && line.size() > name.size() &&
+        (line[name.size()] == '{' || line[name.size()] == ' ')) {
+      samples.push_back(line);
+    }
+  }
+  return samples;
+}
+
+// name="value" pairs of a sample line, in order; empty for a line without labels.
+std::vector<std::pair<std::string, std::string>> LabelsOf(const std::string& line) {
+  std::vector<std::pair<std::string, std::string>> labels;
+  const std::size_t open = line.find('{');
+  if (open == std::string::npos) return labels;
+  std::size_t at = open + 1;
+  while (at < line.size() && line[at] != '}') {
+    const std::size_t equals = line.find("=\"", at);
+    const std::size_t close = line.find('"', equals + 2);
+    labels.emplace_back(line.substr(at, equals - at), line.substr(equals + 2, close - equals - 2));
+    at = close + 1;
+    if (at < line.size() && line[at] == ',') ++at;
+  }
+  return labels;
+}
+
+ConnectionEvent Open(std::uint64_t seq, const std::string& client_id) {
+  ConnectionEvent e;
+  e.seq = seq;
+  e.uid[0] = static_cast<std::uint8_t>(seq);
+  e.open_time_ns = 1;
+  e.client_id = client_id;
+  e.username = "user-" + client_id;
+  e.ip_address = "192.0.2.7";
+  e.port = 40000;
+  e.protocol_version = 5;
+  return e;
+}
+
+class MetricsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string error;
+    region_ = SharedRegion::Create(SharedRegionSizes{1 << 12, 1 << 12, 16}, &error);
+    ASSERT_NE(region_, nullptr) << error;
+    exporter_ = std::make_unique<MetricsExporter>(*region_->header(), registry_, 7);
+  }
+
+  BrokerCounters& counters() { return region_->header()->counters; }
+
+  template <typename Event>
+  void Apply(EventType type, const Event& event) {
+    std::string bytes;
+    Encode(event, &bytes);
+    ASSERT_TRUE(registry_.Apply(type, bytes, 10));
+  }
+  void Subscribe(std::uint64_t seq, const std::string& filter) {
+    Apply(EventType::kSubscribe, SubscriptionEvent{seq, 1, filter});
+  }
+
+  std::unique_ptr<SharedRegion> region_;
+  Registry registry_{
+      RegistryOptions{7, DefaultPattern::kEvents, 10, 1'000'000'000, {}, nullptr, 0}};
+  std::unique_ptr<MetricsExporter> exporter_;
+};
+
+TEST_F(MetricsTest, EveryFamilyHasItsTypeLine) {
+  exporter_->CountHttpRequest("/metrics", 200);  // a family without a series is not written
+  const std::map<std::string, std::string> types = {
+      {"kubemq_mqtt_connections", "gauge"},
+      {"kubemq_mqtt_operations_total", "counter"},
+      {"kubemq_mqtt_operation_duration_seconds", "histogram"},
+      {"kubemq_mqtt_connects_total", "counter"},
+      {"kubemq_mqtt_connects_refused_total", "counter"},
+      {"kubemq_mqtt_disconnects_total", "counter"},
+      {"kubemq_mqtt_subscriptions", "gauge"},
+      {"kubemq_mqtt_received_messages_total", "counter"},
+      {"kubemq_mqtt_received_bytes_total", "counter"},
+      {"kubemq_mqtt_delivered_messages_total", "counter"},
+      {"kubemq_mqtt_delivered_bytes_total", "counter"},
+      {"kubemq_mqtt_events_lost_total", "counter"},
+      {"kubemq_mqtt_http_requests_total", "counter"},
+      {"kubemq_mqtt_scrape_duration_seconds", "gauge"},
+  };
+  std::vector<std::string> expected_types;
+  for (const auto& [name, type] : types) expected_types.push_back("# TYPE " + name + " " + type);
+
+  const std::string text = exporter_->Render();
+  std::vector<std::string> type_lines;
+  std::vector<std::string> help_names;
+  for (const std::string& line : Lines(text)) {
+    if (line.rfind("# TYPE ", 0) == 0) type_lines.push_back(line);
+    if (line.rfind("# HELP ", 0) == 0) help_names.push_back(line.substr(7, line.find(' ', 7) - 7));
+  }
+  EXPECT_THAT(type_lines, UnorderedElementsAreArray(expected_types));
+  std::vector<std::string> names;
+  for (const auto& [name, type] : types) names.push_back(name);
+  EXPECT_THAT(help_names, UnorderedElementsAreArray(names));
+}
+
+TEST_F(MetricsTest, EveryOperationAndStatusIsPresentAtZero) {
+  std::vector<std::string> expected;
+  for (const char* operation : kOperations) {
+    for (const char* status : kStatuses) {
+      expected.push_back(std::string("kubemq_mqtt_operations_total{operation=\"") + operation +
+                         "\",status=\"" + status + "\"} 0");
+    }
+  }
+  EXPECT_THAT(Samples(exporter_->Render(), "kubemq_mqtt_operations_total"),
+              UnorderedElementsAreArray(expected));
+}
+
+TEST_F(MetricsTest, OperationsAreReadFromTheSharedCounters) {
+  const auto op = [](Operation o) { return static_cast<std::size_t>(o); };
+  const auto st = [](OperationStatus s) { return static_cast<std::size_t>(s); };
+  counters().operations[op(Operation::kPublishEvents)][st(OperationStatus::kSuccess)] = 12;
+  counters().operations[op(Operation::kDeliverStore)][st(OperationStatus::kDropped)] = 3;
+  counters().operations[op(Operation::kRpcResponse)][st(OperationStatus::kError)] = 1;
+  const auto samples = Samples(exporter_->Render(), "kubemq_mqtt_operations_total");
+  EXPECT_EQ(samples.size(), 27u);
+  EXPECT_THAT(
+      samples,
+      testing::IsSupersetOf({
+          "kubemq_mqtt_operations_total{operation=\"publish_events\",status=\"success\"} 12",
+          "kubemq_mqtt_operations_total{operation=\"deliver_store\",status=\"dropped\"} 3",
+          "kubemq_mqtt_operations_total{operation=\"rpc_response\",status=\"error\"} 1",
+          "kubemq_mqtt_operations_total{operation=\"publish_events\",status=\"error\"} 0",
+      }));
+}
+
+TEST_F(MetricsTest, DurationHistogramsHaveTheSpecBucketsForRpcOnly) {
+  const std::string text = exporter_->Render();
+  std::vector<std::string> expected;
+  for (const char* operation : {"rpc_command", "rpc_query", "rpc_response"}) {
+    for (const char* bound : kBounds) {
+      expected.push_back(std::string("kubemq_mqtt_operation_duration_seconds_bucket{operation=\"") +
+                         operation + "\",le=\"" + bound + "\"} 0");
+    }
+  }
+  EXPECT_THAT(Samples(text, "kubemq_mqtt_operation_duration_seconds_bucket"),
+              UnorderedElementsAreArray(expected));
+  EXPECT_THAT(Samples(text, "kubemq_mqtt_operation_duration_seconds_count"),
+              UnorderedElementsAreArray({
+                  "kubemq_mqtt_operation_duration_seconds_count{operation=\"rpc_command\"} 0",
+                  "kubemq_mqtt_operation_duration_seconds_count{operation=\"rpc_query\"} 0",
+                  "kubemq_mqtt_operation_duration_seconds_count{operation=\"rpc_response\"} 0",
+              }));
+  EXPECT_THAT(Samples(text, "kubemq_mqtt_operation_duration_seconds_sum"),
+              UnorderedElementsAreArray({
+                  "kubemq_mqtt_operation_duration_seconds_sum{operation=\"rpc_command\"} 0",
+                  "kubemq_mqtt_operation_duration_seconds_sum{operation=\"rpc_query\"} 0",
+                  "kubemq_mqtt_operation_duration_seconds_sum{operation=\"rpc_response\"} 0",
+              }));
+}
+
+TEST_F(MetricsTest, DurationBucketsAreCumulativeWithSumInSeconds) {
+  SharedHistogram& query = counters().durations[1];  // rpc_query
+  const std::uint64_t per_bucket[kDurationBucketCount + 1] = {1, 2, 0, 0, 3, 0, 0, 0, 0, 0, 1, 4};
+  for (std::size_t i = 0; i <= kDurationBucketCount; ++i) query.buckets[i] = per_bucket[i];
+  query.sum_ns = 212'500'000'000;  // 212.5 s
+  query.count = 11;
+  const std::string text = exporter_->Render();
+
+  const std::uint64_t cumulative[] = {1, 3, 3, 3, 6, 6, 6, 6, 6, 6, 7, 11};
+  std::vector<std::string> expected;
+  for (std::size_t i = 0; i < std::size(kBounds); ++i) {
+    expected.push_back(
+        std::string("kubemq_mqtt_operation_duration_seconds_bucket{operation=\"rpc_query\",le=\"") +
+        kBounds[i] + "\"} " + std::to_string(cumulative[i]));
+  }
+  std::vector<std::string> query_buckets;
+  for (const std::string& line : Samples(text, "kubemq_mqtt_operation_duration_seconds_bucket")) {
+    if (line.find("\"rpc_query\"") != std::string::npos) query_buckets.push_back(line);
+  }
+  EXPECT_THAT(query_buckets, testing::ElementsAreArray(expected));  // in bound order
+  EXPECT_THAT(
+      text,
+      HasSubstr("\nkubemq_mqtt_operation_duration_seconds_sum{operation=\"rpc_query\"} 212.5\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("\nkubemq_mqtt_operation_duration_seconds_count{operation=\"rpc_query\"} 11\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("\nkubemq_mqtt_operation_duration_seconds_count{operation=\"rpc_command\"} 0\n"));
+}
+
+// The broker writes a bucket and the count one after the other: a scrape between the two must
+// still show +Inf == _count >= every bucket.
+TEST_F(MetricsTest, DurationCountIsNeverBelowItsBuckets) {
+  SharedHistogram& command = counters().durations[0];
+  command.buckets[0] = 2;
+  command.count = 1;
+  const std::string text = exporter_->Render();
+  EXPECT_THAT(text, HasSubstr("\nkubemq_mqtt_operation_duration_seconds_bucket{operation=\""
+                              "rpc_command\",le=\"+Inf\"} 2\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("\nkubemq_mqtt_operation_duration_seconds_count{operation=\"rpc_command\"} 2\n"));
+
+  command.count = 5;  // the count ahead of its buckets: the count wins
+  EXPECT_THAT(exporter_->Render(),
+              HasSubstr("\nkubemq_mqtt_operation_duration_seconds_bucket{operation=\""
+                        "rpc_command\",le=\"+Inf\"} 5\n"));
+}
+
+TEST_F(MetricsTest, BrokerCountersAreExported) {
+  counters().connects = 40;
+  counters().connects_refused = 2;
+  counters().disconnects[static_cast<int>(CloseReason::kUnspecified)] = 1;
+  counters().disconnects[static_cast<int>(CloseReason::kClientDisconnect)] = 30;
+  counters().disconnects[static_cast<int>(CloseReason::kConnectionLost)] = 4;
+  counters().disconnects[static_cast<int>(CloseReason::kSessionTakenOver)] = 2;
+  counters().disconnects[static_cast<int>(CloseReason::kAuthenticationFailed)] = 0;
+  counters().disconnects[static_cast<int>(CloseReason::kKicked)] = 3;
+  counters().disconnects[static_cast<int>(CloseReason::kBrokerShutdown)] = 5;
+  counters().disconnects[static_cast<int>(CloseReason::kAccessRevoked)] = 7;
+  counters().received_messages = 100;
+  counters().received_bytes = 12345;
+  counters().delivered_messages = 200;
+  counters().delivered_bytes = 9'007'199'254'740'992;  // 2^53: exact in a double
+  region_->header()->broker.events_lost = 6;
+  const std::string text = exporter_->Render();
+
+  EXPECT_THAT(Samples(text, "kubemq_mqtt_connects_total"),
+              testing::ElementsAre("kubemq_mqtt_connects_total 40"));
+  EXPECT_THAT(Samples(text, "kubemq_mqtt_connects_refused_total"),
+              testing::ElementsAre("kubemq_mqtt_connects_refused_total 2"));
+  EXPECT_THAT(Samples(text, "kubemq_mqtt_disconnects_total"),
+              UnorderedElementsAreArray({
+                  "kubemq_mqtt_disconnects_total{reason=\"client_disconnect\"} 30",
+                  "kubemq_mqtt_disconnects_total{reason=\"connection_lost\"} 4",
+                  "kubemq_mqtt_disconnects_total{reason=\"session_taken_over\"} 2",
+                  "kubemq_mqtt_disconnects_total{reason=\"authentication_failed\"} 0",
+                  "kubemq_mqtt_disconnects_total{reason=\"kicked\"} 3",
+                  "kubemq_mqtt_disconnects_total{reason=\"broker_shutdown\"} 5",
+                  "kubemq_mqtt_disconnects_total{reason=\"access_revoked\"} 7",
+                  "kubemq_mqtt_disconnects_total{reason=\"unknown\"} 1",
+              }));
+  EXPECT_THAT(Samples(text, "kubemq_mqtt_received_messages_total"),
+              testing::ElementsAre("kubemq_mqtt_received_messages_total 100"));
+  EXPECT_THAT(Samples(text, "kubemq_mqtt_received_bytes_total"),
+              testing::ElementsAre("kubemq_mqtt_received_bytes_total 12345"));
+  EXPECT_THAT(Samples(text, "kubemq_mqtt_delivered_messages_total"),
+              testing::ElementsAre("kubemq_mqtt_delivered_messages_total 200"));
+  EXPECT_THAT(Samples(text, "kubemq_mqtt_delivered_bytes_total"),
+              testing::ElementsAre("kubemq_mqtt_delivered_bytes_total 9007199254740992"));
+  EXPECT_THAT(Samples(text, "kubemq_mqtt_events_lost_total"),
+              testing::ElementsAre("kubemq_mqtt_events_lost_total 6"));
+}
+
+TEST_F(MetricsTest, ConnectionsAndSubscriptionsComeFromTheRegistry) {
+  auto subscriptions = [this] { return Samples(exporter_->Render(), "kubemq_mqtt_subscriptions"); };
+  EXPECT_THAT(Samples(exporter_->Render(), "kubemq_mqtt_connections"),
+              testing::ElementsAre("kubemq_mqtt_connections 0"));
+  EXPECT_THAT(subscriptions(), UnorderedElementsAreArray({
+                                   "kubemq_mqtt_subscriptions{pattern=\"events\"} 0",
+                                   "kubemq_mqtt_subscriptions{pattern=\"store\"} 0",
+                                   "kubemq_mqtt_subscriptions{pattern=\"queues\"} 0",
+                                   "kubemq_mqtt_subscriptions{pattern=\"commands\"} 0",
+                                   "kubemq_mqtt_subscriptions{pattern=\"queries\"} 0",
+                                   "kubemq_mqtt_subscriptions{pattern=\"none\"} 0",
+                               }));
+
+  for (std::uint64_t seq = 1; seq <= 3; ++seq) {
+    Apply(EventType::kConnection, Open(seq, "client-" + std::to_string(seq)));
+  }
+  Subscribe(1, "events/site1/#");
+  Subscribe(1, "sensors/temperature");  // unprefixed: the default pattern, events
+  Subscribe(1, "$share/workers/queues/jobs");
+  Subscribe(2, "queues/jobs/email");
+  Subscribe(2, "commands/lights");
+  Subscribe(2, "$reply/client-2/+");
+  Subscribe(2, "store/orders");
+  Apply(EventType::kUnsubscribe, SubscriptionEvent{2, 0, "store/orders"});
+  Subscribe(3, "queries/stock");
+  CloseEvent close;
+  close.seq = 3;
+  close.close_time_ns = 20;
+  close.reason = CloseReason::kClientDisconnect;
+  Apply(EventType::kClose, close);
+
+  EXPECT_THAT(Samples(exporter_->Render(), "kubemq_mqtt_connections"),
+              testing::ElementsAre("kubemq_mqtt_connections 2"));
+  EXPECT_THAT(subscriptions(), UnorderedElementsAreArray({
+                                   "kubemq_mqtt_subscriptions{pattern=\"events\"} 2",
+                                   "kubemq_mqtt_subscriptions{pattern=\"store\"} 0",
+                                   "kubemq_mqtt_subscriptions{pattern=\"queues\"} 2",
+                                   "kubemq_mqtt_subscriptions{pattern=\"commands\"} 1",
+                                   "kubemq_mqtt_subscriptions{pattern=\"queries\"} 0",
+                                   "kubemq_mqtt_subscriptions{pattern=\"none\"} 1",
+                               }));
+}
+
+TEST_F(MetricsTest, ConnectionsHelpNamesTheNode) {
+  EXPECT_THAT(exporter_->Render(), HasSubstr("# HELP kubemq_mqtt_connections Open MQTT "
+                                             "connections on this node (node_id 7)"));
+}
+
+TEST(HttpPathLabelTest, OnlyServedPathsAreLabelValues) {
+  EXPECT_EQ(HttpPathLabel("/api/mqtt/connections"), "/api/mqtt/connections");
+  EXPECT_EQ(HttpPathLabel("/metrics"), "/metrics");
+  EXPECT_EQ(HttpPathLabel("/mqtt.connections.v1.ConnectionsService/ListConnections"),
+            "/mqtt.connections.v1.ConnectionsService/ListConnections");
+  EXPECT_EQ(HttpPathLabel("/mqtt.connections.v1.ConnectionsService/Kick"), "other");
+  EXPECT_EQ(HttpPathLabel("/metrics/"), "other");
+  EXPECT_EQ(HttpPathLabel("/METRICS"), "other");
+  EXPECT_EQ(HttpPathLabel(""), "other");
+}
+
+TEST_F(MetricsTest, HttpRequestsAreCountedByBoundedPathAndStatus) {
+  EXPECT_THAT(Samples(exporter_->Render(), "kubemq_mqtt_http_requests_total"), testing::IsEmpty());
+  exporter_->CountHttpRequest("/metrics", 200);
+  exporter_->CountHttpRequest("/metrics", 200);
+  exporter_->CountHttpRequest("/api/mqtt/connections", 400);
+  exporter_->CountHttpRequest("/mqtt.connections.v1.ConnectionsService/ListConnections", 200);
+  exporter_->CountHttpRequest("/mqtt.connections.v1.ConnectionsService/Kick", 501);
+  exporter_->CountHttpRequest("/client-secret-path", 404);
+  exporter_->CountHttpRequest("/wp-login.php", 404);
+  exporter_->CountHttpRequest("/metrics", 42);  // not an HTTP status: no series of its own
+  EXPECT_THAT(
+      Samples(exporter_->Render(), "kubemq_mqtt_http_requests_total"),
+      UnorderedElementsAreArray({
+          "kubemq_mqtt_http_requests_total{path=\"/metrics\",status=\"200\"} 2",
+          "kubemq_mqtt_http_requests_total{path=\"/api/mqtt/connections\",status=\"400\"} 1",
+          "kubemq_mqtt_http_requests_total{path=\"/mqtt.connections.v1.ConnectionsService/"
+          "ListConnections\",status=\"200\"} 1",
+          "kubemq_mqtt_http_requests_total{path=\"other\",status=\"501\"} 1",
+          "kubemq_mqtt_http_requests_total{path=\"other\",status=\"404\"} 2",
+          "kubemq_mqtt_http_requests_total{path=\"/metrics\",status=\"other\"} 1",
+      }));
+}
+
+TEST_F(MetricsTest, ScrapeDurationIsAGaugeOfThePreviousRender) {
+  exporter_->ObserveScrape(0.25);
+  EXPECT_THAT(Samples(exporter_->Render(), "kubemq_mqtt_scrape_duration_seconds"),
+              testing::ElementsAre("kubemq_mqtt_scrape_duration_seconds 0.25"));
+  // Now the render's own time, well under a second on any machine that runs these tests.
+  const auto samples = Samples(exporter_->Render(), "kubemq_mqtt_scrape_duration_seconds");
+  ASSERT_EQ(samples.size(), 1u);
+  const double seconds = std::stod(samples[0].substr(samples[0].find(' ') + 1));
+  EXPECT_GT(seconds, 0.0);
+  EXPECT_LT(seconds, 1.0);
+}
+
+TEST_F(MetricsTest, NoLabelHoldsAClientId) {
+  for (std::uint64_t seq = 1; seq <= 3; ++seq) {
+    Apply(EventType::kConnection, Open(seq, "secret-client-" + std::to_string(seq)));
+    Subscribe(seq, "events/secret-channel-" + std::to_string(seq));
+  }
+  exporter_->CountHttpRequest("/api/mqtt/connections?client_id=secret-client-1", 200);
+  exporter_->CountHttpRequest("/metrics", 200);
+  const std::string text = exporter_->Render();
+  EXPECT_THAT(text, Not(HasSubstr("secret")));
+  EXPECT_THAT(text, Not(HasSubstr("192.0.2.7")));
+
+  const std::set<std::string> allowed = {"operation", "status", "le", "reason", "pattern", "path"};
+  std::set<std::string> seen;
+  for (const std::string& line : Lines(text)) {
+    if (line.empty() || line[0] == '#') continue;
+    for (const auto& [name, value] : LabelsOf(line)) seen.insert(name);
+  }
+  EXPECT_THAT(seen, IsSubsetOf(allowed));
+  EXPECT_EQ(seen, allowed);  // the parser found every label name: it does parse
+}
+
+// Scrapes and request counts run on several HTTP threads while the broker writes the region
+// and the event thread feeds the registry (meant for -fsanitize=thread).
+TEST_F(MetricsTest, ScrapesRunConcurrentlyWithWritersAndEachOther) {
+  constexpr int kRequests = 2000;
+  std::atomic<bool> done{false};
+  std::vector<std::thread> threads;
+  threads.emplace_back([&] {  // the broker
+    while (!done.load()) {
+      Bump(counters().operations[0][0]);
+      Bump(counters().durations[2].buckets[3]);
+      Bump(counters().durations[2].count);
+      Bump(counters().durations[2].sum_ns, 200'000'000);
+    }
+  });
+  threads.emplace_back([&] {  // the event thread
+    for (std::uint64_t seq = 1; !done.load(); ++seq) {
+      std::string bytes;
+      Encode(Open(seq, "c"), &bytes);
+      registry_.Apply(EventType::kConnection, bytes, 10);
+      Encode(SubscriptionEvent{seq, 0, "queues/q"}, &bytes);
+      registry_.Apply(EventType::kSubscribe, bytes, 10);
+    }
+  });
+  for (int t = 0; t < 2; ++t) {  // HTTP threads
+    threads.emplace_back([&] {
+      for (int i = 0; i < kRequests; ++i) {
+        if (i % 100 == 0) {
+          EXPECT_THAT(exporter_->Render(), HasSubstr("kubemq_mqtt_connections "));
+        }
+        exporter_->CountHttpRequest("/api/mqtt/connections", 200);
+      }
+    });
+  }
+  threads[2].join();
+  threads[3].join();
+  done.store(true);
+  threads[0].join();
+  threads[1].join();
+  EXPECT_THAT(Samples(exporter_->Render(), "kubemq_mqtt_http_requests_total"),
+              testing::ElementsAre("kubemq_mqtt_http_requests_total{path=\"/api/mqtt/"
+                                   "connections\",status=\"200\"} " +
+                                   std::to_string(2 * kRequests)));
+}
+
+}  // namespace
+}  // namespace mqc

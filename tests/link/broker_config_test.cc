@@ -1,0 +1,165 @@
+#include "link/broker_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace mqc {
+namespace {
+
+BrokerConfig Parse(const std::string& text) {
+  BrokerConfig config;
+  std::string error;
+  EXPECT_TRUE(ParseBrokerConfig(text, "test.conf", true, &config, &error)) << error;
+  return config;
+}
+
+TEST(BrokerConfigTest, NoListenerMeansLocalOnlyAndAnonymousAllowed) {
+  const BrokerConfig config = Parse("# nothing\n\nplugin /x/mosquitto_connections.so\n");
+  EXPECT_TRUE(config.local_only);
+  EXPECT_TRUE(config.EffectiveAllowAnonymous());
+  EXPECT_FALSE(config.password_file);
+}
+
+TEST(BrokerConfigTest, AListenerWithoutAllowAnonymousRefusesAnonymous) {
+  const BrokerConfig config = Parse("listener 1883\n");
+  EXPECT_FALSE(config.local_only);
+  EXPECT_FALSE(config.EffectiveAllowAnonymous());
+  EXPECT_TRUE(Parse("listener 1883\nallow_anonymous true\n").EffectiveAllowAnonymous());
+  EXPECT_FALSE(Parse("port 1883\n").local_only);
+  EXPECT_FALSE(Parse("bind_address 127.0.0.1\n").local_only);
+}
+
+TEST(BrokerConfigTest, OtherAuthAndAclSources) {
+  const std::string own = "/usr/lib/mosquitto_connections.so";
+  EXPECT_FALSE(HasOtherAuthSource(Parse("plugin " + own + "\n"), own));
+  EXPECT_FALSE(HasOtherAclSource(Parse("plugin " + own + "\n"), own));
+  EXPECT_TRUE(HasOtherAuthSource(Parse("password_file /etc/p\n"), own));
+  EXPECT_FALSE(HasOtherAclSource(Parse("password_file /etc/p\n"), own));
+  EXPECT_TRUE(HasOtherAclSource(Parse("acl_file /etc/a\n"), own));
+  EXPECT_FALSE(HasOtherAuthSource(Parse("acl_file /etc/a\n"), own));
+  const BrokerConfig dynsec = Parse("plugin " + own + "\nplugin /usr/lib/dynamic-security.so\n");
+  EXPECT_TRUE(HasOtherAuthSource(dynsec, own));
+  EXPECT_TRUE(HasOtherAclSource(dynsec, own));
+  EXPECT_TRUE(HasOtherAuthSource(Parse("auth_plugin /x/old_auth.so\n"), own));
+}
+
+TEST(BrokerConfigTest, EachPluginKeepsTheOptionsWrittenAfterIt) {
+  const BrokerConfig config = Parse(
+      "plugin /x/other.so\nplugin_opt_a 1\n"
+      "plugin /x/mosquitto_connections.so\nplugin_opt_closed_max  5 \nauth_opt_default_pattern "
+      "store\nallow_anonymous true\n");
+  ASSERT_EQ(config.plugin_options.size(), 2u);
+  using Pairs = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(config.plugin_options[0], (Pairs{{"a", "1"}}));
+  EXPECT_EQ(config.plugin_options[1], (Pairs{{"closed_max", "5"}, {"default_pattern", "store"}}));
+  EXPECT_EQ(OptionsOfPlugin(config, "/nowhere/else.so"), nullptr);
+  BrokerConfig refused;
+  std::string error;
+  EXPECT_FALSE(ParseBrokerConfig("plugin_opt_a 1\n", "test.conf", true, &refused, &error));
+  EXPECT_THAT(error, ::testing::HasSubstr("test.conf:1"));
+}
+
+TEST(BrokerConfigTest, ListenersAndTheirSettings) {
+  const BrokerConfig config = Parse(
+      "listener 1883 127.0.0.1\n"
+      "listener 8883\n"
+      "certfile /c.pem\nkeyfile /k.pem\nrequire_certificate true\n"
+      "use_identity_as_username true\nmax_qos 1\n"
+      "listener 8083\nprotocol websockets\n");
+  ASSERT_EQ(config.listeners.size(), 3u);
+  EXPECT_EQ(config.listeners[0].port, 1883);
+  EXPECT_EQ(config.listeners[0].bind_address, "127.0.0.1");
+  EXPECT_FALSE(config.listeners[0].tls);
+  EXPECT_TRUE(config.listeners[1].tls);
+  EXPECT_TRUE(config.listeners[1].require_certificate);
+  EXPECT_TRUE(config.listeners[1].use_identity_as_username);
+  EXPECT_EQ(config.listeners[1].max_qos, 1);
+  EXPECT_EQ(config.listeners[2].protocol, "websockets");
+}
+
+TEST(BrokerConfigTest, BadBooleansAreRefusedWithFileAndLine) {
+  BrokerConfig config;
+  std::string error;
+  EXPECT_FALSE(
+      ParseBrokerConfig("listener 1\nallow_anonymous yes\n", "m.conf", true, &config, &error));
+  EXPECT_EQ(error, "m.conf:2: allow_anonymous needs true or false");
+  EXPECT_FALSE(ParseBrokerConfig("per_listener_settings 1\n", "m.conf", true, &config, &error));
+  EXPECT_THAT(error, ::testing::HasSubstr("per_listener_settings"));
+}
+
+TEST(BrokerConfigTest, PersistenceFileAsTheBrokerBuildsItsPath) {
+  EXPECT_FALSE(Parse("listener 1883\n").persistence);
+  EXPECT_EQ(Parse("persistence_location /var/lib/mosquitto/\n").PersistenceFilePath(), "");
+  EXPECT_EQ(Parse("persistence true\n").PersistenceFilePath(), "mosquitto.db");
+  // Debian's own configuration: Mosquitto joins the two with one more slash.
+  EXPECT_EQ(
+      Parse("persistence true\npersistence_location /var/lib/mosquitto/\n").PersistenceFilePath(),
+      "/var/lib/mosquitto//mosquitto.db");
+  EXPECT_EQ(Parse("retained_persistence true\npersistence_location /d\npersistence_file s.db\n")
+                .PersistenceFilePath(),
+            "/d/s.db");
+  BrokerConfig config;
+  std::string error;
+  EXPECT_FALSE(ParseBrokerConfig("persistence on\n", "m.conf", true, &config, &error));
+  EXPECT_EQ(error, "m.conf:1: persistence needs true or false");
+  EXPECT_FALSE(ParseBrokerConfig("persistence_file\n", "m.conf", true, &config, &error));
+  EXPECT_EQ(error, "m.conf:1: persistence_file needs a file name");
+  EXPECT_FALSE(ParseBrokerConfig("persistence_location\n", "m.conf", true, &config, &error));
+  EXPECT_EQ(error, "m.conf:1: persistence_location needs a folder");
+}
+
+TEST(BrokerConfigTest, PersistentClientExpirationInTheBrokersUnits) {
+  EXPECT_EQ(Parse("listener 1\n").persistent_client_expiration_s, 0);
+  EXPECT_EQ(Parse("persistent_client_expiration 2h\n").persistent_client_expiration_s, 7200);
+  EXPECT_EQ(Parse("persistent_client_expiration 14d\n").persistent_client_expiration_s, 14 * 86400);
+  EXPECT_EQ(Parse("persistent_client_expiration 1m\n").persistent_client_expiration_s, 30 * 86400);
+  EXPECT_EQ(Parse("persistent_client_expiration 1y\n").persistent_client_expiration_s, 365 * 86400);
+  for (const char* bad : {"persistent_client_expiration 10\n", "persistent_client_expiration 0d\n",
+                          "persistent_client_expiration d\n", "persistent_client_expiration x1d\n",
+                          "persistent_client_expiration 10s\n"}) {
+    BrokerConfig config;
+    std::string error;
+    EXPECT_FALSE(ParseBrokerConfig(bad, "m.conf", true, &config, &error)) << bad;
+    EXPECT_THAT(error, ::testing::HasSubstr("persistent_client_expiration needs")) << bad;
+  }
+}
+
+TEST(BrokerConfigTest, IncludeDirIsReadInAlphabeticalOrder) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("mqc-include-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "b.conf") << "allow_anonymous false\n";
+  std::ofstream(dir / "a.conf") << "allow_anonymous true\npassword_file /p\n";
+  std::ofstream(dir / "c.txt") << "acl_file /ignored\n";
+  const auto main_file = dir / "main.conf.main";
+  std::ofstream(main_file) << "listener 1883\ninclude_dir " << dir.string() << "\n";
+  BrokerConfig config;
+  std::string error;
+  ASSERT_TRUE(ReadBrokerConfig(main_file.string(), &config, &error)) << error;
+  EXPECT_TRUE(config.password_file);
+  EXPECT_FALSE(config.acl_file);
+  EXPECT_EQ(config.allow_anonymous, false);  // b.conf after a.conf
+  std::filesystem::remove_all(dir);
+}
+
+TEST(BrokerConfigTest, MissingFileIsAnError) {
+  BrokerConfig config;
+  std::string error;
+  EXPECT_FALSE(ReadBrokerConfig("/nonexistent/mosquitto.conf", &config, &error));
+  EXPECT_THAT(error, ::testing::HasSubstr("/nonexistent/mosquitto.conf"));
+}
+
+TEST(BrokerConfigTest, ConfigPathComesFromDashC) {
+  EXPECT_EQ(ConfigPathFromArguments({"/usr/sbin/mosquitto", "-c", "/etc/m.conf"}), "/etc/m.conf");
+  EXPECT_EQ(ConfigPathFromArguments({"mosquitto", "-v", "--config-file", "x.conf"}), "x.conf");
+  EXPECT_EQ(ConfigPathFromArguments({"mosquitto", "-c"}), "");
+  EXPECT_EQ(ConfigPathFromArguments({"mosquitto"}), "");
+}
+
+}  // namespace
+}  // namespace mqc

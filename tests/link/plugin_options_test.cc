@@ -1,0 +1,106 @@
+#include "link/plugin_options.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace mqc {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(PluginOptionsTest, DefaultsMatchTheContract) {
+  PluginOptions options;
+  std::string error;
+  ASSERT_TRUE(ParsePluginOptions({}, &options, &error));
+  EXPECT_EQ(options.http_port, 8080);
+  EXPECT_EQ(options.http_bind, "127.0.0.1");
+  EXPECT_EQ(options.node_id, 0u);
+  EXPECT_EQ(options.default_pattern, DefaultPattern::kEvents);
+  EXPECT_EQ(options.closed_max, 1000u);
+  EXPECT_EQ(options.closed_ttl_s, 300u);
+  EXPECT_EQ(options.rpc_timeout_s, 30u);
+  EXPECT_EQ(options.rpc_max_pending, 1024u);
+}
+
+TEST(PluginOptionsTest, EveryOptionIsParsed) {
+  PluginOptions options;
+  std::string error;
+  ASSERT_TRUE(ParsePluginOptions({{"http_port", "0"},
+                                  {"http_bind", "::1"},
+                                  {"node_id", "7"},
+                                  {"default_pattern", "none"},
+                                  {"closed_max", "0"},
+                                  {"closed_ttl", "60"},
+                                  {"rpc_timeout", "5"},
+                                  {"rpc_max_pending", "10"},
+                                  {"companion", "/opt/x/companion"}},
+                                 &options, &error))
+      << error;
+  EXPECT_EQ(options.http_port, 0);
+  EXPECT_EQ(options.http_bind, "::1");
+  EXPECT_EQ(options.node_id, 7u);
+  EXPECT_EQ(options.default_pattern, DefaultPattern::kNone);
+  EXPECT_EQ(options.closed_max, 0u);
+  EXPECT_EQ(options.closed_ttl_s, 60u);
+  EXPECT_EQ(options.rpc_timeout_s, 5u);
+  EXPECT_EQ(options.rpc_max_pending, 10u);
+  EXPECT_EQ(options.companion_path, "/opt/x/companion");
+}
+
+TEST(PluginOptionsTest, SurroundingSpaceIsIgnored) {
+  PluginOptions options;
+  std::string error;
+  ASSERT_TRUE(ParsePluginOptions({{"http_port", " 9090  "}, {"default_pattern", "store\t"}},
+                                 &options, &error));
+  EXPECT_EQ(options.http_port, 9090);
+  EXPECT_EQ(options.default_pattern, DefaultPattern::kStore);
+}
+
+struct BadOption {
+  const char* key;
+  const char* value;
+  const char* message_part;
+};
+
+TEST(PluginOptionsTest, BadValuesAreRefusedNamingOptionValueAndWhatIsAccepted) {
+  const BadOption cases[] = {
+      {"http_port", "65536", "from 0 to 65535"},
+      {"http_port", "-1", "from 0 to 65535"},
+      {"http_port", "80a", "bad value '80a' for plugin_opt_http_port"},
+      {"http_port", "", "bad value '' for plugin_opt_http_port"},
+      {"http_port", "8080 # default", "no end-of-line comments"},
+      {"http_port", "99999999999999999999999", "from 0 to 65535"},
+      {"http_bind", "localhost", "IPv4 or IPv6 address"},
+      {"http_bind", "300.1.1.1", "IPv4 or IPv6 address"},
+      {"node_id", "2147483648", "from 0 to 2147483647"},
+      {"default_pattern", "queues", "events, store or none"},
+      {"default_pattern", "Events", "events, store or none"},
+      {"closed_max", "1000001", "from 0 to 1000000"},
+      {"closed_ttl", "0", "from 1 to 604800"},
+      {"rpc_timeout", "0", "from 1 to 3600"},
+      {"rpc_max_pending", "0", "from 1 to 1000000"},
+      {"companion", "relative/path", "absolute path"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(c.key) + "=" + c.value);
+    PluginOptions options;
+    options.http_port = 1234;
+    std::string error;
+    EXPECT_FALSE(ParsePluginOptions({{c.key, c.value}}, &options, &error));
+    EXPECT_THAT(error, HasSubstr(std::string("plugin_opt_") + c.key));
+    EXPECT_THAT(error, HasSubstr(c.message_part));
+    EXPECT_EQ(options.http_port, 1234);  // untouched on error
+  }
+}
+
+TEST(PluginOptionsTest, UnknownOptionIsRefusedWithTheKnownOnes) {
+  PluginOptions options;
+  std::string error;
+  EXPECT_FALSE(ParsePluginOptions({{"http_prot", "8080"}}, &options, &error));
+  EXPECT_THAT(error, HasSubstr("unknown option plugin_opt_http_prot"));
+  EXPECT_THAT(error, HasSubstr("http_port"));
+  EXPECT_THAT(error, HasSubstr("rpc_max_pending"));
+}
+
+}  // namespace
+}  // namespace mqc

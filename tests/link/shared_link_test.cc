@@ -1,0 +1,137 @@
+// The two ends of the shared region in one process: what the broker thread writes reaches the
+// Registry, a full ring loses nothing for good (a resync repairs it), and log lines come back.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "broker/broker_link.h"
+#include "broker/session_table.h"
+#include "companion/companion_link.h"
+#include "companion/registry.h"
+#include "link/shared_region.h"
+
+namespace mqc {
+namespace {
+
+ClientFacts Facts(const std::string& id) {
+  ClientFacts facts;
+  facts.client_id = id;
+  facts.ip_address = "127.0.0.1";
+  facts.protocol_version = 5;
+  facts.mechanism = AuthMechanism::kAnonymous;
+  return facts;
+}
+
+class SharedLinkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string error;
+    SharedRegionSizes sizes;
+    sizes.events_capacity = 4096;  // small, to fill it
+    sizes.commands_capacity = 4096;
+    region_ = SharedRegion::Create(sizes, &error);
+    ASSERT_TRUE(region_) << error;
+    broker_ = std::make_unique<BrokerLink>(region_.get());
+    table_ = std::make_unique<SessionTable>(broker_.get(), 1);
+    companion_ = std::make_unique<CompanionLink>(region_.get());
+  }
+  std::vector<std::string> OpenIds() {
+    std::vector<std::string> ids;
+    for (const auto& c : registry_.Snapshot()) {
+      if (c.state == ConnectionState::kOpen) ids.push_back(c.client_id);
+    }
+    std::sort(ids.begin(), ids.end());
+    return ids;
+  }
+  void Connect(const void* client, const std::string& id) {
+    table_->BeginConnect(client, Facts(id), 1);
+    table_->Settle();
+  }
+
+  std::unique_ptr<SharedRegion> region_;
+  std::unique_ptr<BrokerLink> broker_;
+  std::unique_ptr<SessionTable> table_;
+  std::unique_ptr<CompanionLink> companion_;
+  Registry registry_{RegistryOptions{}};
+  int clients_[200] = {};
+};
+
+TEST_F(SharedLinkTest, ACompanionStartingLateGetsTheWholeStateByResync) {
+  Connect(&clients_[0], "early");
+  companion_->Begin();  // skips what it missed, asks for a resync
+  EXPECT_TRUE(broker_->ResyncStep(table_.get()));
+  Connect(&clients_[1], "later");
+  companion_->Poll(&registry_, 0);
+  EXPECT_TRUE(registry_.synced());
+  EXPECT_THAT(OpenIds(), ::testing::ElementsAre("early", "later"));
+  // Nothing more is due until asked again.
+  const std::uint64_t started = region_->header()->broker.resync_started.load();
+  EXPECT_TRUE(broker_->ResyncStep(table_.get()));
+  EXPECT_EQ(region_->header()->broker.resync_started.load(), started);
+}
+
+TEST_F(SharedLinkTest, AFullRingNeverBlocksAndTheLossIsRepairedByAResync) {
+  companion_->Begin();
+  ASSERT_TRUE(broker_->ResyncStep(table_.get()));
+  companion_->Poll(&registry_, 0);
+  // The companion stalls while 200 clients connect: the ring overflows.
+  for (int i = 0; i < 200; ++i) Connect(&clients_[i], "client-" + std::to_string(i));
+  EXPECT_GT(broker_->events_lost(), 0u);
+  for (int i = 0; i < 100; ++i) {
+    table_->Disconnect(&clients_[i], true, CloseReason::kClientDisconnect, 2);
+  }
+  // The companion catches up on what did fit, then the next TICK's resync repairs the rest;
+  // a resync that does not fit yet is tried again after the companion has read more.
+  bool repaired = false;
+  for (int tick = 0; tick < 100 && !repaired; ++tick) {
+    companion_->Poll(&registry_, 0);
+    repaired = broker_->ResyncStep(table_.get());
+  }
+  ASSERT_TRUE(repaired);
+  companion_->Poll(&registry_, 0);
+  const auto ids = OpenIds();
+  ASSERT_EQ(ids.size(), 100u);
+  EXPECT_EQ(ids.front(), "client-100");
+  EXPECT_EQ(ids.back(), "client-199");
+}
+
+TEST_F(SharedLinkTest, LogLinesComeBackToTheBrokerInOrder) {
+  EXPECT_TRUE(companion_->Log(LogLevel::kWarning, "first"));
+  EXPECT_TRUE(companion_->Log(LogLevel::kError, "second"));
+  std::vector<std::string> lines;
+  broker_->DrainCommands([&](const LogCommand& c) {
+    lines.push_back(std::to_string(static_cast<int>(c.level)) + " " + c.text);
+  });
+  EXPECT_THAT(lines, ::testing::ElementsAre("4 mosquitto_connections: first",
+                                            "8 mosquitto_connections: second"));
+}
+
+TEST_F(SharedLinkTest, ACompanionReportsServingOrFailure) {
+  companion_->ReportServing(18080);
+  EXPECT_EQ(region_->header()->companion.state.load(),
+            static_cast<std::uint32_t>(CompanionState::kServing));
+  EXPECT_EQ(region_->header()->companion.http_port.load(), 18080);
+  companion_->ReportFailed(std::string(2000, 'x'));  // longer than the slot: cut, terminated
+  EXPECT_EQ(std::string(region_->header()->companion.failure).size(), 511u);
+}
+
+TEST(SharedRegionTest, AttachChecksTheLayout) {
+  std::string error;
+  auto region = SharedRegion::Create(SharedRegionSizes{}, &error);
+  ASSERT_TRUE(region) << error;
+  auto attached = SharedRegion::Attach(region->fd(), &error);
+  ASSERT_TRUE(attached) << error;
+  EXPECT_EQ(attached->header()->events_capacity, region->header()->events_capacity);
+  region->header()->version = 99;
+  EXPECT_FALSE(SharedRegion::Attach(region->fd(), &error));
+  EXPECT_THAT(error, ::testing::HasSubstr("another layout"));
+  SharedRegionSizes bad;
+  bad.events_capacity = 1000;
+  EXPECT_FALSE(SharedRegion::Create(bad, &error));
+}
+
+}  // namespace
+}  // namespace mqc
