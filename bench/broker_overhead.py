@@ -101,7 +101,8 @@ def callgrind_instructions(with_plugin, messages, subscribers, payload_file, wor
     raise RuntimeError(f"no totals in {out}")
 
 
-def instructions_per_delivery(with_plugin, messages, subscribers, payload, workdir, acl_file):
+def instructions_per_delivery(with_plugin, messages, subscribers, payload, workdir,
+                              acl_file=False):
     """The difference between a run with 2N messages and one with N cancels start-up and
     shutdown: what remains is the cost of N messages delivered to every subscriber."""
     small = os.path.join(workdir, "payload-n")
