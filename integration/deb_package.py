@@ -123,9 +123,9 @@ class DebPackageTest(unittest.TestCase):
         self.extract()
         files = sorted(os.path.relpath(os.path.join(folder, f), self.root)
                        for folder, _, names in os.walk(self.root) for f in names)
-        self.assertEqual(files, [PLUGIN_DIR.lstrip("/") + "/mosquitto_connections.so",
-                                 PLUGIN_DIR.lstrip("/") + "/mosquitto_connections_companion",
-                                 "usr/bin/mosquitto-connections"])
+        self.assertEqual(files, sorted([PLUGIN_DIR.lstrip("/") + "/mosquitto_connections.so",
+                                        PLUGIN_DIR.lstrip("/") + "/mosquitto_connections_companion",
+                                        "usr/bin/mosquitto-connections"]))
         companion = os.stat(self.root + PLUGIN_DIR + "/mosquitto_connections_companion")
         self.assertTrue(companion.st_mode & 0o111, "the companion is executable")
         cli = self.root + "/usr/bin/mosquitto-connections"

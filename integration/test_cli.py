@@ -95,6 +95,11 @@ class TwoBrokersTest(unittest.TestCase):
         result = run_cli("list", *self.urls())
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(result.stderr, "")
+        # Flags before the command count too, also joined with those after it.
+        before = run_cli("--url", url(self.one), "list", "--url", url(self.two))
+        self.assertEqual(before.returncode, 0, before.stderr)
+        self.assertEqual(sorted((r["CLIENT-ID"], r["NODE"]) for r in table(before.stdout)[1]),
+                         sorted((r["CLIENT-ID"], r["NODE"]) for r in table(result.stdout)[1]))
         header, rows = table(result.stdout)
         self.assertEqual(header, HEADER)
         by_id = {r["CLIENT-ID"]: r for r in rows}
