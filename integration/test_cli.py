@@ -158,7 +158,8 @@ class TwoBrokersTest(unittest.TestCase):
         header, rows = table(result.stdout)
         self.assertEqual(header[:len(HEADER)], HEADER)
         self.assertIn("UID", header)
-        self.assertEqual([r["CLIENT-ID"] for r in rows], [f"cli-page-{n}" for n in range(4, -1, -1)])
+        self.assertEqual([r["CLIENT-ID"] for r in rows],
+                         [f"cli-page-{n}" for n in range(4, -1, -1)])
         self.assertEqual(rows[0]["UID"], self.api_connection(self.one, "cli-page-4")["uid"])
         self.assertEqual({r["STATE"] for r in rows}, {"OPEN"})
         self.assertEqual({r["NODE-ID"] for r in rows}, {"1"})
@@ -217,7 +218,7 @@ class TwoBrokersTest(unittest.TestCase):
         self.assertIn('no open connection with client id "no-such-client"', result.stderr)
 
     def test_top_sorts_by_message_rate(self):
-        quiet = self.client(self.one, "cli-top-quiet")
+        self.client(self.one, "cli-top-quiet")
         reader = self.client(self.two, "cli-top-reader")
         reader.subscribe("top/#", 0)
         loud = self.client(self.two, "cli-top-loud")

@@ -8,7 +8,6 @@ import base64
 import http.client
 import json
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -207,6 +206,7 @@ class OpenApiTest(unittest.TestCase):
         finally:
             for c in (alice, anon, taker):
                 c.disconnect()
+            taken.client.loop_stop()  # its connection was taken over by `taker`
 
         # Every documented answer but an internal error was met.
         documented = {(path, method, status)
