@@ -267,9 +267,12 @@ class TwoBrokersTest(unittest.TestCase):
             self.assertEqual(result.returncode, 0, result.stderr)
             self.assertIn(f"cannot reach {down}", result.stderr)
             self.assertIn("cli-survivor", result.stdout)
-        result = run_cli("list", "--url", down)
-        self.assertEqual(result.returncode, 1)
-        self.assertIn(f"cannot reach {down}", result.stderr)
+        for command in (["list"], ["list", "-o", "json"], ["get", "x"],
+                        ["top", "--once", "--interval", "0.2"]):
+            result = run_cli(*command, "--url", down)
+            self.assertEqual(result.returncode, 1, command)
+            self.assertIn(f"cannot reach {down}", result.stderr)
+            self.assertEqual(result.stdout, "", command)
         # An API error (here a bad filter) is reported with the server's message.
         result = run_cli("list", "--url", url(self.one), "--filter", "nonsense = 1")
         self.assertEqual(result.returncode, 1)
