@@ -102,6 +102,7 @@ class DebPackageTest(unittest.TestCase):
     def test_depends_names_every_runtime_package_with_a_version(self):
         depends = dependencies(self.field("Depends"))
         self.assertEqual(sorted(depends["mosquitto"]), ["<< 2.1", ">= 2.0.11"])
+        self.assertEqual(depends["python3"], [">= 3.9"])  # for /usr/bin/mosquitto-connections
         for package in ("libmicrohttpd12", "libcjson1", "libprometheus-cpp-core1.0", "libssl3",
                         "libc6", "libstdc++6"):
             self.assertIn(package, depends)
@@ -122,10 +123,15 @@ class DebPackageTest(unittest.TestCase):
         self.extract()
         files = sorted(os.path.relpath(os.path.join(folder, f), self.root)
                        for folder, _, names in os.walk(self.root) for f in names)
-        self.assertEqual(files, [PLUGIN_DIR.lstrip("/") + "/mosquitto_connections.so",
-                                 PLUGIN_DIR.lstrip("/") + "/mosquitto_connections_companion"])
+        self.assertEqual(files, sorted([PLUGIN_DIR.lstrip("/") + "/mosquitto_connections.so",
+                                        PLUGIN_DIR.lstrip("/") + "/mosquitto_connections_companion",
+                                        "usr/bin/mosquitto-connections"]))
         companion = os.stat(self.root + PLUGIN_DIR + "/mosquitto_connections_companion")
         self.assertTrue(companion.st_mode & 0o111, "the companion is executable")
+        cli = self.root + "/usr/bin/mosquitto-connections"
+        self.assertTrue(os.stat(cli).st_mode & 0o111, "the command line is executable")
+        # It runs from where the package puts it, with Debian's python3 only.
+        self.assertIn("usage: mosquitto-connections", run(cli, "--help"))
 
     def test_broker_loads_the_packaged_plugin_and_serves_a_client(self):
         self.extract()

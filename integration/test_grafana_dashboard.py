@@ -1,0 +1,188 @@
+"""conf/grafana/mosquitto-connections.json against a real /metrics scrape: after real traffic
+(publishes, deliveries, subscriptions of several patterns, a refused CONNECT, disconnects, API
+requests), every metric name that a panel query or a template variable uses is served, and
+every label it groups or matches by exists on those metrics (or is a label Prometheus adds).
+Every query also passes Prometheus' own parser (promtool check rules)."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+from harness import Broker, Client, wait_for
+
+DASHBOARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "conf", "grafana",
+                         "mosquitto-connections.json")
+TARGET_LABELS = {"instance", "job"}  # added by Prometheus at scrape time
+PROMQL_WORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "and", "or",
+                "unless", "bool", "offset", "inf", "nan"}
+# Grafana's variables, replaced by what they stand for when the query runs.
+VARIABLES = {"$__rate_interval": "1m", "$__interval": "1m", "$instance": ".*"}
+
+
+def passwd_file(user, password):
+    folder = tempfile.mkdtemp()
+    try:
+        path = os.path.join(folder, "passwd")
+        subprocess.run(["mosquitto_passwd", "-b", "-c", path, user, password], check=True)
+        with open(path) as f:
+            return f.read()
+    finally:
+        shutil.rmtree(folder)
+
+
+def scrape_series(text):
+    """{sample name: set of label names} of a Prometheus text exposition."""
+    series = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        match = re.match(r"^([a-zA-Z_:][\w:]*)(?:\{(.*)\})?\s", line)
+        assert match, f"not a sample line: {line!r}"
+        labels = set(re.findall(r'([a-zA-Z_]\w*)="', match.group(2) or ""))
+        series.setdefault(match.group(1), set()).update(labels)
+    return series
+
+
+def promql_names(expr):
+    """(metric names, label names) a PromQL expression uses."""
+    text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
+    labels = set()
+    for matchers in re.findall(r"\{([^}]*)\}", text):
+        labels.update(re.findall(r"([a-zA-Z_]\w*)\s*(?:=~|!~|!=|=)", matchers))
+    for grouping in re.findall(r"\b(?:by|without|on|ignoring)\s*\(([^)]*)\)", text):
+        labels.update(name.strip() for name in grouping.split(",") if name.strip())
+    text = re.sub(r"\{[^}]*\}", " ", text)
+    text = re.sub(r"\[[^\]]*\]", " ", text)
+    text = re.sub(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", text)
+    names = set()
+    for match in re.finditer(r"(?<![\w:.])([a-zA-Z_:][\w:]*)(?![\w:])(?!\s*\()", text):
+        if match.group(1).lower() not in PROMQL_WORDS:
+            names.add(match.group(1))
+    return names, labels
+
+
+def panels_of(dashboard):
+    for panel in dashboard["panels"]:
+        yield panel
+        yield from panel.get("panels", [])  # panels inside a collapsed row
+
+
+def queries(dashboard):
+    """(where, PromQL) of every panel target and every query variable."""
+    for panel in panels_of(dashboard):
+        for target in panel.get("targets", []):
+            yield f"panel '{panel['title']}' target {target['refId']}", target["expr"]
+    for variable in dashboard["templating"]["list"]:
+        if variable["type"] != "query":
+            continue
+        query = variable["query"]["query"] if isinstance(variable["query"], dict) \
+            else variable["query"]
+        match = re.fullmatch(r"label_values\((.+),\s*([a-zA-Z_]\w*)\)", query)
+        assert match, f"variable {variable['name']}: not label_values(): {query}"
+        yield f"variable '{variable['name']}'", f"group by ({match.group(2)}) ({match.group(1)})"
+
+
+class GrafanaDashboardTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        with open(DASHBOARD) as f:
+            cls.dashboard = json.load(f)
+
+    def test_panels_cover_the_operators_questions(self):
+        titles = [p["title"] for p in panels_of(self.dashboard) if p["type"] != "row"]
+        for wanted in ("Open connections per node", "Operations by pattern and status",
+                       "RPC latency (request to response)", "RPC latency quantiles",
+                       "Connects, refusals and disconnects by reason", "Bytes in and out",
+                       "HTTP requests by path and status", "Lost broker events"):
+            self.assertIn(wanted, titles)
+        heatmap = [p for p in panels_of(self.dashboard) if p["type"] == "heatmap"]
+        self.assertEqual(len(heatmap), 1)
+        self.assertEqual(heatmap[0]["targets"][0]["format"], "heatmap")
+        ids = [p["id"] for p in panels_of(self.dashboard)]
+        self.assertEqual(len(ids), len(set(ids)), "panel ids are unique")
+
+    def test_every_query_parses_as_promql(self):
+        rules = {"groups": [{"name": "dashboard", "rules": []}]}
+        for number, (where, expr) in enumerate(queries(self.dashboard)):
+            for variable, value in VARIABLES.items():
+                expr = expr.replace(variable, value)
+            self.assertNotIn("$", expr, f"{where}: an unknown Grafana variable")
+            rules["groups"][0]["rules"].append({"record": f"dashboard:query_{number}",
+                                                "expr": expr})
+        folder = tempfile.mkdtemp()
+        try:
+            path = os.path.join(folder, "rules.yml")  # JSON is YAML
+            with open(path, "w") as f:
+                json.dump(rules, f)
+            result = subprocess.run(["promtool", "check", "rules", path], capture_output=True,
+                                    text=True, timeout=60)
+            self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        finally:
+            shutil.rmtree(folder)
+
+    def test_every_metric_a_query_names_is_served(self):
+        broker = Broker(files={"passwd": passwd_file("alice", "secret")},
+                        extra="password_file {dir}/passwd", allow_anonymous=True)
+        broker.start()
+        try:
+            subscriber = Client(broker, "dash-sub")
+            subscriber.subscribe("events/site1/#", 1)
+            subscriber.subscribe("$share/workers/queues/jobs", 1)
+            publisher = Client(broker, "dash-pub", username="alice", password="secret")
+            for _ in range(5):
+                publisher.publish("events/site1/temp", b"21.5", qos=1)
+                publisher.publish("queues/jobs", b"job", qos=1)
+            wait_for(lambda: len(subscriber.messages) == 10, what="deliveries")
+            refused = Client(broker, "dash-refused", username="alice", password="wrong")
+            self.assertNotEqual(refused.connack, 0)
+            refused.disconnect()
+            Client(broker, "dash-short").disconnect()
+            broker.connections()
+            broker.http("/no-such-path")
+
+            def scraped():
+                status, _, text = broker.http("/metrics")
+                self.assertEqual(status, 200)
+                series = scrape_series(text)
+                counted = "kubemq_mqtt_http_requests_total" in series and \
+                    re.search(r"^kubemq_mqtt_received_messages_total [1-9]", text, re.M)
+                return series if counted else None
+
+            series = wait_for(scraped, what="the traffic in /metrics")
+            subscriber.disconnect()
+            publisher.disconnect()
+        finally:
+            broker.stop()
+            broker.cleanup_dir()
+
+        checked = 0
+        for where, expr in queries(self.dashboard):
+            names, labels = promql_names(expr)
+            self.assertTrue(names, f"{where}: no metric found in {expr}")
+            for name in sorted(names):
+                self.assertIn(name, series,
+                              f"{where} uses metric '{name}', which /metrics does not serve")
+                checked += 1
+            known = set(TARGET_LABELS).union(*(series[n] for n in names))
+            for label in sorted(labels):
+                self.assertIn(label, known,
+                              f"{where} uses label '{label}', which none of {sorted(names)} has")
+        self.assertGreaterEqual(checked, 15)
+
+    def test_the_name_check_itself(self):
+        # What the checks above rely on: names, functions and labels told apart.
+        names, labels = promql_names(
+            'histogram_quantile(0.95, sum by (le, operation) (rate(a_bucket{instance=~"$i", '
+            'status!="x(y)"}[5m]))) / on (job) b_total offset 5m and c')
+        self.assertEqual(names, {"a_bucket", "b_total", "c"})
+        self.assertEqual(labels, {"le", "operation", "instance", "status", "job"})
+        self.assertEqual(scrape_series('# HELP x\nm{a="1",b="2"} 3\nm 4\nn_total 1e3\n'),
+                         {"m": {"a", "b"}, "n_total": set()})
+
+
+if __name__ == "__main__":
+    unittest.main()

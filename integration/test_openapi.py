@@ -1,0 +1,221 @@
+"""api/openapi.json against the real broker: every answer of every endpoint (successes and
+errors, from real clients' connections, open and closed) is validated with python3-jsonschema
+against the schema the document gives for its path, method and status, and its Content-Type
+against the documented media type. Every documented status but 500 must be met, so that the
+document lists nothing the code no longer answers."""
+
+import base64
+import http.client
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+import urllib.parse
+
+import jsonschema
+
+from harness import Broker, Client, raw_connect, wait_for
+
+DOCUMENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "api", "openapi.json")
+LIST = "/mqtt.connections.v1.ConnectionsService/ListConnections"
+CONNECT_HEADERS = {"Content-Type": "application/json", "Connect-Protocol-Version": "1"}
+UNREACHABLE = {"500"}  # an internal error cannot be caused from outside
+
+
+def passwd_file(user, password):
+    folder = tempfile.mkdtemp()
+    try:
+        path = os.path.join(folder, "passwd")
+        subprocess.run(["mosquitto_passwd", "-b", "-c", path, user, password], check=True)
+        with open(path) as f:
+            return f.read()
+    finally:
+        shutil.rmtree(folder)
+
+
+class OpenApiTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        with open(DOCUMENT) as f:
+            cls.document = json.load(f)
+        cls.resolver = jsonschema.RefResolver.from_schema(cls.document)
+        cls.met = set()
+        cls.broker = Broker(files={"passwd": passwd_file("alice", "secret")},
+                            extra="password_file {dir}/passwd", options={"node_id": "3"},
+                            allow_anonymous=True)
+        cls.broker.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.broker.stop()
+        cls.broker.cleanup_dir()
+
+    # -- checking one answer ------------------------------------------------------------------
+    def operation(self, path, method):
+        """The document's operation for a request; unknown paths fall to the envelope of their
+        family (404 on the KubeMQ side, Connect errors under the service prefix)."""
+        paths = self.document["paths"]
+        if path not in paths:
+            path = LIST if path.startswith("/mqtt.connections.v1.") else "/api/mqtt/connections"
+        method = method.lower()
+        operations = paths[path]
+        # Another method than the documented ones is answered 405 by the same route: the
+        # document lists 405 under the route's GET.
+        return path, ("get" if method not in operations else method), operations.get(
+            method, operations["get"])
+
+    def declare_huge_body(self, path, method, headers):
+        """(status, headers, body) of a request that declares a body above the server's limit
+        and sends none of it: the server answers at the headers (a client still sending would
+        meet a closed connection)."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.broker.http_port, timeout=10)
+        try:
+            connection.putrequest(method, path)
+            for name, value in dict(headers or {}, **{"Content-Length": "100000000"}).items():
+                connection.putheader(name, value)
+            connection.endheaders()
+            response = connection.getresponse()
+            return response.status, dict(response.headers), response.read().decode()
+        finally:
+            connection.close()
+
+    def check(self, path, method="GET", body=None, headers=None, expect=None, huge=False):
+        if huge:
+            status, response_headers, text = self.declare_huge_body(path, method, headers)
+        else:
+            status, response_headers, text = self.broker.http(path, method=method, body=body,
+                                                              headers=headers)
+        if expect is not None:
+            self.assertEqual(status, expect, f"{method} {path}: {text}")
+        doc_path, doc_method, operation = self.operation(urllib.parse.urlsplit(path).path,
+                                                         method)
+        responses = operation["responses"]
+        self.assertIn(str(status), responses,
+                      f"{method} {path} answered {status}, which the document does not list "
+                      f"under {doc_method.upper()} {doc_path}: {text}")
+        self.met.add((doc_path, doc_method, str(status)))
+        content = responses[str(status)]["content"]
+        media_types = list(content)
+        self.assertEqual(len(media_types), 1)
+        content_type = {k.lower(): v for k, v in response_headers.items()}["content-type"]
+        self.assertEqual(content_type, media_types[0], f"{method} {path}")
+        schema = content[media_types[0]]["schema"]
+        value = json.loads(text) if media_types[0] == "application/json" else text
+        validator = jsonschema.Draft202012Validator(schema, resolver=self.resolver)
+        errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+        self.assertEqual([], [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+                              for e in errors],
+                         f"{method} {path} ({status}) does not match the document")
+        return status, value
+
+    def list_rich(self, message, expect=200, **kwargs):
+        return self.check(LIST, "POST", json.dumps(message).encode(), CONNECT_HEADERS, expect,
+                          **kwargs)[1]
+
+    # -- the test -------------------------------------------------------------------------------
+    def test_document_is_valid_openapi_json_schema(self):
+        self.assertEqual(self.document["openapi"], "3.1.0")
+        for name, schema in self.document["components"]["schemas"].items():
+            with self.subTest(schema=name):
+                jsonschema.Draft202012Validator.check_schema(schema)
+
+    def test_every_endpoint_answers_as_documented(self):
+        broker = self.broker
+        alice = Client(broker, "oa-alice", version=5, clean=False, username="alice",
+                       password="secret")
+        alice.subscribe("events/site1/#", 1)
+        alice.subscribe("$share/workers/queues/jobs/email", 2)
+        alice.subscribe("#", 0)
+        anon = Client(broker, "oa-anon", keepalive=20)
+        anon.subscribe("commands/doors/open", 1)
+        for _ in range(3):
+            alice.publish("events/site1/temp", b"21.5", qos=1)
+        closed = Client(broker, "oa-closed")
+        silent, _ = raw_connect(broker, "oa-raw", 30)
+        refused = Client(broker, "oa-refused", username="alice", password="wrong")
+        self.assertNotEqual(refused.connack, 0)
+        refused.disconnect()
+        taken = Client(broker, "oa-taken")
+        broker.wait_connections(lambda cs: {"oa-alice", "oa-anon", "oa-closed", "oa-raw",
+                                            "oa-taken"} <= {c["client_id"] for c in cs})
+        taker = Client(broker, "oa-taken")
+        closed.disconnect()
+        silent.close()
+        wait_for(lambda: len(self.list_rich(
+            {"filter": "state = MQTT_CONNECTION_STATE_CLOSED"})["connections"]) >= 3,
+            what="closed connections")
+        try:
+            # The KubeMQ endpoint: every parameter, and every error.
+            for query in ("", "?client_id=oa-*", "?username=alice", "?pattern=queues",
+                          "?protocol_version=5", "?limit=1&offset=1", "?offset=100"):
+                self.check("/api/mqtt/connections" + query, expect=200)
+            listed = self.check("/api/mqtt/connections", expect=200)[1]["data"]["connections"]
+            self.assertTrue(any(c.get("username") == "alice" for c in listed))
+            for query in ("?nope=1", "?limit=0", "?limit=x", "?pattern=other", "?client_id=",
+                          "?limit=1&limit=2", "?protocol_version=6"):
+                self.check("/api/mqtt/connections" + query, expect=400)
+            self.check("/api/mqtt/nothing", expect=404)
+            self.check("/", expect=404)
+            for method in ("POST", "DELETE", "PUT"):
+                self.check("/api/mqtt/connections", method, b"", expect=405)
+            self.check("/api/mqtt/connections", "GET", expect=413, huge=True)
+
+            # The Connect API: every connection (open and closed), pages, the GET form, errors.
+            page = self.list_rich({})
+            states = {c["state"] for c in page["connections"]}
+            self.assertEqual(states, {"MQTT_CONNECTION_STATE_OPEN",
+                                      "MQTT_CONNECTION_STATE_CLOSED"})
+            reasons = {c.get("closeReason") for c in page["connections"]}
+            self.assertTrue({"CLIENT_DISCONNECT", "SESSION_TAKEN_OVER"} <= reasons, reasons)
+            first = self.list_rich({"pageSize": 1, "orderBy": "client_id desc"})
+            self.assertIn("nextPageToken", first)
+            self.list_rich({"pageSize": "1", "orderBy": "client_id desc",
+                            "pageToken": first["nextPageToken"]})
+            self.list_rich({"filter": 'username = "alice" AND protocol_version = 5'})
+            message = urllib.parse.quote(json.dumps({"filter": 'client_id = "oa-*"'}))
+            self.check(f"{LIST}?connect=v1&encoding=json&message={message}", expect=200)
+            encoded = base64.urlsafe_b64encode(b'{"pageSize":2}').decode().rstrip("=")
+            self.check(f"{LIST}?connect=v1&encoding=json&base64=1&message={encoded}",
+                       expect=200)
+            self.check(f"{LIST}?encoding=json", expect=400)
+            self.check(f"{LIST}?connect=v1&encoding=proto", expect=415)
+            self.check(f"{LIST}?connect=v1&encoding=json&compression=gzip", expect=501)
+            for bad in ({"filter": "nonsense = 1"}, {"pageSize": 10001}, {"orderBy": "x"},
+                        {"pageToken": "garbage"}, {"filter": 5}):
+                self.list_rich(bad, expect=400)
+            self.check(LIST, "POST", b"{", CONNECT_HEADERS, expect=400)
+            self.check(LIST, "POST", b"{}", {"Content-Type": "application/json"}, expect=400)
+            self.check(LIST, "POST", b"{}", {"Content-Type": "text/plain",
+                                             "Connect-Protocol-Version": "1"}, expect=415)
+            self.check(LIST, "POST", b"{}", dict(CONNECT_HEADERS, **{"Connect-Timeout-Ms": "0"}),
+                       expect=504)
+            self.check(LIST, "POST", b"{}", dict(CONNECT_HEADERS, **{"Connect-Timeout-Ms": "x"}),
+                       expect=400)
+            self.check(f"{LIST}?connect=v1&encoding=json", headers={"Connect-Timeout-Ms": "0"},
+                       expect=504)
+            self.check(LIST, "DELETE", expect=405)
+            self.check(LIST, "POST", None, CONNECT_HEADERS, expect=413, huge=True)
+            self.check("/mqtt.connections.v1.ConnectionsService/Nope", "POST", b"{}",
+                       CONNECT_HEADERS, expect=501)
+
+            # /metrics, after the traffic above.
+            self.check("/metrics", expect=200)
+            self.check("/metrics", "POST", b"", expect=405)
+        finally:
+            for c in (alice, anon, taker):
+                c.disconnect()
+            taken.client.loop_stop()  # its connection was taken over by `taker`
+
+        # Every documented answer but an internal error was met.
+        documented = {(path, method, status)
+                      for path, operations in self.document["paths"].items()
+                      for method, operation in operations.items()
+                      for status in operation["responses"] if status not in UNREACHABLE}
+        self.assertEqual(sorted(documented - self.met), [],
+                         "documented answers the code was never seen to give")
+
+
+if __name__ == "__main__":
+    unittest.main()
