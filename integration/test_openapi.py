@@ -138,6 +138,10 @@ class OpenApiTest(unittest.TestCase):
         self.assertNotEqual(refused.connack, 0)
         refused.disconnect()
         taken = Client(broker, "oa-taken")
+        # A persistent session whose client left: listed by ListConnections as offline.
+        gone = Client(broker, "oa-offline", clean=False)
+        gone.subscribe("store/orders/#", 1)
+        gone.disconnect()
         broker.wait_connections(lambda cs: {"oa-alice", "oa-anon", "oa-closed", "oa-raw",
                                             "oa-taken"} <= {c["client_id"] for c in cs})
         taker = Client(broker, "oa-taken")
@@ -166,7 +170,8 @@ class OpenApiTest(unittest.TestCase):
             page = self.list_rich({})
             states = {c["state"] for c in page["connections"]}
             self.assertEqual(states, {"MQTT_CONNECTION_STATE_OPEN",
-                                      "MQTT_CONNECTION_STATE_CLOSED"})
+                                      "MQTT_CONNECTION_STATE_CLOSED",
+                                      "MQTT_CONNECTION_STATE_OFFLINE"})
             reasons = {c.get("closeReason") for c in page["connections"]}
             self.assertTrue({"CLIENT_DISCONNECT", "SESSION_TAKEN_OVER"} <= reasons, reasons)
             first = self.list_rich({"pageSize": 1, "orderBy": "client_id desc"})
