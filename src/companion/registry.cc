@@ -190,18 +190,18 @@ bool Registry::Apply(EventType type, std::string_view payload, std::int64_t now_
 std::optional<RequestStatistics> Registry::ReadTotals(const Entry& entry, std::int64_t* idle_ns,
                                                       std::int64_t now_ns) const {
   if (options_.stats == nullptr || entry.stats_slot == kNoStatsSlot) return std::nullopt;
-  const ConnectionStatsSlot& slot = options_.stats[entry.stats_slot];
-  const std::uint64_t seq = entry.connection.seq;
-  if (slot.seq.load(std::memory_order_acquire) != seq) return std::nullopt;
+  StatsSlotValues slot;
+  if (!ReadStatsSlot(options_.stats[entry.stats_slot], entry.connection.seq, &slot)) {
+    return std::nullopt;
+  }
   RequestStatistics totals;
-  totals.publish_count = slot.publish_count.load(std::memory_order_acquire);
-  totals.publish_bytes = slot.publish_bytes.load(std::memory_order_acquire);
-  totals.deliver_count = slot.deliver_count.load(std::memory_order_acquire);
-  totals.deliver_bytes = slot.deliver_bytes.load(std::memory_order_acquire);
-  totals.request_count = slot.request_count.load(std::memory_order_acquire);
-  const std::uint64_t idle_ms = slot.idle_ms.load(std::memory_order_acquire);
-  const std::uint64_t sampled_ns = slot.idle_sampled_ns.load(std::memory_order_acquire);
-  if (slot.seq.load(std::memory_order_acquire) != seq) return std::nullopt;
+  totals.publish_count = slot.publish_count;
+  totals.publish_bytes = slot.publish_bytes;
+  totals.deliver_count = slot.deliver_count;
+  totals.deliver_bytes = slot.deliver_bytes;
+  totals.request_count = slot.request_count;
+  const std::uint64_t idle_ms = slot.idle_ms;
+  const std::uint64_t sampled_ns = slot.idle_sampled_ns;
   if (sampled_ns != 0) {
     const std::int64_t since = now_ns - static_cast<std::int64_t>(sampled_ns);
     *idle_ns = static_cast<std::int64_t>(idle_ms) * 1000000 + std::max<std::int64_t>(since, 0);
