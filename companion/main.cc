@@ -104,23 +104,17 @@ class SyncedSource : public ConnectionSource {
 // answer; a broker too busy to answer in time leaves the last sampled values.
 class DetailedSource : public ConnectionSource {
  public:
-  DetailedSource(const Registry& registry, SharedHeader* shared)
-      : registry_(registry), shared_(shared) {}
+  DetailedSource(const Registry& registry, CompanionLink* link)
+      : registry_(registry), link_(link) {}
   std::vector<Connection> Snapshot() const override {
     registry_.WaitUntilSynced(std::chrono::seconds(2));
-    const std::uint64_t request =
-        shared_->companion.idle_requested.fetch_add(1, std::memory_order_acq_rel) + 1;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
-    while (shared_->broker.idle_sampled.load(std::memory_order_acquire) < request &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
+    link_->RequestIdleTimes(std::chrono::milliseconds(300));
     return registry_.DetailedSnapshot(NowNs());
   }
 
  private:
   const Registry& registry_;
-  SharedHeader* shared_;
+  CompanionLink* link_;
 };
 
 // The broker's listeners name each connection's listener (and tell TLS). The companion runs as
@@ -176,7 +170,7 @@ int Run(int argc, char** argv) {
   registry_options.stats_count = region->header()->stats_slots;
   Registry registry(registry_options);
   SyncedSource source(registry);
-  DetailedSource detailed_source(registry, region->header());
+  DetailedSource detailed_source(registry, &link);
   const ConnectService connect_service(detailed_source);
   MetricsExporter exporter(*region->header(), registry, options.node_id);
   HttpRouter router(
