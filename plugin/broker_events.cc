@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "client_facts.h"
+#include "client_reader.h"
 #include "link/clock.h"
 #include "plugin_state.h"
 

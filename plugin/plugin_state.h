@@ -10,7 +10,7 @@
 #include "broker/companion_supervisor.h"
 #include "broker/session_table.h"
 #include "broker/traffic_meter.h"
-#include "client_facts.h"
+#include "client_reader.h"
 #include "link/broker_config.h"
 #include "link/plugin_options.h"
 #include "link/shared_region.h"

@@ -1,6 +1,7 @@
 // The broker thread's end of the shared region: writes events, reads the companion's commands,
-// runs resyncs and answers idle-time requests. Every exchange with the companion goes through it. No lock, no syscall, no allocation on the event path (the encoding buffer of
-// the caller is reused).
+// runs resyncs and answers idle-time requests. Every exchange with the companion goes through it.
+// No lock, no syscall, no allocation on the event path (the encoding buffer of the caller is
+// reused).
 //
 // Threads: the broker thread only.
 #pragma once

@@ -31,7 +31,7 @@ void CompanionLink::Begin() {
   requested.fetch_add(1, std::memory_order_acq_rel);
 }
 
-std::size_t CompanionLink::Poll(Registry* registry, std::int64_t now_ns) {
+std::size_t CompanionLink::Poll(ConnectionRegistry* registry, std::int64_t now_ns) {
   std::size_t count = 0;
   RingRecord record;
   while (events_.Peek(&record)) {

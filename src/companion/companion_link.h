@@ -1,4 +1,4 @@
-// The companion's end of the shared region: reads the broker's events into the Registry,
+// The companion's end of the shared region: reads the broker's events into the ConnectionRegistry,
 // reports its own state, asks for idle times, and sends log lines back for the broker's log.
 // Every exchange with the broker goes through it.
 //
@@ -12,7 +12,7 @@
 #include <mutex>
 #include <string>
 
-#include "companion/registry.h"
+#include "companion/connection_registry.h"
 #include "link/event_records.h"
 #include "link/event_ring.h"
 #include "link/shared_region.h"
@@ -27,7 +27,7 @@ class CompanionLink {
   void Begin();
 
   // Applies every waiting event to `registry`. Returns how many were read.
-  std::size_t Poll(Registry* registry, std::int64_t now_ns);
+  std::size_t Poll(ConnectionRegistry* registry, std::int64_t now_ns);
 
   // Queues a line for the broker's log; false when the commands ring is full (line dropped).
   bool Log(LogLevel level, const std::string& text);

@@ -123,9 +123,9 @@ struct StatsSlotValues {
 inline void AssignStatsSlot(ConnectionStatsSlot& slot, std::uint64_t owner) noexcept {
   slot.seq.store(0, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
-  for (auto* counter : {&slot.publish_count, &slot.publish_bytes, &slot.deliver_count,
-                        &slot.deliver_bytes, &slot.request_count, &slot.idle_ms,
-                        &slot.idle_sampled_ns}) {
+  for (auto* counter :
+       {&slot.publish_count, &slot.publish_bytes, &slot.deliver_count, &slot.deliver_bytes,
+        &slot.request_count, &slot.idle_ms, &slot.idle_sampled_ns}) {
     counter->store(0, std::memory_order_relaxed);
   }
   slot.seq.store(owner, std::memory_order_release);

@@ -1,5 +1,6 @@
 // The two ends of the shared region in one process: what the broker thread writes reaches the
-// Registry, a full ring loses nothing for good (a resync repairs it), and log lines come back.
+// ConnectionRegistry, a full ring loses nothing for good (a resync repairs it), and log lines come
+// back.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -13,7 +14,7 @@
 #include "broker/broker_link.h"
 #include "broker/session_table.h"
 #include "companion/companion_link.h"
-#include "companion/registry.h"
+#include "companion/connection_registry.h"
 #include "link/shared_region.h"
 
 namespace mqc {
@@ -58,7 +59,7 @@ class SharedLinkTest : public ::testing::Test {
   std::unique_ptr<BrokerLink> broker_;
   std::unique_ptr<SessionTable> table_;
   std::unique_ptr<CompanionLink> companion_;
-  Registry registry_{RegistryOptions{}};
+  ConnectionRegistry registry_{ConnectionRegistryOptions{}};
   int clients_[200] = {};
 };
 

@@ -23,7 +23,7 @@ namespace {
 constexpr std::uint64_t kFirstOwner = 1'000'003;
 
 std::array<std::uint64_t, 7> Fields(const StatsSlotValues& v) {
-  return {v.publish_count, v.publish_bytes, v.deliver_count, v.deliver_bytes,
+  return {v.publish_count, v.publish_bytes, v.deliver_count,  v.deliver_bytes,
           v.request_count, v.idle_ms,       v.idle_sampled_ns};
 }
 
