@@ -1,8 +1,9 @@
 // The companion process: started by the plugin inside the broker, it maps the shared region,
-// keeps the Registry up to date from the broker's events and serves HTTP. Everything
+// keeps the ConnectionRegistry up to date from the broker's events and serves HTTP. Everything
 // network-facing lives here, so a crash or a slow request cannot touch the broker.
 //
-// Threads: main() runs the event loop (ring -> Registry); libmicrohttpd's threads serve HTTP.
+// Threads: main() runs the event loop (ring -> ConnectionRegistry); libmicrohttpd's threads serve
+// HTTP.
 //
 // Usage (the plugin starts it): mosquitto_connections_companion --shared-fd=3 --broker-pid=PID
 //   [--broker-config=PATH] -- key=value ...   (the plugin_opt_ options of mosquitto.conf)
@@ -22,11 +23,11 @@
 #include <vector>
 
 #include "companion/companion_link.h"
+#include "companion/connection_registry.h"
 #include "companion/http/connect_service.h"
 #include "companion/http/http_router.h"
 #include "companion/http/http_server.h"
 #include "companion/metrics.h"
-#include "companion/registry.h"
 #include "link/broker_config.h"
 #include "link/clock.h"
 #include "link/plugin_options.h"
@@ -89,14 +90,14 @@ bool ParseArguments(int argc, char** argv, Arguments* out, std::string* error) {
 // that a request right after a restart sees the broker's whole state, not a part of it.
 class SyncedSource : public ConnectionSource {
  public:
-  explicit SyncedSource(const Registry& registry) : registry_(registry) {}
+  explicit SyncedSource(const ConnectionRegistry& registry) : registry_(registry) {}
   std::vector<Connection> Snapshot() const override {
     registry_.WaitUntilSynced(std::chrono::seconds(2));
     return registry_.Snapshot();
   }
 
  private:
-  const Registry& registry_;
+  const ConnectionRegistry& registry_;
 };
 
 // For the rich API: also traffic statistics and idle times. Idle times come from TCP_INFO,
@@ -104,23 +105,17 @@ class SyncedSource : public ConnectionSource {
 // answer; a broker too busy to answer in time leaves the last sampled values.
 class DetailedSource : public ConnectionSource {
  public:
-  DetailedSource(const Registry& registry, SharedHeader* shared)
-      : registry_(registry), shared_(shared) {}
+  DetailedSource(const ConnectionRegistry& registry, CompanionLink* link)
+      : registry_(registry), link_(link) {}
   std::vector<Connection> Snapshot() const override {
     registry_.WaitUntilSynced(std::chrono::seconds(2));
-    const std::uint64_t request =
-        shared_->companion.idle_requested.fetch_add(1, std::memory_order_acq_rel) + 1;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
-    while (shared_->broker.idle_sampled.load(std::memory_order_acquire) < request &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
+    link_->RequestIdleTimes(std::chrono::milliseconds(300));
     return registry_.DetailedSnapshot(NowNs());
   }
 
  private:
-  const Registry& registry_;
-  SharedHeader* shared_;
+  const ConnectionRegistry& registry_;
+  CompanionLink* link_;
 };
 
 // The broker's listeners name each connection's listener (and tell TLS). The companion runs as
@@ -166,7 +161,7 @@ int Run(int argc, char** argv) {
     link.ReportFailed(error);
     return 1;
   }
-  RegistryOptions registry_options;
+  ConnectionRegistryOptions registry_options;
   registry_options.node_id = options.node_id;
   registry_options.default_pattern = options.default_pattern;
   registry_options.closed_max = options.closed_max;
@@ -174,9 +169,9 @@ int Run(int argc, char** argv) {
   registry_options.listeners = ReadListeners(arguments.broker_config, &link);
   registry_options.stats = region->stats();
   registry_options.stats_count = region->header()->stats_slots;
-  Registry registry(registry_options);
+  ConnectionRegistry registry(registry_options);
   SyncedSource source(registry);
-  DetailedSource detailed_source(registry, region->header());
+  DetailedSource detailed_source(registry, &link);
   const ConnectService connect_service(detailed_source);
   MetricsExporter exporter(*region->header(), registry, options.node_id);
   HttpRouter router(

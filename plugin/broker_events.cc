@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "client_facts.h"
+#include "client_reader.h"
 #include "link/clock.h"
 #include "plugin_state.h"
 
@@ -46,23 +46,6 @@ SessionTable::ClientView ViewOrDiscover(PluginState* state, const mosquitto* cli
   sessions.BeginConnect(client, ReadFacts(client, state->broker_config), NowNs());
   sessions.Settle();
   return sessions.View(client);
-}
-
-// Answers the companion's request for fresh idle times: TCP_INFO of every open connection,
-// at most once per TICK and only when asked (a syscall per connection).
-void SampleIdleIfAsked(PluginState* state) {
-  auto& requested = state->region->header()->companion.idle_requested;
-  const std::uint64_t request = requested.load(std::memory_order_acquire);
-  if (request == state->idle_answered) return;
-  const std::uint64_t now = static_cast<std::uint64_t>(NowNs());
-  state->sessions->ForEachOpenWithStats([now](const void* client, ConnectionStatsSlot* stats) {
-    const std::int64_t idle = IdleMs(static_cast<const mosquitto*>(client));
-    if (idle < 0) return;
-    stats->idle_ms.store(static_cast<std::uint64_t>(idle), std::memory_order_relaxed);
-    stats->idle_sampled_ns.store(now, std::memory_order_relaxed);
-  });
-  state->idle_answered = request;
-  state->region->header()->broker.idle_sampled.store(request, std::memory_order_release);
 }
 
 // MQTT 5 properties and the clock, read only for the messages that need them (RPC).
@@ -266,7 +249,10 @@ int OnTick(int /*event*/, void* /*event_data*/, void* userdata) {
     state->companion->Tick(MonotonicNs());  // delays and stall checks: no wall-clock jumps
     state->traffic->OnTick(MonotonicNs());
     state->sessions->ExpireOffline(NowNs());
-    SampleIdleIfAsked(state);
+    // TCP_INFO of every open connection, only when the companion asked (a syscall each).
+    state->link->AnswerIdleRequest(
+        *state->sessions,
+        [](const void* client) { return IdleMs(static_cast<const mosquitto*>(client)); }, NowNs);
     if (state->companion->serving()) state->link->ResyncStep(state->sessions.get());
   } catch (...) {
   }

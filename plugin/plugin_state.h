@@ -10,7 +10,7 @@
 #include "broker/companion_supervisor.h"
 #include "broker/session_table.h"
 #include "broker/traffic_meter.h"
-#include "client_facts.h"
+#include "client_reader.h"
 #include "link/broker_config.h"
 #include "link/plugin_options.h"
 #include "link/shared_region.h"
@@ -27,7 +27,6 @@ struct PluginState {
   std::string own_path;           // this plugin's .so, to find its own plugin line
   bool settings_pending = false;  // reloaded options the running companion has not been sent
   GetStateFunction get_state = nullptr;  // null: close reasons other than takeover are unknown
-  std::uint64_t idle_answered = 0;       // the companion's last idle request answered
 
   // Auth neutrality: decide only where the broker has no other decision maker, and then
   // exactly as the broker itself would without this plugin (mosquitto-2.0-facts.md).

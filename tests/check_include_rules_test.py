@@ -19,8 +19,8 @@ CLEAN_TREE = {
     "src/link/shared_region.cc": '#include "link/shared_region.h"\n',
     "src/broker/broker_link.h": '#pragma once\n#include "link/shared_region.h"\n',
     "src/broker/broker_link.cc": '#include "broker/broker_link.h"\n#include <string>\n',
-    "src/companion/registry.h": '#pragma once\n#include "link/shared_region.h"\n',
-    "src/companion/http/router.h": '#pragma once\n#include "companion/registry.h"\n',
+    "src/companion/connection_registry.h": '#pragma once\n#include "link/shared_region.h"\n',
+    "src/companion/http/router.h": '#pragma once\n#include "companion/connection_registry.h"\n',
     "plugin/plugin.cc": '#include "broker/broker_link.h"\n#include "plugin_state.h"\n',
     "plugin/plugin_state.h": '#pragma once\n#include "link/shared_region.h"\n',
     "companion/main.cc": '#include "companion/http/router.h"\n',
@@ -63,8 +63,8 @@ class CheckIncludeRulesTest(unittest.TestCase):
 
     def test_broker_including_companion_fails(self):
         self.assert_violation(
-            {"src/broker/broker_link.cc": '#include "companion/registry.h"\n'},
-            'src/broker/broker_link.cc:3: #include "companion/registry.h": '
+            {"src/broker/broker_link.cc": '#include "companion/connection_registry.h"\n'},
+            'src/broker/broker_link.cc:3: #include "companion/connection_registry.h": '
             "broker never includes companion")
 
     def test_companion_including_broker_fails(self):
@@ -82,23 +82,23 @@ class CheckIncludeRulesTest(unittest.TestCase):
     def test_link_including_broker_or_companion_fails(self):
         self.write({"src/link/shared_region.cc": '#include "broker/broker_link.h"\n'})
         self.assert_violation(
-            {"src/link/shared_region.cc": '#include "companion/registry.h"\n'},
+            {"src/link/shared_region.cc": '#include "companion/connection_registry.h"\n'},
             'src/link/shared_region.cc:2: #include "broker/broker_link.h": '
             "link includes neither broker nor companion")
         result = run(self.temp.name)
-        self.assertIn('src/link/shared_region.cc:3: #include "companion/registry.h": '
+        self.assertIn('src/link/shared_region.cc:3: #include "companion/connection_registry.h": '
                       "link includes neither broker nor companion", result.stdout.splitlines())
 
     def test_plugin_including_companion_fails(self):
         self.assert_violation(
-            {"plugin/plugin_state.h": '#include "companion/registry.h"\n'},
-            'plugin/plugin_state.h:3: #include "companion/registry.h": '
+            {"plugin/plugin_state.h": '#include "companion/connection_registry.h"\n'},
+            'plugin/plugin_state.h:3: #include "companion/connection_registry.h": '
             "plugin never includes companion")
 
     def test_a_relative_path_is_resolved_before_the_check(self):
         self.assert_violation(
-            {"src/broker/broker_link.h": '#include "../companion/registry.h"\n'},
-            'src/broker/broker_link.h:3: #include "../companion/registry.h": '
+            {"src/broker/broker_link.h": '#include "../companion/connection_registry.h"\n'},
+            'src/broker/broker_link.h:3: #include "../companion/connection_registry.h": '
             "broker never includes companion")
 
 

@@ -88,16 +88,7 @@ void SessionTable::Accept() {
   if (!free_stats_.empty()) {
     const std::uint32_t slot = free_stats_.back();
     free_stats_.pop_back();
-    ConnectionStatsSlot& stats = stats_[slot];
-    // A seqlock: a reader that saw the old owner's seq before and after its reads knows that
-    // none of them saw this reset. The exchange (acquire) keeps the resets after it.
-    stats.seq.exchange(0, std::memory_order_acq_rel);
-    for (auto* counter :
-         {&stats.publish_count, &stats.publish_bytes, &stats.deliver_count, &stats.deliver_bytes,
-          &stats.request_count, &stats.idle_ms, &stats.idle_sampled_ns}) {
-      counter->store(0, std::memory_order_relaxed);
-    }
-    stats.seq.store(connection.event.seq, std::memory_order_release);
+    AssignStatsSlot(stats_[slot], connection.event.seq);  // a seqlock: see shared_region.h
     connection.event.stats_slot = slot;
   }
   auto offline = offline_.find(pending.facts.client_id);

@@ -37,6 +37,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "broker/client_facts.h"
 #include "broker/persistence_file.h"
 #include "link/event_records.h"
 #include "link/shared_region.h"
@@ -51,28 +52,6 @@ class EventSink {
   virtual bool Emit(EventType type, const std::string& payload) = 0;
   // Whether records of these payload sizes would all fit now, written one after another.
   virtual bool Fits(const std::vector<std::size_t>& payload_sizes) const = 0;
-};
-
-// What the broker's accessors tell about a client at CONNECT.
-struct ClientFacts {
-  std::string client_id;
-  std::string username;
-  std::string ip_address;
-  std::string auth_method;  // MQTT 5 enhanced authentication
-  std::string peer_certificate_subject;
-  std::uint8_t protocol_version = 0;
-  bool clean_session = true;
-  std::uint16_t keep_alive = 0;
-  std::uint16_t port = 0;
-  std::uint16_t local_port = 0;
-  AuthMechanism mechanism = AuthMechanism::kUnspecified;
-  // Whether anything checks what the client presented: a password_file or an auth plugin for
-  // a username, TLS itself for a certificate or a PSK. A username that nothing checks is
-  // accepted by allow_anonymous alone: the connection is then unauthenticated.
-  bool credentials_checked = true;
-  // False for a client the broker holds without a connection (an offline session): its
-  // credentials are checked again at a reload (SIGHUP), which is no CONNECT.
-  bool has_socket = true;
 };
 
 class SessionTable {

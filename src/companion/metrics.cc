@@ -28,7 +28,7 @@
 #include <utility>
 #include <vector>
 
-#include "companion/registry.h"
+#include "companion/connection_registry.h"
 #include "link/connection.h"
 #include "link/shared_region.h"
 #include "link/topic_mapping.h"
@@ -132,10 +132,11 @@ std::string_view HttpPathLabel(std::string_view path) noexcept {
   return "other";
 }
 
-// Reads the broker's counters and the Registry at each scrape; holds no state of its own.
+// Reads the broker's counters and the ConnectionRegistry at each scrape; holds no state of its own.
 class MetricsExporter::BrokerCollector : public prometheus::Collectable {
  public:
-  BrokerCollector(const SharedHeader& shared, const Registry& registry, std::uint32_t node_id)
+  BrokerCollector(const SharedHeader& shared, const ConnectionRegistry& registry,
+                  std::uint32_t node_id)
       : shared_(shared), registry_(registry), node_id_(node_id) {}
 
   std::vector<MetricFamily> Collect() const override {
@@ -226,11 +227,11 @@ class MetricsExporter::BrokerCollector : public prometheus::Collectable {
   }
 
   const SharedHeader& shared_;
-  const Registry& registry_;
+  const ConnectionRegistry& registry_;
   const std::uint32_t node_id_;
 };
 
-MetricsExporter::MetricsExporter(const SharedHeader& shared, const Registry& registry,
+MetricsExporter::MetricsExporter(const SharedHeader& shared, const ConnectionRegistry& registry,
                                  std::uint32_t node_id)
     : broker_(std::make_unique<BrokerCollector>(shared, registry, node_id)),
       own_(std::make_unique<prometheus::Registry>()),

@@ -7,7 +7,7 @@
 //   here, never incremented: a prometheus-cpp Counter can only be incremented, so it could not
 //   carry an absolute value without a second copy that drifts and resets when the companion
 //   does. A custom prometheus::Collectable reads them, with relaxed loads, at each scrape; the
-//   open connections and subscriptions come the same way from the companion's Registry.
+//   open connections and subscriptions come the same way from the companion's ConnectionRegistry.
 // - What the companion counts itself (HTTP requests, the time of the last render) uses ordinary
 //   prometheus-cpp families in a prometheus::Registry.
 // One TextSerializer writes both. No family has a per-client label: a client id, address or
@@ -15,9 +15,9 @@
 //
 // Threads: constructed on the companion's main thread before the HTTP server starts. Render()
 // and CountHttpRequest() run on libmicrohttpd's threads, several at a time: the shared region
-// is only loaded (atomics), the Registry takes its own lock, and the prometheus-cpp registry,
-// families and metrics are thread-safe. The broker thread (another process) writes the region
-// concurrently; a scrape may see one counter a few events ahead of another, which Prometheus
+// is only loaded (atomics), the ConnectionRegistry takes its own lock, and the prometheus-cpp
+// registry, families and metrics are thread-safe. The broker thread (another process) writes the
+// region concurrently; a scrape may see one counter a few events ahead of another, which Prometheus
 // tolerates.
 #pragma once
 
@@ -33,7 +33,7 @@
 
 namespace mqc {
 
-class Registry;
+class ConnectionRegistry;
 struct SharedHeader;
 
 // The label value of kubemq_mqtt_http_requests_total{path}: one of the served paths, else
@@ -45,7 +45,8 @@ class MetricsExporter {
   // `shared` and `registry` must outlive the exporter. `node_id` goes into the help text of
   // kubemq_mqtt_connections, not into a label: every series of a scrape is of this one node, and
   // Prometheus tells nodes apart by their scrape target.
-  MetricsExporter(const SharedHeader& shared, const Registry& registry, std::uint32_t node_id);
+  MetricsExporter(const SharedHeader& shared, const ConnectionRegistry& registry,
+                  std::uint32_t node_id);
   ~MetricsExporter();
   MetricsExporter(const MetricsExporter&) = delete;
   MetricsExporter& operator=(const MetricsExporter&) = delete;

@@ -1,6 +1,6 @@
 // The companion's model of one MQTT connection, open or recently closed: what the HTTP views
 // (KubeMQ endpoint, Connect ListConnections) show and what filters and orderings look at.
-// Plain values; the Registry owns them and hands out copies.
+// Plain values; the ConnectionRegistry owns them and hands out copies.
 #pragma once
 
 #include <cstdint>

@@ -72,10 +72,27 @@ struct BrokerCounters {
 };
 
 // Per-connection traffic, in a slot the broker assigns at CONNECT (ConnectionEvent::stats_slot).
-// `seq` names the connection that owns the slot now. It is a seqlock: the broker exchanges it
-// to 0, resets the counters and then stores the new owner (release); a reader loads seq, the
-// counters and seq again, all with acquire, and trusts the counters only if both seq loads
-// equal its connection's.
+// `seq` names the connection that owns the slot now (connection seqs start at 1 and are never
+// reused; 0 means "being handed over"). The broker thread is the only writer.
+//
+// A seqlock in the form of Boehm, "Can seqlocks get along with programming language memory
+// models?" (MSPC 2012), with the owner's seq in the role of the even sequence number and 0 in the
+// role of the odd one. Every field is an atomic, so no access is a data race.
+//   writer, handing the slot over (AssignStatsSlot): seq = 0 (relaxed); release fence; every
+//     counter = 0 (relaxed); seq = owner (release). While it owns the slot, the broker thread
+//     bumps counters with relaxed load + store (Bump) and samples idle times with relaxed stores.
+//   reader (ReadStatsSlot): seq (acquire) == owner; every counter (relaxed); acquire fence;
+//     seq (relaxed) == owner.
+// What it guarantees, by the C++ memory model: if ReadStatsSlot returns true, every value it
+// returns was written while `owner` held the slot, i.e. it is the owner's reset (0) or one of the
+// owner's later updates, never a value of a previous or later owner. Why: the first load reads
+// the owner's release store, so the resets before it happen before the counter loads; and if a
+// counter load read a value stored after a later hand-over's release fence, that fence
+// synchronizes with the reader's acquire fence, so the second seq load sees that hand-over's 0
+// (or something later) and the read is refused. It does not make the fields one atomic snapshot
+// of a single owner's moment: each counter is read on its own, so publish_count may be one bump
+// ahead of publish_bytes, and idle_ms may come from a newer sample than idle_sampled_ns; each
+// value is still exact for its own word. The writer never waits and uses no locked instruction.
 struct ConnectionStatsSlot {
   std::atomic<std::uint64_t> seq{0};
   std::atomic<std::uint64_t> publish_count{0};
@@ -88,6 +105,66 @@ struct ConnectionStatsSlot {
   std::atomic<std::uint64_t> idle_ms{0};
   std::atomic<std::uint64_t> idle_sampled_ns{0};  // 0: never sampled
 };
+
+// The counters of a ConnectionStatsSlot as one owner left them (see ReadStatsSlot).
+struct StatsSlotValues {
+  std::uint64_t publish_count = 0;
+  std::uint64_t publish_bytes = 0;
+  std::uint64_t deliver_count = 0;
+  std::uint64_t deliver_bytes = 0;
+  std::uint64_t request_count = 0;
+  std::uint64_t idle_ms = 0;
+  std::uint64_t idle_sampled_ns = 0;
+};
+
+// The seqlock's two fences. GCC warns (-Wtsan) that ThreadSanitizer does not model standalone
+// fences: under TSan they still execute, but TSan derives no ordering from them. That loses
+// nothing here, since every field of a slot is an atomic (TSan reports no race on atomics
+// whatever their order), and every other build keeps the fences' full meaning.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpragmas"  // -Wtsan is GCC 12's
+#pragma GCC diagnostic ignored "-Wtsan"
+#endif
+inline void SeqlockReleaseFence() noexcept { __atomic_thread_fence(__ATOMIC_RELEASE); }
+inline void SeqlockAcquireFence() noexcept { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+// The writer's hand-over: zeroes the counters and gives the slot to `owner` (not 0). Broker
+// thread only; plain stores and a release fence (a compiler barrier on x86), no locked
+// instruction, no syscall.
+inline void AssignStatsSlot(ConnectionStatsSlot& slot, std::uint64_t owner) noexcept {
+  slot.seq.store(0, std::memory_order_relaxed);
+  SeqlockReleaseFence();  // std::atomic_thread_fence(std::memory_order_release)
+  for (auto* counter :
+       {&slot.publish_count, &slot.publish_bytes, &slot.deliver_count, &slot.deliver_bytes,
+        &slot.request_count, &slot.idle_ms, &slot.idle_sampled_ns}) {
+    counter->store(0, std::memory_order_relaxed);
+  }
+  slot.seq.store(owner, std::memory_order_release);
+}
+
+// The reader's side: true, with *values filled, if `owner` held the slot before and after the
+// reads (so every value is the owner's, as said above); false if the slot belongs to someone else
+// or is being handed over.
+inline bool ReadStatsSlot(const ConnectionStatsSlot& slot, std::uint64_t owner,
+                          StatsSlotValues* values) noexcept {
+  if (slot.seq.load(std::memory_order_acquire) != owner) return false;
+  StatsSlotValues read;
+  read.publish_count = slot.publish_count.load(std::memory_order_relaxed);
+  read.publish_bytes = slot.publish_bytes.load(std::memory_order_relaxed);
+  read.deliver_count = slot.deliver_count.load(std::memory_order_relaxed);
+  read.deliver_bytes = slot.deliver_bytes.load(std::memory_order_relaxed);
+  read.request_count = slot.request_count.load(std::memory_order_relaxed);
+  read.idle_ms = slot.idle_ms.load(std::memory_order_relaxed);
+  read.idle_sampled_ns = slot.idle_sampled_ns.load(std::memory_order_relaxed);
+  SeqlockAcquireFence();  // std::atomic_thread_fence(std::memory_order_acquire)
+  if (slot.seq.load(std::memory_order_relaxed) != owner) return false;
+  *values = read;
+  return true;
+}
 
 struct CompanionControl {
   std::atomic<std::uint32_t> state{0};  // CompanionState

@@ -1,4 +1,4 @@
-// KubeMQ topic grammar (see ../shared/spec/topic-mapping.md). One non-allocating analysis feeds
+// KubeMQ topic grammar (see docs/topic-mapping.md). One non-allocating analysis feeds
 // both MapTopicFilter and ClassifyTopic, so the two cannot disagree on what is valid.
 //
 // Where the spec is silent:

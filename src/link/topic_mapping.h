@@ -1,5 +1,5 @@
 // KubeMQ topic grammar: an MQTT topic or topic filter -> KubeMQ pattern, channel, shared group.
-// The contract is ../shared/spec/topic-mapping.md. Pure functions, safe on any thread.
+// The contract is docs/topic-mapping.md. Pure functions, safe on any thread.
 #pragma once
 
 #include <cstdint>

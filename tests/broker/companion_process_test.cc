@@ -31,6 +31,15 @@ bool WaitExited(CompanionProcess* process, std::string* how) {
   return false;
 }
 
+// Waits (at most 5 s) until `path` holds exactly `text`.
+bool WaitForFile(const std::string& path, const std::string& text) {
+  for (int i = 0; i < 500; ++i) {
+    if (ReadFile(path) == text) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 class CompanionProcessTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -96,11 +105,13 @@ TEST_F(CompanionProcessTest, ExitStatusAndSignalAreReported) {
 }
 
 TEST_F(CompanionProcessTest, StopEndsARunningProcessEvenIfItIgnoresSigterm) {
-  CompanionProcess stubborn("/bin/sh", {"-c", "trap '' TERM; exec sleep 30"}, shared_fd_);
+  // The child says "ready" once SIGTERM is ignored (a shell's `exec` keeps that for `sleep`).
+  CompanionProcess stubborn(
+      "/bin/sh", {"-c", "trap '' TERM; echo ready > " + out_ + "; exec sleep 30"}, shared_fd_);
   std::string error;
   ASSERT_TRUE(stubborn.Start(&error)) << error;
   const pid_t pid = stubborn.pid();
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(WaitForFile(out_, "ready\n")) << "the child never installed its trap";
   const auto started = std::chrono::steady_clock::now();
   stubborn.Stop(300);
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));

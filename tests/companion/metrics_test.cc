@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "companion/registry.h"
+#include "companion/connection_registry.h"
 #include "link/connection.h"
 #include "link/event_records.h"
 #include "link/shared_region.h"
@@ -105,8 +105,8 @@ class MetricsTest : public ::testing::Test {
   }
 
   std::unique_ptr<SharedRegion> region_;
-  Registry registry_{
-      RegistryOptions{7, DefaultPattern::kEvents, 10, 1'000'000'000, {}, nullptr, 0}};
+  ConnectionRegistry registry_{
+      ConnectionRegistryOptions{7, DefaultPattern::kEvents, 10, 1'000'000'000, {}, nullptr, 0}};
   std::unique_ptr<MetricsExporter> exporter_;
 };
 

@@ -1,16 +1,20 @@
 // The two ends of the shared region in one process: what the broker thread writes reaches the
-// Registry, a full ring loses nothing for good (a resync repairs it), and log lines come back.
+// ConnectionRegistry, a full ring loses nothing for good (a resync repairs it), and log lines come
+// back.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "broker/broker_link.h"
 #include "broker/session_table.h"
 #include "companion/companion_link.h"
-#include "companion/registry.h"
+#include "companion/connection_registry.h"
 #include "link/shared_region.h"
 
 namespace mqc {
@@ -55,7 +59,7 @@ class SharedLinkTest : public ::testing::Test {
   std::unique_ptr<BrokerLink> broker_;
   std::unique_ptr<SessionTable> table_;
   std::unique_ptr<CompanionLink> companion_;
-  Registry registry_{RegistryOptions{}};
+  ConnectionRegistry registry_{ConnectionRegistryOptions{}};
   int clients_[200] = {};
 };
 
@@ -116,6 +120,53 @@ TEST_F(SharedLinkTest, ACompanionReportsServingOrFailure) {
   EXPECT_EQ(region_->header()->companion.http_port.load(), 18080);
   companion_->ReportFailed(std::string(2000, 'x'));  // longer than the slot: cut, terminated
   EXPECT_EQ(std::string(region_->header()->companion.failure).size(), 511u);
+}
+
+// The idle-time handshake: the companion asks, the broker thread samples at its TICK and answers.
+TEST_F(SharedLinkTest, IdleTimesAreSampledOnlyWhenTheCompanionAsks) {
+  SessionTable table(broker_.get(), 1, region_->stats(), region_->header()->stats_slots);
+  table.BeginConnect(&clients_[0], Facts("idle"), 1);
+  table.Settle();
+  table.BeginConnect(&clients_[1], Facts("unknown"), 1);
+  table.Settle();
+  auto idle_ms = [this](const void* client) -> std::int64_t {
+    return client == &clients_[0] ? 42 : -1;
+  };
+  auto now_ns = [] { return std::int64_t{7'000'000'000}; };
+  EXPECT_FALSE(broker_->AnswerIdleRequest(table, idle_ms, now_ns));  // nobody asked
+
+  // Nobody answers: the request gives up at its timeout.
+  EXPECT_FALSE(companion_->RequestIdleTimes(std::chrono::milliseconds(10)));
+  // The broker answers that (stale) request at its next TICK, and a fresh one after.
+  EXPECT_TRUE(broker_->AnswerIdleRequest(table, idle_ms, now_ns));
+  bool answered = false;
+  std::thread companion([&] { answered = companion_->RequestIdleTimes(std::chrono::seconds(10)); });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!broker_->AnswerIdleRequest(table, idle_ms, now_ns) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  companion.join();
+  EXPECT_TRUE(answered);
+
+  const ConnectionStatsSlot* slots = region_->stats();
+  int sampled = 0;
+  int unsampled = 0;
+  for (std::uint64_t i = 0; i < region_->header()->stats_slots && sampled + unsampled < 2; ++i) {
+    const std::uint64_t owner = slots[i].seq.load();
+    StatsSlotValues values;
+    if (owner == 0 || !ReadStatsSlot(slots[i], owner, &values)) continue;
+    if (values.idle_sampled_ns == 0) {
+      ++unsampled;
+      EXPECT_EQ(values.idle_ms, 0u);
+    } else {
+      ++sampled;
+      EXPECT_EQ(values.idle_ms, 42u);
+      EXPECT_EQ(values.idle_sampled_ns, 7'000'000'000u);
+    }
+  }
+  EXPECT_EQ(sampled, 1);
+  EXPECT_EQ(unsampled, 1);
 }
 
 TEST(SharedRegionTest, AttachChecksTheLayout) {

@@ -1,4 +1,4 @@
-// Tests for the KubeMQ topic grammar (../shared/spec/topic-mapping.md): every row and example
+// Tests for the KubeMQ topic grammar (docs/topic-mapping.md): every row and example
 // of the spec, the choices topic_mapping.cc documents where the spec is silent, and the
 // agreement of ClassifyTopic with MapTopicFilter over generated topics.
 #include "link/topic_mapping.h"

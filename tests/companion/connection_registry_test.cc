@@ -1,4 +1,4 @@
-#include "companion/registry.h"
+#include "companion/connection_registry.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -22,7 +22,7 @@ ConnectionEvent Open(std::uint64_t seq, const std::string& id, std::int64_t open
   return e;
 }
 
-class RegistryTest : public ::testing::Test {
+class ConnectionRegistryTest : public ::testing::Test {
  protected:
   void ApplyOpen(const ConnectionEvent& e) { Apply(EventType::kConnection, e); }
   void ApplyClose(std::uint64_t seq, std::int64_t at, CloseReason reason) {
@@ -51,12 +51,12 @@ class RegistryTest : public ::testing::Test {
     return ids;
   }
 
-  RegistryOptions options_{3, DefaultPattern::kEvents, 2, 1000, {}, nullptr, 0};
-  Registry registry_{options_};
+  ConnectionRegistryOptions options_{3, DefaultPattern::kEvents, 2, 1000, {}, nullptr, 0};
+  ConnectionRegistry registry_{options_};
   std::int64_t now_ = 10;
 };
 
-TEST_F(RegistryTest, OpenConnectionsCarryTheirFields) {
+TEST_F(ConnectionRegistryTest, OpenConnectionsCarryTheirFields) {
   ConnectionEvent e = Open(1, "sensor-1", 123);
   e.username = "alice";
   e.auth_mechanism = AuthMechanism::kPassword;
@@ -78,7 +78,7 @@ TEST_F(RegistryTest, OpenConnectionsCarryTheirFields) {
   EXPECT_EQ(c.authentication.user_principal, "alice");
 }
 
-TEST_F(RegistryTest, CloseMovesAConnectionToTheClosedList) {
+TEST_F(ConnectionRegistryTest, CloseMovesAConnectionToTheClosedList) {
   ApplyOpen(Open(1, "a"));
   ApplyOpen(Open(2, "b"));
   ApplyClose(1, 5, CloseReason::kClientDisconnect);
@@ -94,7 +94,7 @@ TEST_F(RegistryTest, CloseMovesAConnectionToTheClosedList) {
   EXPECT_EQ(registry_.open_count(), 1u);
 }
 
-TEST_F(RegistryTest, ARefusedConnectionIsListedClosedOnly) {
+TEST_F(ConnectionRegistryTest, ARefusedConnectionIsListedClosedOnly) {
   ConnectionEvent e = Open(1, "bad");
   e.close_time_ns = 2;
   e.close_reason = CloseReason::kAuthenticationFailed;
@@ -104,7 +104,7 @@ TEST_F(RegistryTest, ARefusedConnectionIsListedClosedOnly) {
   EXPECT_THAT(Ids(ConnectionState::kClosed), ::testing::ElementsAre("bad"));
 }
 
-TEST_F(RegistryTest, ClosedConnectionsAreBoundedByCountAndAge) {
+TEST_F(ConnectionRegistryTest, ClosedConnectionsAreBoundedByCountAndAge) {
   for (std::uint64_t i = 1; i <= 3; ++i) {
     ApplyOpen(Open(i, "c" + std::to_string(i)));
     ApplyClose(i, static_cast<std::int64_t>(i), CloseReason::kConnectionLost);
@@ -116,8 +116,8 @@ TEST_F(RegistryTest, ClosedConnectionsAreBoundedByCountAndAge) {
   EXPECT_THAT(Ids(ConnectionState::kClosed), ::testing::ElementsAre("c3"));
 }
 
-TEST_F(RegistryTest, ClosedMaxZeroKeepsNone) {
-  Registry registry({0, DefaultPattern::kEvents, 0, 1000, {}, nullptr, 0});
+TEST_F(ConnectionRegistryTest, ClosedMaxZeroKeepsNone) {
+  ConnectionRegistry registry({0, DefaultPattern::kEvents, 0, 1000, {}, nullptr, 0});
   std::string bytes;
   Encode(Open(1, "a"), &bytes);
   ASSERT_TRUE(registry.Apply(EventType::kConnection, bytes, 0));
@@ -127,7 +127,7 @@ TEST_F(RegistryTest, ClosedMaxZeroKeepsNone) {
   EXPECT_TRUE(registry.Snapshot().empty());
 }
 
-TEST_F(RegistryTest, SubscriptionsAreMappedAndUpdated) {
+TEST_F(ConnectionRegistryTest, SubscriptionsAreMappedAndUpdated) {
   ApplyOpen(Open(1, "s"));
   ApplySub(EventType::kSubscribe, 1, "events/site1/#", 1);
   ApplySub(EventType::kSubscribe, 1, "$share/workers/queues/jobs/email", 1);
@@ -149,7 +149,7 @@ TEST_F(RegistryTest, SubscriptionsAreMappedAndUpdated) {
   EXPECT_EQ(registry_.Snapshot()[0].subscriptions.size(), 1u);
 }
 
-TEST_F(RegistryTest, ReloadedSettingsRemapSubscriptionsAndTrimTheClosedList) {
+TEST_F(ConnectionRegistryTest, ReloadedSettingsRemapSubscriptionsAndTrimTheClosedList) {
   ApplyOpen(Open(1, "s"));
   ApplySub(EventType::kSubscribe, 1, "site1/temp", 0);
   ApplySub(EventType::kSubscribe, 1, "queues/jobs", 1);
@@ -176,7 +176,7 @@ TEST_F(RegistryTest, ReloadedSettingsRemapSubscriptionsAndTrimTheClosedList) {
   EXPECT_FALSE(registry_.Apply(EventType::kSettings, bytes, now_));
 }
 
-TEST_F(RegistryTest, AResyncReplacesTheOpenSetOnlyWhenComplete) {
+TEST_F(ConnectionRegistryTest, AResyncReplacesTheOpenSetOnlyWhenComplete) {
   ApplyOpen(Open(1, "stale"));
   EXPECT_FALSE(registry_.synced());
   ApplyResync(EventType::kResyncBegin, 4);
@@ -191,7 +191,7 @@ TEST_F(RegistryTest, AResyncReplacesTheOpenSetOnlyWhenComplete) {
   EXPECT_TRUE(registry_.WaitUntilSynced(std::chrono::milliseconds(0)));
 }
 
-TEST_F(RegistryTest, AnAbandonedResyncIsReplacedByTheNextOne) {
+TEST_F(ConnectionRegistryTest, AnAbandonedResyncIsReplacedByTheNextOne) {
   ApplyResync(EventType::kResyncBegin, 1);
   ApplyOpen(Open(1, "partial"));
   ApplyResync(EventType::kResyncBegin, 2);
@@ -202,7 +202,7 @@ TEST_F(RegistryTest, AnAbandonedResyncIsReplacedByTheNextOne) {
   EXPECT_THAT(Ids(ConnectionState::kOpen), ::testing::ElementsAre("whole"));
 }
 
-TEST_F(RegistryTest, MalformedRecordsAreRefused) {
+TEST_F(ConnectionRegistryTest, MalformedRecordsAreRefused) {
   EXPECT_FALSE(registry_.Apply(EventType::kConnection, "short", 0));
   EXPECT_FALSE(registry_.Apply(EventType::kClose, "", 0));
   EXPECT_FALSE(registry_.Apply(static_cast<EventType>(99), "", 0));
@@ -224,7 +224,7 @@ OfflineSessionEvent Offline(std::uint64_t seq, const std::string& id) {
   return e;
 }
 
-TEST_F(RegistryTest, OfflineSessionsAreListedWithTheirSubscriptionsAndCountedApart) {
+TEST_F(ConnectionRegistryTest, OfflineSessionsAreListedWithTheirSubscriptionsAndCountedApart) {
   ApplyOpen(Open(1, "online"));
   ApplySub(EventType::kSubscribe, 1, "events/a", 0);
   Apply(EventType::kOfflineSession, Offline(2, "sleeper"));
@@ -253,7 +253,7 @@ TEST_F(RegistryTest, OfflineSessionsAreListedWithTheirSubscriptionsAndCountedApa
   EXPECT_THAT(Ids(ConnectionState::kClosed), ::testing::IsEmpty());  // not a closed connection
 }
 
-TEST_F(RegistryTest, AResyncCarriesOfflineSessions) {
+TEST_F(ConnectionRegistryTest, AResyncCarriesOfflineSessions) {
   Apply(EventType::kOfflineSession, Offline(2, "gone-meanwhile"));
   ApplyResync(EventType::kResyncBegin, 1);
   Apply(EventType::kOfflineSession, Offline(3, "kept"));
@@ -335,7 +335,7 @@ class RegistryDetailsTest : public ::testing::Test {
     options_.listeners = {plain, tls, ws};
     options_.stats = slots_;
     options_.stats_count = 4;
-    registry_ = std::make_unique<Registry>(options_);
+    registry_ = std::make_unique<ConnectionRegistry>(options_);
   }
   void Open(std::uint64_t seq, std::uint16_t local_port, std::uint32_t slot, std::int64_t now) {
     ConnectionEvent e;
@@ -357,8 +357,8 @@ class RegistryDetailsTest : public ::testing::Test {
   }
 
   ConnectionStatsSlot slots_[4];
-  RegistryOptions options_;
-  std::unique_ptr<Registry> registry_;
+  ConnectionRegistryOptions options_;
+  std::unique_ptr<ConnectionRegistry> registry_;
 };
 
 TEST_F(RegistryDetailsTest, ListenerNameAndTlsComeFromTheLocalPort) {

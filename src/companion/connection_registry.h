@@ -41,7 +41,7 @@ namespace mqc {
 // The number of Pattern values (topic_mapping.h), kNone through kQueries.
 inline constexpr std::size_t kPatternCount = static_cast<std::size_t>(Pattern::kQueries) + 1;
 
-struct RegistryOptions {
+struct ConnectionRegistryOptions {
   std::uint32_t node_id = 0;
   DefaultPattern default_pattern = DefaultPattern::kEvents;
   std::uint32_t closed_max = 1000;
@@ -51,9 +51,9 @@ struct RegistryOptions {
   std::size_t stats_count = 0;
 };
 
-class Registry : public ConnectionSource {
+class ConnectionRegistry : public ConnectionSource {
  public:
-  explicit Registry(const RegistryOptions& options);
+  explicit ConnectionRegistry(const ConnectionRegistryOptions& options);
 
   // Applies one record of the events ring. Returns false for a malformed record or an unknown
   // type (it is then ignored).
@@ -103,7 +103,8 @@ class Registry : public ConnectionSource {
   void ExpireClosedLocked(std::int64_t now_ns);
   OpenMap& Target() { return staging_ ? *staging_ : open_; }
 
-  RegistryOptions options_;  // default_pattern, closed_max and closed_ttl_ns change (kSettings)
+  ConnectionRegistryOptions
+      options_;  // default_pattern, closed_max and closed_ttl_ns change (kSettings)
   mutable std::mutex mutex_;
   mutable std::condition_variable synced_changed_;
   OpenMap open_;

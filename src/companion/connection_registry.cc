@@ -1,4 +1,4 @@
-#include "companion/registry.h"
+#include "companion/connection_registry.h"
 
 #include <algorithm>
 #include <utility>
@@ -26,9 +26,10 @@ RequestStatistics Minus(const RequestStatistics& a, const RequestStatistics& b) 
 
 }  // namespace
 
-Registry::Registry(const RegistryOptions& options) : options_(options) {}
+ConnectionRegistry::ConnectionRegistry(const ConnectionRegistryOptions& options)
+    : options_(options) {}
 
-Registry::Entry Registry::FromEvent(const ConnectionEvent& event) const {
+ConnectionRegistry::Entry ConnectionRegistry::FromEvent(const ConnectionEvent& event) const {
   Entry entry;
   entry.stats_slot = event.stats_slot < options_.stats_count ? event.stats_slot : kNoStatsSlot;
   Connection& c = entry.connection;
@@ -62,7 +63,7 @@ Registry::Entry Registry::FromEvent(const ConnectionEvent& event) const {
   return entry;
 }
 
-Registry::Entry Registry::FromEvent(const OfflineSessionEvent& event) const {
+ConnectionRegistry::Entry ConnectionRegistry::FromEvent(const OfflineSessionEvent& event) const {
   Entry entry;
   Connection& c = entry.connection;
   c.seq = event.seq;
@@ -79,7 +80,7 @@ Registry::Entry Registry::FromEvent(const OfflineSessionEvent& event) const {
   return entry;
 }
 
-bool Registry::Apply(EventType type, std::string_view payload, std::int64_t now_ns) {
+bool ConnectionRegistry::Apply(EventType type, std::string_view payload, std::int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mutex_);
   switch (type) {
     case EventType::kConnection: {
@@ -187,21 +188,22 @@ bool Registry::Apply(EventType type, std::string_view payload, std::int64_t now_
   return false;
 }
 
-std::optional<RequestStatistics> Registry::ReadTotals(const Entry& entry, std::int64_t* idle_ns,
-                                                      std::int64_t now_ns) const {
+std::optional<RequestStatistics> ConnectionRegistry::ReadTotals(const Entry& entry,
+                                                                std::int64_t* idle_ns,
+                                                                std::int64_t now_ns) const {
   if (options_.stats == nullptr || entry.stats_slot == kNoStatsSlot) return std::nullopt;
-  const ConnectionStatsSlot& slot = options_.stats[entry.stats_slot];
-  const std::uint64_t seq = entry.connection.seq;
-  if (slot.seq.load(std::memory_order_acquire) != seq) return std::nullopt;
+  StatsSlotValues slot;
+  if (!ReadStatsSlot(options_.stats[entry.stats_slot], entry.connection.seq, &slot)) {
+    return std::nullopt;
+  }
   RequestStatistics totals;
-  totals.publish_count = slot.publish_count.load(std::memory_order_acquire);
-  totals.publish_bytes = slot.publish_bytes.load(std::memory_order_acquire);
-  totals.deliver_count = slot.deliver_count.load(std::memory_order_acquire);
-  totals.deliver_bytes = slot.deliver_bytes.load(std::memory_order_acquire);
-  totals.request_count = slot.request_count.load(std::memory_order_acquire);
-  const std::uint64_t idle_ms = slot.idle_ms.load(std::memory_order_acquire);
-  const std::uint64_t sampled_ns = slot.idle_sampled_ns.load(std::memory_order_acquire);
-  if (slot.seq.load(std::memory_order_acquire) != seq) return std::nullopt;
+  totals.publish_count = slot.publish_count;
+  totals.publish_bytes = slot.publish_bytes;
+  totals.deliver_count = slot.deliver_count;
+  totals.deliver_bytes = slot.deliver_bytes;
+  totals.request_count = slot.request_count;
+  const std::uint64_t idle_ms = slot.idle_ms;
+  const std::uint64_t sampled_ns = slot.idle_sampled_ns;
   if (sampled_ns != 0) {
     const std::int64_t since = now_ns - static_cast<std::int64_t>(sampled_ns);
     *idle_ns = static_cast<std::int64_t>(idle_ms) * 1000000 + std::max<std::int64_t>(since, 0);
@@ -209,7 +211,7 @@ std::optional<RequestStatistics> Registry::ReadTotals(const Entry& entry, std::i
   return totals;
 }
 
-void Registry::RollStatisticsWindow(std::int64_t now_ns) {
+void ConnectionRegistry::RollStatisticsWindow(std::int64_t now_ns) {
   const std::int64_t minute = now_ns / kMinuteNs;
   std::lock_guard<std::mutex> lock(mutex_);
   if (minute == window_minute_) return;
@@ -228,7 +230,7 @@ void Registry::RollStatisticsWindow(std::int64_t now_ns) {
   }
 }
 
-void Registry::ApplySettings(const SettingsEvent& settings, std::int64_t now_ns) {
+void ConnectionRegistry::ApplySettings(const SettingsEvent& settings, std::int64_t now_ns) {
   if (settings.default_pattern != options_.default_pattern) {
     options_.default_pattern = settings.default_pattern;
     for (OpenMap* map : {staging_ ? &*staging_ : nullptr, &open_}) {
@@ -246,24 +248,24 @@ void Registry::ApplySettings(const SettingsEvent& settings, std::int64_t now_ns)
   ExpireClosedLocked(now_ns);
 }
 
-void Registry::AddClosed(Connection connection) {
+void ConnectionRegistry::AddClosed(Connection connection) {
   if (options_.closed_max == 0) return;
   closed_.push_back(std::move(connection));
   while (closed_.size() > options_.closed_max) closed_.pop_front();
 }
 
-void Registry::ExpireClosed(std::int64_t now_ns) {
+void ConnectionRegistry::ExpireClosed(std::int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mutex_);
   ExpireClosedLocked(now_ns);
 }
 
-void Registry::ExpireClosedLocked(std::int64_t now_ns) {
+void ConnectionRegistry::ExpireClosedLocked(std::int64_t now_ns) {
   while (!closed_.empty() && closed_.front().close_time_ns + options_.closed_ttl_ns < now_ns) {
     closed_.pop_front();
   }
 }
 
-std::vector<Connection> Registry::Snapshot() const {
+std::vector<Connection> ConnectionRegistry::Snapshot() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<Connection> all;
   all.reserve(open_.size() + closed_.size());
@@ -272,7 +274,7 @@ std::vector<Connection> Registry::Snapshot() const {
   return all;
 }
 
-std::vector<Connection> Registry::DetailedSnapshot(std::int64_t now_ns) const {
+std::vector<Connection> ConnectionRegistry::DetailedSnapshot(std::int64_t now_ns) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<Connection> all;
   all.reserve(open_.size() + closed_.size());
@@ -288,23 +290,23 @@ std::vector<Connection> Registry::DetailedSnapshot(std::int64_t now_ns) const {
   return all;
 }
 
-std::size_t Registry::CountLocked(ConnectionState state) const {
+std::size_t ConnectionRegistry::CountLocked(ConnectionState state) const {
   std::size_t count = 0;
   for (const auto& [seq, entry] : open_) count += entry.connection.state == state ? 1 : 0;
   return count;
 }
 
-std::size_t Registry::open_count() const {
+std::size_t ConnectionRegistry::open_count() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return CountLocked(ConnectionState::kOpen);
 }
 
-std::size_t Registry::offline_count() const {
+std::size_t ConnectionRegistry::offline_count() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return CountLocked(ConnectionState::kOffline);
 }
 
-std::array<std::size_t, kPatternCount> Registry::SubscriptionsByPattern() const {
+std::array<std::size_t, kPatternCount> ConnectionRegistry::SubscriptionsByPattern() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::array<std::size_t, kPatternCount> counts{};
   for (const auto& [seq, entry] : open_) {
@@ -315,17 +317,17 @@ std::array<std::size_t, kPatternCount> Registry::SubscriptionsByPattern() const 
   return counts;
 }
 
-std::size_t Registry::closed_count() const {
+std::size_t ConnectionRegistry::closed_count() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return closed_.size();
 }
 
-bool Registry::synced() const {
+bool ConnectionRegistry::synced() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return synced_;
 }
 
-bool Registry::WaitUntilSynced(std::chrono::milliseconds timeout) const {
+bool ConnectionRegistry::WaitUntilSynced(std::chrono::milliseconds timeout) const {
   std::unique_lock<std::mutex> lock(mutex_);
   return synced_changed_.wait_for(lock, timeout, [this] { return synced_; });
 }

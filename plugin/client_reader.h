@@ -1,5 +1,6 @@
-// What the plugin can learn about one client beyond the broker's accessors: the socket's
-// ports and TCP_INFO, the listener it came in on, its certificate, why it disconnected.
+// Reads what the plugin learns about one client (ClientFacts, broker/client_facts.h), beyond the
+// broker's accessors: the socket's ports and TCP_INFO, the listener it came in on, its
+// certificate, why it disconnected.
 //
 // Threads: the broker thread only (the socket belongs to it).
 #pragma once
@@ -7,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "broker/session_table.h"
+#include "broker/client_facts.h"
 #include "link/broker_config.h"
 #include "link/connection.h"
 

@@ -1,4 +1,4 @@
-#include "client_facts.h"
+#include "client_reader.h"
 
 #include <arpa/inet.h>
 #include <dlfcn.h>

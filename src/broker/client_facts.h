@@ -1,0 +1,36 @@
+// What the broker's accessors tell about a client at CONNECT: the plugin reads them
+// (plugin/client_reader.h), the SessionTable turns them into a connection.
+//
+// Threads: the broker thread only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "link/connection.h"
+
+namespace mqc {
+
+// What the broker's accessors tell about a client at CONNECT.
+struct ClientFacts {
+  std::string client_id;
+  std::string username;
+  std::string ip_address;
+  std::string auth_method;  // MQTT 5 enhanced authentication
+  std::string peer_certificate_subject;
+  std::uint8_t protocol_version = 0;
+  bool clean_session = true;
+  std::uint16_t keep_alive = 0;
+  std::uint16_t port = 0;
+  std::uint16_t local_port = 0;
+  AuthMechanism mechanism = AuthMechanism::kUnspecified;
+  // Whether anything checks what the client presented: a password_file or an auth plugin for
+  // a username, TLS itself for a certificate or a PSK. A username that nothing checks is
+  // accepted by allow_anonymous alone: the connection is then unauthenticated.
+  bool credentials_checked = true;
+  // False for a client the broker holds without a connection (an offline session): its
+  // credentials are checked again at a reload (SIGHUP), which is no CONNECT.
+  bool has_socket = true;
+};
+
+}  // namespace mqc
