@@ -1,4 +1,4 @@
-// The Connect unary protocol with JSON (../shared/spec/connect-protocol.md) for
+// The Connect unary protocol with JSON (docs/api.md) for
 // mqtt.connections.v1.ConnectionsService: ListConnections over POST, and over Connect's GET form
 // (`?connect=v1&encoding=json&message=...`, also `base64=1`). Requests become a ConnectionQuery
 // for RunConnectionQuery; pages become protobuf-JSON ListConnectionsResponse messages.

@@ -1,4 +1,4 @@
-// The filter of ListConnections: an AIP-160 subset (../shared/spec/connect-protocol.md, "Filter")
+// The filter of ListConnections: an AIP-160 subset (docs/query-language.md, "Filter")
 // parsed once into clauses, then matched against each connection. Grammar:
 //
 //   filter  := ws* [ clause ( ws+ "AND" ws+ clause )* ] ws*     (at most 1024 characters)

@@ -1,4 +1,4 @@
-// The order_by of ListConnections (../shared/spec/connect-protocol.md, "order_by"):
+// The order_by of ListConnections (docs/query-language.md, "order_by"):
 //
 //   order_by  := ws* [ key ( ws* "," ws* key )* ] ws*        (at most 1024 bytes)
 //   key       := field [ ws+ ( "asc" | "desc" ) ]             direction in any case

@@ -1,6 +1,6 @@
 // Filtering, ordering and paging of connections: one implementation behind both the Connect
 // ListConnections method and the KubeMQ endpoint's query parameters.
-// Grammar: ../shared/spec/connect-protocol.md ("Filter", "order_by", "Pages").
+// Grammar: docs/query-language.md (filter, order_by, page tokens).
 // Pure values, safe to use on any thread.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Lexical pieces of the filter and order_by grammars (../shared/spec/connect-protocol.md): quoted
+// Lexical pieces of the filter and order_by grammars (docs/query-language.md): quoted
 // string literals with JSON escapes, integers, durations, RFC 3339 timestamps, and the 1-based
 // positions that error messages name. Pure functions, safe on any thread, no exceptions thrown
 // other than std::bad_alloc.
