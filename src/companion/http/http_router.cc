@@ -25,7 +25,7 @@ constexpr std::string_view kConnectionsPath = "/api/mqtt/connections";
 constexpr std::string_view kMetricsPath = "/metrics";
 constexpr char kMetricsContentType[] = "text/plain; version=0.0.4; charset=utf-8";
 constexpr char kGetMethods[] = "GET, HEAD";
-constexpr char kConnectMethods[] = "GET, HEAD, POST";
+constexpr char kConnectRpcMethods[] = "GET, HEAD, POST";
 
 constexpr int kHttpOk = 200;
 constexpr int kHttpNotFound = 404;
@@ -38,11 +38,12 @@ bool IsGet(const HttpRequest& request) {
   return request.method == "GET" || request.method == "HEAD";
 }
 
-bool IsConnectPath(std::string_view path) {
-  return path.substr(0, std::string_view(kConnectServicePrefix).size()) == kConnectServicePrefix;
+bool IsConnectRpcPath(std::string_view path) {
+  return path.substr(0, std::string_view(kConnectRpcServicePrefix).size()) ==
+         kConnectRpcServicePrefix;
 }
 
-HttpResponse ConnectError(int status, std::string_view code, std::string_view message) {
+HttpResponse ConnectRpcError(int status, std::string_view code, std::string_view message) {
   CjsonPtr error = NewJsonObject();
   AddToJsonObject(error.get(), "code", NewJsonString(code));
   AddToJsonObject(error.get(), "message", NewJsonString(message));
@@ -65,19 +66,19 @@ std::string NotAllowedMessage(const HttpRequest& request, const char* allowed) {
 
 constexpr char kBodyTooLarge[] = "request body too large";
 
-HttpResponse RouteConnect(const HttpRequest& request, const ConnectHandler& connect) {
+HttpResponse RouteConnectRpc(const HttpRequest& request, const ConnectRpcHandler& connect) {
   if (!IsGet(request) && request.method != "POST") {
-    return MethodNotAllowed(ConnectError(kHttpMethodNotAllowed, "unimplemented",
-                                         NotAllowedMessage(request, kConnectMethods)),
-                            kConnectMethods);
+    return MethodNotAllowed(ConnectRpcError(kHttpMethodNotAllowed, "unimplemented",
+                                            NotAllowedMessage(request, kConnectRpcMethods)),
+                            kConnectRpcMethods);
   }
   if (request.body_too_large) {
-    return ConnectError(kHttpPayloadTooLarge, "resource_exhausted", kBodyTooLarge);
+    return ConnectRpcError(kHttpPayloadTooLarge, "resource_exhausted", kBodyTooLarge);
   }
-  const std::string method = request.path.substr(std::string_view(kConnectServicePrefix).size());
+  const std::string method = request.path.substr(std::string_view(kConnectRpcServicePrefix).size());
   if (!connect) {
-    return ConnectError(kHttpNotImplemented, "unimplemented",
-                        "method " + QuoteForMessage(method) + " is not implemented");
+    return ConnectRpcError(kHttpNotImplemented, "unimplemented",
+                           "method " + QuoteForMessage(method) + " is not implemented");
   }
   return connect(method, request);
 }
@@ -85,7 +86,7 @@ HttpResponse RouteConnect(const HttpRequest& request, const ConnectHandler& conn
 }  // namespace
 
 HttpRouter::HttpRouter(const ConnectionSource& connections, MetricsProvider metrics,
-                       ConnectHandler connect)
+                       ConnectRpcHandler connect)
     : connections_(connections), metrics_(std::move(metrics)), connect_(std::move(connect)) {}
 
 HttpResponse HttpRouter::Handle(const HttpRequest& request) const {
@@ -98,12 +99,13 @@ HttpResponse HttpRouter::Handle(const HttpRequest& request) const {
     what = "unknown exception";
   }
   const std::string message = "internal error: " + what;
-  return IsConnectPath(request.path) ? ConnectError(kHttpInternalServerError, "internal", message)
-                                     : KubeMqView::Error(kHttpInternalServerError, message);
+  return IsConnectRpcPath(request.path)
+             ? ConnectRpcError(kHttpInternalServerError, "internal", message)
+             : KubeMqView::Error(kHttpInternalServerError, message);
 }
 
 HttpResponse HttpRouter::Route(const HttpRequest& request) const {
-  if (IsConnectPath(request.path)) return RouteConnect(request, connect_);
+  if (IsConnectRpcPath(request.path)) return RouteConnectRpc(request, connect_);
 
   const bool connections = request.path == kConnectionsPath;
   const bool metrics = request.path == kMetricsPath && metrics_;

@@ -24,16 +24,17 @@ using MetricsProvider = std::function<std::string()>;
 // A Connect unary call: `method` is the part after the service prefix ("ListConnections";
 // possibly unknown or empty: answer `unimplemented`), `request` is the whole HTTP request
 // (POST, or GET/HEAD for Connect's GET form).
-using ConnectHandler =
+using ConnectRpcHandler =
     std::function<HttpResponse(const std::string& method, const HttpRequest& request)>;
 
-inline constexpr char kConnectServicePrefix[] = "/mqtt.connections.v1.ConnectionsService/";
+inline constexpr char kConnectRpcServicePrefix[] = "/mqtt.connections.v1.ConnectionsService/";
 
 class HttpRouter {
  public:
   // `connections` must outlive the router. Empty `metrics`: /metrics is 404. Empty `connect`:
   // every Connect call is answered `unimplemented` (501).
-  HttpRouter(const ConnectionSource& connections, MetricsProvider metrics, ConnectHandler connect);
+  HttpRouter(const ConnectionSource& connections, MetricsProvider metrics,
+             ConnectRpcHandler connect);
 
   // Never throws for a failing view: a view's exception is answered 500 in the path's format.
   HttpResponse Handle(const HttpRequest& request) const;
@@ -43,7 +44,7 @@ class HttpRouter {
 
   const ConnectionSource& connections_;
   const MetricsProvider metrics_;
-  const ConnectHandler connect_;
+  const ConnectRpcHandler connect_;
   const KubeMqView kubemq_view_{};
 };
 

@@ -27,32 +27,32 @@ struct ListConnectionsRequest {
   std::string page_token;
 };
 
-struct ConnectServiceOptions {
+struct ConnectRpcServiceOptions {
   using Clock = std::function<std::chrono::steady_clock::time_point()>;
   // Where Connect-Timeout-Ms budgets are measured. Empty: std::chrono::steady_clock::now. Tests
   // inject a clock they move forward, to make a request take longer than its budget.
   Clock clock;
 };
 
-class ConnectService {
+class ConnectRpcService {
  public:
   // `source` must outlive the service.
-  explicit ConnectService(const ConnectionSource& source, ConnectServiceOptions options = {});
+  explicit ConnectRpcService(const ConnectionSource& source, ConnectRpcServiceOptions options = {});
 
-  // A ConnectHandler (http_router.h): `method` is the path after the service prefix. Always
+  // A ConnectRpcHandler (http_router.h): `method` is the path after the service prefix. Always
   // answers `Content-Type: application/json`: 200 with the response message, or a Connect error
   // `{"code":"...","message":"..."}` with the code's HTTP status (415 for a content type or
   // encoding other than JSON). Never throws.
   HttpResponse Handle(const std::string& method, const HttpRequest& request) const noexcept;
 
   // Handle() bound to this service, for HttpRouter. The service must outlive the handler.
-  ConnectHandler Handler() const;
+  ConnectRpcHandler Handler() const;
 
  private:
   HttpResponse HandleListConnections(const HttpRequest& request) const;
 
   const ConnectionSource& source_;
-  const ConnectServiceOptions::Clock clock_;
+  const ConnectRpcServiceOptions::Clock clock_;
 };
 
 }  // namespace mqc

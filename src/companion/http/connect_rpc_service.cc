@@ -1,4 +1,4 @@
-// ConnectService (see connect_service.h).
+// ConnectRpcService (see connect_rpc_service.h).
 //
 // Where the spec is silent:
 // - Checks run method name (501), HTTP method (405), then for POST: Content-Type (415),
@@ -53,7 +53,7 @@
 //   filtered on; close reasons without their CLOSE_REASON_ prefix (`CLIENT_DISCONNECT`, as the
 //   README lists them; the filter takes both). A number no name is known for is written as a
 //   JSON number, as protobuf's JSON mapping does.
-#include "companion/http/connect_service.h"
+#include "companion/http/connect_rpc_service.h"
 
 #include <cjson/cJSON.h>
 
@@ -111,7 +111,7 @@ HttpResponse JsonResponse(int status, const cJSON& body) {
 }
 
 // `status` 0: the code's own status.
-HttpResponse ConnectError(const ErrorCode& code, std::string_view message, int status = 0) {
+HttpResponse ConnectRpcError(const ErrorCode& code, std::string_view message, int status = 0) {
   CjsonPtr error = NewJsonObject();
   AddToJsonObject(error.get(), "code", NewJsonString(code.name));
   AddToJsonObject(error.get(), "message", NewJsonString(message));
@@ -120,7 +120,7 @@ HttpResponse ConnectError(const ErrorCode& code, std::string_view message, int s
 
 HttpResponse InternalError(const char* what) noexcept {
   try {
-    return ConnectError(kInternal, std::string("internal error: ") + what);
+    return ConnectRpcError(kInternal, std::string("internal error: ") + what);
   } catch (...) {
     // Out of memory even for that: an error without a body (Connect clients read a bare 500 as
     // `unknown`). A default HttpResponse allocates nothing.
@@ -192,7 +192,7 @@ bool CheckContentType(const HttpRequest& request, HttpResponse* error) {
       value == nullptr ? "missing " + HeaderName(kContentType) + "; expected 'application/json'"
                        : HeaderName(kContentType) + " is " + QuoteForMessage(*value) +
                              "; expected 'application/json' (optionally with '; charset=utf-8')";
-  *error = ConnectError(kInvalidArgument, message, kHttpUnsupportedMediaType);
+  *error = ConnectRpcError(kInvalidArgument, message, kHttpUnsupportedMediaType);
   error->headers.emplace_back("Accept-Post", kJsonContentType);
   return false;
 }
@@ -200,7 +200,7 @@ bool CheckContentType(const HttpRequest& request, HttpResponse* error) {
 bool CheckProtocolVersion(const HttpRequest& request, HttpResponse* error) {
   const std::string* value = request.FindHeader(kProtocolVersion);
   if (value != nullptr && TrimSpaces(*value) == "1") return true;
-  *error = ConnectError(
+  *error = ConnectRpcError(
       kInvalidArgument,
       value == nullptr
           ? "missing required " + HeaderName(kProtocolVersion) + "; expected '1'"
@@ -222,8 +222,8 @@ bool ReadTimeout(const HttpRequest& request, std::optional<Milliseconds>* budget
   }
   if (!valid) {
     *error =
-        ConnectError(kInvalidArgument, HeaderName(kTimeout) + " is " + QuoteForMessage(*value) +
-                                           "; expected milliseconds, 1 to 10 digits");
+        ConnectRpcError(kInvalidArgument, HeaderName(kTimeout) + " is " + QuoteForMessage(*value) +
+                                              "; expected milliseconds, 1 to 10 digits");
     return false;
   }
   *budget = Milliseconds(milliseconds);
@@ -233,8 +233,8 @@ bool ReadTimeout(const HttpRequest& request, std::optional<Milliseconds>* budget
 bool IsIdentity(std::string_view coding) { return EqualsIgnoreCase(coding, "identity"); }
 
 HttpResponse UnsupportedCompression(std::string_view what, std::string_view value) {
-  return ConnectError(kUnimplemented, std::string(what) + " " + QuoteForMessage(value) +
-                                          " is not supported; supported: identity");
+  return ConnectRpcError(kUnimplemented, std::string(what) + " " + QuoteForMessage(value) +
+                                             " is not supported; supported: identity");
 }
 
 bool CheckContentEncoding(const HttpRequest& request, HttpResponse* error) {
@@ -309,32 +309,32 @@ bool ReadGetMessage(const HttpRequest& request, std::string* message, HttpRespon
     for (const auto& [known_name, slot] : known) {
       if (name != known_name) continue;
       if (*slot != nullptr) {
-        *error = ConnectError(kInvalidArgument,
-                              ParameterName(name) + " is given more than once; expected it once");
+        *error = ConnectRpcError(
+            kInvalidArgument, ParameterName(name) + " is given more than once; expected it once");
         return false;
       }
       *slot = &value;
     }
   }
   if (parameters.connect == nullptr || *parameters.connect != "v1") {
-    *error = ConnectError(kInvalidArgument,
-                          parameters.connect == nullptr
-                              ? "missing " + ParameterName("connect") + "; expected 'v1'"
-                              : ParameterName("connect") + " is " +
-                                    QuoteForMessage(*parameters.connect) + "; expected 'v1'");
+    *error = ConnectRpcError(kInvalidArgument,
+                             parameters.connect == nullptr
+                                 ? "missing " + ParameterName("connect") + "; expected 'v1'"
+                                 : ParameterName("connect") + " is " +
+                                       QuoteForMessage(*parameters.connect) + "; expected 'v1'");
     return false;
   }
   if (parameters.encoding == nullptr) {
-    *error = ConnectError(kInvalidArgument,
-                          "missing " + ParameterName("encoding") + "; expected 'json'");
+    *error = ConnectRpcError(kInvalidArgument,
+                             "missing " + ParameterName("encoding") + "; expected 'json'");
     return false;
   }
   if (*parameters.encoding != "json") {
     // The protocol asks for 415 when the codec is not supported, as for POST's Content-Type.
-    *error = ConnectError(kInvalidArgument,
-                          ParameterName("encoding") + " is " +
-                              QuoteForMessage(*parameters.encoding) + "; supported: json",
-                          kHttpUnsupportedMediaType);
+    *error = ConnectRpcError(kInvalidArgument,
+                             ParameterName("encoding") + " is " +
+                                 QuoteForMessage(*parameters.encoding) + "; supported: json",
+                             kHttpUnsupportedMediaType);
     return false;
   }
   if (parameters.compression != nullptr && !IsIdentity(*parameters.compression)) {
@@ -345,8 +345,8 @@ bool ReadGetMessage(const HttpRequest& request, std::string* message, HttpRespon
     message->clear();
   } else if (parameters.base64 != nullptr && *parameters.base64 == "1") {
     if (!DecodeBase64Url(*parameters.message, message)) {
-      *error = ConnectError(kInvalidArgument,
-                            ParameterName("message") + " is not valid URL-safe base64 (base64=1)");
+      *error = ConnectRpcError(
+          kInvalidArgument, ParameterName("message") + " is not valid URL-safe base64 (base64=1)");
       return false;
     }
   } else {
@@ -565,7 +565,7 @@ bool DecodeRequestMessage(std::string_view text, std::string_view where,
   *request = ListConnectionsRequest();
   if (text.empty()) return true;
   const auto fail = [error](const std::string& message) {
-    *error = ConnectError(kInvalidArgument, message);
+    *error = ConnectRpcError(kInvalidArgument, message);
     return false;
   };
   const std::string what(where);
@@ -789,9 +789,9 @@ bool DeadlineExceeded(std::optional<Milliseconds> budget,
   if (!budget || elapsed < *budget) return false;
   const auto elapsed_ms = std::chrono::duration_cast<Milliseconds>(elapsed).count();
   *error =
-      ConnectError(kDeadlineExceeded, "deadline exceeded: " + HeaderName(kTimeout) + " allows " +
-                                          std::to_string(budget->count()) + " ms, " +
-                                          std::to_string(elapsed_ms) + " ms have passed");
+      ConnectRpcError(kDeadlineExceeded, "deadline exceeded: " + HeaderName(kTimeout) + " allows " +
+                                             std::to_string(budget->count()) + " ms, " +
+                                             std::to_string(elapsed_ms) + " ms have passed");
   return true;
 }
 
@@ -799,18 +799,19 @@ constexpr std::string_view kEngineInternalError = "internal error";
 
 }  // namespace
 
-ConnectService::ConnectService(const ConnectionSource& source, ConnectServiceOptions options)
+ConnectRpcService::ConnectRpcService(const ConnectionSource& source,
+                                     ConnectRpcServiceOptions options)
     : source_(source),
-      clock_(options.clock ? std::move(options.clock) : ConnectServiceOptions::Clock([] {
+      clock_(options.clock ? std::move(options.clock) : ConnectRpcServiceOptions::Clock([] {
         return std::chrono::steady_clock::now();
       })) {}
 
-HttpResponse ConnectService::Handle(const std::string& method,
-                                    const HttpRequest& request) const noexcept {
+HttpResponse ConnectRpcService::Handle(const std::string& method,
+                                       const HttpRequest& request) const noexcept {
   try {
     if (method != kListConnections) {
-      return ConnectError(kUnimplemented,
-                          "method " + QuoteForMessage(method) +
+      return ConnectRpcError(
+          kUnimplemented, "method " + QuoteForMessage(method) +
                               " is not implemented; implemented: " + std::string(kListConnections));
     }
     return HandleListConnections(request);
@@ -821,13 +822,13 @@ HttpResponse ConnectService::Handle(const std::string& method,
   }
 }
 
-ConnectHandler ConnectService::Handler() const {
+ConnectRpcHandler ConnectRpcService::Handler() const {
   return [this](const std::string& method, const HttpRequest& request) {
     return Handle(method, request);
   };
 }
 
-HttpResponse ConnectService::HandleListConnections(const HttpRequest& request) const {
+HttpResponse ConnectRpcService::HandleListConnections(const HttpRequest& request) const {
   const auto start = clock_();
   HttpResponse error;
   std::optional<Milliseconds> budget;
@@ -846,7 +847,7 @@ HttpResponse ConnectService::HandleListConnections(const HttpRequest& request) c
     }
   } else {
     // The router answers this before calling; kept so that Handle() stands on its own.
-    error = ConnectError(
+    error = ConnectRpcError(
         kUnimplemented,
         "method " + QuoteForMessage(request.method) + " is not allowed; allowed: GET, HEAD, POST",
         kHttpMethodNotAllowed);
@@ -865,7 +866,7 @@ HttpResponse ConnectService::HandleListConnections(const HttpRequest& request) c
   std::string why;
   if (!RunConnectionQuery(source_.Snapshot(), query, &page, &why)) {
     const bool internal = why.compare(0, kEngineInternalError.size(), kEngineInternalError) == 0;
-    return ConnectError(internal ? kInternal : kInvalidArgument, why);
+    return ConnectRpcError(internal ? kInternal : kInvalidArgument, why);
   }
   HttpResponse response = JsonResponse(kHttpOk, *ListConnectionsResponseJson(page));
   if (DeadlineExceeded(budget, clock_() - start, &error)) return error;
