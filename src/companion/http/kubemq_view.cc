@@ -1,10 +1,12 @@
 // The KubeMQ connections endpoint (see kubemq_view.h).
 //
 // Where the spec is silent:
-// - Query parameters become a filter for RunConnectionQuery, the rich API's engine, so both
-//   APIs select alike: client_id and username match exactly, or by prefix when the value ends
-//   in '*' (as in the rich API's filter); pattern selects connections with at least one
-//   subscription of that pattern. MHD decodes '+' as a space: send a literal '+' as %2B.
+// - Query parameters become a typed query (clauses, order) for RunConnectionQuery, the rich
+//   API's engine, so both APIs select alike, and a value of any length or content selects
+//   exactly itself (no filter text is written and parsed again): client_id and username match
+//   exactly, or by prefix when the value ends in '*' (as in the rich API's filter); pattern selects
+//   connections with at least one subscription of that pattern. MHD decodes '+' as a space: send a
+//   literal '+' as %2B.
 // - Refused with 400: an unknown parameter (also an empty name, as in "?&limit=1"), one given
 //   twice (even with the same value), an empty value, and a value outside what is accepted.
 //   Numbers are plain decimal digits (no sign, no spaces); leading zeros are fine.
@@ -20,12 +22,17 @@
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "companion/http/json_util.h"
+#include "companion/query/connection_fields.h"
+#include "companion/query/connection_filter.h"
+#include "companion/query/connection_order.h"
 #include "companion/query/connection_query.h"
 
 namespace mqc {
@@ -67,13 +74,28 @@ bool ParseInteger(std::string_view text, std::int64_t min, std::int64_t max, std
          *value <= max;
 }
 
-// A filter literal for `value`: exact, or a prefix match when `value` ends in '*'.
-// QuoteFilterString escapes every '*', so the prefix star goes in after quoting.
-std::string ExactOrPrefixLiteral(std::string_view value) {
-  if (value.empty() || value.back() != '*') return QuoteFilterString(value);
-  std::string literal = QuoteFilterString(value.substr(0, value.size() - 1));
-  literal.insert(literal.size() - 1, "*");
-  return literal;
+const FieldDef& Field(std::string_view path) {
+  const FieldDef* field = FindField(path);
+  if (field == nullptr) throw std::logic_error("no query field " + std::string(path));
+  return *field;
+}
+
+// `field = value`, or a prefix test when `value` ends in '*' (as the rich API's filter reads a
+// literal ending in a bare '*').
+FilterClause TextClause(std::string_view path, std::string_view value, bool allow_prefix) {
+  FilterClause clause;
+  clause.field = &Field(path);
+  clause.prefix = allow_prefix && !value.empty() && value.back() == '*';
+  if (clause.prefix) value.remove_suffix(1);
+  clause.text = std::string(value);
+  return clause;
+}
+
+FilterClause NumberClause(std::string_view path, std::int64_t number) {
+  FilterClause clause;
+  clause.field = &Field(path);
+  clause.number = number;
+  return clause;
 }
 
 bool IsKnownPattern(std::string_view value) {
@@ -84,17 +106,16 @@ bool IsKnownPattern(std::string_view value) {
   return false;
 }
 
-// The query parameters as a query for RunConnectionQuery. `*list_all` is set when there is no
-// limit. Returns false with *error on a refused parameter.
-bool BuildQuery(const QueryParams& params, ConnectionQuery* query, bool* list_all,
+// The query parameters as a typed query for RunConnectionQuery: open connections, ordered by
+// open_time then client_id. `*list_all` is set when there is no limit. Returns false with
+// *error on a refused parameter.
+bool BuildQuery(const QueryParams& params, TypedConnectionQuery* query, bool* list_all,
                 std::string* error) {
-  std::string filter = "state = MQTT_CONNECTION_STATE_OPEN";
-  const auto add_clause = [&filter](std::string_view field, const std::string& value) {
-    filter += " AND ";
-    filter += field;
-    filter += " = ";
-    filter += value;
-  };
+  std::int64_t open = 0;
+  if (!FindEnumNumber(Field("state"), "MQTT_CONNECTION_STATE_OPEN", &open)) {
+    throw std::logic_error("no open state in the query fields");
+  }
+  std::vector<FilterClause> clauses{NumberClause("state", open)};
   *list_all = true;
   for (std::size_t i = 0; i < params.size(); ++i) {
     const auto& [name, value] = params[i];
@@ -117,13 +138,13 @@ bool BuildQuery(const QueryParams& params, ConnectionQuery* query, bool* list_al
     }
     std::int64_t number = 0;
     if (spec == &kClientId && !value.empty()) {
-      add_clause("client_id", ExactOrPrefixLiteral(value));
+      clauses.push_back(TextClause("client_id", value, true));
     } else if (spec == &kUsername && !value.empty()) {
-      add_clause("username", ExactOrPrefixLiteral(value));
+      clauses.push_back(TextClause("username", value, true));
     } else if (spec == &kPattern && IsKnownPattern(value)) {
-      add_clause("subscriptions.pattern", QuoteFilterString(value));
+      clauses.push_back(TextClause("subscriptions.pattern", value, false));
     } else if (spec == &kProtocolVersion && ParseInteger(value, 3, 5, &number)) {
-      add_clause("protocol_version", std::to_string(number));
+      clauses.push_back(NumberClause("protocol_version", number));
     } else if (spec == &kLimit && ParseInteger(value, 1, kMaxLimit, &number)) {
       query->page_size = number;
       *list_all = false;
@@ -134,8 +155,8 @@ bool BuildQuery(const QueryParams& params, ConnectionQuery* query, bool* list_al
       return false;
     }
   }
-  query->filter = std::move(filter);
-  query->order_by = "open_time, client_id";
+  query->filter = ConnectionFilter(std::move(clauses));
+  query->order = ConnectionOrder({OrderKey{&Field("open_time")}, OrderKey{&Field("client_id")}});
   if (*list_all) query->page_size = kMaxPageSize;
   return true;
 }
@@ -191,7 +212,7 @@ HttpResponse JsonResponse(int status, const cJSON& body) {
 
 HttpResponse KubeMqView::ListConnections(std::vector<Connection> snapshot,
                                          const QueryParams& params) const {
-  ConnectionQuery query;
+  TypedConnectionQuery query;
   bool list_all = false;
   std::string error;
   if (!BuildQuery(params, &query, &list_all, &error)) return Error(kHttpBadRequest, error);
@@ -204,17 +225,17 @@ HttpResponse KubeMqView::ListConnections(std::vector<Connection> snapshot,
   CjsonPtr connections = NewJsonArray();
   int total = 0;
   while (true) {
-    ConnectionPage page;
-    // The snapshot is needed again only when there is a next page.
+    TypedConnectionPage page;
+    // Every page reads the same snapshot, by reference.
     if (!RunConnectionQuery(snapshot, query, &page, &error)) {
-      return Error(kHttpBadRequest, error);  // e.g. a client_id too long for a filter
+      return Error(kHttpBadRequest, error);
     }
     for (const Connection& connection : page.connections) {
       AddToJsonArray(connections.get(), ConnectionJson(connection));
       ++total;
     }
-    if (!list_all || page.next_page_token.empty()) break;
-    query.page_token = std::move(page.next_page_token);
+    if (!list_all || !page.next) break;
+    query.after = std::move(page.next);
   }
 
   CjsonPtr data = NewJsonObject();

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "companion/query/connection_fields.h"
@@ -47,6 +48,11 @@ struct FilterClause {
 
 class ConnectionFilter {
  public:
+  ConnectionFilter() = default;
+  // A filter of clauses made in code, all of which must hold: no text is written and parsed
+  // again, so a value of any length and with any bytes works. Each clause's field must be set.
+  explicit ConnectionFilter(std::vector<FilterClause> clauses) : clauses_(std::move(clauses)) {}
+
   // Parses `text`; blank text matches every connection. On error returns false and sets *error
   // to a message ending in " at position N" (N 1-based, in characters).
   static bool Parse(std::string_view text, ConnectionFilter* filter, std::string* error);

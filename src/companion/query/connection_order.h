@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "companion/query/connection_fields.h"
@@ -43,6 +44,10 @@ struct OrderCursor {
 
 class ConnectionOrder {
  public:
+  ConnectionOrder() = default;
+  // An order made in code; each key's field must be set and not repeated().
+  explicit ConnectionOrder(std::vector<OrderKey> keys) : keys_(std::move(keys)) {}
+
   // Parses `text`. On error returns false and sets *error to a message naming the field or
   // direction and ending in " at position N" (1-based, in characters).
   static bool Parse(std::string_view text, ConnectionOrder* order, std::string* error);

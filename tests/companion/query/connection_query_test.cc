@@ -1403,5 +1403,60 @@ TEST(ConnectionPagesTest, TotalSizeCountsEveryMatch) {
   EXPECT_THAT(FilterError("client_id = x"), HasSubstr("client_id"));
 }
 
+// A typed query pages through one large snapshot by reference: the snapshot is only read (not
+// moved from, not reordered), every connection comes exactly once, in order, and the cursor of
+// one page is where the next one starts.
+TEST(TypedConnectionQueryTest, PagesALargeSnapshotByReference) {
+  const std::vector<Connection> fleet = RandomFleet(50000, 11);
+  const std::vector<Connection> before = fleet;
+  TypedConnectionQuery query;
+  query.order = ConnectionOrder({OrderKey{FindField("client_id")}});
+  query.page_size = kMaxPageSize;
+  std::vector<std::uint64_t> seqs;
+  std::string previous;
+  for (int pages = 0; pages < 10; ++pages) {
+    TypedConnectionPage page;
+    std::string error;
+    ASSERT_TRUE(RunConnectionQuery(fleet, query, &page, &error)) << error;
+    EXPECT_EQ(page.total_size, 50000);
+    for (const Connection& c : page.connections) {
+      EXPECT_LE(previous, c.client_id);
+      previous = c.client_id;
+      seqs.push_back(c.seq);
+    }
+    if (!page.next) break;
+    query.after = std::move(page.next);
+  }
+  std::sort(seqs.begin(), seqs.end());
+  ASSERT_EQ(seqs.size(), 50000u);
+  for (std::size_t i = 0; i < seqs.size(); ++i) ASSERT_EQ(seqs[i], i + 1);
+  ASSERT_EQ(fleet.size(), before.size());
+  for (std::size_t i = 0; i < fleet.size(); ++i) {
+    ASSERT_EQ(fleet[i].seq, before[i].seq);
+    ASSERT_EQ(fleet[i].client_id, before[i].client_id);
+  }
+}
+
+TEST(TypedConnectionQueryTest, ClausesAreMatchedAsGivenAndPagingIsChecked) {
+  std::vector<Connection> fleet = {MakeConnection(1), MakeConnection(2), MakeConnection(3)};
+  fleet[1].client_id = std::string(5000, 'a') + "\" = \"";
+  FilterClause clause;
+  clause.field = FindField("client_id");
+  clause.text = fleet[1].client_id;
+  TypedConnectionQuery query;
+  query.filter = ConnectionFilter({clause});
+  TypedConnectionPage page;
+  std::string error;
+  ASSERT_TRUE(RunConnectionQuery(fleet, query, &page, &error)) << error;
+  ASSERT_EQ(page.connections.size(), 1u);
+  EXPECT_EQ(page.connections[0].seq, 2u);
+  EXPECT_FALSE(page.next);
+
+  query.page_size = kMaxPageSize + 1;
+  EXPECT_FALSE(RunConnectionQuery(fleet, query, &page, &error));
+  EXPECT_THAT(error, HasSubstr("page_size"));
+  EXPECT_TRUE(page.connections.empty());
+}
+
 }  // namespace
 }  // namespace mqc
