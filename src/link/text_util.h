@@ -1,7 +1,12 @@
-// Small text helpers shared by the configuration parsers.
+// Small text and C-interop helpers, one of each, for both processes: trimming, ASCII
+// case-insensitive comparison, FNV-1a, base64url, and an owning pointer for C handles.
+// Pure functions, safe on any thread; none allocates except the base64url ones.
 #pragma once
 
 #include <cctype>
+#include <cstdint>
+#include <memory>
+#include <string>
 #include <string_view>
 
 namespace mqc {
@@ -12,5 +17,30 @@ inline std::string_view Trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
   return s;
 }
+
+// Equal when both have the same bytes up to ASCII letter case (no locale, no Unicode folding).
+bool EqualsIgnoreAsciiCase(std::string_view a, std::string_view b) noexcept;
+
+// FNV-1a 64 over `bytes`, continuing from `hash` (start with kFnv1aOffsetBasis). Not
+// cryptographic: for hash tables and fingerprints.
+inline constexpr std::uint64_t kFnv1aOffsetBasis = 0xcbf29ce484222325u;
+std::uint64_t Fnv1a64(std::string_view bytes, std::uint64_t hash = kFnv1aOffsetBasis) noexcept;
+
+// RFC 4648 section 5 (URL-safe alphabet) without padding.
+std::string EncodeBase64Url(std::string_view bytes);
+// Decodes unpadded base64url into *bytes (replaced). False on a character outside the alphabet
+// or an impossible length (4n+1); with `canonical`, also when the unused low bits of the last
+// character are not zero (so each byte string has exactly one text). A caller that accepts
+// padding strips it first.
+bool DecodeBase64Url(std::string_view text, std::string* bytes, bool canonical);
+
+// An owning pointer for a C handle released by `Free` (a function taking T*), for example
+// CSmartPtr<cJSON, cJSON_Delete> or CSmartPtr<char, std::free>. Null is never passed to Free.
+template <typename T, auto Free>
+struct CHandleFree {
+  void operator()(T* handle) const noexcept { Free(handle); }
+};
+template <typename T, auto Free>
+using CSmartPtr = std::unique_ptr<T, CHandleFree<T, Free>>;
 
 }  // namespace mqc

@@ -74,6 +74,7 @@
 #include "companion/http/json_util.h"
 #include "companion/query/connection_fields.h"
 #include "companion/query/connection_query.h"
+#include "link/text_util.h"
 #include "link/topic_mapping.h"
 
 namespace mqc {
@@ -134,16 +135,6 @@ HttpResponse InternalError(const char* what) noexcept {
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
-char ToLowerAscii(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (ToLowerAscii(a[i]) != ToLowerAscii(b[i])) return false;
-  }
-  return true;
-}
-
 // Without the spaces and tabs HTTP allows around header values and their parts.
 std::string_view TrimSpaces(std::string_view text) {
   const std::size_t begin = text.find_first_not_of(" \t");
@@ -165,7 +156,8 @@ constexpr std::size_t kMaxTimeoutDigits = 10;
 // `application/json`, optionally with `charset=utf-8`.
 bool IsJsonContentType(std::string_view value) {
   std::size_t semicolon = value.find(';');
-  if (!EqualsIgnoreCase(TrimSpaces(value.substr(0, semicolon)), kJsonContentType)) return false;
+  if (!EqualsIgnoreAsciiCase(TrimSpaces(value.substr(0, semicolon)), kJsonContentType))
+    return false;
   while (semicolon != std::string_view::npos) {
     value.remove_prefix(semicolon + 1);
     semicolon = value.find(';');
@@ -177,8 +169,8 @@ bool IsJsonContentType(std::string_view value) {
     if (charset.size() >= 2 && charset.front() == '"' && charset.back() == '"') {
       charset = charset.substr(1, charset.size() - 2);
     }
-    if (!EqualsIgnoreCase(TrimSpaces(parameter.substr(0, equals)), "charset") ||
-        !EqualsIgnoreCase(charset, "utf-8")) {
+    if (!EqualsIgnoreAsciiCase(TrimSpaces(parameter.substr(0, equals)), "charset") ||
+        !EqualsIgnoreAsciiCase(charset, "utf-8")) {
       return false;
     }
   }
@@ -230,7 +222,7 @@ bool ReadTimeout(const HttpRequest& request, std::optional<Milliseconds>* budget
   return true;
 }
 
-bool IsIdentity(std::string_view coding) { return EqualsIgnoreCase(coding, "identity"); }
+bool IsIdentity(std::string_view coding) { return EqualsIgnoreAsciiCase(coding, "identity"); }
 
 HttpResponse UnsupportedCompression(std::string_view what, std::string_view value) {
   return ConnectRpcError(kUnimplemented, std::string(what) + " " + QuoteForMessage(value) +
@@ -260,41 +252,15 @@ std::string ParameterName(std::string_view name) {
   return "query parameter '" + std::string(name) + "'";
 }
 
-// RFC 4648 section 5 (URL-safe alphabet), padding optional.
-bool DecodeBase64Url(std::string_view text, std::string* out) {
+// RFC 4648 section 5 (URL-safe alphabet), padding optional. The unused bits of the last
+// character are not checked, as Go's decoder does not check them.
+bool DecodePaddedBase64Url(std::string_view text, std::string* out) {
   std::size_t padding = 0;
   while (padding < text.size() && text[text.size() - 1 - padding] == '=') ++padding;
   if (padding > 0 && (padding > 2 || text.size() % 4 != 0)) return false;
   text.remove_suffix(padding);
-  if (text.size() % 4 == 1) return false;
   if (padding > 0 && text.size() % 4 + padding != 4) return false;
-  out->clear();
-  out->reserve(text.size() / 4 * 3 + 2);
-  std::uint32_t bits = 0;
-  int bit_count = 0;
-  for (const char c : text) {
-    std::uint32_t value = 0;
-    if (c >= 'A' && c <= 'Z') {
-      value = static_cast<std::uint32_t>(c - 'A');
-    } else if (c >= 'a' && c <= 'z') {
-      value = static_cast<std::uint32_t>(c - 'a' + 26);
-    } else if (IsDigit(c)) {
-      value = static_cast<std::uint32_t>(c - '0' + 52);
-    } else if (c == '-') {
-      value = 62;
-    } else if (c == '_') {
-      value = 63;
-    } else {
-      return false;
-    }
-    bits = (bits << 6) | value;
-    bit_count += 6;
-    if (bit_count >= 8) {
-      bit_count -= 8;
-      out->push_back(static_cast<char>((bits >> bit_count) & 0xFF));
-    }
-  }
-  return true;  // leftover bits (fewer than 8) are padding; like Go's decoder, not checked
+  return DecodeBase64Url(text, out, /*canonical=*/false);
 }
 
 // The request message of a GET, still encoded as JSON.
@@ -344,7 +310,7 @@ bool ReadGetMessage(const HttpRequest& request, std::string* message, HttpRespon
   if (parameters.message == nullptr) {
     message->clear();
   } else if (parameters.base64 != nullptr && *parameters.base64 == "1") {
-    if (!DecodeBase64Url(*parameters.message, message)) {
+    if (!DecodePaddedBase64Url(*parameters.message, message)) {
       *error = ConnectRpcError(
           kInvalidArgument, ParameterName("message") + " is not valid URL-safe base64 (base64=1)");
       return false;

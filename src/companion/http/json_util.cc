@@ -100,8 +100,7 @@ void AddToJsonArray(cJSON* array, CjsonPtr item) {
 }
 
 std::string PrintJson(const cJSON& item) {
-  const std::unique_ptr<char, decltype(&cJSON_free)> text(cJSON_PrintUnformatted(&item),
-                                                          &cJSON_free);
+  const CSmartPtr<char, cJSON_free> text(cJSON_PrintUnformatted(&item));
   if (text == nullptr) throw std::bad_alloc();
   return std::string(text.get());
 }

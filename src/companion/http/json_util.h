@@ -10,12 +10,11 @@
 #include <string>
 #include <string_view>
 
+#include "link/text_util.h"
+
 namespace mqc {
 
-struct CjsonDeleter {
-  void operator()(cJSON* item) const noexcept { cJSON_Delete(item); }
-};
-using CjsonPtr = std::unique_ptr<cJSON, CjsonDeleter>;
+using CjsonPtr = CSmartPtr<cJSON, cJSON_Delete>;
 
 // Builders: never return null; throw std::bad_alloc when cJSON cannot allocate.
 CjsonPtr NewJsonObject();
