@@ -12,6 +12,8 @@ namespace {
 constexpr char kBase64UrlAlphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
+constexpr std::size_t kMaxExcerptBytes = 64;
+
 char ToLowerAscii(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
 int Base64UrlDigit(char c) {
@@ -31,6 +33,13 @@ bool EqualsIgnoreAsciiCase(std::string_view a, std::string_view b) noexcept {
     if (ToLowerAscii(a[i]) != ToLowerAscii(b[i])) return false;
   }
   return true;
+}
+
+std::string Excerpt(std::string_view text) {
+  if (text.size() <= kMaxExcerptBytes) return std::string(text);
+  std::size_t cut = kMaxExcerptBytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(text.substr(0, cut)) + "...";
 }
 
 std::uint64_t Fnv1a64(std::string_view bytes, std::uint64_t hash) noexcept {

@@ -21,6 +21,10 @@ inline std::string_view Trim(std::string_view s) {
 // Equal when both have the same bytes up to ASCII letter case (no locale, no Unicode folding).
 bool EqualsIgnoreAsciiCase(std::string_view a, std::string_view b) noexcept;
 
+// At most 64 bytes of `text` for an error message ("..." marks a cut), never cutting a UTF-8
+// sequence in half. The bytes are not otherwise changed (see QuoteForMessage for JSON).
+std::string Excerpt(std::string_view text);
+
 // FNV-1a 64 over `bytes`, continuing from `hash` (start with kFnv1aOffsetBasis). Not
 // cryptographic: for hash tables and fingerprints.
 inline constexpr std::uint64_t kFnv1aOffsetBasis = 0xcbf29ce484222325u;

@@ -21,7 +21,6 @@ namespace {
 
 constexpr std::int64_t kNanosPerSecond = 1'000'000'000;
 constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";  // U+FFFD
-constexpr std::size_t kMaxQuotedBytes = 64;
 
 CjsonPtr Checked(cJSON* item) {
   if (item == nullptr) throw std::bad_alloc();
@@ -134,14 +133,8 @@ std::string ToValidUtf8(std::string_view value) {
 }
 
 std::string QuoteForMessage(std::string_view value) {
-  std::string_view shown = value;
-  if (shown.size() > kMaxQuotedBytes) {
-    std::size_t cut = kMaxQuotedBytes;
-    // Back up to a character boundary so that the cut adds no U+FFFD.
-    while (cut > 0 && (static_cast<unsigned char>(value[cut]) & 0xC0) == 0x80) --cut;
-    shown = value.substr(0, cut);
-  }
-  return "'" + ToValidUtf8(shown) + (shown.size() < value.size() ? "...'" : "'");
+  // Excerpt cuts at a character boundary, so the cut adds no U+FFFD.
+  return "'" + ToValidUtf8(Excerpt(value)) + "'";
 }
 
 std::string FormatRfc3339Seconds(std::int64_t unix_ns) {

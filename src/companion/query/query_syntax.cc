@@ -15,7 +15,6 @@ namespace {
 
 constexpr std::int64_t kMaxInt64 = std::numeric_limits<std::int64_t>::max();
 constexpr std::uint64_t kMaxUint64 = std::numeric_limits<std::uint64_t>::max();
-constexpr std::size_t kMaxExcerptBytes = 64;
 constexpr std::int64_t kNanosPerSecond = 1000000000;
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
@@ -342,13 +341,6 @@ std::size_t TextColumn(std::string_view text, std::size_t offset) {
 
 std::string AtPosition(std::string_view text, std::size_t offset) {
   return " at position " + std::to_string(TextColumn(text, offset));
-}
-
-std::string Excerpt(std::string_view text) {
-  if (text.size() <= kMaxExcerptBytes) return std::string(text);
-  std::size_t cut = kMaxExcerptBytes;
-  while (cut > 0 && IsContinuationByte(text[cut])) --cut;
-  return std::string(text.substr(0, cut)) + "...";
 }
 
 NumberStatus ParseUint64(std::string_view text, std::uint64_t* value) {

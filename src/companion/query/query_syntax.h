@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "link/text_util.h"  // Excerpt, for error messages
+
 namespace mqc {
 
 // The 1-based column of byte `offset` of `text`, counted in UTF-8 characters (every byte that is
@@ -17,10 +19,6 @@ std::size_t TextColumn(std::string_view text, std::size_t offset);
 
 // " at position N", the suffix of every filter and order_by error message.
 std::string AtPosition(std::string_view text, std::size_t offset);
-
-// At most 64 bytes of `text` for an error message ("..." marks a cut), never cutting a UTF-8
-// sequence in half.
-std::string Excerpt(std::string_view text);
 
 enum class NumberStatus : std::uint8_t { kOk, kNotANumber, kOutOfRange };
 
