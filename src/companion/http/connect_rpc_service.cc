@@ -74,6 +74,7 @@
 #include "companion/http/json_util.h"
 #include "companion/query/connection_fields.h"
 #include "companion/query/connection_query.h"
+#include "link/status.h"
 #include "link/text_util.h"
 #include "link/topic_mapping.h"
 
@@ -761,8 +762,6 @@ bool DeadlineExceeded(std::optional<Milliseconds> budget,
   return true;
 }
 
-constexpr std::string_view kEngineInternalError = "internal error";
-
 }  // namespace
 
 ConnectRpcService::ConnectRpcService(const ConnectionSource& source,
@@ -829,10 +828,10 @@ HttpResponse ConnectRpcService::HandleListConnections(const HttpRequest& request
   query.page_size = message.page_size;
   query.page_token = std::move(message.page_token);
   ConnectionPage page;
-  std::string why;
-  if (!RunConnectionQuery(source_.Snapshot(), query, &page, &why)) {
-    const bool internal = why.compare(0, kEngineInternalError.size(), kEngineInternalError) == 0;
-    return ConnectRpcError(internal ? kInternal : kInvalidArgument, why);
+  const Status status = RunConnectionQuery(source_.Snapshot(), query, &page);
+  if (!status.ok()) {
+    return ConnectRpcError(status.code() == StatusCode::kInternal ? kInternal : kInvalidArgument,
+                           status.message());
   }
   HttpResponse response = JsonResponse(kHttpOk, *ListConnectionsResponseJson(page));
   if (DeadlineExceeded(budget, clock_() - start, &error)) return error;

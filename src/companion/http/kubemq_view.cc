@@ -34,6 +34,7 @@
 #include "companion/query/connection_filter.h"
 #include "companion/query/connection_order.h"
 #include "companion/query/connection_query.h"
+#include "link/status.h"
 
 namespace mqc {
 namespace {
@@ -107,10 +108,9 @@ bool IsKnownPattern(std::string_view value) {
 }
 
 // The query parameters as a typed query for RunConnectionQuery: open connections, ordered by
-// open_time then client_id. `*list_all` is set when there is no limit. Returns false with
-// *error on a refused parameter.
-bool BuildQuery(const QueryParams& params, TypedConnectionQuery* query, bool* list_all,
-                std::string* error) {
+// open_time then client_id. `*list_all` is set when there is no limit. kInvalidArgument
+// naming the parameter when one is refused.
+Status BuildQuery(const QueryParams& params, TypedConnectionQuery* query, bool* list_all) {
   std::int64_t open = 0;
   if (!FindEnumNumber(Field("state"), "MQTT_CONNECTION_STATE_OPEN", &open)) {
     throw std::logic_error("no open state in the query fields");
@@ -124,16 +124,16 @@ bool BuildQuery(const QueryParams& params, TypedConnectionQuery* query, bool* li
       if (name == known->name) spec = known;
     }
     if (spec == nullptr) {
-      *error = "unknown query parameter " + QuoteForMessage(name) +
-               "; accepted: " + std::string(kParameterList);
-      return false;
+      return Status(StatusCode::kInvalidArgument, "unknown query parameter " +
+                                                      QuoteForMessage(name) +
+                                                      "; accepted: " + std::string(kParameterList));
     }
     for (std::size_t j = 0; j < i; ++j) {
       if (params[j].first == name) {
-        *error = "query parameter '" + name + "' is given more than once (" +
-                 QuoteForMessage(params[j].second) + ", then " + QuoteForMessage(value) +
-                 "); expected it once";
-        return false;
+        return Status(StatusCode::kInvalidArgument,
+                      "query parameter '" + name + "' is given more than once (" +
+                          QuoteForMessage(params[j].second) + ", then " + QuoteForMessage(value) +
+                          "); expected it once");
       }
     }
     std::int64_t number = 0;
@@ -151,14 +151,13 @@ bool BuildQuery(const QueryParams& params, TypedConnectionQuery* query, bool* li
     } else if (spec == &kOffset && ParseInteger(value, 0, INT64_MAX, &number)) {
       query->offset = number;
     } else {
-      *error = BadValue(*spec, value);
-      return false;
+      return Status(StatusCode::kInvalidArgument, BadValue(*spec, value));
     }
   }
   query->filter = ConnectionFilter(std::move(clauses));
   query->order = ConnectionOrder({OrderKey{&Field("open_time")}, OrderKey{&Field("client_id")}});
   if (*list_all) query->page_size = kMaxPageSize;
-  return true;
+  return Status();
 }
 
 // "ip:port", "[v6]:port", or the address alone when the port is unknown.
@@ -214,8 +213,8 @@ HttpResponse KubeMqView::ListConnections(std::vector<Connection> snapshot,
                                          const QueryParams& params) const {
   TypedConnectionQuery query;
   bool list_all = false;
-  std::string error;
-  if (!BuildQuery(params, &query, &list_all, &error)) return Error(kHttpBadRequest, error);
+  const Status built = BuildQuery(params, &query, &list_all);
+  if (!built.ok()) return Error(kHttpBadRequest, built.message());
   // The page orders by connected_at as it shows it, in whole seconds, then by client_id: two
   // clients of the same second come in client_id order, not in sub-second arrival order.
   for (Connection& connection : snapshot) {
@@ -227,9 +226,8 @@ HttpResponse KubeMqView::ListConnections(std::vector<Connection> snapshot,
   while (true) {
     TypedConnectionPage page;
     // Every page reads the same snapshot, by reference.
-    if (!RunConnectionQuery(snapshot, query, &page, &error)) {
-      return Error(kHttpBadRequest, error);
-    }
+    const Status status = RunConnectionQuery(snapshot, query, &page);
+    if (!status.ok()) return Error(kHttpBadRequest, status.message());
     for (const Connection& connection : page.connections) {
       AddToJsonArray(connections.get(), ConnectionJson(connection));
       ++total;

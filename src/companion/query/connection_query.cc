@@ -92,38 +92,50 @@ bool RunQuery(const std::vector<Connection>& snapshot, const ConnectionQuery& qu
   return true;
 }
 
-}  // namespace
-
-bool RunConnectionQuery(const std::vector<Connection>& snapshot, const ConnectionQuery& query,
-                        ConnectionPage* page, std::string* error) {
-  try {
-    *page = ConnectionPage();
-    if (RunQuery(snapshot, query, page, error)) return true;
-  } catch (const std::exception& e) {  // in practice std::bad_alloc
-    *error = std::string("internal error while running the query: ") + e.what();
-  } catch (...) {
-    *error = "internal error while running the query";
-  }
-  *page = ConnectionPage();
-  return false;
+// The query's answer when running it threw (in practice std::bad_alloc).
+Status InternalQueryError(const char* what) {
+  return Status(StatusCode::kInternal, std::string("internal error while running the query") +
+                                           (what[0] == '\0' ? "" : ": ") + what);
 }
 
-bool RunConnectionQuery(const std::vector<Connection>& snapshot, const TypedConnectionQuery& query,
-                        TypedConnectionPage* page, std::string* error) {
+}  // namespace
+
+Status RunConnectionQuery(const std::vector<Connection>& snapshot, const ConnectionQuery& query,
+                          ConnectionPage* page) {
+  Status status;
+  try {
+    *page = ConnectionPage();
+    std::string error;
+    if (RunQuery(snapshot, query, page, &error)) return status;
+    status = Status(StatusCode::kInvalidArgument, std::move(error));
+  } catch (const std::exception& e) {
+    status = InternalQueryError(e.what());
+  } catch (...) {
+    status = InternalQueryError("");
+  }
+  *page = ConnectionPage();
+  return status;
+}
+
+Status RunConnectionQuery(const std::vector<Connection>& snapshot,
+                          const TypedConnectionQuery& query, TypedConnectionPage* page) {
+  Status status;
   try {
     *page = TypedConnectionPage();
-    if (CheckPaging(query.page_size, query.offset, error)) {
+    std::string error;
+    if (CheckPaging(query.page_size, query.offset, &error)) {
       RunTyped(snapshot, query.filter, query.order, query.after ? &*query.after : nullptr,
                query.page_size, query.offset, page);
-      return true;
+      return status;
     }
-  } catch (const std::exception& e) {  // in practice std::bad_alloc
-    *error = std::string("internal error while running the query: ") + e.what();
+    status = Status(StatusCode::kInvalidArgument, std::move(error));
+  } catch (const std::exception& e) {
+    status = InternalQueryError(e.what());
   } catch (...) {
-    *error = "internal error while running the query";
+    status = InternalQueryError("");
   }
   *page = TypedConnectionPage();
-  return false;
+  return status;
 }
 
 }  // namespace mqc

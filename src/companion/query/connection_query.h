@@ -13,6 +13,7 @@
 #include "companion/query/connection_filter.h"
 #include "companion/query/connection_order.h"
 #include "link/connection.h"
+#include "link/status.h"
 
 namespace mqc {
 
@@ -35,10 +36,10 @@ struct ConnectionPage {
 };
 
 // Runs a query over a snapshot, which is only read: the page holds copies of its connections.
-// On a bad filter, order, page size or token: returns false and sets *error to a message naming
-// the problem (position, field or value).
-bool RunConnectionQuery(const std::vector<Connection>& snapshot, const ConnectionQuery& query,
-                        ConnectionPage* page, std::string* error);
+// On a bad filter, order, page size or token: kInvalidArgument with a message naming the problem
+// (position, field or value); out of memory: kInternal. The page is empty then.
+Status RunConnectionQuery(const std::vector<Connection>& snapshot, const ConnectionQuery& query,
+                          ConnectionPage* page);
 
 // The same query as typed values, for callers that build it in code (the KubeMQ endpoint): the
 // clauses, the order and where the previous page ended, with no text in between, so a value of
@@ -58,9 +59,10 @@ struct TypedConnectionPage {
 };
 
 // Runs a typed query over a snapshot, which is only read (several pages of one snapshot need no
-// copy of it). False with *error only for a page size or offset out of range, or out of memory.
-bool RunConnectionQuery(const std::vector<Connection>& snapshot, const TypedConnectionQuery& query,
-                        TypedConnectionPage* page, std::string* error);
+// copy of it). Fails only for a page size or offset out of range (kInvalidArgument) or out of
+// memory (kInternal).
+Status RunConnectionQuery(const std::vector<Connection>& snapshot,
+                          const TypedConnectionQuery& query, TypedConnectionPage* page);
 
 // A string as a quoted filter literal (JSON escapes), for building filters from other inputs.
 std::string QuoteFilterString(std::string_view value);

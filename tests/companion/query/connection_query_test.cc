@@ -25,6 +25,7 @@
 #include "companion/query/connection_page_token.h"
 #include "companion/query/query_syntax.h"
 #include "link/connection.h"
+#include "link/status.h"
 #include "link/topic_mapping.h"
 
 namespace mqc {
@@ -162,7 +163,9 @@ struct Outcome {
 Outcome RunQuery(const std::vector<Connection>& snapshot, const ConnectionQuery& query) {
   Outcome outcome;
   ConnectionPage page;
-  outcome.ok = RunConnectionQuery(snapshot, query, &page, &outcome.error);
+  const Status status = RunConnectionQuery(snapshot, query, &page);
+  outcome.ok = status.ok();
+  outcome.error = status.message();
   for (const Connection& c : page.connections) outcome.seqs.push_back(c.seq);
   outcome.connections = std::move(page.connections);
   outcome.total_size = page.total_size;
@@ -1382,9 +1385,9 @@ TEST(ConnectionPagesTest, PagingErrors) {
     page.total_size = 99;
     page.next_page_token = "stale";
     page.connections.push_back(MakeConnection(5));
-    std::string error;
-    EXPECT_FALSE(RunConnectionQuery(fleet, query, &page, &error));
-    EXPECT_EQ(error, message);
+    const Status status = RunConnectionQuery(fleet, query, &page);
+    EXPECT_FALSE(status.ok());
+    EXPECT_EQ(status.message(), message);
     EXPECT_TRUE(page.connections.empty());
     EXPECT_EQ(page.total_size, 0);
     EXPECT_TRUE(page.next_page_token.empty());
@@ -1416,8 +1419,8 @@ TEST(TypedConnectionQueryTest, PagesALargeSnapshotByReference) {
   std::string previous;
   for (int pages = 0; pages < 10; ++pages) {
     TypedConnectionPage page;
-    std::string error;
-    ASSERT_TRUE(RunConnectionQuery(fleet, query, &page, &error)) << error;
+    const Status status = RunConnectionQuery(fleet, query, &page);
+    ASSERT_TRUE(status.ok()) << status.message();
     EXPECT_EQ(page.total_size, 50000);
     for (const Connection& c : page.connections) {
       EXPECT_LE(previous, c.client_id);
@@ -1446,15 +1449,16 @@ TEST(TypedConnectionQueryTest, ClausesAreMatchedAsGivenAndPagingIsChecked) {
   TypedConnectionQuery query;
   query.filter = ConnectionFilter({clause});
   TypedConnectionPage page;
-  std::string error;
-  ASSERT_TRUE(RunConnectionQuery(fleet, query, &page, &error)) << error;
+  const Status found = RunConnectionQuery(fleet, query, &page);
+  ASSERT_TRUE(found.ok()) << found.message();
   ASSERT_EQ(page.connections.size(), 1u);
   EXPECT_EQ(page.connections[0].seq, 2u);
   EXPECT_FALSE(page.next);
 
   query.page_size = kMaxPageSize + 1;
-  EXPECT_FALSE(RunConnectionQuery(fleet, query, &page, &error));
-  EXPECT_THAT(error, HasSubstr("page_size"));
+  const Status refused = RunConnectionQuery(fleet, query, &page);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.message(), HasSubstr("page_size"));
   EXPECT_TRUE(page.connections.empty());
 }
 
