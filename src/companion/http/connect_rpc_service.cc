@@ -72,6 +72,7 @@
 #include <vector>
 
 #include "companion/http/json_util.h"
+#include "companion/http/view_util.h"
 #include "companion/query/connection_fields.h"
 #include "companion/query/connection_query.h"
 #include "link/status.h"
@@ -84,40 +85,18 @@ namespace {
 using Milliseconds = std::chrono::milliseconds;
 
 constexpr std::string_view kListConnections = "ListConnections";
-constexpr char kJsonContentType[] = "application/json";
-
-constexpr int kHttpOk = 200;
-constexpr int kHttpMethodNotAllowed = 405;
-constexpr int kHttpUnsupportedMediaType = 415;
-constexpr int kHttpInternalServerError = 500;
 
 // --- Connect errors ------------------------------------------------------------------------
 
-struct ErrorCode {
-  std::string_view name;
-  int http_status;
-};
-
-// connect-protocol.md, "Errors"; only the codes this service answers with.
-constexpr ErrorCode kInvalidArgument{"invalid_argument", 400};
-constexpr ErrorCode kDeadlineExceeded{"deadline_exceeded", 504};
-constexpr ErrorCode kUnimplemented{"unimplemented", 501};
-constexpr ErrorCode kInternal{"internal", 500};
-
-HttpResponse JsonResponse(int status, const cJSON& body) {
-  HttpResponse response;
-  response.status = status;
-  response.content_type = kJsonContentType;
-  response.body = PrintJson(body);
-  return response;
-}
+// docs/api.md, the Connect error map; only the codes this service answers with.
+constexpr StatusCode kInvalidArgument = StatusCode::kInvalidArgument;
+constexpr StatusCode kDeadlineExceeded = StatusCode::kDeadlineExceeded;
+constexpr StatusCode kUnimplemented = StatusCode::kUnimplemented;
+constexpr StatusCode kInternal = StatusCode::kInternal;
 
 // `status` 0: the code's own status.
-HttpResponse ConnectRpcError(const ErrorCode& code, std::string_view message, int status = 0) {
-  CjsonPtr error = NewJsonObject();
-  AddToJsonObject(error.get(), "code", NewJsonString(code.name));
-  AddToJsonObject(error.get(), "message", NewJsonString(message));
-  return JsonResponse(status == 0 ? code.http_status : status, *error);
+HttpResponse ConnectRpcError(StatusCode code, std::string_view message, int status = 0) {
+  return ConnectRpcErrorResponse(Status(code, std::string(message)), status);
 }
 
 HttpResponse InternalError(const char* what) noexcept {
@@ -745,10 +724,6 @@ CjsonPtr ListConnectionsResponseJson(const ConnectionPage& page) {
 }
 
 // --- the call ------------------------------------------------------------------------------
-
-bool IsGet(const HttpRequest& request) {
-  return request.method == "GET" || request.method == "HEAD";
-}
 
 // Whether the budget is used up; if so, *error is the answer.
 bool DeadlineExceeded(std::optional<Milliseconds> budget,

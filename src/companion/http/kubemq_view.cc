@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "companion/http/json_util.h"
+#include "companion/http/view_util.h"
 #include "companion/query/connection_fields.h"
 #include "companion/query/connection_filter.h"
 #include "companion/query/connection_order.h"
@@ -39,9 +40,6 @@
 namespace mqc {
 namespace {
 
-constexpr int kHttpOk = 200;
-constexpr int kHttpBadRequest = 400;
-constexpr std::string_view kJsonContentType = "application/json";
 constexpr std::int64_t kMaxLimit = 10000;  // as in kLimit.accepted
 static_assert(kMaxLimit <= kMaxPageSize, "a limit must fit in one page of the engine");
 
@@ -199,14 +197,6 @@ CjsonPtr ConnectionJson(const Connection& connection) {
   return object;
 }
 
-HttpResponse JsonResponse(int status, const cJSON& body) {
-  HttpResponse response;
-  response.status = status;
-  response.content_type = std::string(kJsonContentType);
-  response.body = PrintJson(body);
-  return response;
-}
-
 }  // namespace
 
 HttpResponse KubeMqView::ListConnections(std::vector<Connection> snapshot,
@@ -247,11 +237,7 @@ HttpResponse KubeMqView::ListConnections(std::vector<Connection> snapshot,
 }
 
 HttpResponse KubeMqView::Error(int status, std::string_view message) {
-  CjsonPtr envelope = NewJsonObject();
-  AddToJsonObject(envelope.get(), "error", NewJsonBool(true));
-  AddToJsonObject(envelope.get(), "error_string", NewJsonString(message));
-  AddToJsonObject(envelope.get(), "data", NewJsonNull());
-  return JsonResponse(status, *envelope);
+  return KubeMqErrorResponse(status, message);
 }
 
 }  // namespace mqc
