@@ -18,6 +18,8 @@ inline std::string_view Trim(std::string_view s) {
   return s;
 }
 
+inline bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
+
 // Equal when both have the same bytes up to ASCII letter case (no locale, no Unicode folding).
 bool EqualsIgnoreAsciiCase(std::string_view a, std::string_view b) noexcept;
 

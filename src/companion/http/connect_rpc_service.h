@@ -13,19 +13,12 @@
 #include <functional>
 #include <string>
 
+#include "companion/http/connect_rpc_json.h"
 #include "companion/http/http_router.h"
 #include "companion/http/http_server.h"
 #include "link/connection.h"
 
 namespace mqc {
-
-// A decoded ListConnectionsRequest message (field names as in protobuf's JSON mapping).
-struct ListConnectionsRequest {
-  std::string filter;
-  std::string order_by;
-  std::int32_t page_size = 0;  // 0: the default page size
-  std::string page_token;
-};
 
 struct ConnectRpcServiceOptions {
   using Clock = std::function<std::chrono::steady_clock::time_point()>;

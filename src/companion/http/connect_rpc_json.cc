@@ -1,0 +1,477 @@
+// The JSON side of the Connect RPC service (see connect_rpc_json.h).
+//
+// Where the spec is silent:
+// - Body / message: zero bytes mean the defaults (whitespace alone is not JSON); otherwise valid
+//   UTF-8 holding exactly one JSON object (RFC 8259: cJSON's extras such as `01`, `1.` or raw
+//   control characters in strings are refused). Known fields may be given in either spelling
+//   (`orderBy` / `order_by`), but once: a field given twice, also in both spellings, is
+//   refused (protobuf's JSON parser refuses duplicates too). `null` means the default. Unknown
+//   fields are ignored. A `\u0000` escape anywhere in the message is refused: cJSON's strings
+//   end at a NUL, so the value read would silently differ from the one sent.
+// - pageSize: int32 as protobuf's JSON mapping reads it: a JSON number or a string holding a
+//   JSON number, integral (`1e2` and `100.0` are 100), within int32; then the query engine's
+//   range (0 to 10000). JSON numbers are read as doubles, so a fraction finer than a double
+//   holds (1.0000000000000001) is not seen; numbers in strings are read exactly.
+// - Response (protobuf JSON, lowerCamelCase, int64/uint64 as strings, timestamps with nine
+//   fractional digits, durations "1.500s"): protobuf JSON allows writing default values, and
+//   this writes every field whose zero is a real value (nodeId 0, cleanSession false, keepAlive
+//   0, counters "0", tlsInfo.enabled false, `connections` [] and `subscriptions` [],
+//   `totalSize` "0", enums at UNSPECIFIED), so that a reader needs no defaults table. Fields
+//   whose zero means "none" or "unknown" are omitted: closeTime and closeReason unless closed
+//   (closeTime also when 0), username, listenerName, source.ipAddress, tlsVersion, cipher,
+//   peerCertificateSubject, userPrincipal, method when empty, source.port when 0, idleDuration
+//   when unknown (< 0), a subscription's mappingError when the mapping is valid, and
+//   nextPageToken on the last page. A subscription always has filter, qos, pattern, channel and
+//   sharedGroup, empty strings included, as on the KubeMQ endpoint.
+// - Enum names are the filter's (connection_fields.cc), so that what a response shows can be
+//   filtered on; close reasons without their CLOSE_REASON_ prefix (`CLIENT_DISCONNECT`, as the
+//   README lists them; the filter takes both). A number no name is known for is written as a
+//   JSON number, as protobuf's JSON mapping does.
+#include "companion/http/connect_rpc_json.h"
+
+#include <cjson/cJSON.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "companion/http/json_util.h"
+#include "companion/query/connection_fields.h"
+#include "link/text_util.h"
+#include "link/topic_mapping.h"
+
+namespace mqc {
+namespace {
+
+// --- the request message -------------------------------------------------------------------
+
+// A JSON number (RFC 8259), split into its parts.
+struct JsonNumber {
+  bool negative = false;
+  std::string_view integer_digits;
+  std::string_view fraction_digits;
+  std::int64_t exponent = 0;  // saturates far beyond anything that matters for an int32
+};
+
+bool SplitJsonNumber(std::string_view text, JsonNumber* number) {
+  std::size_t i = 0;
+  const auto digits_from = [&text, &i](std::size_t begin) {
+    while (i < text.size() && IsAsciiDigit(text[i])) ++i;
+    return text.substr(begin, i - begin);
+  };
+  if (i < text.size() && text[i] == '-') {
+    number->negative = true;
+    ++i;
+  }
+  if (i >= text.size() || !IsAsciiDigit(text[i])) return false;
+  if (text[i] == '0') {
+    number->integer_digits = text.substr(i, 1);
+    ++i;
+  } else {
+    number->integer_digits = digits_from(i);
+  }
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    number->fraction_digits = digits_from(i);
+    if (number->fraction_digits.empty()) return false;
+  }
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    bool negative_exponent = false;
+    if (i < text.size() && (text[i] == '+' || text[i] == '-')) {
+      negative_exponent = text[i] == '-';
+      ++i;
+    }
+    const std::string_view exponent_digits = digits_from(i);
+    if (exponent_digits.empty()) return false;
+    constexpr std::int64_t kSaturated = 1'000'000'000;
+    for (const char c : exponent_digits) {
+      number->exponent = std::min(kSaturated, number->exponent * 10 + (c - '0'));
+    }
+    if (negative_exponent) number->exponent = -number->exponent;
+  }
+  return i == text.size();
+}
+
+enum class Int32Status : std::uint8_t { kOk, kNotANumber, kNotAnInteger, kOutOfRange };
+
+// A JSON number in text, exactly (no floating point): 100, 1e2, 100.0 and 1000e-1 are 100.
+Int32Status ParseJsonInt32(std::string_view text, std::int32_t* value) {
+  JsonNumber number;
+  if (!SplitJsonNumber(text, &number)) return Int32Status::kNotANumber;
+  std::string digits(number.integer_digits);
+  digits += number.fraction_digits;
+  const std::size_t first = digits.find_first_not_of('0');
+  if (first == std::string::npos) {
+    *value = 0;
+    return Int32Status::kOk;
+  }
+  digits.erase(0, first);
+  // The value is digits * 10^scale; trailing zeros move into the scale.
+  std::int64_t scale = number.exponent - static_cast<std::int64_t>(number.fraction_digits.size());
+  while (scale < 0 && digits.back() == '0') {
+    digits.pop_back();
+    ++scale;
+  }
+  if (scale < 0) return Int32Status::kNotAnInteger;
+  constexpr std::int64_t kMaxDigits = 10;  // 2147483648
+  if (static_cast<std::int64_t>(digits.size()) + scale > kMaxDigits) {
+    return Int32Status::kOutOfRange;
+  }
+  digits.append(static_cast<std::size_t>(scale), '0');
+  std::int64_t magnitude = 0;
+  for (const char c : digits) magnitude = magnitude * 10 + (c - '0');
+  const std::int64_t signed_value = number.negative ? -magnitude : magnitude;
+  if (signed_value < std::numeric_limits<std::int32_t>::min() ||
+      signed_value > std::numeric_limits<std::int32_t>::max()) {
+    return Int32Status::kOutOfRange;
+  }
+  *value = static_cast<std::int32_t>(signed_value);
+  return Int32Status::kOk;
+}
+
+// What cJSON accepts beyond RFC 8259, and a `\u0000` escape; `text` must be JSON cJSON parsed,
+// so only strings and numbers are left to look at. Sets *why when it finds one.
+bool CheckJsonDetails(std::string_view text, std::string* why) {
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '"') {
+        in_string = false;
+      } else if (c == '\\') {
+        if (text.substr(i + 1, 5) == "u0000") {
+          *why = "a \\u0000 escape at byte " + std::to_string(i) +
+                 " (strings must not contain U+0000)";
+          return false;
+        }
+        ++i;  // the escaped character; cJSON has checked the escape
+      } else if (static_cast<unsigned char>(c) < 0x20) {
+        *why = "a control character inside a string at byte " + std::to_string(i) + " (escape it)";
+        return false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '-' || IsAsciiDigit(c)) {
+      std::size_t end = i;
+      while (end < text.size() &&
+             std::string_view("0123456789+-.eE").find(text[end]) != std::string_view::npos) {
+        ++end;
+      }
+      JsonNumber number;
+      if (!SplitJsonNumber(text.substr(i, end - i), &number)) {
+        *why = "malformed number " + QuoteForMessage(text.substr(i, end - i)) + " at byte " +
+               std::to_string(i);
+        return false;
+      }
+      i = end - 1;
+    }
+  }
+  return true;
+}
+
+std::string_view JsonTypeName(const cJSON& item) {
+  if (cJSON_IsString(&item)) return "a string";
+  if (cJSON_IsNumber(&item)) return "a number";
+  if (cJSON_IsBool(&item)) return "a boolean";
+  if (cJSON_IsNull(&item)) return "null";
+  if (cJSON_IsArray(&item)) return "an array";
+  return "an object";
+}
+
+std::string FieldName(std::string_view name) { return "field '" + std::string(name) + "'"; }
+
+enum class RequestField : std::uint8_t { kFilter, kOrderBy, kPageSize, kPageToken };
+
+struct RequestFieldName {
+  std::string_view json_name;
+  RequestField field;
+};
+
+// protobuf's JSON names and the original field names, both of which its parsers accept.
+constexpr RequestFieldName kRequestFieldNames[] = {
+    {"filter", RequestField::kFilter},        {"orderBy", RequestField::kOrderBy},
+    {"order_by", RequestField::kOrderBy},     {"pageSize", RequestField::kPageSize},
+    {"page_size", RequestField::kPageSize},   {"pageToken", RequestField::kPageToken},
+    {"page_token", RequestField::kPageToken},
+};
+constexpr std::size_t kRequestFieldCount = 4;
+
+bool ReadPageSize(const cJSON& item, std::string_view name, std::int32_t* page_size,
+                  std::string* why) {
+  const std::string field = FieldName(name);
+  if (cJSON_IsNumber(&item)) {
+    const double value = item.valuedouble;
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.17g", value);
+    if (!std::isfinite(value) || value < std::numeric_limits<std::int32_t>::min() ||
+        value > std::numeric_limits<std::int32_t>::max()) {
+      *why = field + " is out of the int32 range: " + text;
+      return false;
+    }
+    if (std::trunc(value) != value) {
+      *why = field + " must be an integer, got " + text;
+      return false;
+    }
+    *page_size = static_cast<std::int32_t>(value);
+    return true;
+  }
+  if (!cJSON_IsString(&item)) {
+    *why = field + " must be an int32 (a number, or a string holding one), got " +
+           std::string(JsonTypeName(item));
+    return false;
+  }
+  switch (ParseJsonInt32(item.valuestring, page_size)) {
+    case Int32Status::kOk:
+      return true;
+    case Int32Status::kNotANumber:
+      *why = field + " is " + QuoteForMessage(item.valuestring) + "; expected an int32";
+      return false;
+    case Int32Status::kNotAnInteger:
+      *why = field + " must be an integer, got " + QuoteForMessage(item.valuestring);
+      return false;
+    case Int32Status::kOutOfRange:
+      break;
+  }
+  *why = field + " is out of the int32 range: " + QuoteForMessage(item.valuestring);
+  return false;
+}
+
+bool ReadStringField(const cJSON& item, std::string_view name, std::string* value,
+                     std::string* why) {
+  if (!cJSON_IsString(&item)) {
+    *why = FieldName(name) + " must be a string, got " + std::string(JsonTypeName(item));
+    return false;
+  }
+  *value = item.valuestring;
+  return true;
+}
+
+}  // namespace
+
+Status DecodeListConnectionsRequest(std::string_view text, std::string_view where,
+                                    ListConnectionsRequest* request) {
+  *request = ListConnectionsRequest();
+  if (text.empty()) return Status();
+  const auto fail = [](std::string message) {
+    return Status(StatusCode::kInvalidArgument, std::move(message));
+  };
+  const std::string what(where);
+  const std::size_t nul = text.find('\0');
+  if (nul != std::string_view::npos) {
+    return fail(what + " is not valid JSON: a NUL byte at byte " + std::to_string(nul));
+  }
+  const std::string valid = ToValidUtf8(text);
+  if (valid != text) {
+    std::size_t at = 0;
+    while (at < text.size() && at < valid.size() && text[at] == valid[at]) ++at;
+    return fail(what + " is not valid UTF-8 (at byte " + std::to_string(at) + ")");
+  }
+  const CjsonPtr root = ParseJson(text);
+  if (root == nullptr) return fail(what + " is not valid JSON");
+  std::string why;
+  if (!CheckJsonDetails(text, &why)) return fail(what + " is not valid JSON: " + why);
+  if (!cJSON_IsObject(root.get())) {
+    return fail(what + " must be a JSON object, got " + std::string(JsonTypeName(*root)));
+  }
+
+  const char* seen[kRequestFieldCount] = {};  // the name each field was first given under
+  const cJSON* item = nullptr;
+  cJSON_ArrayForEach(item, root.get()) {
+    const std::string_view name = item->string;
+    const RequestFieldName* known = nullptr;
+    for (const RequestFieldName& candidate : kRequestFieldNames) {
+      if (candidate.json_name == name) known = &candidate;
+    }
+    if (known == nullptr) continue;  // unknown fields are ignored
+    const auto index = static_cast<std::size_t>(known->field);
+    if (seen[index] != nullptr) {
+      return fail(FieldName(name) + " is given more than once (first as '" + seen[index] +
+                  "'); expected it once");
+    }
+    seen[index] = item->string;
+    if (cJSON_IsNull(item)) continue;  // null: the default
+    bool ok = true;
+    switch (known->field) {
+      case RequestField::kFilter:
+        ok = ReadStringField(*item, name, &request->filter, &why);
+        break;
+      case RequestField::kOrderBy:
+        ok = ReadStringField(*item, name, &request->order_by, &why);
+        break;
+      case RequestField::kPageSize:
+        ok = ReadPageSize(*item, name, &request->page_size, &why);
+        break;
+      case RequestField::kPageToken:
+        ok = ReadStringField(*item, name, &request->page_token, &why);
+        break;
+    }
+    if (!ok) return fail(what + ": " + why);
+  }
+  return Status();
+}
+
+namespace {
+
+// --- the response message ------------------------------------------------------------------
+
+constexpr std::int64_t kNanosPerSecond = 1'000'000'000;
+
+// protobuf's Duration in JSON: seconds with 0, 3, 6 or 9 fractional digits ("1.500s", "0s").
+std::string FormatDuration(std::int64_t nanos) {
+  const bool negative = nanos < 0;
+  // Magnitudes as unsigned, so that INT64_MIN has one too.
+  const std::uint64_t magnitude =
+      negative ? ~static_cast<std::uint64_t>(nanos) + 1 : static_cast<std::uint64_t>(nanos);
+  std::string text = (negative ? "-" : "") + std::to_string(magnitude / kNanosPerSecond);
+  std::uint64_t fraction = magnitude % kNanosPerSecond;
+  if (fraction != 0) {
+    std::size_t digits = 9;
+    while (digits > 3 && fraction % 1000 == 0) {
+      fraction /= 1000;
+      digits -= 3;
+    }
+    const std::string fraction_text = std::to_string(fraction);
+    text += '.';
+    text.append(digits - fraction_text.size(), '0');
+    text += fraction_text;
+  }
+  return text + "s";
+}
+
+// An enum value as responses name it (see the top of this file).
+CjsonPtr EnumJson(const FieldDef* field, std::int64_t number) {
+  if (field != nullptr) {
+    for (std::size_t i = 0; i < field->enum_count; ++i) {
+      const EnumName& entry = field->enum_names[i];
+      if (entry.number != number) continue;
+      std::string_view name = entry.name;
+      if (!field->short_prefix.empty() &&
+          name.substr(0, field->short_prefix.size()) == field->short_prefix) {
+        name.remove_prefix(field->short_prefix.size());
+      }
+      return NewJsonString(name);
+    }
+  }
+  return NewJsonNumber(static_cast<double>(number));
+}
+
+void AddString(cJSON* object, const char* key, std::string_view value) {
+  AddToJsonObject(object, key, NewJsonString(value));
+}
+
+void AddStringIfSet(cJSON* object, const char* key, std::string_view value) {
+  if (!value.empty()) AddString(object, key, value);
+}
+
+void AddNumber(cJSON* object, const char* key, double value) {
+  AddToJsonObject(object, key, NewJsonNumber(value));
+}
+
+CjsonPtr StatisticsJson(const RequestStatistics& statistics) {
+  CjsonPtr object = NewJsonObject();
+  AddString(object.get(), "publishCount", std::to_string(statistics.publish_count));
+  AddString(object.get(), "publishBytes", std::to_string(statistics.publish_bytes));
+  AddString(object.get(), "deliverCount", std::to_string(statistics.deliver_count));
+  AddString(object.get(), "deliverBytes", std::to_string(statistics.deliver_bytes));
+  AddString(object.get(), "requestCount", std::to_string(statistics.request_count));
+  return object;
+}
+
+CjsonPtr SubscriptionJson(const Subscription& subscription) {
+  CjsonPtr object = NewJsonObject();
+  AddString(object.get(), "filter", subscription.filter);
+  AddNumber(object.get(), "qos", subscription.qos);
+  AddString(object.get(), "pattern", PatternName(subscription.mapping.pattern));
+  AddString(object.get(), "channel", subscription.mapping.channel);
+  AddString(object.get(), "sharedGroup", subscription.mapping.shared_group);
+  AddStringIfSet(object.get(), "mappingError", subscription.mapping.error);
+  return object;
+}
+
+CjsonPtr ConnectionJson(const Connection& connection) {
+  // The enum fields of the filter's table, looked up once.
+  static const FieldDef* const kStateField = FindField("state");
+  static const FieldDef* const kCloseReasonField = FindField("close_reason");
+  static const FieldDef* const kMechanismField = FindField("authentication_info.mechanism");
+  static const FieldDef* const kAuthStateField = FindField("authentication_info.state");
+
+  CjsonPtr object = NewJsonObject();
+  cJSON* o = object.get();
+  AddNumber(o, "nodeId", connection.node_id);
+  AddString(o, "uid", connection.uid);
+  AddToJsonObject(o, "state", EnumJson(kStateField, static_cast<std::int64_t>(connection.state)));
+  AddString(o, "openTime", FormatRfc3339Nanos(connection.open_time_ns));
+  const bool closed = connection.state == ConnectionState::kClosed;
+  if (closed && connection.close_time_ns != 0) {
+    AddString(o, "closeTime", FormatRfc3339Nanos(connection.close_time_ns));
+  }
+  if (connection.state == ConnectionState::kOffline && connection.session_expiry_time_ns != 0) {
+    AddString(o, "sessionExpiryTime", FormatRfc3339Nanos(connection.session_expiry_time_ns));
+  }
+  if (closed) {
+    AddToJsonObject(
+        o, "closeReason",
+        EnumJson(kCloseReasonField, static_cast<std::int64_t>(connection.close_reason)));
+  }
+  AddString(o, "clientId", connection.client_id);
+  AddStringIfSet(o, "username", connection.username);
+  AddNumber(o, "protocolVersion", connection.protocol_version);
+  AddToJsonObject(o, "cleanSession", NewJsonBool(connection.clean_session));
+  AddNumber(o, "keepAlive", connection.keep_alive);
+
+  CjsonPtr source = NewJsonObject();
+  AddStringIfSet(source.get(), "ipAddress", connection.ip_address);
+  if (connection.port != 0) AddNumber(source.get(), "port", connection.port);
+  AddToJsonObject(o, "source", std::move(source));
+  AddStringIfSet(o, "listenerName", connection.listener_name);
+
+  CjsonPtr tls = NewJsonObject();
+  AddToJsonObject(tls.get(), "enabled", NewJsonBool(connection.tls.enabled));
+  AddStringIfSet(tls.get(), "tlsVersion", connection.tls.tls_version);
+  AddStringIfSet(tls.get(), "cipher", connection.tls.cipher);
+  AddStringIfSet(tls.get(), "peerCertificateSubject", connection.tls.peer_certificate_subject);
+  AddToJsonObject(o, "tlsInfo", std::move(tls));
+
+  CjsonPtr authentication = NewJsonObject();
+  AddToJsonObject(
+      authentication.get(), "mechanism",
+      EnumJson(kMechanismField, static_cast<std::int64_t>(connection.authentication.mechanism)));
+  AddToJsonObject(
+      authentication.get(), "state",
+      EnumJson(kAuthStateField, static_cast<std::int64_t>(connection.authentication.state)));
+  AddStringIfSet(authentication.get(), "userPrincipal", connection.authentication.user_principal);
+  AddStringIfSet(authentication.get(), "method", connection.authentication.method);
+  AddToJsonObject(o, "authenticationInfo", std::move(authentication));
+
+  CjsonPtr subscriptions = NewJsonArray();
+  for (const Subscription& subscription : connection.subscriptions) {
+    AddToJsonArray(subscriptions.get(), SubscriptionJson(subscription));
+  }
+  AddToJsonObject(o, "subscriptions", std::move(subscriptions));
+  if (connection.idle_ns >= 0) AddString(o, "idleDuration", FormatDuration(connection.idle_ns));
+  AddToJsonObject(o, "totalRequestStatistics", StatisticsJson(connection.total_statistics));
+  AddToJsonObject(o, "recentRequestStatistics", StatisticsJson(connection.recent_statistics));
+  return object;
+}
+
+}  // namespace
+
+CjsonPtr ListConnectionsResponseJson(const ConnectionPage& page) {
+  CjsonPtr object = NewJsonObject();
+  CjsonPtr connections = NewJsonArray();
+  for (const Connection& connection : page.connections) {
+    AddToJsonArray(connections.get(), ConnectionJson(connection));
+  }
+  AddToJsonObject(object.get(), "connections", std::move(connections));
+  AddString(object.get(), "totalSize", std::to_string(page.total_size));
+  AddStringIfSet(object.get(), "nextPageToken", page.next_page_token);
+  return object;
+}
+
+}  // namespace mqc
