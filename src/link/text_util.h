@@ -1,5 +1,6 @@
 // Small text and C-interop helpers, one of each, for both processes: trimming, ASCII
-// case-insensitive comparison, FNV-1a, base64url, and an owning pointer for C handles.
+// case-insensitive comparison, excerpts, FNV-1a, base64url, RFC 3339 time text, and an owning
+// pointer for C handles.
 // Pure functions, safe on any thread; none allocates except the base64url ones.
 #pragma once
 
@@ -39,6 +40,21 @@ std::string EncodeBase64Url(std::string_view bytes);
 // character are not zero (so each byte string has exactly one text). A caller that accepts
 // padding strips it first.
 bool DecodeBase64Url(std::string_view text, std::string* bytes, bool canonical);
+
+// --- RFC 3339 time text ---------------------------------------------------------------------
+
+// Unix time in nanoseconds as RFC 3339 UTC: "2026-06-12T10:30:00Z" (fraction dropped, i.e.
+// rounded towards the past) and "2026-06-12T10:30:00.123456789Z" (always nine digits).
+std::string FormatRfc3339Seconds(std::int64_t unix_ns);
+std::string FormatRfc3339Nanos(std::int64_t unix_ns);
+
+// An RFC 3339 date-time (`2026-01-01T00:00:00Z`, `...T10:30:00.123456789+02:00`; 'T' and 'Z'
+// also lower case; fractions beyond nanoseconds are cut off) as Unix nanoseconds. Times outside
+// what int64 nanoseconds hold (1677-09-21T00:12:44Z to 2262-04-11T23:47:16.854775807Z)
+// are an error.
+bool ParseTimestamp(std::string_view text, std::int64_t* nanos, std::string* why);
+
+// --- C handles -------------------------------------------------------------------------------
 
 // An owning pointer for a C handle released by `Free` (a function taking T*), for example
 // CSmartPtr<cJSON, cJSON_Delete> or CSmartPtr<char, std::free>. Null is never passed to Free.
