@@ -411,13 +411,15 @@ bool ClauseMatches(const FilterClause& clause, const Connection& connection) {
 
 }  // namespace
 
-bool ConnectionFilter::Parse(std::string_view text, ConnectionFilter* filter, std::string* error) {
+Status ConnectionFilter::Parse(std::string_view text, ConnectionFilter* filter) {
   filter->clauses_.clear();
-  if (!CheckLength(text, error)) return false;
+  std::string error;
   std::vector<FilterClause> clauses;
-  if (!Parser(text, error).Parse(&clauses)) return false;
+  if (!CheckLength(text, &error) || !Parser(text, &error).Parse(&clauses)) {
+    return Status(StatusCode::kInvalidArgument, std::move(error));
+  }
   filter->clauses_ = std::move(clauses);
-  return true;
+  return Status();
 }
 
 bool ConnectionFilter::Matches(const Connection& connection) const {

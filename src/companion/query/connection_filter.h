@@ -29,6 +29,7 @@
 
 #include "companion/query/connection_fields.h"
 #include "link/connection.h"
+#include "link/status.h"
 
 namespace mqc {
 
@@ -53,9 +54,9 @@ class ConnectionFilter {
   // again, so a value of any length and with any bytes works. Each clause's field must be set.
   explicit ConnectionFilter(std::vector<FilterClause> clauses) : clauses_(std::move(clauses)) {}
 
-  // Parses `text`; blank text matches every connection. On error returns false and sets *error
-  // to a message ending in " at position N" (N 1-based, in characters).
-  static bool Parse(std::string_view text, ConnectionFilter* filter, std::string* error);
+  // Parses `text`; blank text matches every connection. On error kInvalidArgument with a
+  // message ending in " at position N" (N 1-based, in characters).
+  static Status Parse(std::string_view text, ConnectionFilter* filter);
 
   bool Matches(const Connection& connection) const;
 

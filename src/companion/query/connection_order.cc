@@ -128,12 +128,15 @@ int CompareSeq(std::uint64_t a, std::uint64_t b) { return (a > b) - (a < b); }
 
 }  // namespace
 
-bool ConnectionOrder::Parse(std::string_view text, ConnectionOrder* order, std::string* error) {
+Status ConnectionOrder::Parse(std::string_view text, ConnectionOrder* order) {
   order->keys_.clear();
+  std::string error;
   std::vector<OrderKey> keys;
-  if (!OrderParser(text, error).Parse(&keys)) return false;
+  if (!OrderParser(text, &error).Parse(&keys)) {
+    return Status(StatusCode::kInvalidArgument, std::move(error));
+  }
   order->keys_ = std::move(keys);
-  return true;
+  return Status();
 }
 
 int ConnectionOrder::Compare(const Connection& a, const Connection& b) const {

@@ -19,6 +19,7 @@
 
 #include "companion/query/connection_fields.h"
 #include "link/connection.h"
+#include "link/status.h"
 
 namespace mqc {
 
@@ -48,9 +49,9 @@ class ConnectionOrder {
   // An order made in code; each key's field must be set and not repeated().
   explicit ConnectionOrder(std::vector<OrderKey> keys) : keys_(std::move(keys)) {}
 
-  // Parses `text`. On error returns false and sets *error to a message naming the field or
-  // direction and ending in " at position N" (1-based, in characters).
-  static bool Parse(std::string_view text, ConnectionOrder* order, std::string* error);
+  // Parses `text`. On error kInvalidArgument with a message naming the field or direction and
+  // ending in " at position N" (1-based, in characters).
+  static Status Parse(std::string_view text, ConnectionOrder* order);
 
   // Three-way comparisons in this order: negative when `a` comes first.
   int Compare(const Connection& a, const Connection& b) const;

@@ -136,8 +136,10 @@ std::string EncodePageToken(std::uint64_t fingerprint, const ConnectionOrder& or
   return EncodeBase64Url(bytes);
 }
 
-bool DecodePageToken(std::string_view token, std::uint64_t fingerprint,
-                     const ConnectionOrder& order, OrderCursor* cursor, std::string* error) {
+namespace {
+
+bool ReadPageToken(std::string_view token, std::uint64_t fingerprint, const ConnectionOrder& order,
+                   OrderCursor* cursor, std::string* error) {
   std::string bytes;
   if (!DecodeBase64Url(token, &bytes, /*canonical=*/true)) {
     *error = kMalformed;
@@ -168,6 +170,15 @@ bool DecodePageToken(std::string_view token, std::uint64_t fingerprint,
   }
   *cursor = std::move(decoded);
   return true;
+}
+
+}  // namespace
+
+Status DecodePageToken(std::string_view token, std::uint64_t fingerprint,
+                       const ConnectionOrder& order, OrderCursor* cursor) {
+  std::string error;
+  if (ReadPageToken(token, fingerprint, order, cursor, &error)) return Status();
+  return Status(StatusCode::kInvalidArgument, std::move(error));
 }
 
 }  // namespace mqc

@@ -70,18 +70,24 @@ void RunTyped(const std::vector<Connection>& snapshot, const ConnectionFilter& f
   for (std::size_t i = start; i < end; ++i) page->connections.push_back(*matches[i]);
 }
 
-bool RunQuery(const std::vector<Connection>& snapshot, const ConnectionQuery& query,
-              ConnectionPage* page, std::string* error) {
-  if (!CheckPaging(query.page_size, query.offset, error)) return false;
+Status RunQuery(const std::vector<Connection>& snapshot, const ConnectionQuery& query,
+                ConnectionPage* page) {
+  std::string error;
+  if (!CheckPaging(query.page_size, query.offset, &error)) {
+    return Status(StatusCode::kInvalidArgument, std::move(error));
+  }
   ConnectionFilter filter;
-  if (!ConnectionFilter::Parse(query.filter, &filter, error)) return false;
+  Status status = ConnectionFilter::Parse(query.filter, &filter);
+  if (!status.ok()) return status;
   ConnectionOrder order;
-  if (!ConnectionOrder::Parse(query.order_by, &order, error)) return false;
+  status = ConnectionOrder::Parse(query.order_by, &order);
+  if (!status.ok()) return status;
   const std::uint64_t fingerprint = QueryFingerprint(query.filter, query.order_by);
   OrderCursor after;
   const bool has_token = !query.page_token.empty();
-  if (has_token && !DecodePageToken(query.page_token, fingerprint, order, &after, error)) {
-    return false;
+  if (has_token) {
+    status = DecodePageToken(query.page_token, fingerprint, order, &after);
+    if (!status.ok()) return status;
   }
   TypedConnectionPage typed;
   RunTyped(snapshot, filter, order, has_token ? &after : nullptr, query.page_size, query.offset,
@@ -89,7 +95,7 @@ bool RunQuery(const std::vector<Connection>& snapshot, const ConnectionQuery& qu
   page->connections = std::move(typed.connections);
   page->total_size = typed.total_size;
   if (typed.next) page->next_page_token = EncodePageToken(fingerprint, order, *typed.next);
-  return true;
+  return Status();
 }
 
 // The query's answer when running it threw (in practice std::bad_alloc).
@@ -105,9 +111,8 @@ Status RunConnectionQuery(const std::vector<Connection>& snapshot, const Connect
   Status status;
   try {
     *page = ConnectionPage();
-    std::string error;
-    if (RunQuery(snapshot, query, page, &error)) return status;
-    status = Status(StatusCode::kInvalidArgument, std::move(error));
+    status = RunQuery(snapshot, query, page);
+    if (status.ok()) return status;
   } catch (const std::exception& e) {
     status = InternalQueryError(e.what());
   } catch (...) {

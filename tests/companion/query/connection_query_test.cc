@@ -1223,8 +1223,7 @@ TEST(ConnectionPagesTest, PagesStayConsistentWhileConnectionsComeAndGo) {
     std::set<std::uint64_t> stayed;
     for (const Connection& c : live) stayed.insert(c.seq);
     ConnectionOrder order;
-    std::string error;
-    ASSERT_TRUE(ConnectionOrder::Parse(order_by, &order, &error));
+    ASSERT_TRUE(ConnectionOrder::Parse(order_by, &order).ok());
 
     std::vector<Connection> returned;
     std::string token;
@@ -1307,12 +1306,11 @@ TEST(ConnectionPagesTest, MalformedTokens) {
 
 TEST(ConnectionPagesTest, TokensRoundTripEveryKindOfValue) {
   ConnectionOrder order;
-  std::string error;
-  ASSERT_TRUE(ConnectionOrder::Parse(
+  const Status parsed = ConnectionOrder::Parse(
       "client_id desc, close_time, source.port, total_request_statistics.publish_bytes, state, "
       "idle_duration",
-      &order, &error))
-      << error;
+      &order);
+  ASSERT_TRUE(parsed.ok()) << parsed.message();
   OrderCursor cursor;
   cursor.seq = kMaxU64 - 3;
   std::string every_byte;
@@ -1323,7 +1321,8 @@ TEST(ConnectionPagesTest, TokensRoundTripEveryKindOfValue) {
       {true, 2, 0, ""},         {true, std::numeric_limits<std::int64_t>::min(), 0, ""}};
   const std::string token = EncodePageToken(42, order, cursor);
   OrderCursor decoded;
-  ASSERT_TRUE(DecodePageToken(token, 42, order, &decoded, &error)) << error;
+  const Status decoded_status = DecodePageToken(token, 42, order, &decoded);
+  ASSERT_TRUE(decoded_status.ok()) << decoded_status.message();
   EXPECT_EQ(decoded.seq, cursor.seq);
   ASSERT_EQ(decoded.values.size(), cursor.values.size());
   for (std::size_t i = 0; i < cursor.values.size(); ++i) {
@@ -1332,11 +1331,12 @@ TEST(ConnectionPagesTest, TokensRoundTripEveryKindOfValue) {
     EXPECT_EQ(decoded.values[i].unsigned_number, cursor.values[i].unsigned_number);
     EXPECT_EQ(decoded.values[i].text, cursor.values[i].text);
   }
-  EXPECT_FALSE(DecodePageToken(token, 43, order, &decoded, &error));
-  EXPECT_EQ(error, "page_token does not belong to this filter and order_by");
+  const Status foreign = DecodePageToken(token, 43, order, &decoded);
+  EXPECT_FALSE(foreign.ok());
+  EXPECT_EQ(foreign.message(), "page_token does not belong to this filter and order_by");
   // Every strict prefix of the token is malformed.
   for (std::size_t length = 1; length < token.size(); ++length) {
-    EXPECT_FALSE(DecodePageToken(token.substr(0, length), 42, order, &decoded, &error));
+    EXPECT_FALSE(DecodePageToken(token.substr(0, length), 42, order, &decoded).ok());
   }
 }
 
