@@ -24,7 +24,7 @@
 
 #include "companion/companion_link.h"
 #include "companion/connection_registry.h"
-#include "companion/http/connect_service.h"
+#include "companion/http/connect_rpc_service.h"
 #include "companion/http/http_router.h"
 #include "companion/http/http_server.h"
 #include "companion/metrics.h"
@@ -172,7 +172,7 @@ int Run(int argc, char** argv) {
   ConnectionRegistry registry(registry_options);
   SyncedSource source(registry);
   DetailedSource detailed_source(registry, &link);
-  const ConnectService connect_service(detailed_source);
+  const ConnectRpcService connect_service(detailed_source);
   MetricsExporter exporter(*region->header(), registry, options.node_id);
   HttpRouter router(
       source, [&exporter] { return exporter.Render(); }, connect_service.Handler());

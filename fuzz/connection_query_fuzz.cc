@@ -20,6 +20,7 @@
 #include "companion/query/connection_query.h"
 #include "companion/query/query_syntax.h"
 #include "link/connection.h"
+#include "link/status.h"
 #include "link/topic_mapping.h"
 
 namespace {
@@ -121,10 +122,10 @@ ConnectionQuery QueryFromInput(std::string_view input) {
 }
 
 bool Run(const ConnectionQuery& query, ConnectionPage* page) {
-  std::string error;
   page->connections.push_back(Connection());  // must be cleared by the query
-  const bool ok = mqc::RunConnectionQuery(Snapshot(), query, page, &error);
-  if (!ok && error.empty()) Fail("failed without a message", query);
+  const mqc::Status status = mqc::RunConnectionQuery(Snapshot(), query, page);
+  const bool ok = status.ok();
+  if (!ok && status.message().empty()) Fail("failed without a message", query);
   if (!ok && (!page->connections.empty() || !page->next_page_token.empty())) {
     Fail("failed but left a page", query);
   }

@@ -10,6 +10,7 @@
 
 #include "client_reader.h"
 #include "link/clock.h"
+#include "link/text_util.h"
 #include "plugin_state.h"
 
 // clang-format off
@@ -63,8 +64,9 @@ class BrokerPublishDetails : public PublishDetails {
             nullptr) {
       return false;
     }
+    // The broker's property reader uses plain calloc.
+    const CSmartPtr<char, std::free> owner(value);
     topic->assign(value);
-    free(value);  // the broker's property reader uses plain calloc
     return true;
   }
 
@@ -76,8 +78,8 @@ class BrokerPublishDetails : public PublishDetails {
                                        false) == nullptr) {
       return false;
     }
+    const CSmartPtr<void, std::free> owner(value);
     data->assign(static_cast<const char*>(value), length);
-    free(value);
     return true;
   }
 

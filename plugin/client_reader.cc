@@ -9,11 +9,14 @@
 
 #include <cstring>
 #include <memory>
+#include <string>
 
 // clang-format off
 #include <mosquitto.h>
 #include <mosquitto_broker.h>
 // clang-format on
+
+#include "link/text_util.h"
 
 namespace mqc {
 
@@ -70,22 +73,19 @@ const ListenerConfig* ListenerOn(const BrokerConfig& config, int port) {
   return nullptr;
 }
 
-struct X509Deleter {
-  void operator()(X509* certificate) const { X509_free(certificate); }
-};
+// OPENSSL_free is a macro; this gives CSmartPtr a function to call.
+void FreeOpensslText(char* text) noexcept { OPENSSL_free(text); }
 
 // The broker hands out its client certificate only on require_certificate listeners.
 std::string CertificateSubject(const mosquitto* client) {
-  std::unique_ptr<X509, X509Deleter> certificate(
+  const CSmartPtr<X509, X509_free> certificate(
       static_cast<X509*>(mosquitto_client_certificate(client)));
   if (!certificate) return "";
   const X509_NAME* name = X509_get_subject_name(certificate.get());
   if (name == nullptr) return "";
-  char* text = X509_NAME_oneline(name, nullptr, 0);
+  const CSmartPtr<char, FreeOpensslText> text(X509_NAME_oneline(name, nullptr, 0));
   if (text == nullptr) return "";
-  std::string subject(text);
-  OPENSSL_free(text);
-  return subject;
+  return std::string(text.get());
 }
 
 }  // namespace

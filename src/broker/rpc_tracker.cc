@@ -2,6 +2,8 @@
 
 #include <iterator>
 
+#include "link/text_util.h"
+
 namespace mqc {
 
 namespace {
@@ -22,14 +24,7 @@ std::size_t DurationIndex(Operation operation) {
 RpcTracker::RpcTracker(const Options& options, BrokerCounters* counters)
     : options_(options), counters_(counters) {}
 
-std::uint64_t RpcTracker::Hash(std::string_view topic) noexcept {
-  std::uint64_t hash = 14695981039346656037ULL;  // FNV-1a
-  for (char c : topic) {
-    hash ^= static_cast<std::uint8_t>(c);
-    hash *= 1099511628211ULL;
-  }
-  return hash;
-}
+std::uint64_t RpcTracker::Hash(std::string_view topic) noexcept { return Fnv1a64(topic); }
 
 void RpcTracker::Count(Operation operation, OperationStatus status) {
   Bump(

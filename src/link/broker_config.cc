@@ -85,19 +85,18 @@ bool ReadFile(const std::string& path, std::string* text, std::string* error) {
 }
 
 bool IncludeDir(const std::string& dir, BrokerConfig* config, std::string* error) {
-  DIR* handle = opendir(dir.c_str());
+  const CSmartPtr<DIR, closedir> handle(opendir(dir.c_str()));
   if (handle == nullptr) {
     *error = "cannot open include_dir " + dir;
     return false;
   }
   std::vector<std::string> files;
-  while (const dirent* entry = readdir(handle)) {
+  while (const dirent* entry = readdir(handle.get())) {
     const std::string name = entry->d_name;
     if (name.size() > 5 && name.compare(name.size() - 5, 5, ".conf") == 0) {
       files.push_back(dir + "/" + name);
     }
   }
-  closedir(handle);
   std::sort(files.begin(), files.end());
   for (const auto& file : files) {
     std::string text;

@@ -1,7 +1,13 @@
-// Small text helpers shared by the configuration parsers.
+// Small text and C-interop helpers, one of each, for both processes: trimming, ASCII
+// case-insensitive comparison, excerpts, FNV-1a, base64url, RFC 3339 time text, and an owning
+// pointer for C handles.
+// Pure functions, safe on any thread; none allocates except the base64url ones.
 #pragma once
 
 #include <cctype>
+#include <cstdint>
+#include <memory>
+#include <string>
 #include <string_view>
 
 namespace mqc {
@@ -12,5 +18,51 @@ inline std::string_view Trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
   return s;
 }
+
+inline bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
+
+// Equal when both have the same bytes up to ASCII letter case (no locale, no Unicode folding).
+bool EqualsIgnoreAsciiCase(std::string_view a, std::string_view b) noexcept;
+
+// At most 64 bytes of `text` for an error message ("..." marks a cut), never cutting a UTF-8
+// sequence in half. The bytes are not otherwise changed (see QuoteForMessage for JSON).
+std::string Excerpt(std::string_view text);
+
+// FNV-1a 64 over `bytes`, continuing from `hash` (start with kFnv1aOffsetBasis). Not
+// cryptographic: for hash tables and fingerprints.
+inline constexpr std::uint64_t kFnv1aOffsetBasis = 0xcbf29ce484222325u;
+std::uint64_t Fnv1a64(std::string_view bytes, std::uint64_t hash = kFnv1aOffsetBasis) noexcept;
+
+// RFC 4648 section 5 (URL-safe alphabet) without padding.
+std::string EncodeBase64Url(std::string_view bytes);
+// Decodes unpadded base64url into *bytes (replaced). False on a character outside the alphabet
+// or an impossible length (4n+1); with `canonical`, also when the unused low bits of the last
+// character are not zero (so each byte string has exactly one text). A caller that accepts
+// padding strips it first.
+bool DecodeBase64Url(std::string_view text, std::string* bytes, bool canonical);
+
+// --- RFC 3339 time text ---------------------------------------------------------------------
+
+// Unix time in nanoseconds as RFC 3339 UTC: "2026-06-12T10:30:00Z" (fraction dropped, i.e.
+// rounded towards the past) and "2026-06-12T10:30:00.123456789Z" (always nine digits).
+std::string FormatRfc3339Seconds(std::int64_t unix_ns);
+std::string FormatRfc3339Nanos(std::int64_t unix_ns);
+
+// An RFC 3339 date-time (`2026-01-01T00:00:00Z`, `...T10:30:00.123456789+02:00`; 'T' and 'Z'
+// also lower case; fractions beyond nanoseconds are cut off) as Unix nanoseconds. Times outside
+// what int64 nanoseconds hold (1677-09-21T00:12:44Z to 2262-04-11T23:47:16.854775807Z)
+// are an error.
+bool ParseTimestamp(std::string_view text, std::int64_t* nanos, std::string* why);
+
+// --- C handles -------------------------------------------------------------------------------
+
+// An owning pointer for a C handle released by `Free` (a function taking T*), for example
+// CSmartPtr<cJSON, cJSON_Delete> or CSmartPtr<char, std::free>. Null is never passed to Free.
+template <typename T, auto Free>
+struct CHandleFree {
+  void operator()(T* handle) const noexcept { Free(handle); }
+};
+template <typename T, auto Free>
+using CSmartPtr = std::unique_ptr<T, CHandleFree<T, Free>>;
 
 }  // namespace mqc

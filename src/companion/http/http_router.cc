@@ -13,49 +13,24 @@
 #include "companion/http/http_router.h"
 
 #include <exception>
+#include <string>
 #include <string_view>
 #include <utility>
 
 #include "companion/http/json_util.h"
+#include "companion/http/view_util.h"
+#include "link/status.h"
 
 namespace mqc {
 namespace {
 
-constexpr std::string_view kConnectionsPath = "/api/mqtt/connections";
-constexpr std::string_view kMetricsPath = "/metrics";
 constexpr char kMetricsContentType[] = "text/plain; version=0.0.4; charset=utf-8";
 constexpr char kGetMethods[] = "GET, HEAD";
-constexpr char kConnectMethods[] = "GET, HEAD, POST";
+constexpr char kConnectRpcMethods[] = "GET, HEAD, POST";
+constexpr char kBodyTooLarge[] = "request body too large";
 
-constexpr int kHttpOk = 200;
-constexpr int kHttpNotFound = 404;
-constexpr int kHttpMethodNotAllowed = 405;
-constexpr int kHttpPayloadTooLarge = 413;
-constexpr int kHttpInternalServerError = 500;
-constexpr int kHttpNotImplemented = 501;
-
-bool IsGet(const HttpRequest& request) {
-  return request.method == "GET" || request.method == "HEAD";
-}
-
-bool IsConnectPath(std::string_view path) {
-  return path.substr(0, std::string_view(kConnectServicePrefix).size()) == kConnectServicePrefix;
-}
-
-HttpResponse ConnectError(int status, std::string_view code, std::string_view message) {
-  CjsonPtr error = NewJsonObject();
-  AddToJsonObject(error.get(), "code", NewJsonString(code));
-  AddToJsonObject(error.get(), "message", NewJsonString(message));
-  HttpResponse response;
-  response.status = status;
-  response.content_type = "application/json";
-  response.body = PrintJson(*error);
-  return response;
-}
-
-HttpResponse MethodNotAllowed(HttpResponse response, const char* allowed) {
-  response.headers.emplace_back("Allow", allowed);
-  return response;
+bool Allows(std::string_view methods, const HttpRequest& request) {
+  return IsGet(request) || (request.method == "POST" && methods == kConnectRpcMethods);
 }
 
 std::string NotAllowedMessage(const HttpRequest& request, const char* allowed) {
@@ -63,66 +38,86 @@ std::string NotAllowedMessage(const HttpRequest& request, const char* allowed) {
          QuoteForMessage(request.path) + "; allowed: " + allowed;
 }
 
-constexpr char kBodyTooLarge[] = "request body too large";
-
-HttpResponse RouteConnect(const HttpRequest& request, const ConnectHandler& connect) {
-  if (!IsGet(request) && request.method != "POST") {
-    return MethodNotAllowed(ConnectError(kHttpMethodNotAllowed, "unimplemented",
-                                         NotAllowedMessage(request, kConnectMethods)),
-                            kConnectMethods);
-  }
-  if (request.body_too_large) {
-    return ConnectError(kHttpPayloadTooLarge, "resource_exhausted", kBodyTooLarge);
-  }
-  const std::string method = request.path.substr(std::string_view(kConnectServicePrefix).size());
-  if (!connect) {
-    return ConnectError(kHttpNotImplemented, "unimplemented",
-                        "method " + QuoteForMessage(method) + " is not implemented");
-  }
-  return connect(method, request);
-}
-
 }  // namespace
 
 HttpRouter::HttpRouter(const ConnectionSource& connections, MetricsProvider metrics,
-                       ConnectHandler connect)
-    : connections_(connections), metrics_(std::move(metrics)), connect_(std::move(connect)) {}
+                       ConnectRpcHandler connect)
+    : connections_(connections) {
+  routes_.push_back({"/api/mqtt/connections", kGetMethods, ErrorFormat::kKubeMq,
+                     [this](const HttpRequest& request, std::string_view) {
+                       return kubemq_view_.ListConnections(connections_.Snapshot(), request.query);
+                     }});
+  if (metrics) {
+    routes_.push_back({"/metrics", kGetMethods, ErrorFormat::kKubeMq,
+                       [metrics = std::move(metrics)](const HttpRequest&, std::string_view) {
+                         HttpResponse response;
+                         response.status = kHttpOk;
+                         response.content_type = kMetricsContentType;
+                         response.body = metrics();
+                         return response;
+                       }});
+  }
+  routes_.push_back(
+      {kConnectRpcServicePrefix, kConnectRpcMethods, ErrorFormat::kConnectRpc,
+       [connect = std::move(connect)](const HttpRequest& request, std::string_view method) {
+         if (!connect) {
+           return ConnectRpcErrorResponse(
+               Status(StatusCode::kUnimplemented,
+                      "method " + QuoteForMessage(method) + " is not implemented"));
+         }
+         return connect(std::string(method), request);
+       }});
+}
+
+const HttpRouter::Route* HttpRouter::Find(std::string_view path) const {
+  for (const Route& route : routes_) {
+    const bool prefix = !route.path.empty() && route.path.back() == '/';
+    if (prefix ? path.substr(0, route.path.size()) == route.path : path == route.path) {
+      return &route;
+    }
+  }
+  return nullptr;
+}
+
+HttpResponse HttpRouter::ErrorAnswer(ErrorFormat format, StatusCode code, std::string_view message,
+                                     int http_status) {
+  if (format == ErrorFormat::kConnectRpc) {
+    return ConnectRpcErrorResponse(Status(code, std::string(message)), http_status);
+  }
+  return KubeMqErrorResponse(http_status, message);
+}
 
 HttpResponse HttpRouter::Handle(const HttpRequest& request) const {
   std::string what;
   try {
-    return Route(request);
+    return Dispatch(request);
   } catch (const std::exception& e) {
     what = e.what();
   } catch (...) {
     what = "unknown exception";
   }
-  const std::string message = "internal error: " + what;
-  return IsConnectPath(request.path) ? ConnectError(kHttpInternalServerError, "internal", message)
-                                     : KubeMqView::Error(kHttpInternalServerError, message);
+  const Route* route = Find(request.path);
+  return ErrorAnswer(route != nullptr ? route->errors : ErrorFormat::kKubeMq, StatusCode::kInternal,
+                     "internal error: " + what, kHttpInternalServerError);
 }
 
-HttpResponse HttpRouter::Route(const HttpRequest& request) const {
-  if (IsConnectPath(request.path)) return RouteConnect(request, connect_);
-
-  const bool connections = request.path == kConnectionsPath;
-  const bool metrics = request.path == kMetricsPath && metrics_;
-  if (!connections && !metrics) {
-    return KubeMqView::Error(kHttpNotFound, "unknown path " + QuoteForMessage(request.path));
+HttpResponse HttpRouter::Dispatch(const HttpRequest& request) const {
+  const Route* route = Find(request.path);
+  if (route == nullptr) {
+    return KubeMqErrorResponse(kHttpNotFound, "unknown path " + QuoteForMessage(request.path));
   }
-  if (!IsGet(request)) {
-    return MethodNotAllowed(
-        KubeMqView::Error(kHttpMethodNotAllowed, NotAllowedMessage(request, kGetMethods)),
-        kGetMethods);
+  if (!Allows(route->methods, request)) {
+    HttpResponse response =
+        ErrorAnswer(route->errors, StatusCode::kUnimplemented,
+                    NotAllowedMessage(request, route->methods), kHttpMethodNotAllowed);
+    response.headers.emplace_back("Allow", route->methods);
+    return response;
   }
-  if (request.body_too_large) return KubeMqView::Error(kHttpPayloadTooLarge, kBodyTooLarge);
-  if (connections) return kubemq_view_.ListConnections(connections_.Snapshot(), request.query);
-
-  HttpResponse response;
-  response.status = kHttpOk;
-  response.content_type = kMetricsContentType;
-  response.body = metrics_();
-  return response;
+  if (request.body_too_large) {
+    return ErrorAnswer(route->errors, StatusCode::kResourceExhausted, kBodyTooLarge,
+                       kHttpPayloadTooLarge);
+  }
+  return route->view(request, std::string_view(request.path).substr(route->path.size()));
 }
 
 }  // namespace mqc

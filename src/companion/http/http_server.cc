@@ -42,6 +42,8 @@
 #include <utility>
 #include <vector>
 
+#include "link/text_util.h"
+
 namespace mqc {
 namespace {
 
@@ -51,15 +53,6 @@ struct RequestState {
   std::string body;
   bool body_too_large = false;
 };
-
-bool EqualsIgnoreAsciiCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const auto lower = [](char c) { return (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c; };
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
-}
 
 std::string ErrnoMessage(int error_number) { return std::system_category().message(error_number); }
 
@@ -158,8 +151,7 @@ MHD_Result Queue(MHD_Connection* connection, const HttpResponse& response) {
   MHD_Response* mhd_response = MHD_create_response_from_buffer(
       response.body.size(), const_cast<char*>(response.body.data()), MHD_RESPMEM_MUST_COPY);
   if (mhd_response == nullptr) return MHD_NO;
-  const std::unique_ptr<MHD_Response, decltype(&MHD_destroy_response)> owner(mhd_response,
-                                                                             &MHD_destroy_response);
+  const CSmartPtr<MHD_Response, MHD_destroy_response> owner(mhd_response);
   if (!response.content_type.empty() &&
       MHD_add_response_header(mhd_response, MHD_HTTP_HEADER_CONTENT_TYPE,
                               response.content_type.c_str()) != MHD_YES) {
@@ -279,9 +271,7 @@ const std::string* HttpRequest::FindHeader(std::string_view name) const {
   return nullptr;
 }
 
-void HttpServer::DaemonDeleter::operator()(MHD_Daemon* daemon) const noexcept {
-  MHD_stop_daemon(daemon);
-}
+void StopMhdDaemon(MHD_Daemon* daemon) noexcept { MHD_stop_daemon(daemon); }
 
 HttpServer::HttpServer(const HttpServerOptions& options, Handler handler)
     : options_(options), handler_(std::move(handler)) {}

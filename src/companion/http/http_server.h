@@ -16,9 +16,14 @@
 #include <utility>
 #include <vector>
 
+#include "link/text_util.h"
+
 struct MHD_Daemon;
 
 namespace mqc {
+
+// MHD_stop_daemon, declared here so that this header needs no microhttpd.h.
+void StopMhdDaemon(MHD_Daemon* daemon) noexcept;
 
 // Query parameters in the order the client sent them, percent-decoded, duplicates kept (so
 // that a view can refuse them). A parameter without '=' has an empty value.
@@ -77,10 +82,6 @@ class HttpServer {
   int port() const { return port_; }
 
  private:
-  struct DaemonDeleter {
-    void operator()(MHD_Daemon* daemon) const noexcept;
-  };
-
   HttpServer(const HttpServerOptions& options, Handler handler);
 
   // Called on MHD threads only.
@@ -93,7 +94,7 @@ class HttpServer {
   const Handler handler_;
   int port_ = 0;
   // Last member: destroyed first, so MHD's threads are gone before what they use.
-  std::unique_ptr<MHD_Daemon, DaemonDeleter> daemon_;
+  CSmartPtr<MHD_Daemon, StopMhdDaemon> daemon_;
 };
 
 }  // namespace mqc

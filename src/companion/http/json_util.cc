@@ -11,17 +11,13 @@
 #include <cjson/cJSON.h>
 
 #include <cstdio>
-#include <ctime>
 #include <mutex>
 #include <new>
-#include <stdexcept>
 
 namespace mqc {
 namespace {
 
-constexpr std::int64_t kNanosPerSecond = 1'000'000'000;
 constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";  // U+FFFD
-constexpr std::size_t kMaxQuotedBytes = 64;
 
 CjsonPtr Checked(cJSON* item) {
   if (item == nullptr) throw std::bad_alloc();
@@ -58,25 +54,6 @@ std::size_t ValidSequenceLength(std::string_view s) {
   return length;
 }
 
-// Splits Unix nanoseconds into whole seconds (rounded towards the past) and the nanoseconds
-// after them, and formats the seconds as "YYYY-MM-DDTHH:MM:SS".
-std::string FormatWholeSeconds(std::int64_t unix_ns, std::int64_t* nanos) {
-  std::int64_t seconds = unix_ns / kNanosPerSecond;
-  *nanos = unix_ns % kNanosPerSecond;
-  if (*nanos < 0) {
-    *nanos += kNanosPerSecond;
-    --seconds;
-  }
-  const std::time_t time = static_cast<std::time_t>(seconds);
-  std::tm utc{};
-  // Neither can fail for the years an int64 of nanoseconds reaches (1677 to 2262).
-  if (gmtime_r(&time, &utc) == nullptr) throw std::runtime_error("gmtime_r failed");
-  char text[32];
-  const std::size_t length = std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &utc);
-  if (length == 0) throw std::runtime_error("strftime failed");
-  return std::string(text, length);
-}
-
 }  // namespace
 
 CjsonPtr NewJsonObject() { return Checked(cJSON_CreateObject()); }
@@ -100,8 +77,7 @@ void AddToJsonArray(cJSON* array, CjsonPtr item) {
 }
 
 std::string PrintJson(const cJSON& item) {
-  const std::unique_ptr<char, decltype(&cJSON_free)> text(cJSON_PrintUnformatted(&item),
-                                                          &cJSON_free);
+  const CSmartPtr<char, cJSON_free> text(cJSON_PrintUnformatted(&item));
   if (text == nullptr) throw std::bad_alloc();
   return std::string(text.get());
 }
@@ -135,31 +111,8 @@ std::string ToValidUtf8(std::string_view value) {
 }
 
 std::string QuoteForMessage(std::string_view value) {
-  std::string_view shown = value;
-  if (shown.size() > kMaxQuotedBytes) {
-    std::size_t cut = kMaxQuotedBytes;
-    // Back up to a character boundary so that the cut adds no U+FFFD.
-    while (cut > 0 && (static_cast<unsigned char>(value[cut]) & 0xC0) == 0x80) --cut;
-    shown = value.substr(0, cut);
-  }
-  return "'" + ToValidUtf8(shown) + (shown.size() < value.size() ? "...'" : "'");
-}
-
-std::string FormatRfc3339Seconds(std::int64_t unix_ns) {
-  std::int64_t nanos = 0;
-  return FormatWholeSeconds(unix_ns, &nanos) + "Z";
-}
-
-std::string FormatRfc3339Nanos(std::int64_t unix_ns) {
-  std::int64_t nanos = 0;
-  std::string text = FormatWholeSeconds(unix_ns, &nanos);
-  char fraction[16];
-  const int length =
-      std::snprintf(fraction, sizeof(fraction), ".%09lldZ", static_cast<long long>(nanos));
-  if (length <= 0 || static_cast<std::size_t>(length) >= sizeof(fraction)) {
-    throw std::runtime_error("snprintf failed");  // cannot happen: nanos < 10^9
-  }
-  return text + fraction;
+  // Excerpt cuts at a character boundary, so the cut adds no U+FFFD.
+  return "'" + ToValidUtf8(Excerpt(value)) + "'";
 }
 
 }  // namespace mqc

@@ -1,6 +1,6 @@
 // Small helpers over cJSON for the HTTP views: an owning pointer, builders that turn cJSON's
 // "NULL on out of memory" into std::bad_alloc (so view code needs no null checks and leaks
-// nothing), printing to std::string, and RFC 3339 timestamps. Pure functions, safe on any thread.
+// nothing), printing to std::string. Pure functions, safe on any thread.
 #pragma once
 
 #include <cjson/cJSON.h>
@@ -10,12 +10,11 @@
 #include <string>
 #include <string_view>
 
+#include "link/text_util.h"
+
 namespace mqc {
 
-struct CjsonDeleter {
-  void operator()(cJSON* item) const noexcept { cJSON_Delete(item); }
-};
-using CjsonPtr = std::unique_ptr<cJSON, CjsonDeleter>;
+using CjsonPtr = CSmartPtr<cJSON, cJSON_Delete>;
 
 // Builders: never return null; throw std::bad_alloc when cJSON cannot allocate.
 CjsonPtr NewJsonObject();
@@ -45,10 +44,5 @@ std::string ToValidUtf8(std::string_view value);
 // `value` for an error message: in single quotes, cut to 64 bytes (then "...'") at a character
 // boundary, valid UTF-8. Keeps an echoed request value short and printable.
 std::string QuoteForMessage(std::string_view value);
-
-// Unix time in nanoseconds as RFC 3339 UTC: "2026-06-12T10:30:00Z" (fraction dropped, i.e.
-// rounded towards the past) and "2026-06-12T10:30:00.123456789Z" (always nine digits).
-std::string FormatRfc3339Seconds(std::int64_t unix_ns);
-std::string FormatRfc3339Nanos(std::int64_t unix_ns);
 
 }  // namespace mqc

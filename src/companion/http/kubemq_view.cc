@@ -1,10 +1,12 @@
 // The KubeMQ connections endpoint (see kubemq_view.h).
 //
 // Where the spec is silent:
-// - Query parameters become a filter for RunConnectionQuery, the rich API's engine, so both
-//   APIs select alike: client_id and username match exactly, or by prefix when the value ends
-//   in '*' (as in the rich API's filter); pattern selects connections with at least one
-//   subscription of that pattern. MHD decodes '+' as a space: send a literal '+' as %2B.
+// - Query parameters become a typed query (clauses, order) for RunConnectionQuery, the rich
+//   API's engine, so both APIs select alike, and a value of any length or content selects
+//   exactly itself (no filter text is written and parsed again): client_id and username match
+//   exactly, or by prefix when the value ends in '*' (as in the rich API's filter); pattern selects
+//   connections with at least one subscription of that pattern. MHD decodes '+' as a space: send a
+//   literal '+' as %2B.
 // - Refused with 400: an unknown parameter (also an empty name, as in "?&limit=1"), one given
 //   twice (even with the same value), an empty value, and a value outside what is accepted.
 //   Numbers are plain decimal digits (no sign, no spaces); leading zeros are fine.
@@ -20,20 +22,24 @@
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "companion/http/json_util.h"
+#include "companion/http/view_util.h"
+#include "companion/query/connection_fields.h"
+#include "companion/query/connection_filter.h"
+#include "companion/query/connection_order.h"
 #include "companion/query/connection_query.h"
+#include "link/status.h"
 
 namespace mqc {
 namespace {
 
-constexpr int kHttpOk = 200;
-constexpr int kHttpBadRequest = 400;
-constexpr std::string_view kJsonContentType = "application/json";
 constexpr std::int64_t kMaxLimit = 10000;  // as in kLimit.accepted
 static_assert(kMaxLimit <= kMaxPageSize, "a limit must fit in one page of the engine");
 
@@ -67,13 +73,28 @@ bool ParseInteger(std::string_view text, std::int64_t min, std::int64_t max, std
          *value <= max;
 }
 
-// A filter literal for `value`: exact, or a prefix match when `value` ends in '*'.
-// QuoteFilterString escapes every '*', so the prefix star goes in after quoting.
-std::string ExactOrPrefixLiteral(std::string_view value) {
-  if (value.empty() || value.back() != '*') return QuoteFilterString(value);
-  std::string literal = QuoteFilterString(value.substr(0, value.size() - 1));
-  literal.insert(literal.size() - 1, "*");
-  return literal;
+const FieldDef& Field(std::string_view path) {
+  const FieldDef* field = FindField(path);
+  if (field == nullptr) throw std::logic_error("no query field " + std::string(path));
+  return *field;
+}
+
+// `field = value`, or a prefix test when `value` ends in '*' (as the rich API's filter reads a
+// literal ending in a bare '*').
+FilterClause TextClause(std::string_view path, std::string_view value, bool allow_prefix) {
+  FilterClause clause;
+  clause.field = &Field(path);
+  clause.prefix = allow_prefix && !value.empty() && value.back() == '*';
+  if (clause.prefix) value.remove_suffix(1);
+  clause.text = std::string(value);
+  return clause;
+}
+
+FilterClause NumberClause(std::string_view path, std::int64_t number) {
+  FilterClause clause;
+  clause.field = &Field(path);
+  clause.number = number;
+  return clause;
 }
 
 bool IsKnownPattern(std::string_view value) {
@@ -84,17 +105,15 @@ bool IsKnownPattern(std::string_view value) {
   return false;
 }
 
-// The query parameters as a query for RunConnectionQuery. `*list_all` is set when there is no
-// limit. Returns false with *error on a refused parameter.
-bool BuildQuery(const QueryParams& params, ConnectionQuery* query, bool* list_all,
-                std::string* error) {
-  std::string filter = "state = MQTT_CONNECTION_STATE_OPEN";
-  const auto add_clause = [&filter](std::string_view field, const std::string& value) {
-    filter += " AND ";
-    filter += field;
-    filter += " = ";
-    filter += value;
-  };
+// The query parameters as a typed query for RunConnectionQuery: open connections, ordered by
+// open_time then client_id. `*list_all` is set when there is no limit. kInvalidArgument
+// naming the parameter when one is refused.
+Status BuildQuery(const QueryParams& params, TypedConnectionQuery* query, bool* list_all) {
+  std::int64_t open = 0;
+  if (!FindEnumNumber(Field("state"), "MQTT_CONNECTION_STATE_OPEN", &open)) {
+    throw std::logic_error("no open state in the query fields");
+  }
+  std::vector<FilterClause> clauses{NumberClause("state", open)};
   *list_all = true;
   for (std::size_t i = 0; i < params.size(); ++i) {
     const auto& [name, value] = params[i];
@@ -103,41 +122,40 @@ bool BuildQuery(const QueryParams& params, ConnectionQuery* query, bool* list_al
       if (name == known->name) spec = known;
     }
     if (spec == nullptr) {
-      *error = "unknown query parameter " + QuoteForMessage(name) +
-               "; accepted: " + std::string(kParameterList);
-      return false;
+      return Status(StatusCode::kInvalidArgument, "unknown query parameter " +
+                                                      QuoteForMessage(name) +
+                                                      "; accepted: " + std::string(kParameterList));
     }
     for (std::size_t j = 0; j < i; ++j) {
       if (params[j].first == name) {
-        *error = "query parameter '" + name + "' is given more than once (" +
-                 QuoteForMessage(params[j].second) + ", then " + QuoteForMessage(value) +
-                 "); expected it once";
-        return false;
+        return Status(StatusCode::kInvalidArgument,
+                      "query parameter '" + name + "' is given more than once (" +
+                          QuoteForMessage(params[j].second) + ", then " + QuoteForMessage(value) +
+                          "); expected it once");
       }
     }
     std::int64_t number = 0;
     if (spec == &kClientId && !value.empty()) {
-      add_clause("client_id", ExactOrPrefixLiteral(value));
+      clauses.push_back(TextClause("client_id", value, true));
     } else if (spec == &kUsername && !value.empty()) {
-      add_clause("username", ExactOrPrefixLiteral(value));
+      clauses.push_back(TextClause("username", value, true));
     } else if (spec == &kPattern && IsKnownPattern(value)) {
-      add_clause("subscriptions.pattern", QuoteFilterString(value));
+      clauses.push_back(TextClause("subscriptions.pattern", value, false));
     } else if (spec == &kProtocolVersion && ParseInteger(value, 3, 5, &number)) {
-      add_clause("protocol_version", std::to_string(number));
+      clauses.push_back(NumberClause("protocol_version", number));
     } else if (spec == &kLimit && ParseInteger(value, 1, kMaxLimit, &number)) {
       query->page_size = number;
       *list_all = false;
     } else if (spec == &kOffset && ParseInteger(value, 0, INT64_MAX, &number)) {
       query->offset = number;
     } else {
-      *error = BadValue(*spec, value);
-      return false;
+      return Status(StatusCode::kInvalidArgument, BadValue(*spec, value));
     }
   }
-  query->filter = std::move(filter);
-  query->order_by = "open_time, client_id";
+  query->filter = ConnectionFilter(std::move(clauses));
+  query->order = ConnectionOrder({OrderKey{&Field("open_time")}, OrderKey{&Field("client_id")}});
   if (*list_all) query->page_size = kMaxPageSize;
-  return true;
+  return Status();
 }
 
 // "ip:port", "[v6]:port", or the address alone when the port is unknown.
@@ -179,22 +197,14 @@ CjsonPtr ConnectionJson(const Connection& connection) {
   return object;
 }
 
-HttpResponse JsonResponse(int status, const cJSON& body) {
-  HttpResponse response;
-  response.status = status;
-  response.content_type = std::string(kJsonContentType);
-  response.body = PrintJson(body);
-  return response;
-}
-
 }  // namespace
 
 HttpResponse KubeMqView::ListConnections(std::vector<Connection> snapshot,
                                          const QueryParams& params) const {
-  ConnectionQuery query;
+  TypedConnectionQuery query;
   bool list_all = false;
-  std::string error;
-  if (!BuildQuery(params, &query, &list_all, &error)) return Error(kHttpBadRequest, error);
+  const Status built = BuildQuery(params, &query, &list_all);
+  if (!built.ok()) return Error(kHttpBadRequest, built.message());
   // The page orders by connected_at as it shows it, in whole seconds, then by client_id: two
   // clients of the same second come in client_id order, not in sub-second arrival order.
   for (Connection& connection : snapshot) {
@@ -204,17 +214,16 @@ HttpResponse KubeMqView::ListConnections(std::vector<Connection> snapshot,
   CjsonPtr connections = NewJsonArray();
   int total = 0;
   while (true) {
-    ConnectionPage page;
-    // The snapshot is needed again only when there is a next page.
-    if (!RunConnectionQuery(snapshot, query, &page, &error)) {
-      return Error(kHttpBadRequest, error);  // e.g. a client_id too long for a filter
-    }
+    TypedConnectionPage page;
+    // Every page reads the same snapshot, by reference.
+    const Status status = RunConnectionQuery(snapshot, query, &page);
+    if (!status.ok()) return Error(kHttpBadRequest, status.message());
     for (const Connection& connection : page.connections) {
       AddToJsonArray(connections.get(), ConnectionJson(connection));
       ++total;
     }
-    if (!list_all || page.next_page_token.empty()) break;
-    query.page_token = std::move(page.next_page_token);
+    if (!list_all || !page.next) break;
+    query.after = std::move(page.next);
   }
 
   CjsonPtr data = NewJsonObject();
@@ -228,11 +237,7 @@ HttpResponse KubeMqView::ListConnections(std::vector<Connection> snapshot,
 }
 
 HttpResponse KubeMqView::Error(int status, std::string_view message) {
-  CjsonPtr envelope = NewJsonObject();
-  AddToJsonObject(envelope.get(), "error", NewJsonBool(true));
-  AddToJsonObject(envelope.get(), "error_string", NewJsonString(message));
-  AddToJsonObject(envelope.get(), "data", NewJsonNull());
-  return JsonResponse(status, *envelope);
+  return KubeMqErrorResponse(status, message);
 }
 
 }  // namespace mqc

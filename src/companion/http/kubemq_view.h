@@ -1,5 +1,5 @@
 // GET /api/mqtt/connections: the KubeMQ connections endpoint, envelope and fields exactly as
-// ../shared/spec/kubemq-mqtt-connections-endpoint.txt, with optional query parameters
+// docs/api.md ("GET /api/mqtt/connections"), with optional query parameters
 // (client_id, username, pattern, protocol_version, limit, offset) run through the same query
 // engine as the rich API. Stateless: safe on any thread.
 #pragma once

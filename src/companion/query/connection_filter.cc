@@ -13,6 +13,7 @@
 #include "companion/query/connection_fields.h"
 #include "companion/query/query_syntax.h"
 #include "link/connection.h"
+#include "link/text_util.h"
 
 namespace mqc {
 namespace {
@@ -123,15 +124,6 @@ std::string Describe(const Token& token) {
   return "'" + Excerpt(token.raw) + "'";
 }
 
-bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           const auto lower = [](char c) {
-             return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-           };
-           return lower(x) == lower(y);
-         });
-}
-
 bool IsOrdering(CompareOp op) { return op != CompareOp::kEq && op != CompareOp::kNe; }
 
 // What an unquoted value of a kind is called in "Expected an unquoted ..." messages.
@@ -211,14 +203,14 @@ bool Parser::Parse(std::vector<FilterClause>* clauses) {
 // What follows a clause is neither AND nor the end.
 bool Parser::FailAfterClause() {
   if (token_.type == TokenType::kWord) {
-    if (EqualsIgnoringCase(token_.raw, "AND")) {
+    if (EqualsIgnoreAsciiCase(token_.raw, "AND")) {
       return Fail(token_.offset,
                   "'" + std::string(token_.raw) + "' is not supported: write AND in upper case");
     }
-    if (EqualsIgnoringCase(token_.raw, "OR")) {
+    if (EqualsIgnoreAsciiCase(token_.raw, "OR")) {
       return Fail(token_.offset, "OR is not supported: clauses can only be joined by AND");
     }
-    if (EqualsIgnoringCase(token_.raw, "NOT")) {
+    if (EqualsIgnoreAsciiCase(token_.raw, "NOT")) {
       return Fail(token_.offset, "NOT is not supported");
     }
   }
@@ -419,13 +411,15 @@ bool ClauseMatches(const FilterClause& clause, const Connection& connection) {
 
 }  // namespace
 
-bool ConnectionFilter::Parse(std::string_view text, ConnectionFilter* filter, std::string* error) {
+Status ConnectionFilter::Parse(std::string_view text, ConnectionFilter* filter) {
   filter->clauses_.clear();
-  if (!CheckLength(text, error)) return false;
+  std::string error;
   std::vector<FilterClause> clauses;
-  if (!Parser(text, error).Parse(&clauses)) return false;
+  if (!CheckLength(text, &error) || !Parser(text, &error).Parse(&clauses)) {
+    return Status(StatusCode::kInvalidArgument, std::move(error));
+  }
   filter->clauses_ = std::move(clauses);
-  return true;
+  return Status();
 }
 
 bool ConnectionFilter::Matches(const Connection& connection) const {

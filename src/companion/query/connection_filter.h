@@ -1,4 +1,4 @@
-// The filter of ListConnections: an AIP-160 subset (../shared/spec/connect-protocol.md, "Filter")
+// The filter of ListConnections: an AIP-160 subset (docs/query-language.md, "Filter")
 // parsed once into clauses, then matched against each connection. Grammar:
 //
 //   filter  := ws* [ clause ( ws+ "AND" ws+ clause )* ] ws*     (at most 1024 characters)
@@ -24,10 +24,12 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "companion/query/connection_fields.h"
 #include "link/connection.h"
+#include "link/status.h"
 
 namespace mqc {
 
@@ -47,9 +49,14 @@ struct FilterClause {
 
 class ConnectionFilter {
  public:
-  // Parses `text`; blank text matches every connection. On error returns false and sets *error
-  // to a message ending in " at position N" (N 1-based, in characters).
-  static bool Parse(std::string_view text, ConnectionFilter* filter, std::string* error);
+  ConnectionFilter() = default;
+  // A filter of clauses made in code, all of which must hold: no text is written and parsed
+  // again, so a value of any length and with any bytes works. Each clause's field must be set.
+  explicit ConnectionFilter(std::vector<FilterClause> clauses) : clauses_(std::move(clauses)) {}
+
+  // Parses `text`; blank text matches every connection. On error kInvalidArgument with a
+  // message ending in " at position N" (N 1-based, in characters).
+  static Status Parse(std::string_view text, ConnectionFilter* filter);
 
   bool Matches(const Connection& connection) const;
 

@@ -11,6 +11,7 @@
 #include "companion/query/connection_fields.h"
 #include "companion/query/query_syntax.h"
 #include "link/connection.h"
+#include "link/text_util.h"
 
 namespace mqc {
 namespace {
@@ -29,15 +30,6 @@ std::string_view ReadWord(std::string_view text, std::size_t* pos) {
   const std::size_t start = *pos;
   while (*pos < text.size() && !IsSpace(text[*pos]) && text[*pos] != ',') ++*pos;
   return text.substr(start, *pos - start);
-}
-
-bool EqualsIgnoringCase(std::string_view word, std::string_view lower) {
-  if (word.size() != lower.size()) return false;
-  for (std::size_t i = 0; i < word.size(); ++i) {
-    const char c = word[i];
-    if ((c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c) != lower[i]) return false;
-  }
-  return true;
 }
 
 std::string Quoted(std::string_view word) { return "'" + Excerpt(word) + "'"; }
@@ -113,9 +105,9 @@ bool OrderParser::ParseDirection(std::string_view field, OrderKey* key) {
   if (pos_ == text_.size() || text_[pos_] == ',') return true;
   const std::size_t start = pos_;
   const std::string_view word = ReadWord(text_, &pos_);
-  if (EqualsIgnoringCase(word, "desc")) {
+  if (EqualsIgnoreAsciiCase(word, "desc")) {
     key->descending = true;
-  } else if (!EqualsIgnoringCase(word, "asc")) {
+  } else if (!EqualsIgnoreAsciiCase(word, "asc")) {
     return Fail(start, "Unknown order_by direction " + Quoted(word) + " for field " +
                            Quoted(field) + " (expected asc or desc)");
   }
@@ -136,12 +128,15 @@ int CompareSeq(std::uint64_t a, std::uint64_t b) { return (a > b) - (a < b); }
 
 }  // namespace
 
-bool ConnectionOrder::Parse(std::string_view text, ConnectionOrder* order, std::string* error) {
+Status ConnectionOrder::Parse(std::string_view text, ConnectionOrder* order) {
   order->keys_.clear();
+  std::string error;
   std::vector<OrderKey> keys;
-  if (!OrderParser(text, error).Parse(&keys)) return false;
+  if (!OrderParser(text, &error).Parse(&keys)) {
+    return Status(StatusCode::kInvalidArgument, std::move(error));
+  }
   order->keys_ = std::move(keys);
-  return true;
+  return Status();
 }
 
 int ConnectionOrder::Compare(const Connection& a, const Connection& b) const {

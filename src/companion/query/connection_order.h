@@ -1,4 +1,4 @@
-// The order_by of ListConnections (../shared/spec/connect-protocol.md, "order_by"):
+// The order_by of ListConnections (docs/query-language.md, "order_by"):
 //
 //   order_by  := ws* [ key ( ws* "," ws* key )* ] ws*        (at most 1024 bytes)
 //   key       := field [ ws+ ( "asc" | "desc" ) ]             direction in any case
@@ -14,10 +14,12 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "companion/query/connection_fields.h"
 #include "link/connection.h"
+#include "link/status.h"
 
 namespace mqc {
 
@@ -43,9 +45,13 @@ struct OrderCursor {
 
 class ConnectionOrder {
  public:
-  // Parses `text`. On error returns false and sets *error to a message naming the field or
-  // direction and ending in " at position N" (1-based, in characters).
-  static bool Parse(std::string_view text, ConnectionOrder* order, std::string* error);
+  ConnectionOrder() = default;
+  // An order made in code; each key's field must be set and not repeated().
+  explicit ConnectionOrder(std::vector<OrderKey> keys) : keys_(std::move(keys)) {}
+
+  // Parses `text`. On error kInvalidArgument with a message naming the field or direction and
+  // ending in " at position N" (1-based, in characters).
+  static Status Parse(std::string_view text, ConnectionOrder* order);
 
   // Three-way comparisons in this order: negative when `a` comes first.
   int Compare(const Connection& a, const Connection& b) const;

@@ -11,6 +11,7 @@
 
 #include "companion/query/connection_fields.h"
 #include "companion/query/connection_order.h"
+#include "link/text_util.h"
 
 namespace mqc {
 namespace {
@@ -18,55 +19,6 @@ namespace {
 constexpr std::uint8_t kTokenVersion = 1;
 constexpr char kMalformed[] = "malformed page_token";
 constexpr char kForeign[] = "page_token does not belong to this filter and order_by";
-constexpr char kBase64Alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-// --- base64url -----------------------------------------------------------------------------
-
-std::string EncodeBase64Url(const std::string& bytes) {
-  std::string out;
-  out.reserve((bytes.size() * 4 + 2) / 3);
-  std::uint32_t buffer = 0;
-  int bits = 0;
-  for (const char c : bytes) {
-    buffer = ((buffer << 8) | static_cast<unsigned char>(c)) & 0xFFFF;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out += kBase64Alphabet[(buffer >> bits) & 0x3F];
-    }
-  }
-  if (bits > 0) out += kBase64Alphabet[(buffer << (6 - bits)) & 0x3F];
-  return out;
-}
-
-int Base64Digit(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '-') return 62;
-  if (c == '_') return 63;
-  return -1;
-}
-
-// Refuses padding, foreign characters, impossible lengths and non-zero leftover bits.
-bool DecodeBase64Url(std::string_view text, std::string* bytes) {
-  if (text.size() % 4 == 1) return false;
-  std::uint32_t buffer = 0;
-  int bits = 0;
-  for (const char c : text) {
-    const int digit = Base64Digit(c);
-    if (digit < 0) return false;
-    buffer = ((buffer << 6) | static_cast<std::uint32_t>(digit)) & 0xFFFF;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      bytes->push_back(static_cast<char>((buffer >> bits) & 0xFF));
-    }
-  }
-  return (buffer & ((1u << bits) - 1)) == 0;
-}
-
 // --- fields ------------------------------------------------------------------------------
 
 void PutU64(std::uint64_t value, std::string* out) {
@@ -163,23 +115,12 @@ bool ReadValue(FieldKind kind, Reader* reader, OrderCursor::Value* value) {
   return true;
 }
 
-void Fnv1a(std::string_view bytes, std::uint64_t* hash) {
-  for (const char c : bytes) {
-    *hash ^= static_cast<unsigned char>(c);
-    *hash *= 0x100000001b3u;
-  }
-}
-
 }  // namespace
 
 std::uint64_t QueryFingerprint(std::string_view filter, std::string_view order_by) {
   std::string length;
   PutU64(filter.size(), &length);
-  std::uint64_t hash = 0xcbf29ce484222325u;
-  Fnv1a(length, &hash);
-  Fnv1a(filter, &hash);
-  Fnv1a(order_by, &hash);
-  return hash;
+  return Fnv1a64(order_by, Fnv1a64(filter, Fnv1a64(length)));
 }
 
 std::string EncodePageToken(std::uint64_t fingerprint, const ConnectionOrder& order,
@@ -195,10 +136,12 @@ std::string EncodePageToken(std::uint64_t fingerprint, const ConnectionOrder& or
   return EncodeBase64Url(bytes);
 }
 
-bool DecodePageToken(std::string_view token, std::uint64_t fingerprint,
-                     const ConnectionOrder& order, OrderCursor* cursor, std::string* error) {
+namespace {
+
+bool ReadPageToken(std::string_view token, std::uint64_t fingerprint, const ConnectionOrder& order,
+                   OrderCursor* cursor, std::string* error) {
   std::string bytes;
-  if (!DecodeBase64Url(token, &bytes)) {
+  if (!DecodeBase64Url(token, &bytes, /*canonical=*/true)) {
     *error = kMalformed;
     return false;
   }
@@ -227,6 +170,15 @@ bool DecodePageToken(std::string_view token, std::uint64_t fingerprint,
   }
   *cursor = std::move(decoded);
   return true;
+}
+
+}  // namespace
+
+Status DecodePageToken(std::string_view token, std::uint64_t fingerprint,
+                       const ConnectionOrder& order, OrderCursor* cursor) {
+  std::string error;
+  if (ReadPageToken(token, fingerprint, order, cursor, &error)) return Status();
+  return Status(StatusCode::kInvalidArgument, std::move(error));
 }
 
 }  // namespace mqc

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "companion/query/connection_order.h"
+#include "link/status.h"
 
 namespace mqc {
 
@@ -26,9 +27,9 @@ std::uint64_t QueryFingerprint(std::string_view filter, std::string_view order_b
 std::string EncodePageToken(std::uint64_t fingerprint, const ConnectionOrder& order,
                             const OrderCursor& cursor);
 
-// Reads a token made for `fingerprint` and `order`. On failure sets *error to
+// Reads a token made for `fingerprint` and `order`. On failure kInvalidArgument with
 // "malformed page_token" or "page_token does not belong to this filter and order_by".
-bool DecodePageToken(std::string_view token, std::uint64_t fingerprint,
-                     const ConnectionOrder& order, OrderCursor* cursor, std::string* error);
+Status DecodePageToken(std::string_view token, std::uint64_t fingerprint,
+                       const ConnectionOrder& order, OrderCursor* cursor);
 
 }  // namespace mqc

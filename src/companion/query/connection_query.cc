@@ -23,81 +23,124 @@
 namespace mqc {
 namespace {
 
-bool CheckPaging(const ConnectionQuery& query, std::string* error) {
-  if (query.page_size < 0 || query.page_size > kMaxPageSize) {
+bool CheckPaging(std::int64_t page_size, std::int64_t offset, std::string* error) {
+  if (page_size < 0 || page_size > kMaxPageSize) {
     *error = "page_size must be between 0 and " + std::to_string(kMaxPageSize) + ", got " +
-             std::to_string(query.page_size);
+             std::to_string(page_size);
     return false;
   }
-  if (query.offset < 0) {
-    *error = "offset must not be negative, got " + std::to_string(query.offset);
+  if (offset < 0) {
+    *error = "offset must not be negative, got " + std::to_string(offset);
     return false;
   }
   return true;
 }
 
-bool RunQuery(std::vector<Connection> snapshot, const ConnectionQuery& query, ConnectionPage* page,
-              std::string* error) {
-  if (!CheckPaging(query, error)) return false;
-  ConnectionFilter filter;
-  if (!ConnectionFilter::Parse(query.filter, &filter, error)) return false;
-  ConnectionOrder order;
-  if (!ConnectionOrder::Parse(query.order_by, &order, error)) return false;
-  const std::uint64_t fingerprint = QueryFingerprint(query.filter, query.order_by);
-  OrderCursor after;
-  const bool has_token = !query.page_token.empty();
-  if (has_token && !DecodePageToken(query.page_token, fingerprint, order, &after, error)) {
-    return false;
-  }
-
+// Filters, sorts and cuts one page; the snapshot is only read.
+void RunTyped(const std::vector<Connection>& snapshot, const ConnectionFilter& filter,
+              const ConnectionOrder& order, const OrderCursor* after, std::int64_t page_size,
+              std::int64_t offset, TypedConnectionPage* page) {
   // Pointers keep the connections (strings, subscription vectors) in place while sorting.
-  std::vector<Connection*> matches;
-  for (Connection& connection : snapshot) {
+  std::vector<const Connection*> matches;
+  for (const Connection& connection : snapshot) {
     if (filter.Matches(connection)) matches.push_back(&connection);
   }
   const auto total_size = static_cast<std::int64_t>(matches.size());
   std::size_t start = 0;
-  if (has_token) {
+  if (after != nullptr) {
     // Only what comes after the previous page competes for this one.
     matches.erase(std::remove_if(matches.begin(), matches.end(),
                                  [&](const Connection* connection) {
-                                   return order.Compare(*connection, after) <= 0;
+                                   return order.Compare(*connection, *after) <= 0;
                                  }),
                   matches.end());
   } else {
-    start = static_cast<std::size_t>(std::min(query.offset, total_size));
+    start = static_cast<std::size_t>(std::min(offset, total_size));
   }
-  const auto page_size =
-      static_cast<std::size_t>(query.page_size == 0 ? kDefaultPageSize : query.page_size);
-  const std::size_t end = start + std::min(page_size, matches.size() - start);
+  const auto size = static_cast<std::size_t>(page_size == 0 ? kDefaultPageSize : page_size);
+  const std::size_t end = start + std::min(size, matches.size() - start);
   // Only the connections up to the end of the page need to be in order: O(n log end).
   std::partial_sort(
       matches.begin(), matches.begin() + static_cast<std::ptrdiff_t>(end), matches.end(),
       [&order](const Connection* a, const Connection* b) { return order.Compare(*a, *b) < 0; });
 
   page->total_size = total_size;
-  if (end < matches.size()) {
-    page->next_page_token = EncodePageToken(fingerprint, order, order.CursorOf(*matches[end - 1]));
-  }
+  if (end < matches.size()) page->next = order.CursorOf(*matches[end - 1]);
   page->connections.reserve(end - start);
-  for (std::size_t i = start; i < end; ++i) page->connections.push_back(std::move(*matches[i]));
-  return true;
+  for (std::size_t i = start; i < end; ++i) page->connections.push_back(*matches[i]);
+}
+
+Status RunQuery(const std::vector<Connection>& snapshot, const ConnectionQuery& query,
+                ConnectionPage* page) {
+  std::string error;
+  if (!CheckPaging(query.page_size, query.offset, &error)) {
+    return Status(StatusCode::kInvalidArgument, std::move(error));
+  }
+  ConnectionFilter filter;
+  Status status = ConnectionFilter::Parse(query.filter, &filter);
+  if (!status.ok()) return status;
+  ConnectionOrder order;
+  status = ConnectionOrder::Parse(query.order_by, &order);
+  if (!status.ok()) return status;
+  const std::uint64_t fingerprint = QueryFingerprint(query.filter, query.order_by);
+  OrderCursor after;
+  const bool has_token = !query.page_token.empty();
+  if (has_token) {
+    status = DecodePageToken(query.page_token, fingerprint, order, &after);
+    if (!status.ok()) return status;
+  }
+  TypedConnectionPage typed;
+  RunTyped(snapshot, filter, order, has_token ? &after : nullptr, query.page_size, query.offset,
+           &typed);
+  page->connections = std::move(typed.connections);
+  page->total_size = typed.total_size;
+  if (typed.next) page->next_page_token = EncodePageToken(fingerprint, order, *typed.next);
+  return Status();
+}
+
+// The query's answer when running it threw (in practice std::bad_alloc).
+Status InternalQueryError(const char* what) {
+  return Status(StatusCode::kInternal, std::string("internal error while running the query") +
+                                           (what[0] == '\0' ? "" : ": ") + what);
 }
 
 }  // namespace
 
-bool RunConnectionQuery(std::vector<Connection> snapshot, const ConnectionQuery& query,
-                        ConnectionPage* page, std::string* error) {
+Status RunConnectionQuery(const std::vector<Connection>& snapshot, const ConnectionQuery& query,
+                          ConnectionPage* page) {
+  Status status;
   try {
     *page = ConnectionPage();
-    if (RunQuery(std::move(snapshot), query, page, error)) return true;
-  } catch (const std::exception& e) {  // in practice std::bad_alloc
-    *error = std::string("internal error while running the query: ") + e.what();
+    status = RunQuery(snapshot, query, page);
+    if (status.ok()) return status;
+  } catch (const std::exception& e) {
+    status = InternalQueryError(e.what());
   } catch (...) {
-    *error = "internal error while running the query";
+    status = InternalQueryError("");
   }
   *page = ConnectionPage();
-  return false;
+  return status;
+}
+
+Status RunConnectionQuery(const std::vector<Connection>& snapshot,
+                          const TypedConnectionQuery& query, TypedConnectionPage* page) {
+  Status status;
+  try {
+    *page = TypedConnectionPage();
+    std::string error;
+    if (CheckPaging(query.page_size, query.offset, &error)) {
+      RunTyped(snapshot, query.filter, query.order, query.after ? &*query.after : nullptr,
+               query.page_size, query.offset, page);
+      return status;
+    }
+    status = Status(StatusCode::kInvalidArgument, std::move(error));
+  } catch (const std::exception& e) {
+    status = InternalQueryError(e.what());
+  } catch (...) {
+    status = InternalQueryError("");
+  }
+  *page = TypedConnectionPage();
+  return status;
 }
 
 }  // namespace mqc

@@ -1,15 +1,19 @@
 // Filtering, ordering and paging of connections: one implementation behind both the Connect
 // ListConnections method and the KubeMQ endpoint's query parameters.
-// Grammar: ../shared/spec/connect-protocol.md ("Filter", "order_by", "Pages").
+// Grammar: docs/query-language.md (filter, order_by, page tokens).
 // Pure values, safe to use on any thread.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "companion/query/connection_filter.h"
+#include "companion/query/connection_order.h"
 #include "link/connection.h"
+#include "link/status.h"
 
 namespace mqc {
 
@@ -31,10 +35,34 @@ struct ConnectionPage {
   std::string next_page_token;  // empty when there are no more matches
 };
 
-// Runs a query over a snapshot. On a bad filter, order, page size or token: returns false and
-// sets *error to a message naming the problem (position, field or value).
-bool RunConnectionQuery(std::vector<Connection> snapshot, const ConnectionQuery& query,
-                        ConnectionPage* page, std::string* error);
+// Runs a query over a snapshot, which is only read: the page holds copies of its connections.
+// On a bad filter, order, page size or token: kInvalidArgument with a message naming the problem
+// (position, field or value); out of memory: kInternal. The page is empty then.
+Status RunConnectionQuery(const std::vector<Connection>& snapshot, const ConnectionQuery& query,
+                          ConnectionPage* page);
+
+// The same query as typed values, for callers that build it in code (the KubeMQ endpoint): the
+// clauses, the order and where the previous page ended, with no text in between, so a value of
+// any length or content selects exactly itself.
+struct TypedConnectionQuery {
+  ConnectionFilter filter;           // every clause must hold; no clause: everything
+  ConnectionOrder order;             // no key: by seq only
+  std::optional<OrderCursor> after;  // start strictly after this position; offset is then ignored
+  std::int64_t page_size = 0;        // as in ConnectionQuery
+  std::int64_t offset = 0;
+};
+
+struct TypedConnectionPage {
+  std::vector<Connection> connections;
+  std::int64_t total_size = 0;
+  std::optional<OrderCursor> next;  // set when there are more matches: `after` of the next page
+};
+
+// Runs a typed query over a snapshot, which is only read (several pages of one snapshot need no
+// copy of it). Fails only for a page size or offset out of range (kInvalidArgument) or out of
+// memory (kInternal).
+Status RunConnectionQuery(const std::vector<Connection>& snapshot,
+                          const TypedConnectionQuery& query, TypedConnectionPage* page);
 
 // A string as a quoted filter literal (JSON escapes), for building filters from other inputs.
 std::string QuoteFilterString(std::string_view value);

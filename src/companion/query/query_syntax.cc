@@ -15,7 +15,6 @@ namespace {
 
 constexpr std::int64_t kMaxInt64 = std::numeric_limits<std::int64_t>::max();
 constexpr std::uint64_t kMaxUint64 = std::numeric_limits<std::uint64_t>::max();
-constexpr std::size_t kMaxExcerptBytes = 64;
 constexpr std::int64_t kNanosPerSecond = 1000000000;
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
@@ -112,106 +111,6 @@ bool ReadDurationTerm(std::string_view text, std::size_t* pos, std::int64_t* tot
     return false;
   }
   return true;
-}
-
-// --- timestamps --------------------------------------------------------------------------
-
-// Reads exactly `count` digits at text[pos].
-bool ReadFixedDigits(std::string_view text, std::size_t pos, std::size_t count, int* value) {
-  if (pos + count > text.size()) return false;
-  *value = 0;
-  for (std::size_t i = pos; i < pos + count; ++i) {
-    if (!IsDigit(text[i])) return false;
-    *value = *value * 10 + (text[i] - '0');
-  }
-  return true;
-}
-
-bool IsLeapYear(int year) { return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0; }
-
-int DaysInMonth(int year, int month) {
-  constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  return month == 2 && IsLeapYear(year) ? 29 : kDays[month - 1];
-}
-
-// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
-std::int64_t DaysFromCivil(std::int64_t year, std::int64_t month, std::int64_t day) {
-  year -= month <= 2 ? 1 : 0;
-  const std::int64_t era = (year >= 0 ? year : year - 399) / 400;
-  const std::int64_t year_of_era = year - era * 400;
-  const std::int64_t day_of_year = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
-  const std::int64_t day_of_era =
-      year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-  return era * 146097 + day_of_era - 719468;
-}
-
-struct DateTime {
-  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
-  std::int64_t nanos = 0;
-  int offset_seconds = 0;  // east of UTC
-};
-
-bool ReadDateAndTime(std::string_view text, DateTime* t) {
-  return ReadFixedDigits(text, 0, 4, &t->year) && text[4] == '-' &&
-         ReadFixedDigits(text, 5, 2, &t->month) && text[7] == '-' &&
-         ReadFixedDigits(text, 8, 2, &t->day) && (text[10] == 'T' || text[10] == 't') &&
-         ReadFixedDigits(text, 11, 2, &t->hour) && text[13] == ':' &&
-         ReadFixedDigits(text, 14, 2, &t->minute) && text[16] == ':' &&
-         ReadFixedDigits(text, 17, 2, &t->second);
-}
-
-// The optional fraction and the zone, from text[*pos] to the end.
-bool ReadFractionAndZone(std::string_view text, std::size_t pos, DateTime* t, std::string* why) {
-  if (pos < text.size() && text[pos] == '.') {
-    const std::size_t start = ++pos;
-    std::int64_t scale = kNanosPerSecond;
-    for (; pos < text.size() && IsDigit(text[pos]); ++pos) {
-      scale /= 10;
-      t->nanos += (text[pos] - '0') * scale;
-    }
-    if (pos == start) {
-      *why = "expected digits after '.'";
-      return false;
-    }
-  }
-  if (pos < text.size() && (text[pos] == 'Z' || text[pos] == 'z')) {
-    ++pos;
-  } else if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
-    int hours = 0;
-    int minutes = 0;
-    if (!ReadFixedDigits(text, pos + 1, 2, &hours) || pos + 3 >= text.size() ||
-        text[pos + 3] != ':' || !ReadFixedDigits(text, pos + 4, 2, &minutes)) {
-      *why = "expected a zone offset like +02:00";
-      return false;
-    }
-    if (hours > 23 || minutes > 59) {
-      *why = "zone offset out of range";
-      return false;
-    }
-    t->offset_seconds = (text[pos] == '-' ? -1 : 1) * (hours * 3600 + minutes * 60);
-    pos += 6;
-  } else {
-    *why = "expected 'Z' or a zone offset like +02:00";
-    return false;
-  }
-  if (pos != text.size()) {
-    *why = "unexpected '" + Excerpt(text.substr(pos)) + "' after the zone";
-    return false;
-  }
-  return true;
-}
-
-bool CheckRanges(const DateTime& t, std::string* why) {
-  if (t.month < 1 || t.month > 12) {
-    *why = "month out of range";
-  } else if (t.day < 1 || t.day > DaysInMonth(t.year, t.month)) {
-    *why = "day out of range";
-  } else if (t.hour > 23 || t.minute > 59 || t.second > 59) {
-    *why = "time of day out of range";
-  } else {
-    return true;
-  }
-  return false;
 }
 
 // --- string literals ---------------------------------------------------------------------
@@ -344,13 +243,6 @@ std::string AtPosition(std::string_view text, std::size_t offset) {
   return " at position " + std::to_string(TextColumn(text, offset));
 }
 
-std::string Excerpt(std::string_view text) {
-  if (text.size() <= kMaxExcerptBytes) return std::string(text);
-  std::size_t cut = kMaxExcerptBytes;
-  while (cut > 0 && IsContinuationByte(text[cut])) --cut;
-  return std::string(text.substr(0, cut)) + "...";
-}
-
 NumberStatus ParseUint64(std::string_view text, std::uint64_t* value) {
   if (text.empty()) return NumberStatus::kNotANumber;
   std::uint64_t result = 0;
@@ -396,28 +288,6 @@ bool ParseDuration(std::string_view text, std::int64_t* nanos, std::string* why)
     if (!ReadDurationTerm(text, &pos, &total, why)) return false;
   }
   *nanos = total;
-  return true;
-}
-
-bool ParseTimestamp(std::string_view text, std::int64_t* nanos, std::string* why) {
-  DateTime t;
-  if (text.size() < 20 || !ReadDateAndTime(text, &t)) {
-    *why = "expected YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)";
-    return false;
-  }
-  if (!ReadFractionAndZone(text, 19, &t, why) || !CheckRanges(t, why)) return false;
-  const std::int64_t seconds = DaysFromCivil(t.year, t.month, t.day) * 86400 +
-                               std::int64_t{t.hour} * 3600 + std::int64_t{t.minute} * 60 +
-                               t.second - t.offset_seconds;
-  // Keep seconds * 1e9 + nanos inside int64 (the lowest 0.855 s of int64 are left out).
-  constexpr std::int64_t kMaxSeconds = kMaxInt64 / kNanosPerSecond;
-  constexpr std::int64_t kMaxNanosAtMax = kMaxInt64 % kNanosPerSecond;
-  if (seconds < -kMaxSeconds || seconds > kMaxSeconds ||
-      (seconds == kMaxSeconds && t.nanos > kMaxNanosAtMax)) {
-    *why = "out of the supported range (1677-09-21T00:12:44Z to 2262-04-11T23:47:16.854775807Z)";
-    return false;
-  }
-  *nanos = seconds * kNanosPerSecond + t.nanos;
   return true;
 }
 

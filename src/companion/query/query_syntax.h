@@ -1,13 +1,15 @@
-// Lexical pieces of the filter and order_by grammars (../shared/spec/connect-protocol.md): quoted
-// string literals with JSON escapes, integers, durations, RFC 3339 timestamps, and the 1-based
-// positions that error messages name. Pure functions, safe on any thread, no exceptions thrown
-// other than std::bad_alloc.
+// Lexical pieces of the filter and order_by grammars (docs/query-language.md): quoted
+// string literals with JSON escapes, integers, durations (timestamps: link/text_util.h), and the
+// 1-based positions that error messages name. Pure functions, safe on any thread, no exceptions
+// thrown other than std::bad_alloc.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+
+#include "link/text_util.h"  // Excerpt for error messages, ParseTimestamp
 
 namespace mqc {
 
@@ -17,10 +19,6 @@ std::size_t TextColumn(std::string_view text, std::size_t offset);
 
 // " at position N", the suffix of every filter and order_by error message.
 std::string AtPosition(std::string_view text, std::size_t offset);
-
-// At most 64 bytes of `text` for an error message ("..." marks a cut), never cutting a UTF-8
-// sequence in half.
-std::string Excerpt(std::string_view text);
 
 enum class NumberStatus : std::uint8_t { kOk, kNotANumber, kOutOfRange };
 
@@ -32,12 +30,6 @@ NumberStatus ParseUint64(std::string_view text, std::uint64_t* value);
 // "1h30m", "1.5s"), or a bare "0". Fractions finer than a nanosecond are cut off. On failure,
 // *why says what is wrong.
 bool ParseDuration(std::string_view text, std::int64_t* nanos, std::string* why);
-
-// An RFC 3339 date-time (`2026-01-01T00:00:00Z`, `...T10:30:00.123456789+02:00`; 'T' and 'Z'
-// also lower case; fractions beyond nanoseconds are cut off) as Unix nanoseconds. Times outside
-// what int64 nanoseconds hold (1677-09-21T00:12:44Z to 2262-04-11T23:47:16.854775807Z)
-// are an error.
-bool ParseTimestamp(std::string_view text, std::int64_t* nanos, std::string* why);
 
 // A quoted string literal as the filter grammar reads it.
 struct StringLiteral {

@@ -253,6 +253,27 @@ TEST(KubeMqViewTest, ClientIdWithSpecialCharactersMatchesExactly) {
               ElementsAre("a\"b\\c*d", "a\"b\\cXd"));
 }
 
+// The parameters reach the engine as typed clauses, not as filter text: a client id far past
+// the filter's 1,024 characters selects exactly itself, and so does one with every character
+// the filter grammar would have to quote or escape.
+TEST(KubeMqViewTest, ClientIdOfAnyLengthMatchesExactly) {
+  const std::string long_id(5000, 'k');
+  std::vector<Connection> snapshot = {MakeConnection(long_id, 1), MakeConnection(long_id + "x", 2),
+                                      MakeConnection(long_id.substr(1), 3)};
+  EXPECT_THAT(ListedIds(snapshot, {{"client_id", long_id}}), ElementsAre(long_id));
+  EXPECT_THAT(ListedIds(snapshot, {{"client_id", long_id + "*"}}),
+              ElementsAre(long_id, long_id + "x"));
+}
+
+TEST(KubeMqViewTest, ClientIdWithFilterSyntaxMatchesExactly) {
+  const std::string tricky = "a b\t\"q\" AND username = \"x\" OR (c) != <d> \\u0041 \\*";
+  std::vector<Connection> snapshot = {MakeConnection(tricky, 1), MakeConnection("a b", 2),
+                                      MakeConnection("x", 3)};
+  snapshot[2].username = "x";
+  EXPECT_THAT(ListedIds(snapshot, {{"client_id", tricky}}), ElementsAre(tricky));
+  EXPECT_THAT(ListedIds(snapshot, {{"username", "x\" OR \"1\" = \"1"}}), ElementsAre());
+}
+
 TEST(KubeMqViewTest, UsernameExactAndPrefix) {
   EXPECT_THAT(ListedIds(SampleConnections(), {{"username", "alice"}}), ElementsAre("sensor-1"));
   EXPECT_THAT(ListedIds(SampleConnections(), {{"username", "alice*"}}),

@@ -25,6 +25,7 @@
 #include "companion/query/connection_page_token.h"
 #include "companion/query/query_syntax.h"
 #include "link/connection.h"
+#include "link/status.h"
 #include "link/topic_mapping.h"
 
 namespace mqc {
@@ -162,7 +163,9 @@ struct Outcome {
 Outcome RunQuery(const std::vector<Connection>& snapshot, const ConnectionQuery& query) {
   Outcome outcome;
   ConnectionPage page;
-  outcome.ok = RunConnectionQuery(snapshot, query, &page, &outcome.error);
+  const Status status = RunConnectionQuery(snapshot, query, &page);
+  outcome.ok = status.ok();
+  outcome.error = status.message();
   for (const Connection& c : page.connections) outcome.seqs.push_back(c.seq);
   outcome.connections = std::move(page.connections);
   outcome.total_size = page.total_size;
@@ -1220,8 +1223,7 @@ TEST(ConnectionPagesTest, PagesStayConsistentWhileConnectionsComeAndGo) {
     std::set<std::uint64_t> stayed;
     for (const Connection& c : live) stayed.insert(c.seq);
     ConnectionOrder order;
-    std::string error;
-    ASSERT_TRUE(ConnectionOrder::Parse(order_by, &order, &error));
+    ASSERT_TRUE(ConnectionOrder::Parse(order_by, &order).ok());
 
     std::vector<Connection> returned;
     std::string token;
@@ -1304,12 +1306,11 @@ TEST(ConnectionPagesTest, MalformedTokens) {
 
 TEST(ConnectionPagesTest, TokensRoundTripEveryKindOfValue) {
   ConnectionOrder order;
-  std::string error;
-  ASSERT_TRUE(ConnectionOrder::Parse(
+  const Status parsed = ConnectionOrder::Parse(
       "client_id desc, close_time, source.port, total_request_statistics.publish_bytes, state, "
       "idle_duration",
-      &order, &error))
-      << error;
+      &order);
+  ASSERT_TRUE(parsed.ok()) << parsed.message();
   OrderCursor cursor;
   cursor.seq = kMaxU64 - 3;
   std::string every_byte;
@@ -1320,7 +1321,8 @@ TEST(ConnectionPagesTest, TokensRoundTripEveryKindOfValue) {
       {true, 2, 0, ""},         {true, std::numeric_limits<std::int64_t>::min(), 0, ""}};
   const std::string token = EncodePageToken(42, order, cursor);
   OrderCursor decoded;
-  ASSERT_TRUE(DecodePageToken(token, 42, order, &decoded, &error)) << error;
+  const Status decoded_status = DecodePageToken(token, 42, order, &decoded);
+  ASSERT_TRUE(decoded_status.ok()) << decoded_status.message();
   EXPECT_EQ(decoded.seq, cursor.seq);
   ASSERT_EQ(decoded.values.size(), cursor.values.size());
   for (std::size_t i = 0; i < cursor.values.size(); ++i) {
@@ -1329,11 +1331,12 @@ TEST(ConnectionPagesTest, TokensRoundTripEveryKindOfValue) {
     EXPECT_EQ(decoded.values[i].unsigned_number, cursor.values[i].unsigned_number);
     EXPECT_EQ(decoded.values[i].text, cursor.values[i].text);
   }
-  EXPECT_FALSE(DecodePageToken(token, 43, order, &decoded, &error));
-  EXPECT_EQ(error, "page_token does not belong to this filter and order_by");
+  const Status foreign = DecodePageToken(token, 43, order, &decoded);
+  EXPECT_FALSE(foreign.ok());
+  EXPECT_EQ(foreign.message(), "page_token does not belong to this filter and order_by");
   // Every strict prefix of the token is malformed.
   for (std::size_t length = 1; length < token.size(); ++length) {
-    EXPECT_FALSE(DecodePageToken(token.substr(0, length), 42, order, &decoded, &error));
+    EXPECT_FALSE(DecodePageToken(token.substr(0, length), 42, order, &decoded).ok());
   }
 }
 
@@ -1382,9 +1385,9 @@ TEST(ConnectionPagesTest, PagingErrors) {
     page.total_size = 99;
     page.next_page_token = "stale";
     page.connections.push_back(MakeConnection(5));
-    std::string error;
-    EXPECT_FALSE(RunConnectionQuery(fleet, query, &page, &error));
-    EXPECT_EQ(error, message);
+    const Status status = RunConnectionQuery(fleet, query, &page);
+    EXPECT_FALSE(status.ok());
+    EXPECT_EQ(status.message(), message);
     EXPECT_TRUE(page.connections.empty());
     EXPECT_EQ(page.total_size, 0);
     EXPECT_TRUE(page.next_page_token.empty());
@@ -1401,6 +1404,62 @@ TEST(ConnectionPagesTest, TotalSizeCountsEveryMatch) {
   EXPECT_EQ(outcome.seqs.size(), 10u);
   EXPECT_THAT(outcome.error, ::testing::IsEmpty());
   EXPECT_THAT(FilterError("client_id = x"), HasSubstr("client_id"));
+}
+
+// A typed query pages through one large snapshot by reference: the snapshot is only read (not
+// moved from, not reordered), every connection comes exactly once, in order, and the cursor of
+// one page is where the next one starts.
+TEST(TypedConnectionQueryTest, PagesALargeSnapshotByReference) {
+  const std::vector<Connection> fleet = RandomFleet(50000, 11);
+  const std::vector<Connection> before = fleet;
+  TypedConnectionQuery query;
+  query.order = ConnectionOrder({OrderKey{FindField("client_id")}});
+  query.page_size = kMaxPageSize;
+  std::vector<std::uint64_t> seqs;
+  std::string previous;
+  for (int pages = 0; pages < 10; ++pages) {
+    TypedConnectionPage page;
+    const Status status = RunConnectionQuery(fleet, query, &page);
+    ASSERT_TRUE(status.ok()) << status.message();
+    EXPECT_EQ(page.total_size, 50000);
+    for (const Connection& c : page.connections) {
+      EXPECT_LE(previous, c.client_id);
+      previous = c.client_id;
+      seqs.push_back(c.seq);
+    }
+    if (!page.next) break;
+    query.after = std::move(page.next);
+  }
+  std::sort(seqs.begin(), seqs.end());
+  ASSERT_EQ(seqs.size(), 50000u);
+  for (std::size_t i = 0; i < seqs.size(); ++i) ASSERT_EQ(seqs[i], i + 1);
+  ASSERT_EQ(fleet.size(), before.size());
+  for (std::size_t i = 0; i < fleet.size(); ++i) {
+    ASSERT_EQ(fleet[i].seq, before[i].seq);
+    ASSERT_EQ(fleet[i].client_id, before[i].client_id);
+  }
+}
+
+TEST(TypedConnectionQueryTest, ClausesAreMatchedAsGivenAndPagingIsChecked) {
+  std::vector<Connection> fleet = {MakeConnection(1), MakeConnection(2), MakeConnection(3)};
+  fleet[1].client_id = std::string(5000, 'a') + "\" = \"";
+  FilterClause clause;
+  clause.field = FindField("client_id");
+  clause.text = fleet[1].client_id;
+  TypedConnectionQuery query;
+  query.filter = ConnectionFilter({clause});
+  TypedConnectionPage page;
+  const Status found = RunConnectionQuery(fleet, query, &page);
+  ASSERT_TRUE(found.ok()) << found.message();
+  ASSERT_EQ(page.connections.size(), 1u);
+  EXPECT_EQ(page.connections[0].seq, 2u);
+  EXPECT_FALSE(page.next);
+
+  query.page_size = kMaxPageSize + 1;
+  const Status refused = RunConnectionQuery(fleet, query, &page);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.message(), HasSubstr("page_size"));
+  EXPECT_TRUE(page.connections.empty());
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
-// ConnectService: the Connect unary protocol for ListConnections. Every refusal with its HTTP
+// ConnectRpcService: the Connect unary protocol for ListConnections. Every refusal with its HTTP
 // status, code and message; header, body and GET-form variants; deadlines through an injected
 // clock; the exact response JSON of an open and a closed connection and what is left out; and
 // paging through nextPageToken.
-#include "companion/http/connect_service.h"
+#include "companion/http/connect_rpc_service.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -54,8 +54,8 @@ class FakeSource : public ConnectionSource {
 // A steady clock that moves only when told to.
 struct FakeClock {
   std::chrono::steady_clock::time_point now{std::chrono::hours(1000)};
-  ConnectServiceOptions Options() {
-    ConnectServiceOptions options;
+  ConnectRpcServiceOptions Options() {
+    ConnectRpcServiceOptions options;
     options.clock = [this] { return now; };
     return options;
   }
@@ -68,7 +68,7 @@ HttpHeaders ConnectHeaders() {
 HttpRequest Post(std::string body, HttpHeaders headers = ConnectHeaders()) {
   HttpRequest request;
   request.method = "POST";
-  request.path = std::string(kConnectServicePrefix) + kMethod;
+  request.path = std::string(kConnectRpcServicePrefix) + kMethod;
   request.headers = std::move(headers);
   request.body = std::move(body);
   return request;
@@ -77,7 +77,7 @@ HttpRequest Post(std::string body, HttpHeaders headers = ConnectHeaders()) {
 HttpRequest Get(QueryParams query, std::string method = "GET") {
   HttpRequest request;
   request.method = std::move(method);
-  request.path = std::string(kConnectServicePrefix) + kMethod;
+  request.path = std::string(kConnectRpcServicePrefix) + kMethod;
   request.query = std::move(query);
   return request;
 }
@@ -273,7 +273,7 @@ constexpr char kClosedJson[] =
     R"("recentRequestStatistics":{"publishCount":"0","publishBytes":"0","deliverCount":"0",)"
     R"("deliverBytes":"0","requestCount":"0"}})";
 
-class ConnectServiceTest : public ::testing::Test {
+class ConnectRpcServiceTest : public ::testing::Test {
  protected:
   void SetUp() override { source_.connections = {OpenExample(), ClosedExample()}; }
   HttpResponse Call(const HttpRequest& request, const std::string& method = kMethod) {
@@ -282,12 +282,12 @@ class ConnectServiceTest : public ::testing::Test {
 
   FakeSource source_;
   FakeClock clock_;
-  ConnectService service_{source_, clock_.Options()};
+  ConnectRpcService service_{source_, clock_.Options()};
 };
 
 // --- the response --------------------------------------------------------------------------
 
-TEST_F(ConnectServiceTest, FullJsonOfAnOpenAndAClosedConnection) {
+TEST_F(ConnectRpcServiceTest, FullJsonOfAnOpenAndAClosedConnection) {
   const HttpResponse response = Call(Post(""));
   EXPECT_EQ(response.status, 200);
   EXPECT_EQ(response.content_type, "application/json");
@@ -297,12 +297,12 @@ TEST_F(ConnectServiceTest, FullJsonOfAnOpenAndAClosedConnection) {
                                R"(],"totalSize":"2"})");
 }
 
-TEST_F(ConnectServiceTest, EmptyListStillHasConnectionsAndTotalSize) {
+TEST_F(ConnectRpcServiceTest, EmptyListStillHasConnectionsAndTotalSize) {
   source_.connections.clear();
   EXPECT_EQ(Call(Post("")).body, R"({"connections":[],"totalSize":"0"})");
 }
 
-TEST_F(ConnectServiceTest, NextPageTokenOnlyWhenThereIsMore) {
+TEST_F(ConnectRpcServiceTest, NextPageTokenOnlyWhenThereIsMore) {
   const HttpResponse first = Call(Post(R"({"pageSize":1})"));
   EXPECT_THAT(ListedUids(first), ::testing::ElementsAre("uid-closed"));
   EXPECT_EQ(StringField(first, "totalSize"), "2");
@@ -314,7 +314,7 @@ TEST_F(ConnectServiceTest, NextPageTokenOnlyWhenThereIsMore) {
   EXPECT_EQ(StringField(last, "totalSize"), "2");
 }
 
-TEST_F(ConnectServiceTest, OmissionRules) {
+TEST_F(ConnectRpcServiceTest, OmissionRules) {
   Connection c = MakeConnection("u", kJune12, "c");
   c.port = 0;
   c.ip_address = "";
@@ -338,7 +338,7 @@ TEST_F(ConnectServiceTest, OmissionRules) {
   }
 }
 
-TEST_F(ConnectServiceTest, AnOfflineSessionWithItsExpiryTimeAndFilteredByState) {
+TEST_F(ConnectRpcServiceTest, AnOfflineSessionWithItsExpiryTimeAndFilteredByState) {
   Connection offline = MakeConnection("uid-offline", kJune12, "sleeper");
   offline.state = ConnectionState::kOffline;
   offline.clean_session = false;
@@ -362,7 +362,7 @@ TEST_F(ConnectServiceTest, AnOfflineSessionWithItsExpiryTimeAndFilteredByState) 
               ::testing::ElementsAre("0b0e6c1e-5c2a-4d7e-9f3a-1b2c3d4e5f60"));
 }
 
-TEST_F(ConnectServiceTest, ClosedWithoutKnownReasonOrTime) {
+TEST_F(ConnectRpcServiceTest, ClosedWithoutKnownReasonOrTime) {
   Connection c = ClosedExample();
   c.close_reason = CloseReason::kUnspecified;
   c.close_time_ns = 0;
@@ -372,7 +372,7 @@ TEST_F(ConnectServiceTest, ClosedWithoutKnownReasonOrTime) {
   EXPECT_NE(body.find(R"("closeReason":"UNSPECIFIED")"), std::string::npos) << body;
 }
 
-TEST_F(ConnectServiceTest, EveryCloseReasonNameAndTheFilterAcceptsIt) {
+TEST_F(ConnectRpcServiceTest, EveryCloseReasonNameAndTheFilterAcceptsIt) {
   const std::pair<CloseReason, const char*> reasons[] = {
       {CloseReason::kClientDisconnect, "CLIENT_DISCONNECT"},
       {CloseReason::kConnectionLost, "CONNECTION_LOST"},
@@ -402,7 +402,7 @@ TEST_F(ConnectServiceTest, EveryCloseReasonNameAndTheFilterAcceptsIt) {
   }
 }
 
-TEST_F(ConnectServiceTest, EnumValuesWithoutANameAreNumbers) {
+TEST_F(ConnectRpcServiceTest, EnumValuesWithoutANameAreNumbers) {
   Connection c = ClosedExample();
   c.close_reason = static_cast<CloseReason>(42);
   c.authentication.mechanism = static_cast<AuthMechanism>(77);
@@ -412,7 +412,7 @@ TEST_F(ConnectServiceTest, EnumValuesWithoutANameAreNumbers) {
   EXPECT_NE(body.find(R"("mechanism":77)"), std::string::npos) << body;
 }
 
-TEST_F(ConnectServiceTest, DurationsAsProtobufWritesThem) {
+TEST_F(ConnectRpcServiceTest, DurationsAsProtobufWritesThem) {
   const std::pair<std::int64_t, const char*> cases[] = {
       {0, "0s"},
       {1, "0.000000001s"},
@@ -432,7 +432,7 @@ TEST_F(ConnectServiceTest, DurationsAsProtobufWritesThem) {
   }
 }
 
-TEST_F(ConnectServiceTest, StringsAreMadeValidUtf8) {
+TEST_F(ConnectRpcServiceTest, StringsAreMadeValidUtf8) {
   Connection c = MakeConnection("u", kJune12, "bad\xFF\"id");
   source_.connections = {c};
   const HttpResponse response = Call(Post(""));
@@ -445,7 +445,7 @@ TEST_F(ConnectServiceTest, StringsAreMadeValidUtf8) {
 
 // --- paging --------------------------------------------------------------------------------
 
-TEST_F(ConnectServiceTest, PagingReturnsEveryConnectionExactlyOnce) {
+TEST_F(ConnectRpcServiceTest, PagingReturnsEveryConnectionExactlyOnce) {
   source_.connections.clear();
   for (int i = 0; i < 25; ++i) {
     // Ties on open_time, so the order's uid tiebreak matters.
@@ -476,7 +476,7 @@ TEST_F(ConnectServiceTest, PagingReturnsEveryConnectionExactlyOnce) {
   }
 }
 
-TEST_F(ConnectServiceTest, PageTokenFromAnotherQueryIsRefused) {
+TEST_F(ConnectRpcServiceTest, PageTokenFromAnotherQueryIsRefused) {
   source_.connections.clear();
   for (int i = 0; i < 3; ++i) {
     source_.connections.push_back(MakeConnection("u" + std::to_string(i), kJune12, "c"));
@@ -490,7 +490,7 @@ TEST_F(ConnectServiceTest, PageTokenFromAnotherQueryIsRefused) {
 
 // --- method and HTTP method ----------------------------------------------------------------
 
-TEST_F(ConnectServiceTest, UnknownMethodIsUnimplemented) {
+TEST_F(ConnectRpcServiceTest, UnknownMethodIsUnimplemented) {
   for (const std::string method : {"Foo", "", "listConnections", "ListConnections/", "Get"}) {
     const HttpResponse response = Call(Post(""), method);
     ExpectError(response, 501, "unimplemented", "method '" + method + "' is not implemented");
@@ -498,7 +498,7 @@ TEST_F(ConnectServiceTest, UnknownMethodIsUnimplemented) {
   EXPECT_EQ(source_.snapshots.load(), 0);
 }
 
-TEST_F(ConnectServiceTest, OtherHttpMethodsAreRefused) {
+TEST_F(ConnectRpcServiceTest, OtherHttpMethodsAreRefused) {
   HttpRequest request = Post("");
   request.method = "PUT";
   const HttpResponse response = Call(request);
@@ -506,18 +506,18 @@ TEST_F(ConnectServiceTest, OtherHttpMethodsAreRefused) {
   EXPECT_THAT(response.headers, ::testing::ElementsAre(Pair("Allow", "GET, HEAD, POST")));
 }
 
-TEST_F(ConnectServiceTest, HandlerIsWhatTheRouterCalls) {
+TEST_F(ConnectRpcServiceTest, HandlerIsWhatTheRouterCalls) {
   HttpRouter router(source_, nullptr, service_.Handler());
   const HttpResponse ok = router.Handle(Post(R"({"filter":"client_id = \"sensor-1\""})"));
   EXPECT_THAT(ListedUids(ok), ::testing::ElementsAre("0b0e6c1e-5c2a-4d7e-9f3a-1b2c3d4e5f60"));
   HttpRequest other = Post("");
-  other.path = std::string(kConnectServicePrefix) + "Watch";
+  other.path = std::string(kConnectRpcServicePrefix) + "Watch";
   ExpectError(router.Handle(other), 501, "unimplemented", "'Watch'");
 }
 
 // --- headers -------------------------------------------------------------------------------
 
-TEST_F(ConnectServiceTest, ContentTypeVariantsAccepted) {
+TEST_F(ConnectRpcServiceTest, ContentTypeVariantsAccepted) {
   for (const char* type :
        {"application/json", "Application/JSON", "application/json; charset=utf-8",
         "application/json;charset=UTF-8", " application/json ; charset = \"utf-8\" ",
@@ -526,7 +526,7 @@ TEST_F(ConnectServiceTest, ContentTypeVariantsAccepted) {
   }
 }
 
-TEST_F(ConnectServiceTest, OtherContentTypesAre415) {
+TEST_F(ConnectRpcServiceTest, OtherContentTypesAre415) {
   for (const char* type : {"text/plain", "application/proto", "application/connect+json",
                            "application/jsonx", "application/json; charset=latin1",
                            "application/json; foo=bar", "application/json; charset", "", "json"}) {
@@ -539,14 +539,14 @@ TEST_F(ConnectServiceTest, OtherContentTypesAre415) {
   EXPECT_EQ(source_.snapshots.load(), 0);
 }
 
-TEST_F(ConnectServiceTest, HeaderNamesAreCaseInsensitive) {
+TEST_F(ConnectRpcServiceTest, HeaderNamesAreCaseInsensitive) {
   const HttpHeaders lower = {{"content-type", "application/json"},
                              {"connect-protocol-version", "1"},
                              {"connect-timeout-ms", "5000"}};
   EXPECT_EQ(Call(Post("{}", lower)).status, 200);
 }
 
-TEST_F(ConnectServiceTest, ProtocolVersionRequiredAndOne) {
+TEST_F(ConnectRpcServiceTest, ProtocolVersionRequiredAndOne) {
   ExpectError(Call(Post("{}", Without(ConnectHeaders(), "Connect-Protocol-Version"))), 400,
               "invalid_argument", "missing required header 'Connect-Protocol-Version'");
   for (const char* version : {"2", "", "1.0", "v1", "01"}) {
@@ -558,7 +558,7 @@ TEST_F(ConnectServiceTest, ProtocolVersionRequiredAndOne) {
             200);
 }
 
-TEST_F(ConnectServiceTest, TimeoutHeaderSyntax) {
+TEST_F(ConnectRpcServiceTest, TimeoutHeaderSyntax) {
   for (const char* timeout : {"1", "5000", "0000000001", "9999999999", " 250 "}) {
     EXPECT_EQ(Call(Post("{}", With(ConnectHeaders(), "Connect-Timeout-Ms", timeout))).status, 200)
         << timeout;
@@ -570,7 +570,7 @@ TEST_F(ConnectServiceTest, TimeoutHeaderSyntax) {
   }
 }
 
-TEST_F(ConnectServiceTest, ContentEncodingOnlyIdentity) {
+TEST_F(ConnectRpcServiceTest, ContentEncodingOnlyIdentity) {
   for (const char* coding : {"identity", "IDENTITY", "", " identity "}) {
     EXPECT_EQ(Call(Post("{}", With(ConnectHeaders(), "Content-Encoding", coding))).status, 200)
         << coding;
@@ -581,7 +581,7 @@ TEST_F(ConnectServiceTest, ContentEncodingOnlyIdentity) {
   }
 }
 
-TEST_F(ConnectServiceTest, ChecksRunInOrder) {
+TEST_F(ConnectRpcServiceTest, ChecksRunInOrder) {
   // Content type before protocol version before timeout before body.
   HttpHeaders all_bad = {{"Content-Type", "text/plain"},
                          {"Connect-Protocol-Version", "2"},
@@ -597,7 +597,7 @@ TEST_F(ConnectServiceTest, ChecksRunInOrder) {
 
 // --- deadlines -----------------------------------------------------------------------------
 
-TEST_F(ConnectServiceTest, DeadlineExceededWhenTheWorkTakesTheWholeBudget) {
+TEST_F(ConnectRpcServiceTest, DeadlineExceededWhenTheWorkTakesTheWholeBudget) {
   source_.on_snapshot = [this] { clock_.now += std::chrono::milliseconds(100); };
   const HttpResponse late = Call(Post("{}", With(ConnectHeaders(), "Connect-Timeout-Ms", "100")));
   ExpectError(late, 504, "deadline_exceeded", "header 'Connect-Timeout-Ms' allows 100 ms, 100 ms");
@@ -607,7 +607,7 @@ TEST_F(ConnectServiceTest, DeadlineExceededWhenTheWorkTakesTheWholeBudget) {
   EXPECT_EQ(Call(Post("{}")).status, 200);
 }
 
-TEST_F(ConnectServiceTest, ZeroBudgetIsExceededBeforeAnyWork) {
+TEST_F(ConnectRpcServiceTest, ZeroBudgetIsExceededBeforeAnyWork) {
   ExpectError(Call(Post("{}", With(ConnectHeaders(), "Connect-Timeout-Ms", "0"))), 504,
               "deadline_exceeded", "allows 0 ms, 0 ms");
   HttpRequest get = Get(GetQuery("{}"));
@@ -619,14 +619,14 @@ TEST_F(ConnectServiceTest, ZeroBudgetIsExceededBeforeAnyWork) {
               "invalid_argument", "request body is not valid JSON");
 }
 
-TEST_F(ConnectServiceTest, SlowBuildOfTheResponseCountsToo) {
+TEST_F(ConnectRpcServiceTest, SlowBuildOfTheResponseCountsToo) {
   // The clock moves on every reading: start, before the snapshot, after the response.
-  ConnectServiceOptions options;
+  ConnectRpcServiceOptions options;
   auto ticks = std::make_shared<int>(0);
   options.clock = [ticks] {
     return std::chrono::steady_clock::time_point(std::chrono::milliseconds(50 * (*ticks)++));
   };
-  ConnectService service(source_, options);
+  ConnectRpcService service(source_, options);
   ExpectError(
       service.Handle(kMethod, Post("{}", With(ConnectHeaders(), "Connect-Timeout-Ms", "100"))), 504,
       "deadline_exceeded", "100 ms have passed");
@@ -638,7 +638,7 @@ TEST_F(ConnectServiceTest, SlowBuildOfTheResponseCountsToo) {
 
 // --- the request body ----------------------------------------------------------------------
 
-TEST_F(ConnectServiceTest, EmptyBodyAndEmptyObjectAreTheDefaults) {
+TEST_F(ConnectRpcServiceTest, EmptyBodyAndEmptyObjectAreTheDefaults) {
   const std::string all = Call(Post("")).body;
   EXPECT_EQ(Call(Post("{}")).body, all);
   EXPECT_EQ(Call(Post(" \r\n\t{ } \n")).body, all);
@@ -647,7 +647,7 @@ TEST_F(ConnectServiceTest, EmptyBodyAndEmptyObjectAreTheDefaults) {
   EXPECT_EQ(Call(Post(R"({"filter":"","orderBy":"","pageSize":0,"pageToken":""})")).body, all);
 }
 
-TEST_F(ConnectServiceTest, SnakeCaseAndCamelCaseFieldNames) {
+TEST_F(ConnectRpcServiceTest, SnakeCaseAndCamelCaseFieldNames) {
   const char* const kSensorFirst = "0b0e6c1e-5c2a-4d7e-9f3a-1b2c3d4e5f60";
   for (const char* body : {R"({"orderBy":"client_id desc","pageSize":1})",
                            R"({"order_by":"client_id desc","page_size":1})"}) {
@@ -662,7 +662,7 @@ TEST_F(ConnectServiceTest, SnakeCaseAndCamelCaseFieldNames) {
   }
 }
 
-TEST_F(ConnectServiceTest, PageSizeAsNumberOrString) {
+TEST_F(ConnectRpcServiceTest, PageSizeAsNumberOrString) {
   for (const char* size : {"1", "\"1\"", "1.0", "\"1.0\"", "1e0", "\"1e0\"", "0.1e1", "\"10e-1\"",
                            "\"1E+0\"", "100e-2"}) {
     EXPECT_EQ(ListedUids(Call(Post(std::string(R"({"pageSize":)") + size + "}"))).size(), 1u)
@@ -674,7 +674,7 @@ TEST_F(ConnectServiceTest, PageSizeAsNumberOrString) {
   }
 }
 
-TEST_F(ConnectServiceTest, UnknownFieldsAreIgnored) {
+TEST_F(ConnectRpcServiceTest, UnknownFieldsAreIgnored) {
   EXPECT_EQ(
       Call(Post(R"({"foo":1,"bar":{"x":[1,2,{"y":null}]},"filter":"client_id = \"sensor-1\"",)"
                 R"("FILTER":5,"Filter":true,"page-size":"x","a\\u0000b":"\\u0000"})"))
@@ -684,7 +684,7 @@ TEST_F(ConnectServiceTest, UnknownFieldsAreIgnored) {
             1u);
 }
 
-TEST_F(ConnectServiceTest, WrongTypesNameTheField) {
+TEST_F(ConnectRpcServiceTest, WrongTypesNameTheField) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"filter":5})", "field 'filter' must be a string, got a number"},
       {R"({"filter":["a"]})", "field 'filter' must be a string, got an array"},
@@ -711,7 +711,7 @@ TEST_F(ConnectServiceTest, WrongTypesNameTheField) {
   }
 }
 
-TEST_F(ConnectServiceTest, HugeNumbers) {
+TEST_F(ConnectRpcServiceTest, HugeNumbers) {
   const std::pair<const char*, const char*> out_of_range[] = {
       {"2147483648", "2147483648"},
       {"-2147483649", "-2147483649"},
@@ -736,7 +736,7 @@ TEST_F(ConnectServiceTest, HugeNumbers) {
   EXPECT_EQ(Call(Post(R"({"pageSize":"1e4"})")).status, 200);
 }
 
-TEST_F(ConnectServiceTest, InvalidJson) {
+TEST_F(ConnectRpcServiceTest, InvalidJson) {
   for (const char* body :
        {"{", "}", "{\"filter\":}", "nul", "{} {}", "{}x", "{\"a\" 1}", "  ", "{'filter':'x'}",
         "{\"a\":[1,]}", "{\"a\":\"\\x\"}", "{\"a\":\"\\ud800\"}"}) {
@@ -764,7 +764,7 @@ TEST_F(ConnectServiceTest, InvalidJson) {
   EXPECT_EQ(source_.snapshots.load(), 1);
 }
 
-TEST_F(ConnectServiceTest, BodyMustBeAnObject) {
+TEST_F(ConnectRpcServiceTest, BodyMustBeAnObject) {
   const std::pair<const char*, const char*> cases[] = {
       {"[]", "an array"}, {"\"x\"", "a string"}, {"1", "a number"},
       {"null", "null"},   {"true", "a boolean"}, {"[{}]", "an array"},
@@ -775,7 +775,7 @@ TEST_F(ConnectServiceTest, BodyMustBeAnObject) {
   }
 }
 
-TEST_F(ConnectServiceTest, BodyMustBeUtf8) {
+TEST_F(ConnectRpcServiceTest, BodyMustBeUtf8) {
   ExpectError(Call(Post("{\"filter\":\"\xFF\"}")), 400, "invalid_argument",
               "request body is not valid UTF-8 (at byte 11)");
   ExpectError(Call(Post("{\"x\":\"\xC3\"}")), 400, "invalid_argument", "at byte 6");
@@ -784,7 +784,7 @@ TEST_F(ConnectServiceTest, BodyMustBeUtf8) {
   EXPECT_EQ(Call(Post("{\"x\":\"\xC3\xA9\xF0\x9F\x98\x80\"}")).status, 200);
 }
 
-TEST_F(ConnectServiceTest, FieldGivenTwice) {
+TEST_F(ConnectRpcServiceTest, FieldGivenTwice) {
   ExpectError(Call(Post(R"({"pageSize":1,"page_size":2})")), 400, "invalid_argument",
               "field 'page_size' is given more than once (first as 'pageSize')");
   ExpectError(Call(Post(R"({"filter":"","filter":""})")), 400, "invalid_argument",
@@ -793,7 +793,7 @@ TEST_F(ConnectServiceTest, FieldGivenTwice) {
               "field 'orderBy' is given more than once (first as 'order_by')");
 }
 
-TEST_F(ConnectServiceTest, QueryEngineErrorsAreInvalidArgument) {
+TEST_F(ConnectRpcServiceTest, QueryEngineErrorsAreInvalidArgument) {
   ExpectError(Call(Post(R"({"filter":"nope = 1"})")), 400, "invalid_argument", "nope");
   ExpectError(Call(Post(R"({"filter":"client_id = x"})")), 400, "invalid_argument",
               "Expected quoted literal for field 'client_id'");
@@ -803,7 +803,7 @@ TEST_F(ConnectServiceTest, QueryEngineErrorsAreInvalidArgument) {
               "invalid_argument", "");
 }
 
-TEST_F(ConnectServiceTest, FailingSourceIsInternal) {
+TEST_F(ConnectRpcServiceTest, FailingSourceIsInternal) {
   source_.on_snapshot = [] { throw std::runtime_error("boom"); };
   ExpectError(Call(Post("")), 500, "internal", "internal error: boom");
   source_.on_snapshot = [] { throw 42; };
@@ -812,7 +812,7 @@ TEST_F(ConnectServiceTest, FailingSourceIsInternal) {
 
 // --- the GET form --------------------------------------------------------------------------
 
-TEST_F(ConnectServiceTest, GetGivesWhatPostGives) {
+TEST_F(ConnectRpcServiceTest, GetGivesWhatPostGives) {
   const std::string message = R"({"filter":"state = MQTT_CONNECTION_STATE_OPEN","pageSize":5})";
   const HttpResponse post = Call(Post(message));
   ASSERT_EQ(post.status, 200);
@@ -833,7 +833,7 @@ TEST_F(ConnectServiceTest, GetGivesWhatPostGives) {
   EXPECT_EQ(Call(shuffled).body, post.body);
 }
 
-TEST_F(ConnectServiceTest, GetWithBase64) {
+TEST_F(ConnectRpcServiceTest, GetWithBase64) {
   // Its URL-safe base64 has both '-' and '_' (checked against Python's urlsafe_b64encode).
   const std::string message = R"({"x":"???~~~>>>","filter":"client_id = \"sensor-1\""})";
   const std::string encoded =
@@ -860,7 +860,7 @@ TEST_F(ConnectServiceTest, GetWithBase64) {
               "query parameter 'message' is not valid UTF-8 (at byte 6)");
 }
 
-TEST_F(ConnectServiceTest, GetWithBadBase64) {
+TEST_F(ConnectRpcServiceTest, GetWithBadBase64) {
   for (const char* text :
        {"e30=x", "!!!!", "e30 ", "e3+0", "e3/0", "e", "e30==", "e3===", "=", "e30=e30="}) {
     QueryParams query = GetQuery(text);
@@ -875,7 +875,7 @@ TEST_F(ConnectServiceTest, GetWithBadBase64) {
   }
 }
 
-TEST_F(ConnectServiceTest, GetParameterErrors) {
+TEST_F(ConnectRpcServiceTest, GetParameterErrors) {
   ExpectError(Call(Get({{"encoding", "json"}, {"message", "{}"}})), 400, "invalid_argument",
               "missing query parameter 'connect'; expected 'v1'");
   ExpectError(Call(Get({{"connect", "v2"}, {"encoding", "json"}})), 400, "invalid_argument",
@@ -908,11 +908,11 @@ TEST_F(ConnectServiceTest, GetParameterErrors) {
   EXPECT_EQ(source_.snapshots.load(), 0);
 }
 
-TEST_F(ConnectServiceTest, GetWithoutMessageIsTheDefaults) {
+TEST_F(ConnectRpcServiceTest, GetWithoutMessageIsTheDefaults) {
   EXPECT_EQ(Call(Get({{"connect", "v1"}, {"encoding", "json"}})).body, Call(Post("")).body);
 }
 
-TEST_F(ConnectServiceTest, GetHonoursTheTimeoutHeader) {
+TEST_F(ConnectRpcServiceTest, GetHonoursTheTimeoutHeader) {
   source_.on_snapshot = [this] { clock_.now += std::chrono::seconds(2); };
   HttpRequest request = Get(GetQuery("{}"));
   request.headers = {{"Connect-Timeout-Ms", "2000"}};
@@ -925,13 +925,13 @@ TEST_F(ConnectServiceTest, GetHonoursTheTimeoutHeader) {
 
 // --- threads -------------------------------------------------------------------------------
 
-TEST(ConnectServiceThreads, ConcurrentCallsAgree) {
+TEST(ConnectRpcServiceThreads, ConcurrentCallsAgree) {
   FakeSource source;
   for (int i = 0; i < 20; ++i) {
     source.connections.push_back(
         MakeConnection("u" + std::to_string(i), kJune12 + i, "c" + std::to_string(i % 5)));
   }
-  const ConnectService service(source);
+  const ConnectRpcService service(source);
   const std::string expected =
       service.Handle(kMethod, Post(R"({"filter":"client_id = \"c1\"","pageSize":"3"})")).body;
   std::atomic<int> mismatches{0};

@@ -1,4 +1,4 @@
-// The Connect unary protocol with JSON (../shared/spec/connect-protocol.md) for
+// The Connect unary protocol with JSON (docs/api.md) for
 // mqtt.connections.v1.ConnectionsService: ListConnections over POST, and over Connect's GET form
 // (`?connect=v1&encoding=json&message=...`, also `base64=1`). Requests become a ConnectionQuery
 // for RunConnectionQuery; pages become protobuf-JSON ListConnectionsResponse messages.
@@ -13,46 +13,39 @@
 #include <functional>
 #include <string>
 
+#include "companion/http/connect_rpc_json.h"
 #include "companion/http/http_router.h"
 #include "companion/http/http_server.h"
 #include "link/connection.h"
 
 namespace mqc {
 
-// A decoded ListConnectionsRequest message (field names as in protobuf's JSON mapping).
-struct ListConnectionsRequest {
-  std::string filter;
-  std::string order_by;
-  std::int32_t page_size = 0;  // 0: the default page size
-  std::string page_token;
-};
-
-struct ConnectServiceOptions {
+struct ConnectRpcServiceOptions {
   using Clock = std::function<std::chrono::steady_clock::time_point()>;
   // Where Connect-Timeout-Ms budgets are measured. Empty: std::chrono::steady_clock::now. Tests
   // inject a clock they move forward, to make a request take longer than its budget.
   Clock clock;
 };
 
-class ConnectService {
+class ConnectRpcService {
  public:
   // `source` must outlive the service.
-  explicit ConnectService(const ConnectionSource& source, ConnectServiceOptions options = {});
+  explicit ConnectRpcService(const ConnectionSource& source, ConnectRpcServiceOptions options = {});
 
-  // A ConnectHandler (http_router.h): `method` is the path after the service prefix. Always
+  // A ConnectRpcHandler (http_router.h): `method` is the path after the service prefix. Always
   // answers `Content-Type: application/json`: 200 with the response message, or a Connect error
   // `{"code":"...","message":"..."}` with the code's HTTP status (415 for a content type or
   // encoding other than JSON). Never throws.
   HttpResponse Handle(const std::string& method, const HttpRequest& request) const noexcept;
 
   // Handle() bound to this service, for HttpRouter. The service must outlive the handler.
-  ConnectHandler Handler() const;
+  ConnectRpcHandler Handler() const;
 
  private:
   HttpResponse HandleListConnections(const HttpRequest& request) const;
 
   const ConnectionSource& source_;
-  const ConnectServiceOptions::Clock clock_;
+  const ConnectRpcServiceOptions::Clock clock_;
 };
 
 }  // namespace mqc

@@ -1,4 +1,4 @@
-// Fuzz target for the Connect ListConnections call (connect_service.h) over a small fixed
+// Fuzz target for the Connect ListConnections call (connect_rpc_service.h) over a small fixed
 // snapshot. Input: a mode byte, then parts split at the byte 0x1E:
 //   body or GET message | Content-Type | Connect-Protocol-Version | Connect-Timeout-Ms |
 //   Content-Encoding (POST) or compression (GET) | encoding | connect | method name
@@ -27,7 +27,7 @@
 #include <utility>
 #include <vector>
 
-#include "companion/http/connect_service.h"
+#include "companion/http/connect_rpc_service.h"
 #include "companion/http/http_router.h"
 #include "companion/http/http_server.h"
 #include "companion/http/json_util.h"
@@ -46,8 +46,8 @@ constexpr std::int64_t kSecond = 1000000000;
 constexpr std::int64_t kT0 = 1767225600 * kSecond;  // 2026-01-01T00:00:00Z
 
 [[noreturn]] void Fail(const char* what, const HttpResponse& response) {
-  std::fprintf(stderr, "connect_request_fuzz: %s (status %d, body of %zu bytes: %.300s)\n", what,
-               response.status, response.body.size(), response.body.c_str());
+  std::fprintf(stderr, "connect_rpc_request_fuzz: %s (status %d, body of %zu bytes: %.300s)\n",
+               what, response.status, response.body.size(), response.body.c_str());
   std::abort();
 }
 
@@ -102,12 +102,12 @@ const FixedSource& Source() {
   return source;
 }
 
-const mqc::ConnectService& Service() {
-  static const mqc::ConnectService service = [] {
-    mqc::ConnectServiceOptions options;
+const mqc::ConnectRpcService& Service() {
+  static const mqc::ConnectRpcService service = [] {
+    mqc::ConnectRpcServiceOptions options;
     // A clock that never moves: only a zero budget is ever exceeded, so runs are repeatable.
     options.clock = [] { return std::chrono::steady_clock::time_point(std::chrono::hours(1)); };
-    return mqc::ConnectService(Source(), options);
+    return mqc::ConnectRpcService(Source(), options);
   }();
   return service;
 }

@@ -1,30 +1,6 @@
-// ConnectService (see connect_service.h).
+// The JSON side of the Connect RPC service (see connect_rpc_json.h).
 //
 // Where the spec is silent:
-// - Checks run method name (501), HTTP method (405), then for POST: Content-Type (415),
-//   Connect-Protocol-Version (400), Connect-Timeout-Ms (400), Content-Encoding (501), body
-//   (400); for GET/HEAD: connect, encoding (400, or 415 for another codec), compression (501),
-//   Connect-Timeout-Ms, message. The first problem found is the one reported.
-// - 415 carries a Connect error body with code `invalid_argument` (and `Accept-Post:
-//   application/json` for POST): the request is at fault whatever the server's state, and
-//   Connect clients take the code from the body. No code maps to 415 in Connect's table;
-//   connect-go answers 415 without a body, which clients read as `unknown`, a less useful code.
-// - Content-Type: `application/json`, case-insensitive, spaces around the parts tolerated; the
-//   only parameter accepted is `charset=utf-8` (quoted or not). Anything else is 415: another
-//   charset cannot be read, and an unknown parameter may change the meaning.
-// - Connect-Timeout-Ms: 1 to 10 ASCII digits (leading zeros fine, spaces around trimmed). "0"
-//   is accepted as an already expired budget (as connect-go and gRPC read a zero timeout) and
-//   answered `deadline_exceeded` before any work. The budget runs from the start of Handle();
-//   it is checked before the snapshot is taken and again once the response is built
-//   (elapsed >= budget: exceeded). Parse and query errors are reported as such even when late.
-// - Content-Encoding / compression: only `identity` (case-insensitive; an empty or absent
-//   header is identity); others are `unimplemented` listing `identity`, as the protocol asks.
-// - GET: `connect=v1` is required (as the header is for POST); `encoding` is required; a missing
-//   `message` is the empty message (defaults), as an empty POST body is. A Connect parameter
-//   given twice is `invalid_argument`; unknown parameters are ignored (the protocol asks so).
-//   `base64=1` selects URL-safe base64 (padding optional, '+' and '/' refused: MHD turns '+'
-//   into a space); other `base64` values are ignored, as the protocol says. Send a literal '+'
-//   in a plain message as %2B. Connect-Protocol-Version is not looked at on GET.
 // - Body / message: zero bytes mean the defaults (whitespace alone is not JSON); otherwise valid
 //   UTF-8 holding exactly one JSON object (RFC 8259: cJSON's extras such as `01`, `1.` or raw
 //   control characters in strings are refused). Known fields may be given in either spelling
@@ -36,8 +12,6 @@
 //   JSON number, integral (`1e2` and `100.0` are 100), within int32; then the query engine's
 //   range (0 to 10000). JSON numbers are read as doubles, so a fraction finer than a double
 //   holds (1.0000000000000001) is not seen; numbers in strings are read exactly.
-// - Query-engine errors are `invalid_argument`, except the engine's own "internal error ..."
-//   (out of memory), which is `internal`.
 // - Response (protobuf JSON, lowerCamelCase, int64/uint64 as strings, timestamps with nine
 //   fractional digits, durations "1.500s"): protobuf JSON allows writing default values, and
 //   this writes every field whose zero is a real value (nodeId 0, cleanSession false, keepAlive
@@ -53,307 +27,26 @@
 //   filtered on; close reasons without their CLOSE_REASON_ prefix (`CLIENT_DISCONNECT`, as the
 //   README lists them; the filter takes both). A number no name is known for is written as a
 //   JSON number, as protobuf's JSON mapping does.
-#include "companion/http/connect_service.h"
+#include "companion/http/connect_rpc_json.h"
 
 #include <cjson/cJSON.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <exception>
 #include <limits>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
-#include <vector>
 
 #include "companion/http/json_util.h"
 #include "companion/query/connection_fields.h"
-#include "companion/query/connection_query.h"
+#include "link/text_util.h"
 #include "link/topic_mapping.h"
 
 namespace mqc {
 namespace {
-
-using Milliseconds = std::chrono::milliseconds;
-
-constexpr std::string_view kListConnections = "ListConnections";
-constexpr char kJsonContentType[] = "application/json";
-
-constexpr int kHttpOk = 200;
-constexpr int kHttpMethodNotAllowed = 405;
-constexpr int kHttpUnsupportedMediaType = 415;
-constexpr int kHttpInternalServerError = 500;
-
-// --- Connect errors ------------------------------------------------------------------------
-
-struct ErrorCode {
-  std::string_view name;
-  int http_status;
-};
-
-// connect-protocol.md, "Errors"; only the codes this service answers with.
-constexpr ErrorCode kInvalidArgument{"invalid_argument", 400};
-constexpr ErrorCode kDeadlineExceeded{"deadline_exceeded", 504};
-constexpr ErrorCode kUnimplemented{"unimplemented", 501};
-constexpr ErrorCode kInternal{"internal", 500};
-
-HttpResponse JsonResponse(int status, const cJSON& body) {
-  HttpResponse response;
-  response.status = status;
-  response.content_type = kJsonContentType;
-  response.body = PrintJson(body);
-  return response;
-}
-
-// `status` 0: the code's own status.
-HttpResponse ConnectError(const ErrorCode& code, std::string_view message, int status = 0) {
-  CjsonPtr error = NewJsonObject();
-  AddToJsonObject(error.get(), "code", NewJsonString(code.name));
-  AddToJsonObject(error.get(), "message", NewJsonString(message));
-  return JsonResponse(status == 0 ? code.http_status : status, *error);
-}
-
-HttpResponse InternalError(const char* what) noexcept {
-  try {
-    return ConnectError(kInternal, std::string("internal error: ") + what);
-  } catch (...) {
-    // Out of memory even for that: an error without a body (Connect clients read a bare 500 as
-    // `unknown`). A default HttpResponse allocates nothing.
-    HttpResponse response;
-    response.status = kHttpInternalServerError;
-    return response;
-  }
-}
-
-// --- small text helpers --------------------------------------------------------------------
-
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
-char ToLowerAscii(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (ToLowerAscii(a[i]) != ToLowerAscii(b[i])) return false;
-  }
-  return true;
-}
-
-// Without the spaces and tabs HTTP allows around header values and their parts.
-std::string_view TrimSpaces(std::string_view text) {
-  const std::size_t begin = text.find_first_not_of(" \t");
-  if (begin == std::string_view::npos) return {};
-  const std::size_t end = text.find_last_not_of(" \t");
-  return text.substr(begin, end - begin + 1);
-}
-
-std::string HeaderName(std::string_view name) { return "header '" + std::string(name) + "'"; }
-
-// --- request headers -----------------------------------------------------------------------
-
-constexpr std::string_view kContentType = "Content-Type";
-constexpr std::string_view kProtocolVersion = "Connect-Protocol-Version";
-constexpr std::string_view kTimeout = "Connect-Timeout-Ms";
-constexpr std::string_view kContentEncoding = "Content-Encoding";
-constexpr std::size_t kMaxTimeoutDigits = 10;
-
-// `application/json`, optionally with `charset=utf-8`.
-bool IsJsonContentType(std::string_view value) {
-  std::size_t semicolon = value.find(';');
-  if (!EqualsIgnoreCase(TrimSpaces(value.substr(0, semicolon)), kJsonContentType)) return false;
-  while (semicolon != std::string_view::npos) {
-    value.remove_prefix(semicolon + 1);
-    semicolon = value.find(';');
-    const std::string_view parameter = TrimSpaces(value.substr(0, semicolon));
-    if (parameter.empty()) continue;  // "application/json;"
-    const std::size_t equals = parameter.find('=');
-    if (equals == std::string_view::npos) return false;
-    std::string_view charset = TrimSpaces(parameter.substr(equals + 1));
-    if (charset.size() >= 2 && charset.front() == '"' && charset.back() == '"') {
-      charset = charset.substr(1, charset.size() - 2);
-    }
-    if (!EqualsIgnoreCase(TrimSpaces(parameter.substr(0, equals)), "charset") ||
-        !EqualsIgnoreCase(charset, "utf-8")) {
-      return false;
-    }
-  }
-  return true;
-}
-
-bool CheckContentType(const HttpRequest& request, HttpResponse* error) {
-  const std::string* value = request.FindHeader(kContentType);
-  if (value != nullptr && IsJsonContentType(*value)) return true;
-  const std::string message =
-      value == nullptr ? "missing " + HeaderName(kContentType) + "; expected 'application/json'"
-                       : HeaderName(kContentType) + " is " + QuoteForMessage(*value) +
-                             "; expected 'application/json' (optionally with '; charset=utf-8')";
-  *error = ConnectError(kInvalidArgument, message, kHttpUnsupportedMediaType);
-  error->headers.emplace_back("Accept-Post", kJsonContentType);
-  return false;
-}
-
-bool CheckProtocolVersion(const HttpRequest& request, HttpResponse* error) {
-  const std::string* value = request.FindHeader(kProtocolVersion);
-  if (value != nullptr && TrimSpaces(*value) == "1") return true;
-  *error = ConnectError(
-      kInvalidArgument,
-      value == nullptr
-          ? "missing required " + HeaderName(kProtocolVersion) + "; expected '1'"
-          : HeaderName(kProtocolVersion) + " is " + QuoteForMessage(*value) + "; expected '1'");
-  return false;
-}
-
-// Connect-Timeout-Ms, when sent.
-bool ReadTimeout(const HttpRequest& request, std::optional<Milliseconds>* budget,
-                 HttpResponse* error) {
-  const std::string* value = request.FindHeader(kTimeout);
-  if (value == nullptr) return true;
-  const std::string_view digits = TrimSpaces(*value);
-  bool valid = !digits.empty() && digits.size() <= kMaxTimeoutDigits;
-  std::int64_t milliseconds = 0;
-  for (const char c : digits) {
-    valid = valid && IsDigit(c);
-    if (valid) milliseconds = milliseconds * 10 + (c - '0');  // at most 10 digits: no overflow
-  }
-  if (!valid) {
-    *error =
-        ConnectError(kInvalidArgument, HeaderName(kTimeout) + " is " + QuoteForMessage(*value) +
-                                           "; expected milliseconds, 1 to 10 digits");
-    return false;
-  }
-  *budget = Milliseconds(milliseconds);
-  return true;
-}
-
-bool IsIdentity(std::string_view coding) { return EqualsIgnoreCase(coding, "identity"); }
-
-HttpResponse UnsupportedCompression(std::string_view what, std::string_view value) {
-  return ConnectError(kUnimplemented, std::string(what) + " " + QuoteForMessage(value) +
-                                          " is not supported; supported: identity");
-}
-
-bool CheckContentEncoding(const HttpRequest& request, HttpResponse* error) {
-  const std::string* value = request.FindHeader(kContentEncoding);
-  if (value == nullptr || TrimSpaces(*value).empty() || IsIdentity(TrimSpaces(*value))) {
-    return true;
-  }
-  *error = UnsupportedCompression(kContentEncoding, *value);
-  return false;
-}
-
-// --- Connect's GET form --------------------------------------------------------------------
-
-struct GetParameters {
-  const std::string* connect = nullptr;
-  const std::string* encoding = nullptr;
-  const std::string* message = nullptr;
-  const std::string* base64 = nullptr;
-  const std::string* compression = nullptr;
-};
-
-std::string ParameterName(std::string_view name) {
-  return "query parameter '" + std::string(name) + "'";
-}
-
-// RFC 4648 section 5 (URL-safe alphabet), padding optional.
-bool DecodeBase64Url(std::string_view text, std::string* out) {
-  std::size_t padding = 0;
-  while (padding < text.size() && text[text.size() - 1 - padding] == '=') ++padding;
-  if (padding > 0 && (padding > 2 || text.size() % 4 != 0)) return false;
-  text.remove_suffix(padding);
-  if (text.size() % 4 == 1) return false;
-  if (padding > 0 && text.size() % 4 + padding != 4) return false;
-  out->clear();
-  out->reserve(text.size() / 4 * 3 + 2);
-  std::uint32_t bits = 0;
-  int bit_count = 0;
-  for (const char c : text) {
-    std::uint32_t value = 0;
-    if (c >= 'A' && c <= 'Z') {
-      value = static_cast<std::uint32_t>(c - 'A');
-    } else if (c >= 'a' && c <= 'z') {
-      value = static_cast<std::uint32_t>(c - 'a' + 26);
-    } else if (IsDigit(c)) {
-      value = static_cast<std::uint32_t>(c - '0' + 52);
-    } else if (c == '-') {
-      value = 62;
-    } else if (c == '_') {
-      value = 63;
-    } else {
-      return false;
-    }
-    bits = (bits << 6) | value;
-    bit_count += 6;
-    if (bit_count >= 8) {
-      bit_count -= 8;
-      out->push_back(static_cast<char>((bits >> bit_count) & 0xFF));
-    }
-  }
-  return true;  // leftover bits (fewer than 8) are padding; like Go's decoder, not checked
-}
-
-// The request message of a GET, still encoded as JSON.
-bool ReadGetMessage(const HttpRequest& request, std::string* message, HttpResponse* error) {
-  GetParameters parameters;
-  const std::pair<std::string_view, const std::string**> known[] = {
-      {"connect", &parameters.connect},         {"encoding", &parameters.encoding},
-      {"message", &parameters.message},         {"base64", &parameters.base64},
-      {"compression", &parameters.compression},
-  };
-  for (const auto& [name, value] : request.query) {
-    for (const auto& [known_name, slot] : known) {
-      if (name != known_name) continue;
-      if (*slot != nullptr) {
-        *error = ConnectError(kInvalidArgument,
-                              ParameterName(name) + " is given more than once; expected it once");
-        return false;
-      }
-      *slot = &value;
-    }
-  }
-  if (parameters.connect == nullptr || *parameters.connect != "v1") {
-    *error = ConnectError(kInvalidArgument,
-                          parameters.connect == nullptr
-                              ? "missing " + ParameterName("connect") + "; expected 'v1'"
-                              : ParameterName("connect") + " is " +
-                                    QuoteForMessage(*parameters.connect) + "; expected 'v1'");
-    return false;
-  }
-  if (parameters.encoding == nullptr) {
-    *error = ConnectError(kInvalidArgument,
-                          "missing " + ParameterName("encoding") + "; expected 'json'");
-    return false;
-  }
-  if (*parameters.encoding != "json") {
-    // The protocol asks for 415 when the codec is not supported, as for POST's Content-Type.
-    *error = ConnectError(kInvalidArgument,
-                          ParameterName("encoding") + " is " +
-                              QuoteForMessage(*parameters.encoding) + "; supported: json",
-                          kHttpUnsupportedMediaType);
-    return false;
-  }
-  if (parameters.compression != nullptr && !IsIdentity(*parameters.compression)) {
-    *error = UnsupportedCompression(ParameterName("compression"), *parameters.compression);
-    return false;
-  }
-  if (parameters.message == nullptr) {
-    message->clear();
-  } else if (parameters.base64 != nullptr && *parameters.base64 == "1") {
-    if (!DecodeBase64Url(*parameters.message, message)) {
-      *error = ConnectError(kInvalidArgument,
-                            ParameterName("message") + " is not valid URL-safe base64 (base64=1)");
-      return false;
-    }
-  } else {
-    *message = *parameters.message;
-  }
-  return true;
-}
 
 // --- the request message -------------------------------------------------------------------
 
@@ -368,14 +61,14 @@ struct JsonNumber {
 bool SplitJsonNumber(std::string_view text, JsonNumber* number) {
   std::size_t i = 0;
   const auto digits_from = [&text, &i](std::size_t begin) {
-    while (i < text.size() && IsDigit(text[i])) ++i;
+    while (i < text.size() && IsAsciiDigit(text[i])) ++i;
     return text.substr(begin, i - begin);
   };
   if (i < text.size() && text[i] == '-') {
     number->negative = true;
     ++i;
   }
-  if (i >= text.size() || !IsDigit(text[i])) return false;
+  if (i >= text.size() || !IsAsciiDigit(text[i])) return false;
   if (text[i] == '0') {
     number->integer_digits = text.substr(i, 1);
     ++i;
@@ -464,7 +157,7 @@ bool CheckJsonDetails(std::string_view text, std::string* why) {
       }
     } else if (c == '"') {
       in_string = true;
-    } else if (c == '-' || IsDigit(c)) {
+    } else if (c == '-' || IsAsciiDigit(c)) {
       std::size_t end = i;
       while (end < text.size() &&
              std::string_view("0123456789+-.eE").find(text[end]) != std::string_view::npos) {
@@ -559,14 +252,14 @@ bool ReadStringField(const cJSON& item, std::string_view name, std::string* valu
   return true;
 }
 
-// A ListConnectionsRequest from JSON text. `where` names the text in messages.
-bool DecodeRequestMessage(std::string_view text, std::string_view where,
-                          ListConnectionsRequest* request, HttpResponse* error) {
+}  // namespace
+
+Status DecodeListConnectionsRequest(std::string_view text, std::string_view where,
+                                    ListConnectionsRequest* request) {
   *request = ListConnectionsRequest();
-  if (text.empty()) return true;
-  const auto fail = [error](const std::string& message) {
-    *error = ConnectError(kInvalidArgument, message);
-    return false;
+  if (text.empty()) return Status();
+  const auto fail = [](std::string message) {
+    return Status(StatusCode::kInvalidArgument, std::move(message));
   };
   const std::string what(where);
   const std::size_t nul = text.find('\0');
@@ -620,8 +313,10 @@ bool DecodeRequestMessage(std::string_view text, std::string_view where,
     }
     if (!ok) return fail(what + ": " + why);
   }
-  return true;
+  return Status();
 }
+
+namespace {
 
 // --- the response message ------------------------------------------------------------------
 
@@ -765,6 +460,8 @@ CjsonPtr ConnectionJson(const Connection& connection) {
   return object;
 }
 
+}  // namespace
+
 CjsonPtr ListConnectionsResponseJson(const ConnectionPage& page) {
   CjsonPtr object = NewJsonObject();
   CjsonPtr connections = NewJsonArray();
@@ -775,101 +472,6 @@ CjsonPtr ListConnectionsResponseJson(const ConnectionPage& page) {
   AddString(object.get(), "totalSize", std::to_string(page.total_size));
   AddStringIfSet(object.get(), "nextPageToken", page.next_page_token);
   return object;
-}
-
-// --- the call ------------------------------------------------------------------------------
-
-bool IsGet(const HttpRequest& request) {
-  return request.method == "GET" || request.method == "HEAD";
-}
-
-// Whether the budget is used up; if so, *error is the answer.
-bool DeadlineExceeded(std::optional<Milliseconds> budget,
-                      std::chrono::steady_clock::duration elapsed, HttpResponse* error) {
-  if (!budget || elapsed < *budget) return false;
-  const auto elapsed_ms = std::chrono::duration_cast<Milliseconds>(elapsed).count();
-  *error =
-      ConnectError(kDeadlineExceeded, "deadline exceeded: " + HeaderName(kTimeout) + " allows " +
-                                          std::to_string(budget->count()) + " ms, " +
-                                          std::to_string(elapsed_ms) + " ms have passed");
-  return true;
-}
-
-constexpr std::string_view kEngineInternalError = "internal error";
-
-}  // namespace
-
-ConnectService::ConnectService(const ConnectionSource& source, ConnectServiceOptions options)
-    : source_(source),
-      clock_(options.clock ? std::move(options.clock) : ConnectServiceOptions::Clock([] {
-        return std::chrono::steady_clock::now();
-      })) {}
-
-HttpResponse ConnectService::Handle(const std::string& method,
-                                    const HttpRequest& request) const noexcept {
-  try {
-    if (method != kListConnections) {
-      return ConnectError(kUnimplemented,
-                          "method " + QuoteForMessage(method) +
-                              " is not implemented; implemented: " + std::string(kListConnections));
-    }
-    return HandleListConnections(request);
-  } catch (const std::exception& e) {
-    return InternalError(e.what());
-  } catch (...) {
-    return InternalError("unknown exception");
-  }
-}
-
-ConnectHandler ConnectService::Handler() const {
-  return [this](const std::string& method, const HttpRequest& request) {
-    return Handle(method, request);
-  };
-}
-
-HttpResponse ConnectService::HandleListConnections(const HttpRequest& request) const {
-  const auto start = clock_();
-  HttpResponse error;
-  std::optional<Milliseconds> budget;
-  ListConnectionsRequest message;
-  if (request.method == "POST") {
-    if (!CheckContentType(request, &error) || !CheckProtocolVersion(request, &error) ||
-        !ReadTimeout(request, &budget, &error) || !CheckContentEncoding(request, &error) ||
-        !DecodeRequestMessage(request.body, "request body", &message, &error)) {
-      return error;
-    }
-  } else if (IsGet(request)) {
-    std::string text;
-    if (!ReadGetMessage(request, &text, &error) || !ReadTimeout(request, &budget, &error) ||
-        !DecodeRequestMessage(text, "query parameter 'message'", &message, &error)) {
-      return error;
-    }
-  } else {
-    // The router answers this before calling; kept so that Handle() stands on its own.
-    error = ConnectError(
-        kUnimplemented,
-        "method " + QuoteForMessage(request.method) + " is not allowed; allowed: GET, HEAD, POST",
-        kHttpMethodNotAllowed);
-    error.headers.emplace_back("Allow", "GET, HEAD, POST");
-    return error;
-  }
-  // No snapshot for a call whose budget is already gone (Connect-Timeout-Ms: 0).
-  if (DeadlineExceeded(budget, clock_() - start, &error)) return error;
-
-  ConnectionQuery query;
-  query.filter = std::move(message.filter);
-  query.order_by = std::move(message.order_by);
-  query.page_size = message.page_size;
-  query.page_token = std::move(message.page_token);
-  ConnectionPage page;
-  std::string why;
-  if (!RunConnectionQuery(source_.Snapshot(), query, &page, &why)) {
-    const bool internal = why.compare(0, kEngineInternalError.size(), kEngineInternalError) == 0;
-    return ConnectError(internal ? kInternal : kInvalidArgument, why);
-  }
-  HttpResponse response = JsonResponse(kHttpOk, *ListConnectionsResponseJson(page));
-  if (DeadlineExceeded(budget, clock_() - start, &error)) return error;
-  return response;
 }
 
 }  // namespace mqc

@@ -1,0 +1,376 @@
+// ConnectRpcService (see connect_rpc_service.h).
+//
+// Where the spec is silent:
+// - Checks run method name (501), HTTP method (405), then for POST: Content-Type (415),
+//   Connect-Protocol-Version (400), Connect-Timeout-Ms (400), Content-Encoding (501), body
+//   (400); for GET/HEAD: connect, encoding (400, or 415 for another codec), compression (501),
+//   Connect-Timeout-Ms, message. The first problem found is the one reported.
+// - 415 carries a Connect error body with code `invalid_argument` (and `Accept-Post:
+//   application/json` for POST): the request is at fault whatever the server's state, and
+//   Connect clients take the code from the body. No code maps to 415 in Connect's table;
+//   connect-go answers 415 without a body, which clients read as `unknown`, a less useful code.
+// - Content-Type: `application/json`, case-insensitive, spaces around the parts tolerated; the
+//   only parameter accepted is `charset=utf-8` (quoted or not). Anything else is 415: another
+//   charset cannot be read, and an unknown parameter may change the meaning.
+// - Connect-Timeout-Ms: 1 to 10 ASCII digits (leading zeros fine, spaces around trimmed). "0"
+//   is accepted as an already expired budget (as connect-go and gRPC read a zero timeout) and
+//   answered `deadline_exceeded` before any work. The budget runs from the start of Handle();
+//   it is checked before the snapshot is taken and again once the response is built
+//   (elapsed >= budget: exceeded). Parse and query errors are reported as such even when late.
+// - Content-Encoding / compression: only `identity` (case-insensitive; an empty or absent
+//   header is identity); others are `unimplemented` listing `identity`, as the protocol asks.
+// - GET: `connect=v1` is required (as the header is for POST); `encoding` is required; a missing
+//   `message` is the empty message (defaults), as an empty POST body is. A Connect parameter
+//   given twice is `invalid_argument`; unknown parameters are ignored (the protocol asks so).
+//   `base64=1` selects URL-safe base64 (padding optional, '+' and '/' refused: MHD turns '+'
+//   into a space); other `base64` values are ignored, as the protocol says. Send a literal '+'
+//   in a plain message as %2B. Connect-Protocol-Version is not looked at on GET.
+// - Query-engine errors are `invalid_argument`, except the engine's kInternal (out of memory),
+//   which is `internal`.
+// - The request and response messages are read and written in connect_rpc_json.cc.
+#include "companion/http/connect_rpc_service.h"
+
+#include <cjson/cJSON.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "companion/http/connect_rpc_json.h"
+#include "companion/http/json_util.h"
+#include "companion/http/view_util.h"
+#include "companion/query/connection_fields.h"
+#include "companion/query/connection_query.h"
+#include "link/status.h"
+#include "link/text_util.h"
+#include "link/topic_mapping.h"
+
+namespace mqc {
+namespace {
+
+using Milliseconds = std::chrono::milliseconds;
+
+constexpr std::string_view kListConnections = "ListConnections";
+
+// --- Connect errors ------------------------------------------------------------------------
+
+// docs/api.md, the Connect error map; only the codes this service answers with.
+constexpr StatusCode kInvalidArgument = StatusCode::kInvalidArgument;
+constexpr StatusCode kDeadlineExceeded = StatusCode::kDeadlineExceeded;
+constexpr StatusCode kUnimplemented = StatusCode::kUnimplemented;
+constexpr StatusCode kInternal = StatusCode::kInternal;
+
+// `status` 0: the code's own status.
+HttpResponse ConnectRpcError(StatusCode code, std::string_view message, int status = 0) {
+  return ConnectRpcErrorResponse(Status(code, std::string(message)), status);
+}
+
+HttpResponse InternalError(const char* what) noexcept {
+  try {
+    return ConnectRpcError(kInternal, std::string("internal error: ") + what);
+  } catch (...) {
+    // Out of memory even for that: an error without a body (Connect clients read a bare 500 as
+    // `unknown`). A default HttpResponse allocates nothing.
+    HttpResponse response;
+    response.status = kHttpInternalServerError;
+    return response;
+  }
+}
+
+// --- small text helpers --------------------------------------------------------------------
+
+// Without the spaces and tabs HTTP allows around header values and their parts.
+std::string_view TrimSpaces(std::string_view text) {
+  const std::size_t begin = text.find_first_not_of(" \t");
+  if (begin == std::string_view::npos) return {};
+  const std::size_t end = text.find_last_not_of(" \t");
+  return text.substr(begin, end - begin + 1);
+}
+
+std::string HeaderName(std::string_view name) { return "header '" + std::string(name) + "'"; }
+
+// --- request headers -----------------------------------------------------------------------
+
+constexpr std::string_view kContentType = "Content-Type";
+constexpr std::string_view kProtocolVersion = "Connect-Protocol-Version";
+constexpr std::string_view kTimeout = "Connect-Timeout-Ms";
+constexpr std::string_view kContentEncoding = "Content-Encoding";
+constexpr std::size_t kMaxTimeoutDigits = 10;
+
+// `application/json`, optionally with `charset=utf-8`.
+bool IsJsonContentType(std::string_view value) {
+  std::size_t semicolon = value.find(';');
+  if (!EqualsIgnoreAsciiCase(TrimSpaces(value.substr(0, semicolon)), kJsonContentType))
+    return false;
+  while (semicolon != std::string_view::npos) {
+    value.remove_prefix(semicolon + 1);
+    semicolon = value.find(';');
+    const std::string_view parameter = TrimSpaces(value.substr(0, semicolon));
+    if (parameter.empty()) continue;  // "application/json;"
+    const std::size_t equals = parameter.find('=');
+    if (equals == std::string_view::npos) return false;
+    std::string_view charset = TrimSpaces(parameter.substr(equals + 1));
+    if (charset.size() >= 2 && charset.front() == '"' && charset.back() == '"') {
+      charset = charset.substr(1, charset.size() - 2);
+    }
+    if (!EqualsIgnoreAsciiCase(TrimSpaces(parameter.substr(0, equals)), "charset") ||
+        !EqualsIgnoreAsciiCase(charset, "utf-8")) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool CheckContentType(const HttpRequest& request, HttpResponse* error) {
+  const std::string* value = request.FindHeader(kContentType);
+  if (value != nullptr && IsJsonContentType(*value)) return true;
+  const std::string message =
+      value == nullptr ? "missing " + HeaderName(kContentType) + "; expected 'application/json'"
+                       : HeaderName(kContentType) + " is " + QuoteForMessage(*value) +
+                             "; expected 'application/json' (optionally with '; charset=utf-8')";
+  *error = ConnectRpcError(kInvalidArgument, message, kHttpUnsupportedMediaType);
+  error->headers.emplace_back("Accept-Post", kJsonContentType);
+  return false;
+}
+
+bool CheckProtocolVersion(const HttpRequest& request, HttpResponse* error) {
+  const std::string* value = request.FindHeader(kProtocolVersion);
+  if (value != nullptr && TrimSpaces(*value) == "1") return true;
+  *error = ConnectRpcError(
+      kInvalidArgument,
+      value == nullptr
+          ? "missing required " + HeaderName(kProtocolVersion) + "; expected '1'"
+          : HeaderName(kProtocolVersion) + " is " + QuoteForMessage(*value) + "; expected '1'");
+  return false;
+}
+
+// Connect-Timeout-Ms, when sent.
+bool ReadTimeout(const HttpRequest& request, std::optional<Milliseconds>* budget,
+                 HttpResponse* error) {
+  const std::string* value = request.FindHeader(kTimeout);
+  if (value == nullptr) return true;
+  const std::string_view digits = TrimSpaces(*value);
+  bool valid = !digits.empty() && digits.size() <= kMaxTimeoutDigits;
+  std::int64_t milliseconds = 0;
+  for (const char c : digits) {
+    valid = valid && IsAsciiDigit(c);
+    if (valid) milliseconds = milliseconds * 10 + (c - '0');  // at most 10 digits: no overflow
+  }
+  if (!valid) {
+    *error =
+        ConnectRpcError(kInvalidArgument, HeaderName(kTimeout) + " is " + QuoteForMessage(*value) +
+                                              "; expected milliseconds, 1 to 10 digits");
+    return false;
+  }
+  *budget = Milliseconds(milliseconds);
+  return true;
+}
+
+bool IsIdentity(std::string_view coding) { return EqualsIgnoreAsciiCase(coding, "identity"); }
+
+HttpResponse UnsupportedCompression(std::string_view what, std::string_view value) {
+  return ConnectRpcError(kUnimplemented, std::string(what) + " " + QuoteForMessage(value) +
+                                             " is not supported; supported: identity");
+}
+
+bool CheckContentEncoding(const HttpRequest& request, HttpResponse* error) {
+  const std::string* value = request.FindHeader(kContentEncoding);
+  if (value == nullptr || TrimSpaces(*value).empty() || IsIdentity(TrimSpaces(*value))) {
+    return true;
+  }
+  *error = UnsupportedCompression(kContentEncoding, *value);
+  return false;
+}
+
+// --- Connect's GET form --------------------------------------------------------------------
+
+struct GetParameters {
+  const std::string* connect = nullptr;
+  const std::string* encoding = nullptr;
+  const std::string* message = nullptr;
+  const std::string* base64 = nullptr;
+  const std::string* compression = nullptr;
+};
+
+std::string ParameterName(std::string_view name) {
+  return "query parameter '" + std::string(name) + "'";
+}
+
+// RFC 4648 section 5 (URL-safe alphabet), padding optional. The unused bits of the last
+// character are not checked, as Go's decoder does not check them.
+bool DecodePaddedBase64Url(std::string_view text, std::string* out) {
+  std::size_t padding = 0;
+  while (padding < text.size() && text[text.size() - 1 - padding] == '=') ++padding;
+  if (padding > 0 && (padding > 2 || text.size() % 4 != 0)) return false;
+  text.remove_suffix(padding);
+  if (padding > 0 && text.size() % 4 + padding != 4) return false;
+  return DecodeBase64Url(text, out, /*canonical=*/false);
+}
+
+// The request message of a GET, still encoded as JSON.
+bool ReadGetMessage(const HttpRequest& request, std::string* message, HttpResponse* error) {
+  GetParameters parameters;
+  const std::pair<std::string_view, const std::string**> known[] = {
+      {"connect", &parameters.connect},         {"encoding", &parameters.encoding},
+      {"message", &parameters.message},         {"base64", &parameters.base64},
+      {"compression", &parameters.compression},
+  };
+  for (const auto& [name, value] : request.query) {
+    for (const auto& [known_name, slot] : known) {
+      if (name != known_name) continue;
+      if (*slot != nullptr) {
+        *error = ConnectRpcError(
+            kInvalidArgument, ParameterName(name) + " is given more than once; expected it once");
+        return false;
+      }
+      *slot = &value;
+    }
+  }
+  if (parameters.connect == nullptr || *parameters.connect != "v1") {
+    *error = ConnectRpcError(kInvalidArgument,
+                             parameters.connect == nullptr
+                                 ? "missing " + ParameterName("connect") + "; expected 'v1'"
+                                 : ParameterName("connect") + " is " +
+                                       QuoteForMessage(*parameters.connect) + "; expected 'v1'");
+    return false;
+  }
+  if (parameters.encoding == nullptr) {
+    *error = ConnectRpcError(kInvalidArgument,
+                             "missing " + ParameterName("encoding") + "; expected 'json'");
+    return false;
+  }
+  if (*parameters.encoding != "json") {
+    // The protocol asks for 415 when the codec is not supported, as for POST's Content-Type.
+    *error = ConnectRpcError(kInvalidArgument,
+                             ParameterName("encoding") + " is " +
+                                 QuoteForMessage(*parameters.encoding) + "; supported: json",
+                             kHttpUnsupportedMediaType);
+    return false;
+  }
+  if (parameters.compression != nullptr && !IsIdentity(*parameters.compression)) {
+    *error = UnsupportedCompression(ParameterName("compression"), *parameters.compression);
+    return false;
+  }
+  if (parameters.message == nullptr) {
+    message->clear();
+  } else if (parameters.base64 != nullptr && *parameters.base64 == "1") {
+    if (!DecodePaddedBase64Url(*parameters.message, message)) {
+      *error = ConnectRpcError(
+          kInvalidArgument, ParameterName("message") + " is not valid URL-safe base64 (base64=1)");
+      return false;
+    }
+  } else {
+    *message = *parameters.message;
+  }
+  return true;
+}
+
+// --- the call ------------------------------------------------------------------------------
+
+// The request message from JSON text; false with the Connect error in *error.
+bool DecodeRequestMessage(std::string_view text, std::string_view where,
+                          ListConnectionsRequest* request, HttpResponse* error) {
+  const Status status = DecodeListConnectionsRequest(text, where, request);
+  if (!status.ok()) *error = ConnectRpcErrorResponse(status);
+  return status.ok();
+}
+
+// Whether the budget is used up; if so, *error is the answer.
+bool DeadlineExceeded(std::optional<Milliseconds> budget,
+                      std::chrono::steady_clock::duration elapsed, HttpResponse* error) {
+  if (!budget || elapsed < *budget) return false;
+  const auto elapsed_ms = std::chrono::duration_cast<Milliseconds>(elapsed).count();
+  *error =
+      ConnectRpcError(kDeadlineExceeded, "deadline exceeded: " + HeaderName(kTimeout) + " allows " +
+                                             std::to_string(budget->count()) + " ms, " +
+                                             std::to_string(elapsed_ms) + " ms have passed");
+  return true;
+}
+
+}  // namespace
+
+ConnectRpcService::ConnectRpcService(const ConnectionSource& source,
+                                     ConnectRpcServiceOptions options)
+    : source_(source),
+      clock_(options.clock ? std::move(options.clock) : ConnectRpcServiceOptions::Clock([] {
+        return std::chrono::steady_clock::now();
+      })) {}
+
+HttpResponse ConnectRpcService::Handle(const std::string& method,
+                                       const HttpRequest& request) const noexcept {
+  try {
+    if (method != kListConnections) {
+      return ConnectRpcError(
+          kUnimplemented, "method " + QuoteForMessage(method) +
+                              " is not implemented; implemented: " + std::string(kListConnections));
+    }
+    return HandleListConnections(request);
+  } catch (const std::exception& e) {
+    return InternalError(e.what());
+  } catch (...) {
+    return InternalError("unknown exception");
+  }
+}
+
+ConnectRpcHandler ConnectRpcService::Handler() const {
+  return [this](const std::string& method, const HttpRequest& request) {
+    return Handle(method, request);
+  };
+}
+
+HttpResponse ConnectRpcService::HandleListConnections(const HttpRequest& request) const {
+  const auto start = clock_();
+  HttpResponse error;
+  std::optional<Milliseconds> budget;
+  ListConnectionsRequest message;
+  if (request.method == "POST") {
+    if (!CheckContentType(request, &error) || !CheckProtocolVersion(request, &error) ||
+        !ReadTimeout(request, &budget, &error) || !CheckContentEncoding(request, &error) ||
+        !DecodeRequestMessage(request.body, "request body", &message, &error)) {
+      return error;
+    }
+  } else if (IsGet(request)) {
+    std::string text;
+    if (!ReadGetMessage(request, &text, &error) || !ReadTimeout(request, &budget, &error) ||
+        !DecodeRequestMessage(text, "query parameter 'message'", &message, &error)) {
+      return error;
+    }
+  } else {
+    // The router answers this before calling; kept so that Handle() stands on its own.
+    error = ConnectRpcError(
+        kUnimplemented,
+        "method " + QuoteForMessage(request.method) + " is not allowed; allowed: GET, HEAD, POST",
+        kHttpMethodNotAllowed);
+    error.headers.emplace_back("Allow", "GET, HEAD, POST");
+    return error;
+  }
+  // No snapshot for a call whose budget is already gone (Connect-Timeout-Ms: 0).
+  if (DeadlineExceeded(budget, clock_() - start, &error)) return error;
+
+  ConnectionQuery query;
+  query.filter = std::move(message.filter);
+  query.order_by = std::move(message.order_by);
+  query.page_size = message.page_size;
+  query.page_token = std::move(message.page_token);
+  ConnectionPage page;
+  const Status status = RunConnectionQuery(source_.Snapshot(), query, &page);
+  if (!status.ok()) {
+    return ConnectRpcError(status.code() == StatusCode::kInternal ? kInternal : kInvalidArgument,
+                           status.message());
+  }
+  HttpResponse response = JsonResponse(kHttpOk, *ListConnectionsResponseJson(page));
+  if (DeadlineExceeded(budget, clock_() - start, &error)) return error;
+  return response;
+}
+
+}  // namespace mqc

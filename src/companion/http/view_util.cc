@@ -1,0 +1,74 @@
+// View helpers (see view_util.h).
+#include "companion/http/view_util.h"
+
+#include <string>
+#include <string_view>
+
+#include "companion/http/json_util.h"
+
+namespace mqc {
+
+bool IsGet(const HttpRequest& request) {
+  return request.method == "GET" || request.method == "HEAD";
+}
+
+HttpResponse JsonResponse(int status, const cJSON& body) {
+  HttpResponse response;
+  response.status = status;
+  response.content_type = kJsonContentType;
+  response.body = PrintJson(body);
+  return response;
+}
+
+HttpResponse KubeMqErrorResponse(int status, std::string_view message) {
+  CjsonPtr envelope = NewJsonObject();
+  AddToJsonObject(envelope.get(), "error", NewJsonBool(true));
+  AddToJsonObject(envelope.get(), "error_string", NewJsonString(message));
+  AddToJsonObject(envelope.get(), "data", NewJsonNull());
+  return JsonResponse(status, *envelope);
+}
+
+std::string_view ConnectRpcCodeName(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk:
+      break;
+    case StatusCode::kInvalidArgument:
+      return "invalid_argument";
+    case StatusCode::kDeadlineExceeded:
+      return "deadline_exceeded";
+    case StatusCode::kResourceExhausted:
+      return "resource_exhausted";
+    case StatusCode::kUnimplemented:
+      return "unimplemented";
+    case StatusCode::kInternal:
+      return "internal";
+  }
+  return "unknown";
+}
+
+int ConnectRpcHttpStatus(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk:
+      return kHttpOk;
+    case StatusCode::kInvalidArgument:
+      return kHttpBadRequest;
+    case StatusCode::kDeadlineExceeded:
+      return kHttpGatewayTimeout;
+    case StatusCode::kResourceExhausted:
+      return 429;  // Connect's mapping; the router answers a body too large with 413
+    case StatusCode::kUnimplemented:
+      return kHttpNotImplemented;
+    case StatusCode::kInternal:
+      break;
+  }
+  return kHttpInternalServerError;
+}
+
+HttpResponse ConnectRpcErrorResponse(const Status& status, int http_status) {
+  CjsonPtr error = NewJsonObject();
+  AddToJsonObject(error.get(), "code", NewJsonString(ConnectRpcCodeName(status.code())));
+  AddToJsonObject(error.get(), "message", NewJsonString(status.message()));
+  return JsonResponse(http_status == 0 ? ConnectRpcHttpStatus(status.code()) : http_status, *error);
+}
+
+}  // namespace mqc

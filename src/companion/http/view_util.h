@@ -1,0 +1,48 @@
+// What the HTTP views share: HTTP status numbers, JSON responses, and the two error answers
+// (the KubeMQ envelope and the Connect error), each built from one Status. The router answers
+// its own refusals (unknown path, method, body size) with these too, so every error of a path
+// has the path's format. Pure functions, safe on any thread.
+#pragma once
+
+#include <cjson/cJSON.h>
+
+#include <string>
+#include <string_view>
+
+#include "companion/http/http_server.h"
+#include "link/status.h"
+
+namespace mqc {
+
+inline constexpr int kHttpOk = 200;
+inline constexpr int kHttpBadRequest = 400;
+inline constexpr int kHttpNotFound = 404;
+inline constexpr int kHttpMethodNotAllowed = 405;
+inline constexpr int kHttpPayloadTooLarge = 413;
+inline constexpr int kHttpUnsupportedMediaType = 415;
+inline constexpr int kHttpInternalServerError = 500;
+inline constexpr int kHttpNotImplemented = 501;
+inline constexpr int kHttpGatewayTimeout = 504;
+
+inline constexpr char kJsonContentType[] = "application/json";
+
+// GET, or HEAD (which HTTP allows wherever GET is; MHD sends the GET answer's headers only).
+bool IsGet(const HttpRequest& request);
+
+// `body` as compact JSON with `status` and Content-Type application/json.
+HttpResponse JsonResponse(int status, const cJSON& body);
+
+// The KubeMQ error envelope {"error":true,"error_string":"<message>","data":null} with `status`.
+HttpResponse KubeMqErrorResponse(int status, std::string_view message);
+
+// A Connect error {"code":"<code>","message":"<message>"} (docs/api.md, the Connect error map):
+// the code's name from status.code(), with the code's own HTTP status unless `http_status` is
+// given (a method not allowed is `unimplemented` with 405, a body too large
+// `resource_exhausted` with 413).
+HttpResponse ConnectRpcErrorResponse(const Status& status, int http_status = 0);
+
+// The Connect name of a code ("invalid_argument") and its HTTP status (400).
+std::string_view ConnectRpcCodeName(StatusCode code);
+int ConnectRpcHttpStatus(StatusCode code);
+
+}  // namespace mqc

@@ -1,0 +1,253 @@
+// Text helpers (see text_util.h).
+#include "link/text_util.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <ctime>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace mqc {
+namespace {
+
+constexpr char kBase64UrlAlphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+constexpr std::size_t kMaxExcerptBytes = 64;
+
+char ToLowerAscii(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+int Base64UrlDigit(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '-') return 62;
+  if (c == '_') return 63;
+  return -1;
+}
+
+constexpr std::int64_t kNanosPerSecond = 1'000'000'000;
+constexpr std::int64_t kMaxInt64 = std::numeric_limits<std::int64_t>::max();
+
+// Splits Unix nanoseconds into whole seconds (rounded towards the past) and the nanoseconds
+// after them, and formats the seconds as "YYYY-MM-DDTHH:MM:SS".
+std::string FormatWholeSeconds(std::int64_t unix_ns, std::int64_t* nanos) {
+  std::int64_t seconds = unix_ns / kNanosPerSecond;
+  *nanos = unix_ns % kNanosPerSecond;
+  if (*nanos < 0) {
+    *nanos += kNanosPerSecond;
+    --seconds;
+  }
+  const std::time_t time = static_cast<std::time_t>(seconds);
+  std::tm utc{};
+  // Neither can fail for the years an int64 of nanoseconds reaches (1677 to 2262).
+  if (gmtime_r(&time, &utc) == nullptr) throw std::runtime_error("gmtime_r failed");
+  char text[32];
+  const std::size_t length = std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &utc);
+  if (length == 0) throw std::runtime_error("strftime failed");
+  return std::string(text, length);
+}
+
+// --- timestamps --------------------------------------------------------------------------
+
+// Reads exactly `count` digits at text[pos].
+bool ReadFixedDigits(std::string_view text, std::size_t pos, std::size_t count, int* value) {
+  if (pos + count > text.size()) return false;
+  *value = 0;
+  for (std::size_t i = pos; i < pos + count; ++i) {
+    if (!IsAsciiDigit(text[i])) return false;
+    *value = *value * 10 + (text[i] - '0');
+  }
+  return true;
+}
+
+bool IsLeapYear(int year) { return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0; }
+
+int DaysInMonth(int year, int month) {
+  constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  return month == 2 && IsLeapYear(year) ? 29 : kDays[month - 1];
+}
+
+// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
+std::int64_t DaysFromCivil(std::int64_t year, std::int64_t month, std::int64_t day) {
+  year -= month <= 2 ? 1 : 0;
+  const std::int64_t era = (year >= 0 ? year : year - 399) / 400;
+  const std::int64_t year_of_era = year - era * 400;
+  const std::int64_t day_of_year = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
+  const std::int64_t day_of_era =
+      year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+  return era * 146097 + day_of_era - 719468;
+}
+
+struct DateTime {
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  std::int64_t nanos = 0;
+  int offset_seconds = 0;  // east of UTC
+};
+
+bool ReadDateAndTime(std::string_view text, DateTime* t) {
+  return ReadFixedDigits(text, 0, 4, &t->year) && text[4] == '-' &&
+         ReadFixedDigits(text, 5, 2, &t->month) && text[7] == '-' &&
+         ReadFixedDigits(text, 8, 2, &t->day) && (text[10] == 'T' || text[10] == 't') &&
+         ReadFixedDigits(text, 11, 2, &t->hour) && text[13] == ':' &&
+         ReadFixedDigits(text, 14, 2, &t->minute) && text[16] == ':' &&
+         ReadFixedDigits(text, 17, 2, &t->second);
+}
+
+// The optional fraction and the zone, from text[*pos] to the end.
+bool ReadFractionAndZone(std::string_view text, std::size_t pos, DateTime* t, std::string* why) {
+  if (pos < text.size() && text[pos] == '.') {
+    const std::size_t start = ++pos;
+    std::int64_t scale = kNanosPerSecond;
+    for (; pos < text.size() && IsAsciiDigit(text[pos]); ++pos) {
+      scale /= 10;
+      t->nanos += (text[pos] - '0') * scale;
+    }
+    if (pos == start) {
+      *why = "expected digits after '.'";
+      return false;
+    }
+  }
+  if (pos < text.size() && (text[pos] == 'Z' || text[pos] == 'z')) {
+    ++pos;
+  } else if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
+    int hours = 0;
+    int minutes = 0;
+    if (!ReadFixedDigits(text, pos + 1, 2, &hours) || pos + 3 >= text.size() ||
+        text[pos + 3] != ':' || !ReadFixedDigits(text, pos + 4, 2, &minutes)) {
+      *why = "expected a zone offset like +02:00";
+      return false;
+    }
+    if (hours > 23 || minutes > 59) {
+      *why = "zone offset out of range";
+      return false;
+    }
+    t->offset_seconds = (text[pos] == '-' ? -1 : 1) * (hours * 3600 + minutes * 60);
+    pos += 6;
+  } else {
+    *why = "expected 'Z' or a zone offset like +02:00";
+    return false;
+  }
+  if (pos != text.size()) {
+    *why = "unexpected '" + Excerpt(text.substr(pos)) + "' after the zone";
+    return false;
+  }
+  return true;
+}
+
+bool CheckRanges(const DateTime& t, std::string* why) {
+  if (t.month < 1 || t.month > 12) {
+    *why = "month out of range";
+  } else if (t.day < 1 || t.day > DaysInMonth(t.year, t.month)) {
+    *why = "day out of range";
+  } else if (t.hour > 23 || t.minute > 59 || t.second > 59) {
+    *why = "time of day out of range";
+  } else {
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool EqualsIgnoreAsciiCase(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (ToLowerAscii(a[i]) != ToLowerAscii(b[i])) return false;
+  }
+  return true;
+}
+
+std::string Excerpt(std::string_view text) {
+  if (text.size() <= kMaxExcerptBytes) return std::string(text);
+  std::size_t cut = kMaxExcerptBytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(text.substr(0, cut)) + "...";
+}
+
+std::uint64_t Fnv1a64(std::string_view bytes, std::uint64_t hash) noexcept {
+  for (const char c : bytes) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 0x100000001b3u;
+  }
+  return hash;
+}
+
+std::string EncodeBase64Url(std::string_view bytes) {
+  std::string out;
+  out.reserve((bytes.size() * 4 + 2) / 3);
+  std::uint32_t buffer = 0;
+  int bits = 0;
+  for (const char c : bytes) {
+    buffer = ((buffer << 8) | static_cast<unsigned char>(c)) & 0xFFFF;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out += kBase64UrlAlphabet[(buffer >> bits) & 0x3F];
+    }
+  }
+  if (bits > 0) out += kBase64UrlAlphabet[(buffer << (6 - bits)) & 0x3F];
+  return out;
+}
+
+bool DecodeBase64Url(std::string_view text, std::string* bytes, bool canonical) {
+  bytes->clear();
+  if (text.size() % 4 == 1) return false;
+  bytes->reserve(text.size() / 4 * 3 + 2);
+  std::uint32_t buffer = 0;
+  int bits = 0;
+  for (const char c : text) {
+    const int digit = Base64UrlDigit(c);
+    if (digit < 0) return false;
+    buffer = ((buffer << 6) | static_cast<std::uint32_t>(digit)) & 0xFFFF;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      bytes->push_back(static_cast<char>((buffer >> bits) & 0xFF));
+    }
+  }
+  return !canonical || (buffer & ((1u << bits) - 1)) == 0;
+}
+
+std::string FormatRfc3339Seconds(std::int64_t unix_ns) {
+  std::int64_t nanos = 0;
+  return FormatWholeSeconds(unix_ns, &nanos) + "Z";
+}
+
+std::string FormatRfc3339Nanos(std::int64_t unix_ns) {
+  std::int64_t nanos = 0;
+  std::string text = FormatWholeSeconds(unix_ns, &nanos);
+  char fraction[16];
+  const int length =
+      std::snprintf(fraction, sizeof(fraction), ".%09lldZ", static_cast<long long>(nanos));
+  if (length <= 0 || static_cast<std::size_t>(length) >= sizeof(fraction)) {
+    throw std::runtime_error("snprintf failed");  // cannot happen: nanos < 10^9
+  }
+  return text + fraction;
+}
+
+bool ParseTimestamp(std::string_view text, std::int64_t* nanos, std::string* why) {
+  DateTime t;
+  if (text.size() < 20 || !ReadDateAndTime(text, &t)) {
+    *why = "expected YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)";
+    return false;
+  }
+  if (!ReadFractionAndZone(text, 19, &t, why) || !CheckRanges(t, why)) return false;
+  const std::int64_t seconds = DaysFromCivil(t.year, t.month, t.day) * 86400 +
+                               std::int64_t{t.hour} * 3600 + std::int64_t{t.minute} * 60 +
+                               t.second - t.offset_seconds;
+  // Keep seconds * 1e9 + nanos inside int64 (the lowest 0.855 s of int64 are left out).
+  constexpr std::int64_t kMaxSeconds = kMaxInt64 / kNanosPerSecond;
+  constexpr std::int64_t kMaxNanosAtMax = kMaxInt64 % kNanosPerSecond;
+  if (seconds < -kMaxSeconds || seconds > kMaxSeconds ||
+      (seconds == kMaxSeconds && t.nanos > kMaxNanosAtMax)) {
+    *why = "out of the supported range (1677-09-21T00:12:44Z to 2262-04-11T23:47:16.854775807Z)";
+    return false;
+  }
+  *nanos = seconds * kNanosPerSecond + t.nanos;
+  return true;
+}
+
+}  // namespace mqc
