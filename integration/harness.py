@@ -388,6 +388,34 @@ def raw_connect(broker, client_id, keepalive):
     return sock, connack[3]
 
 
+def passwd_users(users):
+    """A password_file made by Mosquitto's own tool, for every (user, password) of `users`."""
+    folder = tempfile.mkdtemp()
+    try:
+        path = os.path.join(folder, "passwd")
+        for n, (user, password) in enumerate(users.items()):
+            subprocess.run(["mosquitto_passwd", "-b"] + (["-c"] if n == 0 else []) +
+                           [path, user, password], check=True, capture_output=True, timeout=30)
+        with open(path) as f:
+            return f.read()
+    finally:
+        shutil.rmtree(folder)
+
+
+def passwd_file(user, password):
+    """A password_file with one user."""
+    return passwd_users({user: password})
+
+
+def disconnect_all(clients):
+    """Disconnects every client, ignoring those a test already dropped or had taken over."""
+    for c in clients:
+        try:
+            c.disconnect()
+        except Exception:  # already gone
+            pass
+
+
 class SharedBrokerTestCase(unittest.TestCase):
     """One broker for all tests of a class; each test's clients are disconnected after it, and
     the next test starts with no connection listed."""
@@ -408,11 +436,7 @@ class SharedBrokerTestCase(unittest.TestCase):
         self.clients = []
 
     def tearDown(self):
-        for c in self.clients:
-            try:
-                c.disconnect()
-            except Exception:  # a client the test already dropped or had taken over
-                pass
+        disconnect_all(self.clients)
         wait_for(lambda: self.broker.connections() == [], what="no connections left")
 
     def client(self, *args, **kwargs):

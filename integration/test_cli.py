@@ -16,7 +16,7 @@ import time
 import unittest
 import urllib.request
 
-from harness import Broker, Client, free_port, wait_for
+from harness import Broker, Client, disconnect_all, free_port, wait_for
 
 CLI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli",
                    "mosquitto-connections")
@@ -64,11 +64,7 @@ class TwoBrokersTest(unittest.TestCase):
         self.clients = []
 
     def tearDown(self):
-        for c in self.clients:
-            try:
-                c.disconnect()
-            except Exception:  # already dropped by the test
-                pass
+        disconnect_all(self.clients)
         for broker in (self.one, self.two):
             wait_for(lambda: broker.connections() == [], what="no connections left")
 

@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import Broker, Client, wait_for
+from harness import Broker, Client, passwd_file, wait_for
 
 DASHBOARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "conf", "grafana",
                          "mosquitto-connections.json")
@@ -21,17 +21,6 @@ PROMQL_WORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", 
                 "unless", "bool", "offset", "inf", "nan"}
 # Grafana's variables, replaced by what they stand for when the query runs.
 VARIABLES = {"$__rate_interval": "1m", "$__interval": "1m", "$instance": ".*"}
-
-
-def passwd_file(user, password):
-    folder = tempfile.mkdtemp()
-    try:
-        path = os.path.join(folder, "passwd")
-        subprocess.run(["mosquitto_passwd", "-b", "-c", path, user, password], check=True)
-        with open(path) as f:
-            return f.read()
-    finally:
-        shutil.rmtree(folder)
 
 
 def scrape_series(text):

@@ -16,7 +16,7 @@ import time
 import unittest
 import urllib.parse
 
-from harness import Broker, Client, free_port, raw_connect, wait_for
+from harness import Broker, Client, free_port, passwd_file, raw_connect, wait_for
 
 PATH = "/mqtt.connections.v1.ConnectionsService/ListConnections"
 HEADERS = {"Content-Type": "application/json", "Connect-Protocol-Version": "1"}
@@ -40,17 +40,6 @@ def connections(broker, filter_=""):
 def by_client(broker, client_id, state="MQTT_CONNECTION_STATE_OPEN"):
     found = [c for c in connections(broker) if c["clientId"] == client_id and c["state"] == state]
     return found[0] if len(found) == 1 else None
-
-
-def passwd_file(user, password):
-    folder = tempfile.mkdtemp()
-    try:
-        path = os.path.join(folder, "passwd")
-        subprocess.run(["mosquitto_passwd", "-b", "-c", path, user, password], check=True)
-        with open(path) as f:
-            return f.read()
-    finally:
-        shutil.rmtree(folder)
 
 
 class FieldsTest(unittest.TestCase):

@@ -8,31 +8,17 @@ import base64
 import http.client
 import json
 import os
-import shutil
-import subprocess
-import tempfile
 import unittest
 import urllib.parse
 
 import jsonschema
 
-from harness import Broker, Client, raw_connect, wait_for
+from harness import Broker, Client, passwd_file, raw_connect, wait_for
 
 DOCUMENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "api", "openapi.json")
 LIST = "/mqtt.connections.v1.ConnectionsService/ListConnections"
 CONNECT_HEADERS = {"Content-Type": "application/json", "Connect-Protocol-Version": "1"}
 UNREACHABLE = {"500"}  # an internal error cannot be caused from outside
-
-
-def passwd_file(user, password):
-    folder = tempfile.mkdtemp()
-    try:
-        path = os.path.join(folder, "passwd")
-        subprocess.run(["mosquitto_passwd", "-b", "-c", path, user, password], check=True)
-        with open(path) as f:
-            return f.read()
-    finally:
-        shutil.rmtree(folder)
 
 
 class OpenApiTest(unittest.TestCase):

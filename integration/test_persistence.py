@@ -16,7 +16,7 @@ import signal
 import unittest
 import urllib.request
 
-from harness import Broker, Client, wait_for
+from harness import Broker, Client, disconnect_all, wait_for
 
 PATH = "/mqtt.connections.v1.ConnectionsService/ListConnections"
 HEADERS = {"Content-Type": "application/json", "Connect-Protocol-Version": "1"}
@@ -91,11 +91,7 @@ class RestartTest(unittest.TestCase):
         self.clients = []
 
     def tearDown(self):
-        for c in self.clients:
-            try:
-                c.disconnect()
-            except Exception:  # already gone
-                pass
+        disconnect_all(self.clients)
         self.broker.stop()
         self.broker.cleanup_dir()
 

@@ -5,16 +5,14 @@ password_file or acl_file comes or goes (docs/reload.md)."""
 
 import os
 import random
-import shutil
 import signal
-import subprocess
-import tempfile
 import threading
 import time
 import unittest
 
-from harness import Broker, Client, wait_for
-from test_list_connections import connections as list_all, passwd_file
+from harness import (Broker, Client, SharedBrokerTestCase, disconnect_all, passwd_file,
+                     passwd_users, wait_for)
+from test_list_connections import connections as list_all
 from test_metrics import Metrics, Responder, delta, v5_properties, wait_metrics
 
 OPEN = "MQTT_CONNECTION_STATE_OPEN"
@@ -73,20 +71,6 @@ def gauge(broker):
     return Metrics(broker).get("kubemq_mqtt_connections")
 
 
-def passwd_users(users):
-    """A password_file made by Mosquitto's own tool, for every (user, password) of `users`."""
-    folder = tempfile.mkdtemp()
-    try:
-        path = os.path.join(folder, "passwd")
-        for n, (user, password) in enumerate(users.items()):
-            subprocess.run(["mosquitto_passwd", "-b"] + (["-c"] if n == 0 else []) +
-                           [path, user, password], check=True, capture_output=True, timeout=30)
-        with open(path) as f:
-            return f.read()
-    finally:
-        shutil.rmtree(folder)
-
-
 class ReloadKeepsTheRegistryTest(unittest.TestCase):
     """Clients of MQTT 3.1.1 and 5, with and without usernames, two subscriptions each."""
 
@@ -98,11 +82,7 @@ class ReloadKeepsTheRegistryTest(unittest.TestCase):
         self.clients = []
 
     def tearDown(self):
-        for c in self.clients:
-            try:
-                c.disconnect()
-            except Exception:
-                pass
+        disconnect_all(self.clients)
         self.broker.stop()
         self.broker.cleanup_dir()
 
@@ -237,34 +217,8 @@ class ReloadKeepsTheRegistryTest(unittest.TestCase):
         self.assertEqual(refused.connect(), 5)
 
 
-class ReloadInTheMiddleTest(unittest.TestCase):
+class ReloadInTheMiddleTest(SharedBrokerTestCase):
     """The existing scenarios, with a reload between their steps."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.broker = Broker()
-        cls.broker.start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.broker.stop()
-        cls.broker.cleanup_dir()
-
-    def setUp(self):
-        self.clients = []
-
-    def tearDown(self):
-        for c in self.clients:
-            try:
-                c.disconnect()
-            except Exception:
-                pass
-        wait_for(lambda: self.broker.connections() == [], what="no connections left")
-
-    def client(self, *args, **kwargs):
-        c = Client(self.broker, *args, **kwargs)
-        self.clients.append(c)
-        return c
 
     def test_takeover_after_a_reload(self):
         old = self.client("dup", version=4)
