@@ -133,6 +133,23 @@ void RestorePersistedSessions(PluginState* state) {
                                      std::to_string((MonotonicNs() - started) / 1000000) + " ms");
 }
 
+}  // namespace
+
+RpcTracker::Options RpcOptionsOf(const PluginOptions& options) {
+  RpcTracker::Options rpc;
+  rpc.timeout_ns = std::int64_t{options.rpc_timeout_s} * 1000000000;
+  rpc.max_pending = options.rpc_max_pending;
+  return rpc;
+}
+
+std::string ServingUrl(const PluginOptions& options, int port) {
+  const std::string& bind = options.http_bind;
+  const std::string host = bind.find(':') == std::string::npos ? bind : "[" + bind + "]";
+  return "http://" + host + ":" + std::to_string(port);
+}
+
+namespace {
+
 int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* options,
          int option_count) {
   auto state = std::make_unique<PluginState>();
@@ -170,11 +187,9 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
   state->sessions->SetPersistentClientExpiration(
       state->broker_config.persistent_client_expiration_s);
   RestorePersistedSessions(state.get());
-  RpcTracker::Options rpc;
-  rpc.timeout_ns = std::int64_t{state->options.rpc_timeout_s} * 1000000000;
-  rpc.max_pending = state->options.rpc_max_pending;
-  state->traffic = std::make_unique<TrafficMeter>(&state->region->header()->counters,
-                                                  state->options.default_pattern, rpc);
+  state->traffic =
+      std::make_unique<TrafficMeter>(&state->region->header()->counters,
+                                     state->options.default_pattern, RpcOptionsOf(state->options));
 
   const std::string companion = state->options.companion_path.empty()
                                     ? Directory(own_path) + "/" + kCompanionName
@@ -198,10 +213,8 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
     UnregisterBrokerEvents(state.get());
     return MOSQ_ERR_UNKNOWN;
   }
-  const std::string& bind = state->options.http_bind;
-  const std::string host = bind.find(':') == std::string::npos ? bind : "[" + bind + "]";
-  LogToBroker(LogLevel::kNotice, "mosquitto_connections: serving on http://" + host + ":" +
-                                     std::to_string(state->companion->http_port()) +
+  LogToBroker(LogLevel::kNotice, "mosquitto_connections: serving on " +
+                                     ServingUrl(state->options, state->companion->http_port()) +
                                      " (companion pid " + std::to_string(state->companion->pid()) +
                                      ")");
   *userdata = state.release();

@@ -47,6 +47,12 @@ struct PluginState {
   std::vector<int> registered_events;
 };
 
+// plugin.cc
+// The RPC tracker's options as the plugin options set them (at init and at a reload).
+RpcTracker::Options RpcOptionsOf(const PluginOptions& options);
+// "http://<bind>:<port>", an IPv6 bind address in brackets: where the API is served.
+std::string ServingUrl(const PluginOptions& options, int port);
+
 // broker_events.cc
 bool RegisterBrokerEvents(PluginState* state);
 void UnregisterBrokerEvents(PluginState* state);

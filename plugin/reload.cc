@@ -76,10 +76,7 @@ void Keep(const char* name, const T& old_value, const T& new_value, const std::s
 // Applies the options that can change at run time; keeps the others with a warning.
 void ApplyOptions(PluginState* state, PluginOptions reloaded) {
   const PluginOptions& old = state->options;
-  const std::string bind =
-      old.http_bind.find(':') == std::string::npos ? old.http_bind : "[" + old.http_bind + "]";
-  const std::string serving =
-      "http://" + bind + ":" + std::to_string(state->companion->http_port());
+  const std::string serving = ServingUrl(old, state->companion->http_port());
   Keep("http_port", old.http_port, reloaded.http_port,
        "serving on " + serving + " (restart the broker to move the API)", &reloaded.http_port);
   Keep("http_bind", old.http_bind, reloaded.http_bind,
@@ -108,10 +105,7 @@ void ApplyOptions(PluginState* state, PluginOptions reloaded) {
   }
   if (changes.empty()) return;
 
-  RpcTracker::Options rpc;
-  rpc.timeout_ns = std::int64_t{reloaded.rpc_timeout_s} * 1000000000;
-  rpc.max_pending = reloaded.rpc_max_pending;
-  state->traffic->SetOptions(reloaded.default_pattern, rpc);
+  state->traffic->SetOptions(reloaded.default_pattern, RpcOptionsOf(reloaded));
   // The running companion learns its part through the events ring (at the next TICK, where a
   // full ring is retried); a restarted one from its arguments.
   state->settings_pending = true;
