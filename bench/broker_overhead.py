@@ -37,6 +37,10 @@ pattern read clients/%c/#
 """
 
 
+# The subscribe lines tell when the subscribers are in place (Broker.wait_subscribed).
+LOG_TYPES = ("error", "warning", "notice", "subscribe")
+
+
 def broker_arguments(acl_file):
     if not acl_file:
         return {}
@@ -55,11 +59,7 @@ def run_workload(broker, messages, subscribers, payload_file):
                               "-t", "events/bench/#", "-C", str(messages), "-i", f"bench-sub-{i}"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             for i in range(subscribers)]
-    if broker.plugin:
-        harness.wait_for(lambda: len(broker.connections()) == subscribers, timeout=20,
-                         what="subscribers")
-    else:
-        time.sleep(1.0)
+    broker.wait_subscribed([f"bench-sub-{i}" for i in range(subscribers)], "events/bench/#")
     before = cpu_seconds(broker.process.pid)
     started = time.monotonic()
     with open(payload_file, "rb") as lines:
@@ -84,7 +84,7 @@ def callgrind_instructions(with_plugin, messages, subscribers, payload_file, wor
     with open(out, "w"):
         pass
     os.chmod(out, 0o666)
-    broker = harness.Broker(plugin=with_plugin, log_types=("error", "warning", "notice"),
+    broker = harness.Broker(plugin=with_plugin, log_types=LOG_TYPES,
                             command_prefix=["valgrind", "--tool=callgrind",
                                             f"--callgrind-out-file={out}"],
                             **broker_arguments(acl_file))
@@ -143,7 +143,7 @@ def main():
         for round_ in range(args.rounds):
             for plugin in (False, True) if round_ % 2 == 0 else (True, False):
                 # No per-message log lines: they would cost more than what is measured.
-                broker = harness.Broker(plugin=plugin, log_types=("error", "warning", "notice"),
+                broker = harness.Broker(plugin=plugin, log_types=LOG_TYPES,
                                         **broker_arguments(args.acl_file))
                 broker.start()
                 try:

@@ -316,7 +316,8 @@ def throughput(qos, messages, idle, poll, workdir, quick):
             f.write(f"{i:010d}" + "x" * 54 + "\n")  # 64 bytes a line, without its newline
     # No queue limit: a subscriber that falls behind gets every message late rather than some
     # dropped, so both brokers do the same work.
-    brokers = {p: harness.Broker(plugin=p, log_types=QUIET_LOG, extra="max_queued_messages 0",
+    brokers = {p: harness.Broker(plugin=p, log_types=broker_overhead.LOG_TYPES,
+                                 extra="max_queued_messages 0",
                                  command_prefix=["taskset", "-c", cpu])
                for p in (False, True)}
     started = []
@@ -332,7 +333,8 @@ def throughput(qos, messages, idle, poll, workdir, quick):
             subs[p] = fan_out(b, qos, messages, 2, workdir, client_cpu)
         harness.wait_for(lambda: open_connections_gauge(brokers[True].http_port) == idle + 2,
                          timeout=30, what="the subscribers in /metrics")
-        time.sleep(0.5)  # the plain broker's subscribers too (no API to ask)
+        for b in brokers.values():
+            b.wait_subscribed([f"fan-sub-{i}" for i in range(2)], "events/fan/#")
 
         def poller():
             while not stop_poll.is_set():

@@ -218,6 +218,15 @@ class Broker:
             self.log_file.close()
         self.check_sanitizers()
 
+    def wait_subscribed(self, client_ids, topic, timeout=60.0):
+        """Waits until the broker has logged each client's subscription to `topic`: it writes
+        that line (log_type subscribe) once the subscription is in place, so this needs no
+        plugin and works on a plain broker too."""
+        lines = [re.compile(rf" {re.escape(client_id)} \d {re.escape(topic)}$", re.MULTILINE)
+                 for client_id in client_ids]
+        wait_for(lambda: all(line.search(self.log()) for line in lines),
+                 timeout=timeout, what=f"subscriptions to {topic} in the broker's log")
+
     def log(self):
         try:
             with open(self.log_path, "rb") as f:
