@@ -75,6 +75,20 @@ struct AuthenticationInfo {
   std::string method;  // MQTT 5 enhanced authentication method
 };
 
+// What the kernel says about an open connection's TCP socket (tcp_info, read by the companion
+// through sock_diag). Absent for closed connections, offline sessions and sockets the kernel
+// did not report (a Unix socket listener, a connection closed since the last read).
+struct NetworkInfo {
+  bool known = false;
+  std::uint32_t rtt_us = 0;                 // smoothed round-trip time
+  std::uint32_t rtt_variance_us = 0;        // its mean deviation
+  std::uint32_t retransmits = 0;            // segments retransmitted over the connection's life
+  std::uint32_t send_queue_bytes = 0;       // written by the broker, not yet acknowledged
+  std::uint32_t receive_queue_bytes = 0;    // received, not yet read by the broker
+  std::int64_t since_last_receive_ns = -1;  // -1 when unknown
+  std::int64_t since_last_send_ns = -1;
+};
+
 struct Connection {
   std::uint64_t seq = 0;  // broker-side sequence number: unique for the broker's lifetime
   std::string uid;        // UUID4, "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx"
@@ -97,6 +111,7 @@ struct Connection {
   AuthenticationInfo authentication;
   std::vector<Subscription> subscriptions;
   std::int64_t idle_ns = -1;  // time since the client last sent anything; -1 when unknown
+  NetworkInfo network;        // open TCP connections only
   RequestStatistics total_statistics;
   RequestStatistics recent_statistics;  // the previous complete one-minute window
 };
