@@ -4,16 +4,23 @@ set): Connect-ES (the official TypeScript/JavaScript client, pinned by
 integration/connect_es/package-lock.json, installed with `npm ci` into the build tree) with its
 default binary codec and with JSON, by POST and by GET: pages with tokens, filters, every kind
 of field, InvalidArgument for a bad filter or token, DeadlineExceeded for a 1 ms deadline, and
-Unimplemented for DisconnectConnection where no handler is wired.
+Unimplemented for DisconnectConnection where no handler is wired. A second client in another
+language: Python's protobuf (Debian's python3-protobuf) with the binary codec over plain HTTP,
+its message classes also built from the descriptor set.
 
 Node.js and the npm registry are required: without them this test fails and says why (CI
 installs them); it never skips."""
 
+import base64
 import json
 import os
 import shutil
 import subprocess
 import unittest
+import urllib.error
+import urllib.request
+
+from google.protobuf import descriptor_pb2, message_factory
 
 from harness import Broker, Client, raw_connect, wait_for
 
@@ -40,7 +47,7 @@ def install_connect_es():
                              result.stdout + result.stderr)
 
 
-class ConnectEsTest(unittest.TestCase):
+class ConnectClientsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         if not DESCRIPTOR_SET or not NODE_DIR:
@@ -147,6 +154,61 @@ class ConnectEsTest(unittest.TestCase):
         wait_for(lambda: sub.messages, what="a delivery after the Connect clients")
         sub.disconnect()
         pub.disconnect()
+
+    # -- Python's protobuf, binary codec -------------------------------------------------------
+    def python_messages(self):
+        with open(DESCRIPTOR_SET, "rb") as f:
+            files = descriptor_pb2.FileDescriptorSet.FromString(f.read()).file
+        return message_factory.GetMessages(files)
+
+    def python_call(self, request, get=False):
+        """(status, content type, body bytes) of ListConnections with a binary request."""
+        path = "/mqtt.connections.v1.ConnectionsService/ListConnections"
+        url = f"http://127.0.0.1:{self.broker.http_port}{path}"
+        body = request.SerializeToString()
+        if get:
+            message = base64.urlsafe_b64encode(body).decode().rstrip("=")
+            http_request = urllib.request.Request(
+                f"{url}?connect=v1&encoding=proto&base64=1&message={message}")
+        else:
+            http_request = urllib.request.Request(url, data=body, method="POST", headers={
+                "Content-Type": "application/proto", "Connect-Protocol-Version": "1"})
+        try:
+            with urllib.request.urlopen(http_request, timeout=10) as response:
+                return response.status, response.headers["Content-Type"], response.read()
+        except urllib.error.HTTPError as error:
+            return error.code, error.headers["Content-Type"], error.read()
+
+    def test_python_protobuf_binary_codec(self):
+        messages = self.python_messages()
+        Request = messages["mqtt.connections.v1.ListConnectionsRequest"]
+        Response = messages["mqtt.connections.v1.ListConnectionsResponse"]
+        for get in (False, True):
+            listed, token, total = [], "", None
+            for _ in range(10):
+                status, content_type, body = self.python_call(
+                    Request(filter='client_id = "ces-00*" AND state = MQTT_CONNECTION_STATE_OPEN',
+                            order_by="client_id desc", page_size=4, page_token=token), get)
+                self.assertEqual((status, content_type), (200, "application/proto"), body)
+                page = Response.FromString(body)
+                total = page.total_size
+                listed += [c.client_id for c in page.connections]
+                token = page.next_page_token
+                if not token:
+                    break
+            self.assertEqual(listed, [f"ces-{i:03d}" for i in reversed(range(10))], get)
+            self.assertEqual(total, 10)
+        status, _, body = self.python_call(Request(filter='client_id = "ces-closed"'))
+        [closed] = Response.FromString(body).connections
+        enums = closed.DESCRIPTOR.fields_by_name
+        self.assertEqual(enums["close_reason"].enum_type.values_by_number[closed.close_reason].name,
+                         "CLIENT_DISCONNECT")
+        self.assertEqual(closed.total_request_statistics.publish_bytes, 5)
+        self.assertEqual(closed.subscriptions[0].channel, "site1.>")
+        # A bad filter is a Connect error in JSON, whatever the codec.
+        status, content_type, body = self.python_call(Request(filter="nope = 1"))
+        self.assertEqual((status, content_type), (400, "application/json"))
+        self.assertEqual(json.loads(body)["code"], "invalid_argument")
 
 
 if __name__ == "__main__":

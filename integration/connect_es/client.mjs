@@ -24,7 +24,9 @@ if (!descriptorPath || !baseUrl || !["binary", "json"].includes(codec) ||
   process.exit(2);
 }
 
-const registry = createFileRegistry(fromBinary(FileDescriptorSetSchema, readFileSync(descriptorPath)));
+const registry = createFileRegistry(
+  fromBinary(FileDescriptorSetSchema, readFileSync(descriptorPath)),
+);
 const service = registry.getService("mqtt.connections.v1.ConnectionsService");
 const closeReason = registry.getEnum("mqtt.connections.v1.CloseReason");
 const connectionState = registry.getEnum("mqtt.connections.v1.MqttConnectionState");
