@@ -140,21 +140,33 @@ void ListConnectionsResponseToProto(const ConnectionPage& page,
   message->set_next_page_token(page.next_page_token);
 }
 
-Status DecodeListConnectionsRequestProto(std::string_view bytes, std::string_view where,
-                                         ListConnectionsRequest* request) {
-  *request = ListConnectionsRequest();
+namespace {
+
+// Parses `bytes` (empty: the default message) into `message`.
+Status ParseBinary(std::string_view bytes, std::string_view where,
+                   google::protobuf::MessageLite* message) {
   if (bytes.empty()) return Status();
-  connections_v1::ListConnectionsRequest message;
   // protobuf logs a line for a string that is not UTF-8; the client gets the error instead, and
   // a client cannot fill the companion's log.
   const google::protobuf::LogSilencer quiet;
   if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
-      !message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      !message->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return Status(StatusCode::kInvalidArgument,
-                  std::string(where) + " is not a valid binary " + message.GetTypeName() + " (" +
+                  std::string(where) + " is not a valid binary " + message->GetTypeName() + " (" +
                       std::to_string(bytes.size()) +
                       " bytes: truncated, a wrong wire type, or a string that is not UTF-8)");
   }
+  return Status();
+}
+
+}  // namespace
+
+Status DecodeListConnectionsRequestProto(std::string_view bytes, std::string_view where,
+                                         ListConnectionsRequest* request) {
+  *request = ListConnectionsRequest();
+  connections_v1::ListConnectionsRequest message;
+  Status status = ParseBinary(bytes, where, &message);
+  if (!status.ok()) return status;
   request->filter = message.filter();
   request->order_by = message.order_by();
   request->page_size = message.page_size();
@@ -165,6 +177,27 @@ Status DecodeListConnectionsRequestProto(std::string_view bytes, std::string_vie
 std::string EncodeListConnectionsResponseProto(const ConnectionPage& page) {
   connections_v1::ListConnectionsResponse message;
   ListConnectionsResponseToProto(page, &message);
+  return message.SerializeAsString();
+}
+
+Status DecodeDisconnectConnectionRequestProto(std::string_view bytes, std::string_view where,
+                                              std::string* client_id, std::string* uid) {
+  client_id->clear();
+  uid->clear();
+  connections_v1::DisconnectConnectionRequest message;
+  Status status = ParseBinary(bytes, where, &message);
+  if (!status.ok()) return status;
+  *client_id = message.client_id();
+  *uid = message.uid();
+  return Status();
+}
+
+std::string EncodeDisconnectConnectionResponseProto(std::string_view client_id,
+                                                    std::string_view uid, bool disconnected) {
+  connections_v1::DisconnectConnectionResponse message;
+  message.set_client_id(ToValidUtf8(client_id));
+  message.set_uid(ToValidUtf8(uid));
+  message.set_disconnected(disconnected);
   return message.SerializeAsString();
 }
 

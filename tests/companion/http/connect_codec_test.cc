@@ -412,6 +412,39 @@ TEST_F(ConnectCodecTest, QueryErrorsInBinaryRequestsAreJsonErrors) {
                   "page_token");
 }
 
+// DisconnectConnection's binary messages, for its handler: either name, none, or bad bytes.
+TEST(ConnectProtoMapping, DisconnectConnectionMessages) {
+  std::string client_id = "stale";
+  std::string uid = "stale";
+  connections_v1::DisconnectConnectionRequest request;
+  request.set_client_id("sensor-1");
+  ASSERT_TRUE(
+      DecodeDisconnectConnectionRequestProto(Binary(request), "request body", &client_id, &uid)
+          .ok());
+  EXPECT_EQ(client_id, "sensor-1");
+  EXPECT_EQ(uid, "");
+  request.set_uid("uid-7");  // the oneof keeps the last one set
+  ASSERT_TRUE(
+      DecodeDisconnectConnectionRequestProto(Binary(request), "request body", &client_id, &uid)
+          .ok());
+  EXPECT_EQ(client_id, "");
+  EXPECT_EQ(uid, "uid-7");
+  ASSERT_TRUE(DecodeDisconnectConnectionRequestProto("", "request body", &client_id, &uid).ok());
+  EXPECT_EQ(client_id + uid, "");
+  const Status bad = DecodeDisconnectConnectionRequestProto(std::string("\x0a\x09short", 7),
+                                                            "request body", &client_id, &uid);
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.message(),
+              HasSubstr("not a valid binary mqtt.connections.v1.DisconnectConnectionRequest"));
+
+  connections_v1::DisconnectConnectionResponse response;
+  ASSERT_TRUE(
+      response.ParseFromString(EncodeDisconnectConnectionResponseProto("sensor-1", "uid-7", true)));
+  EXPECT_EQ(response.client_id(), "sensor-1");
+  EXPECT_EQ(response.uid(), "uid-7");
+  EXPECT_TRUE(response.disconnected());
+}
+
 // The router's body limit holds whatever the codec: 413 with a Connect error in JSON.
 TEST(ConnectCodecLimits, BinaryBodyOverTheLimitIs413) {
   FakeSource source;
