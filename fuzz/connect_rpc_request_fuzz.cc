@@ -6,13 +6,15 @@
 // short inputs reach the message decoder. Mode bits: 0-1 POST, GET, HEAD, GET with base64=1;
 // 2 drops Content-Type, 3 drops Connect-Protocol-Version.
 //
-// Besides crashes and sanitizer reports it aborts when a response is not JSON with
-// `Content-Type: application/json`; when an error is not exactly {"code","message"} with a
-// known code and that code's HTTP status (415 with invalid_argument, 405 with unimplemented);
-// when a success is not {"connections":[...],"totalSize":"N"[,"nextPageToken":"..."]} with
-// connections from the snapshot, no more than totalSize and totalSize no more than the
-// snapshot; and when the same message answers differently as a POST body, a GET message and a
-// base64 GET message.
+// Besides crashes and sanitizer reports it aborts when a response is neither JSON with
+// `Content-Type: application/json` nor, for a success in the binary codec, a
+// ListConnectionsResponse with `Content-Type: application/proto`; when an error is not exactly
+// {"code","message"} with a known code and that code's HTTP status (415 with invalid_argument, 405
+// with unimplemented); when a success is not
+// {"connections":[...],"totalSize":"N"[,"nextPageToken":"..."]} with connections from the snapshot,
+// no more than totalSize and totalSize no more than the snapshot (the same for a binary success);
+// and when the same message answers differently as a POST body, a GET message and a base64 GET
+// message.
 #include <cjson/cJSON.h>
 
 #include <chrono>
@@ -33,6 +35,7 @@
 #include "companion/http/json_util.h"
 #include "link/connection.h"
 #include "link/topic_mapping.h"
+#include "mqtt/connections/v1/connections.pb.h"
 
 namespace {
 
@@ -145,8 +148,34 @@ bool IsDecimal(const char* text) {
   return true;
 }
 
+// Checks a binary success: a ListConnectionsResponse whose connections are from the snapshot,
+// each once, no more than totalSize, and totalSize no more than the snapshot.
+void CheckBinarySuccess(const HttpResponse& response) {
+  mqtt::connections::v1::ListConnectionsResponse page;
+  if (!page.ParseFromString(response.body)) Fail("a binary success does not parse", response);
+  const auto listed = static_cast<std::size_t>(page.connections_size());
+  if (page.total_size() < 0 ||
+      static_cast<std::size_t>(page.total_size()) > Source().uids().size() ||
+      listed > static_cast<std::size_t>(page.total_size())) {
+    Fail("more connections than there are (binary)", response);
+  }
+  if (!page.next_page_token().empty() && listed == 0) {
+    Fail("an empty page with a next page (binary)", response);
+  }
+  std::set<std::string> seen;
+  for (const auto& connection : page.connections()) {
+    if (Source().uids().count(connection.uid()) == 0 || !seen.insert(connection.uid()).second) {
+      Fail("a connection not from the snapshot, or twice (binary)", response);
+    }
+  }
+}
+
 // Checks one response; returns its code ("" for a success).
 std::string CheckResponse(const HttpResponse& response) {
+  if (response.status == 200 && response.content_type == "application/proto") {
+    CheckBinarySuccess(response);
+    return "";
+  }
   if (response.content_type != "application/json") Fail("content type is not JSON", response);
   const mqc::CjsonPtr root = mqc::ParseJson(response.body);
   if (root == nullptr || !cJSON_IsObject(root.get())) Fail("body is not a JSON object", response);

@@ -24,6 +24,9 @@ mosquitto mosquitto-clients mosquitto-dev
 libmicrohttpd-dev libcjson-dev prometheus-cpp-dev libssl-dev
 python3-paho-mqtt curl jq openssl prometheus
 """
+# Packages added to the list since that whose headers today's build reads (the API's schema):
+# with them, libmosquitto-dev stays the only package missing from the old list.
+ADDED_SINCE_WITH_HEADERS = "libprotobuf-dev"
 
 
 def check(build_dir, packages=None):
@@ -58,7 +61,8 @@ class CheckBuildHeadersTest(unittest.TestCase):
 
     def test_the_list_before_libmosquitto_dev_fails_naming_the_header_and_its_package(self):
         old = self.write("old-packages.txt",
-                         "\n".join(LIST_WITHOUT_LIBMOSQUITTO_DEV.split()) + "\n")
+                         "\n".join((LIST_WITHOUT_LIBMOSQUITTO_DEV + ADDED_SINCE_WITH_HEADERS)
+                                   .split()) + "\n")
         result = check(BUILD_DIR, old)
         self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
         self.assertRegex(result.stderr,

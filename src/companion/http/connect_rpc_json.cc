@@ -23,10 +23,11 @@
 //   when unknown (< 0), a subscription's mappingError when the mapping is valid, and
 //   nextPageToken on the last page. A subscription always has filter, qos, pattern, channel and
 //   sharedGroup, empty strings included, as on the KubeMQ endpoint.
-// - Enum names are the filter's (connection_fields.cc), so that what a response shows can be
-//   filtered on; close reasons without their CLOSE_REASON_ prefix (`CLIENT_DISCONNECT`, as the
-//   README lists them; the filter takes both). A number no name is known for is written as a
-//   JSON number, as protobuf's JSON mapping does.
+// - Enum names are the schema's (proto/mqtt/connections/v1/connections.proto), which the
+//   filter's table (connection_fields.cc) also takes, so that what a response shows can be
+//   filtered on: close reasons without a CLOSE_REASON_ prefix (`CLIENT_DISCONNECT`) except the
+//   zero, CLOSE_REASON_UNSPECIFIED. A number no name is known for is written as a JSON number,
+//   as protobuf's JSON mapping does.
 #include "companion/http/connect_rpc_json.h"
 
 #include <cjson/cJSON.h>
@@ -351,7 +352,7 @@ CjsonPtr EnumJson(const FieldDef* field, std::int64_t number) {
       const EnumName& entry = field->enum_names[i];
       if (entry.number != number) continue;
       std::string_view name = entry.name;
-      if (!field->short_prefix.empty() &&
+      if (number != 0 && !field->short_prefix.empty() &&
           name.substr(0, field->short_prefix.size()) == field->short_prefix) {
         name.remove_prefix(field->short_prefix.size());
       }

@@ -6,12 +6,12 @@
 //   (400); for GET/HEAD: connect, encoding (400, or 415 for another codec), compression (501),
 //   Connect-Timeout-Ms, message. The first problem found is the one reported.
 // - 415 carries a Connect error body with code `invalid_argument` (and `Accept-Post:
-//   application/json` for POST): the request is at fault whatever the server's state, and
-//   Connect clients take the code from the body. No code maps to 415 in Connect's table;
+//   application/json, application/proto` for POST): the request is at fault whatever the server's
+//   state, and Connect clients take the code from the body. No code maps to 415 in Connect's table;
 //   connect-go answers 415 without a body, which clients read as `unknown`, a less useful code.
-// - Content-Type: `application/json`, case-insensitive, spaces around the parts tolerated; the
-//   only parameter accepted is `charset=utf-8` (quoted or not). Anything else is 415: another
-//   charset cannot be read, and an unknown parameter may change the meaning.
+// - Content-Type (POST) and `encoding` (GET) choose the codec, binary protobuf or JSON
+//   (connect_codec.h); the response is in the request's codec, errors are always JSON. Anything
+//   else is 415.
 // - Connect-Timeout-Ms: 1 to 10 ASCII digits (leading zeros fine, spaces around trimmed). "0"
 //   is accepted as an already expired budget (as connect-go and gRPC read a zero timeout) and
 //   answered `deadline_exceeded` before any work. The budget runs from the start of Handle();
@@ -27,7 +27,8 @@
 //   in a plain message as %2B. Connect-Protocol-Version is not looked at on GET.
 // - Query-engine errors are `invalid_argument`, except the engine's kInternal (out of memory),
 //   which is `internal`.
-// - The request and response messages are read and written in connect_rpc_json.cc.
+// - The request and response messages are read and written in connect_rpc_json.cc (JSON) and
+//   connect_rpc_proto.cc (binary), chosen in connect_codec.cc.
 #include "companion/http/connect_rpc_service.h"
 
 #include <cjson/cJSON.h>
@@ -46,6 +47,7 @@
 #include <utility>
 #include <vector>
 
+#include "companion/http/connect_codec.h"
 #include "companion/http/connect_rpc_json.h"
 #include "companion/http/json_util.h"
 #include "companion/http/view_util.h"
@@ -107,39 +109,16 @@ constexpr std::string_view kTimeout = "Connect-Timeout-Ms";
 constexpr std::string_view kContentEncoding = "Content-Encoding";
 constexpr std::size_t kMaxTimeoutDigits = 10;
 
-// `application/json`, optionally with `charset=utf-8`.
-bool IsJsonContentType(std::string_view value) {
-  std::size_t semicolon = value.find(';');
-  if (!EqualsIgnoreAsciiCase(TrimSpaces(value.substr(0, semicolon)), kJsonContentType))
-    return false;
-  while (semicolon != std::string_view::npos) {
-    value.remove_prefix(semicolon + 1);
-    semicolon = value.find(';');
-    const std::string_view parameter = TrimSpaces(value.substr(0, semicolon));
-    if (parameter.empty()) continue;  // "application/json;"
-    const std::size_t equals = parameter.find('=');
-    if (equals == std::string_view::npos) return false;
-    std::string_view charset = TrimSpaces(parameter.substr(equals + 1));
-    if (charset.size() >= 2 && charset.front() == '"' && charset.back() == '"') {
-      charset = charset.substr(1, charset.size() - 2);
-    }
-    if (!EqualsIgnoreAsciiCase(TrimSpaces(parameter.substr(0, equals)), "charset") ||
-        !EqualsIgnoreAsciiCase(charset, "utf-8")) {
-      return false;
-    }
-  }
-  return true;
-}
-
-bool CheckContentType(const HttpRequest& request, HttpResponse* error) {
+bool CheckContentType(const HttpRequest& request, ConnectCodec* codec, HttpResponse* error) {
   const std::string* value = request.FindHeader(kContentType);
-  if (value != nullptr && IsJsonContentType(*value)) return true;
+  if (value != nullptr && CodecOfContentType(*value, codec)) return true;
+  const std::string expected = std::string("; expected one of: ") + kConnectContentTypes +
+                               " ('application/json' optionally with '; charset=utf-8')";
   const std::string message =
-      value == nullptr ? "missing " + HeaderName(kContentType) + "; expected 'application/json'"
-                       : HeaderName(kContentType) + " is " + QuoteForMessage(*value) +
-                             "; expected 'application/json' (optionally with '; charset=utf-8')";
+      value == nullptr ? "missing " + HeaderName(kContentType) + expected
+                       : HeaderName(kContentType) + " is " + QuoteForMessage(*value) + expected;
   *error = ConnectRpcError(kInvalidArgument, message, kHttpUnsupportedMediaType);
-  error->headers.emplace_back("Accept-Post", kJsonContentType);
+  error->headers.emplace_back("Accept-Post", kConnectContentTypes);
   return false;
 }
 
@@ -217,8 +196,9 @@ bool DecodePaddedBase64Url(std::string_view text, std::string* out) {
   return DecodeBase64Url(text, out, /*canonical=*/false);
 }
 
-// The request message of a GET, still encoded as JSON.
-bool ReadGetMessage(const HttpRequest& request, std::string* message, HttpResponse* error) {
+// The request message of a GET, still encoded, and its codec.
+bool ReadGetMessage(const HttpRequest& request, std::string* message, ConnectCodec* codec,
+                    HttpResponse* error) {
   GetParameters parameters;
   const std::pair<std::string_view, const std::string**> known[] = {
       {"connect", &parameters.connect},         {"encoding", &parameters.encoding},
@@ -245,15 +225,15 @@ bool ReadGetMessage(const HttpRequest& request, std::string* message, HttpRespon
     return false;
   }
   if (parameters.encoding == nullptr) {
-    *error = ConnectRpcError(kInvalidArgument,
-                             "missing " + ParameterName("encoding") + "; expected 'json'");
+    *error = ConnectRpcError(
+        kInvalidArgument, "missing " + ParameterName("encoding") + "; expected 'json' or 'proto'");
     return false;
   }
-  if (*parameters.encoding != "json") {
+  if (!CodecOfEncoding(*parameters.encoding, codec)) {
     // The protocol asks for 415 when the codec is not supported, as for POST's Content-Type.
     *error = ConnectRpcError(kInvalidArgument,
                              ParameterName("encoding") + " is " +
-                                 QuoteForMessage(*parameters.encoding) + "; supported: json",
+                                 QuoteForMessage(*parameters.encoding) + "; supported: json, proto",
                              kHttpUnsupportedMediaType);
     return false;
   }
@@ -277,10 +257,10 @@ bool ReadGetMessage(const HttpRequest& request, std::string* message, HttpRespon
 
 // --- the call ------------------------------------------------------------------------------
 
-// The request message from JSON text; false with the Connect error in *error.
-bool DecodeRequestMessage(std::string_view text, std::string_view where,
+// The request message in `codec`; false with the Connect error in *error.
+bool DecodeRequestMessage(ConnectCodec codec, std::string_view bytes, std::string_view where,
                           ListConnectionsRequest* request, HttpResponse* error) {
-  const Status status = DecodeListConnectionsRequest(text, where, request);
+  const Status status = ReadListConnectionsRequest(codec, bytes, where, request);
   if (!status.ok()) *error = ConnectRpcErrorResponse(status);
   return status.ok();
 }
@@ -333,16 +313,18 @@ HttpResponse ConnectRpcService::HandleListConnections(const HttpRequest& request
   HttpResponse error;
   std::optional<Milliseconds> budget;
   ListConnectionsRequest message;
+  ConnectCodec codec = ConnectCodec::kJson;
   if (request.method == "POST") {
-    if (!CheckContentType(request, &error) || !CheckProtocolVersion(request, &error) ||
+    if (!CheckContentType(request, &codec, &error) || !CheckProtocolVersion(request, &error) ||
         !ReadTimeout(request, &budget, &error) || !CheckContentEncoding(request, &error) ||
-        !DecodeRequestMessage(request.body, "request body", &message, &error)) {
+        !DecodeRequestMessage(codec, request.body, "request body", &message, &error)) {
       return error;
     }
   } else if (IsGet(request)) {
-    std::string text;
-    if (!ReadGetMessage(request, &text, &error) || !ReadTimeout(request, &budget, &error) ||
-        !DecodeRequestMessage(text, "query parameter 'message'", &message, &error)) {
+    std::string bytes;
+    if (!ReadGetMessage(request, &bytes, &codec, &error) ||
+        !ReadTimeout(request, &budget, &error) ||
+        !DecodeRequestMessage(codec, bytes, "query parameter 'message'", &message, &error)) {
       return error;
     }
   } else {
@@ -368,7 +350,7 @@ HttpResponse ConnectRpcService::HandleListConnections(const HttpRequest& request
     return ConnectRpcError(status.code() == StatusCode::kInternal ? kInternal : kInvalidArgument,
                            status.message());
   }
-  HttpResponse response = JsonResponse(kHttpOk, *ListConnectionsResponseJson(page));
+  HttpResponse response = ListConnectionsResponseIn(codec, page);
   if (DeadlineExceeded(budget, clock_() - start, &error)) return error;
   return response;
 }

@@ -1,7 +1,7 @@
-// The Connect unary protocol with JSON (docs/api.md) for
-// mqtt.connections.v1.ConnectionsService: ListConnections over POST, and over Connect's GET form
-// (`?connect=v1&encoding=json&message=...`, also `base64=1`). Requests become a ConnectionQuery
-// for RunConnectionQuery; pages become protobuf-JSON ListConnectionsResponse messages.
+// The Connect unary protocol (docs/api.md) for mqtt.connections.v1.ConnectionsService, with
+// binary protobuf and JSON (connect_codec.h): ListConnections over POST, and over Connect's GET
+// form (`?connect=v1&encoding=json|proto&message=...`, also `base64=1`). Requests become a
+// ConnectionQuery for RunConnectionQuery; pages become ListConnectionsResponse messages.
 //
 // Threads: built on the owner's thread before the HTTP server starts, then only read. Handle()
 // runs on the HTTP server's threads, several at a time; the source and the clock must be safe
@@ -32,10 +32,10 @@ class ConnectRpcService {
   // `source` must outlive the service.
   explicit ConnectRpcService(const ConnectionSource& source, ConnectRpcServiceOptions options = {});
 
-  // A ConnectRpcHandler (http_router.h): `method` is the path after the service prefix. Always
-  // answers `Content-Type: application/json`: 200 with the response message, or a Connect error
-  // `{"code":"...","message":"..."}` with the code's HTTP status (415 for a content type or
-  // encoding other than JSON). Never throws.
+  // A ConnectRpcHandler (http_router.h): `method` is the path after the service prefix.
+  // Answers 200 with the response message in the request's codec (`application/proto` or
+  // `application/json`), or a Connect error `{"code":"...","message":"..."}` in JSON with the
+  // code's HTTP status (415 for a content type or encoding that is neither). Never throws.
   HttpResponse Handle(const std::string& method, const HttpRequest& request) const noexcept;
 
   // Handle() bound to this service, for HttpRouter. The service must outlive the handler.

@@ -369,7 +369,8 @@ TEST_F(ConnectRpcServiceTest, ClosedWithoutKnownReasonOrTime) {
   source_.connections = {c};
   const std::string body = Call(Post("")).body;
   EXPECT_EQ(body.find("closeTime"), std::string::npos) << body;
-  EXPECT_NE(body.find(R"("closeReason":"UNSPECIFIED")"), std::string::npos) << body;
+  // The zero keeps its prefix: the schema names it CLOSE_REASON_UNSPECIFIED.
+  EXPECT_NE(body.find(R"("closeReason":"CLOSE_REASON_UNSPECIFIED")"), std::string::npos) << body;
 }
 
 TEST_F(ConnectRpcServiceTest, EveryCloseReasonNameAndTheFilterAcceptsIt) {
@@ -527,12 +528,14 @@ TEST_F(ConnectRpcServiceTest, ContentTypeVariantsAccepted) {
 }
 
 TEST_F(ConnectRpcServiceTest, OtherContentTypesAre415) {
-  for (const char* type : {"text/plain", "application/proto", "application/connect+json",
-                           "application/jsonx", "application/json; charset=latin1",
-                           "application/json; foo=bar", "application/json; charset", "", "json"}) {
+  for (const char* type :
+       {"text/plain", "application/protobuf", "application/connect+json", "application/jsonx",
+        "application/json; charset=latin1", "application/json; foo=bar",
+        "application/json; charset", "application/proto; charset=utf-8", "", "json", "proto"}) {
     const HttpResponse response = Call(Post("{}", With(ConnectHeaders(), "Content-Type", type)));
     ExpectError(response, 415, "invalid_argument", "header 'Content-Type' is '");
-    EXPECT_THAT(response.headers, ::testing::ElementsAre(Pair("Accept-Post", "application/json")));
+    EXPECT_THAT(response.headers,
+                ::testing::ElementsAre(Pair("Accept-Post", "application/json, application/proto")));
   }
   ExpectError(Call(Post("{}", Without(ConnectHeaders(), "Content-Type"))), 415, "invalid_argument",
               "missing header 'Content-Type'");
@@ -881,11 +884,12 @@ TEST_F(ConnectRpcServiceTest, GetParameterErrors) {
   ExpectError(Call(Get({{"connect", "v2"}, {"encoding", "json"}})), 400, "invalid_argument",
               "query parameter 'connect' is 'v2'; expected 'v1'");
   ExpectError(Call(Get({{"connect", "v1"}, {"message", "{}"}})), 400, "invalid_argument",
-              "missing query parameter 'encoding'; expected 'json'");
-  for (const char* encoding : {"proto", "JSON", ""}) {
+              "missing query parameter 'encoding'; expected 'json' or 'proto'");
+  for (const char* encoding : {"protobuf", "JSON", "PROTO", ""}) {
     const HttpResponse response = Call(Get({{"connect", "v1"}, {"encoding", encoding}}));
-    ExpectError(response, 415, "invalid_argument",
-                std::string("query parameter 'encoding' is '") + encoding + "'; supported: json");
+    ExpectError(
+        response, 415, "invalid_argument",
+        std::string("query parameter 'encoding' is '") + encoding + "'; supported: json, proto");
   }
   for (const char* compression : {"gzip", "br", ""}) {
     QueryParams query = GetQuery("{}");

@@ -1,0 +1,124 @@
+// A Connect-ES client of mqtt.connections.v1.ConnectionsService, built at run time from the
+// descriptor set protoc wrote for proto/mqtt/connections/v1/connections.proto (no code
+// generation step), driven by integration/test_connect_clients.py.
+//
+//   node client.mjs DESCRIPTOR_SET BASE_URL CODEC(binary|json) METHOD(post|get)
+//
+// Prints one JSON object: what each call returned or the Connect error it raised, the content
+// type of each answer (seen by an interceptor) and the HTTP method of each request (seen on its
+// way to node:http). Exits 1 on anything
+// unexpected (a thrown error that is not a ConnectError).
+import { readFileSync } from "node:fs";
+import http from "node:http";
+import { syncBuiltinESMExports } from "node:module";
+
+import { createFileRegistry, fromBinary } from "@bufbuild/protobuf";
+import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+
+const [descriptorPath, baseUrl, codec, method] = process.argv.slice(2);
+if (!descriptorPath || !baseUrl || !["binary", "json"].includes(codec) ||
+    !["post", "get"].includes(method)) {
+  console.error("usage: node client.mjs DESCRIPTOR_SET BASE_URL binary|json post|get");
+  process.exit(2);
+}
+
+const registry = createFileRegistry(
+  fromBinary(FileDescriptorSetSchema, readFileSync(descriptorPath)),
+);
+const service = registry.getService("mqtt.connections.v1.ConnectionsService");
+const closeReason = registry.getEnum("mqtt.connections.v1.CloseReason");
+const connectionState = registry.getEnum("mqtt.connections.v1.MqttConnectionState");
+const enumName = (desc, number) => desc.values.find((v) => v.number === number)?.name ?? number;
+
+// What went on the wire: the HTTP method and the Connect `encoding` query parameter (GET) of
+// every request the transport sent (it calls node:http's request(url, options)).
+const wire = [];
+const originalRequest = http.request;
+http.request = function (url, options, ...rest) {
+  const target = new URL(url);
+  wire.push({ method: options?.method ?? "GET", encoding: target.searchParams.get("encoding") });
+  return originalRequest.call(this, url, options, ...rest);
+};
+syncBuiltinESMExports();
+
+const seen = [];
+const transport = createConnectTransport({
+  baseUrl,
+  httpVersion: "1.1",
+  useBinaryFormat: codec === "binary",
+  useHttpGet: method === "get",
+  interceptors: [
+    (next) => async (request) => {
+      const response = await next(request);
+      seen.push({ contentType: response.header.get("content-type") });
+      return response;
+    },
+  ],
+});
+const client = createClient(service, transport);
+
+// A Connect error as {code, message}; anything else is a failure of the test itself.
+async function outcome(call) {
+  try {
+    return { ok: await call() };
+  } catch (error) {
+    if (!(error instanceof ConnectError)) throw error;
+    return { code: Code[error.code], message: error.rawMessage };
+  }
+}
+
+const report = {};
+
+// Every connection whose client id starts with "ces-", ten at a time, in client id order.
+const pages = [];
+let pageToken = "";
+for (let i = 0; i < 20; i++) {
+  const page = await client.listConnections({
+    filter: 'client_id = "ces-*" AND state = MQTT_CONNECTION_STATE_OPEN',
+    orderBy: "client_id",
+    pageSize: 10,
+    pageToken,
+  });
+  pages.push({
+    clientIds: page.connections.map((c) => c.clientId),
+    totalSize: page.totalSize.toString(),
+    hasToken: page.nextPageToken !== "",
+  });
+  pageToken = page.nextPageToken;
+  if (!pageToken) break;
+}
+report.pages = pages;
+
+// One closed connection, every kind of field: enums, timestamps, durations, uint64, nested.
+const closed = await client.listConnections({
+  filter: 'client_id = "ces-closed" AND state = MQTT_CONNECTION_STATE_CLOSED',
+});
+report.closed = closed.connections.map((c) => ({
+  clientId: c.clientId,
+  uid: c.uid,
+  state: enumName(connectionState, c.state),
+  closeReason: enumName(closeReason, c.closeReason),
+  openSeconds: c.openTime ? c.openTime.seconds.toString() : null,
+  closeAfterOpen: c.closeTime !== undefined &&
+    (c.closeTime.seconds > c.openTime.seconds ||
+     (c.closeTime.seconds === c.openTime.seconds && c.closeTime.nanos >= c.openTime.nanos)),
+  protocolVersion: c.protocolVersion,
+  keepAlive: c.keepAlive,
+  sourceIp: c.source?.ipAddress,
+  sourcePort: c.source?.port,
+  listenerName: c.listenerName,
+  subscriptions: c.subscriptions.map((s) => [s.filter, s.qos, s.pattern, s.channel]),
+  publishCount: c.totalRequestStatistics?.publishCount.toString(),
+  publishBytes: c.totalRequestStatistics?.publishBytes.toString(),
+  hasIdleDuration: c.idleDuration !== undefined,
+}));
+
+report.badFilter = await outcome(() => client.listConnections({ filter: "client_id = x" }));
+report.badToken = await outcome(() => client.listConnections({ pageToken: "garbage" }));
+report.deadline = await outcome(() => client.listConnections({}, { timeoutMs: 1 }));
+report.disconnect = await outcome(() => client.disconnectConnection({ clientId: "ces-000" }));
+report.seen = seen;
+report.wire = wire;
+console.log(JSON.stringify(report));

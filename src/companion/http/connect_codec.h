@@ -1,0 +1,47 @@
+// The two codecs of the Connect RPC service, from the one schema
+// (proto/mqtt/connections/v1/connections.proto): binary protobuf (`application/proto`, GET
+// `encoding=proto`) and protobuf's JSON mapping (`application/json`, GET `encoding=json`). The
+// protocol handling (connect_rpc_service.cc) asks this file which codec a request uses, and
+// reads and writes messages through it; connect_rpc_json.cc and connect_rpc_proto.cc hold one
+// encoder and one decoder per codec. Errors stay Connect JSON errors whatever the codec, as
+// the unary protocol asks. Pure functions, safe on any thread.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "companion/http/connect_rpc_json.h"
+#include "companion/http/http_server.h"
+#include "companion/query/connection_query.h"
+#include "link/status.h"
+
+namespace mqc {
+
+enum class ConnectCodec : std::uint8_t { kJson, kProto };
+
+inline constexpr char kProtoContentType[] = "application/proto";
+// For Accept-Post and error messages: every content type a POST may carry.
+inline constexpr char kConnectContentTypes[] = "application/json, application/proto";
+
+// The codec of a POST's Content-Type: `application/json` (the only parameter accepted is
+// `charset=utf-8`) or `application/proto` (no parameter), case-insensitive, spaces around the
+// parts tolerated. False for anything else: another charset cannot be read, and an unknown
+// parameter may change the meaning.
+bool CodecOfContentType(std::string_view value, ConnectCodec* codec);
+
+// The codec of a GET's `encoding` parameter: exactly `json` or `proto`.
+bool CodecOfEncoding(std::string_view value, ConnectCodec* codec);
+
+// `application/json` or `application/proto`.
+std::string_view ContentTypeOf(ConnectCodec codec);
+
+// Reads a ListConnectionsRequest in `codec`; empty bytes are the default message. `where` names
+// the bytes in error messages ("request body"). kInvalidArgument naming the problem otherwise.
+Status ReadListConnectionsRequest(ConnectCodec codec, std::string_view bytes,
+                                  std::string_view where, ListConnectionsRequest* request);
+
+// HTTP 200 with `page` as a ListConnectionsResponse in `codec`, and its content type. Throws
+// std::bad_alloc when out of memory.
+HttpResponse ListConnectionsResponseIn(ConnectCodec codec, const ConnectionPage& page);
+
+}  // namespace mqc

@@ -1,0 +1,204 @@
+// The binary protobuf side of the Connect RPC service (see connect_rpc_proto.h).
+//
+// Where the schema is silent:
+// - Enum numbers are the model's (link/connection.h keeps them equal to the schema's), passed
+//   through unchanged: a number the schema does not name stays a number, as proto3 open enums
+//   keep it.
+// - What the JSON side leaves out (connect_rpc_json.cc) is left unset here, so both codecs carry
+//   the same values: closeTime unless closed, closeReason unless closed, sessionExpiryTime
+//   unless offline, idleDuration when unknown (< 0), networkInfo when not known. In binary
+//   protobuf an unset scalar and its zero are the same bytes, so the remaining "left out when
+//   empty" rules of the JSON side need nothing here.
+// - Strings are made valid UTF-8 as the JSON side makes them (ToValidUtf8): proto3 strings must
+//   be, and protobuf logs an error for each one that is not.
+// - Request: protobuf's own parser; it refuses truncated input, wrong wire types and strings
+//   that are not UTF-8 (proto3), without saying where, so the message says what was expected.
+//   Unknown fields are skipped, as the JSON side ignores unknown names.
+#include "companion/http/connect_rpc_proto.h"
+
+#include <google/protobuf/duration.pb.h>
+#include <google/protobuf/stubs/logging.h>
+#include <google/protobuf/timestamp.pb.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+
+#include "companion/http/json_util.h"
+#include "link/topic_mapping.h"
+
+namespace mqc {
+namespace {
+
+constexpr std::int64_t kNanosPerSecond = 1'000'000'000;
+
+// Floor division, so that times before 1970 keep nanos in [0, 1e9) as Timestamp requires.
+void SetTimestamp(std::int64_t unix_ns, google::protobuf::Timestamp* timestamp) {
+  std::int64_t seconds = unix_ns / kNanosPerSecond;
+  std::int64_t nanos = unix_ns % kNanosPerSecond;
+  if (nanos < 0) {
+    nanos += kNanosPerSecond;
+    --seconds;
+  }
+  timestamp->set_seconds(seconds);
+  timestamp->set_nanos(static_cast<std::int32_t>(nanos));
+}
+
+// Duration: seconds and nanos carry the same sign.
+void SetDuration(std::int64_t ns, google::protobuf::Duration* duration) {
+  duration->set_seconds(ns / kNanosPerSecond);
+  duration->set_nanos(static_cast<std::int32_t>(ns % kNanosPerSecond));
+}
+
+void SetStatistics(const RequestStatistics& statistics,
+                   connections_v1::RequestStatistics* message) {
+  message->set_publish_count(statistics.publish_count);
+  message->set_publish_bytes(statistics.publish_bytes);
+  message->set_deliver_count(statistics.deliver_count);
+  message->set_deliver_bytes(statistics.deliver_bytes);
+  message->set_request_count(statistics.request_count);
+}
+
+void SetNetworkInfo(const NetworkInfo& network, connections_v1::NetworkInfo* message) {
+  message->set_rtt_micros(network.rtt_us);
+  message->set_rtt_variance_micros(network.rtt_variance_us);
+  message->set_retransmits(network.retransmits);
+  message->set_send_queue_bytes(network.send_queue_bytes);
+  message->set_receive_queue_bytes(network.receive_queue_bytes);
+  if (network.since_last_receive_ns >= 0) {
+    SetDuration(network.since_last_receive_ns, message->mutable_since_last_receive());
+  }
+  if (network.since_last_send_ns >= 0) {
+    SetDuration(network.since_last_send_ns, message->mutable_since_last_send());
+  }
+}
+
+}  // namespace
+
+void ConnectionToProto(const Connection& connection, connections_v1::Connection* message) {
+  message->set_node_id(connection.node_id);
+  message->set_uid(ToValidUtf8(connection.uid));
+  message->set_state(static_cast<connections_v1::MqttConnectionState>(connection.state));
+  SetTimestamp(connection.open_time_ns, message->mutable_open_time());
+  const bool closed = connection.state == ConnectionState::kClosed;
+  if (closed && connection.close_time_ns != 0) {
+    SetTimestamp(connection.close_time_ns, message->mutable_close_time());
+  }
+  if (closed) {
+    message->set_close_reason(static_cast<connections_v1::CloseReason>(connection.close_reason));
+  }
+  if (connection.state == ConnectionState::kOffline && connection.session_expiry_time_ns != 0) {
+    SetTimestamp(connection.session_expiry_time_ns, message->mutable_session_expiry_time());
+  }
+  message->set_client_id(ToValidUtf8(connection.client_id));
+  message->set_username(ToValidUtf8(connection.username));
+  message->set_protocol_version(connection.protocol_version);
+  message->set_clean_session(connection.clean_session);
+  message->set_keep_alive(connection.keep_alive);
+  connections_v1::Source* source = message->mutable_source();
+  source->set_ip_address(ToValidUtf8(connection.ip_address));
+  source->set_port(connection.port);
+  message->set_listener_name(ToValidUtf8(connection.listener_name));
+  connections_v1::TlsInfo* tls = message->mutable_tls_info();
+  tls->set_enabled(connection.tls.enabled);
+  tls->set_tls_version(ToValidUtf8(connection.tls.tls_version));
+  tls->set_cipher(ToValidUtf8(connection.tls.cipher));
+  tls->set_peer_certificate_subject(ToValidUtf8(connection.tls.peer_certificate_subject));
+  connections_v1::AuthenticationInfo* authentication = message->mutable_authentication_info();
+  authentication->set_mechanism(
+      static_cast<connections_v1::AuthenticationMechanism>(connection.authentication.mechanism));
+  authentication->set_state(
+      static_cast<connections_v1::AuthenticationState>(connection.authentication.state));
+  authentication->set_user_principal(ToValidUtf8(connection.authentication.user_principal));
+  authentication->set_method(ToValidUtf8(connection.authentication.method));
+  message->mutable_subscriptions()->Reserve(static_cast<int>(connection.subscriptions.size()));
+  for (const Subscription& subscription : connection.subscriptions) {
+    connections_v1::Subscription* out = message->add_subscriptions();
+    out->set_filter(ToValidUtf8(subscription.filter));
+    out->set_qos(subscription.qos);
+    out->set_pattern(std::string(PatternName(subscription.mapping.pattern)));
+    out->set_channel(ToValidUtf8(subscription.mapping.channel));
+    out->set_shared_group(ToValidUtf8(subscription.mapping.shared_group));
+    out->set_mapping_error(ToValidUtf8(subscription.mapping.error));
+  }
+  if (connection.idle_ns >= 0) SetDuration(connection.idle_ns, message->mutable_idle_duration());
+  SetStatistics(connection.total_statistics, message->mutable_total_request_statistics());
+  SetStatistics(connection.recent_statistics, message->mutable_recent_request_statistics());
+  if (connection.network.known) {
+    SetNetworkInfo(connection.network, message->mutable_network_info());
+  }
+}
+
+void ListConnectionsResponseToProto(const ConnectionPage& page,
+                                    connections_v1::ListConnectionsResponse* message) {
+  message->mutable_connections()->Reserve(static_cast<int>(page.connections.size()));
+  for (const Connection& connection : page.connections) {
+    ConnectionToProto(connection, message->add_connections());
+  }
+  message->set_total_size(static_cast<std::int64_t>(page.total_size));
+  message->set_next_page_token(page.next_page_token);
+}
+
+namespace {
+
+// Parses `bytes` (empty: the default message) into `message`.
+Status ParseBinary(std::string_view bytes, std::string_view where,
+                   google::protobuf::MessageLite* message) {
+  if (bytes.empty()) return Status();
+  // protobuf logs a line for a string that is not UTF-8; the client gets the error instead, and
+  // a client cannot fill the companion's log.
+  const google::protobuf::LogSilencer quiet;
+  if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
+      !message->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return Status(StatusCode::kInvalidArgument,
+                  std::string(where) + " is not a valid binary " + message->GetTypeName() + " (" +
+                      std::to_string(bytes.size()) +
+                      " bytes: truncated, a wrong wire type, or a string that is not UTF-8)");
+  }
+  return Status();
+}
+
+}  // namespace
+
+Status DecodeListConnectionsRequestProto(std::string_view bytes, std::string_view where,
+                                         ListConnectionsRequest* request) {
+  *request = ListConnectionsRequest();
+  connections_v1::ListConnectionsRequest message;
+  Status status = ParseBinary(bytes, where, &message);
+  if (!status.ok()) return status;
+  request->filter = message.filter();
+  request->order_by = message.order_by();
+  request->page_size = message.page_size();
+  request->page_token = message.page_token();
+  return Status();
+}
+
+std::string EncodeListConnectionsResponseProto(const ConnectionPage& page) {
+  connections_v1::ListConnectionsResponse message;
+  ListConnectionsResponseToProto(page, &message);
+  return message.SerializeAsString();
+}
+
+Status DecodeDisconnectConnectionRequestProto(std::string_view bytes, std::string_view where,
+                                              std::string* client_id, std::string* uid) {
+  client_id->clear();
+  uid->clear();
+  connections_v1::DisconnectConnectionRequest message;
+  Status status = ParseBinary(bytes, where, &message);
+  if (!status.ok()) return status;
+  *client_id = message.client_id();
+  *uid = message.uid();
+  return Status();
+}
+
+std::string EncodeDisconnectConnectionResponseProto(std::string_view client_id,
+                                                    std::string_view uid, bool disconnected) {
+  connections_v1::DisconnectConnectionResponse message;
+  message.set_client_id(ToValidUtf8(client_id));
+  message.set_uid(ToValidUtf8(uid));
+  message.set_disconnected(disconnected);
+  return message.SerializeAsString();
+}
+
+}  // namespace mqc

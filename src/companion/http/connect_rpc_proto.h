@@ -1,0 +1,46 @@
+// The binary protobuf side of the Connect RPC service: the model (link/connection.h, a query
+// page) as the generated messages of proto/mqtt/connections/v1/connections.proto, and requests
+// read from binary protobuf. The JSON side is connect_rpc_json.h; connect_codec.h picks one by
+// the request's content type. Pure functions, safe on any thread.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "companion/http/connect_rpc_json.h"
+#include "companion/query/connection_query.h"
+#include "link/connection.h"
+#include "link/status.h"
+#include "mqtt/connections/v1/connections.pb.h"
+
+namespace mqc {
+
+namespace connections_v1 = ::mqtt::connections::v1;
+
+// The message for one connection. Fields whose zero means "none" or "unknown" (closeTime
+// while open, an unknown idleDuration, networkInfo when the kernel did not tell) stay unset.
+void ConnectionToProto(const Connection& connection, connections_v1::Connection* message);
+
+// The ListConnectionsResponse for `page`.
+void ListConnectionsResponseToProto(const ConnectionPage& page,
+                                    connections_v1::ListConnectionsResponse* message);
+
+// Reads a binary ListConnectionsRequest; empty bytes are the default message. `where` names the
+// bytes in error messages ("request body"). kInvalidArgument when the bytes are not a valid
+// message (truncated, a wrong wire type, a string that is not UTF-8).
+Status DecodeListConnectionsRequestProto(std::string_view bytes, std::string_view where,
+                                         ListConnectionsRequest* request);
+
+// The binary encoding of `page` as a ListConnectionsResponse. Throws std::bad_alloc when out of
+// memory.
+std::string EncodeListConnectionsResponseProto(const ConnectionPage& page);
+
+// DisconnectConnection in binary, for its handler: the request names the connection by client id
+// or by uid (a oneof: at most one is set; both empty when the request names none), and the
+// response. kInvalidArgument when the bytes are not a valid message.
+Status DecodeDisconnectConnectionRequestProto(std::string_view bytes, std::string_view where,
+                                              std::string* client_id, std::string* uid);
+std::string EncodeDisconnectConnectionResponseProto(std::string_view client_id,
+                                                    std::string_view uid, bool disconnected);
+
+}  // namespace mqc
