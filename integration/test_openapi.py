@@ -107,6 +107,13 @@ class OpenApiTest(unittest.TestCase):
             with self.subTest(schema=name):
                 jsonschema.Draft202012Validator.check_schema(schema)
 
+    def test_served_document_is_the_repository_file(self):
+        status, _, text = self.broker.http("/api/openapi.json")
+        self.assertEqual(status, 200)
+        with open(DOCUMENT, encoding="utf-8") as f:
+            self.assertEqual(text, f.read())
+        self.assertEqual(json.loads(text), self.document)
+
     def test_every_endpoint_answers_as_documented(self):
         broker = self.broker
         alice = Client(broker, "oa-alice", version=5, clean=False, username="alice",
@@ -190,6 +197,10 @@ class OpenApiTest(unittest.TestCase):
             self.check(LIST, "POST", None, CONNECT_HEADERS, expect=413, huge=True)
             self.check("/mqtt.connections.v1.ConnectionsService/Nope", "POST", b"{}",
                        CONNECT_HEADERS, expect=501)
+
+            # This document, compiled into the companion.
+            self.check("/api/openapi.json", expect=200)
+            self.check("/api/openapi.json", "POST", b"", expect=405)
 
             # /metrics, after the traffic above.
             self.check("/metrics", expect=200)

@@ -2,6 +2,7 @@
 //   GET  /api/mqtt/connections                          KubeMQ connections endpoint
 //   GET  /metrics                                       Prometheus text (when a provider is set)
 //   POST /mqtt.connections.v1.ConnectionsService/<M>    Connect RPC unary (GET: Connect's GET form)
+//   GET  /api/openapi.json                              the API's document (api/openapi.json)
 // The views are siblings: each route names its path, its methods, the format of its errors (the
 // KubeMQ envelope or a Connect error) and its view. HEAD is served wherever GET is (MHD drops
 // the body).
