@@ -154,7 +154,7 @@ class OpenApiTest(unittest.TestCase):
                           "?limit=1&limit=2", "?protocol_version=6"):
                 self.check("/api/mqtt/connections" + query, expect=400)
             self.check("/api/mqtt/nothing", expect=404)
-            self.check("/", expect=404)
+            self.check("/index.html", expect=404)
             for method in ("POST", "DELETE", "PUT"):
                 self.check("/api/mqtt/connections", method, b"", expect=405)
             self.check("/api/mqtt/connections", "GET", expect=413, huge=True)
@@ -198,9 +198,10 @@ class OpenApiTest(unittest.TestCase):
             self.check("/mqtt.connections.v1.ConnectionsService/Nope", "POST", b"{}",
                        CONNECT_HEADERS, expect=501)
 
-            # This document, compiled into the companion.
-            self.check("/api/openapi.json", expect=200)
-            self.check("/api/openapi.json", "POST", b"", expect=405)
+            # The files compiled into the companion: the web console and this document.
+            for path in ("/", "/console.js", "/console.css", "/api/openapi.json"):
+                self.check(path, expect=200)
+                self.check(path, "POST", b"", expect=405)
 
             # /metrics, after the traffic above.
             self.check("/metrics", expect=200)

@@ -1,5 +1,5 @@
 // Files of the repository compiled into the companion, so that it serves them without reading
-// anything at run time: the API's document (api/openapi.json).
+// anything at run time: the web console (console/) and the API's document (api/openapi.json).
 // The build writes their bytes into a generated source (cmake/embed_files.cmake; the list of
 // files is in CMakeLists.txt). Constant data, safe on any thread.
 #pragma once

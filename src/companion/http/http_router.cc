@@ -10,9 +10,10 @@
 //   body too large -> 413 with `resource_exhausted`; a failing handler -> 500 `internal`.
 //   Every method name under the prefix goes to the Connect handler, which knows its methods.
 // - /metrics ignores query parameters (scrapers send none that matter).
-// - The embedded files (the OpenAPI document) ignore query parameters too, and carry
-//   Content-Security-Policy default-src 'self', X-Content-Type-Options nosniff, and
-//   Cache-Control no-cache (a new build's files are fetched at once).
+// - The embedded files (the console and the OpenAPI document) ignore query parameters too, and
+//   carry Content-Security-Policy default-src 'self' (the console loads nothing from elsewhere
+//   and has no inline script or style), X-Content-Type-Options nosniff, and Cache-Control
+//   no-cache (a new build's files are fetched at once). The path "/" is exact, not a prefix.
 #include "companion/http/http_router.h"
 
 #include <exception>
@@ -40,6 +41,9 @@ struct EmbeddedRoute {
   const char* content_type;
 };
 constexpr EmbeddedRoute kEmbeddedRoutes[] = {
+    {"/", "console/index.html", "text/html; charset=utf-8"},
+    {"/console.css", "console/console.css", "text/css; charset=utf-8"},
+    {"/console.js", "console/console.js", "text/javascript; charset=utf-8"},
     {"/api/openapi.json", "api/openapi.json", kJsonContentType},
 };
 constexpr char kContentSecurityPolicy[] =
@@ -91,7 +95,7 @@ HttpRouter::HttpRouter(const ConnectionSource& connections, MetricsProvider metr
                          return response;
                        }});
   }
-  // The API's document, as the build embedded it.
+  // The web console (console/) and the API's document, as the build embedded them.
   for (const EmbeddedRoute& file : kEmbeddedRoutes) {
     routes_.push_back(
         {file.path, kGetMethods, ErrorFormat::kKubeMq,
@@ -111,7 +115,7 @@ HttpRouter::HttpRouter(const ConnectionSource& connections, MetricsProvider metr
 
 const HttpRouter::Route* HttpRouter::Find(std::string_view path) const {
   for (const Route& route : routes_) {
-    const bool prefix = !route.path.empty() && route.path.back() == '/';
+    const bool prefix = route.path.size() > 1 && route.path.back() == '/';
     if (prefix ? path.substr(0, route.path.size()) == route.path : path == route.path) {
       return &route;
     }

@@ -72,7 +72,7 @@ TEST_F(HttpRouterTest, ConnectionsEndpointReadsTheSourceAndTheQuery) {
 
 TEST_F(HttpRouterTest, UnknownPathIs404WithTheEnvelope) {
   for (const char* path :
-       {"/", "/index.html", "//", "/api/mqtt/connections/", "/API/mqtt/connections", "/metricsx",
+       {"/index.html", "//", "/api/mqtt/connections/", "/API/mqtt/connections", "/metricsx",
         "/console", "/api/openapi.json/", "/mqtt.connections.v1.OtherService/ListConnections"}) {
     const HttpResponse response = bare_.Handle(Request("GET", path));
     EXPECT_EQ(response.status, 404) << path;
@@ -183,8 +183,11 @@ std::string RepositoryFile(const std::string& name) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-TEST_F(HttpRouterTest, OpenApiIsTheRepositoryFileWithSecurityHeaders) {
+TEST_F(HttpRouterTest, ConsoleAndOpenApiAreTheRepositoryFilesWithSecurityHeaders) {
   const std::vector<std::vector<std::string>> files = {
+      {"/", "console/index.html", "text/html; charset=utf-8"},
+      {"/console.css", "console/console.css", "text/css; charset=utf-8"},
+      {"/console.js", "console/console.js", "text/javascript; charset=utf-8"},
       {"/api/openapi.json", "api/openapi.json", "application/json"}};
   for (const auto& file : files) {
     for (const char* method : {"GET", "HEAD"}) {
@@ -203,6 +206,8 @@ TEST_F(HttpRouterTest, OpenApiIsTheRepositoryFileWithSecurityHeaders) {
     EXPECT_EQ(wrong.status, 405) << file[0];
     EXPECT_THAT(wrong.headers, UnorderedElementsAre(Pair("Allow", "GET, HEAD")));
   }
+  EXPECT_NE(RepositoryFile("console/index.html").find("<script src=\"console.js\""),
+            std::string::npos);
 }
 
 TEST_F(HttpRouterTest, EchoedPathIsShortAndValidUtf8) {
