@@ -332,10 +332,14 @@ class ConsoleTokenTest(unittest.TestCase):
                 browser.wait("!!document.getElementById('disconnect')", what="the admin's button")
                 for _ in range(2):
                     browser.evaluate("document.getElementById('disconnect').click()")
+                # (paho may connect again afterwards: only the closed connection is asked for)
+                closed = {"filter": 'client_id = "console-target" AND '
+                                    "state = MQTT_CONNECTION_STATE_CLOSED"}
                 wait_for(lambda: [c.get("closeReason") for c in list_rich(
-                    self.broker, {"filter": 'client_id = "console-target"'},
-                    {"Authorization": f"Bearer {ADMIN_TOKEN}"})[1]["connections"]] == ["KICKED"],
-                    what="console-target closed with KICKED")
+                    self.broker, closed, {"Authorization": f"Bearer {ADMIN_TOKEN}"})[1][
+                    "connections"]] == ["KICKED"], what="console-target closed with KICKED")
+                browser.wait("document.getElementById('action-message').textContent == "
+                             "'Disconnected console-target.'", what="the page saying so")
         finally:
             target.client.loop_stop()
 
