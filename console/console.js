@@ -357,24 +357,16 @@ function renderDetail(connection) {
   message.id = 'action-message';
   panel.appendChild(message);
 
-  section(panel, 'Connection', [
-    ['client id', connection.clientId], ['uid', connection.uid], ['node id', connection.nodeId],
-    ['state', connection.state], ['username', connection.username],
-    ['protocol', PROTOCOLS[connection.protocolVersion] || connection.protocolVersion],
-    ['clean session', connection.cleanSession], ['keep alive', connection.keepAlive],
-    ['address', address(connection)], ['listener', connection.listenerName],
-    ['opened', connection.openTime], ['closed', connection.closeTime],
-    ['close reason', connection.closeReason],
-    ['session expiry', connection.sessionExpiryTime],
-    ['idle', connection.idleDuration]]);
-  const tls = connection.tlsInfo || {};
-  section(panel, 'TLS', [['enabled', tls.enabled === true], ['version', tls.tlsVersion],
-    ['cipher', tls.cipher], ['peer certificate subject', tls.peerCertificateSubject]]);
-  const auth = connection.authenticationInfo || {};
-  section(panel, 'Authentication', [
-    ['mechanism', shortEnum(auth.mechanism, 'AUTHENTICATION_MECHANISM_')],
-    ['state', shortEnum(auth.state, 'AUTHENTICATION_STATE_')],
-    ['user principal', auth.userPrincipal], ['method', auth.method]]);
+  const subscriptions = connection.subscriptions || [];
+  panel.appendChild(element('h3', 'Subscriptions (' + subscriptions.length + ')'));
+  // The KubeMQ pattern and channel of each filter; the mapping error column only when one has
+  // an error (a filter that maps onto no channel).
+  const withErrors = subscriptions.some((s) => s.mappingError);
+  table(panel, ['filter', 'QoS', 'pattern', 'channel', 'shared group']
+                   .concat(withErrors ? ['mapping error'] : []),
+        subscriptions.map((s) => [s.filter, s.qos, s.pattern, s.channel, s.sharedGroup]
+                                     .concat(withErrors ? [s.mappingError] : [])),
+        'subscriptions');
 
   panel.appendChild(element('h3', 'Traffic'));
   const total = connection.totalRequestStatistics || {};
@@ -385,6 +377,26 @@ function renderDetail(connection) {
     ['deliveries', total.deliverCount || '0', recent.deliverCount || '0'],
     ['deliver bytes', total.deliverBytes || '0', recent.deliverBytes || '0'],
     ['requests', total.requestCount || '0', recent.requestCount || '0']], 'traffic');
+
+  section(panel, 'Connection', [
+    ['client id', connection.clientId], ['uid', connection.uid], ['node id', connection.nodeId],
+    ['state', connection.state], ['username', connection.username],
+    ['protocol', PROTOCOLS[connection.protocolVersion] || connection.protocolVersion],
+    ['clean session', connection.cleanSession], ['keep alive', connection.keepAlive],
+    ['address', address(connection)], ['listener', connection.listenerName],
+    ['opened', connection.openTime], ['closed', connection.closeTime],
+    ['close reason', connection.closeReason],
+    ['session expiry', connection.sessionExpiryTime],
+    ['idle', connection.idleDuration]]);
+
+  const tls = connection.tlsInfo || {};
+  section(panel, 'TLS', [['enabled', tls.enabled === true], ['version', tls.tlsVersion],
+    ['cipher', tls.cipher], ['peer certificate subject', tls.peerCertificateSubject]]);
+  const auth = connection.authenticationInfo || {};
+  section(panel, 'Authentication', [
+    ['mechanism', shortEnum(auth.mechanism, 'AUTHENTICATION_MECHANISM_')],
+    ['state', shortEnum(auth.state, 'AUTHENTICATION_STATE_')],
+    ['user principal', auth.userPrincipal], ['method', auth.method]]);
 
   if (connection.networkInfo) {
     const net = connection.networkInfo;
@@ -400,12 +412,6 @@ function renderDetail(connection) {
     const more = Object.keys(net).filter((k) => !known.has(k)).map((k) => [k, net[k]]);
     if (more.length) section(panel, 'Network, more', more);
   }
-
-  const subscriptions = connection.subscriptions || [];
-  panel.appendChild(element('h3', 'Subscriptions (' + subscriptions.length + ')'));
-  table(panel, ['filter', 'QoS', 'KubeMQ pattern', 'channel', 'shared group', 'mapping error'],
-        subscriptions.map((s) => [s.filter, s.qos, s.pattern, s.channel, s.sharedGroup,
-          s.mappingError]), 'subscriptions');
 
   const others = Object.keys(connection).filter((k) => !SHOWN.has(k));
   if (others.length) section(panel, 'More', others.map((k) => [k, connection[k]]));
