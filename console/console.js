@@ -109,8 +109,10 @@ function searchFilter() {
   return 'client_id = ' + quoted(text, true);
 }
 
+// The search's clauses first, so that a position in the server's error message is a position
+// in what the user typed.
 function withState(state, filter) {
-  return 'state = ' + state + (filter ? ' AND ' + filter : '');
+  return (filter ? filter + ' AND ' : '') + 'state = ' + state;
 }
 
 // --- formatting ----------------------------------------------------------------------------
@@ -237,10 +239,13 @@ function orderBy() {
 
 async function refreshLists() {
   const filter = searchFilter();
-  const [open, closed] = await Promise.all([
+  const answers = await Promise.allSettled([
     listConnections(withState(OPEN, filter), orderBy(), PAGE_SIZE),
     listConnections(withState(CLOSED, filter), 'close_time desc', CLOSED_PAGE_SIZE),
   ]);
+  const failed = answers.find((answer) => answer.status === 'rejected');
+  if (failed) throw failed.reason;  // the open list's error first: always the same message
+  const [open, closed] = answers.map((answer) => answer.value);
   const openRows = open.connections || [];
   renderRows($('connections'), openRows, fillOpenRow);
   renderRows($('closed'), closed.connections || [], fillClosedRow);

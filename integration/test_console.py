@@ -161,10 +161,12 @@ class ConsoleTest(unittest.TestCase):
         self.assertEqual([r[0] for r in self.open_rows(dom)], ["console-alice"])
         dom = self.render({"q": 'subscriptions.pattern = "commands"'})
         self.assertEqual([r[0] for r in self.open_rows(dom)], ["console-bob"])
-        # A filter the server refuses shows the server's own message.
-        bad = "nonsense = 1"
+        # A filter the server refuses shows the server's own message, whose position is one in
+        # the text typed (the page puts the search's clauses first).
+        bad = "client_id = \"a\" AND nonsense = 1"
         status, answer = list_rich(self.broker, {
-            "filter": "state = MQTT_CONNECTION_STATE_OPEN AND " + bad})
+            "filter": bad + " AND state = MQTT_CONNECTION_STATE_OPEN"})
+        self.assertIn(f"position {bad.index('nonsense') + 1}", answer["message"])  # 1-based
         self.assertEqual(status, 400)
         dom = self.render({"q": bad})
         error = dom.by_id("error")
