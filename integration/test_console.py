@@ -205,8 +205,42 @@ class ConsoleTest(unittest.TestCase):
         self.assertEqual(traffic["publishes"][0], "3")
         self.assertEqual(traffic["publish bytes"][0], "12")
         self.assertEqual(traffic["requests"][0], "5")  # 3 publishes + 2 subscribes
-        tls = [dt for dt in detail.find_all("dt")]
-        self.assertIn("peer certificate subject", [dt.text() for dt in tls])
+        labels = [dt.text() for dt in detail.find_all("dt")]
+        self.assertIn("peer certificate subject", labels)
+        # Every value the API gives is shown: each leaf of the connection's JSON is the text of
+        # a field or a cell of the panel (enums without their prefix, the address joined).
+        # Left out: values that move between the API's answer and the page's (idle time, the
+        # previous minute's figures, the kernel's socket figures), and the subscriptions,
+        # compared whole above.
+        shown = {e.text() for e in detail.find_all("dd") + detail.find_all("td")}
+        moving = ("idleDuration", "recentRequestStatistics", "networkInfo", "subscriptions")
+        expected = {"source": [f"{connection['source']['ipAddress']}:"
+                               f"{connection['source']['port']}"],
+                    "protocolVersion": ["5.0"]}
+
+        def leaves(value, path):
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    yield from leaves(item, path + [key])
+            else:
+                yield path, value
+
+        for path, value in leaves(connection, []):
+            if path[0] in moving:
+                continue
+            texts = expected.get(path[0]) or [
+                json.dumps(value) if isinstance(value, bool) else
+                str(value).replace("AUTHENTICATION_MECHANISM_", "")
+                .replace("AUTHENTICATION_STATE_", "")]
+            for text in texts:
+                self.assertIn(text, shown, ".".join(path))
+        # networkInfo (the kernel's TCP_INFO) has its section when the API gives it.
+        if "networkInfo" in connection:
+            for label in ("round-trip time", "retransmits", "send queue bytes",
+                          "since last receive"):
+                self.assertIn(label, labels)
+        else:
+            self.assertNotIn("round-trip time", labels)
         # The selected row is marked in the table.
         selected = [row for row in dom.by_id("connections").find_all("tr")
                     if row.attrs.get("class") == "selected"]
