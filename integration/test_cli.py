@@ -14,9 +14,11 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.parse
 import urllib.request
 
-from harness import Broker, Client, disconnect_all, free_port, wait_for
+from harness import (Broker, Client, bearer_tokens_supported, disconnect_all, free_port,
+                     wait_for)
 
 CLI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli",
                    "mosquitto-connections")
@@ -293,7 +295,8 @@ class TwoBrokersTest(unittest.TestCase):
             (["get", "--output", "wide", "x"], "--output"),
             (["list", "--no-such-flag"], "--no-such-flag"),
             (["get"], "CLIENT_ID"),
-            (["disconnect", "x"], "disconnect"),
+            (["disconnect"], "CLIENT_ID"),
+            (["disconnect", "--token-file", missing, "x"], "--token-file"),
             ([], "COMMAND"),
         ]
         for args, named in cases:
@@ -398,6 +401,74 @@ class TokenAndHttpsTest(unittest.TestCase):
             finally:
                 client.disconnect()
                 proxy.close()
+                broker.cleanup_dir()
+
+
+READ_TOKEN = "cli-read-token-1"
+ADMIN_TOKEN = "cli-admin-token-1"
+
+
+@unittest.skipUnless(bearer_tokens_supported(), "this build's companion has no bearer tokens "
+                                                "(plugin_opt_http_token_file)")
+class DisconnectTest(unittest.TestCase):
+    """`disconnect CLIENT_ID`: DELETE /api/mqtt/connections/{client_id} with the admin token."""
+
+    def test_disconnect_needs_the_admin_token_and_names_what_happened(self):
+        with Broker(files={"tokens": f"{READ_TOKEN}\n", "admin": f"{ADMIN_TOKEN}\n"},
+                    plugin_after="plugin_opt_http_token_file {dir}/tokens\n"
+                                 "plugin_opt_http_admin_token_file {dir}/admin") as broker:
+            folder = tempfile.mkdtemp(prefix="mqc-cli-tokens-")
+            client = Client(broker, "cli-victim #1")  # a client id that needs escaping in a URL
+            try:
+                read, admin = os.path.join(folder, "read"), os.path.join(folder, "admin")
+                for path, token in ((read, READ_TOKEN), (admin, ADMIN_TOKEN)):
+                    with open(path, "w") as f:
+                        f.write(f"# token\n{token}\n")
+                target = ["disconnect", "cli-victim #1", "--url", url(broker)]
+
+                def refusal(client_id, token):
+                    """The server's own refusal of this DELETE: (status, error_string)."""
+                    status, _, body = broker.http(
+                        "/api/mqtt/connections/" + urllib.parse.quote(client_id, safe=""),
+                        "DELETE", headers={"Authorization": f"Bearer {token}"} if token else {})
+                    return status, json.loads(body)["error_string"]
+
+                # No token: 401; a read token: 403; an unknown client: 404. Each exits 1 with
+                # the server's message, and the client stays connected.
+                for token_file, client_id, token, status in (
+                        (None, "cli-victim #1", None, 401),
+                        (read, "cli-victim #1", READ_TOKEN, 403),
+                        (admin, "cli-nobody", ADMIN_TOKEN, 404)):
+                    with self.subTest(status=status):
+                        expected = refusal(client_id, token)
+                        self.assertEqual(expected[0], status)
+                        result = run_cli("disconnect", client_id, "--url", url(broker),
+                                         *(["--token-file", token_file] if token_file else []))
+                        self.assertEqual(result.returncode, 1, result)
+                        self.assertEqual(result.stdout, "")
+                        self.assertEqual(result.stderr, f"mosquitto-connections: {node(broker)}: "
+                                                        f"HTTP {status}: {expected[1]}\n")
+                listed = run_cli("get", "cli-victim #1", "--url", url(broker), "-o", "json",
+                                 "--token-file", read)
+                self.assertEqual(listed.returncode, 0, listed.stderr)
+                self.assertEqual([c["state"] for c in json.loads(listed.stdout)],
+                                 ["MQTT_CONNECTION_STATE_OPEN"])
+                # The admin token disconnects it: KICKED.
+                result = run_cli(*target, "--token-file", admin)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertEqual(result.stdout,
+                                 f'{node(broker)}: disconnected client "cli-victim #1"\n')
+
+                def close_reason():  # of its closed connections (paho may connect again)
+                    answer = run_cli("get", "cli-victim #1", "--closed", "-o", "json",
+                                     "--url", url(broker), "--token-file", read)
+                    return [c.get("closeReason") for c in json.loads(answer.stdout or "[]")
+                            if c["state"] == "MQTT_CONNECTION_STATE_CLOSED"]
+
+                wait_for(lambda: close_reason() == ["KICKED"], what="the client closed, KICKED")
+            finally:
+                client.client.loop_stop()
+                shutil.rmtree(folder, ignore_errors=True)
                 broker.cleanup_dir()
 
 

@@ -107,6 +107,13 @@ class OpenApiTest(unittest.TestCase):
             with self.subTest(schema=name):
                 jsonschema.Draft202012Validator.check_schema(schema)
 
+    def test_served_document_is_the_repository_file(self):
+        status, _, text = self.broker.http("/api/openapi.json")
+        self.assertEqual(status, 200)
+        with open(DOCUMENT, encoding="utf-8") as f:
+            self.assertEqual(text, f.read())
+        self.assertEqual(json.loads(text), self.document)
+
     def test_every_endpoint_answers_as_documented(self):
         broker = self.broker
         alice = Client(broker, "oa-alice", version=5, clean=False, username="alice",
@@ -147,7 +154,7 @@ class OpenApiTest(unittest.TestCase):
                           "?limit=1&limit=2", "?protocol_version=6"):
                 self.check("/api/mqtt/connections" + query, expect=400)
             self.check("/api/mqtt/nothing", expect=404)
-            self.check("/", expect=404)
+            self.check("/index.html", expect=404)
             for method in ("POST", "DELETE", "PUT"):
                 self.check("/api/mqtt/connections", method, b"", expect=405)
             self.check("/api/mqtt/connections", "GET", expect=413, huge=True)
@@ -192,6 +199,11 @@ class OpenApiTest(unittest.TestCase):
             self.check(LIST, "POST", None, CONNECT_HEADERS, expect=413, huge=True)
             self.check("/mqtt.connections.v1.ConnectionsService/Nope", "POST", b"{}",
                        CONNECT_HEADERS, expect=501)
+
+            # The files compiled into the companion: the web console and this document.
+            for path in ("/", "/console.js", "/console.css", "/api/openapi.json"):
+                self.check(path, expect=200)
+                self.check(path, "POST", b"", expect=405)
 
             # /metrics, after the traffic above.
             self.check("/metrics", expect=200)

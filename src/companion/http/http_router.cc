@@ -10,13 +10,19 @@
 //   body too large -> 413 with `resource_exhausted`; a failing handler -> 500 `internal`.
 //   Every method name under the prefix goes to the Connect handler, which knows its methods.
 // - /metrics ignores query parameters (scrapers send none that matter).
+// - The embedded files (the console and the OpenAPI document) ignore query parameters too, and
+//   carry Content-Security-Policy default-src 'self' (the console loads nothing from elsewhere
+//   and has no inline script or style), X-Content-Type-Options nosniff, and Cache-Control
+//   no-cache (a new build's files are fetched at once). The path "/" is exact, not a prefix.
 #include "companion/http/http_router.h"
 
 #include <exception>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
 
+#include "companion/http/embedded_files.h"
 #include "companion/http/json_util.h"
 #include "companion/http/view_util.h"
 #include "link/status.h"
@@ -29,6 +35,20 @@ constexpr char kGetMethods[] = "GET, HEAD";
 constexpr char kConnectRpcMethods[] = "GET, HEAD, POST";
 constexpr char kBodyTooLarge[] = "request body too large";
 
+struct EmbeddedRoute {
+  const char* path;
+  const char* name;  // in the repository (and in the build's list of embedded files)
+  const char* content_type;
+};
+constexpr EmbeddedRoute kEmbeddedRoutes[] = {
+    {"/", "console/index.html", "text/html; charset=utf-8"},
+    {"/console.css", "console/console.css", "text/css; charset=utf-8"},
+    {"/console.js", "console/console.js", "text/javascript; charset=utf-8"},
+    {"/api/openapi.json", "api/openapi.json", kJsonContentType},
+};
+constexpr char kContentSecurityPolicy[] =
+    "default-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
 bool Allows(std::string_view methods, const HttpRequest& request) {
   return IsGet(request) || (request.method == "POST" && methods == kConnectRpcMethods);
 }
@@ -36,6 +56,24 @@ bool Allows(std::string_view methods, const HttpRequest& request) {
 std::string NotAllowedMessage(const HttpRequest& request, const char* allowed) {
   return "method " + QuoteForMessage(request.method) + " is not allowed on " +
          QuoteForMessage(request.path) + "; allowed: " + allowed;
+}
+
+// A view answering one file of the build's embedded files (the build fails to link without
+// them; a name missing from the list in CMakeLists.txt is a programming error caught by the
+// router's unit test as a 500).
+HttpResponse EmbeddedFileResponse(const EmbeddedRoute& route) {
+  const EmbeddedFile* file = FindEmbeddedFile(route.name);
+  if (file == nullptr) {
+    throw std::logic_error(std::string("no embedded file ") + route.name);
+  }
+  HttpResponse response;
+  response.status = kHttpOk;
+  response.content_type = route.content_type;
+  response.body = std::string(file->bytes);
+  response.headers = {{"Content-Security-Policy", kContentSecurityPolicy},
+                      {"X-Content-Type-Options", "nosniff"},
+                      {"Cache-Control", "no-cache"}};
+  return response;
 }
 
 }  // namespace
@@ -57,6 +95,12 @@ HttpRouter::HttpRouter(const ConnectionSource& connections, MetricsProvider metr
                          return response;
                        }});
   }
+  // The web console (console/) and the API's document, as the build embedded them.
+  for (const EmbeddedRoute& file : kEmbeddedRoutes) {
+    routes_.push_back(
+        {file.path, kGetMethods, ErrorFormat::kKubeMq,
+         [&file](const HttpRequest&, std::string_view) { return EmbeddedFileResponse(file); }});
+  }
   routes_.push_back(
       {kConnectRpcServicePrefix, kConnectRpcMethods, ErrorFormat::kConnectRpc,
        [connect = std::move(connect)](const HttpRequest& request, std::string_view method) {
@@ -71,7 +115,7 @@ HttpRouter::HttpRouter(const ConnectionSource& connections, MetricsProvider metr
 
 const HttpRouter::Route* HttpRouter::Find(std::string_view path) const {
   for (const Route& route : routes_) {
-    const bool prefix = !route.path.empty() && route.path.back() == '/';
+    const bool prefix = route.path.size() > 1 && route.path.back() == '/';
     if (prefix ? path.substr(0, route.path.size()) == route.path : path == route.path) {
       return &route;
     }

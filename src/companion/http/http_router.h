@@ -2,6 +2,8 @@
 //   GET  /api/mqtt/connections                          KubeMQ connections endpoint
 //   GET  /metrics                                       Prometheus text (when a provider is set)
 //   POST /mqtt.connections.v1.ConnectionsService/<M>    Connect RPC unary (GET: Connect's GET form)
+//   GET  /, /console.css, /console.js                   the web console (console/, embedded)
+//   GET  /api/openapi.json                              the API's document (api/openapi.json)
 // The views are siblings: each route names its path, its methods, the format of its errors (the
 // KubeMQ envelope or a Connect error) and its view. HEAD is served wherever GET is (MHD drops
 // the body).
@@ -52,7 +54,7 @@ class HttpRouter {
   // exact path).
   using View = std::function<HttpResponse(const HttpRequest& request, std::string_view rest)>;
   struct Route {
-    std::string_view path;  // matched exactly, or as a prefix when it ends in '/'
+    std::string_view path;  // matched exactly, or as a prefix when it ends in '/' (not "/")
     const char* methods;    // the Allow header: "GET, HEAD" or "GET, HEAD, POST"
     ErrorFormat errors;
     View view;

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -69,8 +71,9 @@ TEST_F(HttpRouterTest, ConnectionsEndpointReadsTheSourceAndTheQuery) {
 }
 
 TEST_F(HttpRouterTest, UnknownPathIs404WithTheEnvelope) {
-  for (const char* path : {"/", "/api/mqtt/connections/", "/API/mqtt/connections", "/metricsx",
-                           "/mqtt.connections.v1.OtherService/ListConnections"}) {
+  for (const char* path :
+       {"/index.html", "//", "/api/mqtt/connections/", "/API/mqtt/connections", "/metricsx",
+        "/console", "/api/openapi.json/", "/mqtt.connections.v1.OtherService/ListConnections"}) {
     const HttpResponse response = bare_.Handle(Request("GET", path));
     EXPECT_EQ(response.status, 404) << path;
     EXPECT_EQ(response.content_type, "application/json");
@@ -172,6 +175,39 @@ TEST_F(HttpRouterTest, ConnectErrorsUseConnectJson) {
   const HttpResponse too_large = bare_.Handle(large);
   EXPECT_EQ(too_large.status, 413);
   EXPECT_EQ(too_large.body, R"({"code":"resource_exhausted","message":"request body too large"})");
+}
+
+std::string RepositoryFile(const std::string& name) {
+  std::ifstream in(std::string(MQC_SOURCE_DIR) + "/" + name, std::ios::binary);
+  EXPECT_TRUE(in) << name;
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+TEST_F(HttpRouterTest, ConsoleAndOpenApiAreTheRepositoryFilesWithSecurityHeaders) {
+  const std::vector<std::vector<std::string>> files = {
+      {"/", "console/index.html", "text/html; charset=utf-8"},
+      {"/console.css", "console/console.css", "text/css; charset=utf-8"},
+      {"/console.js", "console/console.js", "text/javascript; charset=utf-8"},
+      {"/api/openapi.json", "api/openapi.json", "application/json"}};
+  for (const auto& file : files) {
+    for (const char* method : {"GET", "HEAD"}) {
+      const HttpResponse response = bare_.Handle(Request(method, file[0], {{"x", "1"}}));
+      EXPECT_EQ(response.status, 200) << file[0];
+      EXPECT_EQ(response.content_type, file[2]);
+      EXPECT_EQ(response.body, RepositoryFile(file[1])) << file[0];
+      EXPECT_THAT(response.headers,
+                  UnorderedElementsAre(Pair("Content-Security-Policy",
+                                            "default-src 'self'; base-uri 'none'; "
+                                            "form-action 'none'; frame-ancestors 'none'"),
+                                       Pair("X-Content-Type-Options", "nosniff"),
+                                       Pair("Cache-Control", "no-cache")));
+    }
+    const HttpResponse wrong = bare_.Handle(Request("POST", file[0]));
+    EXPECT_EQ(wrong.status, 405) << file[0];
+    EXPECT_THAT(wrong.headers, UnorderedElementsAre(Pair("Allow", "GET, HEAD")));
+  }
+  EXPECT_NE(RepositoryFile("console/index.html").find("<script src=\"console.js\""),
+            std::string::npos);
 }
 
 TEST_F(HttpRouterTest, EchoedPathIsShortAndValidUtf8) {

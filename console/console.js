@@ -1,0 +1,575 @@
+// The web console (console/index.html): a live table of the open connections, the recently
+// closed ones, one connection's every field, and three broker figures. Everything is asked of
+// the companion's own APIs (docs/api.md): searching and sorting are ListConnections' filter and
+// orderBy, done by the server (docs/query-language.md); the figures come from /metrics.
+//
+// The URL's fragment holds the view, so that a view can be linked (and driven by the tests):
+//   #q=<search>&sort=<field>&desc=1&client=<client id>
+// With bearer tokens on (a 401 with WWW-Authenticate: Bearer), the page asks for a token and
+// keeps it in sessionStorage (this tab only). With a token it offers Disconnect on an open
+// connection; a 403 answer means the token is not an admin token, and the button goes away.
+'use strict';
+
+const LIST_PATH = '/mqtt.connections.v1.ConnectionsService/ListConnections';
+const DISCONNECT_PATH = '/mqtt.connections.v1.ConnectionsService/DisconnectConnection';
+const OPEN = 'MQTT_CONNECTION_STATE_OPEN';
+const CLOSED = 'MQTT_CONNECTION_STATE_CLOSED';
+const REFRESH_MS = 3000;
+const PAGE_SIZE = 1000;  // rows in the live table
+const CLOSED_PAGE_SIZE = 50;
+const RECENT_WINDOW_SECONDS = 60;  // recentRequestStatistics: the previous complete minute
+const TOKEN_KEY = 'mosquitto-connections.token';
+const NOT_ADMIN_KEY = 'mosquitto-connections.not-admin';
+const PROTOCOLS = {3: '3.1', 4: '3.1.1', 5: '5.0'};
+
+const view = {search: '', sortField: '', sortDesc: false, clientId: '', uid: ''};
+let timer = null;
+let waitingForToken = false;
+let confirmTimer = null;
+
+const $ = (id) => document.getElementById(id);
+
+// --- the URL fragment ----------------------------------------------------------------------
+
+function readFragment() {
+  const params = new URLSearchParams(location.hash.replace(/^#/, ''));
+  view.search = params.get('q') || '';
+  view.sortField = params.get('sort') || '';
+  view.sortDesc = params.get('desc') === '1';
+  const clientId = params.get('client') || '';
+  if (clientId !== view.clientId) {
+    view.clientId = clientId;
+    view.uid = '';
+  }
+}
+
+function writeFragment() {
+  const params = new URLSearchParams();
+  if (view.search) params.set('q', view.search);
+  if (view.sortField) params.set('sort', view.sortField);
+  if (view.sortDesc) params.set('desc', '1');
+  if (view.clientId) params.set('client', view.clientId);
+  const text = params.toString();
+  history.replaceState(null, '', text ? '#' + text : location.pathname + location.search);
+}
+
+// --- talking to the companion --------------------------------------------------------------
+
+class TokenNeeded extends Error {}
+
+async function request(path, message) {
+  const headers = {};
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) headers['Authorization'] = 'Bearer ' + token;
+  const init = {method: 'GET', headers, cache: 'no-store'};
+  if (message !== undefined) {
+    init.method = 'POST';
+    headers['Content-Type'] = 'application/json';
+    headers['Connect-Protocol-Version'] = '1';
+    init.body = JSON.stringify(message);
+  }
+  const response = await fetch(path, init);
+  if (response.status === 401 &&
+      /^bearer/i.test(response.headers.get('WWW-Authenticate') || '')) {
+    askForToken(token ? 'The token was refused. Enter another one.'
+                      : 'This broker\'s API asks for a bearer token.');
+    throw new TokenNeeded();
+  }
+  return response;
+}
+
+// The text of an error answer: a Connect error's message, the KubeMQ envelope's error_string.
+async function errorText(response) {
+  const text = await response.text();
+  try {
+    const body = JSON.parse(text);
+    if (body.message) return body.code ? body.code + ': ' + body.message : body.message;
+    if (body.error_string) return body.error_string;
+  } catch (e) { /* not JSON */ }
+  return 'HTTP ' + response.status + (text ? ': ' + text : '');
+}
+
+async function listConnections(filter, orderBy, pageSize) {
+  const response = await request(LIST_PATH, {filter, orderBy, pageSize});
+  if (!response.ok) throw new Error(await errorText(response));
+  return response.json();
+}
+
+// A string value of the filter language: JSON escapes, and '*' escaped unless it is a prefix.
+function quoted(text, prefix) {
+  const inner = JSON.stringify(text).slice(1, -1).replace(/\*/g, '\\*');
+  return '"' + inner + (prefix ? '*' : '') + '"';
+}
+
+// What the search box means: a filter when it holds an operator, else a client id prefix.
+function searchFilter() {
+  const text = view.search.trim();
+  if (!text) return '';
+  if (/[=<>]/.test(text)) return text;
+  return 'client_id = ' + quoted(text, true);
+}
+
+// The search's clauses first, so that a position in the server's error message is a position
+// in what the user typed.
+function withState(state, filter) {
+  return (filter ? filter + ' AND ' : '') + 'state = ' + state;
+}
+
+// --- formatting ----------------------------------------------------------------------------
+
+function seconds(duration) {  // "1.500s" -> 1.5
+  const match = /^(-?\d+(?:\.\d+)?)s$/.exec(duration || '');
+  return match ? Number(match[1]) : null;
+}
+
+function human(value) {  // seconds -> "4.2s", "3m12s", "2h5m", "1d3h"
+  if (value === null || value === undefined) return '-';
+  value = Math.max(value, 0);
+  if (value < 10) return value.toFixed(1) + 's';
+  const whole = Math.floor(value);
+  const d = Math.floor(whole / 86400), h = Math.floor(whole % 86400 / 3600);
+  const m = Math.floor(whole % 3600 / 60), s = whole % 60;
+  if (d) return d + 'd' + h + 'h';
+  if (h) return h + 'h' + m + 'm';
+  if (m) return m + 'm' + s + 's';
+  return s + 's';
+}
+
+function timeText(stamp) {  // RFC 3339 -> "2026-12-01 04:41:13Z"
+  return stamp ? stamp.slice(0, 10) + ' ' + stamp.slice(11, 19) + 'Z' : '-';
+}
+
+function age(stamp) {
+  const when = Date.parse(stamp || '');
+  return Number.isNaN(when) ? '' : human((Date.now() - when) / 1000) + ' ago';
+}
+
+function address(connection) {
+  const source = connection.source || {};
+  if (!source.ipAddress) return '-';
+  if (source.port === undefined) return source.ipAddress;
+  return source.ipAddress.includes(':') ? '[' + source.ipAddress + ']:' + source.port
+                                        : source.ipAddress + ':' + source.port;
+}
+
+function recentRate(connection, field) {
+  const statistics = connection.recentRequestStatistics || {};
+  return (Number(statistics[field] || 0) / RECENT_WINDOW_SECONDS).toFixed(1);
+}
+
+function shortEnum(value, prefix) {
+  return value ? String(value).replace(prefix, '') : '-';
+}
+
+// --- the live table ------------------------------------------------------------------------
+
+function cell(row, index, text, className) {
+  let td = row.children[index];
+  if (!td) {
+    td = document.createElement('td');
+    row.appendChild(td);
+  }
+  if (td.textContent !== text) td.textContent = text;
+  td.className = className || '';
+  return td;
+}
+
+function fillOpenRow(row, connection) {
+  cell(row, 0, connection.clientId || '');
+  cell(row, 1, connection.username || '-');
+  cell(row, 2, address(connection));
+  cell(row, 3, PROTOCOLS[connection.protocolVersion] || String(connection.protocolVersion || '-'));
+  const since = cell(row, 4, timeText(connection.openTime));
+  since.title = age(connection.openTime);
+  cell(row, 5, human(seconds(connection.idleDuration)), 'number');
+  cell(row, 6, String((connection.subscriptions || []).length), 'number');
+  cell(row, 7, recentRate(connection, 'publishCount'), 'number');
+  cell(row, 8, recentRate(connection, 'deliverCount'), 'number');
+}
+
+function fillClosedRow(row, connection) {
+  cell(row, 0, connection.clientId || '');
+  cell(row, 1, connection.username || '-');
+  cell(row, 2, address(connection));
+  cell(row, 3, timeText(connection.openTime));
+  cell(row, 4, timeText(connection.closeTime));
+  cell(row, 5, shortEnum(connection.closeReason, 'CLOSE_REASON_'));
+}
+
+// Updates the rows in place, keyed by uid: the same <tr> stays for the same connection, so the
+// selection, the focus and the scroll position survive a refresh.
+function renderRows(table, connections, fill) {
+  const body = table.tBodies[0];
+  const scroller = table.parentElement;
+  const scrollTop = scroller.scrollTop;
+  const existing = new Map();
+  for (const row of Array.from(body.rows)) existing.set(row.dataset.uid, row);
+  let previous = null;
+  for (const connection of connections) {
+    let row = existing.get(connection.uid);
+    if (row) {
+      existing.delete(connection.uid);
+    } else {
+      row = document.createElement('tr');
+      row.dataset.uid = connection.uid;
+      row.addEventListener('click', () => select(row.dataset.uid, row.dataset.clientId));
+    }
+    row.dataset.clientId = connection.clientId || '';
+    row.dataset.state = connection.state || '';
+    fill(row, connection);
+    row.classList.toggle('selected', connection.uid === view.uid);
+    const expected = previous ? previous.nextSibling : body.firstChild;
+    if (row !== expected) body.insertBefore(row, expected);
+    previous = row;
+  }
+  for (const row of existing.values()) row.remove();
+  scroller.scrollTop = scrollTop;
+}
+
+function renderSortHeaders() {
+  for (const th of document.querySelectorAll('#connections th[data-field]')) {
+    th.classList.toggle('sorted-asc', th.dataset.field === view.sortField && !view.sortDesc);
+    th.classList.toggle('sorted-desc', th.dataset.field === view.sortField && view.sortDesc);
+  }
+}
+
+function orderBy() {
+  return view.sortField ? view.sortField + (view.sortDesc ? ' desc' : ' asc') : 'client_id asc';
+}
+
+async function refreshLists() {
+  const filter = searchFilter();
+  const answers = await Promise.allSettled([
+    listConnections(withState(OPEN, filter), orderBy(), PAGE_SIZE),
+    listConnections(withState(CLOSED, filter), 'close_time desc', CLOSED_PAGE_SIZE),
+  ]);
+  const failed = answers.find((answer) => answer.status === 'rejected');
+  if (failed) throw failed.reason;  // the open list's error first: always the same message
+  const [open, closed] = answers.map((answer) => answer.value);
+  const openRows = open.connections || [];
+  renderRows($('connections'), openRows, fillOpenRow);
+  renderRows($('closed'), closed.connections || [], fillClosedRow);
+  const total = Number(open.totalSize || openRows.length);
+  $('count').textContent = total > openRows.length ? openRows.length + ' of ' + total + ' shown'
+                                                   : total + (total === 1 ? ' connection'
+                                                                          : ' connections');
+}
+
+// --- the figures at the top (/metrics) -----------------------------------------------------
+
+function parseMetrics(text) {
+  const samples = [];
+  for (const line of text.split('\n')) {
+    const match = /^([A-Za-z_:][\w:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
+    if (match) samples.push({name: match[1], labels: match[2] || '', value: Number(match[3])});
+  }
+  return samples;
+}
+
+function sum(samples, name, labelText) {
+  return samples.filter((s) => s.name === name && (!labelText || s.labels.includes(labelText)))
+      .reduce((total, s) => total + s.value, 0);
+}
+
+async function refreshFigures() {
+  const response = await request('/metrics');
+  if (!response.ok) throw new Error('/metrics: ' + await errorText(response));
+  const samples = parseMetrics(await response.text());
+  $('figure-connections').textContent = String(sum(samples, 'kubemq_mqtt_connections'));
+  const operations = 'kubemq_mqtt_operations_total';
+  $('figure-operations').textContent = String(sum(samples, operations));
+  $('figure-operations-note').textContent =
+      sum(samples, operations, 'status="success"') + ' success, ' +
+      sum(samples, operations, 'status="error"') + ' error, ' +
+      sum(samples, operations, 'status="dropped"') + ' dropped';
+  const count = sum(samples, 'kubemq_mqtt_operation_duration_seconds_count');
+  const total = sum(samples, 'kubemq_mqtt_operation_duration_seconds_sum');
+  $('figure-latency').textContent = count ? (total / count * 1000).toFixed(1) + ' ms' : '-';
+  $('figure-latency-note').textContent = count + ' timed RPC operations';
+}
+
+// --- the detail panel ----------------------------------------------------------------------
+
+function element(tag, text, className) {
+  const node = document.createElement(tag);
+  if (text !== undefined) node.textContent = text;
+  if (className) node.className = className;
+  return node;
+}
+
+function valueText(value) {
+  if (value === undefined || value === null || value === '') return '-';
+  if (typeof value === 'object') return JSON.stringify(value);
+  return String(value);
+}
+
+// A titled list of fields; `fields` is [[label, value], ...].
+function section(parent, title, fields) {
+  parent.appendChild(element('h3', title));
+  const list = element('dl');
+  for (const [label, value] of fields) {
+    list.appendChild(element('dt', label));
+    list.appendChild(element('dd', valueText(value)));
+  }
+  parent.appendChild(list);
+}
+
+function table(parent, header, rows, id) {
+  const node = element('table');
+  if (id) node.id = id;
+  const head = node.createTHead().insertRow();
+  for (const name of header) head.appendChild(element('th', name));
+  const body = node.createTBody();
+  for (const cells of rows) {
+    const row = body.insertRow();
+    for (const text of cells) row.appendChild(element('td', valueText(text)));
+  }
+  parent.appendChild(node);
+}
+
+// Fields shown in their own sections; any other field the API adds is listed under "More".
+const SHOWN = new Set(['nodeId', 'uid', 'state', 'openTime', 'closeTime', 'closeReason',
+  'sessionExpiryTime', 'clientId', 'username', 'protocolVersion', 'cleanSession', 'keepAlive',
+  'source', 'listenerName', 'tlsInfo', 'authenticationInfo', 'subscriptions', 'idleDuration',
+  'totalRequestStatistics', 'recentRequestStatistics', 'networkInfo']);
+
+function renderDetail(connection) {
+  const panel = $('detail');
+  panel.replaceChildren();
+  if (!connection) {
+    panel.appendChild(element('p', view.clientId ? 'No connection with client id ' +
+        JSON.stringify(view.clientId) + '.' : 'Select a connection to see every field.', 'note'));
+    return;
+  }
+  panel.dataset.uid = connection.uid;
+  panel.dataset.clientId = connection.clientId || '';
+  const title = element('h2', connection.clientId || '(empty client id)');
+  title.appendChild(document.createTextNode(' '));
+  const state = shortEnum(connection.state, 'MQTT_CONNECTION_STATE_');
+  title.appendChild(element('span', state, 'badge ' + state.toLowerCase()));
+  panel.appendChild(title);
+
+  const canDisconnect = connection.state === OPEN && sessionStorage.getItem(TOKEN_KEY) &&
+      !sessionStorage.getItem(NOT_ADMIN_KEY);
+  if (canDisconnect) {
+    const button = element('button', 'Disconnect');
+    button.type = 'button';
+    button.id = 'disconnect';
+    button.addEventListener('click', () => disconnect(button, connection.clientId));
+    panel.appendChild(button);
+  }
+  const message = element('p', '', 'note');
+  message.id = 'action-message';
+  panel.appendChild(message);
+
+  const subscriptions = connection.subscriptions || [];
+  panel.appendChild(element('h3', 'Subscriptions (' + subscriptions.length + ')'));
+  // The KubeMQ pattern and channel of each filter; the mapping error column only when one has
+  // an error (a filter that maps onto no channel).
+  const withErrors = subscriptions.some((s) => s.mappingError);
+  table(panel, ['filter', 'QoS', 'pattern', 'channel', 'shared group']
+                   .concat(withErrors ? ['mapping error'] : []),
+        subscriptions.map((s) => [s.filter, s.qos, s.pattern, s.channel, s.sharedGroup]
+                                     .concat(withErrors ? [s.mappingError] : [])),
+        'subscriptions');
+
+  panel.appendChild(element('h3', 'Traffic'));
+  const total = connection.totalRequestStatistics || {};
+  const recent = connection.recentRequestStatistics || {};
+  table(panel, ['', 'since open', 'previous minute'], [
+    ['publishes', total.publishCount || '0', recent.publishCount || '0'],
+    ['publish bytes', total.publishBytes || '0', recent.publishBytes || '0'],
+    ['deliveries', total.deliverCount || '0', recent.deliverCount || '0'],
+    ['deliver bytes', total.deliverBytes || '0', recent.deliverBytes || '0'],
+    ['requests', total.requestCount || '0', recent.requestCount || '0']], 'traffic');
+
+  section(panel, 'Connection', [
+    ['client id', connection.clientId], ['uid', connection.uid], ['node id', connection.nodeId],
+    ['state', connection.state], ['username', connection.username],
+    ['protocol', PROTOCOLS[connection.protocolVersion] || connection.protocolVersion],
+    ['clean session', connection.cleanSession], ['keep alive', connection.keepAlive],
+    ['address', address(connection)], ['listener', connection.listenerName],
+    ['opened', connection.openTime], ['closed', connection.closeTime],
+    ['close reason', connection.closeReason],
+    ['session expiry', connection.sessionExpiryTime],
+    ['idle', connection.idleDuration]]);
+
+  const tls = connection.tlsInfo || {};
+  section(panel, 'TLS', [['enabled', tls.enabled === true], ['version', tls.tlsVersion],
+    ['cipher', tls.cipher], ['peer certificate subject', tls.peerCertificateSubject]]);
+  const auth = connection.authenticationInfo || {};
+  section(panel, 'Authentication', [
+    ['mechanism', shortEnum(auth.mechanism, 'AUTHENTICATION_MECHANISM_')],
+    ['state', shortEnum(auth.state, 'AUTHENTICATION_STATE_')],
+    ['user principal', auth.userPrincipal], ['method', auth.method]]);
+
+  if (connection.networkInfo) {
+    const net = connection.networkInfo;
+    section(panel, 'Network (kernel TCP_INFO)', [
+      ['round-trip time', net.rttMicros === undefined ? undefined : net.rttMicros + ' µs'],
+      ['rtt variance', net.rttVarianceMicros === undefined ? undefined
+                                                           : net.rttVarianceMicros + ' µs'],
+      ['retransmits', net.retransmits], ['send queue bytes', net.sendQueueBytes],
+      ['receive queue bytes', net.receiveQueueBytes],
+      ['since last receive', net.sinceLastReceive], ['since last send', net.sinceLastSend]]);
+    const known = new Set(['rttMicros', 'rttVarianceMicros', 'retransmits', 'sendQueueBytes',
+      'receiveQueueBytes', 'sinceLastReceive', 'sinceLastSend']);
+    const more = Object.keys(net).filter((k) => !known.has(k)).map((k) => [k, net[k]]);
+    if (more.length) section(panel, 'Network, more', more);
+  }
+
+  const others = Object.keys(connection).filter((k) => !SHOWN.has(k));
+  if (others.length) section(panel, 'More', others.map((k) => [k, connection[k]]));
+}
+
+async function refreshDetail() {
+  if (!view.uid && !view.clientId) {
+    renderDetail(null);
+    return;
+  }
+  const filter = view.uid ? 'uid = ' + quoted(view.uid, false)
+                          : 'client_id = ' + quoted(view.clientId, false);
+  const answer = await listConnections(filter, 'open_time desc', 100);
+  const connections = answer.connections || [];
+  const connection = connections.find((c) => c.state === OPEN) || connections[0];
+  if (connection && !view.uid) view.uid = connection.uid;
+  for (const row of document.querySelectorAll('tbody tr')) {
+    row.classList.toggle('selected', row.dataset.uid === view.uid);
+  }
+  const panel = $('detail');
+  const keepMessage = panel.dataset.uid === (connection && connection.uid) &&
+      $('action-message') ? $('action-message').textContent : '';
+  const confirming = $('disconnect') && $('disconnect').classList.contains('confirm');
+  if (confirming) return;  // do not redraw under a click in progress
+  renderDetail(connection);
+  if (keepMessage && $('action-message')) $('action-message').textContent = keepMessage;
+}
+
+function select(uid, clientId) {
+  view.uid = uid;
+  view.clientId = clientId;
+  writeFragment();
+  refreshDetail().catch(showError);
+}
+
+// Two clicks: the first arms the button for five seconds, the second disconnects.
+async function disconnect(button, clientId) {
+  if (!button.classList.contains('confirm')) {
+    button.classList.add('confirm');
+    button.textContent = 'Click again to disconnect ' + clientId;
+    clearTimeout(confirmTimer);
+    confirmTimer = setTimeout(() => {
+      button.classList.remove('confirm');
+      button.textContent = 'Disconnect';
+    }, 5000);
+    return;
+  }
+  clearTimeout(confirmTimer);
+  button.classList.remove('confirm');
+  button.disabled = true;
+  const message = $('action-message');
+  try {
+    const response = await request(DISCONNECT_PATH, {clientId});
+    if (response.ok) {
+      message.textContent = 'Disconnected ' + clientId + '.';
+    } else if (response.status === 403) {
+      sessionStorage.setItem(NOT_ADMIN_KEY, '1');
+      button.remove();
+      message.textContent = 'This token may not disconnect clients (it is not an admin token).';
+    } else {
+      message.textContent = 'Not disconnected: ' + await errorText(response);
+    }
+  } catch (error) {
+    if (!(error instanceof TokenNeeded)) message.textContent = 'Not disconnected: ' + error.message;
+  } finally {
+    button.disabled = false;
+    if (button.isConnected) button.textContent = 'Disconnect';
+  }
+  refresh();
+}
+
+// --- tokens --------------------------------------------------------------------------------
+
+function askForToken(text) {
+  sessionStorage.removeItem(TOKEN_KEY);
+  waitingForToken = true;
+  $('token-message').textContent = text;
+  $('token-form').hidden = false;
+  $('forget-token').hidden = true;
+  $('token-input').focus();
+}
+
+function useToken(event) {
+  event.preventDefault();
+  const token = $('token-input').value.trim();
+  if (!token) return;
+  sessionStorage.setItem(TOKEN_KEY, token);
+  sessionStorage.removeItem(NOT_ADMIN_KEY);
+  $('token-input').value = '';
+  $('token-form').hidden = true;
+  waitingForToken = false;
+  refresh();
+}
+
+function forgetToken() {
+  sessionStorage.removeItem(TOKEN_KEY);
+  sessionStorage.removeItem(NOT_ADMIN_KEY);
+  refresh();
+}
+
+// --- the refresh loop ----------------------------------------------------------------------
+
+function showError(error) {
+  if (error instanceof TokenNeeded) return;
+  $('error').textContent = error.message;
+  $('error').hidden = false;
+}
+
+async function refresh() {
+  clearTimeout(timer);
+  $('forget-token').hidden = !sessionStorage.getItem(TOKEN_KEY);
+  try {
+    await refreshLists();
+    $('error').hidden = true;
+    await Promise.all([refreshDetail(), refreshFigures()]);
+    $('refreshed').textContent = 'updated ' + new Date().toLocaleTimeString();
+  } catch (error) {
+    showError(error);
+  }
+  if (!waitingForToken) timer = setTimeout(refresh, REFRESH_MS);
+}
+
+function start() {
+  readFragment();
+  $('search').value = view.search;
+  renderSortHeaders();
+  let typing = null;
+  $('search').addEventListener('input', () => {
+    clearTimeout(typing);
+    typing = setTimeout(() => {
+      view.search = $('search').value;
+      writeFragment();
+      refresh();
+    }, 250);
+  });
+  for (const th of document.querySelectorAll('#connections th[data-field]')) {
+    th.addEventListener('click', () => {
+      view.sortDesc = view.sortField === th.dataset.field ? !view.sortDesc : false;
+      view.sortField = th.dataset.field;
+      renderSortHeaders();
+      writeFragment();
+      refresh();
+    });
+  }
+  window.addEventListener('hashchange', () => {
+    readFragment();
+    $('search').value = view.search;
+    renderSortHeaders();
+    refresh();
+  });
+  $('token-form').addEventListener('submit', useToken);
+  $('forget-token').addEventListener('click', forgetToken);
+  refresh();
+}
+
+start();
