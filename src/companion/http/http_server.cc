@@ -13,8 +13,8 @@
 // - Every request is answered from the access handler's last call, after the whole body is in:
 //   answering earlier makes MHD close the connection (no keep-alive). The exceptions answer at
 //   the headers on purpose: a declared Content-Length above the limit (413 before reading a
-//   byte of it), and methods other than GET, HEAD and POST (nothing we serve takes their body;
-//   the router answers 404 or 405). A chunked body above the limit is read and dropped, then
+//   byte of it), and methods other than GET, HEAD, POST and DELETE (nothing we serve takes their
+//   body; the router answers 404 or 405). A chunked body above the limit is read and dropped, then
 //   answered 413 (MHD gives no way to answer while a body is still coming).
 // - HEAD: MHD sends the headers of the GET answer, Content-Length included, without the body.
 // - No exception crosses into C: every callback catches everything. An exception from the
@@ -190,7 +190,27 @@ bool Collect(MHD_Connection* connection, MHD_ValueKind kind,
 
 bool IsServedMethod(std::string_view method) {
   return method == MHD_HTTP_METHOD_GET || method == MHD_HTTP_METHOD_HEAD ||
-         method == MHD_HTTP_METHOD_POST;
+         method == MHD_HTTP_METHOD_POST || method == MHD_HTTP_METHOD_DELETE;
+}
+
+// "127.0.0.1:41234" or "[::1]:41234"; empty when MHD does not know.
+std::string PeerAddress(MHD_Connection* connection) {
+  const MHD_ConnectionInfo* info =
+      MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  if (info == nullptr || info->client_addr == nullptr) return "";
+  char text[INET6_ADDRSTRLEN] = {};
+  const sockaddr* address = info->client_addr;
+  if (address->sa_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(address);
+    if (inet_ntop(AF_INET, &v4->sin_addr, text, sizeof(text)) == nullptr) return "";
+    return HostPort(text, ntohs(v4->sin_port));
+  }
+  if (address->sa_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(address);
+    if (inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof(text)) == nullptr) return "";
+    return HostPort(text, ntohs(v6->sin6_port));
+  }
+  return "";
 }
 
 // The declared Content-Length exceeds `limit` (a malformed value is MHD's to refuse).
@@ -240,6 +260,7 @@ struct HttpServerCallbacks {
       }
       request.body = std::move(state->body);
       request.body_too_large = state->body_too_large;
+      request.remote_address = PeerAddress(connection);
       return Queue(connection, server->Dispatch(request));
     } catch (...) {
       return MHD_NO;  // out of memory: closing the connection is all that is left

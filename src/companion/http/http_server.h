@@ -36,6 +36,7 @@ struct HttpRequest {
   QueryParams query;
   HttpHeaders headers;  // as sent; look them up with FindHeader
   std::string body;
+  std::string remote_address;  // the peer: "127.0.0.1:41234", "[::1]:41234"; empty if unknown
   // The body was larger than HttpServerOptions::max_body_bytes: `body` is empty and the answer
   // should be 413. Set instead of answering in the server so that the router picks the error
   // format of the path.
