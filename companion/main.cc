@@ -10,8 +10,10 @@
 
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -160,6 +162,18 @@ Status ReadTokens(const PluginOptions& options, TokenSet* set, CompanionLink* li
   return Status();
 }
 
+// Silent and trickling HTTP connections each hold a descriptor until they are closed: take the
+// whole budget the system allows (the soft limit up to the hard one).
+rlim_t RaiseDescriptorLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 1024;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0) (void)getrlimit(RLIMIT_NOFILE, &limit);
+  }
+  return limit.rlim_cur;
+}
+
 // The admin's disconnect: finds the open connection, asks the broker thread to kick it (at its
 // next TICK) and waits, bounded, until the registry shows it closed.
 DisconnectOutcome Disconnect(const ConnectionRegistry& registry, CompanionLink* link,
@@ -264,6 +278,10 @@ int Run(int argc, char** argv) {
   HttpServerOptions server_options;
   server_options.bind_address = options.http_bind;
   server_options.port = options.http_port;
+  const rlim_t descriptors = RaiseDescriptorLimit();
+  // Room for the region, the log and MHD's own descriptors besides the connections.
+  server_options.connection_limit = static_cast<unsigned>(
+      std::min<rlim_t>(server_options.connection_limit, descriptors > 128 ? descriptors - 64 : 64));
   server_options.log = [&link](const std::string& line) { link.Log(LogLevel::kWarning, line); };
   std::unique_ptr<HttpServer> server = HttpServer::Start(
       server_options,

@@ -22,6 +22,8 @@ struct MHD_Daemon;
 
 namespace mqc {
 
+class RequestClock;
+
 // MHD_stop_daemon, declared here so that this header needs no microhttpd.h.
 void StopMhdDaemon(MHD_Daemon* daemon) noexcept;
 
@@ -59,7 +61,14 @@ struct HttpServerOptions {
   // Seconds before an idle connection is closed. Also what ends a request MHD cannot parse
   // and waits on forever (one starting with a NUL byte).
   unsigned connection_timeout_s = 10;
-  unsigned connection_limit = 64;
+  // Seconds a request may take to arrive whole (headers and body), however steadily its bytes
+  // trickle in: the idle timeout alone never ends a client that sends a byte every few seconds.
+  // The next request on a kept-alive connection gets the same time from the previous answer on.
+  unsigned request_time_limit_s = 20;
+  // Connections at once (each an epoll registration and a descriptor; no thread each): floods
+  // of silent connections cost memory, not service. The companion lowers it to its
+  // descriptor budget.
+  unsigned connection_limit = 8192;
   unsigned thread_pool_size = 2;
   std::size_t max_body_bytes = 1 << 20;
   // MHD's own error messages (one line, no newline); none are asked for when empty.
@@ -90,11 +99,15 @@ class HttpServer {
   void Log(const std::string& message) const noexcept;
 
   friend struct HttpServerCallbacks;
+  friend class RequestClock;
 
   const HttpServerOptions options_;
   const Handler handler_;
   int port_ = 0;
-  // Last member: destroyed first, so MHD's threads are gone before what they use.
+  // Closes connections whose request is overdue (request_time_limit_s); its thread stops before
+  // MHD does.
+  std::unique_ptr<RequestClock> request_clock_;
+  // Destroyed first, so MHD's threads are gone before what they use.
   CSmartPtr<MHD_Daemon, StopMhdDaemon> daemon_;
 };
 
