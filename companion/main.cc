@@ -19,6 +19,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -162,6 +164,23 @@ Status ReadTokens(const PluginOptions& options, TokenSet* set, CompanionLink* li
   return Status();
 }
 
+// A PEM file for HTTPS; false with *error naming the option.
+bool ReadPem(const std::string& path, const char* option, const char* marker, std::string* pem,
+             std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = std::string("plugin_opt_") + option + " " + path + ": cannot read it";
+    return false;
+  }
+  pem->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (pem->find(marker) == std::string::npos) {
+    *error =
+        std::string("plugin_opt_") + option + " " + path + ": no PEM '" + marker + "' block in it";
+    return false;
+  }
+  return true;
+}
+
 // Silent and trickling HTTP connections each hold a descriptor until they are closed: take the
 // whole budget the system allows (the soft limit up to the hard one).
 rlim_t RaiseDescriptorLimit() {
@@ -282,6 +301,15 @@ int Run(int argc, char** argv) {
   // Room for the region, the log and MHD's own descriptors besides the connections.
   server_options.connection_limit = static_cast<unsigned>(
       std::min<rlim_t>(server_options.connection_limit, descriptors > 128 ? descriptors - 64 : 64));
+  if (!options.http_tls_cert.empty()) {
+    if (!ReadPem(options.http_tls_cert, "http_tls_cert", "-----BEGIN CERTIFICATE-----",
+                 &server_options.tls_cert_pem, &error) ||
+        !ReadPem(options.http_tls_key, "http_tls_key", "PRIVATE KEY-----",
+                 &server_options.tls_key_pem, &error)) {
+      link.ReportFailed(error);
+      return 1;
+    }
+  }
   server_options.log = [&link](const std::string& line) { link.Log(LogLevel::kWarning, line); };
   std::unique_ptr<HttpServer> server = HttpServer::Start(
       server_options,

@@ -1,13 +1,19 @@
 """The API's security against the real broker (README, "Security"): bearer tokens for reading and
 for disconnecting, /metrics made public on its own, the refusal of an exposed API without a
 token, an admin's disconnect through the broker thread (closeReason KICKED), token files read
-again at a reload, and every bad security option refused at start with its name."""
+again at a reload, HTTPS, and every bad security option refused at start with its name."""
 
 import json
 import os
 import re
 import signal
+import socket
+import ssl
+import subprocess
+import tempfile
 import unittest
+import urllib.request
+import warnings
 
 from harness import Broker, Client, disconnect_all, wait_for
 
@@ -298,6 +304,11 @@ class RefusedOptionsTest(unittest.TestCase):
              ["plugin_opt_http_admin_token_file"]),
             ({"metrics_public": "yes"}, {}, ["plugin_opt_metrics_public"]),
             ({"http_allow_anonymous": "maybe"}, {}, ["plugin_opt_http_allow_anonymous"]),
+            ({"http_tls_cert": "{dir}/read.tokens", "http_tls_key": "{dir}/read.tokens"}, {},
+             ["plugin_opt_http_tls_cert"]),
+            ({"http_tls_cert": "{dir}/cert.pem", "http_tls_key": "{dir}/read.tokens"},
+             {"cert.pem": "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"},
+             ["plugin_opt_http_tls_key"]),
             ({"http_tls_cert": "{dir}/read.tokens"}, {},
              ["plugin_opt_http_tls_cert", "plugin_opt_http_tls_key"]),
             # Refused before anything binds: an exposed API needs a token or the explicit choice.
@@ -307,6 +318,71 @@ class RefusedOptionsTest(unittest.TestCase):
         for options, files, names in cases:
             with self.subTest(options=options):
                 self.assert_refused(options, files, *names)
+
+
+def make_certificate(folder):
+    cert, key = os.path.join(folder, "cert.pem"), os.path.join(folder, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext",
+                    "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True, timeout=60)
+    with open(cert) as c, open(key) as k:
+        return c.read(), k.read()
+
+
+class HttpsTest(unittest.TestCase):
+    def test_https_with_tls_1_2_or_later_and_no_plaintext_answer(self):
+        folder = tempfile.mkdtemp()
+        cert, key = make_certificate(folder)
+        broker = secured_broker(options={"http_tls_cert": "{dir}/cert.pem",
+                                         "http_tls_key": "{dir}/key.pem"},
+                                files={"cert.pem": cert, "key.pem": key})
+        with broker:
+            try:
+                self.assertIn("serving on https://", broker.log())
+                context = ssl.create_default_context(cafile=os.path.join(folder, "cert.pem"))
+                request = urllib.request.Request(
+                    f"https://127.0.0.1:{broker.http_port}/api/mqtt/connections",
+                    headers=bearer(READ_TOKEN))
+                with urllib.request.urlopen(request, context=context, timeout=10) as response:
+                    self.assertEqual(response.status, 200)
+                    self.assertFalse(json.loads(response.read())["error"])
+                with socket.create_connection(("127.0.0.1", broker.http_port), timeout=10) as raw:
+                    with context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+                        self.assertIn(tls.version(), ("TLSv1.2", "TLSv1.3"))
+
+                # TLS 1.1 and older are refused by the server (the client allows them here).
+                old = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+                old.check_hostname = False
+                old.verify_mode = ssl.CERT_NONE
+                old.set_ciphers("ALL:@SECLEVEL=0")
+                with warnings.catch_warnings():  # the versions are deprecated: that is the point
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    old.minimum_version = ssl.TLSVersion.TLSv1
+                    old.maximum_version = ssl.TLSVersion.TLSv1_1
+                with socket.create_connection(("127.0.0.1", broker.http_port), timeout=10) as raw:
+                    with self.assertRaises((ssl.SSLError, ConnectionError)):
+                        old.wrap_socket(raw).close()
+
+                # Plain HTTP on the HTTPS port: no API answer.
+                with socket.create_connection(("127.0.0.1", broker.http_port), timeout=15) as raw:
+                    raw.sendall(b"GET /api/mqtt/connections HTTP/1.1\r\nHost: x\r\n"
+                                b"Authorization: Bearer " + READ_TOKEN.encode() + b"\r\n\r\n")
+                    received = b""
+                    try:
+                        while len(received) < 65536:
+                            chunk = raw.recv(4096)
+                            if not chunk:
+                                break
+                            received += chunk
+                    except OSError:
+                        pass
+                    self.assertNotIn(b"connections", received)
+                    self.assertNotIn(b"HTTP/1.1 200", received)
+            finally:
+                broker.stop()
+                broker.cleanup_dir()
+                subprocess.run(["rm", "-rf", folder], check=False)
 
 
 if __name__ == "__main__":

@@ -240,6 +240,9 @@ struct ConnectionClock {
   bool shut = false;
 };
 
+// TLS 1.2 and 1.3 only, GnuTLS's NORMAL set otherwise.
+constexpr char kTlsPriorities[] = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2";
+
 }  // namespace
 
 // Ends requests that take longer than request_time_limit_s to arrive (trickling clients): a
@@ -425,6 +428,8 @@ std::unique_ptr<HttpServer> HttpServer::Start(const HttpServerOptions& options, 
   unsigned flags = MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD;
   if (listening.ipv6) flags |= MHD_USE_IPv6;
   if (server->options_.log) flags |= MHD_USE_ERROR_LOG;
+  const bool tls = !options.tls_cert_pem.empty() && !options.tls_key_pem.empty();
+  if (tls) flags |= MHD_USE_TLS;
   const auto function = [](auto* callback) { return reinterpret_cast<intptr_t>(callback); };
   HttpServer* self = server.get();
   std::vector<MHD_OptionItem> items = {
@@ -437,13 +442,23 @@ std::unique_ptr<HttpServer> HttpServer::Start(const HttpServerOptions& options, 
       {MHD_OPTION_NOTIFY_COMPLETED, function(&HttpServerCallbacks::OnCompleted), self},
       {MHD_OPTION_NOTIFY_CONNECTION, function(&HttpServerCallbacks::OnConnection), self},
   };
+  if (tls) {
+    // MHD keeps the pointers: the strings live in server->options_.
+    items.push_back(
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(server->options_.tls_cert_pem.c_str())});
+    items.push_back(
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(server->options_.tls_key_pem.c_str())});
+    items.push_back({MHD_OPTION_HTTPS_PRIORITIES, 0, const_cast<char*>(kTlsPriorities)});
+  }
   items.push_back({MHD_OPTION_END, 0, nullptr});
   MHD_Daemon* daemon = MHD_start_daemon(flags, static_cast<std::uint16_t>(listening.port), nullptr,
                                         nullptr, &HttpServerCallbacks::OnRequest, self,
                                         MHD_OPTION_ARRAY, items.data(), MHD_OPTION_END);
   if (daemon == nullptr) {
     *error = "cannot listen on " + HostPort(options.bind_address, listening.port) +
-             ": libmicrohttpd could not start";
+             (tls ? ": libmicrohttpd could not start HTTPS: check that plugin_opt_http_tls_cert "
+                    "and plugin_opt_http_tls_key are a matching PEM certificate and key"
+                  : ": libmicrohttpd could not start");
     return nullptr;
   }
   server->daemon_.reset(daemon);

@@ -71,6 +71,9 @@ struct HttpServerOptions {
   unsigned connection_limit = 8192;
   unsigned thread_pool_size = 2;
   std::size_t max_body_bytes = 1 << 20;
+  // HTTPS with MHD's own TLS (GnuTLS), TLS 1.2 or later, when both are set (PEM text).
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
   // MHD's own error messages (one line, no newline); none are asked for when empty.
   std::function<void(const std::string&)> log;
 };
