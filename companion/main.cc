@@ -246,6 +246,9 @@ int Run(int argc, char** argv) {
   }
   // Die with the broker; and if it is already gone, do not start at all.
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != arguments.broker_pid) return 1;
+  // Nothing this process runs may gain privileges (setuid programs, file capabilities): it
+  // serves the network, and needs none.
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return 1;
   signal(SIGPIPE, SIG_IGN);
   signal(SIGTERM, OnStopSignal);
   signal(SIGINT, OnStopSignal);

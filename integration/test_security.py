@@ -1,7 +1,7 @@
 """The API's security against the real broker (README, "Security"): bearer tokens for reading and
 for disconnecting, /metrics made public on its own, the refusal of an exposed API without a
 token, an admin's disconnect through the broker thread (closeReason KICKED), token files read
-again at a reload, HTTPS, and every bad security option refused at start with its name."""
+again at a reload, HTTPS, the companion's isolation from the broker's sockets, and every bad security option refused at start with its name."""
 
 import json
 import os
@@ -318,6 +318,51 @@ class RefusedOptionsTest(unittest.TestCase):
         for options, files, names in cases:
             with self.subTest(options=options):
                 self.assert_refused(options, files, *names)
+
+
+def socket_inodes(pid):
+    """The socket inodes among a process's open descriptors."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        match = re.fullmatch(r"socket:\[(\d+)\]", target)
+        if match:
+            inodes.add(match.group(1))
+    return inodes
+
+
+class IsolationTest(unittest.TestCase):
+    def test_companion_gains_no_privileges_and_holds_no_broker_socket(self):
+        with Broker() as broker:
+            try:
+                clients = [Client(broker, f"isolation-{n}") for n in range(3)]
+                broker.wait_connections(lambda cs: len(cs) == 3)
+                with open(f"/proc/{broker.companion_pid}/status") as f:
+                    self.assertRegex(f.read(), r"(?m)^NoNewPrivs:\s+1$")
+                broker_sockets = socket_inodes(broker.process.pid)
+                # The MQTT listener and the three clients, at least.
+                self.assertGreaterEqual(len(broker_sockets), 4)
+                companion_sockets = socket_inodes(broker.companion_pid)
+                self.assertTrue(companion_sockets)  # its own HTTP listener
+                self.assertEqual(broker_sockets & companion_sockets, set())
+                # Nothing else of the broker's either: beyond stdin/out/err, only the shared
+                # region (a memfd) and what the companion opened itself.
+                for fd in os.listdir(f"/proc/{broker.companion_pid}/fd"):
+                    try:
+                        target = os.readlink(f"/proc/{broker.companion_pid}/fd/{fd}")
+                    except OSError:
+                        continue
+                    if int(fd) <= 2:
+                        continue
+                    self.assertFalse(target.startswith(broker.dir), (fd, target))
+                    self.assertNotIn("mosquitto.db", target)
+                disconnect_all(clients)
+            finally:
+                broker.stop()
+                broker.cleanup_dir()
 
 
 def make_certificate(folder):
