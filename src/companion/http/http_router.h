@@ -75,7 +75,8 @@ class HttpRouter {
     bool needs_rest = false;           // a prefix route that needs something after the prefix
   };
 
-  // Null when the request may go on, else the 401/403 answer; *caller names it.
+  // True when the request may go on (*caller then names it for the views); else false with the
+  // 401/403 answer in *refusal.
   bool Authorize(const Route& route, const HttpRequest& request, Caller* caller,
                  HttpResponse* refusal) const;
 
