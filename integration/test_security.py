@@ -376,6 +376,28 @@ def make_certificate(folder):
 
 
 class HttpsTest(unittest.TestCase):
+    def test_a_key_of_another_certificate_is_refused_naming_both_options(self):
+        folders = [tempfile.mkdtemp(), tempfile.mkdtemp()]
+        try:
+            cert, _ = make_certificate(folders[0])
+            _, other_key = make_certificate(folders[1])
+            broker = secured_broker(options={"http_tls_cert": "{dir}/cert.pem",
+                                             "http_tls_key": "{dir}/key.pem"},
+                                    files={"cert.pem": cert, "key.pem": other_key},
+                                    expect_start=False)
+            broker.start()
+            try:
+                self.assertIsNotNone(broker.wait_exit(), "the broker kept running")
+                self.assertIn("plugin_opt_http_tls_cert", broker.log())
+                self.assertIn("plugin_opt_http_tls_key", broker.log())
+                self.assertNotIn("serving on", broker.log())
+            finally:
+                broker.stop()
+                broker.cleanup_dir()
+        finally:
+            for folder in folders:
+                subprocess.run(["rm", "-rf", folder], check=False)
+
     def test_https_with_tls_1_2_or_later_and_no_plaintext_answer(self):
         folder = tempfile.mkdtemp()
         cert, key = make_certificate(folder)
