@@ -429,6 +429,11 @@ std::unique_ptr<HttpServer> HttpServer::Start(const HttpServerOptions& options, 
   if (listening.ipv6) flags |= MHD_USE_IPv6;
   if (server->options_.log) flags |= MHD_USE_ERROR_LOG;
   const bool tls = !options.tls_cert_pem.empty() && !options.tls_key_pem.empty();
+  if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+    *error = "plugin_opt_http_tls_cert: this libmicrohttpd is built without TLS support";
+    (void)close(listening.fd);  // not handed to MHD yet
+    return nullptr;
+  }
   if (tls) flags |= MHD_USE_TLS;
   const auto function = [](auto* callback) { return reinterpret_cast<intptr_t>(callback); };
   HttpServer* self = server.get();
