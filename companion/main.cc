@@ -10,23 +10,32 @@
 
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <fstream>
+#include <iterator>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "companion/companion_link.h"
 #include "companion/connection_registry.h"
+#include "companion/http/access_tokens.h"
 #include "companion/http/connect_rpc_service.h"
+#include "companion/http/disconnect_view.h"
 #include "companion/http/http_router.h"
 #include "companion/http/http_server.h"
+#include "companion/http/json_util.h"
 #include "companion/metrics.h"
 #include "link/broker_config.h"
 #include "link/clock.h"
@@ -136,6 +145,98 @@ std::vector<ListenerConfig> ReadListeners(const std::string& path, CompanionLink
   return config.listeners;
 }
 
+// The token files named by the options, read whole (both or nothing). Tokens stay in this
+// process: they are never logged, and never pass through the broker or the shared region.
+Status ReadTokens(const PluginOptions& options, TokenSet* set, CompanionLink* link) {
+  TokenSet read;
+  for (const auto& [path, option, level] :
+       {std::tuple<const std::string&, const char*, AccessLevel>{
+            options.http_token_file, "http_token_file", AccessLevel::kRead},
+        std::tuple<const std::string&, const char*, AccessLevel>{
+            options.http_admin_token_file, "http_admin_token_file", AccessLevel::kAdmin}}) {
+    if (path.empty()) continue;
+    std::string warning;
+    const Status status = ReadTokenFile(path, option, level, &read, &warning);
+    if (!status.ok()) return status;
+    if (!warning.empty()) link->Log(LogLevel::kWarning, warning);
+  }
+  *set = std::move(read);
+  return Status();
+}
+
+// A PEM file for HTTPS; false with *error naming the option.
+bool ReadPem(const std::string& path, const char* option, const char* marker, std::string* pem,
+             std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = std::string("plugin_opt_") + option + " " + path + ": cannot read it";
+    return false;
+  }
+  pem->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (pem->find(marker) == std::string::npos) {
+    *error =
+        std::string("plugin_opt_") + option + " " + path + ": no PEM '" + marker + "' block in it";
+    return false;
+  }
+  return true;
+}
+
+// Silent and trickling HTTP connections each hold a descriptor until they are closed: take the
+// whole budget the system allows (the soft limit up to the hard one).
+rlim_t RaiseDescriptorLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 1024;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0) (void)getrlimit(RLIMIT_NOFILE, &limit);
+  }
+  return limit.rlim_cur;
+}
+
+// The admin's disconnect: finds the open connection, asks the broker thread to kick it (at its
+// next TICK) and waits, bounded, until the registry shows it closed.
+DisconnectOutcome Disconnect(const ConnectionRegistry& registry, CompanionLink* link,
+                             const DisconnectTarget& target, const Caller& caller) {
+  DisconnectOutcome outcome;
+  registry.WaitUntilSynced(std::chrono::seconds(2));
+  const auto find_open = [&registry, &target]() -> std::optional<Connection> {
+    for (Connection& c : registry.Snapshot()) {
+      if (c.state != ConnectionState::kOpen) continue;
+      if (target.uid.empty() ? c.client_id == target.client_id : c.uid == target.uid) return c;
+    }
+    return std::nullopt;
+  };
+  const std::optional<Connection> found = find_open();
+  if (!found) {
+    outcome.status =
+        Status(StatusCode::kNotFound,
+               target.uid.empty()
+                   ? "no open connection with client id " + QuoteForMessage(target.client_id)
+                   : "no open connection with uid " + QuoteForMessage(target.uid));
+    return outcome;
+  }
+  outcome.client_id = found->client_id;
+  outcome.uid = found->uid;
+  KickCommand command;
+  command.client_id = found->client_id;
+  command.caller = caller.address;
+  command.token_line = caller.token_line;
+  if (!link->RequestKick(command)) {
+    outcome.status = Status(StatusCode::kResourceExhausted, "the broker's request queue is full");
+    return outcome;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (;;) {
+    const std::optional<Connection> now = find_open();
+    if (!now || now->uid != found->uid) return outcome;
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  outcome.status =
+      Status(StatusCode::kDeadlineExceeded, "the broker has not closed the connection within 5 s");
+  return outcome;
+}
+
 int Run(int argc, char** argv) {
   Arguments arguments;
   std::string error;
@@ -145,6 +246,9 @@ int Run(int argc, char** argv) {
   }
   // Die with the broker; and if it is already gone, do not start at all.
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != arguments.broker_pid) return 1;
+  // Nothing this process runs may gain privileges (setuid programs, file capabilities): it
+  // serves the network, and needs none.
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return 1;
   signal(SIGPIPE, SIG_IGN);
   signal(SIGTERM, OnStopSignal);
   signal(SIGINT, OnStopSignal);
@@ -177,9 +281,38 @@ int Run(int argc, char** argv) {
   HttpRouter router(
       source, [&exporter] { return exporter.Render(); }, connect_service.Handler());
 
+  AccessTokens tokens(options.RequiresToken());
+  TokenSet token_set;
+  const Status read_tokens = ReadTokens(options, &token_set, &link);
+  if (!read_tokens.ok()) {
+    link.ReportFailed(read_tokens.message());
+    return 1;
+  }
+  tokens.Replace(std::move(token_set));
+  router.SetAccess(&tokens, options.metrics_public);
+  if (!options.http_admin_token_file.empty()) {
+    router.SetDisconnector(
+        [&registry, &link](const DisconnectTarget& target, const Caller& caller) {
+          return Disconnect(registry, &link, target, caller);
+        });
+  }
+
   HttpServerOptions server_options;
   server_options.bind_address = options.http_bind;
   server_options.port = options.http_port;
+  const rlim_t descriptors = RaiseDescriptorLimit();
+  // Room for the region, the log and MHD's own descriptors besides the connections.
+  server_options.connection_limit = static_cast<unsigned>(
+      std::min<rlim_t>(server_options.connection_limit, descriptors > 128 ? descriptors - 64 : 64));
+  if (!options.http_tls_cert.empty()) {
+    if (!ReadPem(options.http_tls_cert, "http_tls_cert", "-----BEGIN CERTIFICATE-----",
+                 &server_options.tls_cert_pem, &error) ||
+        !ReadPem(options.http_tls_key, "http_tls_key", "PRIVATE KEY-----",
+                 &server_options.tls_key_pem, &error)) {
+      link.ReportFailed(error);
+      return 1;
+    }
+  }
   server_options.log = [&link](const std::string& line) { link.Log(LogLevel::kWarning, line); };
   std::unique_ptr<HttpServer> server = HttpServer::Start(
       server_options,
@@ -198,10 +331,28 @@ int Run(int argc, char** argv) {
 
   std::int64_t next_expiry_ns = 0;
   bool announced_sync = false;
+  std::uint64_t settings_seen = 0;
   while (!g_stop.load() && getppid() == arguments.broker_pid) {
     const std::int64_t now = NowNs();
     const std::size_t applied = link.Poll(&registry, now);
     link.Heartbeat();
+    if (link.settings_seen() != settings_seen) {
+      // A configuration reload: the token files are read again; a bad one keeps the old set.
+      settings_seen = link.settings_seen();
+      if (options.RequiresToken()) {
+        TokenSet reloaded;
+        const Status status = ReadTokens(options, &reloaded, &link);
+        if (status.ok()) {
+          const std::size_t count = reloaded.entries.size();
+          tokens.Replace(std::move(reloaded));
+          link.Log(LogLevel::kNotice,
+                   "reload: token files read again, " + std::to_string(count) + " tokens");
+        } else {
+          link.Log(LogLevel::kError,
+                   "reload: " + status.message() + "; keeping the tokens read before");
+        }
+      }
+    }
     if (!announced_sync && registry.synced()) {
       // Tells the operator (and the tests) when a (re)started companion has the whole state.
       link.Log(LogLevel::kInfo, "registry synchronised with the broker: " +

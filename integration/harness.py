@@ -187,7 +187,7 @@ class Broker:
         wait_for(self._mqtt_ready, timeout=10, what="the MQTT listener")
 
     def _started(self):
-        return re.search(r"serving on http://(\S+):(\d+) \(companion pid (\d+)\)", self.log())
+        return re.search(r"serving on https?://(\S+):(\d+) \(companion pid (\d+)\)", self.log())
 
     def _died(self):
         return "died" if self.process.poll() is not None else None

@@ -333,6 +333,66 @@ class PrometheusScrapeTest(unittest.TestCase):
                 c.disconnect()
         broker.cleanup_dir()
 
+    def test_the_shipped_configuration_scrapes_with_a_token(self):
+        """conf/prometheus.yml with its authorization block turned on, against a broker that
+        needs a token: the scrape succeeds with it (and the companion refuses one without)."""
+        prometheus = shutil.which("prometheus")
+        self.assertIsNotNone(prometheus, "Debian's prometheus package is needed")
+        token = "prometheus-token-0123456789"
+        shipped = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "conf",
+                               "prometheus.yml")
+        with open(shipped) as f:
+            text = f.read()
+        broker = Broker(files={"read.tokens": token + "\n"},
+                        options={"http_token_file": "{dir}/read.tokens"})
+        original = broker.config_text
+        broker.config_text = lambda: original().replace("{dir}", broker.dir)
+        with broker:
+            client = Client(broker, "p-token")
+            workdir = tempfile.mkdtemp(prefix="mqc-prom-")
+            port = free_port()
+            credentials = os.path.join(workdir, "token")
+            with open(credentials, "w") as f:
+                f.write(token + "\n")
+            os.chmod(credentials, 0o600)
+            # Uncommented as an operator would: "# " goes, the indentation stays.
+            for line in ("# authorization:", "#   type: Bearer", "#   credentials_file:"):
+                self.assertIn(line, text)
+                text = text.replace(line, line.replace("# ", "", 1))
+            text = re.sub(r"credentials_file: \S+", f"credentials_file: {credentials}", text)
+            text = text.replace("127.0.0.1:8080", f"127.0.0.1:{broker.http_port}")
+            config = os.path.join(workdir, "prometheus.yml")
+            with open(config, "w") as f:
+                f.write(text)
+            self.assertEqual(broker.http("/metrics")[0], 401)
+            log = open(os.path.join(workdir, "prometheus.log"), "wb")
+            process = subprocess.Popen(
+                [prometheus, f"--config.file={config}", f"--storage.tsdb.path={workdir}/data",
+                 f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT)
+            try:
+                def query():
+                    url = (f"http://127.0.0.1:{port}/api/v1/query?query="
+                           "kubemq_mqtt_connections")
+                    try:
+                        with urllib.request.urlopen(url, timeout=2) as response:
+                            result = json.load(response)["data"]["result"]
+                    except OSError:
+                        return None
+                    return result[0]["value"][1] if result else None
+                self.assertEqual(wait_for(query, timeout=60, interval=0.5,
+                                          what="Prometheus to scrape with the token"), "1")
+            finally:
+                process.terminate()
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait(timeout=5)
+                log.close()
+                shutil.rmtree(workdir, ignore_errors=True)
+            client.disconnect()
+        broker.cleanup_dir()
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -19,6 +19,12 @@ DOCUMENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "api",
 LIST = "/mqtt.connections.v1.ConnectionsService/ListConnections"
 CONNECT_HEADERS = {"Content-Type": "application/json", "Connect-Protocol-Version": "1"}
 UNREACHABLE = {"500"}  # an internal error cannot be caused from outside
+DISCONNECT = "/mqtt.connections.v1.ConnectionsService/DisconnectConnection"
+CLIENT_PATH = "/api/mqtt/connections/{client_id}"
+# A broker that does not close a kicked client within 5 s cannot be arranged from outside.
+UNREACHABLE_OPERATIONS = {(CLIENT_PATH, "delete", "504"), (DISCONNECT, "post", "504")}
+READ_TOKEN = "openapi-read-token-0123456789"
+ADMIN_TOKEN = "openapi-admin-token-0123456789"
 
 
 class OpenApiTest(unittest.TestCase):
@@ -43,14 +49,17 @@ class OpenApiTest(unittest.TestCase):
         """The document's operation for a request; unknown paths fall to the envelope of their
         family (404 on the KubeMQ side, Connect errors under the service prefix)."""
         paths = self.document["paths"]
+        if path.startswith("/api/mqtt/connections/") and len(path) > len("/api/mqtt/connections/"):
+            path = CLIENT_PATH
         if path not in paths:
             path = LIST if path.startswith("/mqtt.connections.v1.") else "/api/mqtt/connections"
         method = method.lower()
         operations = paths[path]
         # Another method than the documented ones is answered 405 by the same route: the
-        # document lists 405 under the route's GET.
-        return path, ("get" if method not in operations else method), operations.get(
-            method, operations["get"])
+        # document lists 405 under the route's GET (or its only operation).
+        fallback = "get" if "get" in operations else next(iter(operations))
+        return path, (fallback if method not in operations else method), operations.get(
+            method, operations[fallback])
 
     def declare_huge_body(self, path, method, headers):
         """(status, headers, body) of a request that declares a body above the server's limit
@@ -96,11 +105,56 @@ class OpenApiTest(unittest.TestCase):
                          f"{method} {path} ({status}) does not match the document")
         return status, value
 
-    def list_rich(self, message, expect=200, **kwargs):
-        return self.check(LIST, "POST", json.dumps(message).encode(), CONNECT_HEADERS, expect,
-                          **kwargs)[1]
+    def list_rich(self, message, expect=200, headers=None, **kwargs):
+        return self.check(LIST, "POST", json.dumps(message).encode(),
+                          dict(CONNECT_HEADERS, **(headers or {})), expect, **kwargs)[1]
 
-    # -- the test -------------------------------------------------------------------------------
+    # -- the tests ------------------------------------------------------------------------------
+    # Runs before test_every_endpoint_answers_as_documented (alphabetical order), whose last
+    # check counts what this one met too.
+    def test_access_and_disconnect_answer_as_documented(self):
+        broker = Broker(files={"read.tokens": READ_TOKEN + "\n",
+                               "admin.tokens": ADMIN_TOKEN + "\n"},
+                        options={"http_token_file": "{dir}/read.tokens",
+                                 "http_admin_token_file": "{dir}/admin.tokens"})
+        original = broker.config_text
+        broker.config_text = lambda: original().replace("{dir}", broker.dir)
+        shared, self.broker = self.broker, broker
+        read = {"Authorization": f"Bearer {READ_TOKEN}"}
+        admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        try:
+            broker.start()
+            for path in ("/api/mqtt/connections", "/metrics"):
+                self.check(path, expect=401)
+            self.check(LIST, "POST", b"{}", CONNECT_HEADERS, expect=401)
+            self.check(f"{LIST}?connect=v1&encoding=json", expect=401)
+            self.check("/api/mqtt/connections/someone", "DELETE", expect=401)
+            self.check(DISCONNECT, "POST", b"{}", CONNECT_HEADERS, expect=401)
+            self.check("/api/mqtt/connections/someone", "DELETE", headers=read, expect=403)
+            self.check(DISCONNECT, "POST", b'{"clientId":"someone"}',
+                       dict(CONNECT_HEADERS, **read), expect=403)
+            self.check("/api/mqtt/connections/someone", "DELETE", headers=admin, expect=404)
+            self.check("/api/mqtt/connections/someone", "GET", headers=admin, expect=405)
+            self.check(DISCONNECT, "POST", b'{"uid":"nope"}', dict(CONNECT_HEADERS, **admin),
+                       expect=404)
+            self.check(DISCONNECT, "POST", b'{}', dict(CONNECT_HEADERS, **admin), expect=400)
+            self.check(DISCONNECT, "POST", b'{}', {"Content-Type": "text/plain",
+                                                   "Connect-Protocol-Version": "1", **admin},
+                       expect=415)
+            self.check(DISCONNECT, "GET", headers=admin, expect=405)
+            by_id, by_uid = Client(broker, "oa-kick-id"), Client(broker, "oa-kick-uid")
+            self.check("/api/mqtt/connections/oa-kick-id", "DELETE", headers=admin, expect=200)
+            uid = next(c["uid"] for c in self.list_rich({"filter": 'client_id = "oa-kick-uid"'},
+                                                        headers=read)["connections"])
+            self.check(DISCONNECT, "POST", json.dumps({"uid": uid}).encode(),
+                       dict(CONNECT_HEADERS, **admin), expect=200)
+            for c in (by_id, by_uid):
+                c.client.loop_stop()
+        finally:
+            self.broker = shared
+            broker.stop()
+            broker.cleanup_dir()
+
     def test_document_is_valid_openapi_json_schema(self):
         self.assertEqual(self.document["openapi"], "3.1.0")
         for name, schema in self.document["components"]["schemas"].items():
@@ -217,7 +271,8 @@ class OpenApiTest(unittest.TestCase):
         documented = {(path, method, status)
                       for path, operations in self.document["paths"].items()
                       for method, operation in operations.items()
-                      for status in operation["responses"] if status not in UNREACHABLE}
+                      for status in operation["responses"] if status not in UNREACHABLE
+                      and (path, method, status) not in UNREACHABLE_OPERATIONS}
         self.assertEqual(sorted(documented - self.met), [],
                          "documented answers the code was never seen to give")
 

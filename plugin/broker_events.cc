@@ -232,12 +232,41 @@ int OnDisconnect(int /*event*/, void* event_data, void* userdata) {
     const auto* data = static_cast<mosquitto_evt_disconnect*>(event_data);
     const bool has_client_id = mosquitto_client_id(data->client) != nullptr;
     const std::int64_t idle_ms = IdleMs(data->client);  // the socket is still open here
-    state->sessions->Disconnect(data->client, has_client_id,
-                                CloseReasonFromState(state->get_state, data->client), NowNs(),
+    const CloseReason reason = state->kicking
+                                   ? CloseReason::kKicked
+                                   : CloseReasonFromState(state->get_state, data->client);
+    state->sessions->Disconnect(data->client, has_client_id, reason, NowNs(),
                                 idle_ms < 0 ? -1 : idle_ms * 1000000);
   } catch (...) {
   }
   return MOSQ_ERR_SUCCESS;
+}
+
+// An admin's disconnect request from the companion (already bounds-checked by its decoder).
+// The broker's own kick: an MQTT 5 client gets DISCONNECT 0x98 (administrative action), no will
+// is sent, and the client's DISCONNECT event comes before the call returns.
+// A client id for one log line: control characters (a newline could forge a line) become '?'.
+std::string Printable(const std::string& text) {
+  std::string out = text;
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return out;
+}
+
+void Kick(PluginState* state, const KickCommand& command) {
+  state->kicking = true;
+  const int rc = mosquitto_kick_client_by_clientid(command.client_id.c_str(), false);
+  state->kicking = false;
+  const std::string who = "client '" + Printable(command.client_id) + "' at the request of " +
+                          (command.caller.empty() ? "an unknown address" : command.caller) + " (" +
+                          (command.token_line.empty() ? "no token" : command.token_line) + ")";
+  if (rc == MOSQ_ERR_SUCCESS) {
+    LogToBroker(LogLevel::kNotice, "mosquitto_connections: disconnected " + who);
+  } else {
+    LogToBroker(LogLevel::kWarning,
+                "mosquitto_connections: cannot disconnect " + who + ": " + mosquitto_strerror(rc));
+  }
 }
 
 int OnTick(int /*event*/, void* /*event_data*/, void* userdata) {
@@ -247,7 +276,8 @@ int OnTick(int /*event*/, void* /*event_data*/, void* userdata) {
     state->sessions->EndReload();  // the broker's re-check of its clients is over
     SendSettingsIfPending(state);
     state->link->DrainCommands(
-        [](const LogCommand& command) { LogToBroker(command.level, command.text); });
+        [](const LogCommand& command) { LogToBroker(command.level, command.text); },
+        [state](const KickCommand& command) { Kick(state, command); });
     state->companion->Tick(MonotonicNs());  // delays and stall checks: no wall-clock jumps
     state->traffic->OnTick(MonotonicNs());
     state->sessions->ExpireOffline(NowNs());

@@ -145,7 +145,8 @@ RpcTracker::Options RpcOptionsOf(const PluginOptions& options) {
 std::string ServingUrl(const PluginOptions& options, int port) {
   const std::string& bind = options.http_bind;
   const std::string host = bind.find(':') == std::string::npos ? bind : "[" + bind + "]";
-  return "http://" + host + ":" + std::to_string(port);
+  const char* scheme = options.http_tls_cert.empty() ? "http://" : "https://";
+  return scheme + host + ":" + std::to_string(port);
 }
 
 namespace {

@@ -36,6 +36,9 @@ struct PluginState {
   // Set while the ACL_CHECK callback asks the broker for the later sources' answer: the nested
   // call reaches this plugin's callback again, which must then defer (broker_events.cc).
   bool acl_check_nested = false;
+  // Set while the plugin kicks a client for an admin (broker_events.cc): the broker sends that
+  // client's DISCONNECT from inside mosquitto_kick_client_by_clientid, and it closes as KICKED.
+  bool kicking = false;
 
   std::unique_ptr<SharedRegion> region;
   std::unique_ptr<BrokerLink> link;

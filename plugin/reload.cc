@@ -86,6 +86,23 @@ void ApplyOptions(PluginState* state, PluginOptions reloaded) {
        &reloaded.node_id);
   Keep("companion_path", old.companion_path, reloaded.companion_path,
        "the running companion's path until the broker restarts", &reloaded.companion_path);
+  // The token files' contents are read again (below); which files, and the rest of the API's
+  // security, stay as the companion was started with.
+  const std::string restart = "the value the API was started with (restart the broker)";
+  Keep("http_token_file", old.http_token_file, reloaded.http_token_file, restart,
+       &reloaded.http_token_file);
+  Keep("http_admin_token_file", old.http_admin_token_file, reloaded.http_admin_token_file, restart,
+       &reloaded.http_admin_token_file);
+  Keep("metrics_public", old.metrics_public, reloaded.metrics_public, restart,
+       &reloaded.metrics_public);
+  Keep("http_tls_cert", old.http_tls_cert, reloaded.http_tls_cert, restart,
+       &reloaded.http_tls_cert);
+  Keep("http_tls_key", old.http_tls_key, reloaded.http_tls_key, restart, &reloaded.http_tls_key);
+  Keep("http_allow_anonymous", old.http_allow_anonymous, reloaded.http_allow_anonymous, restart,
+       &reloaded.http_allow_anonymous);
+  // The companion reads the token files again when it gets the settings record, sent at every
+  // reload (the tokens themselves never pass through the broker).
+  state->settings_pending = true;
 
   std::vector<std::string> changes;
   if (reloaded.default_pattern != old.default_pattern) {

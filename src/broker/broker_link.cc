@@ -21,15 +21,25 @@ bool BrokerLink::Emit(EventType type, const std::string& payload) {
   return false;
 }
 
-std::size_t BrokerLink::DrainCommands(const std::function<void(const LogCommand&)>& log) {
+std::size_t BrokerLink::DrainCommands(const std::function<void(const LogCommand&)>& log,
+                                      const std::function<void(const KickCommand&)>& kick) {
   std::size_t count = 0;
   RingRecord record;
   while (commands_.Peek(&record)) {
     ++count;
-    LogCommand command;
     const std::string_view bytes(reinterpret_cast<const char*>(record.payload), record.size);
-    if (record.type == static_cast<std::uint16_t>(CommandType::kLog) && Decode(bytes, &command)) {
-      log(command);
+    if (record.type == static_cast<std::uint16_t>(CommandType::kLog)) {
+      LogCommand command;
+      if (Decode(bytes, &command)) log(command);
+    } else if (record.type == static_cast<std::uint16_t>(CommandType::kKick) && kick) {
+      KickCommand command;
+      if (Decode(bytes, &command)) {
+        kick(command);
+      } else {
+        log({LogLevel::kWarning,
+             "mosquitto_connections: a malformed disconnect request from the companion was "
+             "ignored"});
+      }
     }
     commands_.Pop();
   }

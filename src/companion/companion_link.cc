@@ -37,6 +37,7 @@ std::size_t CompanionLink::Poll(ConnectionRegistry* registry, std::int64_t now_n
   while (events_.Peek(&record)) {
     const std::string_view bytes(reinterpret_cast<const char*>(record.payload), record.size);
     if (!registry->Apply(static_cast<EventType>(record.type), bytes, now_ns)) ++malformed_;
+    if (record.type == static_cast<std::uint16_t>(EventType::kSettings)) ++settings_seen_;
     events_.Pop();
     ++count;
   }
@@ -48,6 +49,13 @@ bool CompanionLink::Log(LogLevel level, const std::string& text) {
   LogCommand command{level, "mosquitto_connections: " + text};
   Encode(command, &buffer_);
   return commands_.TryWrite(static_cast<std::uint16_t>(CommandType::kLog), buffer_.data(),
+                            static_cast<std::uint32_t>(buffer_.size()));
+}
+
+bool CompanionLink::RequestKick(const KickCommand& command) {
+  std::lock_guard<std::mutex> lock(log_mutex_);
+  Encode(command, &buffer_);
+  return commands_.TryWrite(static_cast<std::uint16_t>(CommandType::kKick), buffer_.data(),
                             static_cast<std::uint32_t>(buffer_.size()));
 }
 

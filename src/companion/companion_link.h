@@ -2,7 +2,8 @@
 // reports its own state, asks for idle times, and sends log lines back for the broker's log.
 // Every exchange with the broker goes through it.
 //
-// Threads: Poll on the companion's event thread; Log from any thread (a mutex makes the
+// Threads: Poll and settings_seen on the companion's event thread; Log and RequestKick from any
+// thread (a mutex makes the
 // commands ring single-producer); RequestIdleTimes from any thread; the Report* calls on the
 // main thread.
 #pragma once
@@ -32,6 +33,13 @@ class CompanionLink {
   // Queues a line for the broker's log; false when the commands ring is full (line dropped).
   bool Log(LogLevel level, const std::string& text);
 
+  // Asks the broker thread to disconnect a client (acted on at its next TICK); false when the
+  // commands ring is full. Any thread.
+  bool RequestKick(const KickCommand& command);
+
+  // How many settings records (sent at every configuration reload) Poll has read so far.
+  std::uint64_t settings_seen() const { return settings_seen_; }
+
   // Asks the broker thread for fresh idle times in the statistics slots and waits up to
   // `timeout` (polling every 2 ms) for its answer, given at its next TICK. Returns false when the
   // broker did not answer in time (the slots keep their last samples). Any thread.
@@ -51,6 +59,7 @@ class CompanionLink {
   RingWriter commands_;
   std::string buffer_;  // guarded by log_mutex_
   std::uint64_t malformed_ = 0;
+  std::uint64_t settings_seen_ = 0;  // Poll's thread only
 };
 
 }  // namespace mqc

@@ -199,6 +199,36 @@ bool Decode(std::string_view bytes, LogCommand* c) {
   return false;
 }
 
+void Encode(const KickCommand& c, std::string* out) {
+  ByteWriter w(out);
+  w.PutString(c.client_id);
+  w.PutString(c.caller);
+  w.PutString(c.token_line);
+}
+
+namespace {
+
+bool IsPrintableAscii(std::string_view s) {
+  for (char c : s) {
+    if (c < 0x20 || c > 0x7e) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool Decode(std::string_view bytes, KickCommand* c) {
+  ByteReader r(bytes);
+  if (!r.GetString(&c->client_id) || !r.GetString(&c->caller) || !r.GetString(&c->token_line) ||
+      !r.Done()) {
+    return false;
+  }
+  return !c->client_id.empty() && c->client_id.size() <= kMaxKickClientIdBytes &&
+         c->client_id.find('\0') == std::string::npos && c->caller.size() <= kMaxKickCallerBytes &&
+         c->token_line.size() <= kMaxKickCallerBytes && IsPrintableAscii(c->caller) &&
+         IsPrintableAscii(c->token_line);
+}
+
 std::string FormatUuid(const Uuid& uuid) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;

@@ -31,7 +31,8 @@ enum class EventType : std::uint16_t {
 };
 
 enum class CommandType : std::uint16_t {
-  kLog = 1,  // a line for the broker's log
+  kLog = 1,   // a line for the broker's log
+  kKick = 2,  // disconnect a client (an admin's request through the HTTP API)
 };
 
 using Uuid = std::array<std::uint8_t, 16>;
@@ -105,6 +106,16 @@ struct LogCommand {
   std::string text;
 };
 
+// kKick: the broker thread checks it again (KickCommand bounds below), kicks the client by id
+// at its next TICK and logs who asked. Never carries the token, only which line of which file.
+struct KickCommand {
+  std::string client_id;   // 1 to kMaxKickClientIdBytes bytes, no NUL
+  std::string caller;      // the HTTP peer, "127.0.0.1:41234"; at most kMaxKickCallerBytes
+  std::string token_line;  // "admin token file line 3"; at most kMaxKickCallerBytes
+};
+inline constexpr std::size_t kMaxKickClientIdBytes = 65535;
+inline constexpr std::size_t kMaxKickCallerBytes = 128;
+
 // Encoders append to *out (cleared first); decoders return false on a malformed record.
 void Encode(const ConnectionEvent& event, std::string* out);
 void Encode(const CloseEvent& event, std::string* out);
@@ -114,6 +125,7 @@ void Encode(const OfflineSessionEndEvent& event, std::string* out);
 void Encode(const ResyncEvent& event, std::string* out);
 void Encode(const SettingsEvent& event, std::string* out);
 void Encode(const LogCommand& command, std::string* out);
+void Encode(const KickCommand& command, std::string* out);
 
 bool Decode(std::string_view bytes, ConnectionEvent* event);
 bool Decode(std::string_view bytes, CloseEvent* event);
@@ -123,6 +135,9 @@ bool Decode(std::string_view bytes, OfflineSessionEndEvent* event);
 bool Decode(std::string_view bytes, ResyncEvent* event);
 bool Decode(std::string_view bytes, SettingsEvent* event);
 bool Decode(std::string_view bytes, LogCommand* command);
+// Also false when a field is out of its bounds, or holds a NUL or (caller, token_line) a byte
+// that is not printable ASCII: what reaches the broker's log is one clean line.
+bool Decode(std::string_view bytes, KickCommand* command);
 
 // "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx"
 std::string FormatUuid(const Uuid& uuid);

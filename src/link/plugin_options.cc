@@ -53,6 +53,44 @@ std::function<bool(std::string_view, PluginOptions*)> UnsignedInto(
   };
 }
 
+std::function<bool(std::string_view, PluginOptions*)> AbsolutePathInto(
+    std::string PluginOptions::*field) {
+  return [field](std::string_view value, PluginOptions* options) {
+    if (value.empty() || value.front() != '/') return false;
+    options->*field = std::string(value);
+    return true;
+  };
+}
+
+std::function<bool(std::string_view, PluginOptions*)> BoolInto(bool PluginOptions::*field) {
+  return [field](std::string_view value, PluginOptions* options) {
+    if (value != "true" && value != "false") return false;
+    options->*field = value == "true";
+    return true;
+  };
+}
+
+// The checks that involve more than one option; false with *error naming them.
+bool CheckCombinations(const PluginOptions& options, std::string* error) {
+  if (options.http_tls_cert.empty() != options.http_tls_key.empty()) {
+    *error = std::string("plugin_opt_") +
+             (options.http_tls_cert.empty() ? "http_tls_key" : "http_tls_cert") +
+             " is set without plugin_opt_" +
+             (options.http_tls_cert.empty() ? "http_tls_cert" : "http_tls_key") +
+             ": HTTPS needs both the certificate and its key";
+    return false;
+  }
+  if (!IsLoopbackAddress(options.http_bind) && !options.RequiresToken() &&
+      !options.http_allow_anonymous) {
+    *error = "plugin_opt_http_bind " + options.http_bind +
+             " exposes the API beyond this machine without a token: set "
+             "plugin_opt_http_token_file (see README, Security), or "
+             "plugin_opt_http_allow_anonymous true to serve it to anyone who can reach the port";
+    return false;
+  }
+  return true;
+}
+
 const std::vector<OptionSpec>& Specs() {
   static const std::vector<OptionSpec> specs = {
       {"http_port", "a port number from 0 to 65535 (0 = any free port)",
@@ -106,6 +144,16 @@ const std::vector<OptionSpec>& Specs() {
                     [](PluginOptions* o, std::uint64_t n) {
                       o->rpc_max_pending = static_cast<std::uint32_t>(n);
                     })},
+      {"http_token_file", "the absolute path of a file of bearer tokens, one per line",
+       AbsolutePathInto(&PluginOptions::http_token_file)},
+      {"http_admin_token_file", "the absolute path of a file of bearer tokens, one per line",
+       AbsolutePathInto(&PluginOptions::http_admin_token_file)},
+      {"metrics_public", "true or false", BoolInto(&PluginOptions::metrics_public)},
+      {"http_tls_cert", "the absolute path of a PEM certificate (chain) file",
+       AbsolutePathInto(&PluginOptions::http_tls_cert)},
+      {"http_tls_key", "the absolute path of a PEM private key file",
+       AbsolutePathInto(&PluginOptions::http_tls_key)},
+      {"http_allow_anonymous", "true or false", BoolInto(&PluginOptions::http_allow_anonymous)},
       {"companion", "the absolute path of the companion executable",
        [](std::string_view value, PluginOptions* o) {
          if (value.empty() || value.front() != '/') return false;
@@ -142,8 +190,20 @@ bool ParsePluginOptions(const OptionPairs& pairs, PluginOptions* options, std::s
       return false;
     }
   }
+  if (!CheckCombinations(parsed, error)) return false;
   *options = parsed;
   return true;
+}
+
+bool IsLoopbackAddress(const std::string& address) {
+  in_addr v4{};
+  if (inet_pton(AF_INET, address.c_str(), &v4) == 1) {
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  }
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, address.c_str(), &v6) != 1) return false;
+  if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+  return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
 }
 
 }  // namespace mqc

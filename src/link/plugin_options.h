@@ -22,7 +22,22 @@ struct PluginOptions {
   std::uint32_t rpc_timeout_s = 30;
   std::uint32_t rpc_max_pending = 1024;
   std::string companion_path;  // empty: beside the plugin's .so
+
+  // Security (README, "Security"). The companion reads the token files itself: tokens never
+  // enter the broker process or the shared region.
+  std::string http_token_file;        // tokens that may read; empty: reading needs no token
+  std::string http_admin_token_file;  // tokens that may also disconnect; empty: disconnect off
+  bool metrics_public = false;        // /metrics without a token
+  std::string http_tls_cert;          // PEM; with http_tls_key: HTTPS on http_port
+  std::string http_tls_key;
+  bool http_allow_anonymous = false;  // a non-loopback http_bind without token files
+
+  // True when some token file is set: every API request then needs a token.
+  bool RequiresToken() const { return !http_token_file.empty() || !http_admin_token_file.empty(); }
 };
+
+// True for 127.0.0.0/8 and ::1 (and ::ffff:127.x.y.z): only this machine can connect.
+bool IsLoopbackAddress(const std::string& address);
 
 using OptionPairs = std::vector<std::pair<std::string, std::string>>;
 

@@ -18,6 +18,9 @@ enum class StatusCode : std::uint8_t {
   kResourceExhausted,
   kUnimplemented,
   kInternal,
+  kNotFound,
+  kUnauthenticated,
+  kPermissionDenied,
 };
 
 class Status {

@@ -80,6 +80,12 @@ TEST(PluginOptionsTest, BadValuesAreRefusedNamingOptionValueAndWhatIsAccepted) {
       {"rpc_timeout", "0", "from 1 to 3600"},
       {"rpc_max_pending", "0", "from 1 to 1000000"},
       {"companion", "relative/path", "absolute path"},
+      {"http_token_file", "tokens.txt", "absolute path"},
+      {"http_admin_token_file", "", "absolute path"},
+      {"metrics_public", "yes", "true or false"},
+      {"http_tls_cert", "cert.pem", "absolute path"},
+      {"http_tls_key", "key.pem", "absolute path"},
+      {"http_allow_anonymous", "1", "true or false"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string(c.key) + "=" + c.value);
@@ -90,6 +96,59 @@ TEST(PluginOptionsTest, BadValuesAreRefusedNamingOptionValueAndWhatIsAccepted) {
     EXPECT_THAT(error, HasSubstr(std::string("plugin_opt_") + c.key));
     EXPECT_THAT(error, HasSubstr(c.message_part));
     EXPECT_EQ(options.http_port, 1234);  // untouched on error
+  }
+}
+
+TEST(PluginOptionsTest, SecurityOptionsAreParsed) {
+  PluginOptions options;
+  std::string error;
+  ASSERT_TRUE(ParsePluginOptions({{"http_token_file", "/etc/read"},
+                                  {"http_admin_token_file", "/etc/admin"},
+                                  {"metrics_public", "true"},
+                                  {"http_tls_cert", "/etc/cert.pem"},
+                                  {"http_tls_key", "/etc/key.pem"},
+                                  {"http_allow_anonymous", "false"}},
+                                 &options, &error))
+      << error;
+  EXPECT_EQ(options.http_token_file, "/etc/read");
+  EXPECT_EQ(options.http_admin_token_file, "/etc/admin");
+  EXPECT_TRUE(options.metrics_public);
+  EXPECT_EQ(options.http_tls_cert, "/etc/cert.pem");
+  EXPECT_EQ(options.http_tls_key, "/etc/key.pem");
+  EXPECT_FALSE(options.http_allow_anonymous);
+  EXPECT_TRUE(options.RequiresToken());
+  EXPECT_FALSE(PluginOptions{}.RequiresToken());
+}
+
+TEST(PluginOptionsTest, TlsCertificateAndKeyComeTogether) {
+  PluginOptions options;
+  std::string error;
+  EXPECT_FALSE(ParsePluginOptions({{"http_tls_cert", "/c.pem"}}, &options, &error));
+  EXPECT_THAT(error, HasSubstr("plugin_opt_http_tls_cert is set without plugin_opt_http_tls_key"));
+  EXPECT_FALSE(ParsePluginOptions({{"http_tls_key", "/k.pem"}}, &options, &error));
+  EXPECT_THAT(error, HasSubstr("plugin_opt_http_tls_key is set without plugin_opt_http_tls_cert"));
+}
+
+TEST(PluginOptionsTest, ExposedBindNeedsATokenFileOrAllowAnonymous) {
+  for (const char* bind : {"0.0.0.0", "::", "192.0.2.1", "2001:db8::1"}) {
+    SCOPED_TRACE(bind);
+    PluginOptions options;
+    std::string error;
+    EXPECT_FALSE(ParsePluginOptions({{"http_bind", bind}}, &options, &error));
+    EXPECT_THAT(error, HasSubstr("plugin_opt_http_token_file"));
+    EXPECT_THAT(error, HasSubstr("plugin_opt_http_allow_anonymous"));
+    EXPECT_TRUE(ParsePluginOptions({{"http_bind", bind}, {"http_allow_anonymous", "true"}},
+                                   &options, &error));
+    EXPECT_TRUE(
+        ParsePluginOptions({{"http_bind", bind}, {"http_token_file", "/t"}}, &options, &error));
+    EXPECT_TRUE(ParsePluginOptions({{"http_bind", bind}, {"http_admin_token_file", "/t"}}, &options,
+                                   &error));
+  }
+  for (const char* bind : {"127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"}) {
+    SCOPED_TRACE(bind);
+    PluginOptions options;
+    std::string error;
+    EXPECT_TRUE(ParsePluginOptions({{"http_bind", bind}}, &options, &error)) << error;
   }
 }
 

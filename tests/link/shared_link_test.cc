@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -111,6 +112,58 @@ TEST_F(SharedLinkTest, LogLinesComeBackToTheBrokerInOrder) {
   });
   EXPECT_THAT(lines, ::testing::ElementsAre("4 mosquitto_connections: first",
                                             "8 mosquitto_connections: second"));
+}
+
+TEST_F(SharedLinkTest, DisconnectRequestsReachTheBrokerCheckedAndNeverWithoutAHandler) {
+  KickCommand kick;
+  kick.client_id = "sensor-1";
+  kick.caller = "127.0.0.1:41234";
+  kick.token_line = "admin token file line 3";
+  EXPECT_TRUE(companion_->RequestKick(kick));
+  std::vector<std::string> seen;
+  std::vector<std::string> lines;
+  const auto log = [&](const LogCommand& c) { lines.push_back(c.text); };
+  broker_->DrainCommands(log, [&](const KickCommand& c) {
+    seen.push_back(c.client_id + "|" + c.caller + "|" + c.token_line);
+  });
+  EXPECT_THAT(seen, ::testing::ElementsAre("sensor-1|127.0.0.1:41234|admin token file line 3"));
+  // At init and cleanup (no handler) a request is dropped, not kept for later.
+  EXPECT_TRUE(companion_->RequestKick(kick));
+  EXPECT_EQ(broker_->DrainCommands(log), 1u);
+  EXPECT_EQ(broker_->DrainCommands(log, [&](const KickCommand&) { seen.push_back("late"); }), 0u);
+  EXPECT_EQ(seen.size(), 1u);
+  EXPECT_TRUE(lines.empty());
+}
+
+TEST(KickCommandTest, TheDecoderChecksBoundsAndFormat) {
+  const auto decodes = [](const KickCommand& command) {
+    std::string bytes;
+    Encode(command, &bytes);
+    KickCommand decoded;
+    return Decode(bytes, &decoded) && decoded.client_id == command.client_id;
+  };
+  KickCommand good;
+  good.client_id = "c";
+  good.caller = "[::1]:5";
+  EXPECT_TRUE(decodes(good));
+  KickCommand bad = good;
+  bad.client_id = "";
+  EXPECT_FALSE(decodes(bad));
+  bad.client_id = std::string("a\0b", 3);  // the broker looks the id up as a C string
+  EXPECT_FALSE(decodes(bad));
+  bad.client_id = std::string(kMaxKickClientIdBytes + 1, 'a');
+  EXPECT_FALSE(decodes(bad));
+  bad = good;
+  bad.caller = "1.2.3.4:5\nforged log line";
+  EXPECT_FALSE(decodes(bad));
+  bad = good;
+  bad.token_line = std::string(kMaxKickCallerBytes + 1, 'x');
+  EXPECT_FALSE(decodes(bad));
+  std::string bytes;
+  Encode(good, &bytes);
+  KickCommand decoded;
+  EXPECT_FALSE(Decode(std::string_view(bytes).substr(0, bytes.size() - 1), &decoded));
+  EXPECT_FALSE(Decode(bytes + "x", &decoded));
 }
 
 TEST_F(SharedLinkTest, ACompanionReportsServingOrFailure) {

@@ -279,6 +279,12 @@ bool DeadlineExceeded(std::optional<Milliseconds> budget,
 
 }  // namespace
 
+bool CheckConnectUnaryPost(const HttpRequest& request, HttpResponse* error) {
+  std::optional<Milliseconds> budget;
+  return CheckContentType(request, error) && CheckProtocolVersion(request, error) &&
+         ReadTimeout(request, &budget, error) && CheckContentEncoding(request, error);
+}
+
 ConnectRpcService::ConnectRpcService(const ConnectionSource& source,
                                      ConnectRpcServiceOptions options)
     : source_(source),

@@ -27,6 +27,11 @@ struct ConnectRpcServiceOptions {
   Clock clock;
 };
 
+// The checks every Connect unary POST passes before its body is read: Content-Type (415),
+// Connect-Protocol-Version (400), Connect-Timeout-Ms (400), Content-Encoding (501). False with
+// the Connect error in *error. For methods served outside this class (DisconnectConnection).
+bool CheckConnectUnaryPost(const HttpRequest& request, HttpResponse* error);
+
 class ConnectRpcService {
  public:
   // `source` must outlive the service.

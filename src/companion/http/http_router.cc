@@ -33,24 +33,40 @@ namespace {
 constexpr char kMetricsContentType[] = "text/plain; version=0.0.4; charset=utf-8";
 constexpr char kGetMethods[] = "GET, HEAD";
 constexpr char kConnectRpcMethods[] = "GET, HEAD, POST";
+constexpr char kPostMethod[] = "POST";
+constexpr char kDeleteMethod[] = "DELETE";
+constexpr char kConnectionsPath[] = "/api/mqtt/connections";
+constexpr char kConnectionsPrefix[] = "/api/mqtt/connections/";
+constexpr char kMetricsPath[] = "/metrics";
+constexpr char kAuthenticateHeader[] = "WWW-Authenticate";
+constexpr char kAuthenticateChallenge[] = "Bearer realm=\"mosquitto-connections\"";
+constexpr char kDisconnectOff[] = "disconnecting is off: it needs plugin_opt_http_admin_token_file";
 constexpr char kBodyTooLarge[] = "request body too large";
 
 struct EmbeddedRoute {
   const char* path;
   const char* name;  // in the repository (and in the build's list of embedded files)
   const char* content_type;
+  AccessLevel needs;  // kNone: served without a token
 };
 constexpr EmbeddedRoute kEmbeddedRoutes[] = {
-    {"/", "console/index.html", "text/html; charset=utf-8"},
-    {"/console.css", "console/console.css", "text/css; charset=utf-8"},
-    {"/console.js", "console/console.js", "text/javascript; charset=utf-8"},
-    {"/api/openapi.json", "api/openapi.json", kJsonContentType},
+    {"/", "console/index.html", "text/html; charset=utf-8", AccessLevel::kNone},
+    {"/console.css", "console/console.css", "text/css; charset=utf-8", AccessLevel::kNone},
+    {"/console.js", "console/console.js", "text/javascript; charset=utf-8", AccessLevel::kNone},
+    {"/api/openapi.json", "api/openapi.json", kJsonContentType, AccessLevel::kRead},
 };
 constexpr char kContentSecurityPolicy[] =
     "default-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
+// Whether `methods` (an Allow header value) lists the request's method; HEAD goes with GET.
 bool Allows(std::string_view methods, const HttpRequest& request) {
-  return IsGet(request) || (request.method == "POST" && methods == kConnectRpcMethods);
+  const std::string_view wanted = request.method == "HEAD" ? "GET" : request.method;
+  while (!methods.empty()) {
+    const std::size_t comma = methods.find(", ");
+    if (methods.substr(0, comma) == wanted) return true;
+    methods = comma == std::string_view::npos ? std::string_view() : methods.substr(comma + 2);
+  }
+  return false;
 }
 
 std::string NotAllowedMessage(const HttpRequest& request, const char* allowed) {
@@ -81,41 +97,65 @@ HttpResponse EmbeddedFileResponse(const EmbeddedRoute& route) {
 HttpRouter::HttpRouter(const ConnectionSource& connections, MetricsProvider metrics,
                        ConnectRpcHandler connect)
     : connections_(connections) {
-  routes_.push_back({"/api/mqtt/connections", kGetMethods, ErrorFormat::kKubeMq,
-                     [this](const HttpRequest& request, std::string_view) {
+  routes_.push_back({kConnectionsPath, kGetMethods, ErrorFormat::kKubeMq,
+                     [this](const HttpRequest& request, std::string_view, const Caller&) {
                        return kubemq_view_.ListConnections(connections_.Snapshot(), request.query);
                      }});
+  routes_.push_back({kConnectionsPrefix, kDeleteMethod, ErrorFormat::kKubeMq,
+                     [this](const HttpRequest&, std::string_view client_id, const Caller& caller) {
+                       if (!disconnector_)
+                         return KubeMqErrorResponse(kHttpForbidden, kDisconnectOff);
+                       return KubeMqDisconnect(disconnector_, client_id, caller);
+                     },
+                     AccessLevel::kAdmin, ErrorFormat::kKubeMq, /*needs_rest=*/true});
   if (metrics) {
-    routes_.push_back({"/metrics", kGetMethods, ErrorFormat::kKubeMq,
-                       [metrics = std::move(metrics)](const HttpRequest&, std::string_view) {
-                         HttpResponse response;
-                         response.status = kHttpOk;
-                         response.content_type = kMetricsContentType;
-                         response.body = metrics();
-                         return response;
-                       }});
+    Route route{
+        kMetricsPath, kGetMethods, ErrorFormat::kKubeMq,
+        [metrics = std::move(metrics)](const HttpRequest&, std::string_view, const Caller&) {
+          HttpResponse response;
+          response.status = kHttpOk;
+          response.content_type = kMetricsContentType;
+          response.body = metrics();
+          return response;
+        }};
+    route.auth_errors = ErrorFormat::kPlainText;
+    routes_.push_back(std::move(route));
   }
-  // The web console (console/) and the API's document, as the build embedded them.
+  // The web console (console/) and the API's document, as the build embedded them. The
+  // console's files hold no data and must load without a token (the page then asks for one).
   for (const EmbeddedRoute& file : kEmbeddedRoutes) {
-    routes_.push_back(
-        {file.path, kGetMethods, ErrorFormat::kKubeMq,
-         [&file](const HttpRequest&, std::string_view) { return EmbeddedFileResponse(file); }});
+    routes_.push_back({file.path, kGetMethods, ErrorFormat::kKubeMq,
+                       [&file](const HttpRequest&, std::string_view, const Caller&) {
+                         return EmbeddedFileResponse(file);
+                       },
+                       file.needs});
   }
-  routes_.push_back(
-      {kConnectRpcServicePrefix, kConnectRpcMethods, ErrorFormat::kConnectRpc,
-       [connect = std::move(connect)](const HttpRequest& request, std::string_view method) {
-         if (!connect) {
-           return ConnectRpcErrorResponse(
-               Status(StatusCode::kUnimplemented,
-                      "method " + QuoteForMessage(method) + " is not implemented"));
-         }
-         return connect(std::string(method), request);
-       }});
+  // Before the service prefix: the first matching route wins.
+  routes_.push_back({disconnect_rpc_path_, kPostMethod, ErrorFormat::kConnectRpc,
+                     [this](const HttpRequest& request, std::string_view, const Caller& caller) {
+                       if (!disconnector_) {
+                         return ConnectRpcErrorResponse(
+                             Status(StatusCode::kPermissionDenied, kDisconnectOff));
+                       }
+                       return ConnectRpcDisconnect(disconnector_, request, caller);
+                     },
+                     AccessLevel::kAdmin});
+  routes_.push_back({kConnectRpcServicePrefix, kConnectRpcMethods, ErrorFormat::kConnectRpc,
+                     [connect = std::move(connect)](const HttpRequest& request,
+                                                    std::string_view method, const Caller&) {
+                       if (!connect) {
+                         return ConnectRpcErrorResponse(
+                             Status(StatusCode::kUnimplemented,
+                                    "method " + QuoteForMessage(method) + " is not implemented"));
+                       }
+                       return connect(std::string(method), request);
+                     }});
 }
 
 const HttpRouter::Route* HttpRouter::Find(std::string_view path) const {
   for (const Route& route : routes_) {
     const bool prefix = route.path.size() > 1 && route.path.back() == '/';
+    if (route.needs_rest && path.size() <= route.path.size()) continue;
     if (prefix ? path.substr(0, route.path.size()) == route.path : path == route.path) {
       return &route;
     }
@@ -128,7 +168,57 @@ HttpResponse HttpRouter::ErrorAnswer(ErrorFormat format, StatusCode code, std::s
   if (format == ErrorFormat::kConnectRpc) {
     return ConnectRpcErrorResponse(Status(code, std::string(message)), http_status);
   }
+  if (format == ErrorFormat::kPlainText) {
+    HttpResponse response;
+    response.status = http_status;
+    response.content_type = "text/plain; charset=utf-8";
+    response.body = std::string(message) + "\n";
+    return response;
+  }
   return KubeMqErrorResponse(http_status, message);
+}
+
+void HttpRouter::SetAccess(const AccessTokens* tokens, bool metrics_public) {
+  tokens_ = tokens;
+  metrics_public_ = metrics_public;
+}
+
+void HttpRouter::SetDisconnector(Disconnector disconnector) {
+  disconnector_ = std::move(disconnector);
+}
+
+bool HttpRouter::Authorize(const Route& route, const HttpRequest& request, Caller* caller,
+                           HttpResponse* refusal) const {
+  caller->address = request.remote_address;
+  const bool public_route =
+      route.needs == AccessLevel::kNone || (metrics_public_ && route.path == kMetricsPath);
+  if (tokens_ == nullptr || public_route) {
+    if (route.needs != AccessLevel::kAdmin) return true;
+  }
+  AccessGrant grant;
+  if (tokens_ != nullptr) {
+    grant = tokens_->Check(request.FindHeader("Authorization"));
+  } else {
+    grant.level = AccessLevel::kRead;
+  }
+  caller->token_line = grant.token_line;
+  if (grant.level == AccessLevel::kNone) {
+    *refusal = ErrorAnswer(route.auth_errors, StatusCode::kUnauthenticated,
+                           grant.token_presented ? "the bearer token is not valid"
+                                                 : "a bearer token is required (Authorization: "
+                                                   "Bearer <token>)",
+                           kHttpUnauthorized);
+    refusal->headers.emplace_back(kAuthenticateHeader, kAuthenticateChallenge);
+    return false;
+  }
+  if (route.needs == AccessLevel::kAdmin && grant.level != AccessLevel::kAdmin) {
+    // Without an admin token file there is no admin: say that disconnecting is off.
+    *refusal = ErrorAnswer(route.auth_errors, StatusCode::kPermissionDenied,
+                           disconnector_ ? "this action needs an admin token" : kDisconnectOff,
+                           kHttpForbidden);
+    return false;
+  }
+  return true;
 }
 
 HttpResponse HttpRouter::Handle(const HttpRequest& request) const {
@@ -150,6 +240,9 @@ HttpResponse HttpRouter::Dispatch(const HttpRequest& request) const {
   if (route == nullptr) {
     return KubeMqErrorResponse(kHttpNotFound, "unknown path " + QuoteForMessage(request.path));
   }
+  Caller caller;
+  HttpResponse refusal;
+  if (!Authorize(*route, request, &caller, &refusal)) return refusal;
   if (!Allows(route->methods, request)) {
     HttpResponse response =
         ErrorAnswer(route->errors, StatusCode::kUnimplemented,
@@ -161,7 +254,7 @@ HttpResponse HttpRouter::Dispatch(const HttpRequest& request) const {
     return ErrorAnswer(route->errors, StatusCode::kResourceExhausted, kBodyTooLarge,
                        kHttpPayloadTooLarge);
   }
-  return route->view(request, std::string_view(request.path).substr(route->path.size()));
+  return route->view(request, std::string_view(request.path).substr(route->path.size()), caller);
 }
 
 }  // namespace mqc

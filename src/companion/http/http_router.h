@@ -1,9 +1,15 @@
 // Maps HTTP requests to the companion's views, from one route table:
-//   GET  /api/mqtt/connections                          KubeMQ connections endpoint
-//   GET  /metrics                                       Prometheus text (when a provider is set)
-//   POST /mqtt.connections.v1.ConnectionsService/<M>    Connect RPC unary (GET: Connect's GET form)
-//   GET  /, /console.css, /console.js                   the web console (console/, embedded)
-//   GET  /api/openapi.json                              the API's document (api/openapi.json)
+//   GET    /api/mqtt/connections                        KubeMQ connections endpoint
+//   DELETE /api/mqtt/connections/{client_id}            disconnect (admin)
+//   GET    /metrics                                     Prometheus text (when a provider is set)
+//   POST   /mqtt.connections.v1.ConnectionsService/DisconnectConnection   disconnect (admin)
+//   POST   /mqtt.connections.v1.ConnectionsService/<M>  Connect RPC unary (GET: Connect's GET form)
+//   GET    /, /console.css, /console.js                 the web console (console/, embedded; no
+//                                                       token: it holds no data, and asks for one)
+//   GET    /api/openapi.json                            the API's document (api/openapi.json)
+// With token files (SetAccess), every other route needs a bearer token (reading, or admin for the
+// disconnects), checked after the path (404) and before the method (405): 401 with
+// WWW-Authenticate for a missing or wrong token, 403 for a read token on an admin action.
 // The views are siblings: each route names its path, its methods, the format of its errors (the
 // KubeMQ envelope or a Connect error) and its view. HEAD is served wherever GET is (MHD drops
 // the body).
@@ -18,6 +24,8 @@
 #include <string_view>
 #include <vector>
 
+#include "companion/http/access_tokens.h"
+#include "companion/http/disconnect_view.h"
 #include "companion/http/http_server.h"
 #include "companion/http/kubemq_view.h"
 #include "link/connection.h"
@@ -45,20 +53,35 @@ class HttpRouter {
   HttpRouter(const HttpRouter&) = delete;
   HttpRouter& operator=(const HttpRouter&) = delete;
 
+  // Set-up, before the server starts. `tokens` (null: no token needed) must outlive the router;
+  // `metrics_public`: /metrics needs no token.
+  void SetAccess(const AccessTokens* tokens, bool metrics_public);
+  // Empty (the default): disconnecting is off, answered 403.
+  void SetDisconnector(Disconnector disconnector);
+
   // Never throws for a failing view: a view's exception is answered 500 in the path's format.
   HttpResponse Handle(const HttpRequest& request) const;
 
  private:
-  enum class ErrorFormat { kKubeMq, kConnectRpc };
-  // A view gets the request and the part of the path after the route's path (empty for an
-  // exact path).
-  using View = std::function<HttpResponse(const HttpRequest& request, std::string_view rest)>;
+  enum class ErrorFormat { kKubeMq, kConnectRpc, kPlainText };
+  // A view gets the request, the part of the path after the route's path (empty for an exact
+  // path) and its caller.
+  using View = std::function<HttpResponse(const HttpRequest& request, std::string_view rest,
+                                          const Caller& caller)>;
   struct Route {
     std::string_view path;  // matched exactly, or as a prefix when it ends in '/' (not "/")
-    const char* methods;    // the Allow header: "GET, HEAD" or "GET, HEAD, POST"
+    const char* methods;    // the Allow header: "GET, HEAD", "GET, HEAD, POST", "DELETE"
     ErrorFormat errors;
     View view;
+    AccessLevel needs = AccessLevel::kRead;
+    ErrorFormat auth_errors = errors;  // /metrics answers 401 in plain text
+    bool needs_rest = false;           // a prefix route that needs something after the prefix
   };
+
+  // True when the request may go on (*caller then names it for the views); else false with the
+  // 401/403 answer in *refusal.
+  bool Authorize(const Route& route, const HttpRequest& request, Caller* caller,
+                 HttpResponse* refusal) const;
 
   const Route* Find(std::string_view path) const;
   HttpResponse Dispatch(const HttpRequest& request) const;
@@ -67,6 +90,11 @@ class HttpRouter {
 
   const ConnectionSource& connections_;
   const KubeMqView kubemq_view_{};
+  const AccessTokens* tokens_ = nullptr;
+  bool metrics_public_ = false;
+  Disconnector disconnector_;
+  const std::string disconnect_rpc_path_ =
+      std::string(kConnectRpcServicePrefix) + kDisconnectConnectionMethod;
   std::vector<Route> routes_;
 };
 

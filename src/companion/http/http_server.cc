@@ -13,8 +13,8 @@
 // - Every request is answered from the access handler's last call, after the whole body is in:
 //   answering earlier makes MHD close the connection (no keep-alive). The exceptions answer at
 //   the headers on purpose: a declared Content-Length above the limit (413 before reading a
-//   byte of it), and methods other than GET, HEAD and POST (nothing we serve takes their body;
-//   the router answers 404 or 405). A chunked body above the limit is read and dropped, then
+//   byte of it), and methods other than GET, HEAD, POST and DELETE (nothing we serve takes their
+//   body; the router answers 404 or 405). A chunked body above the limit is read and dropped, then
 //   answered 413 (MHD gives no way to answer while a body is still coming).
 // - HEAD: MHD sends the headers of the GET answer, Content-Length included, without the body.
 // - No exception crosses into C: every callback catches everything. An exception from the
@@ -29,19 +29,25 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdarg>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "link/clock.h"
 #include "link/text_util.h"
 
 namespace mqc {
@@ -190,7 +196,27 @@ bool Collect(MHD_Connection* connection, MHD_ValueKind kind,
 
 bool IsServedMethod(std::string_view method) {
   return method == MHD_HTTP_METHOD_GET || method == MHD_HTTP_METHOD_HEAD ||
-         method == MHD_HTTP_METHOD_POST;
+         method == MHD_HTTP_METHOD_POST || method == MHD_HTTP_METHOD_DELETE;
+}
+
+// "127.0.0.1:41234" or "[::1]:41234"; empty when MHD does not know.
+std::string PeerAddress(MHD_Connection* connection) {
+  const MHD_ConnectionInfo* info =
+      MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  if (info == nullptr || info->client_addr == nullptr) return "";
+  char text[INET6_ADDRSTRLEN] = {};
+  const sockaddr* address = info->client_addr;
+  if (address->sa_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(address);
+    if (inet_ntop(AF_INET, &v4->sin_addr, text, sizeof(text)) == nullptr) return "";
+    return HostPort(text, ntohs(v4->sin_port));
+  }
+  if (address->sa_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(address);
+    if (inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof(text)) == nullptr) return "";
+    return HostPort(text, ntohs(v6->sin6_port));
+  }
+  return "";
 }
 
 // The declared Content-Length exceeds `limit` (a malformed value is MHD's to refuse).
@@ -203,6 +229,95 @@ bool DeclaresMoreThan(MHD_Connection* connection, std::size_t limit) {
   const unsigned long long length = std::strtoull(value, &end, 10);
   if (end == value) return false;
   return errno == ERANGE || length > limit;
+}
+
+// One connection's request deadline, from MHD's NOTIFY_STARTED to NOTIFY_CLOSED (its
+// socket_context). Written by the MHD thread serving the connection, read by the request clock,
+// both under RequestClock's mutex.
+struct ConnectionClock {
+  int fd = -1;
+  std::int64_t deadline_ns = 0;  // 0: no request under way (answer being sent)
+  bool shut = false;
+};
+
+// TLS 1.2 and 1.3 only, GnuTLS's NORMAL set otherwise.
+constexpr char kTlsPriorities[] = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2";
+
+}  // namespace
+
+// Ends requests that take longer than request_time_limit_s to arrive (trickling clients): a
+// thread wakes twice a second and shuts down each overdue socket, which MHD then sees as closed
+// by the peer and cleans up on its own thread. The socket is never closed here: MHD sends
+// NOTIFY_CLOSED (which removes it, under the same mutex) before it closes the descriptor, so a
+// number shut down here is always still the connection's own.
+class RequestClock {
+ public:
+  explicit RequestClock(unsigned limit_s)
+      : limit_ns_(std::int64_t{limit_s} * 1000000000), thread_([this] { Run(); }) {}
+  ~RequestClock() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  RequestClock(const RequestClock&) = delete;
+  RequestClock& operator=(const RequestClock&) = delete;
+
+  ConnectionClock* Started(int fd) {
+    auto clock = std::make_unique<ConnectionClock>();
+    clock->fd = fd;
+    clock->deadline_ns = MonotonicNs() + limit_ns_;
+    std::lock_guard<std::mutex> lock(mutex_);
+    live_.insert(clock.get());
+    return clock.release();
+  }
+  void Closed(ConnectionClock* clock) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      live_.erase(clock);
+    }
+    delete clock;
+  }
+  // The request is in and answered: sending is bounded by the idle timeout.
+  void Answered(ConnectionClock* clock) { Set(clock, 0); }
+  // The next request on this connection must arrive in time too.
+  void Completed(ConnectionClock* clock) { Set(clock, MonotonicNs() + limit_ns_); }
+
+ private:
+  void Set(ConnectionClock* clock, std::int64_t deadline_ns) {
+    if (clock == nullptr) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    clock->deadline_ns = deadline_ns;
+  }
+  void Run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stop_) {
+      wake_.wait_for(lock, std::chrono::milliseconds(500));
+      const std::int64_t now = MonotonicNs();
+      for (ConnectionClock* clock : live_) {
+        if (clock->shut || clock->deadline_ns == 0 || now < clock->deadline_ns) continue;
+        (void)shutdown(clock->fd, SHUT_RDWR);  // MHD closes it; nothing to do if it is gone
+        clock->shut = true;
+      }
+    }
+  }
+
+  const std::int64_t limit_ns_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;                          // guarded by mutex_
+  std::unordered_set<ConnectionClock*> live_;  // guarded by mutex_
+  std::thread thread_;                         // last: starts once the rest is built
+};
+
+namespace {
+
+ConnectionClock* ClockOf(MHD_Connection* connection) {
+  const MHD_ConnectionInfo* info =
+      MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  return info == nullptr ? nullptr : static_cast<ConnectionClock*>(info->socket_context);
 }
 
 }  // namespace
@@ -240,16 +355,36 @@ struct HttpServerCallbacks {
       }
       request.body = std::move(state->body);
       request.body_too_large = state->body_too_large;
+      request.remote_address = PeerAddress(connection);
+      server->request_clock_->Answered(ClockOf(connection));
       return Queue(connection, server->Dispatch(request));
     } catch (...) {
       return MHD_NO;  // out of memory: closing the connection is all that is left
     }
   }
 
-  static void OnCompleted(void* /*cls*/, MHD_Connection* /*connection*/, void** req_cls,
+  static void OnCompleted(void* cls, MHD_Connection* connection, void** req_cls,
                           MHD_RequestTerminationCode /*code*/) noexcept {
     delete static_cast<RequestState*>(*req_cls);
     *req_cls = nullptr;
+    static_cast<const HttpServer*>(cls)->request_clock_->Completed(ClockOf(connection));
+  }
+
+  static void OnConnection(void* cls, MHD_Connection* connection, void** socket_context,
+                           MHD_ConnectionNotificationCode code) noexcept {
+    try {
+      RequestClock& clock = *static_cast<const HttpServer*>(cls)->request_clock_;
+      if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const MHD_ConnectionInfo* info =
+            MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (info != nullptr) *socket_context = clock.Started(info->connect_fd);
+      } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context != nullptr) {
+        clock.Closed(static_cast<ConnectionClock*>(*socket_context));
+        *socket_context = nullptr;
+      }
+    } catch (...) {
+      // Out of memory: this connection goes without a request deadline (the idle timeout stays).
+    }
   }
 
   static void OnLog(void* cls, const char* format, va_list arguments) noexcept {
@@ -286,27 +421,49 @@ std::unique_ptr<HttpServer> HttpServer::Start(const HttpServerOptions& options, 
   std::unique_ptr<HttpServer> server(new HttpServer(options, std::move(handler)));
   server->port_ = listening.port;
 
-  // epoll where MHD has it (Debian's does), else poll; MHD's own threads.
+  server->request_clock_ = std::make_unique<RequestClock>(options.request_time_limit_s);
+
+  // epoll where MHD has it (Debian's does), else poll; MHD's own threads. With epoll a silent
+  // connection costs no thread and no poll slot, so floods of them do not delay the others.
   unsigned flags = MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD;
   if (listening.ipv6) flags |= MHD_USE_IPv6;
   if (server->options_.log) flags |= MHD_USE_ERROR_LOG;
-  // One option and its arguments per line.
-  // clang-format off
-  MHD_Daemon* daemon = MHD_start_daemon(
-      flags, static_cast<std::uint16_t>(listening.port), nullptr, nullptr,
-      &HttpServerCallbacks::OnRequest, server.get(),
+  const bool tls = !options.tls_cert_pem.empty() && !options.tls_key_pem.empty();
+  if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+    *error = "plugin_opt_http_tls_cert: this libmicrohttpd is built without TLS support";
+    (void)close(listening.fd);  // not handed to MHD yet
+    return nullptr;
+  }
+  if (tls) flags |= MHD_USE_TLS;
+  const auto function = [](auto* callback) { return reinterpret_cast<intptr_t>(callback); };
+  HttpServer* self = server.get();
+  std::vector<MHD_OptionItem> items = {
       // The logger goes first so that start-up messages reach it too.
-      MHD_OPTION_EXTERNAL_LOGGER, &HttpServerCallbacks::OnLog, server.get(),
-      MHD_OPTION_LISTEN_SOCKET, listening.fd,
-      MHD_OPTION_THREAD_POOL_SIZE, server->options_.thread_pool_size,
-      MHD_OPTION_CONNECTION_TIMEOUT, server->options_.connection_timeout_s,
-      MHD_OPTION_CONNECTION_LIMIT, server->options_.connection_limit,
-      MHD_OPTION_NOTIFY_COMPLETED, &HttpServerCallbacks::OnCompleted, nullptr,
-      MHD_OPTION_END);
-  // clang-format on
+      {MHD_OPTION_EXTERNAL_LOGGER, function(&HttpServerCallbacks::OnLog), self},
+      {MHD_OPTION_LISTEN_SOCKET, listening.fd, nullptr},
+      {MHD_OPTION_THREAD_POOL_SIZE, server->options_.thread_pool_size, nullptr},
+      {MHD_OPTION_CONNECTION_TIMEOUT, server->options_.connection_timeout_s, nullptr},
+      {MHD_OPTION_CONNECTION_LIMIT, server->options_.connection_limit, nullptr},
+      {MHD_OPTION_NOTIFY_COMPLETED, function(&HttpServerCallbacks::OnCompleted), self},
+      {MHD_OPTION_NOTIFY_CONNECTION, function(&HttpServerCallbacks::OnConnection), self},
+  };
+  if (tls) {
+    // MHD keeps the pointers: the strings live in server->options_.
+    items.push_back(
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(server->options_.tls_cert_pem.c_str())});
+    items.push_back(
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(server->options_.tls_key_pem.c_str())});
+    items.push_back({MHD_OPTION_HTTPS_PRIORITIES, 0, const_cast<char*>(kTlsPriorities)});
+  }
+  items.push_back({MHD_OPTION_END, 0, nullptr});
+  MHD_Daemon* daemon = MHD_start_daemon(flags, static_cast<std::uint16_t>(listening.port), nullptr,
+                                        nullptr, &HttpServerCallbacks::OnRequest, self,
+                                        MHD_OPTION_ARRAY, items.data(), MHD_OPTION_END);
   if (daemon == nullptr) {
     *error = "cannot listen on " + HostPort(options.bind_address, listening.port) +
-             ": libmicrohttpd could not start";
+             (tls ? ": libmicrohttpd could not start HTTPS: check that plugin_opt_http_tls_cert "
+                    "and plugin_opt_http_tls_key are a matching PEM certificate and key"
+                  : ": libmicrohttpd could not start");
     return nullptr;
   }
   server->daemon_.reset(daemon);

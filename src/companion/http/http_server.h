@@ -22,6 +22,8 @@ struct MHD_Daemon;
 
 namespace mqc {
 
+class RequestClock;
+
 // MHD_stop_daemon, declared here so that this header needs no microhttpd.h.
 void StopMhdDaemon(MHD_Daemon* daemon) noexcept;
 
@@ -36,6 +38,7 @@ struct HttpRequest {
   QueryParams query;
   HttpHeaders headers;  // as sent; look them up with FindHeader
   std::string body;
+  std::string remote_address;  // the peer: "127.0.0.1:41234", "[::1]:41234"; empty if unknown
   // The body was larger than HttpServerOptions::max_body_bytes: `body` is empty and the answer
   // should be 413. Set instead of answering in the server so that the router picks the error
   // format of the path.
@@ -58,9 +61,19 @@ struct HttpServerOptions {
   // Seconds before an idle connection is closed. Also what ends a request MHD cannot parse
   // and waits on forever (one starting with a NUL byte).
   unsigned connection_timeout_s = 10;
-  unsigned connection_limit = 64;
+  // Seconds a request may take to arrive whole (headers and body), however steadily its bytes
+  // trickle in: the idle timeout alone never ends a client that sends a byte every few seconds.
+  // The next request on a kept-alive connection gets the same time from the previous answer on.
+  unsigned request_time_limit_s = 20;
+  // Connections at once (each an epoll registration and a descriptor; no thread each): floods
+  // of silent connections cost memory, not service. The companion lowers it to its
+  // descriptor budget.
+  unsigned connection_limit = 8192;
   unsigned thread_pool_size = 2;
   std::size_t max_body_bytes = 1 << 20;
+  // HTTPS with MHD's own TLS (GnuTLS), TLS 1.2 or later, when both are set (PEM text).
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
   // MHD's own error messages (one line, no newline); none are asked for when empty.
   std::function<void(const std::string&)> log;
 };
@@ -89,11 +102,15 @@ class HttpServer {
   void Log(const std::string& message) const noexcept;
 
   friend struct HttpServerCallbacks;
+  friend class RequestClock;
 
   const HttpServerOptions options_;
   const Handler handler_;
   int port_ = 0;
-  // Last member: destroyed first, so MHD's threads are gone before what they use.
+  // Closes connections whose request is overdue (request_time_limit_s); its thread stops before
+  // MHD does.
+  std::unique_ptr<RequestClock> request_clock_;
+  // Destroyed first, so MHD's threads are gone before what they use.
   CSmartPtr<MHD_Daemon, StopMhdDaemon> daemon_;
 };
 

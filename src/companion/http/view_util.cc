@@ -42,6 +42,12 @@ std::string_view ConnectRpcCodeName(StatusCode code) {
       return "unimplemented";
     case StatusCode::kInternal:
       return "internal";
+    case StatusCode::kNotFound:
+      return "not_found";
+    case StatusCode::kUnauthenticated:
+      return "unauthenticated";
+    case StatusCode::kPermissionDenied:
+      return "permission_denied";
   }
   return "unknown";
 }
@@ -58,6 +64,12 @@ int ConnectRpcHttpStatus(StatusCode code) {
       return 429;  // Connect's mapping; the router answers a body too large with 413
     case StatusCode::kUnimplemented:
       return kHttpNotImplemented;
+    case StatusCode::kNotFound:
+      return kHttpNotFound;
+    case StatusCode::kUnauthenticated:
+      return kHttpUnauthorized;
+    case StatusCode::kPermissionDenied:
+      return kHttpForbidden;
     case StatusCode::kInternal:
       break;
   }

@@ -16,6 +16,8 @@ namespace mqc {
 
 inline constexpr int kHttpOk = 200;
 inline constexpr int kHttpBadRequest = 400;
+inline constexpr int kHttpUnauthorized = 401;
+inline constexpr int kHttpForbidden = 403;
 inline constexpr int kHttpNotFound = 404;
 inline constexpr int kHttpMethodNotAllowed = 405;
 inline constexpr int kHttpPayloadTooLarge = 413;

@@ -301,6 +301,35 @@ TEST(HttpServerTest, RequestStartingWithNulIsDroppedWithinTheTimeout) {
   EXPECT_THAT(other.ReadToEnd(), StartsWith("HTTP/1.1 200 OK\r\n"));
 }
 
+TEST(HttpServerTest, TricklingRequestIsClosedAfterTheRequestTimeLimit) {
+  HttpServerOptions options = LoopbackAnyPort();
+  options.connection_timeout_s = 3;  // never reached: a byte comes every 200 ms
+  options.request_time_limit_s = 1;
+  const auto server = StartOrFail(options, &Echo);
+  ASSERT_NE(server, nullptr);
+  Client client("127.0.0.1", server->port(), std::chrono::seconds(10));
+  const auto start = std::chrono::steady_clock::now();
+  const std::string request = "GET /slow HTTP/1.1\r\nHost: x\r\nX-Pad: aaaaaaaaaaaaaaaaaaaaaaaa";
+  bool closed = false;
+  for (std::size_t i = 0; i < request.size() && !closed; ++i) {
+    closed = !client.Send(request.substr(i, 1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    closed = closed || std::chrono::steady_clock::now() - start > std::chrono::seconds(8);
+  }
+  bool timed_out = false;
+  client.ReadToEnd(&timed_out);
+  EXPECT_FALSE(timed_out) << "the server kept the trickling connection open";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  // A normal request on a kept-alive connection is not cut by the limit.
+  Client other("127.0.0.1", server->port(), kReadTimeout);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(other.Send("GET /ok HTTP/1.1\r\nHost: x\r\n\r\n"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  }
+  ASSERT_TRUE(other.Send("GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  EXPECT_THAT(other.ReadToEnd(), StartsWith("HTTP/1.1 200 OK\r\n"));
+}
+
 TEST(HttpServerTest, MalformedRequestIsRefusedByMhdAndLogged) {
   HttpServerOptions options = LoopbackAnyPort();
   std::mutex log_mutex;

@@ -1,0 +1,101 @@
+// The disconnect views (see disconnect_view.h).
+//
+// Where the spec is silent:
+// - A client id is 1 to 65535 bytes without NUL (MQTT's limit; the broker looks it up as a C
+//   string); a uid is a UUID text. Anything else is 400 / `invalid_argument`.
+// - A request message with both clientId and uid, or neither, is `invalid_argument`; unknown
+//   fields are ignored (protobuf JSON).
+// - A client the broker does not close within the Disconnector's wait is 504 /
+//   `deadline_exceeded`: it may still close later.
+#include "companion/http/disconnect_view.h"
+
+#include <cjson/cJSON.h>
+
+#include <string>
+
+#include "companion/http/connect_rpc_service.h"
+#include "companion/http/json_util.h"
+#include "companion/http/view_util.h"
+
+namespace mqc {
+namespace {
+
+constexpr std::size_t kMaxClientIdBytes = 65535;
+
+Status CheckClientId(std::string_view client_id) {
+  if (client_id.empty() || client_id.size() > kMaxClientIdBytes ||
+      client_id.find('\0') != std::string_view::npos) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        "client id must be 1 to 65535 bytes without NUL, got " + QuoteForMessage(client_id));
+  }
+  return Status();
+}
+
+int HttpStatusOf(StatusCode code) {
+  return code == StatusCode::kInvalidArgument ? kHttpBadRequest : ConnectRpcHttpStatus(code);
+}
+
+}  // namespace
+
+HttpResponse KubeMqDisconnect(const Disconnector& disconnector, std::string_view client_id,
+                              const Caller& caller) {
+  const Status valid = CheckClientId(client_id);
+  if (!valid.ok()) return KubeMqErrorResponse(kHttpBadRequest, valid.message());
+  DisconnectTarget target;
+  target.client_id = std::string(client_id);
+  const DisconnectOutcome outcome = disconnector(target, caller);
+  if (!outcome.status.ok()) {
+    return KubeMqErrorResponse(HttpStatusOf(outcome.status.code()), outcome.status.message());
+  }
+  CjsonPtr data = NewJsonObject();
+  AddToJsonObject(data.get(), "client_id", NewJsonString(outcome.client_id));
+  AddToJsonObject(data.get(), "disconnected", NewJsonBool(true));
+  CjsonPtr envelope = NewJsonObject();
+  AddToJsonObject(envelope.get(), "error", NewJsonBool(false));
+  AddToJsonObject(envelope.get(), "error_string", NewJsonString(""));
+  AddToJsonObject(envelope.get(), "data", std::move(data));
+  return JsonResponse(kHttpOk, *envelope);
+}
+
+HttpResponse ConnectRpcDisconnect(const Disconnector& disconnector, const HttpRequest& request,
+                                  const Caller& caller) {
+  HttpResponse error;
+  if (!CheckConnectUnaryPost(request, &error)) return error;
+  const CjsonPtr message = ParseJson(request.body.empty() ? "{}" : request.body);
+  if (!message || !cJSON_IsObject(message.get())) {
+    return ConnectRpcErrorResponse(
+        Status(StatusCode::kInvalidArgument, "request body is not a JSON object"));
+  }
+  DisconnectTarget target;
+  int given = 0;
+  for (const auto& [field, into] :
+       {std::pair<const char*, std::string*>{"clientId", &target.client_id},
+        std::pair<const char*, std::string*>{"uid", &target.uid}}) {
+    const cJSON* value = cJSON_GetObjectItemCaseSensitive(message.get(), field);
+    if (value == nullptr || cJSON_IsNull(value)) continue;
+    if (!cJSON_IsString(value)) {
+      return ConnectRpcErrorResponse(Status(StatusCode::kInvalidArgument,
+                                            std::string("field '") + field + "' must be a string"));
+    }
+    *into = value->valuestring;
+    if (!into->empty()) ++given;
+  }
+  if (given != 1) {
+    return ConnectRpcErrorResponse(
+        Status(StatusCode::kInvalidArgument, "give exactly one of 'clientId' and 'uid'"));
+  }
+  if (!target.client_id.empty()) {
+    const Status valid = CheckClientId(target.client_id);
+    if (!valid.ok()) return ConnectRpcErrorResponse(valid);
+  }
+  const DisconnectOutcome outcome = disconnector(target, caller);
+  if (!outcome.status.ok()) return ConnectRpcErrorResponse(outcome.status);
+  CjsonPtr answer = NewJsonObject();
+  AddToJsonObject(answer.get(), "clientId", NewJsonString(outcome.client_id));
+  AddToJsonObject(answer.get(), "uid", NewJsonString(outcome.uid));
+  AddToJsonObject(answer.get(), "disconnected", NewJsonBool(true));
+  return JsonResponse(kHttpOk, *answer);
+}
+
+}  // namespace mqc

@@ -1,0 +1,50 @@
+// The admin action of the API: disconnecting a client, in both of its forms.
+//   DELETE /api/mqtt/connections/{client_id}                        KubeMQ envelope
+//   POST /mqtt.connections.v1.ConnectionsService/DisconnectConnection  Connect unary JSON,
+//        {"clientId":"..."} or {"uid":"..."} -> {"clientId","uid","disconnected":true}
+// The router checks the caller's token (admin) first; the work is a Disconnector's (the
+// companion asks the broker thread through the shared region, see companion_link.h).
+//
+// Threads: MHD's threads, several at a time; the Disconnector must be safe to call concurrently.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "companion/http/http_server.h"
+#include "link/status.h"
+
+namespace mqc {
+
+// Who asks, for the broker's log line: never the token itself.
+struct Caller {
+  std::string address;     // "127.0.0.1:41234"
+  std::string token_line;  // "admin token file line 3"
+};
+
+struct DisconnectTarget {  // exactly one is set
+  std::string client_id;
+  std::string uid;
+};
+
+struct DisconnectOutcome {
+  Status status;  // kNotFound for an unknown (or not open) client
+  std::string client_id;
+  std::string uid;
+};
+
+using Disconnector =
+    std::function<DisconnectOutcome(const DisconnectTarget& target, const Caller& caller)>;
+
+inline constexpr char kDisconnectConnectionMethod[] = "DisconnectConnection";
+
+// DELETE /api/mqtt/connections/{client_id}: `client_id` is the percent-decoded rest of the path.
+HttpResponse KubeMqDisconnect(const Disconnector& disconnector, std::string_view client_id,
+                              const Caller& caller);
+
+// POST .../DisconnectConnection: the Connect protocol checks, the request message, the answer.
+HttpResponse ConnectRpcDisconnect(const Disconnector& disconnector, const HttpRequest& request,
+                                  const Caller& caller);
+
+}  // namespace mqc
