@@ -454,23 +454,3 @@ class SharedBrokerTestCase(unittest.TestCase):
         return c
 
 
-def bearer_tokens_supported():
-    """Whether this build serves its API behind bearer tokens: a broker started with
-    plugin_opt_http_token_file answers 401 with WWW-Authenticate: Bearer without a token. A build
-    that does not know the option refuses to start, and the answer is False. The tests of the
-    token-dependent features (the console's token prompt and Disconnect, the command line's
-    `disconnect`) are skipped on such a build."""
-    broker = Broker(files={"tokens": "probe-token\n"},
-                    plugin_after="plugin_opt_http_token_file {dir}/tokens")
-    try:
-        broker.start()
-    except AssertionError:
-        broker.cleanup_dir()
-        return False
-    try:
-        status, headers, _ = broker.http("/api/mqtt/connections")
-        challenge = {k.lower(): v for k, v in headers.items()}.get("www-authenticate", "")
-        return status == 401 and challenge.lower().startswith("bearer")
-    finally:
-        broker.stop()
-        broker.cleanup_dir()

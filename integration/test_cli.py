@@ -17,7 +17,7 @@ import unittest
 import urllib.parse
 import urllib.request
 
-from harness import (Broker, Client, bearer_tokens_supported, disconnect_all, free_port,
+from harness import (Broker, Client, disconnect_all, free_port,
                      wait_for)
 
 CLI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli",
@@ -408,8 +408,6 @@ READ_TOKEN = "cli-read-token-1"
 ADMIN_TOKEN = "cli-admin-token-1"
 
 
-@unittest.skipUnless(bearer_tokens_supported(), "this build's companion has no bearer tokens "
-                                                "(plugin_opt_http_token_file)")
 class DisconnectTest(unittest.TestCase):
     """`disconnect CLIENT_ID`: DELETE /api/mqtt/connections/{client_id} with the admin token."""
 

@@ -189,6 +189,26 @@ class TokenTest(unittest.TestCase):
         self.assertEqual(answer["clientId"], "victim-rpc-id")
         self.assertTrue(answer["disconnected"])
 
+    def test_admin_disconnects_by_rpc_in_binary_protobuf(self):
+        # DisconnectConnectionRequest{client_id = 1}, written by hand: field 1, length-delimited.
+        victim = b"victim-rpc-proto"
+        self.client(victim.decode())
+        uid = wait_for(lambda: self.connection(victim.decode()), what="listed")["uid"]
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.broker.http_port}{DISCONNECT_RPC}", method="POST",
+            data=b"\x0a" + bytes([len(victim)]) + victim,
+            headers={"Content-Type": "application/proto", "Connect-Protocol-Version": "1",
+                     **bearer(ADMIN_TOKEN)})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            self.assertEqual(response.headers["Content-Type"], "application/proto")
+            body = response.read()
+        # DisconnectConnectionResponse{client_id = 1, uid = 2, disconnected = 3}.
+        self.assertEqual(body, b"\x0a" + bytes([len(victim)]) + victim +
+                         b"\x12" + bytes([len(uid)]) + uid.encode() + b"\x18\x01")
+        self.assertEqual(wait_for(lambda: self.connection(
+            victim.decode(), "MQTT_CONNECTION_STATE_CLOSED"), what="closed")["closeReason"],
+            "KICKED")
+
     def test_unknown_client_is_404(self):
         status, _, body = self.broker.http("/api/mqtt/connections/nobody-here", method="DELETE",
                                            headers=bearer(ADMIN_TOKEN))

@@ -279,9 +279,9 @@ bool DeadlineExceeded(std::optional<Milliseconds> budget,
 
 }  // namespace
 
-bool CheckConnectUnaryPost(const HttpRequest& request, HttpResponse* error) {
+bool CheckConnectUnaryPost(const HttpRequest& request, ConnectCodec* codec, HttpResponse* error) {
   std::optional<Milliseconds> budget;
-  return CheckContentType(request, error) && CheckProtocolVersion(request, error) &&
+  return CheckContentType(request, codec, error) && CheckProtocolVersion(request, error) &&
          ReadTimeout(request, &budget, error) && CheckContentEncoding(request, error);
 }
 

@@ -13,6 +13,7 @@
 #include <functional>
 #include <string>
 
+#include "companion/http/connect_codec.h"
 #include "companion/http/connect_rpc_json.h"
 #include "companion/http/http_router.h"
 #include "companion/http/http_server.h"
@@ -29,8 +30,9 @@ struct ConnectRpcServiceOptions {
 
 // The checks every Connect unary POST passes before its body is read: Content-Type (415),
 // Connect-Protocol-Version (400), Connect-Timeout-Ms (400), Content-Encoding (501). False with
-// the Connect error in *error. For methods served outside this class (DisconnectConnection).
-bool CheckConnectUnaryPost(const HttpRequest& request, HttpResponse* error);
+// the Connect error in *error; *codec is the one the Content-Type names. For methods served
+// outside this class (DisconnectConnection).
+bool CheckConnectUnaryPost(const HttpRequest& request, ConnectCodec* codec, HttpResponse* error);
 
 class ConnectRpcService {
  public:

@@ -12,7 +12,10 @@
 #include <cjson/cJSON.h>
 
 #include <string>
+#include <utility>
 
+#include "companion/http/connect_codec.h"
+#include "companion/http/connect_rpc_proto.h"
 #include "companion/http/connect_rpc_service.h"
 #include "companion/http/json_util.h"
 #include "companion/http/view_util.h"
@@ -34,6 +37,26 @@ Status CheckClientId(std::string_view client_id) {
 
 int HttpStatusOf(StatusCode code) {
   return code == StatusCode::kInvalidArgument ? kHttpBadRequest : ConnectRpcHttpStatus(code);
+}
+
+// The JSON request message: clientId and uid as strings (null or absent: not given).
+Status ReadDisconnectRequestJson(std::string_view body, DisconnectTarget* target) {
+  const CjsonPtr message = ParseJson(body.empty() ? "{}" : body);
+  if (!message || !cJSON_IsObject(message.get())) {
+    return Status(StatusCode::kInvalidArgument, "request body is not a JSON object");
+  }
+  for (const auto& [field, into] :
+       {std::pair<const char*, std::string*>{"clientId", &target->client_id},
+        std::pair<const char*, std::string*>{"uid", &target->uid}}) {
+    const cJSON* value = cJSON_GetObjectItemCaseSensitive(message.get(), field);
+    if (value == nullptr || cJSON_IsNull(value)) continue;
+    if (!cJSON_IsString(value)) {
+      return Status(StatusCode::kInvalidArgument,
+                    std::string("field '") + field + "' must be a string");
+    }
+    *into = value->valuestring;
+  }
+  return Status();
 }
 
 }  // namespace
@@ -61,27 +84,15 @@ HttpResponse KubeMqDisconnect(const Disconnector& disconnector, std::string_view
 HttpResponse ConnectRpcDisconnect(const Disconnector& disconnector, const HttpRequest& request,
                                   const Caller& caller) {
   HttpResponse error;
-  if (!CheckConnectUnaryPost(request, &error)) return error;
-  const CjsonPtr message = ParseJson(request.body.empty() ? "{}" : request.body);
-  if (!message || !cJSON_IsObject(message.get())) {
-    return ConnectRpcErrorResponse(
-        Status(StatusCode::kInvalidArgument, "request body is not a JSON object"));
-  }
+  ConnectCodec codec = ConnectCodec::kJson;
+  if (!CheckConnectUnaryPost(request, &codec, &error)) return error;
   DisconnectTarget target;
-  int given = 0;
-  for (const auto& [field, into] :
-       {std::pair<const char*, std::string*>{"clientId", &target.client_id},
-        std::pair<const char*, std::string*>{"uid", &target.uid}}) {
-    const cJSON* value = cJSON_GetObjectItemCaseSensitive(message.get(), field);
-    if (value == nullptr || cJSON_IsNull(value)) continue;
-    if (!cJSON_IsString(value)) {
-      return ConnectRpcErrorResponse(Status(StatusCode::kInvalidArgument,
-                                            std::string("field '") + field + "' must be a string"));
-    }
-    *into = value->valuestring;
-    if (!into->empty()) ++given;
-  }
-  if (given != 1) {
+  const Status read = codec == ConnectCodec::kProto
+                          ? DecodeDisconnectConnectionRequestProto(request.body, "request body",
+                                                                   &target.client_id, &target.uid)
+                          : ReadDisconnectRequestJson(request.body, &target);
+  if (!read.ok()) return ConnectRpcErrorResponse(read);
+  if (target.client_id.empty() == target.uid.empty()) {
     return ConnectRpcErrorResponse(
         Status(StatusCode::kInvalidArgument, "give exactly one of 'clientId' and 'uid'"));
   }
@@ -91,6 +102,13 @@ HttpResponse ConnectRpcDisconnect(const Disconnector& disconnector, const HttpRe
   }
   const DisconnectOutcome outcome = disconnector(target, caller);
   if (!outcome.status.ok()) return ConnectRpcErrorResponse(outcome.status);
+  if (codec == ConnectCodec::kProto) {
+    HttpResponse response;
+    response.status = kHttpOk;
+    response.content_type = kProtoContentType;
+    response.body = EncodeDisconnectConnectionResponseProto(outcome.client_id, outcome.uid, true);
+    return response;
+  }
   CjsonPtr answer = NewJsonObject();
   AddToJsonObject(answer.get(), "clientId", NewJsonString(outcome.client_id));
   AddToJsonObject(answer.get(), "uid", NewJsonString(outcome.uid));

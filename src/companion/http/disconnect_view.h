@@ -1,6 +1,7 @@
 // The admin action of the API: disconnecting a client, in both of its forms.
 //   DELETE /api/mqtt/connections/{client_id}                        KubeMQ envelope
-//   POST /mqtt.connections.v1.ConnectionsService/DisconnectConnection  Connect unary JSON,
+//   POST /mqtt.connections.v1.ConnectionsService/DisconnectConnection  Connect unary, JSON or
+//        binary protobuf (the same message),
 //        {"clientId":"..."} or {"uid":"..."} -> {"clientId","uid","disconnected":true}
 // The router checks the caller's token (admin) first; the work is a Disconnector's (the
 // companion asks the broker thread through the shared region, see companion_link.h).
