@@ -32,21 +32,27 @@ namespace {
 
 std::string OrEmpty(const char* s) { return s != nullptr ? std::string(s) : std::string(); }
 
-// The client as the session table knows it; a client it never saw connect is added first: on
-// listeners with use_identity_as_username or use_subject_as_username the broker skips
-// BASIC_AUTH. Such a client is listed from its first message or subscription on (its connect
-// time is then that moment). Offline sessions (no socket) and a client whose CONNECT is being
-// handled are not such clients.
-SessionTable::ClientView ViewOrDiscover(PluginState* state, const mosquitto* client) {
+// A client the session table never saw connect, added now: on listeners with
+// use_identity_as_username or use_subject_as_username the broker skips BASIC_AUTH. Such a client
+// is listed from its first message or subscription on (its connect time is then that moment).
+// Offline sessions (no socket) and a client whose CONNECT is being handled are not such clients.
+// Out of line: the per-message path only calls it for a client it does not find open.
+[[gnu::noinline, gnu::cold]] SessionTable::ClientView Discover(PluginState* state,
+                                                               const mosquitto* client) {
   SessionTable& sessions = *state->sessions;
-  const SessionTable::ClientView view = sessions.View(client);
-  if (view.open || sessions.IsPending(client) || ClientSocket(client) < 0 ||
+  if (sessions.IsPending(client) || ClientSocket(client) < 0 ||
       mosquitto_client_id(client) == nullptr) {
-    return view;
+    return SessionTable::ClientView{};
   }
   sessions.BeginConnect(client, ReadFacts(client, state->broker_config), NowNs());
   sessions.Settle();
   return sessions.View(client);
+}
+
+// The client as the session table knows it, discovered first when it is not (Discover).
+inline SessionTable::ClientView ViewOrDiscover(PluginState* state, const mosquitto* client) {
+  const SessionTable::ClientView view = state->sessions->View(client);
+  return view.open ? view : Discover(state, client);
 }
 
 // MQTT 5 properties and the clock, read only for the messages that need them (RPC).
@@ -153,9 +159,9 @@ void WatchAclCheck(PluginState* state, const mosquitto_evt_acl_check& data, int*
   // A READ check for the client whose CONNECT is being handled is the broker re-checking the
   // queued messages of the session it resumes (after it disconnected the old client): they
   // were counted when first queued, and that CONNECT is not over yet.
-  const bool resume_recheck = data.access == MOSQ_ACL_READ && sessions.IsPending(data.client);
-  if (!resume_recheck) sessions.Settle();
-  if (data.access == MOSQ_ACL_WRITE || resume_recheck) return;
+  if (data.access == MOSQ_ACL_READ && sessions.IsPending(data.client)) return;
+  sessions.Settle();
+  if (data.access == MOSQ_ACL_WRITE) return;
   if constexpr (kAskLater) {
     *answer = AskLaterAclSources(state, data);
     if (*answer != MOSQ_ERR_SUCCESS) return;
@@ -245,11 +251,16 @@ int OnTick(int /*event*/, void* /*event_data*/, void* userdata) {
   try {
     state->sessions->Settle();
     state->sessions->EndReload();  // the broker's re-check of its clients is over
+    // The broker calls TICK at every turn of its loop, which under load is every few
+    // microseconds: the rest is done at most once per kTickWorkIntervalNs (one clock read).
+    const std::int64_t now = MonotonicNs();
+    if (now - state->tick_work_ns < PluginState::kTickWorkIntervalNs) return MOSQ_ERR_SUCCESS;
+    state->tick_work_ns = now;
     SendSettingsIfPending(state);
     state->link->DrainCommands(
         [](const LogCommand& command) { LogToBroker(command.level, command.text); });
-    state->companion->Tick(MonotonicNs());  // delays and stall checks: no wall-clock jumps
-    state->traffic->OnTick(MonotonicNs());
+    state->companion->Tick(now);  // delays and stall checks: no wall-clock jumps
+    state->traffic->OnTick(now);
     state->sessions->ExpireOffline(NowNs());
     // TCP_INFO of every open connection, only when the companion asked (a syscall each).
     state->link->AnswerIdleRequest(

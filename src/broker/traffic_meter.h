@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -42,10 +43,30 @@ class TrafficMeter {
 
   // ACL_CHECK READ that the broker allowed: a message queued for a subscriber. `online`: a
   // connected client (else an offline persistent session, where a QoS 0 message is thrown
-  // away).
-  void OnDeliver(const void* client, ConnectionStatsSlot* stats, bool online,
-                 std::string_view topic, std::uint32_t payload_bytes, std::uint8_t qos,
-                 PublishDetails& clock);
+  // away). `topic` is the broker's NUL-terminated topic. Inline: this runs for every delivery,
+  // and after a message's first subscriber the topic is the cached one (a compare, no
+  // classification, the counter to bump already known).
+  void OnDeliver(const void* client, ConnectionStatsSlot* stats, bool online, const char* topic,
+                 std::uint32_t payload_bytes, std::uint8_t qos, PublishDetails& clock) {
+    const bool dropped = !online && qos == 0;
+    if (!dropped) {
+      Bump(counters_->delivered_messages);
+      Bump(counters_->delivered_bytes, payload_bytes);
+      if (stats != nullptr) {
+        Bump(stats->deliver_count);
+        Bump(stats->deliver_bytes, payload_bytes);
+      }
+    }
+    const std::size_t size = std::strlen(topic);
+    if (size != cached_size_ || std::memcmp(topic, cached_topic_, size) != 0) {
+      Classify(std::string_view(topic, size));
+    }
+    std::atomic<std::uint64_t>* counter = cached_deliver_[dropped ? 1 : 0];
+    if (counter != nullptr) Bump(*counter);
+    if (rpc_.AwaitsDelivery() && !dropped) {
+      rpc_.OnDelivery(client, std::string_view(topic, size), clock.MonotonicNs());
+    }
+  }
 
   // SUBSCRIBE and UNSUBSCRIBE are requests too (requestCount).
   static void OnRequest(ConnectionStatsSlot* stats) {
@@ -59,14 +80,18 @@ class TrafficMeter {
   // A configuration reload changed the options: topics are classified anew from here on.
   void SetOptions(DefaultPattern default_pattern, const RpcTracker::Options& rpc) {
     default_pattern_ = default_pattern;
-    cached_size_ = kCachedTopicMax + 1;
+    cached_size_ = kNothingCached;
     rpc_.SetOptions(rpc);
   }
 
  private:
-  void Count(Operation operation, bool valid, bool dropped = false);
-  // ClassifyTopic, remembering the last topic: a message is classified when it arrives and
-  // again for each of its subscribers, with the same topic each time.
+  std::atomic<std::uint64_t>* Counter(Operation operation, bool valid, bool dropped = false);
+  void Count(Operation operation, bool valid, bool dropped = false) {
+    Bump(*Counter(operation, valid, dropped));
+  }
+  // ClassifyTopic, remembering the last topic and the delivery counters of its class: a
+  // message is classified when it arrives and again for each of its subscribers, with the same
+  // topic each time.
   TopicClass Classify(std::string_view topic);
 
   BrokerCounters* counters_;
@@ -76,8 +101,13 @@ class TrafficMeter {
   std::string correlation_;
   static constexpr std::size_t kCachedTopicMax = 256;
   char cached_topic_[kCachedTopicMax] = {};
-  std::size_t cached_size_ = kCachedTopicMax + 1;  // nothing cached yet
+  // No topic's length (strlen cannot return it): nothing cached, as after a long topic.
+  static constexpr std::size_t kNothingCached = std::string_view::npos;
+  std::size_t cached_size_ = kNothingCached;
   TopicClass cached_class_;
+  // The operation counter a delivery of the cached topic bumps, [0] delivered and [1] dropped;
+  // null when its pattern has no delivery operation.
+  std::atomic<std::uint64_t>* cached_deliver_[2] = {nullptr, nullptr};
 };
 
 }  // namespace mqc
