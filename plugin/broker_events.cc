@@ -267,6 +267,7 @@ int OnTick(int /*event*/, void* /*event_data*/, void* userdata) {
         *state->sessions,
         [](const void* client) { return IdleMs(static_cast<const mosquitto*>(client)); }, NowNs);
     if (state->companion->serving()) state->link->ResyncStep(state->sessions.get());
+    state->link->ReleaseReadPages();
   } catch (...) {
   }
   return MOSQ_ERR_SUCCESS;
