@@ -56,6 +56,7 @@ TopicClass TrafficMeter::Classify(std::string_view topic) {
   cached_deliver_[1] = counted ? Counter(deliver, cached_class_.valid, true) : nullptr;
   if (topic.size() <= kCachedTopicMax) {
     std::memcpy(cached_topic_, topic.data(), topic.size());
+    cached_topic_[topic.size()] = '\0';
     cached_size_ = topic.size();
   } else {
     cached_size_ = kNothingCached;
@@ -63,7 +64,7 @@ TopicClass TrafficMeter::Classify(std::string_view topic) {
   return cached_class_;
 }
 
-void TrafficMeter::OnPublish(const void* client, ConnectionStatsSlot* stats, std::string_view topic,
+void TrafficMeter::OnPublish(const void* client, ConnectionStatsSlot* stats, const char* topic_text,
                              std::uint32_t payload_bytes, PublishDetails& details) {
   Bump(counters_->received_messages);
   Bump(counters_->received_bytes, payload_bytes);
@@ -72,7 +73,9 @@ void TrafficMeter::OnPublish(const void* client, ConnectionStatsSlot* stats, std
     Bump(stats->publish_bytes, payload_bytes);
     Bump(stats->request_count);
   }
-  const TopicClass topic_class = Classify(topic);
+  std::size_t size = 0;
+  const TopicClass topic_class = ClassifyCString(topic_text, &size);
+  const std::string_view topic(topic_text, size);
   Operation operation;
   if (OperationOf(topic_class.pattern, /*delivery=*/false, &operation)) {
     Count(operation, topic_class.valid);

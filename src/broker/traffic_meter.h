@@ -36,9 +36,9 @@ class TrafficMeter {
   TrafficMeter(BrokerCounters* counters, DefaultPattern default_pattern,
                const RpcTracker::Options& rpc);
 
-  // MESSAGE: a PUBLISH the broker accepted from `client`. `stats` may be null (a client the
-  // plugin does not know, or no free statistics slot).
-  void OnPublish(const void* client, ConnectionStatsSlot* stats, std::string_view topic,
+  // MESSAGE: a PUBLISH the broker accepted from `client`, on its NUL-terminated `topic`.
+  // `stats` may be null (a client the plugin does not know, or no free statistics slot).
+  void OnPublish(const void* client, ConnectionStatsSlot* stats, const char* topic,
                  std::uint32_t payload_bytes, PublishDetails& details);
 
   // ACL_CHECK READ that the broker allowed: a message queued for a subscriber. `online`: a
@@ -57,10 +57,8 @@ class TrafficMeter {
         Bump(stats->deliver_bytes, payload_bytes);
       }
     }
-    const std::size_t size = std::strlen(topic);
-    if (size != cached_size_ || std::memcmp(topic, cached_topic_, size) != 0) {
-      Classify(std::string_view(topic, size));
-    }
+    std::size_t size = 0;
+    ClassifyCString(topic, &size);
     std::atomic<std::uint64_t>* counter = cached_deliver_[dropped ? 1 : 0];
     if (counter != nullptr) Bump(*counter);
     if (rpc_.AwaitsDelivery() && !dropped) {
@@ -89,6 +87,16 @@ class TrafficMeter {
   void Count(Operation operation, bool valid, bool dropped = false) {
     Bump(*Counter(operation, valid, dropped));
   }
+  // Classify for the broker's NUL-terminated topic, setting `*size` to its length: one strncmp
+  // with the cached topic, its NUL included (equal only for the same topic), when it is that.
+  TopicClass ClassifyCString(const char* topic, std::size_t* size) {
+    *size = cached_size_;
+    if (*size != kNothingCached && std::strncmp(topic, cached_topic_, *size + 1) == 0) {
+      return cached_class_;
+    }
+    *size = std::strlen(topic);
+    return Classify(std::string_view(topic, *size));
+  }
   // ClassifyTopic, remembering the last topic and the delivery counters of its class: a
   // message is classified when it arrives and again for each of its subscribers, with the same
   // topic each time.
@@ -100,7 +108,7 @@ class TrafficMeter {
   std::string response_topic_;  // reused buffers: RPC messages only
   std::string correlation_;
   static constexpr std::size_t kCachedTopicMax = 256;
-  char cached_topic_[kCachedTopicMax] = {};
+  char cached_topic_[kCachedTopicMax + 1] = {};  // NUL-terminated
   // No topic's length (strlen cannot return it): nothing cached, as after a long topic.
   static constexpr std::size_t kNothingCached = std::string_view::npos;
   std::size_t cached_size_ = kNothingCached;
