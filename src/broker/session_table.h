@@ -78,6 +78,8 @@ class SessionTable {
   }
   // The client whose CONNECT is being handled (its resumed session is being re-checked).
   bool IsPending(const void* client) const { return pending_ && pending_->client == client; }
+  // Whether any CONNECT is pending (Settle would accept it).
+  bool has_pending() const { return pending_.has_value(); }
 
   // For a message queued to an offline session: the highest QoS of that session's
   // subscriptions matching `topic` (the broker throws the message away when it is 0), or 2

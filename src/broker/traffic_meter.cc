@@ -54,6 +54,12 @@ TopicClass TrafficMeter::Classify(std::string_view topic) {
   const bool counted = OperationOf(cached_class_.pattern, /*delivery=*/true, &deliver);
   cached_deliver_[0] = counted ? Counter(deliver, cached_class_.valid, false) : nullptr;
   cached_deliver_[1] = counted ? Counter(deliver, cached_class_.valid, true) : nullptr;
+  Operation publish;
+  cached_publish_ = OperationOf(cached_class_.pattern, /*delivery=*/false, &publish)
+                        ? Counter(publish, cached_class_.valid)
+                        : nullptr;
+  cached_publish_simple_ =
+      cached_class_.pattern != Pattern::kCommands && cached_class_.pattern != Pattern::kQueries;
   if (topic.size() <= kCachedTopicMax) {
     std::memcpy(cached_topic_, topic.data(), topic.size());
     cached_topic_[topic.size()] = '\0';

@@ -66,6 +66,38 @@ class TrafficMeter {
     }
   }
 
+  // The common cases of OnPublish and OnDeliver, for the callbacks to try first: the topic is
+  // the cached one, it is no RPC request, and no RPC response is awaited. They count exactly
+  // what OnPublish (OnDeliver to a connected client) would and return true; otherwise they
+  // count nothing and return false, and the caller calls OnPublish (OnDeliver).
+  bool TryPublishCached(ConnectionStatsSlot* stats, const char* topic,
+                        std::uint32_t payload_bytes) {
+    if (!cached_publish_simple_ || rpc_.AwaitsAnyTopic() || !IsCached(topic)) return false;
+    BrokerCounters* const counters = counters_;  // read once: the bumps are atomic stores
+    Bump(counters->received_messages);
+    Bump(counters->received_bytes, payload_bytes);
+    if (stats != nullptr) {
+      Bump(stats->publish_count);
+      Bump(stats->publish_bytes, payload_bytes);
+      Bump(stats->request_count);
+    }
+    if (cached_publish_ != nullptr) Bump(*cached_publish_);
+    return true;
+  }
+  bool TryDeliverCached(ConnectionStatsSlot* stats, const char* topic,
+                        std::uint32_t payload_bytes) {
+    if (rpc_.AwaitsDelivery() || !IsCached(topic)) return false;
+    BrokerCounters* const counters = counters_;  // read once: the bumps are atomic stores
+    Bump(counters->delivered_messages);
+    Bump(counters->delivered_bytes, payload_bytes);
+    if (stats != nullptr) {
+      Bump(stats->deliver_count);
+      Bump(stats->deliver_bytes, payload_bytes);
+    }
+    if (cached_deliver_[0] != nullptr) Bump(*cached_deliver_[0]);
+    return true;
+  }
+
   // SUBSCRIBE and UNSUBSCRIBE are requests too (requestCount).
   static void OnRequest(ConnectionStatsSlot* stats) {
     if (stats != nullptr) Bump(stats->request_count);
@@ -89,11 +121,13 @@ class TrafficMeter {
   }
   // Classify for the broker's NUL-terminated topic, setting `*size` to its length: one strncmp
   // with the cached topic, its NUL included (equal only for the same topic), when it is that.
+  bool IsCached(const char* topic) const {
+    return cached_size_ != kNothingCached &&
+           std::strncmp(topic, cached_topic_, cached_size_ + 1) == 0;
+  }
   TopicClass ClassifyCString(const char* topic, std::size_t* size) {
     *size = cached_size_;
-    if (*size != kNothingCached && std::strncmp(topic, cached_topic_, *size + 1) == 0) {
-      return cached_class_;
-    }
+    if (IsCached(topic)) return cached_class_;
     *size = std::strlen(topic);
     return Classify(std::string_view(topic, *size));
   }
@@ -116,6 +150,10 @@ class TrafficMeter {
   // The operation counter a delivery of the cached topic bumps, [0] delivered and [1] dropped;
   // null when its pattern has no delivery operation.
   std::atomic<std::uint64_t>* cached_deliver_[2] = {nullptr, nullptr};
+  // The same for a publish: its operation counter (null: none), and whether its pattern is
+  // counted without the RPC tracker (not commands or queries).
+  std::atomic<std::uint64_t>* cached_publish_ = nullptr;
+  bool cached_publish_simple_ = false;
 };
 
 }  // namespace mqc
