@@ -55,17 +55,18 @@ bool SessionTable::SubscriptionList::Set(std::string_view filter, std::uint8_t q
     data_[at] = static_cast<char>(qos);
     return true;
   }
+  Append(filter, qos);
+  ShrinkToFit();  // a client's subscriptions change rarely: no spare capacity kept
+  return true;
+}
+
+void SessionTable::SubscriptionList::Append(std::string_view filter, std::uint8_t qos) {
   // MQTT strings are at most 65,535 bytes: the length fits its two bytes.
   const std::size_t length = std::min<std::size_t>(filter.size(), 0xffff);
-  std::string grown;
-  grown.reserve(data_.size() + kHead + length);  // exactly: no spare capacity kept
-  grown.append(data_);
-  grown.push_back(static_cast<char>(qos));
-  grown.push_back(static_cast<char>(length & 0xff));
-  grown.push_back(static_cast<char>(length >> 8));
-  grown.append(filter.substr(0, length));
-  data_.swap(grown);
-  return true;
+  data_.push_back(static_cast<char>(qos));
+  data_.push_back(static_cast<char>(length & 0xff));
+  data_.push_back(static_cast<char>(length >> 8));
+  data_.append(filter.substr(0, length));
 }
 
 bool SessionTable::SubscriptionList::Remove(std::string_view filter, std::uint8_t* qos) {
@@ -321,8 +322,9 @@ void SessionTable::RestoreOffline(const std::vector<PersistedSession>& sessions,
   for (const PersistedSession& persisted : sessions) {
     OfflineSession session;
     for (const PersistedSubscription& subscription : persisted.subscriptions) {
-      session.subscriptions.Set(subscription.filter, subscription.qos);
+      session.subscriptions.Append(subscription.filter, subscription.qos);
     }
+    session.subscriptions.ShrinkToFit();
     session.event.seq = ++next_seq_;
     session.event.uid = NewUuid();
     session.event.since_ns = now_ns;

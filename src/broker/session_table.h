@@ -181,6 +181,10 @@ class SessionTable {
     std::size_t size() const;
     // Adds the filter, or sets its QoS; false when it was there with this QoS already.
     bool Set(std::string_view filter, std::uint8_t qos);
+    // Adds the filter without looking for it first (a list read from a file), in amortized
+    // constant time; ShrinkToFit once done.
+    void Append(std::string_view filter, std::uint8_t qos);
+    void ShrinkToFit() { data_.shrink_to_fit(); }
     // Removes the filter; false when it was not there. `*qos`: the QoS it had.
     bool Remove(std::string_view filter, std::uint8_t* qos);
     // The highest QoS of the filters matching `topic`; false when none does.
