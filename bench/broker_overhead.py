@@ -8,12 +8,15 @@ plugin classifies and counts every publish and every delivery). The brokers run 
 other in alternating rounds, and the figures are the median over the rounds.
 
 Usage: bench/broker_overhead.py BUILD_DIR [--messages N] [--subscribers N] [--rounds N]
-                                [--acl-file]
+                                [--acl-file] [--callgrind N [--floor]]
 Prints one line per round and a summary: CPU microseconds per delivered message, and the
 ratio with/without the plugin. With --callgrind N it also counts the broker's instructions
 per delivered message under valgrind (repeatable, whatever else the machine does) from runs
 of N and 2N messages, which takes longer. With --acl-file both brokers get an acl_file that
 allows the workload (ACL_FILE_TEXT), so that the plugin asks the broker's ACL for every delivery.
+With --floor the callgrind figures include a third broker: plain Mosquitto with the build's
+mqc_floor_plugin.so, which registers the plugin's per-message callbacks and does nothing in
+them (plugin/floor_plugin.c): what the broker's own dispatch to a plugin costs.
 """
 
 import argparse
@@ -41,10 +44,18 @@ pattern read clients/%c/#
 LOG_TYPES = ("error", "warning", "notice", "subscribe")
 
 
-def broker_arguments(acl_file):
-    if not acl_file:
-        return {}
-    return {"extra": "acl_file {dir}/acl", "files": {"acl": ACL_FILE_TEXT}}
+# Set by --floor: the do-nothing plugin, loaded into the broker started "without the plugin" when
+# `floor` is asked for (broker_arguments).
+FLOOR_PLUGIN = None
+
+
+def broker_arguments(acl_file, floor=False):
+    arguments = {"extra": ""}
+    if acl_file:
+        arguments = {"extra": "acl_file {dir}/acl\n", "files": {"acl": ACL_FILE_TEXT}}
+    if floor:
+        arguments["extra"] += f"plugin {FLOOR_PLUGIN}\n"
+    return arguments
 
 
 def cpu_seconds(pid):
@@ -77,7 +88,8 @@ def run_workload(broker, messages, subscribers, payload_file):
     return cpu_seconds(broker.process.pid) - before, elapsed
 
 
-def callgrind_instructions(with_plugin, messages, subscribers, payload_file, workdir, acl_file):
+def callgrind_instructions(with_plugin, messages, subscribers, payload_file, workdir, acl_file,
+                           floor=False):
     """Instructions the broker executes over its whole life for the workload (callgrind)."""
     out = os.path.join(workdir, f"callgrind.{with_plugin}.{messages}.out")
     # The broker drops to user mosquitto, and callgrind writes its totals as that user at exit.
@@ -87,7 +99,7 @@ def callgrind_instructions(with_plugin, messages, subscribers, payload_file, wor
     broker = harness.Broker(plugin=with_plugin, log_types=LOG_TYPES,
                             command_prefix=["valgrind", "--tool=callgrind",
                                             f"--callgrind-out-file={out}"],
-                            **broker_arguments(acl_file))
+                            **broker_arguments(acl_file, floor))
     broker.start()
     try:
         run_workload(broker, messages, subscribers, payload_file)
@@ -102,7 +114,7 @@ def callgrind_instructions(with_plugin, messages, subscribers, payload_file, wor
 
 
 def instructions_per_delivery(with_plugin, messages, subscribers, payload, workdir,
-                              acl_file=False):
+                              acl_file=False, floor=False):
     """The difference between a run with 2N messages and one with N cancels start-up and
     shutdown: what remains is the cost of N messages delivered to every subscriber."""
     small = os.path.join(workdir, "payload-n")
@@ -112,9 +124,10 @@ def instructions_per_delivery(with_plugin, messages, subscribers, payload, workd
             (n2 if i >= messages else n).write(line)
             if i < messages:
                 n2.write(line)
-    once = callgrind_instructions(with_plugin, messages, subscribers, small, workdir, acl_file)
+    once = callgrind_instructions(with_plugin, messages, subscribers, small, workdir, acl_file,
+                                  floor)
     twice = callgrind_instructions(with_plugin, 2 * messages, subscribers, large, workdir,
-                                   acl_file)
+                                   acl_file, floor)
     return (twice - once) / (messages * subscribers)
 
 
@@ -128,9 +141,13 @@ def main():
                         help="also count instructions per message under callgrind")
     parser.add_argument("--acl-file", action="store_true",
                         help="give both brokers an acl_file that allows the workload")
+    parser.add_argument("--floor", action="store_true",
+                        help="with --callgrind, also count a broker with the do-nothing plugin")
     args = parser.parse_args()
     harness.PLUGIN = os.path.join(args.build_dir, "mosquitto_connections.so")
     harness.COMPANION = os.path.join(args.build_dir, "mosquitto_connections_companion")
+    global FLOOR_PLUGIN
+    FLOOR_PLUGIN = os.path.abspath(os.path.join(args.build_dir, "mqc_floor_plugin.so"))
     workdir = tempfile.mkdtemp(prefix="mqc-bench-")
     os.chmod(workdir, 0o755)
     payload_file = os.path.join(workdir, "payload")
@@ -169,6 +186,13 @@ def main():
                    for p in (False, True)}
             print(f"callgrind instructions per delivered message: plain {per[False]:.0f}, "
                   f"with plugin {per[True]:.0f}, ratio {per[True] / per[False]:.4f}")
+            if args.floor:
+                floor = instructions_per_delivery(False, args.callgrind, args.subscribers,
+                                                  payload_file, workdir, args.acl_file,
+                                                  floor=True)
+                print(f"callgrind floor (a plugin registering the same callbacks, doing "
+                      f"nothing): {floor:.0f}, ratio {floor / per[False]:.4f}; the plugin's "
+                      f"own work: {per[True] - floor:.0f}")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

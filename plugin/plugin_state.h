@@ -48,6 +48,10 @@ struct PluginState {
   std::vector<std::string> companion_arguments;  // from the broker's configuration
 
   std::vector<int> registered_events;
+
+  // The last TICK that did the periodic work (MonotonicNs); see OnTick.
+  std::int64_t tick_work_ns = 0;
+  static constexpr std::int64_t kTickWorkIntervalNs = 1000000;
 };
 
 // plugin.cc

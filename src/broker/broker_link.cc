@@ -1,5 +1,6 @@
 #include "broker/broker_link.h"
 
+#include <algorithm>
 #include <string_view>
 
 namespace mqc {
@@ -62,6 +63,29 @@ bool BrokerLink::ResyncStep(SessionTable* table) {
   }
   if (!table->full_state_active()) return true;
   return table->ContinueFullState();
+}
+
+std::uint64_t BrokerLink::ReleaseReadPages() {
+  constexpr std::uint64_t kPage = 4096;  // the events ring starts on a page of the memfd
+  const SharedHeader& header = *region_->header();
+  const std::uint64_t capacity = header.events_capacity;
+  if (capacity < kPage) return 0;
+  const std::uint64_t tail = header.events.tail.load(std::memory_order_acquire);
+  const std::uint64_t head = header.events.head.load(std::memory_order_relaxed);
+  // Read bytes: before the page the consumer's tail is on. Bytes below `head_page_end -
+  // capacity` share no page with the unread records [tail, head) nor the writer's next ones.
+  const std::uint64_t end = tail & ~(kPage - 1);
+  const std::uint64_t head_page_end = (head + kPage - 1) & ~(kPage - 1);
+  std::uint64_t begin = released_;
+  if (head_page_end > capacity) begin = std::max(begin, head_page_end - capacity);
+  if (end < begin + kReleaseStep) return 0;
+  const std::uint64_t length = end - begin;
+  const std::uint64_t offset = begin & (capacity - 1);
+  const std::uint64_t first = std::min(length, capacity - offset);
+  bool ok = region_->ReleaseEventBytes(offset, first);
+  if (ok && length > first) ok = region_->ReleaseEventBytes(0, length - first);
+  released_ = end;  // a refusal is not retried: the pages stay, as without this
+  return ok ? length : 0;
 }
 
 std::uint64_t BrokerLink::events_lost() const {

@@ -59,6 +59,15 @@ class BrokerLink : public EventSink {
     return true;
   }
 
+  // At TICK: gives back the memory of the event ring's pages the companion has read, once at
+  // least kReleaseStep bytes of them have gathered (one syscall, SharedRegion::
+  // ReleaseEventBytes). Without it every page of the ring stays resident in the broker once
+  // written, up to the ring's whole capacity, whatever the number of connections. A page the
+  // writer has unread records on (positions p and p + capacity share a page) is never given
+  // back. Returns the bytes given back.
+  std::uint64_t ReleaseReadPages();
+  static constexpr std::uint64_t kReleaseStep = 64 * 1024;
+
   std::uint64_t events_lost() const;
 
  private:
@@ -69,6 +78,7 @@ class BrokerLink : public EventSink {
   std::uint64_t handled_request_ = 0;
   std::uint64_t generation_ = 0;
   std::uint64_t idle_answered_ = 0;  // the companion's last idle request answered
+  std::uint64_t released_ = 0;  // ring position (page-aligned) up to which pages are given back
 };
 
 }  // namespace mqc

@@ -43,6 +43,8 @@ class RpcTracker {
 
   // Whether any response is on its way to its requester (then call OnDelivery per delivery).
   bool AwaitsDelivery() const noexcept { return awaiting_delivery_ != 0; }
+  // Whether a response is awaited on any topic (AwaitsTopic can then be true).
+  bool AwaitsAnyTopic() const noexcept { return !awaited_topics_.empty(); }
   void OnDelivery(const void* client, std::string_view topic, std::int64_t now_ns);
 
   // At TICK: requests past their timeout count as errors; responses not routed to their

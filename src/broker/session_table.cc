@@ -10,7 +10,8 @@ namespace {
 // A session outlives its connection when the client asked for one (MQTT 3.1/3.1.1 clean session
 // false). MQTT 5 clients set a session expiry the plugin API does not show, so theirs are kept
 // too; the broker's own behaviour at the next CONNECT decides whether they are handed over.
-bool MayOutliveConnection(const ConnectionEvent& event) {
+template <typename Connection>
+bool MayOutliveConnection(const Connection& event) {
   return !event.clean_session || event.protocol_version == 5;
 }
 
@@ -18,9 +19,127 @@ bool MayOutliveConnection(const ConnectionEvent& event) {
 // start false (MQTT 5). These are the sessions Mosquitto 2.0 writes to its persistence file,
 // and the ones listed as offline. An MQTT 5 clean start client may have a session expiry too,
 // but nothing shows it: its session is kept for a resume, not listed.
-bool AskedForSession(const ConnectionEvent& event) { return !event.clean_session; }
+template <typename Connection>
+bool AskedForSession(const Connection& event) {
+  return !event.clean_session;
+}
 
 }  // namespace
+
+std::size_t SessionTable::SubscriptionList::size() const {
+  std::size_t count = 0;
+  ForEach([&count](const Entry&) { ++count; });
+  return count;
+}
+
+SessionTable::SubscriptionList::Entry SessionTable::SubscriptionList::At(std::size_t at) const {
+  const auto byte = [this](std::size_t i) { return static_cast<std::uint8_t>(data_[i]); };
+  const std::size_t length = std::size_t{byte(at + 1)} | std::size_t{byte(at + 2)} << 8;
+  return Entry{std::string_view(data_).substr(at + kHead, length), byte(at)};
+}
+
+std::size_t SessionTable::SubscriptionList::Find(std::string_view filter) const {
+  std::size_t at = 0;
+  while (at < data_.size()) {
+    const Entry entry = At(at);
+    if (entry.filter == filter) return at;
+    at += kHead + entry.filter.size();
+  }
+  return data_.size();
+}
+
+bool SessionTable::SubscriptionList::Set(std::string_view filter, std::uint8_t qos) {
+  const std::size_t at = Find(filter);
+  if (at < data_.size()) {
+    if (At(at).qos == qos) return false;
+    data_[at] = static_cast<char>(qos);
+    return true;
+  }
+  Append(filter, qos);
+  ShrinkToFit();  // a client's subscriptions change rarely: no spare capacity kept
+  return true;
+}
+
+void SessionTable::SubscriptionList::Append(std::string_view filter, std::uint8_t qos) {
+  // MQTT strings are at most 65,535 bytes: the length fits its two bytes.
+  const std::size_t length = std::min<std::size_t>(filter.size(), 0xffff);
+  data_.push_back(static_cast<char>(qos));
+  data_.push_back(static_cast<char>(length & 0xff));
+  data_.push_back(static_cast<char>(length >> 8));
+  data_.append(filter.substr(0, length));
+}
+
+bool SessionTable::SubscriptionList::Remove(std::string_view filter, std::uint8_t* qos) {
+  const std::size_t at = Find(filter);
+  if (at == data_.size()) return false;
+  *qos = At(at).qos;
+  data_.erase(at, kHead + filter.size());
+  if (data_.empty()) std::string().swap(data_);  // give the buffer back
+  return true;
+}
+
+bool SessionTable::SubscriptionList::MaxMatchingQos(std::string_view topic,
+                                                    std::uint8_t* qos) const {
+  bool matched = false;
+  std::uint8_t highest = 0;
+  ForEach([&](const Entry& entry) {
+    if (TopicMatchesFilter(entry.filter, topic)) {
+      matched = true;
+      highest = std::max(highest, entry.qos);
+    }
+  });
+  *qos = highest;
+  return matched;
+}
+
+SessionTable::OpenConnection::OpenConnection(const ConnectionEvent& event)
+    : seq(event.seq),
+      uid(event.uid),
+      open_time_ns(event.open_time_ns),
+      stats_slot(event.stats_slot),
+      keep_alive(event.keep_alive),
+      port(event.port),
+      local_port(event.local_port),
+      protocol_version(event.protocol_version),
+      clean_session(event.clean_session),
+      auth_mechanism(event.auth_mechanism),
+      auth_state(event.auth_state) {
+  const std::string* strings[5] = {&event.client_id, &event.username, &event.ip_address,
+                                   &event.auth_method, &event.peer_certificate_subject};
+  std::uint32_t end = 0;
+  for (std::size_t i = 0; i < 5; ++i) {
+    end += static_cast<std::uint32_t>(strings[i]->size());
+    ends[i] = end;
+  }
+  if (end == 0) return;
+  text = std::make_unique<char[]>(end);
+  char* at = text.get();
+  for (const std::string* string : strings) {
+    string->copy(at, string->size());
+    at += string->size();
+  }
+}
+
+ConnectionEvent SessionTable::OpenConnection::Event() const {
+  ConnectionEvent event;
+  event.seq = seq;
+  event.uid = uid;
+  event.open_time_ns = open_time_ns;
+  event.protocol_version = protocol_version;
+  event.clean_session = clean_session;
+  event.auth_mechanism = auth_mechanism;
+  event.auth_state = auth_state;
+  event.keep_alive = keep_alive;
+  event.port = port;
+  event.local_port = local_port;
+  event.stats_slot = stats_slot;
+  event.client_id = String(0);
+  event.username = String(1);
+  event.ip_address = String(2);
+  event.auth_method = String(3);
+  event.peer_certificate_subject = String(4);
+  return event;
+}
 
 SessionTable::SessionTable(EventSink* sink, std::uint64_t uuid_seed, ConnectionStatsSlot* stats,
                            std::size_t stats_count, BrokerCounters* counters)
@@ -79,18 +198,18 @@ ConnectionEvent SessionTable::MakeEvent(const ClientFacts& facts, std::int64_t n
 void SessionTable::Accept() {
   Pending pending = std::move(*pending_);
   pending_.reset();
-  OpenConnection connection;
-  connection.event = MakeEvent(pending.facts, pending.begin_ns);
-  connection.event.auth_state =
+  ConnectionEvent event = MakeEvent(pending.facts, pending.begin_ns);
+  event.auth_state =
       pending.facts.mechanism == AuthMechanism::kAnonymous || !pending.facts.credentials_checked
           ? AuthState::kUnauthenticated
           : AuthState::kSuccess;
   if (!free_stats_.empty()) {
     const std::uint32_t slot = free_stats_.back();
     free_stats_.pop_back();
-    AssignStatsSlot(stats_[slot], connection.event.seq);  // a seqlock: see shared_region.h
-    connection.event.stats_slot = slot;
+    AssignStatsSlot(stats_[slot], event.seq);  // a seqlock: see shared_region.h
+    event.stats_slot = slot;
   }
+  OpenConnection connection(event);
   auto offline = offline_.find(pending.facts.client_id);
   if (offline != offline_.end()) {
     if (!pending.facts.clean_session && pending.resumes_session) {
@@ -99,11 +218,11 @@ void SessionTable::Accept() {
     EraseOffline(offline);  // announced gone before the connection that replaces it
   }
   if (counters_ != nullptr) Bump(counters_->connects);
-  EmitConnection(connection.event);
-  for (const auto& entry : connection.subscriptions) {
-    EmitSubscription(EventType::kSubscribe, connection.event.seq, entry);
-  }
-  open_[pending.client] = std::move(connection);
+  EmitConnection(event);
+  connection.subscriptions.ForEach([&](const SubscriptionList::Entry& entry) {
+    EmitSubscription(EventType::kSubscribe, event.seq, entry.filter, entry.qos);
+  });
+  open_.insert_or_assign(pending.client, std::move(connection));
 }
 
 void SessionTable::Disconnect(const void* client, bool has_client_id, CloseReason reason,
@@ -144,19 +263,19 @@ void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_
     return;
   }
   OpenConnection& connection = it->second;
-  if (pending_ && pending_->facts.client_id == connection.event.client_id) {
+  if (pending_ && pending_->facts.client_id == connection.client_id()) {
     reason = CloseReason::kSessionTakenOver;
     pending_->resumes_session = true;
   } else if (reloading_) {
     reason = CloseReason::kAccessRevoked;
   }
   CloseEvent close;
-  close.seq = connection.event.seq;
+  close.seq = connection.seq;
   close.close_time_ns = now_ns;
   close.reason = reason;
   close.idle_ns = idle_ns;
   if (counters_ != nullptr) Bump(counters_->disconnects[static_cast<std::size_t>(reason)]);
-  const std::uint32_t slot = connection.event.stats_slot;
+  const std::uint32_t slot = connection.stats_slot;
   if (slot != kNoStatsSlot) {
     const ConnectionStatsSlot& stats = stats_[slot];
     close.totals.publish_count = stats.publish_count.load(std::memory_order_relaxed);
@@ -168,8 +287,8 @@ void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_
   }
   Encode(close, &buffer_);
   sink_->Emit(EventType::kClose, buffer_);
-  if (MayOutliveConnection(connection.event) &&
-      (AskedForSession(connection.event) || !connection.subscriptions.empty())) {
+  if (MayOutliveConnection(connection) &&
+      (AskedForSession(connection) || !connection.subscriptions.empty())) {
     KeepOffline(connection, client, now_ns);
   }
   open_.erase(it);
@@ -181,21 +300,21 @@ void SessionTable::KeepOffline(const OpenConnection& connection, const void* cli
   session.client = client;
   session.subscriptions = connection.subscriptions;
   // A takeover's old connection: its session passes to the new one at once, not offline.
-  const bool taken_over = pending_ && pending_->facts.client_id == connection.event.client_id;
-  if (AskedForSession(connection.event) && !taken_over) {
+  const bool taken_over = pending_ && pending_->facts.client_id == connection.client_id();
+  if (AskedForSession(connection) && !taken_over) {
     session.event.seq = ++next_seq_;
     session.event.uid = NewUuid();
     session.event.since_ns = now_ns;
-    session.event.protocol_version = connection.event.protocol_version;
-    session.event.client_id = connection.event.client_id;
-    session.event.username = connection.event.username;
+    session.event.protocol_version = connection.protocol_version;
+    session.event.client_id = connection.client_id();
+    session.event.username = connection.username();
   }
   if (persistent_expiration_s_ > 0) {
     session.gone_by_ns = now_ns + persistent_expiration_s_ * 1000000000;
     // MQTT 3.1.1 sessions ask never to expire: the broker's limit is their exact expiry.
-    if (connection.event.protocol_version < 5) session.event.expiry_time_ns = session.gone_by_ns;
+    if (connection.protocol_version < 5) session.event.expiry_time_ns = session.gone_by_ns;
   }
-  AddOffline(connection.event.client_id, std::move(session));
+  AddOffline(std::string(connection.client_id()), std::move(session));
 }
 
 void SessionTable::RestoreOffline(const std::vector<PersistedSession>& sessions,
@@ -203,8 +322,9 @@ void SessionTable::RestoreOffline(const std::vector<PersistedSession>& sessions,
   for (const PersistedSession& persisted : sessions) {
     OfflineSession session;
     for (const PersistedSubscription& subscription : persisted.subscriptions) {
-      session.subscriptions.push_back(SubscriptionEntry{subscription.filter, subscription.qos});
+      session.subscriptions.Append(subscription.filter, subscription.qos);
     }
+    session.subscriptions.ShrinkToFit();
     session.event.seq = ++next_seq_;
     session.event.uid = NewUuid();
     session.event.since_ns = now_ns;
@@ -266,39 +386,25 @@ void SessionTable::ExpireOffline(std::int64_t now_ns) {
 bool SessionTable::EmitOffline(const OfflineSession& session) {
   Encode(session.event, &buffer_);
   bool ok = sink_->Emit(EventType::kOfflineSession, buffer_);
-  for (const auto& entry : session.subscriptions) {
-    ok = EmitSubscription(EventType::kSubscribe, session.event.seq, entry) && ok;
-  }
+  session.subscriptions.ForEach([&](const SubscriptionList::Entry& entry) {
+    ok = EmitSubscription(EventType::kSubscribe, session.event.seq, entry.filter, entry.qos) && ok;
+  });
   return ok;
 }
 
 void SessionTable::Subscribe(const void* client, std::string_view filter, std::uint8_t qos) {
   auto it = open_.find(client);
   if (it == open_.end()) return;
-  auto& subscriptions = it->second.subscriptions;
-  auto entry = std::find_if(subscriptions.begin(), subscriptions.end(),
-                            [&](const SubscriptionEntry& e) { return e.filter == filter; });
-  if (entry == subscriptions.end()) {
-    subscriptions.push_back(SubscriptionEntry{std::string(filter), qos});
-    entry = subscriptions.end() - 1;
-  } else if (entry->qos == qos) {
-    return;
-  } else {
-    entry->qos = qos;
-  }
-  EmitSubscription(EventType::kSubscribe, it->second.event.seq, *entry);
+  if (!it->second.subscriptions.Set(filter, qos)) return;
+  EmitSubscription(EventType::kSubscribe, it->second.seq, filter, qos);
 }
 
 void SessionTable::Unsubscribe(const void* client, std::string_view filter) {
   auto it = open_.find(client);
   if (it == open_.end()) return;
-  auto& subscriptions = it->second.subscriptions;
-  auto entry = std::find_if(subscriptions.begin(), subscriptions.end(),
-                            [&](const SubscriptionEntry& e) { return e.filter == filter; });
-  if (entry == subscriptions.end()) return;
-  const SubscriptionEntry removed = std::move(*entry);
-  subscriptions.erase(entry);
-  EmitSubscription(EventType::kUnsubscribe, it->second.event.seq, removed);
+  std::uint8_t qos = 0;
+  if (!it->second.subscriptions.Remove(filter, &qos)) return;
+  EmitSubscription(EventType::kUnsubscribe, it->second.seq, filter, qos);
 }
 
 std::uint8_t SessionTable::OfflineQos(const void* client, std::string_view client_id,
@@ -310,14 +416,7 @@ std::uint8_t SessionTable::OfflineQos(const void* client, std::string_view clien
     return 2;
   }
   std::uint8_t qos = 0;
-  bool matched = false;
-  for (const auto& entry : it->second.subscriptions) {
-    if (TopicMatchesFilter(entry.filter, topic)) {
-      matched = true;
-      qos = std::max(qos, entry.qos);
-    }
-  }
-  return matched ? qos : 2;
+  return it->second.subscriptions.MaxMatchingQos(topic, &qos) ? qos : 2;
 }
 
 bool SessionTable::EmitConnection(const ConnectionEvent& event) {
@@ -325,12 +424,12 @@ bool SessionTable::EmitConnection(const ConnectionEvent& event) {
   return sink_->Emit(EventType::kConnection, buffer_);
 }
 
-bool SessionTable::EmitSubscription(EventType type, std::uint64_t seq,
-                                    const SubscriptionEntry& entry) {
+bool SessionTable::EmitSubscription(EventType type, std::uint64_t seq, std::string_view filter,
+                                    std::uint8_t qos) {
   SubscriptionEvent event;
   event.seq = seq;
-  event.qos = entry.qos;
-  event.filter = entry.filter;
+  event.qos = qos;
+  event.filter = filter;
   Encode(event, &buffer_);
   return sink_->Emit(type, buffer_);
 }
@@ -354,15 +453,15 @@ bool SessionTable::BeginFullState(std::uint64_t generation) {
 }
 
 bool SessionTable::EmitWhole(EventType type, std::uint64_t seq,
-                             const std::vector<SubscriptionEntry>& subscriptions) {
+                             const SubscriptionList& subscriptions) {
   // buffer_ holds the encoded head record.
   std::vector<std::string> payloads;
   payloads.reserve(1 + subscriptions.size());
   payloads.push_back(buffer_);
-  for (const auto& entry : subscriptions) {
-    Encode(SubscriptionEvent{seq, entry.qos, entry.filter}, &buffer_);
+  subscriptions.ForEach([&](const SubscriptionList::Entry& entry) {
+    Encode(SubscriptionEvent{seq, entry.qos, std::string(entry.filter)}, &buffer_);
     payloads.push_back(buffer_);
-  }
+  });
   std::vector<std::size_t> sizes;
   for (const auto& payload : payloads) sizes.push_back(payload.size());
   if (!sink_->Fits(sizes)) return false;
@@ -378,8 +477,8 @@ bool SessionTable::EmitOneInFull(const void* client) {
   auto it = open_.find(client);
   if (it == open_.end()) return true;  // closed since the resync began
   const OpenConnection& connection = it->second;
-  Encode(connection.event, &buffer_);
-  return EmitWhole(EventType::kConnection, connection.event.seq, connection.subscriptions);
+  Encode(connection.Event(), &buffer_);
+  return EmitWhole(EventType::kConnection, connection.seq, connection.subscriptions);
 }
 
 bool SessionTable::EmitOfflineInFull(const std::string& id) {

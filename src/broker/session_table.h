@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -72,12 +73,13 @@ class SessionTable {
   ClientView View(const void* client) const {
     auto it = open_.find(client);
     if (it == open_.end()) return ClientView{};
-    return ClientView{true, it->second.event.stats_slot == kNoStatsSlot
-                                ? nullptr
-                                : &stats_[it->second.event.stats_slot]};
+    return ClientView{
+        true, it->second.stats_slot == kNoStatsSlot ? nullptr : &stats_[it->second.stats_slot]};
   }
   // The client whose CONNECT is being handled (its resumed session is being re-checked).
   bool IsPending(const void* client) const { return pending_ && pending_->client == client; }
+  // Whether any CONNECT is pending (Settle would accept it).
+  bool has_pending() const { return pending_.has_value(); }
 
   // For a message queued to an offline session: the highest QoS of that session's
   // subscriptions matching `topic` (the broker throws the message away when it is 0), or 2
@@ -148,8 +150,8 @@ class SessionTable {
   template <typename Visit>
   void ForEachOpenWithStats(Visit visit) const {
     for (const auto& [client, connection] : open_) {
-      if (connection.event.stats_slot != kNoStatsSlot) {
-        visit(client, &stats_[connection.event.stats_slot]);
+      if (connection.stats_slot != kNoStatsSlot) {
+        visit(client, &stats_[connection.stats_slot]);
       }
     }
   }
@@ -159,13 +161,68 @@ class SessionTable {
   bool IsOpen(const void* client) const { return open_.count(client) != 0; }
 
  private:
-  struct SubscriptionEntry {
-    std::string filter;
-    std::uint8_t qos = 0;
+  // A client's subscriptions in one buffer of records (QoS: 1 byte, filter length: 2 bytes,
+  // filter), so that a connection's subscriptions cost one allocation of about their text.
+  class SubscriptionList {
+   public:
+    struct Entry {
+      std::string_view filter;
+      std::uint8_t qos = 0;
+    };
+    template <typename Visit>
+    void ForEach(Visit visit) const {
+      for (std::size_t at = 0; at < data_.size();) {
+        const Entry entry = At(at);
+        visit(entry);
+        at += kHead + entry.filter.size();
+      }
+    }
+    bool empty() const { return data_.empty(); }
+    std::size_t size() const;
+    // Adds the filter, or sets its QoS; false when it was there with this QoS already.
+    bool Set(std::string_view filter, std::uint8_t qos);
+    // Adds the filter without looking for it first (a list read from a file), in amortized
+    // constant time; ShrinkToFit once done.
+    void Append(std::string_view filter, std::uint8_t qos);
+    void ShrinkToFit() { data_.shrink_to_fit(); }
+    // Removes the filter; false when it was not there. `*qos`: the QoS it had.
+    bool Remove(std::string_view filter, std::uint8_t* qos);
+    // The highest QoS of the filters matching `topic`; false when none does.
+    bool MaxMatchingQos(std::string_view topic, std::uint8_t* qos) const;
+
+   private:
+    static constexpr std::size_t kHead = 3;
+    Entry At(std::size_t at) const;
+    std::size_t Find(std::string_view filter) const;  // data_.size() when absent
+    std::string data_;
   };
+  // What a connection keeps while open: the fields of its ConnectionEvent, its strings in one
+  // allocation (client id, username, IP address, auth method, certificate subject), and its
+  // subscriptions. Event() rebuilds the whole event, for a resync.
   struct OpenConnection {
-    ConnectionEvent event;
-    std::vector<SubscriptionEntry> subscriptions;
+    std::uint64_t seq = 0;
+    Uuid uid{};
+    std::int64_t open_time_ns = 0;
+    std::uint32_t stats_slot = kNoStatsSlot;
+    std::uint16_t keep_alive = 0;
+    std::uint16_t port = 0;
+    std::uint16_t local_port = 0;
+    std::uint8_t protocol_version = 0;
+    bool clean_session = true;
+    AuthMechanism auth_mechanism = AuthMechanism::kUnspecified;
+    AuthState auth_state = AuthState::kUnspecified;
+    std::uint32_t ends[5] = {};  // where each string ends in `text`
+    std::unique_ptr<char[]> text;
+    SubscriptionList subscriptions;
+
+    explicit OpenConnection(const ConnectionEvent& event);
+    ConnectionEvent Event() const;
+    std::string_view String(std::size_t i) const {
+      const std::uint32_t begin = i == 0 ? 0 : ends[i - 1];
+      return std::string_view(text.get() + begin, ends[i] - begin);
+    }
+    std::string_view client_id() const { return String(0); }
+    std::string_view username() const { return String(1); }
   };
   struct Pending {
     const void* client = nullptr;
@@ -178,19 +235,19 @@ class SessionTable {
     // restored from the persistence file until the broker's object shows itself.
     const void* client = nullptr;
     std::uint64_t age = 0;
-    std::vector<SubscriptionEntry> subscriptions;
-    OfflineSessionEvent event;  // event.seq 0: not announced (no session asked for)
+    SubscriptionList subscriptions;
+    OfflineSessionEvent event;    // event.seq 0: not announced (no session asked for)
     std::int64_t gone_by_ns = 0;  // the broker has expired it by then; 0 never
   };
 
   void Accept();
   bool EmitOneInFull(const void* client);
   // Emits the head record in buffer_ (of `type`) and `subscriptions` of `seq`, all or none.
-  bool EmitWhole(EventType type, std::uint64_t seq,
-                 const std::vector<SubscriptionEntry>& subscriptions);
+  bool EmitWhole(EventType type, std::uint64_t seq, const SubscriptionList& subscriptions);
   ConnectionEvent MakeEvent(const ClientFacts& facts, std::int64_t now_ns);
   bool EmitConnection(const ConnectionEvent& event);
-  bool EmitSubscription(EventType type, std::uint64_t seq, const SubscriptionEntry& entry);
+  bool EmitSubscription(EventType type, std::uint64_t seq, std::string_view filter,
+                        std::uint8_t qos);
   void KeepOffline(const OpenConnection& connection, const void* client, std::int64_t now_ns);
   // Adds an offline session (replacing one of that id, forgetting the oldest when full) and
   // announces it when it is listed.

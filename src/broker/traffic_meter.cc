@@ -37,12 +37,12 @@ TrafficMeter::TrafficMeter(BrokerCounters* counters, DefaultPattern default_patt
                            const RpcTracker::Options& rpc)
     : counters_(counters), default_pattern_(default_pattern), rpc_(rpc, counters) {}
 
-void TrafficMeter::Count(Operation operation, bool valid, bool dropped) {
+std::atomic<std::uint64_t>* TrafficMeter::Counter(Operation operation, bool valid, bool dropped) {
   const OperationStatus status = !valid    ? OperationStatus::kError
                                  : dropped ? OperationStatus::kDropped
                                            : OperationStatus::kSuccess;
-  Bump(
-      counters_->operations[static_cast<std::size_t>(operation)][static_cast<std::size_t>(status)]);
+  return &counters_
+              ->operations[static_cast<std::size_t>(operation)][static_cast<std::size_t>(status)];
 }
 
 TopicClass TrafficMeter::Classify(std::string_view topic) {
@@ -50,16 +50,27 @@ TopicClass TrafficMeter::Classify(std::string_view topic) {
     return cached_class_;
   }
   cached_class_ = ClassifyTopic(topic, default_pattern_);
+  Operation deliver;
+  const bool counted = OperationOf(cached_class_.pattern, /*delivery=*/true, &deliver);
+  cached_deliver_[0] = counted ? Counter(deliver, cached_class_.valid, false) : nullptr;
+  cached_deliver_[1] = counted ? Counter(deliver, cached_class_.valid, true) : nullptr;
+  Operation publish;
+  cached_publish_ = OperationOf(cached_class_.pattern, /*delivery=*/false, &publish)
+                        ? Counter(publish, cached_class_.valid)
+                        : nullptr;
+  cached_publish_simple_ =
+      cached_class_.pattern != Pattern::kCommands && cached_class_.pattern != Pattern::kQueries;
   if (topic.size() <= kCachedTopicMax) {
     std::memcpy(cached_topic_, topic.data(), topic.size());
+    cached_topic_[topic.size()] = '\0';
     cached_size_ = topic.size();
   } else {
-    cached_size_ = kCachedTopicMax + 1;
+    cached_size_ = kNothingCached;
   }
   return cached_class_;
 }
 
-void TrafficMeter::OnPublish(const void* client, ConnectionStatsSlot* stats, std::string_view topic,
+void TrafficMeter::OnPublish(const void* client, ConnectionStatsSlot* stats, const char* topic_text,
                              std::uint32_t payload_bytes, PublishDetails& details) {
   Bump(counters_->received_messages);
   Bump(counters_->received_bytes, payload_bytes);
@@ -68,7 +79,9 @@ void TrafficMeter::OnPublish(const void* client, ConnectionStatsSlot* stats, std
     Bump(stats->publish_bytes, payload_bytes);
     Bump(stats->request_count);
   }
-  const TopicClass topic_class = Classify(topic);
+  std::size_t size = 0;
+  const TopicClass topic_class = ClassifyCString(topic_text, &size);
+  const std::string_view topic(topic_text, size);
   Operation operation;
   if (OperationOf(topic_class.pattern, /*delivery=*/false, &operation)) {
     Count(operation, topic_class.valid);
@@ -94,26 +107,6 @@ void TrafficMeter::OnPublish(const void* client, ConnectionStatsSlot* stats, std
     const bool has_correlation = details.CorrelationData(&correlation_);
     rpc_.OnResponse(topic, correlation_, has_correlation, details.MonotonicNs());
   }
-}
-
-void TrafficMeter::OnDeliver(const void* client, ConnectionStatsSlot* stats, bool online,
-                             std::string_view topic, std::uint32_t payload_bytes, std::uint8_t qos,
-                             PublishDetails& clock) {
-  const bool dropped = !online && qos == 0;
-  if (!dropped) {
-    Bump(counters_->delivered_messages);
-    Bump(counters_->delivered_bytes, payload_bytes);
-    if (stats != nullptr) {
-      Bump(stats->deliver_count);
-      Bump(stats->deliver_bytes, payload_bytes);
-    }
-  }
-  const TopicClass topic_class = Classify(topic);
-  Operation operation;
-  if (OperationOf(topic_class.pattern, /*delivery=*/true, &operation)) {
-    Count(operation, topic_class.valid, dropped);
-  }
-  if (rpc_.AwaitsDelivery() && !dropped) rpc_.OnDelivery(client, topic, clock.MonotonicNs());
 }
 
 }  // namespace mqc

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -35,17 +36,67 @@ class TrafficMeter {
   TrafficMeter(BrokerCounters* counters, DefaultPattern default_pattern,
                const RpcTracker::Options& rpc);
 
-  // MESSAGE: a PUBLISH the broker accepted from `client`. `stats` may be null (a client the
-  // plugin does not know, or no free statistics slot).
-  void OnPublish(const void* client, ConnectionStatsSlot* stats, std::string_view topic,
+  // MESSAGE: a PUBLISH the broker accepted from `client`, on its NUL-terminated `topic`.
+  // `stats` may be null (a client the plugin does not know, or no free statistics slot).
+  void OnPublish(const void* client, ConnectionStatsSlot* stats, const char* topic,
                  std::uint32_t payload_bytes, PublishDetails& details);
 
   // ACL_CHECK READ that the broker allowed: a message queued for a subscriber. `online`: a
   // connected client (else an offline persistent session, where a QoS 0 message is thrown
-  // away).
-  void OnDeliver(const void* client, ConnectionStatsSlot* stats, bool online,
-                 std::string_view topic, std::uint32_t payload_bytes, std::uint8_t qos,
-                 PublishDetails& clock);
+  // away). `topic` is the broker's NUL-terminated topic. Inline: this runs for every delivery,
+  // and after a message's first subscriber the topic is the cached one (a compare, no
+  // classification, the counter to bump already known).
+  void OnDeliver(const void* client, ConnectionStatsSlot* stats, bool online, const char* topic,
+                 std::uint32_t payload_bytes, std::uint8_t qos, PublishDetails& clock) {
+    const bool dropped = !online && qos == 0;
+    if (!dropped) {
+      Bump(counters_->delivered_messages);
+      Bump(counters_->delivered_bytes, payload_bytes);
+      if (stats != nullptr) {
+        Bump(stats->deliver_count);
+        Bump(stats->deliver_bytes, payload_bytes);
+      }
+    }
+    std::size_t size = 0;
+    ClassifyCString(topic, &size);
+    std::atomic<std::uint64_t>* counter = cached_deliver_[dropped ? 1 : 0];
+    if (counter != nullptr) Bump(*counter);
+    if (rpc_.AwaitsDelivery() && !dropped) {
+      rpc_.OnDelivery(client, std::string_view(topic, size), clock.MonotonicNs());
+    }
+  }
+
+  // The common cases of OnPublish and OnDeliver, for the callbacks to try first: the topic is
+  // the cached one, it is no RPC request, and no RPC response is awaited. They count exactly
+  // what OnPublish (OnDeliver to a connected client) would and return true; otherwise they
+  // count nothing and return false, and the caller calls OnPublish (OnDeliver).
+  bool TryPublishCached(ConnectionStatsSlot* stats, const char* topic,
+                        std::uint32_t payload_bytes) {
+    if (!cached_publish_simple_ || rpc_.AwaitsAnyTopic() || !IsCached(topic)) return false;
+    BrokerCounters* const counters = counters_;  // read once: the bumps are atomic stores
+    Bump(counters->received_messages);
+    Bump(counters->received_bytes, payload_bytes);
+    if (stats != nullptr) {
+      Bump(stats->publish_count);
+      Bump(stats->publish_bytes, payload_bytes);
+      Bump(stats->request_count);
+    }
+    if (cached_publish_ != nullptr) Bump(*cached_publish_);
+    return true;
+  }
+  bool TryDeliverCached(ConnectionStatsSlot* stats, const char* topic,
+                        std::uint32_t payload_bytes) {
+    if (rpc_.AwaitsDelivery() || !IsCached(topic)) return false;
+    BrokerCounters* const counters = counters_;  // read once: the bumps are atomic stores
+    Bump(counters->delivered_messages);
+    Bump(counters->delivered_bytes, payload_bytes);
+    if (stats != nullptr) {
+      Bump(stats->deliver_count);
+      Bump(stats->deliver_bytes, payload_bytes);
+    }
+    if (cached_deliver_[0] != nullptr) Bump(*cached_deliver_[0]);
+    return true;
+  }
 
   // SUBSCRIBE and UNSUBSCRIBE are requests too (requestCount).
   static void OnRequest(ConnectionStatsSlot* stats) {
@@ -59,14 +110,30 @@ class TrafficMeter {
   // A configuration reload changed the options: topics are classified anew from here on.
   void SetOptions(DefaultPattern default_pattern, const RpcTracker::Options& rpc) {
     default_pattern_ = default_pattern;
-    cached_size_ = kCachedTopicMax + 1;
+    cached_size_ = kNothingCached;
     rpc_.SetOptions(rpc);
   }
 
  private:
-  void Count(Operation operation, bool valid, bool dropped = false);
-  // ClassifyTopic, remembering the last topic: a message is classified when it arrives and
-  // again for each of its subscribers, with the same topic each time.
+  std::atomic<std::uint64_t>* Counter(Operation operation, bool valid, bool dropped = false);
+  void Count(Operation operation, bool valid, bool dropped = false) {
+    Bump(*Counter(operation, valid, dropped));
+  }
+  // Classify for the broker's NUL-terminated topic, setting `*size` to its length: one strncmp
+  // with the cached topic, its NUL included (equal only for the same topic), when it is that.
+  bool IsCached(const char* topic) const {
+    return cached_size_ != kNothingCached &&
+           std::strncmp(topic, cached_topic_, cached_size_ + 1) == 0;
+  }
+  TopicClass ClassifyCString(const char* topic, std::size_t* size) {
+    *size = cached_size_;
+    if (IsCached(topic)) return cached_class_;
+    *size = std::strlen(topic);
+    return Classify(std::string_view(topic, *size));
+  }
+  // ClassifyTopic, remembering the last topic and the delivery counters of its class: a
+  // message is classified when it arrives and again for each of its subscribers, with the same
+  // topic each time.
   TopicClass Classify(std::string_view topic);
 
   BrokerCounters* counters_;
@@ -75,9 +142,18 @@ class TrafficMeter {
   std::string response_topic_;  // reused buffers: RPC messages only
   std::string correlation_;
   static constexpr std::size_t kCachedTopicMax = 256;
-  char cached_topic_[kCachedTopicMax] = {};
-  std::size_t cached_size_ = kCachedTopicMax + 1;  // nothing cached yet
+  char cached_topic_[kCachedTopicMax + 1] = {};  // NUL-terminated
+  // No topic's length (strlen cannot return it): nothing cached, as after a long topic.
+  static constexpr std::size_t kNothingCached = std::string_view::npos;
+  std::size_t cached_size_ = kNothingCached;
   TopicClass cached_class_;
+  // The operation counter a delivery of the cached topic bumps, [0] delivered and [1] dropped;
+  // null when its pattern has no delivery operation.
+  std::atomic<std::uint64_t>* cached_deliver_[2] = {nullptr, nullptr};
+  // The same for a publish: its operation counter (null: none), and whether its pattern is
+  // counted without the RPC tracker (not commands or queries).
+  std::atomic<std::uint64_t>* cached_publish_ = nullptr;
+  bool cached_publish_simple_ = false;
 };
 
 }  // namespace mqc

@@ -1,5 +1,6 @@
 #include "link/shared_region.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -41,6 +42,12 @@ std::uint8_t* SharedRegion::commands_data() const {
 ConnectionStatsSlot* SharedRegion::stats() const {
   return reinterpret_cast<ConnectionStatsSlot*>(static_cast<std::uint8_t*>(base_) +
                                                 header_->stats_offset);
+}
+
+bool SharedRegion::ReleaseEventBytes(std::uint64_t offset, std::uint64_t length) const {
+  return fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                   static_cast<off_t>(header_->events_offset + offset),
+                   static_cast<off_t>(length)) == 0;
 }
 
 std::unique_ptr<SharedRegion> SharedRegion::Create(const SharedRegionSizes& sizes,

@@ -178,7 +178,7 @@ struct CompanionControl {
 struct BrokerControl {
   std::atomic<std::uint64_t> resync_started{0};  // the last resync generation begun
   std::atomic<std::uint64_t> events_lost{0};     // events dropped on a full ring
-  std::atomic<std::uint64_t> idle_sampled{0};  // the idle_requested value last answered
+  std::atomic<std::uint64_t> idle_sampled{0};    // the idle_requested value last answered
 };
 
 struct SharedHeader {
@@ -227,6 +227,12 @@ class SharedRegion {
   std::uint8_t* events_data() const;
   std::uint8_t* commands_data() const;
   ConnectionStatsSlot* stats() const;  // header()->stats_slots of them
+
+  // Gives the memory of the events ring's bytes [offset, offset + length) back to the system
+  // (a hole punched in the memfd: whole pages are freed in every process that maps them, and
+  // read as zeros until written again). Only for bytes the consumer has read. One syscall;
+  // false when the kernel refused, and then nothing changed.
+  bool ReleaseEventBytes(std::uint64_t offset, std::uint64_t length) const;
 
  private:
   SharedRegion(int fd, bool owns_fd, void* base, std::size_t size);

@@ -467,6 +467,53 @@ TEST_F(SessionTableTest, FullStateListsEveryOpenConnectionWithItsSubscriptions) 
   EXPECT_EQ(middle, (std::set<std::string>{"open 1 a", "sub 1 events/1 1", "open 2 b"}));
 }
 
+// An open connection keeps its strings and subscriptions packed: a resync gives back every
+// field as announced, and the subscriptions left after removing one in the middle, long
+// filters included.
+TEST_F(SessionTableTest, FullStateGivesBackEveryFieldAndSubscriptionOfAnOpenConnection) {
+  ClientFacts facts = Facts("client-é");
+  facts.username = "user";
+  facts.ip_address = "::1";
+  facts.auth_method = "SCRAM-SHA-1";
+  facts.peer_certificate_subject = "CN=device";
+  facts.keep_alive = 30;
+  facts.port = 40000;
+  facts.local_port = 1883;
+  facts.mechanism = AuthMechanism::kEnhanced;
+  table_.BeginConnect(a_, facts, 5);
+  table_.Settle();
+  const std::string long_filter = "events/" + std::string(300, 'x');
+  table_.Subscribe(a_, "events/first", 0);
+  table_.Subscribe(a_, "events/middle", 1);
+  table_.Subscribe(a_, long_filter, 2);
+  table_.Subscribe(a_, "", 1);
+  table_.Unsubscribe(a_, "events/middle");
+  table_.Subscribe(a_, long_filter, 1);
+  ASSERT_EQ(sink_.connections.size(), 1u);
+  const ConnectionEvent announced = sink_.connections[0];
+  sink_.lines.clear();
+  ASSERT_TRUE(table_.BeginFullState(9));
+  ASSERT_TRUE(table_.ContinueFullState());
+  ASSERT_EQ(sink_.connections.size(), 2u);
+  const ConnectionEvent& again = sink_.connections[1];
+  EXPECT_EQ(again.seq, announced.seq);
+  EXPECT_EQ(again.uid, announced.uid);
+  EXPECT_EQ(again.open_time_ns, 5);
+  EXPECT_EQ(again.client_id, "client-é");
+  EXPECT_EQ(again.username, "user");
+  EXPECT_EQ(again.ip_address, "::1");
+  EXPECT_EQ(again.auth_method, "SCRAM-SHA-1");
+  EXPECT_EQ(again.peer_certificate_subject, "CN=device");
+  EXPECT_EQ(again.keep_alive, 30);
+  EXPECT_EQ(again.port, 40000);
+  EXPECT_EQ(again.local_port, 1883);
+  EXPECT_EQ(again.auth_mechanism, AuthMechanism::kEnhanced);
+  EXPECT_EQ(again.auth_state, announced.auth_state);
+  EXPECT_EQ(again.protocol_version, announced.protocol_version);
+  EXPECT_THAT(sink_.lines, ElementsAre("begin 9", "open 1 client-é", "sub 1 events/first 0",
+                                       "sub 1 " + long_filter + " 1", "sub 1  1", "end 9"));
+}
+
 TEST_F(SessionTableTest, FullStateIsSpreadOverCallsWhenTheSinkHasLittleRoom) {
   table_.BeginConnect(a_, Facts("a"), 1);
   table_.Settle();

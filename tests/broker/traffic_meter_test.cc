@@ -215,3 +215,61 @@ TEST_F(TrafficMeterTest, HistogramBoundsAreInclusive) {
 
 }  // namespace
 }  // namespace mqc
+
+namespace mqc {
+namespace {
+
+// The callbacks' fast paths count exactly what the general ones do, and decline (counting
+// nothing) where only the general ones can count: a new topic, an RPC request, an awaited
+// response.
+TEST(TrafficMeterFastPathTest, TryPublishAndTryDeliverCountAsOnPublishAndOnDeliver) {
+  BrokerCounters general_counters;
+  BrokerCounters fast_counters;
+  const RpcTracker::Options rpc{1000 * kMs, 2};
+  TrafficMeter general(&general_counters, DefaultPattern::kEvents, rpc);
+  TrafficMeter fast(&fast_counters, DefaultPattern::kEvents, rpc);
+  ConnectionStatsSlot general_stats;
+  ConnectionStatsSlot fast_stats;
+  FakeDetails details;
+  details.has_response = true;
+  details.response_topic = "$reply/1";
+  int client = 0;
+  const char* topics[] = {"events/a", "events/a", "store/b",    "store/b",
+                          "site/c",   "site/c",   "$SYS/x",     "$SYS/x",
+                          "events//", "events//", "commands/q", "commands/q",
+                          "$reply/1", "$reply/1", "queues/d",   "queues/d"};
+  int declined = 0;
+  for (const char* topic : topics) {
+    general.OnPublish(&client, &general_stats, topic, 7, details);
+    if (!fast.TryPublishCached(&fast_stats, topic, 7)) {
+      ++declined;
+      fast.OnPublish(&client, &fast_stats, topic, 7, details);
+    }
+    for (int i = 0; i < 2; ++i) {
+      general.OnDeliver(&client, &general_stats, true, topic, 5, 1, details);
+      if (!fast.TryDeliverCached(&fast_stats, topic, 5)) {
+        ++declined;
+        fast.OnDeliver(&client, &fast_stats, true, topic, 5, 1, details);
+      }
+    }
+  }
+  EXPECT_GT(declined, 8);  // new topics, the RPC request and its awaited response
+  EXPECT_EQ(fast_counters.received_messages.load(), general_counters.received_messages.load());
+  EXPECT_EQ(fast_counters.received_bytes.load(), general_counters.received_bytes.load());
+  EXPECT_EQ(fast_counters.delivered_messages.load(), general_counters.delivered_messages.load());
+  EXPECT_EQ(fast_counters.delivered_bytes.load(), general_counters.delivered_bytes.load());
+  for (std::size_t op = 0; op < kOperationCount; ++op) {
+    for (std::size_t status = 0; status < kStatusCount; ++status) {
+      EXPECT_EQ(fast_counters.operations[op][status].load(),
+                general_counters.operations[op][status].load())
+          << "operation " << op << " status " << status;
+    }
+  }
+  EXPECT_EQ(fast_stats.publish_count.load(), general_stats.publish_count.load());
+  EXPECT_EQ(fast_stats.deliver_bytes.load(), general_stats.deliver_bytes.load());
+  EXPECT_EQ(fast_stats.request_count.load(), general_stats.request_count.load());
+  EXPECT_EQ(fast.rpc().pending(), general.rpc().pending());
+}
+
+}  // namespace
+}  // namespace mqc
