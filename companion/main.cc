@@ -19,6 +19,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -95,6 +96,14 @@ class SyncedSource : public ConnectionSource {
     registry_.WaitUntilSynced(std::chrono::seconds(2));
     return registry_.Snapshot();
   }
+  std::vector<ConnectionPtr> SharedSnapshot() const override {
+    registry_.WaitUntilSynced(std::chrono::seconds(2));
+    return registry_.SharedSnapshot();
+  }
+  std::vector<ConnectionPtr> FindByClientId(std::string_view client_id) const override {
+    registry_.WaitUntilSynced(std::chrono::seconds(2));
+    return registry_.FindByClientId(client_id);
+  }
 
  private:
   const ConnectionRegistry& registry_;
@@ -111,6 +120,19 @@ class DetailedSource : public ConnectionSource {
     registry_.WaitUntilSynced(std::chrono::seconds(2));
     link_->RequestIdleTimes(std::chrono::milliseconds(300));
     return registry_.DetailedSnapshot(NowNs());
+  }
+  // The fast path (connection_query.h): stored connections, then details for the page only.
+  std::vector<ConnectionPtr> SharedSnapshot() const override {
+    registry_.WaitUntilSynced(std::chrono::seconds(2));
+    return registry_.SharedSnapshot();
+  }
+  std::vector<ConnectionPtr> FindByClientId(std::string_view client_id) const override {
+    registry_.WaitUntilSynced(std::chrono::seconds(2));
+    return registry_.FindByClientId(client_id);
+  }
+  void AddDetails(std::vector<Connection>* connections) const override {
+    link_->RequestIdleTimes(std::chrono::milliseconds(300));
+    registry_.AddDetails(connections, NowNs());
   }
 
  private:
