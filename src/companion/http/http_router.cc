@@ -45,7 +45,7 @@ HttpRouter::HttpRouter(const ConnectionSource& connections, MetricsProvider metr
     : connections_(connections) {
   routes_.push_back({"/api/mqtt/connections", kGetMethods, ErrorFormat::kKubeMq,
                      [this](const HttpRequest& request, std::string_view) {
-                       return kubemq_view_.ListConnections(connections_.Snapshot(), request.query);
+                       return kubemq_view_.ListConnections(connections_, request.query);
                      }});
   if (metrics) {
     routes_.push_back({"/metrics", kGetMethods, ErrorFormat::kKubeMq,
