@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include <array>
 #include <cstdio>
 #include <mutex>
 #include <new>
@@ -18,6 +19,13 @@ namespace mqc {
 namespace {
 
 constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";  // U+FFFD
+
+// Bytes a JSON string carries as they are: printable ASCII but the quote and the backslash.
+constexpr std::array<bool, 256> kPlainJsonByte = [] {
+  std::array<bool, 256> plain{};
+  for (int c = 0x20; c < 0x80; ++c) plain[static_cast<std::size_t>(c)] = c != '"' && c != '\\';
+  return plain;
+}();
 
 CjsonPtr Checked(cJSON* item) {
   if (item == nullptr) throw std::bad_alloc();
@@ -112,14 +120,11 @@ std::string ToValidUtf8(std::string_view value) {
 
 void AppendJsonString(std::string_view value, std::string* out) {
   static constexpr char kHex[] = "0123456789abcdef";
-  out->reserve(out->size() + value.size() + 2);
   out->push_back('"');
   while (!value.empty()) {
     // The common case, a run of printable ASCII, in one append.
     std::size_t plain = 0;
-    while (plain < value.size()) {
-      const auto c = static_cast<unsigned char>(value[plain]);
-      if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') break;
+    while (plain < value.size() && kPlainJsonByte[static_cast<unsigned char>(value[plain])]) {
       ++plain;
     }
     out->append(value.substr(0, plain));

