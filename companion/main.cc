@@ -97,7 +97,7 @@ class SyncedSource : public ConnectionSource {
     registry_.WaitUntilSynced(std::chrono::seconds(2));
     return registry_.Snapshot();
   }
-  std::vector<ConnectionPtr> SharedSnapshot() const override {
+  ConnectionList SharedSnapshot() const override {
     registry_.WaitUntilSynced(std::chrono::seconds(2));
     return registry_.SharedSnapshot();
   }
@@ -123,7 +123,7 @@ class DetailedSource : public ConnectionSource {
     return registry_.DetailedSnapshot(NowNs());
   }
   // The fast path (connection_query.h): stored connections, then details for the page only.
-  std::vector<ConnectionPtr> SharedSnapshot() const override {
+  ConnectionList SharedSnapshot() const override {
     registry_.WaitUntilSynced(std::chrono::seconds(2));
     return registry_.SharedSnapshot();
   }

@@ -31,10 +31,12 @@ ConnectionRegistry::ConnectionRegistry(const ConnectionRegistryOptions& options)
     : options_(options) {}
 
 void ConnectionRegistry::Index(const ConnectionPtr& connection) {
+  shared_snapshot_.reset();
   by_client_id_.emplace(connection->client_id, connection);
 }
 
 void ConnectionRegistry::Unindex(const Connection* connection) {
+  shared_snapshot_.reset();
   auto [it, end] = by_client_id_.equal_range(connection->client_id);
   for (; it != end; ++it) {
     if (it->second.get() == connection) {
@@ -45,6 +47,7 @@ void ConnectionRegistry::Unindex(const Connection* connection) {
 }
 
 void ConnectionRegistry::RebuildIndex() {
+  shared_snapshot_.reset();
   by_client_id_.clear();
   by_client_id_.reserve(open_.size() + closed_.size());
   for (const auto& [seq, entry] : open_) Index(entry.connection);
@@ -362,13 +365,15 @@ std::vector<Connection> ConnectionRegistry::DetailedSnapshot(std::int64_t now_ns
   return all;
 }
 
-std::vector<ConnectionPtr> ConnectionRegistry::SharedSnapshot() const {
+ConnectionList ConnectionRegistry::SharedSnapshot() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<ConnectionPtr> all;
-  all.reserve(open_.size() + closed_.size());
-  for (const auto& [seq, entry] : open_) all.push_back(entry.connection);
-  all.insert(all.end(), closed_.begin(), closed_.end());
-  return all;
+  if (shared_snapshot_) return shared_snapshot_;
+  auto all = std::make_shared<std::vector<ConnectionPtr>>();
+  all->reserve(open_.size() + closed_.size());
+  for (const auto& [seq, entry] : open_) all->push_back(entry.connection);
+  all->insert(all->end(), closed_.begin(), closed_.end());
+  shared_snapshot_ = std::move(all);
+  return shared_snapshot_;
 }
 
 std::vector<ConnectionPtr> ConnectionRegistry::FindByClientId(std::string_view client_id) const {

@@ -23,8 +23,9 @@
 // resync still being staged), so that a lookup by client id reads no other connection.
 //
 // Threads: Apply, ExpireClosed and RollStatisticsWindow on the companion's event thread;
-// snapshots and the accessors on any thread. One mutex guards everything; SharedSnapshot copies
-// pointers under it, and nothing slow runs there.
+// snapshots and the accessors on any thread. One mutex guards everything; the first
+// SharedSnapshot after a change copies pointers under it, later ones share that copy, and
+// nothing slow runs there.
 #pragma once
 
 #include <array>
@@ -81,7 +82,8 @@ class ConnectionRegistry : public ConnectionSource {
   std::vector<Connection> DetailedSnapshot(std::int64_t now_ns) const;
   // The stored connections without copying them: no details (traffic totals, recent
   // statistics, idle time) for open ones; closed ones keep what their close carried.
-  std::vector<ConnectionPtr> SharedSnapshot() const override;
+  // Built once after a change and shared by every reader until the next one.
+  ConnectionList SharedSnapshot() const override;
   // Those of SharedSnapshot() with exactly this client id, from the index.
   std::vector<ConnectionPtr> FindByClientId(std::string_view client_id) const override;
   // Fills traffic totals, idle time and recent statistics of the open connections among
@@ -142,6 +144,9 @@ class ConnectionRegistry : public ConnectionSource {
   OpenMap open_;
   std::deque<ConnectionPtr> closed_;  // oldest close first
   ClientIdIndex by_client_id_;        // open_ and closed_
+  // The last SharedSnapshot; reset by every change of open_ or closed_ (they all pass through
+  // Index, Unindex or RebuildIndex).
+  mutable ConnectionList shared_snapshot_;
   std::optional<OpenMap> staging_;
   std::optional<std::uint64_t> staging_generation_;
   bool synced_ = false;

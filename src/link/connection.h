@@ -126,6 +126,8 @@ namespace mqc {
 // A connection as the registry stores it: immutable once shared, so that a snapshot is a vector
 // of pointers and copies no strings or subscriptions.
 using ConnectionPtr = std::shared_ptr<const Connection>;
+// A whole snapshot, itself shared and immutable: readers of an unchanged registry share one.
+using ConnectionList = std::shared_ptr<const std::vector<ConnectionPtr>>;
 
 // Where the HTTP views get their data, taken under the registry's lock. Called on HTTP threads.
 //
@@ -140,10 +142,10 @@ class ConnectionSource {
   // Every connection the registry knows (open, offline and recently closed), as copies.
   virtual std::vector<Connection> Snapshot() const = 0;
   // The same set, consistent as one view, as shared immutable values.
-  virtual std::vector<ConnectionPtr> SharedSnapshot() const {
-    std::vector<ConnectionPtr> shared;
+  virtual ConnectionList SharedSnapshot() const {
+    auto shared = std::make_shared<std::vector<ConnectionPtr>>();
     for (Connection& connection : Snapshot()) {
-      shared.push_back(std::make_shared<const Connection>(std::move(connection)));
+      shared->push_back(std::make_shared<const Connection>(std::move(connection)));
     }
     return shared;
   }
@@ -151,8 +153,9 @@ class ConnectionSource {
   // source has an index).
   virtual std::vector<ConnectionPtr> FindByClientId(std::string_view client_id) const {
     std::vector<ConnectionPtr> found;
-    for (ConnectionPtr& connection : SharedSnapshot()) {
-      if (connection->client_id == client_id) found.push_back(std::move(connection));
+    const ConnectionList all = SharedSnapshot();  // kept alive while the loop reads it
+    for (const ConnectionPtr& connection : *all) {
+      if (connection->client_id == client_id) found.push_back(connection);
     }
     return found;
   }

@@ -55,6 +55,7 @@ class ConnectionRegistryTest : public ::testing::Test {
   ConnectionRegistryOptions options_{3, DefaultPattern::kEvents, 2, 1000, {}, nullptr, 0};
   ConnectionRegistry registry_{options_};
   std::int64_t now_ = 10;
+  std::size_t subscriptions_of_1_ = 0;  // what connection 1 should have, when open
 };
 
 TEST_F(ConnectionRegistryTest, OpenConnectionsCarryTheirFields) {
@@ -271,7 +272,7 @@ TEST_F(ConnectionRegistryTest, AResyncCarriesOfflineSessions) {
 // finds (the same objects, so never a value an edit has replaced).
 void ExpectIndexAgreesWithScan(const ConnectionRegistry& registry,
                                const std::vector<std::string>& ids) {
-  const std::vector<ConnectionPtr> all = registry.SharedSnapshot();
+  const std::vector<ConnectionPtr> all = *registry.SharedSnapshot();
   for (const std::string& id : ids) {
     SCOPED_TRACE("client id " + id);
     std::vector<const Connection*> scanned;
@@ -383,16 +384,56 @@ TEST_F(ConnectionRegistryTest, TheIndexFollowsOfflineSessionsAndRemapping) {
 
 TEST_F(ConnectionRegistryTest, ASharedSnapshotDoesNotChangeUnderItsReader) {
   ApplyOpen(Open(1, "a"));
-  const std::vector<ConnectionPtr> before = registry_.SharedSnapshot();
+  const std::vector<ConnectionPtr> before = *registry_.SharedSnapshot();
   ApplySub(EventType::kSubscribe, 1, "events/x", 1);
   ApplyClose(1, 11, CloseReason::kClientDisconnect);
   ASSERT_EQ(before.size(), 1u);
   EXPECT_EQ(before[0]->state, ConnectionState::kOpen);
   EXPECT_TRUE(before[0]->subscriptions.empty());
-  const std::vector<ConnectionPtr> after = registry_.SharedSnapshot();
+  const std::vector<ConnectionPtr> after = *registry_.SharedSnapshot();
   ASSERT_EQ(after.size(), 1u);
   EXPECT_EQ(after[0]->state, ConnectionState::kClosed);
   EXPECT_EQ(after[0]->subscriptions.size(), 1u);
+}
+
+// The shared snapshot, kept between changes, is what Snapshot() copies after every kind of event.
+TEST_F(ConnectionRegistryTest, TheSharedSnapshotFollowsEveryChange) {
+  const auto expect_current = [this](const char* step) {
+    SCOPED_TRACE(step);
+    std::vector<std::pair<std::uint64_t, ConnectionState>> shared;
+    const ConnectionList all = registry_.SharedSnapshot();
+    for (const ConnectionPtr& c : *all) {
+      shared.emplace_back(c->seq, c->state);
+      EXPECT_EQ(c->subscriptions.size(),
+                0u + (c->seq == 1 && c->state == ConnectionState::kOpen ? subscriptions_of_1_
+                                                                        : c->subscriptions.size()));
+    }
+    std::vector<std::pair<std::uint64_t, ConnectionState>> copied;
+    for (const Connection& c : registry_.Snapshot()) copied.emplace_back(c.seq, c.state);
+    EXPECT_EQ(shared, copied);
+    // Unchanged: the same list is handed out again.
+    EXPECT_EQ(registry_.SharedSnapshot(), registry_.SharedSnapshot());
+  };
+  expect_current("empty");
+  ApplyOpen(Open(1, "a"));
+  expect_current("open");
+  ApplySub(EventType::kSubscribe, 1, "events/x", 1);
+  subscriptions_of_1_ = 1;
+  expect_current("subscribe");
+  Apply(EventType::kOfflineSession, Offline(2, "sleeper"));
+  expect_current("offline");
+  Apply(EventType::kOfflineSessionEnd, OfflineSessionEndEvent{2});
+  expect_current("offline end");
+  ApplyResync(EventType::kResyncBegin, 1);
+  ApplyOpen(Open(3, "b"));
+  expect_current("staged");
+  ApplyResync(EventType::kResyncEnd, 1);
+  subscriptions_of_1_ = 0;
+  expect_current("resync swapped in");
+  ApplyClose(3, 11, CloseReason::kClientDisconnect);
+  expect_current("close");
+  registry_.ExpireClosed(11 + 1000 + 1);
+  expect_current("expired");
 }
 
 TEST_F(ConnectionRegistryTest, ManyConnectionsOfOneIdStayFindable) {
@@ -572,7 +613,8 @@ TEST_F(RegistryDetailsTest, AddDetailsFillsThePageCopiesOfOpenConnections) {
   slots_[0].idle_ms.store(1000);
   slots_[0].idle_sampled_ns.store(11 * kMinute);
   std::vector<Connection> page;
-  for (const ConnectionPtr& c : registry_->SharedSnapshot()) {
+  const ConnectionList all = registry_->SharedSnapshot();
+  for (const ConnectionPtr& c : *all) {
     // Stored connections carry no details.
     EXPECT_EQ(c->total_statistics.publish_count, 0u);
     EXPECT_EQ(c->recent_statistics.publish_count, 0u);

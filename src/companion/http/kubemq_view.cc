@@ -241,12 +241,12 @@ class CopiesSource : public ConnectionSource {
   explicit CopiesSource(std::vector<Connection> connections)
       : connections_(std::move(connections)) {}
   std::vector<Connection> Snapshot() const override { return connections_; }
-  std::vector<ConnectionPtr> SharedSnapshot() const override {
-    std::vector<ConnectionPtr> shared;
-    shared.reserve(connections_.size());
+  ConnectionList SharedSnapshot() const override {
+    auto shared = std::make_shared<std::vector<ConnectionPtr>>();
+    shared->reserve(connections_.size());
     for (const Connection& connection : connections_) {
       // Aliasing pointers: no copy, owned by this source.
-      shared.emplace_back(std::shared_ptr<const Connection>(), &connection);
+      shared->emplace_back(std::shared_ptr<const Connection>(), &connection);
     }
     return shared;
   }

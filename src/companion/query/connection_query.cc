@@ -145,27 +145,30 @@ bool SelectFromSource(const ConnectionSource& source, const ConnectionFilter& fi
                       const ConnectionOrder& order, const OrderCursor* after, std::size_t size,
                       std::int64_t offset, std::vector<ConnectionPtr>* page,
                       std::int64_t* total_size, std::optional<OrderCursor>* next) {
-  std::vector<ConnectionPtr> candidates;
+  ConnectionList candidates;
   bool without_details = true;
   if (NamesDetail(filter, order)) {
+    auto copies = std::make_shared<std::vector<ConnectionPtr>>();
     for (Connection& connection : FromSource([&] { return source.Snapshot(); })) {
-      candidates.push_back(std::make_shared<const Connection>(std::move(connection)));
+      copies->push_back(std::make_shared<const Connection>(std::move(connection)));
     }
+    candidates = std::move(copies);
     without_details = false;
   } else if (const std::string* client_id = IndexedClientId(filter)) {
-    candidates = FromSource([&] { return source.FindByClientId(*client_id); });
+    candidates = std::make_shared<const std::vector<ConnectionPtr>>(
+        FromSource([&] { return source.FindByClientId(*client_id); }));
   } else {
     candidates = FromSource([&] { return source.SharedSnapshot(); });
   }
+  const std::vector<ConnectionPtr>& list = *candidates;
   Selection selection;
   Select(
-      candidates.size(),
-      [&candidates](std::size_t i) -> const Connection& { return *candidates[i]; }, filter, order,
+      list.size(), [&list](std::size_t i) -> const Connection& { return *list[i]; }, filter, order,
       after, size, offset, &selection);
   *total_size = selection.total_size;
   *next = std::move(selection.next);
   page->reserve(selection.page.size());
-  for (const std::uint32_t i : selection.page) page->push_back(std::move(candidates[i]));
+  for (const std::uint32_t i : selection.page) page->push_back(list[i]);
   return without_details;
 }
 

@@ -1486,9 +1486,9 @@ class FleetSource : public ConnectionSource {
     ++snapshots;
     return fleet_;
   }
-  std::vector<ConnectionPtr> SharedSnapshot() const override {
+  ConnectionList SharedSnapshot() const override {
     ++shared_snapshots;
-    return bare_;
+    return std::make_shared<const std::vector<ConnectionPtr>>(bare_);
   }
   std::vector<ConnectionPtr> FindByClientId(std::string_view client_id) const override {
     ++lookups;
@@ -1625,7 +1625,7 @@ TEST(ConnectionSourceQueryTest, TypedPagesShareTheStoredConnectionsAndCanBeUnlim
   EXPECT_EQ(page.total_size, 300);
   ASSERT_EQ(page.connections.size(), 290u);
   EXPECT_FALSE(page.next);
-  const std::vector<ConnectionPtr> stored = source.SharedSnapshot();
+  const std::vector<ConnectionPtr> stored = *source.SharedSnapshot();
   EXPECT_NE(std::find(stored.begin(), stored.end(), page.connections[0]), stored.end());
   for (std::size_t i = 1; i < page.connections.size(); ++i) {
     EXPECT_LE(page.connections[i - 1]->client_id, page.connections[i]->client_id);
