@@ -19,6 +19,9 @@ Usage: bench/run_all.py BUILD_DIR [--connections N] [--quick]
 - Requests/s of the KubeMQ list of 100 connections against nginx serving the same bytes from a
   file (wrk, 2 threads, 32 connections, same run).
 - One sock_diag dump of the broker's sockets at N connections (build's mqc_sock_diag_bench).
+- In process, 100,000 connections fed through the real event path (build's mqc_view_bench): a
+  ListConnections page of 1000 and the full KubeMQ list through the router, and what the full
+  list would cost as a cJSON tree.
 
 --quick runs every tool in seconds with small N; it prints figures and asserts no timing.
 Processes are started with their own PIDs recorded and stopped by them.
@@ -278,6 +281,28 @@ def sock_diag_figure(table, broker, n, tool):
               f"{float(match.group(2)):.1f} ms", target="(not wired in yet)")
 
 
+def view_bench_figures(table, tool, quick):
+    n = 2000 if quick else 100000
+    out = subprocess.run([tool, "--connections", str(n), "--repeat", "3" if quick else "5"],
+                         check=True, capture_output=True, text=True, timeout=600).stdout
+    figures = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+    try:
+        page = int(figures["list_page_size"])
+        first, first_cpu = float(figures["list_page_first_ms"]), float(
+            figures["list_page_first_cpu_ms"])
+        full, full_cpu = float(figures["kubemq_full_ms"]), float(figures["kubemq_full_cpu_ms"])
+        tree = float(figures["cjson_tree_ms"])
+        size = int(figures["kubemq_full_bytes"])
+    except (KeyError, ValueError) as e:
+        raise RuntimeError(f"unexpected output from {tool}: {out}") from e
+    table.add(f"in process, {n} connections: ListConnections page of {page}, first (median; "
+              f"CPU {first_cpu:.1f} ms)", f"{first:.1f} ms", target="<= 20 ms",
+              meets=first <= 20)
+    table.add(f"in process, {n} connections: full KubeMQ list, {size / 1e6:.1f} MB (median; CPU "
+              f"{full_cpu:.0f} ms; the same list built and printed as a cJSON tree: {tree:.0f} ms)",
+              f"{full:.0f} ms", target="<= 400 ms", meets=full <= 400)
+
+
 # --- throughput, both brokers pinned to one CPU -------------------------------------------------
 def cpu_seconds_of(pids):
     total = 0.0
@@ -527,7 +552,8 @@ def main():
     harness.PLUGIN = os.path.join(build, "mosquitto_connections.so")
     harness.COMPANION = os.path.join(build, "mosquitto_connections_companion")
     sock_diag_bench = os.path.join(build, "mqc_sock_diag_bench")
-    for built in (harness.PLUGIN, harness.COMPANION, sock_diag_bench):
+    view_bench = os.path.join(build, "mqc_view_bench")
+    for built in (harness.PLUGIN, harness.COMPANION, sock_diag_bench, view_bench):
         if not os.path.exists(built):
             sys.exit(f"{built} is missing: build {build} first")
     n = args.connections or (100 if args.quick else 15000)
@@ -546,6 +572,8 @@ def main():
         plain = plain_broker_figures(n, ping_seconds)
         print(f"with the plugin, {n} connections", flush=True)
         plugin_broker_figures(table, plain, n, ping_seconds, sock_diag_bench)
+        print("views in process", flush=True)
+        view_bench_figures(table, view_bench, args.quick)
         print("throughput, both brokers on one CPU", flush=True)
         throughput_figures(table, 2000 if args.quick else 500000, workdir, args.quick)
         print("callgrind", flush=True)

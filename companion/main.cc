@@ -8,6 +8,7 @@
 // Usage (the plugin starts it): mosquitto_connections_companion --shared-fd=3 --broker-pid=PID
 //   [--broker-config=PATH] -- key=value ...   (the plugin_opt_ options of mosquitto.conf)
 
+#include <malloc.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -24,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -104,6 +106,14 @@ class SyncedSource : public ConnectionSource {
     registry_.WaitUntilSynced(std::chrono::seconds(2));
     return registry_.Snapshot();
   }
+  ConnectionList SharedSnapshot() const override {
+    registry_.WaitUntilSynced(std::chrono::seconds(2));
+    return registry_.SharedSnapshot();
+  }
+  std::vector<ConnectionPtr> FindByClientId(std::string_view client_id) const override {
+    registry_.WaitUntilSynced(std::chrono::seconds(2));
+    return registry_.FindByClientId(client_id);
+  }
 
  private:
   const ConnectionRegistry& registry_;
@@ -120,6 +130,19 @@ class DetailedSource : public ConnectionSource {
     registry_.WaitUntilSynced(std::chrono::seconds(2));
     link_->RequestIdleTimes(std::chrono::milliseconds(300));
     return registry_.DetailedSnapshot(NowNs());
+  }
+  // The fast path (connection_query.h): stored connections, then details for the page only.
+  ConnectionList SharedSnapshot() const override {
+    registry_.WaitUntilSynced(std::chrono::seconds(2));
+    return registry_.SharedSnapshot();
+  }
+  std::vector<ConnectionPtr> FindByClientId(std::string_view client_id) const override {
+    registry_.WaitUntilSynced(std::chrono::seconds(2));
+    return registry_.FindByClientId(client_id);
+  }
+  void AddDetails(std::vector<Connection>* connections) const override {
+    link_->RequestIdleTimes(std::chrono::milliseconds(300));
+    registry_.AddDetails(connections, NowNs());
   }
 
  private:
@@ -249,6 +272,9 @@ int Run(int argc, char** argv) {
   // Nothing this process runs may gain privileges (setuid programs, file capabilities): it
   // serves the network, and needs none.
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return 1;
+  // Two malloc arenas, not eight per core: the HTTP threads' big answers would otherwise each
+  // leave memory behind in an arena of their own (resident memory after big lists).
+  mallopt(M_ARENA_MAX, 2);
   signal(SIGPIPE, SIG_IGN);
   signal(SIGTERM, OnStopSignal);
   signal(SIGINT, OnStopSignal);

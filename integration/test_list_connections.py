@@ -175,6 +175,9 @@ class FieldsTest(unittest.TestCase):
 
     def test_get_form_matches_post(self):
         Client(self.broker, "get-form", version=4)
+        # The CONNACK can come before the companion has the connection: wait until it lists it.
+        wait_for(lambda: by_client(self.broker, "get-form"), timeout=10,
+                 what="get-form in the list")
         message = json.dumps({"filter": 'client_id = "get-form"'})
         for query in (f"connect=v1&encoding=json&message={urllib.parse.quote(message)}",
                       "connect=v1&encoding=json&base64=1&message=" +

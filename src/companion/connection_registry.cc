@@ -1,6 +1,7 @@
 #include "companion/connection_registry.h"
 
 #include <algorithm>
+#include <memory>
 #include <utility>
 
 namespace mqc {
@@ -29,10 +30,63 @@ RequestStatistics Minus(const RequestStatistics& a, const RequestStatistics& b) 
 ConnectionRegistry::ConnectionRegistry(const ConnectionRegistryOptions& options)
     : options_(options) {}
 
+void ConnectionRegistry::Index(const ConnectionPtr& connection) {
+  shared_snapshot_.reset();
+  by_client_id_.emplace(connection->client_id, connection);
+}
+
+void ConnectionRegistry::Unindex(const Connection* connection) {
+  shared_snapshot_.reset();
+  auto [it, end] = by_client_id_.equal_range(connection->client_id);
+  for (; it != end; ++it) {
+    if (it->second.get() == connection) {
+      by_client_id_.erase(it);
+      return;
+    }
+  }
+}
+
+void ConnectionRegistry::RebuildIndex() {
+  shared_snapshot_.reset();
+  by_client_id_.clear();
+  by_client_id_.reserve(open_.size() + closed_.size());
+  for (const auto& [seq, entry] : open_) Index(entry.connection);
+  for (const ConnectionPtr& connection : closed_) Index(connection);
+}
+
+void ConnectionRegistry::Put(OpenMap* map, std::uint64_t seq, Entry entry) {
+  const bool indexed = map == &open_;
+  if (indexed) Index(entry.connection);
+  auto [it, inserted] = map->try_emplace(seq);
+  if (!inserted && indexed) Unindex(it->second.connection.get());
+  it->second = std::move(entry);
+}
+
+ConnectionPtr ConnectionRegistry::Remove(OpenMap* map, std::uint64_t seq) {
+  auto it = map->find(seq);
+  if (it == map->end()) return nullptr;
+  ConnectionPtr removed = std::move(it->second.connection);
+  if (map == &open_) Unindex(removed.get());
+  map->erase(it);
+  return removed;
+}
+
+template <typename EditFunction>
+void ConnectionRegistry::Edit(OpenMap* map, Entry* entry, EditFunction edit) {
+  auto copy = std::make_shared<Connection>(*entry->connection);
+  edit(copy.get());
+  if (map == &open_) {
+    Unindex(entry->connection.get());
+    Index(copy);
+  }
+  entry->connection = std::move(copy);
+}
+
 ConnectionRegistry::Entry ConnectionRegistry::FromEvent(const ConnectionEvent& event) const {
   Entry entry;
   entry.stats_slot = event.stats_slot < options_.stats_count ? event.stats_slot : kNoStatsSlot;
-  Connection& c = entry.connection;
+  auto connection = std::make_shared<Connection>();
+  Connection& c = *connection;
   c.seq = event.seq;
   c.uid = FormatUuid(event.uid);
   c.node_id = options_.node_id;
@@ -60,12 +114,14 @@ ConnectionRegistry::Entry ConnectionRegistry::FromEvent(const ConnectionEvent& e
   c.authentication.user_principal =
       event.username.empty() ? event.peer_certificate_subject : event.username;
   c.authentication.method = event.auth_method;
+  entry.connection = std::move(connection);
   return entry;
 }
 
 ConnectionRegistry::Entry ConnectionRegistry::FromEvent(const OfflineSessionEvent& event) const {
   Entry entry;
-  Connection& c = entry.connection;
+  auto connection = std::make_shared<Connection>();
+  Connection& c = *connection;
   c.seq = event.seq;
   c.uid = FormatUuid(event.uid);
   c.node_id = options_.node_id;
@@ -77,6 +133,7 @@ ConnectionRegistry::Entry ConnectionRegistry::FromEvent(const OfflineSessionEven
   c.protocol_version = event.protocol_version;
   c.clean_session = false;
   c.authentication.user_principal = event.username;
+  entry.connection = std::move(connection);
   return entry;
 }
 
@@ -87,13 +144,13 @@ bool ConnectionRegistry::Apply(EventType type, std::string_view payload, std::in
       ConnectionEvent event;
       if (!Decode(payload, &event)) return false;
       Entry entry = FromEvent(event);
-      if (entry.connection.state == ConnectionState::kClosed) {
+      if (entry.connection->state == ConnectionState::kClosed) {
         AddClosed(std::move(entry.connection));
       } else {
         // Traffic before this moment belongs to no complete window this companion saw.
         std::int64_t idle_ns = -1;
         entry.window_start = ReadTotals(entry, &idle_ns, now_ns).value_or(RequestStatistics{});
-        Target()[event.seq] = std::move(entry);
+        Put(&Target(), event.seq, std::move(entry));
       }
       return true;
     }
@@ -101,21 +158,24 @@ bool ConnectionRegistry::Apply(EventType type, std::string_view payload, std::in
       CloseEvent event;
       if (!Decode(payload, &event)) return false;
       // During a resync the connection may be in the staged set, the current one, or both.
-      std::optional<Connection> closing;
+      ConnectionPtr closing;
+      RequestStatistics recent;
       for (OpenMap* map : {staging_ ? &*staging_ : nullptr, &open_}) {
         if (map == nullptr) continue;
         auto it = map->find(event.seq);
         if (it == map->end()) continue;
-        if (!closing) closing = std::move(it->second.connection);
-        map->erase(it);
+        if (!closing) recent = it->second.recent;
+        ConnectionPtr removed = Remove(map, event.seq);
+        if (!closing) closing = std::move(removed);
       }
       if (!closing) return true;  // opened before this companion knew of it
-      Connection connection = std::move(*closing);
-      connection.state = ConnectionState::kClosed;
-      connection.close_time_ns = event.close_time_ns;
-      connection.close_reason = event.reason;
-      connection.total_statistics = event.totals;
-      connection.idle_ns = event.idle_ns;
+      auto connection = std::make_shared<Connection>(*closing);
+      connection->state = ConnectionState::kClosed;
+      connection->close_time_ns = event.close_time_ns;
+      connection->close_reason = event.reason;
+      connection->total_statistics = event.totals;
+      connection->recent_statistics = recent;
+      connection->idle_ns = event.idle_ns;
       AddClosed(std::move(connection));
       ExpireClosedLocked(now_ns);
       return true;
@@ -123,14 +183,14 @@ bool ConnectionRegistry::Apply(EventType type, std::string_view payload, std::in
     case EventType::kOfflineSession: {
       OfflineSessionEvent event;
       if (!Decode(payload, &event)) return false;
-      Target()[event.seq] = FromEvent(event);
+      Put(&Target(), event.seq, FromEvent(event));
       return true;
     }
     case EventType::kOfflineSessionEnd: {
       OfflineSessionEndEvent event;
       if (!Decode(payload, &event)) return false;
-      if (staging_) staging_->erase(event.seq);
-      open_.erase(event.seq);
+      if (staging_) Remove(&*staging_, event.seq);
+      Remove(&open_, event.seq);
       return true;
     }
     case EventType::kSubscribe:
@@ -140,17 +200,19 @@ bool ConnectionRegistry::Apply(EventType type, std::string_view payload, std::in
       OpenMap& target = Target();
       auto it = target.find(event.seq);
       if (it == target.end()) return true;
-      auto& subscriptions = it->second.connection.subscriptions;
-      auto entry = std::find_if(subscriptions.begin(), subscriptions.end(),
-                                [&](const Subscription& s) { return s.filter == event.filter; });
-      if (type == EventType::kUnsubscribe) {
-        if (entry != subscriptions.end()) subscriptions.erase(entry);
-      } else if (entry != subscriptions.end()) {
-        entry->qos = event.qos;
-      } else {
-        subscriptions.push_back(Subscription{
-            event.filter, event.qos, MapTopicFilter(event.filter, options_.default_pattern)});
-      }
+      Edit(&target, &it->second, [&](Connection* connection) {
+        auto& subscriptions = connection->subscriptions;
+        auto entry = std::find_if(subscriptions.begin(), subscriptions.end(),
+                                  [&](const Subscription& s) { return s.filter == event.filter; });
+        if (type == EventType::kUnsubscribe) {
+          if (entry != subscriptions.end()) subscriptions.erase(entry);
+        } else if (entry != subscriptions.end()) {
+          entry->qos = event.qos;
+        } else {
+          subscriptions.push_back(Subscription{
+              event.filter, event.qos, MapTopicFilter(event.filter, options_.default_pattern)});
+        }
+      });
       return true;
     }
     case EventType::kSettings: {
@@ -175,10 +237,11 @@ bool ConnectionRegistry::Apply(EventType type, std::string_view payload, std::in
         auto old = open_.find(seq);
         if (old == open_.end()) continue;
         entry.window_start = old->second.window_start;
-        entry.connection.recent_statistics = old->second.connection.recent_statistics;
+        entry.recent = old->second.recent;
       }
       open_ = std::move(*staging_);
       staging_.reset();
+      RebuildIndex();
       staging_generation_.reset();
       synced_ = true;
       synced_changed_.notify_all();
@@ -193,7 +256,7 @@ std::optional<RequestStatistics> ConnectionRegistry::ReadTotals(const Entry& ent
                                                                 std::int64_t now_ns) const {
   if (options_.stats == nullptr || entry.stats_slot == kNoStatsSlot) return std::nullopt;
   StatsSlotValues slot;
-  if (!ReadStatsSlot(options_.stats[entry.stats_slot], entry.connection.seq, &slot)) {
+  if (!ReadStatsSlot(options_.stats[entry.stats_slot], entry.connection->seq, &slot)) {
     return std::nullopt;
   }
   RequestStatistics totals;
@@ -224,8 +287,7 @@ void ConnectionRegistry::RollStatisticsWindow(std::int64_t now_ns) {
     std::int64_t idle_ns = -1;
     const std::optional<RequestStatistics> totals = ReadTotals(entry, &idle_ns, now_ns);
     if (!totals) continue;
-    entry.connection.recent_statistics =
-        complete ? Minus(*totals, entry.window_start) : RequestStatistics{};
+    entry.recent = complete ? Minus(*totals, entry.window_start) : RequestStatistics{};
     entry.window_start = *totals;
   }
 }
@@ -236,22 +298,31 @@ void ConnectionRegistry::ApplySettings(const SettingsEvent& settings, std::int64
     for (OpenMap* map : {staging_ ? &*staging_ : nullptr, &open_}) {
       if (map == nullptr) continue;
       for (auto& [seq, entry] : *map) {
-        for (Subscription& s : entry.connection.subscriptions) {
-          s.mapping = MapTopicFilter(s.filter, options_.default_pattern);
-        }
+        if (entry.connection->subscriptions.empty()) continue;
+        Edit(map, &entry, [this](Connection* connection) {
+          for (Subscription& s : connection->subscriptions) {
+            s.mapping = MapTopicFilter(s.filter, options_.default_pattern);
+          }
+        });
       }
     }
   }
   options_.closed_max = settings.closed_max;
   options_.closed_ttl_ns = settings.closed_ttl_ns;
-  while (closed_.size() > options_.closed_max) closed_.pop_front();
+  while (closed_.size() > options_.closed_max) PopClosed();
   ExpireClosedLocked(now_ns);
 }
 
-void ConnectionRegistry::AddClosed(Connection connection) {
+void ConnectionRegistry::AddClosed(ConnectionPtr connection) {
   if (options_.closed_max == 0) return;
+  Index(connection);
   closed_.push_back(std::move(connection));
-  while (closed_.size() > options_.closed_max) closed_.pop_front();
+  while (closed_.size() > options_.closed_max) PopClosed();
+}
+
+void ConnectionRegistry::PopClosed() {
+  Unindex(closed_.front().get());
+  closed_.pop_front();
 }
 
 void ConnectionRegistry::ExpireClosed(std::int64_t now_ns) {
@@ -260,8 +331,8 @@ void ConnectionRegistry::ExpireClosed(std::int64_t now_ns) {
 }
 
 void ConnectionRegistry::ExpireClosedLocked(std::int64_t now_ns) {
-  while (!closed_.empty() && closed_.front().close_time_ns + options_.closed_ttl_ns < now_ns) {
-    closed_.pop_front();
+  while (!closed_.empty() && closed_.front()->close_time_ns + options_.closed_ttl_ns < now_ns) {
+    PopClosed();
   }
 }
 
@@ -269,8 +340,11 @@ std::vector<Connection> ConnectionRegistry::Snapshot() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<Connection> all;
   all.reserve(open_.size() + closed_.size());
-  for (const auto& [seq, entry] : open_) all.push_back(entry.connection);
-  all.insert(all.end(), closed_.begin(), closed_.end());
+  for (const auto& [seq, entry] : open_) {
+    all.push_back(*entry.connection);
+    all.back().recent_statistics = entry.recent;
+  }
+  for (const ConnectionPtr& connection : closed_) all.push_back(*connection);
   return all;
 }
 
@@ -279,20 +353,56 @@ std::vector<Connection> ConnectionRegistry::DetailedSnapshot(std::int64_t now_ns
   std::vector<Connection> all;
   all.reserve(open_.size() + closed_.size());
   for (const auto& [seq, entry] : open_) {
-    all.push_back(entry.connection);
+    all.push_back(*entry.connection);
+    all.back().recent_statistics = entry.recent;
     std::int64_t idle_ns = -1;
     if (auto totals = ReadTotals(entry, &idle_ns, now_ns)) {
       all.back().total_statistics = *totals;
       all.back().idle_ns = idle_ns;
     }
   }
-  all.insert(all.end(), closed_.begin(), closed_.end());
+  for (const ConnectionPtr& connection : closed_) all.push_back(*connection);
   return all;
+}
+
+ConnectionList ConnectionRegistry::SharedSnapshot() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (shared_snapshot_) return shared_snapshot_;
+  auto all = std::make_shared<std::vector<ConnectionPtr>>();
+  all->reserve(open_.size() + closed_.size());
+  for (const auto& [seq, entry] : open_) all->push_back(entry.connection);
+  all->insert(all->end(), closed_.begin(), closed_.end());
+  shared_snapshot_ = std::move(all);
+  return shared_snapshot_;
+}
+
+std::vector<ConnectionPtr> ConnectionRegistry::FindByClientId(std::string_view client_id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<ConnectionPtr> found;
+  auto [it, end] = by_client_id_.equal_range(client_id);
+  for (; it != end; ++it) found.push_back(it->second);
+  return found;
+}
+
+void ConnectionRegistry::AddDetails(std::vector<Connection>* connections,
+                                    std::int64_t now_ns) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (Connection& connection : *connections) {
+    if (connection.state != ConnectionState::kOpen) continue;
+    auto it = open_.find(connection.seq);
+    if (it == open_.end()) continue;
+    connection.recent_statistics = it->second.recent;
+    std::int64_t idle_ns = -1;
+    if (auto totals = ReadTotals(it->second, &idle_ns, now_ns)) {
+      connection.total_statistics = *totals;
+      connection.idle_ns = idle_ns;
+    }
+  }
 }
 
 std::size_t ConnectionRegistry::CountLocked(ConnectionState state) const {
   std::size_t count = 0;
-  for (const auto& [seq, entry] : open_) count += entry.connection.state == state ? 1 : 0;
+  for (const auto& [seq, entry] : open_) count += entry.connection->state == state ? 1 : 0;
   return count;
 }
 
@@ -310,7 +420,7 @@ std::array<std::size_t, kPatternCount> ConnectionRegistry::SubscriptionsByPatter
   std::lock_guard<std::mutex> lock(mutex_);
   std::array<std::size_t, kPatternCount> counts{};
   for (const auto& [seq, entry] : open_) {
-    for (const Subscription& subscription : entry.connection.subscriptions) {
+    for (const Subscription& subscription : entry.connection->subscriptions) {
       ++counts[static_cast<std::size_t>(subscription.mapping.pattern)];
     }
   }

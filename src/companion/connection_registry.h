@@ -15,9 +15,17 @@
 // A configuration reload changes default_pattern, closed_max and closed_ttl through a kSettings
 // record: subscriptions are mapped again, the closed list is trimmed at once.
 //
+// Stored connections are shared immutable values (ConnectionPtr): a change (a subscription, a
+// close) replaces the pointer, so a SharedSnapshot is a vector of pointers and a reader keeps
+// what it took however long it holds it. What changes all the time stays beside them in the
+// entry (the statistics slot, the minute window) and reaches copies through AddDetails. An index
+// by client id covers the current view (open connections, offline sessions, closed ones; not a
+// resync still being staged), so that a lookup by client id reads no other connection.
+//
 // Threads: Apply, ExpireClosed and RollStatisticsWindow on the companion's event thread;
-// snapshots and the accessors on any thread. One mutex guards everything; snapshots copy under
-// it and nothing slow runs there.
+// snapshots and the accessors on any thread. One mutex guards everything; the first
+// SharedSnapshot after a change copies pointers under it, later ones share that copy, and
+// nothing slow runs there.
 #pragma once
 
 #include <array>
@@ -29,6 +37,7 @@
 #include <mutex>
 #include <optional>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "link/broker_config.h"
@@ -67,10 +76,20 @@ class ConnectionRegistry : public ConnectionSource {
   void RollStatisticsWindow(std::int64_t now_ns);
 
   // Every connection, open and recently closed, and every offline session, without traffic
-  // statistics or idle time.
+  // totals or idle time (recent statistics included), as copies.
   std::vector<Connection> Snapshot() const override;
   // The same, with open connections' traffic and idle time read from the shared slots.
   std::vector<Connection> DetailedSnapshot(std::int64_t now_ns) const;
+  // The stored connections without copying them: no details (traffic totals, recent
+  // statistics, idle time) for open ones; closed ones keep what their close carried.
+  // Built once after a change and shared by every reader until the next one.
+  ConnectionList SharedSnapshot() const override;
+  // Those of SharedSnapshot() with exactly this client id, from the index.
+  std::vector<ConnectionPtr> FindByClientId(std::string_view client_id) const override;
+  // Fills traffic totals, idle time and recent statistics of the open connections among
+  // `connections` (copies from SharedSnapshot), found by seq; one that has closed since is left
+  // as it was.
+  void AddDetails(std::vector<Connection>* connections, std::int64_t now_ns) const;
 
   std::size_t open_count() const;
   std::size_t offline_count() const;
@@ -86,11 +105,15 @@ class ConnectionRegistry : public ConnectionSource {
 
  private:
   struct Entry {
-    Connection connection;
+    ConnectionPtr connection;  // never null once stored
     std::uint32_t stats_slot = kNoStatsSlot;
     RequestStatistics window_start;  // totals at the start of the current minute
+    RequestStatistics recent;        // the previous complete minute
   };
   using OpenMap = std::map<std::uint64_t, Entry>;
+  // Client id -> a stored connection of the current view. The key views the connection's own
+  // client_id, which the value keeps alive.
+  using ClientIdIndex = std::unordered_multimap<std::string_view, ConnectionPtr>;
 
   Entry FromEvent(const ConnectionEvent& event) const;
   Entry FromEvent(const OfflineSessionEvent& event) const;
@@ -98,7 +121,18 @@ class ConnectionRegistry : public ConnectionSource {
   // The slot's counters if it still belongs to `seq` (seqlock read).
   std::optional<RequestStatistics> ReadTotals(const Entry& entry, std::int64_t* idle_ns,
                                               std::int64_t now_ns) const;
-  void AddClosed(Connection connection);
+  void AddClosed(ConnectionPtr connection);
+  void PopClosed();
+  // Stores `entry` under `seq` in `map`, replacing (and unindexing) what was there.
+  void Put(OpenMap* map, std::uint64_t seq, Entry entry);
+  // Removes `seq` from `map`; returns what was stored (null when nothing was).
+  ConnectionPtr Remove(OpenMap* map, std::uint64_t seq);
+  // Replaces an entry's connection by an edited copy, keeping the index right.
+  template <typename Edit>
+  void Edit(OpenMap* map, Entry* entry, Edit edit);
+  void Index(const ConnectionPtr& connection);
+  void Unindex(const Connection* connection);
+  void RebuildIndex();
   void ApplySettings(const SettingsEvent& settings, std::int64_t now_ns);
   void ExpireClosedLocked(std::int64_t now_ns);
   OpenMap& Target() { return staging_ ? *staging_ : open_; }
@@ -108,7 +142,11 @@ class ConnectionRegistry : public ConnectionSource {
   mutable std::mutex mutex_;
   mutable std::condition_variable synced_changed_;
   OpenMap open_;
-  std::deque<Connection> closed_;  // oldest close first
+  std::deque<ConnectionPtr> closed_;  // oldest close first
+  ClientIdIndex by_client_id_;        // open_ and closed_
+  // The last SharedSnapshot; reset by every change of open_ or closed_ (they all pass through
+  // Index, Unindex or RebuildIndex).
+  mutable ConnectionList shared_snapshot_;
   std::optional<OpenMap> staging_;
   std::optional<std::uint64_t> staging_generation_;
   bool synced_ = false;

@@ -1,10 +1,13 @@
 // The companion's model of one MQTT connection, open or recently closed: what the HTTP views
 // (KubeMQ endpoint, Connect ListConnections) show and what filters and orderings look at.
-// Plain values; the ConnectionRegistry owns them and hands out copies.
+// Plain values; the ConnectionRegistry owns them and hands out shared immutable ones or copies.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "link/topic_mapping.h"
@@ -120,12 +123,44 @@ struct Connection {
 
 namespace mqc {
 
-// Where the HTTP views get their data: a consistent copy of every connection the registry
-// knows (open and recently closed), taken under the registry's lock. Called on HTTP threads.
+// A connection as the registry stores it: immutable once shared, so that a snapshot is a vector
+// of pointers and copies no strings or subscriptions.
+using ConnectionPtr = std::shared_ptr<const Connection>;
+// A whole snapshot, itself shared and immutable: readers of an unchanged registry share one.
+using ConnectionList = std::shared_ptr<const std::vector<ConnectionPtr>>;
+
+// Where the HTTP views get their data, taken under the registry's lock. Called on HTTP threads.
+//
+// Snapshot() copies every connection with its details (traffic totals, recent statistics, idle
+// time: values that change all the time and live outside the stored connections). The other
+// three are the fast path: SharedSnapshot() and FindByClientId() hand out the stored
+// connections without their details, and AddDetails() fills those in for the few connections a
+// caller returns. The defaults serve any source from Snapshot() alone.
 class ConnectionSource {
  public:
   virtual ~ConnectionSource() = default;
+  // Every connection the registry knows (open, offline and recently closed), as copies.
   virtual std::vector<Connection> Snapshot() const = 0;
+  // The same set, consistent as one view, as shared immutable values.
+  virtual ConnectionList SharedSnapshot() const {
+    auto shared = std::make_shared<std::vector<ConnectionPtr>>();
+    for (Connection& connection : Snapshot()) {
+      shared->push_back(std::make_shared<const Connection>(std::move(connection)));
+    }
+    return shared;
+  }
+  // Those of SharedSnapshot() whose client id is exactly `client_id` (an index lookup where the
+  // source has an index).
+  virtual std::vector<ConnectionPtr> FindByClientId(std::string_view client_id) const {
+    std::vector<ConnectionPtr> found;
+    const ConnectionList all = SharedSnapshot();  // kept alive while the loop reads it
+    for (const ConnectionPtr& connection : *all) {
+      if (connection->client_id == client_id) found.push_back(connection);
+    }
+    return found;
+  }
+  // Fills the details of copies of connections from SharedSnapshot() or FindByClientId().
+  virtual void AddDetails(std::vector<Connection>* /*connections*/) const {}
 };
 
 }  // namespace mqc

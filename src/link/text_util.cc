@@ -31,8 +31,33 @@ int Base64UrlDigit(char c) {
 constexpr std::int64_t kNanosPerSecond = 1'000'000'000;
 constexpr std::int64_t kMaxInt64 = std::numeric_limits<std::int64_t>::max();
 
+// The date of a day counted from 1970-01-01, proleptic Gregorian (H. Hinnant's
+// civil_from_days, the inverse of DaysFromCivil below).
+void CivilFromDays(std::int64_t days, std::int64_t* year, int* month, int* day) {
+  days += 719468;
+  const std::int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+  const std::int64_t day_of_era = days - era * 146097;
+  const std::int64_t year_of_era =
+      (day_of_era - day_of_era / 1460 + day_of_era / 36524 - day_of_era / 146096) / 365;
+  const std::int64_t day_of_year =
+      day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+  const std::int64_t shifted_month = (5 * day_of_year + 2) / 153;  // March = 0
+  *day = static_cast<int>(day_of_year - (153 * shifted_month + 2) / 5 + 1);
+  *month = static_cast<int>(shifted_month < 10 ? shifted_month + 3 : shifted_month - 9);
+  *year = year_of_era + era * 400 + (*month <= 2 ? 1 : 0);
+}
+
+// Writes `value` (0 <= value < 10^count) as `count` digits at *out.
+void PutDigits(std::int64_t value, int count, char* out) {
+  for (int i = count - 1; i >= 0; --i) {
+    out[i] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  }
+}
+
 // Splits Unix nanoseconds into whole seconds (rounded towards the past) and the nanoseconds
-// after them, and formats the seconds as "YYYY-MM-DDTHH:MM:SS".
+// after them, and formats the seconds as "YYYY-MM-DDTHH:MM:SS". Arithmetic rather than
+// gmtime_r and strftime: the views format one or two per connection listed.
 std::string FormatWholeSeconds(std::int64_t unix_ns, std::int64_t* nanos) {
   std::int64_t seconds = unix_ns / kNanosPerSecond;
   *nanos = unix_ns % kNanosPerSecond;
@@ -40,14 +65,25 @@ std::string FormatWholeSeconds(std::int64_t unix_ns, std::int64_t* nanos) {
     *nanos += kNanosPerSecond;
     --seconds;
   }
-  const std::time_t time = static_cast<std::time_t>(seconds);
-  std::tm utc{};
-  // Neither can fail for the years an int64 of nanoseconds reaches (1677 to 2262).
-  if (gmtime_r(&time, &utc) == nullptr) throw std::runtime_error("gmtime_r failed");
-  char text[32];
-  const std::size_t length = std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &utc);
-  if (length == 0) throw std::runtime_error("strftime failed");
-  return std::string(text, length);
+  std::int64_t days = seconds / 86400;
+  std::int64_t second_of_day = seconds % 86400;
+  if (second_of_day < 0) {
+    second_of_day += 86400;
+    --days;
+  }
+  std::int64_t year = 0;
+  int month = 0;
+  int day = 0;
+  CivilFromDays(days, &year, &month, &day);
+  // An int64 of nanoseconds reaches the years 1677 to 2262: always four digits.
+  char text[] = "YYYY-MM-DDTHH:MM:SS";
+  PutDigits(year, 4, text);
+  PutDigits(month, 2, text + 5);
+  PutDigits(day, 2, text + 8);
+  PutDigits(second_of_day / 3600, 2, text + 11);
+  PutDigits(second_of_day / 60 % 60, 2, text + 14);
+  PutDigits(second_of_day % 60, 2, text + 17);
+  return std::string(text, sizeof(text) - 1);
 }
 
 // --- timestamps --------------------------------------------------------------------------

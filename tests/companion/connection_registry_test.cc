@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,6 +55,7 @@ class ConnectionRegistryTest : public ::testing::Test {
   ConnectionRegistryOptions options_{3, DefaultPattern::kEvents, 2, 1000, {}, nullptr, 0};
   ConnectionRegistry registry_{options_};
   std::int64_t now_ = 10;
+  std::size_t subscriptions_of_1_ = 0;  // what connection 1 should have, when open
 };
 
 TEST_F(ConnectionRegistryTest, OpenConnectionsCarryTheirFields) {
@@ -264,6 +266,186 @@ TEST_F(ConnectionRegistryTest, AResyncCarriesOfflineSessions) {
   EXPECT_EQ(registry_.SubscriptionsByPattern()[static_cast<std::size_t>(Pattern::kEvents)], 1u);
 }
 
+// --- the shared snapshot and the client id index -----------------------------------------
+
+// For every id: the index gives exactly the stored connections a scan of the shared snapshot
+// finds (the same objects, so never a value an edit has replaced).
+void ExpectIndexAgreesWithScan(const ConnectionRegistry& registry,
+                               const std::vector<std::string>& ids) {
+  const std::vector<ConnectionPtr> all = *registry.SharedSnapshot();
+  for (const std::string& id : ids) {
+    SCOPED_TRACE("client id " + id);
+    std::vector<const Connection*> scanned;
+    for (const ConnectionPtr& c : all) {
+      if (c->client_id == id) scanned.push_back(c.get());
+    }
+    std::vector<const Connection*> found;
+    for (const ConnectionPtr& c : registry.FindByClientId(id)) found.push_back(c.get());
+    std::sort(scanned.begin(), scanned.end());
+    std::sort(found.begin(), found.end());
+    EXPECT_EQ(found, scanned);
+  }
+}
+
+std::vector<ConnectionState> StatesOf(const std::vector<ConnectionPtr>& connections) {
+  std::vector<ConnectionState> states;
+  for (const ConnectionPtr& c : connections) states.push_back(c->state);
+  std::sort(states.begin(), states.end());
+  return states;
+}
+
+TEST_F(ConnectionRegistryTest, TheIndexFollowsOpenSubscribeCloseAndTakeover) {
+  const std::vector<std::string> ids = {"a", "b", "nobody"};
+  ApplyOpen(Open(1, "a"));
+  ApplyOpen(Open(2, "b"));
+  ApplySub(EventType::kSubscribe, 1, "events/x", 1);
+  ExpectIndexAgreesWithScan(registry_, ids);
+  ASSERT_EQ(registry_.FindByClientId("a").size(), 1u);
+  EXPECT_EQ(registry_.FindByClientId("a")[0]->subscriptions.size(), 1u);
+  // Takeover: the new connection opens before the old one's close arrives.
+  ApplyOpen(Open(3, "a"));
+  EXPECT_EQ(registry_.FindByClientId("a").size(), 2u);
+  ExpectIndexAgreesWithScan(registry_, ids);
+  ApplyClose(1, 11, CloseReason::kSessionTakenOver);
+  EXPECT_THAT(StatesOf(registry_.FindByClientId("a")),
+              ::testing::ElementsAre(ConnectionState::kOpen, ConnectionState::kClosed));
+  ExpectIndexAgreesWithScan(registry_, ids);
+  ApplySub(EventType::kUnsubscribe, 3, "events/x", 0);
+  ApplyClose(2, 12, CloseReason::kClientDisconnect);
+  ExpectIndexAgreesWithScan(registry_, ids);
+  EXPECT_TRUE(registry_.FindByClientId("nobody").empty());
+}
+
+TEST_F(ConnectionRegistryTest, TheIndexForgetsClosedConnectionsTrimmedOrExpired) {
+  // closed_max 2, closed_ttl 1000 ns (the fixture's options).
+  for (std::uint64_t seq = 1; seq <= 3; ++seq) ApplyOpen(Open(seq, "c" + std::to_string(seq)));
+  for (std::uint64_t seq = 1; seq <= 3; ++seq) ApplyClose(seq, 10, CloseReason::kConnectionLost);
+  const std::vector<std::string> ids = {"c1", "c2", "c3"};
+  ExpectIndexAgreesWithScan(registry_, ids);
+  EXPECT_TRUE(registry_.FindByClientId("c1").empty());  // trimmed by count
+  EXPECT_EQ(registry_.FindByClientId("c3").size(), 1u);
+  registry_.ExpireClosed(10 + 1000 + 1);
+  ExpectIndexAgreesWithScan(registry_, ids);
+  EXPECT_TRUE(registry_.FindByClientId("c3").empty());
+  // A reload that keeps fewer closed connections trims the index too.
+  ApplyOpen(Open(4, "c4"));
+  ApplyOpen(Open(5, "c5"));
+  ApplyClose(4, 2000, CloseReason::kConnectionLost);
+  ApplyClose(5, 2000, CloseReason::kConnectionLost);
+  now_ = 2000;
+  Apply(EventType::kSettings, SettingsEvent{DefaultPattern::kEvents, 1, 1000});
+  EXPECT_TRUE(registry_.FindByClientId("c4").empty());
+  EXPECT_EQ(registry_.FindByClientId("c5").size(), 1u);
+  ExpectIndexAgreesWithScan(registry_, {"c4", "c5"});
+}
+
+TEST_F(ConnectionRegistryTest, TheIndexShowsAResyncOnlyWhenItIsSwappedIn) {
+  const std::vector<std::string> ids = {"stale", "fresh", "both"};
+  ApplyOpen(Open(1, "stale"));
+  ApplyOpen(Open(2, "both"));
+  ApplyResync(EventType::kResyncBegin, 7);
+  ApplyOpen(Open(2, "both"));
+  ApplyOpen(Open(3, "fresh"));
+  ApplySub(EventType::kSubscribe, 3, "events/a", 0);
+  EXPECT_TRUE(registry_.FindByClientId("fresh").empty());
+  EXPECT_EQ(registry_.FindByClientId("stale").size(), 1u);
+  ExpectIndexAgreesWithScan(registry_, ids);
+  // A close during the resync reaches both sets.
+  ApplyClose(2, 11, CloseReason::kClientDisconnect);
+  ExpectIndexAgreesWithScan(registry_, ids);
+  ApplyResync(EventType::kResyncEnd, 7);
+  ExpectIndexAgreesWithScan(registry_, ids);
+  EXPECT_TRUE(registry_.FindByClientId("stale").empty());
+  ASSERT_EQ(registry_.FindByClientId("fresh").size(), 1u);
+  EXPECT_EQ(registry_.FindByClientId("fresh")[0]->subscriptions.size(), 1u);
+  EXPECT_THAT(StatesOf(registry_.FindByClientId("both")),
+              ::testing::ElementsAre(ConnectionState::kClosed));
+}
+
+TEST_F(ConnectionRegistryTest, TheIndexFollowsOfflineSessionsAndRemapping) {
+  Apply(EventType::kOfflineSession, Offline(1, "sleeper"));
+  ApplySub(EventType::kSubscribe, 1, "queue/jobs", 1);
+  EXPECT_THAT(StatesOf(registry_.FindByClientId("sleeper")),
+              ::testing::ElementsAre(ConnectionState::kOffline));
+  // A reload with another default pattern maps the subscription again: a new stored value.
+  Apply(EventType::kSettings, SettingsEvent{DefaultPattern::kStore, 2, 1000});
+  ASSERT_EQ(registry_.FindByClientId("sleeper").size(), 1u);
+  EXPECT_EQ(registry_.FindByClientId("sleeper")[0]->subscriptions[0].mapping.pattern,
+            Pattern::kStore);
+  ExpectIndexAgreesWithScan(registry_, {"sleeper"});
+  // The session resumes: the offline entry ends, the client opens a connection.
+  Apply(EventType::kOfflineSessionEnd, OfflineSessionEndEvent{1});
+  EXPECT_TRUE(registry_.FindByClientId("sleeper").empty());
+  ApplyOpen(Open(2, "sleeper"));
+  EXPECT_THAT(StatesOf(registry_.FindByClientId("sleeper")),
+              ::testing::ElementsAre(ConnectionState::kOpen));
+  ExpectIndexAgreesWithScan(registry_, {"sleeper"});
+}
+
+TEST_F(ConnectionRegistryTest, ASharedSnapshotDoesNotChangeUnderItsReader) {
+  ApplyOpen(Open(1, "a"));
+  const std::vector<ConnectionPtr> before = *registry_.SharedSnapshot();
+  ApplySub(EventType::kSubscribe, 1, "events/x", 1);
+  ApplyClose(1, 11, CloseReason::kClientDisconnect);
+  ASSERT_EQ(before.size(), 1u);
+  EXPECT_EQ(before[0]->state, ConnectionState::kOpen);
+  EXPECT_TRUE(before[0]->subscriptions.empty());
+  const std::vector<ConnectionPtr> after = *registry_.SharedSnapshot();
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(after[0]->state, ConnectionState::kClosed);
+  EXPECT_EQ(after[0]->subscriptions.size(), 1u);
+}
+
+// The shared snapshot, kept between changes, is what Snapshot() copies after every kind of event.
+TEST_F(ConnectionRegistryTest, TheSharedSnapshotFollowsEveryChange) {
+  const auto expect_current = [this](const char* step) {
+    SCOPED_TRACE(step);
+    std::vector<std::pair<std::uint64_t, ConnectionState>> shared;
+    const ConnectionList all = registry_.SharedSnapshot();
+    for (const ConnectionPtr& c : *all) {
+      shared.emplace_back(c->seq, c->state);
+      EXPECT_EQ(c->subscriptions.size(),
+                0u + (c->seq == 1 && c->state == ConnectionState::kOpen ? subscriptions_of_1_
+                                                                        : c->subscriptions.size()));
+    }
+    std::vector<std::pair<std::uint64_t, ConnectionState>> copied;
+    for (const Connection& c : registry_.Snapshot()) copied.emplace_back(c.seq, c.state);
+    EXPECT_EQ(shared, copied);
+    // Unchanged: the same list is handed out again.
+    EXPECT_EQ(registry_.SharedSnapshot(), registry_.SharedSnapshot());
+  };
+  expect_current("empty");
+  ApplyOpen(Open(1, "a"));
+  expect_current("open");
+  ApplySub(EventType::kSubscribe, 1, "events/x", 1);
+  subscriptions_of_1_ = 1;
+  expect_current("subscribe");
+  Apply(EventType::kOfflineSession, Offline(2, "sleeper"));
+  expect_current("offline");
+  Apply(EventType::kOfflineSessionEnd, OfflineSessionEndEvent{2});
+  expect_current("offline end");
+  ApplyResync(EventType::kResyncBegin, 1);
+  ApplyOpen(Open(3, "b"));
+  expect_current("staged");
+  ApplyResync(EventType::kResyncEnd, 1);
+  subscriptions_of_1_ = 0;
+  expect_current("resync swapped in");
+  ApplyClose(3, 11, CloseReason::kClientDisconnect);
+  expect_current("close");
+  registry_.ExpireClosed(11 + 1000 + 1);
+  expect_current("expired");
+}
+
+TEST_F(ConnectionRegistryTest, ManyConnectionsOfOneIdStayFindable) {
+  std::vector<std::string> ids;
+  for (std::uint64_t seq = 1; seq <= 200; ++seq) {
+    ApplyOpen(Open(seq, "id-" + std::to_string(seq % 7)));
+    if (seq % 3 == 0) ApplyClose(seq - 1, 11, CloseReason::kConnectionLost);
+  }
+  for (int i = 0; i < 7; ++i) ids.push_back("id-" + std::to_string(i));
+  ExpectIndexAgreesWithScan(registry_, ids);
+}
+
 TEST(EventRecordsTest, EveryRecordRoundTripsAndRejectsTruncation) {
   ConnectionEvent e = Open(9, "id\xc3\xa9");
   e.username = "user";
@@ -419,6 +601,38 @@ TEST_F(RegistryDetailsTest, AClosedConnectionKeepsTheTotalsAndIdleOfItsClose) {
   EXPECT_EQ(c.total_statistics.publish_count, 9u);
   EXPECT_EQ(c.total_statistics.request_count, 12u);
   EXPECT_EQ(c.idle_ns, 2'000'000'000);
+}
+
+TEST_F(RegistryDetailsTest, AddDetailsFillsThePageCopiesOfOpenConnections) {
+  Open(1, 1883, 0, 10 * kMinute + 5);
+  Open(2, 1883, 1, 10 * kMinute + 5);
+  Bump(slots_[0].publish_count, 3);
+  registry_->RollStatisticsWindow(10 * kMinute + 6);
+  registry_->RollStatisticsWindow(11 * kMinute);
+  Bump(slots_[0].publish_count, 2);
+  slots_[0].idle_ms.store(1000);
+  slots_[0].idle_sampled_ns.store(11 * kMinute);
+  std::vector<Connection> page;
+  const ConnectionList all = registry_->SharedSnapshot();
+  for (const ConnectionPtr& c : *all) {
+    // Stored connections carry no details.
+    EXPECT_EQ(c->total_statistics.publish_count, 0u);
+    EXPECT_EQ(c->recent_statistics.publish_count, 0u);
+    EXPECT_EQ(c->idle_ns, -1);
+    page.push_back(*c);
+  }
+  // Connection 2 closes after the snapshot: its copy keeps what it had.
+  CloseEvent close{2, 5, CloseReason::kConnectionLost, {9, 90, 1, 10, 12}, 0};
+  std::string bytes;
+  Encode(close, &bytes);
+  ASSERT_TRUE(registry_->Apply(EventType::kClose, bytes, 11 * kMinute));
+  registry_->AddDetails(&page, 11 * kMinute + 500'000'000);
+  const Connection one = Find(page, 1);
+  EXPECT_EQ(one.total_statistics.publish_count, 5u);
+  EXPECT_EQ(one.recent_statistics.publish_count, 3u);
+  EXPECT_EQ(one.idle_ns, 1'500'000'000);
+  EXPECT_EQ(Find(page, 2).total_statistics.publish_count, 0u);
+  EXPECT_EQ(Find(page, 2).state, ConnectionState::kOpen);
 }
 
 }  // namespace

@@ -351,7 +351,7 @@ HttpResponse ConnectRpcService::HandleListConnections(const HttpRequest& request
   query.page_size = message.page_size;
   query.page_token = std::move(message.page_token);
   ConnectionPage page;
-  const Status status = RunConnectionQuery(source_.Snapshot(), query, &page);
+  const Status status = RunConnectionQuery(source_, query, &page);
   if (!status.ok()) {
     return ConnectRpcError(status.code() == StatusCode::kInternal ? kInternal : kInvalidArgument,
                            status.message());

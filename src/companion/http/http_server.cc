@@ -24,6 +24,7 @@
 #include "companion/http/http_server.h"
 
 #include <arpa/inet.h>
+#include <malloc.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -151,12 +152,28 @@ HttpResponse InternalError() {
   return response;
 }
 
+// Bodies at least this big give their memory back to the system once sent (malloc_trim): a
+// list of every connection can be tens of megabytes, which glibc would otherwise keep.
+constexpr std::size_t kTrimAfterBytes = 1 << 20;
+
+// Frees a body MHD has finished sending (MHD's free callback; runs on an MHD thread).
+void FreeBody(void* cls) noexcept {
+  auto* body = static_cast<std::string*>(cls);
+  const bool big = body->capacity() >= kTrimAfterBytes;
+  delete body;
+  if (big) malloc_trim(0);
+}
+
 // Queues `response` on `connection`. MHD_NO (close the connection) if MHD refuses any part.
-MHD_Result Queue(MHD_Connection* connection, const HttpResponse& response) {
-  // MUST_COPY: `response` dies before MHD sends the bytes.
-  MHD_Response* mhd_response = MHD_create_response_from_buffer(
-      response.body.size(), const_cast<char*>(response.body.data()), MHD_RESPMEM_MUST_COPY);
-  if (mhd_response == nullptr) return MHD_NO;
+MHD_Result Queue(MHD_Connection* connection, HttpResponse response) {
+  // The body moves to the heap and MHD sends it from there, without a copy; FreeBody frees it.
+  auto* body = new std::string(std::move(response.body));
+  MHD_Response* mhd_response = MHD_create_response_from_buffer_with_free_callback_cls(
+      body->size(), body->data(), &FreeBody, body);
+  if (mhd_response == nullptr) {
+    FreeBody(body);
+    return MHD_NO;
+  }
   const CSmartPtr<MHD_Response, MHD_destroy_response> owner(mhd_response);
   if (!response.content_type.empty() &&
       MHD_add_response_header(mhd_response, MHD_HTTP_HEADER_CONTENT_TYPE,

@@ -51,8 +51,10 @@ struct HttpRequest {
 struct HttpResponse {
   int status = 200;
   std::string content_type;  // no Content-Type header when empty
-  std::string body;          // MHD leaves it out for HEAD requests, Content-Length stays
-  HttpHeaders headers;       // extra headers, e.g. Allow
+  // MHD leaves it out for HEAD requests, Content-Length stays. Sent without a copy; a body of a
+  // megabyte or more returns its memory to the system once sent (malloc_trim).
+  std::string body;
+  HttpHeaders headers;  // extra headers, e.g. Allow
 };
 
 struct HttpServerOptions {

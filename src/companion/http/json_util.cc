@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include <array>
 #include <cstdio>
 #include <mutex>
 #include <new>
@@ -18,6 +19,13 @@ namespace mqc {
 namespace {
 
 constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";  // U+FFFD
+
+// Bytes a JSON string carries as they are: printable ASCII but the quote and the backslash.
+constexpr std::array<bool, 256> kPlainJsonByte = [] {
+  std::array<bool, 256> plain{};
+  for (int c = 0x20; c < 0x80; ++c) plain[static_cast<std::size_t>(c)] = c != '"' && c != '\\';
+  return plain;
+}();
 
 CjsonPtr Checked(cJSON* item) {
   if (item == nullptr) throw std::bad_alloc();
@@ -108,6 +116,63 @@ std::string ToValidUtf8(std::string_view value) {
     }
   }
   return result;
+}
+
+void AppendJsonString(std::string_view value, std::string* out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out->push_back('"');
+  while (!value.empty()) {
+    // The common case, a run of printable ASCII, in one append.
+    std::size_t plain = 0;
+    while (plain < value.size() && kPlainJsonByte[static_cast<unsigned char>(value[plain])]) {
+      ++plain;
+    }
+    out->append(value.substr(0, plain));
+    value.remove_prefix(plain);
+    if (value.empty()) break;
+    const auto byte = static_cast<unsigned char>(value.front());
+    if (byte >= 0x80 || byte == 0) {
+      // Multi-byte sequences are copied whole when valid; anything else becomes U+FFFD.
+      const std::size_t length = ValidSequenceLength(value);
+      if (length == 0) {
+        out->append(kReplacementCharacter);
+        value.remove_prefix(1);
+      } else {
+        out->append(value.substr(0, length));
+        value.remove_prefix(length);
+      }
+      continue;
+    }
+    value.remove_prefix(1);
+    switch (byte) {
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\b':
+        out->append("\\b");
+        break;
+      case '\f':
+        out->append("\\f");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      default: {
+        const char escape[] = {'\\', 'u', '0', '0', kHex[byte >> 4], kHex[byte & 0xF]};
+        out->append(escape, sizeof(escape));
+      }
+    }
+  }
+  out->push_back('"');
 }
 
 std::string QuoteForMessage(std::string_view value) {

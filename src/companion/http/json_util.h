@@ -41,6 +41,10 @@ CjsonPtr ParseJson(std::string_view text);
 // `value` with every byte sequence that is not valid UTF-8, and every NUL, replaced by U+FFFD.
 std::string ToValidUtf8(std::string_view value);
 
+// Appends `value` to *out as a JSON string literal, quotes included: made valid UTF-8 as
+// ToValidUtf8 does and escaped as cJSON prints strings (JsonWriter's strings).
+void AppendJsonString(std::string_view value, std::string* out);
+
 // `value` for an error message: in single quotes, cut to 64 bytes (then "...'") at a character
 // boundary, valid UTF-8. Keeps an echoed request value short and printable.
 std::string QuoteForMessage(std::string_view value);

@@ -22,6 +22,7 @@
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "companion/http/json_util.h"
+#include "companion/http/json_writer.h"
 #include "companion/http/view_util.h"
 #include "companion/query/connection_fields.h"
 #include "companion/query/connection_filter.h"
@@ -97,6 +99,23 @@ FilterClause NumberClause(std::string_view path, std::int64_t number) {
   return clause;
 }
 
+// The page orders by connected_at as it shows it, in whole seconds, then by client_id: two
+// clients of the same second come in client_id order, not in sub-second arrival order. A field
+// of this view only (its cursors never leave it as page tokens).
+const FieldDef& ConnectedAtField() {
+  static const FieldDef field = [] {
+    FieldDef def = Field("open_time");
+    def.path = "connected_at";
+    def.get = [](const Connection& connection) {
+      FieldValue value;
+      value.number = connection.open_time_ns - connection.open_time_ns % 1000000000;
+      return value;
+    };
+    return def;
+  }();
+  return field;
+}
+
 bool IsKnownPattern(std::string_view value) {
   for (const Pattern pattern : {Pattern::kEvents, Pattern::kStore, Pattern::kQueues,
                                 Pattern::kCommands, Pattern::kQueries}) {
@@ -153,87 +172,127 @@ Status BuildQuery(const QueryParams& params, TypedConnectionQuery* query, bool* 
     }
   }
   query->filter = ConnectionFilter(std::move(clauses));
-  query->order = ConnectionOrder({OrderKey{&Field("open_time")}, OrderKey{&Field("client_id")}});
+  query->order = ConnectionOrder({OrderKey{&ConnectedAtField()}, OrderKey{&Field("client_id")}});
   if (*list_all) query->page_size = kMaxPageSize;
   return Status();
 }
 
-// "ip:port", "[v6]:port", or the address alone when the port is unknown.
-std::string RemoteAddress(const Connection& connection) {
-  if (connection.ip_address.empty()) return "";
-  if (connection.port == 0) return connection.ip_address;
+// "ip:port", "[v6]:port", or the address alone when the port is unknown, into *text.
+void RemoteAddress(const Connection& connection, std::string* text) {
+  text->clear();
+  if (connection.ip_address.empty()) return;
+  if (connection.port == 0) {
+    text->append(connection.ip_address);
+    return;
+  }
   const bool v6 = connection.ip_address.find(':') != std::string::npos;
-  return (v6 ? "[" + connection.ip_address + "]" : connection.ip_address) + ":" +
-         std::to_string(connection.port);
+  if (v6) text->push_back('[');
+  text->append(connection.ip_address);
+  if (v6) text->push_back(']');
+  char digits[8];
+  const auto end = std::to_chars(digits, digits + sizeof(digits), connection.port).ptr;
+  text->push_back(':');
+  text->append(digits, end);
 }
 
-CjsonPtr SubscriptionJson(const Subscription& subscription) {
-  CjsonPtr object = NewJsonObject();
-  AddToJsonObject(object.get(), "filter", NewJsonString(subscription.filter));
-  AddToJsonObject(object.get(), "qos", NewJsonNumber(subscription.qos));
-  AddToJsonObject(object.get(), "pattern",
-                  NewJsonString(PatternName(subscription.mapping.pattern)));
-  AddToJsonObject(object.get(), "channel", NewJsonString(subscription.mapping.channel));
-  AddToJsonObject(object.get(), "shared_group", NewJsonString(subscription.mapping.shared_group));
-  return object;
+// What WriteConnection reuses from one connection to the next of a list: the text buffer of
+// remote_addr, and connected_at of the previous second (a list is in connected_at order).
+struct ConnectionScratch {
+  std::string remote_address;
+  std::int64_t second = -1;
+  std::string connected_at;
+};
+
+void WriteSubscription(const Subscription& subscription, JsonWriter* json) {
+  json->BeginObject();
+  json->Key("filter").String(subscription.filter);
+  json->Key("qos").Int(subscription.qos);
+  json->Key("pattern").String(PatternName(subscription.mapping.pattern));
+  json->Key("channel").String(subscription.mapping.channel);
+  json->Key("shared_group").String(subscription.mapping.shared_group);
+  json->EndObject();
 }
 
-CjsonPtr ConnectionJson(const Connection& connection) {
-  CjsonPtr object = NewJsonObject();
-  AddToJsonObject(object.get(), "client_id", NewJsonString(connection.client_id));
-  AddToJsonObject(object.get(), "protocol_version", NewJsonNumber(connection.protocol_version));
-  AddToJsonObject(object.get(), "remote_addr", NewJsonString(RemoteAddress(connection)));
-  AddToJsonObject(object.get(), "connected_at",
-                  NewJsonString(FormatRfc3339Seconds(connection.open_time_ns)));
-  AddToJsonObject(object.get(), "clean_session", NewJsonBool(connection.clean_session));
-  if (!connection.username.empty()) {
-    AddToJsonObject(object.get(), "username", NewJsonString(connection.username));
+void WriteConnection(const Connection& connection, ConnectionScratch* scratch, JsonWriter* json) {
+  json->BeginObject();
+  json->Key("client_id").String(connection.client_id);
+  json->Key("protocol_version").Int(connection.protocol_version);
+  RemoteAddress(connection, &scratch->remote_address);
+  json->Key("remote_addr").String(scratch->remote_address);
+  const std::int64_t second = connection.open_time_ns - connection.open_time_ns % 1000000000;
+  if (second != scratch->second || scratch->connected_at.empty()) {
+    scratch->connected_at = FormatRfc3339Seconds(connection.open_time_ns);
+    scratch->second = second;
   }
-  CjsonPtr subscriptions = NewJsonArray();
+  json->Key("connected_at").String(scratch->connected_at);
+  json->Key("clean_session").Bool(connection.clean_session);
+  if (!connection.username.empty()) json->Key("username").String(connection.username);
+  json->Key("subscriptions").BeginArray();
   for (const Subscription& subscription : connection.subscriptions) {
-    AddToJsonArray(subscriptions.get(), SubscriptionJson(subscription));
+    WriteSubscription(subscription, json);
   }
-  AddToJsonObject(object.get(), "subscriptions", std::move(subscriptions));
-  return object;
+  json->EndArray();
+  json->EndObject();
 }
+
+// A ConnectionSource over copies the caller holds.
+class CopiesSource : public ConnectionSource {
+ public:
+  explicit CopiesSource(std::vector<Connection> connections)
+      : connections_(std::move(connections)) {}
+  std::vector<Connection> Snapshot() const override { return connections_; }
+  ConnectionList SharedSnapshot() const override {
+    auto shared = std::make_shared<std::vector<ConnectionPtr>>();
+    shared->reserve(connections_.size());
+    for (const Connection& connection : connections_) {
+      // Aliasing pointers: no copy, owned by this source.
+      shared->emplace_back(std::shared_ptr<const Connection>(), &connection);
+    }
+    return shared;
+  }
+
+ private:
+  std::vector<Connection> connections_;
+};
 
 }  // namespace
 
-HttpResponse KubeMqView::ListConnections(std::vector<Connection> snapshot,
+HttpResponse KubeMqView::ListConnections(const ConnectionSource& source,
                                          const QueryParams& params) const {
   TypedConnectionQuery query;
   bool list_all = false;
   const Status built = BuildQuery(params, &query, &list_all);
   if (!built.ok()) return Error(kHttpBadRequest, built.message());
-  // The page orders by connected_at as it shows it, in whole seconds, then by client_id: two
-  // clients of the same second come in client_id order, not in sub-second arrival order.
-  for (Connection& connection : snapshot) {
-    connection.open_time_ns -= connection.open_time_ns % 1000000000;
-  }
+  query.unlimited = list_all;
+  SharedConnectionPage page;
+  const Status status = RunConnectionQuery(source, query, &page);
+  if (!status.ok()) return Error(kHttpBadRequest, status.message());
 
-  CjsonPtr connections = NewJsonArray();
-  int total = 0;
-  while (true) {
-    TypedConnectionPage page;
-    // Every page reads the same snapshot, by reference.
-    const Status status = RunConnectionQuery(snapshot, query, &page);
-    if (!status.ok()) return Error(kHttpBadRequest, status.message());
-    for (const Connection& connection : page.connections) {
-      AddToJsonArray(connections.get(), ConnectionJson(connection));
-      ++total;
-    }
-    if (!list_all || !page.next) break;
-    query.after = std::move(page.next);
+  HttpResponse response;
+  response.status = kHttpOk;
+  response.content_type = kJsonContentType;
+  // About 400 bytes per connection of two subscriptions: one allocation for most answers.
+  response.body.reserve(64 + page.connections.size() * 400);
+  JsonWriter json(&response.body);
+  json.BeginObject();
+  json.Key("error").Bool(false);
+  json.Key("error_string").String("");
+  json.Key("data").BeginObject();
+  json.Key("connections").BeginArray();
+  ConnectionScratch scratch;
+  for (const ConnectionPtr& connection : page.connections) {
+    WriteConnection(*connection, &scratch, &json);
   }
+  json.EndArray();
+  json.Key("total").Int(static_cast<std::int64_t>(page.connections.size()));
+  json.EndObject();
+  json.EndObject();
+  return response;
+}
 
-  CjsonPtr data = NewJsonObject();
-  AddToJsonObject(data.get(), "connections", std::move(connections));
-  AddToJsonObject(data.get(), "total", NewJsonNumber(total));
-  CjsonPtr envelope = NewJsonObject();
-  AddToJsonObject(envelope.get(), "error", NewJsonBool(false));
-  AddToJsonObject(envelope.get(), "error_string", NewJsonString(""));
-  AddToJsonObject(envelope.get(), "data", std::move(data));
-  return JsonResponse(kHttpOk, *envelope);
+HttpResponse KubeMqView::ListConnections(std::vector<Connection> snapshot,
+                                         const QueryParams& params) const {
+  return ListConnections(CopiesSource(std::move(snapshot)), params);
 }
 
 HttpResponse KubeMqView::Error(int status, std::string_view message) {

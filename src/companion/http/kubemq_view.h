@@ -15,7 +15,11 @@ namespace mqc {
 class KubeMqView {
  public:
   // 200 with {"error":false,"error_string":"","data":{"connections":[...],"total":N}}, or 400
-  // with the error envelope naming the parameter, its value and what is accepted.
+  // with the error envelope naming the parameter, its value and what is accepted. Reads the
+  // source's shared snapshot (or its client id index for `client_id=<id>`) and writes the
+  // answer with JsonWriter: no connection is copied.
+  HttpResponse ListConnections(const ConnectionSource& source, const QueryParams& params) const;
+  // The same over copies the caller holds.
   HttpResponse ListConnections(std::vector<Connection> snapshot, const QueryParams& params) const;
 
   // {"error":true,"error_string":"<message>","data":null} with `status`.

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "companion/http/json_util.h"
+#include "companion/http/json_writer.h"
 
 namespace mqc {
 
@@ -21,11 +22,16 @@ HttpResponse JsonResponse(int status, const cJSON& body) {
 }
 
 HttpResponse KubeMqErrorResponse(int status, std::string_view message) {
-  CjsonPtr envelope = NewJsonObject();
-  AddToJsonObject(envelope.get(), "error", NewJsonBool(true));
-  AddToJsonObject(envelope.get(), "error_string", NewJsonString(message));
-  AddToJsonObject(envelope.get(), "data", NewJsonNull());
-  return JsonResponse(status, *envelope);
+  HttpResponse response;
+  response.status = status;
+  response.content_type = kJsonContentType;
+  JsonWriter json(&response.body);
+  json.BeginObject();
+  json.Key("error").Bool(true);
+  json.Key("error_string").String(message);
+  json.Key("data").Null();
+  json.EndObject();
+  return response;
 }
 
 std::string_view ConnectRpcCodeName(StatusCode code) {

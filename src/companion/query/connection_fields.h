@@ -53,6 +53,10 @@ struct FieldDef {
   const EnumName* enum_names = nullptr;
   std::size_t enum_count = 0;
   std::string_view short_prefix;
+  // A detail: a value that changes all the time and is not kept in the stored connection (traffic
+  // statistics, idle time; ConnectionSource::AddDetails fills it in). A query that filters or
+  // orders on one must read every connection with its details, not the shared snapshot.
+  bool detail = false;
 
   bool repeated() const { return get_from_subscription != nullptr; }
 };

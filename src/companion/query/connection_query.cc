@@ -11,10 +11,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "companion/query/connection_fields.h"
 #include "companion/query/connection_filter.h"
 #include "companion/query/connection_order.h"
 #include "companion/query/connection_page_token.h"
@@ -36,42 +39,142 @@ bool CheckPaging(std::int64_t page_size, std::int64_t offset, std::string* error
   return true;
 }
 
-// Filters, sorts and cuts one page; the snapshot is only read.
-void RunTyped(const std::vector<Connection>& snapshot, const ConnectionFilter& filter,
-              const ConnectionOrder& order, const OrderCursor* after, std::int64_t page_size,
-              std::int64_t offset, TypedConnectionPage* page) {
-  // Pointers keep the connections (strings, subscription vectors) in place while sorting.
-  std::vector<const Connection*> matches;
-  for (const Connection& connection : snapshot) {
-    if (filter.Matches(connection)) matches.push_back(&connection);
+// Which candidates make the page: indices into the candidates, in page order.
+struct Selection {
+  std::vector<std::uint32_t> page;
+  std::int64_t total_size = 0;
+  std::optional<OrderCursor> next;
+};
+
+// Filters, sorts and cuts one page of `count` candidates, `at(i)` being the i-th (only read).
+// `size` 0 means every match.
+template <typename At>
+void Select(std::size_t count, At at, const ConnectionFilter& filter, const ConnectionOrder& order,
+            const OrderCursor* after, std::size_t size, std::int64_t offset, Selection* selection) {
+  // Indices keep the connections (strings, subscription vectors) in place while sorting.
+  std::vector<std::uint32_t> matches;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (filter.Matches(at(i))) matches.push_back(static_cast<std::uint32_t>(i));
   }
   const auto total_size = static_cast<std::int64_t>(matches.size());
   std::size_t start = 0;
   if (after != nullptr) {
     // Only what comes after the previous page competes for this one.
-    matches.erase(std::remove_if(matches.begin(), matches.end(),
-                                 [&](const Connection* connection) {
-                                   return order.Compare(*connection, *after) <= 0;
-                                 }),
-                  matches.end());
+    matches.erase(
+        std::remove_if(matches.begin(), matches.end(),
+                       [&](std::uint32_t i) { return order.Compare(at(i), *after) <= 0; }),
+        matches.end());
   } else {
     start = static_cast<std::size_t>(std::min(offset, total_size));
   }
-  const auto size = static_cast<std::size_t>(page_size == 0 ? kDefaultPageSize : page_size);
+  if (size == 0) size = matches.size();
   const std::size_t end = start + std::min(size, matches.size() - start);
   // Only the connections up to the end of the page need to be in order: O(n log end).
-  std::partial_sort(
-      matches.begin(), matches.begin() + static_cast<std::ptrdiff_t>(end), matches.end(),
-      [&order](const Connection* a, const Connection* b) { return order.Compare(*a, *b) < 0; });
-
-  page->total_size = total_size;
-  if (end < matches.size()) page->next = order.CursorOf(*matches[end - 1]);
-  page->connections.reserve(end - start);
-  for (std::size_t i = start; i < end; ++i) page->connections.push_back(*matches[i]);
+  const auto less = [&](std::uint32_t a, std::uint32_t b) {
+    return order.Compare(at(a), at(b)) < 0;
+  };
+  if (end == matches.size()) {
+    std::sort(matches.begin(), matches.end(), less);
+  } else {
+    std::partial_sort(matches.begin(), matches.begin() + static_cast<std::ptrdiff_t>(end),
+                      matches.end(), less);
+  }
+  selection->total_size = total_size;
+  if (end < matches.size()) selection->next = order.CursorOf(at(matches[end - 1]));
+  selection->page.assign(matches.begin() + static_cast<std::ptrdiff_t>(start),
+                         matches.begin() + static_cast<std::ptrdiff_t>(end));
 }
 
-Status RunQuery(const std::vector<Connection>& snapshot, const ConnectionQuery& query,
-                ConnectionPage* page) {
+std::size_t PageSize(std::int64_t page_size) {
+  return static_cast<std::size_t>(page_size == 0 ? kDefaultPageSize : page_size);
+}
+
+// Filters, sorts and cuts one page; the snapshot is only read.
+void RunTyped(const std::vector<Connection>& snapshot, const ConnectionFilter& filter,
+              const ConnectionOrder& order, const OrderCursor* after, std::size_t size,
+              std::int64_t offset, TypedConnectionPage* page) {
+  Selection selection;
+  Select(
+      snapshot.size(), [&snapshot](std::size_t i) -> const Connection& { return snapshot[i]; },
+      filter, order, after, size, offset, &selection);
+  page->total_size = selection.total_size;
+  page->next = std::move(selection.next);
+  page->connections.reserve(selection.page.size());
+  for (const std::uint32_t i : selection.page) page->connections.push_back(snapshot[i]);
+}
+
+// The clause `client_id = "<id>"` (exact) when the filter has one: its candidates are those the
+// client id index gives.
+const std::string* IndexedClientId(const ConnectionFilter& filter) {
+  static const FieldDef* const client_id = FindField("client_id");
+  for (const FilterClause& clause : filter.clauses()) {
+    if (clause.field == client_id && clause.op == CompareOp::kEq && !clause.prefix) {
+      return &clause.text;
+    }
+  }
+  return nullptr;
+}
+
+bool NamesDetail(const ConnectionFilter& filter, const ConnectionOrder& order) {
+  for (const FilterClause& clause : filter.clauses()) {
+    if (clause.field->detail) return true;
+  }
+  for (const OrderKey& key : order.keys()) {
+    if (key.field->detail) return true;
+  }
+  return false;
+}
+
+// What the source threw, carried through Guarded unchanged: the source's failure is its
+// caller's to report, not a failure of the query.
+struct SourceFailure {
+  std::exception_ptr error;
+};
+
+template <typename Call>
+auto FromSource(Call call) {
+  try {
+    return call();
+  } catch (...) {
+    throw SourceFailure{std::current_exception()};
+  }
+}
+
+// One page of the source's connections as shared pointers, and whether they lack details.
+bool SelectFromSource(const ConnectionSource& source, const ConnectionFilter& filter,
+                      const ConnectionOrder& order, const OrderCursor* after, std::size_t size,
+                      std::int64_t offset, std::vector<ConnectionPtr>* page,
+                      std::int64_t* total_size, std::optional<OrderCursor>* next) {
+  ConnectionList candidates;
+  bool without_details = true;
+  if (NamesDetail(filter, order)) {
+    auto copies = std::make_shared<std::vector<ConnectionPtr>>();
+    for (Connection& connection : FromSource([&] { return source.Snapshot(); })) {
+      copies->push_back(std::make_shared<const Connection>(std::move(connection)));
+    }
+    candidates = std::move(copies);
+    without_details = false;
+  } else if (const std::string* client_id = IndexedClientId(filter)) {
+    candidates = std::make_shared<const std::vector<ConnectionPtr>>(
+        FromSource([&] { return source.FindByClientId(*client_id); }));
+  } else {
+    candidates = FromSource([&] { return source.SharedSnapshot(); });
+  }
+  const std::vector<ConnectionPtr>& list = *candidates;
+  Selection selection;
+  Select(
+      list.size(), [&list](std::size_t i) -> const Connection& { return *list[i]; }, filter, order,
+      after, size, offset, &selection);
+  *total_size = selection.total_size;
+  *next = std::move(selection.next);
+  page->reserve(selection.page.size());
+  for (const std::uint32_t i : selection.page) page->push_back(list[i]);
+  return without_details;
+}
+
+// Parses and checks the query, then runs `run(filter, order, after or null)` for the page.
+template <typename Run>
+Status RunQuery(const ConnectionQuery& query, ConnectionPage* page, Run run) {
   std::string error;
   if (!CheckPaging(query.page_size, query.offset, &error)) {
     return Status(StatusCode::kInvalidArgument, std::move(error));
@@ -89,12 +192,9 @@ Status RunQuery(const std::vector<Connection>& snapshot, const ConnectionQuery& 
     status = DecodePageToken(query.page_token, fingerprint, order, &after);
     if (!status.ok()) return status;
   }
-  TypedConnectionPage typed;
-  RunTyped(snapshot, filter, order, has_token ? &after : nullptr, query.page_size, query.offset,
-           &typed);
-  page->connections = std::move(typed.connections);
-  page->total_size = typed.total_size;
-  if (typed.next) page->next_page_token = EncodePageToken(fingerprint, order, *typed.next);
+  std::optional<OrderCursor> next;
+  run(filter, order, has_token ? &after : nullptr, &next);
+  if (next) page->next_page_token = EncodePageToken(fingerprint, order, *next);
   return Status();
 }
 
@@ -104,43 +204,99 @@ Status InternalQueryError(const char* what) {
                                            (what[0] == '\0' ? "" : ": ") + what);
 }
 
+// Runs `body` (which fills *page) and turns a throw into kInternal with an empty page.
+template <typename Page, typename Body>
+Status Guarded(Page* page, Body body) {
+  Status status;
+  try {
+    *page = Page();
+    status = body();
+    if (status.ok()) return status;
+  } catch (const SourceFailure& failure) {
+    *page = Page();
+    std::rethrow_exception(failure.error);
+  } catch (const std::exception& e) {
+    status = InternalQueryError(e.what());
+  } catch (...) {
+    status = InternalQueryError("");
+  }
+  *page = Page();
+  return status;
+}
+
+Status CheckTyped(const TypedConnectionQuery& query) {
+  std::string error;
+  if (CheckPaging(query.page_size, query.offset, &error)) return Status();
+  return Status(StatusCode::kInvalidArgument, std::move(error));
+}
+
+std::size_t TypedPageSize(const TypedConnectionQuery& query) {
+  return query.unlimited ? 0 : PageSize(query.page_size);
+}
+
 }  // namespace
 
 Status RunConnectionQuery(const std::vector<Connection>& snapshot, const ConnectionQuery& query,
                           ConnectionPage* page) {
-  Status status;
-  try {
-    *page = ConnectionPage();
-    status = RunQuery(snapshot, query, page);
-    if (status.ok()) return status;
-  } catch (const std::exception& e) {
-    status = InternalQueryError(e.what());
-  } catch (...) {
-    status = InternalQueryError("");
-  }
-  *page = ConnectionPage();
-  return status;
+  return Guarded(page, [&] {
+    return RunQuery(query, page,
+                    [&](const ConnectionFilter& filter, const ConnectionOrder& order,
+                        const OrderCursor* after, std::optional<OrderCursor>* next) {
+                      TypedConnectionPage typed;
+                      RunTyped(snapshot, filter, order, after, PageSize(query.page_size),
+                               query.offset, &typed);
+                      page->connections = std::move(typed.connections);
+                      page->total_size = typed.total_size;
+                      *next = std::move(typed.next);
+                    });
+  });
 }
 
 Status RunConnectionQuery(const std::vector<Connection>& snapshot,
                           const TypedConnectionQuery& query, TypedConnectionPage* page) {
-  Status status;
-  try {
-    *page = TypedConnectionPage();
-    std::string error;
-    if (CheckPaging(query.page_size, query.offset, &error)) {
-      RunTyped(snapshot, query.filter, query.order, query.after ? &*query.after : nullptr,
-               query.page_size, query.offset, page);
-      return status;
-    }
-    status = Status(StatusCode::kInvalidArgument, std::move(error));
-  } catch (const std::exception& e) {
-    status = InternalQueryError(e.what());
-  } catch (...) {
-    status = InternalQueryError("");
-  }
-  *page = TypedConnectionPage();
-  return status;
+  return Guarded(page, [&] {
+    const Status status = CheckTyped(query);
+    if (!status.ok()) return status;
+    RunTyped(snapshot, query.filter, query.order, query.after ? &*query.after : nullptr,
+             TypedPageSize(query), query.offset, page);
+    return status;
+  });
+}
+
+Status RunConnectionQuery(const ConnectionSource& source, const ConnectionQuery& query,
+                          ConnectionPage* page) {
+  return Guarded(page, [&] {
+    return RunQuery(query, page,
+                    [&](const ConnectionFilter& filter, const ConnectionOrder& order,
+                        const OrderCursor* after, std::optional<OrderCursor>* next) {
+                      std::vector<ConnectionPtr> shared;
+                      const bool add_details =
+                          SelectFromSource(source, filter, order, after, PageSize(query.page_size),
+                                           query.offset, &shared, &page->total_size, next);
+                      page->connections.reserve(shared.size());
+                      for (const ConnectionPtr& connection : shared) {
+                        page->connections.push_back(*connection);
+                      }
+                      if (add_details) {
+                        FromSource([&] {
+                          source.AddDetails(&page->connections);
+                          return true;
+                        });
+                      }
+                    });
+  });
+}
+
+Status RunConnectionQuery(const ConnectionSource& source, const TypedConnectionQuery& query,
+                          SharedConnectionPage* page) {
+  return Guarded(page, [&] {
+    const Status status = CheckTyped(query);
+    if (!status.ok()) return status;
+    SelectFromSource(source, query.filter, query.order, query.after ? &*query.after : nullptr,
+                     TypedPageSize(query), query.offset, &page->connections, &page->total_size,
+                     &page->next);
+    return status;
+  });
 }
 
 }  // namespace mqc

@@ -50,6 +50,7 @@ struct TypedConnectionQuery {
   std::optional<OrderCursor> after;  // start strictly after this position; offset is then ignored
   std::int64_t page_size = 0;        // as in ConnectionQuery
   std::int64_t offset = 0;
+  bool unlimited = false;  // every match from offset (or after) on, in one page; page_size ignored
 };
 
 struct TypedConnectionPage {
@@ -63,6 +64,25 @@ struct TypedConnectionPage {
 // memory (kInternal).
 Status RunConnectionQuery(const std::vector<Connection>& snapshot,
                           const TypedConnectionQuery& query, TypedConnectionPage* page);
+
+// The fast path: runs a query over what `source` holds and copies only the page. Candidates come
+// from the source's client id index when the filter holds `client_id = "<id>"` (no prefix),
+// else from its shared snapshot; the page's copies then get their details (AddDetails). A
+// filter or order on a detail field (FieldDef::detail) reads source.Snapshot() instead, every
+// connection with its details. Same answers and errors as the snapshot overloads; an exception
+// from the source passes through unchanged.
+Status RunConnectionQuery(const ConnectionSource& source, const ConnectionQuery& query,
+                          ConnectionPage* page);
+
+// The typed query over a source, the page as the stored connections themselves (no copies, no
+// details): for views that only read the page, such as the KubeMQ endpoint.
+struct SharedConnectionPage {
+  std::vector<ConnectionPtr> connections;
+  std::int64_t total_size = 0;
+  std::optional<OrderCursor> next;
+};
+Status RunConnectionQuery(const ConnectionSource& source, const TypedConnectionQuery& query,
+                          SharedConnectionPage* page);
 
 // A string as a quoted filter literal (JSON escapes), for building filters from other inputs.
 std::string QuoteFilterString(std::string_view value);

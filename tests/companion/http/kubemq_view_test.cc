@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <ctime>
 #include <string>
 #include <utility>
 #include <vector>
@@ -416,6 +417,21 @@ TEST(JsonUtilTest, Rfc3339Seconds) {
   EXPECT_EQ(FormatRfc3339Seconds(-1), "1969-12-31T23:59:59Z");  // rounded towards the past
   EXPECT_EQ(FormatRfc3339Seconds(INT64_MAX), "2262-04-11T23:47:16Z");
   EXPECT_EQ(FormatRfc3339Seconds(INT64_MIN), "1677-09-21T00:12:43Z");
+}
+
+TEST(JsonUtilTest, Rfc3339SecondsAgreesWithGmtime) {
+  // Days across leap years, centuries and both sides of 1970, every hour of some.
+  for (std::int64_t seconds = -9'000'000'000; seconds < 9'000'000'000;
+       seconds += 86400 * 97 + 3599) {
+    const std::time_t time = static_cast<std::time_t>(seconds);
+    std::tm utc{};
+    ASSERT_NE(gmtime_r(&time, &utc), nullptr);
+    char expected[32];
+    ASSERT_GT(std::strftime(expected, sizeof(expected), "%Y-%m-%dT%H:%M:%SZ", &utc), 0u);
+    EXPECT_EQ(FormatRfc3339Seconds(seconds * kSecond), expected);
+  }
+  EXPECT_EQ(FormatRfc3339Seconds((951782400 - 1) * kSecond), "2000-02-28T23:59:59Z");
+  EXPECT_EQ(FormatRfc3339Seconds(951782400 * kSecond + 86399 * kSecond), "2000-02-29T23:59:59Z");
 }
 
 TEST(JsonUtilTest, Rfc3339Nanos) {

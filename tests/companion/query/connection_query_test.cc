@@ -13,9 +13,12 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -1461,6 +1464,175 @@ TEST(TypedConnectionQueryTest, ClausesAreMatchedAsGivenAndPagingIsChecked) {
   EXPECT_THAT(refused.message(), HasSubstr("page_size"));
   EXPECT_TRUE(page.connections.empty());
 }
+
+// --- the source path: shared snapshot, client id index, details for the page only ----------
+
+namespace source_path {
+
+// A source over a fleet that behaves like the registry: shared connections without their
+// details, an index by client id, details added by seq. Counts which way each query went.
+class FleetSource : public ConnectionSource {
+ public:
+  explicit FleetSource(std::vector<Connection> fleet) : fleet_(std::move(fleet)) {
+    for (const Connection& c : fleet_) {
+      Connection bare = c;
+      bare.idle_ns = -1;
+      bare.total_statistics = RequestStatistics{};
+      bare.recent_statistics = RequestStatistics{};
+      bare_.push_back(std::make_shared<const Connection>(std::move(bare)));
+    }
+  }
+  std::vector<Connection> Snapshot() const override {
+    ++snapshots;
+    return fleet_;
+  }
+  ConnectionList SharedSnapshot() const override {
+    ++shared_snapshots;
+    return std::make_shared<const std::vector<ConnectionPtr>>(bare_);
+  }
+  std::vector<ConnectionPtr> FindByClientId(std::string_view client_id) const override {
+    ++lookups;
+    std::vector<ConnectionPtr> found;
+    for (const ConnectionPtr& c : bare_) {
+      if (c->client_id == client_id) found.push_back(c);
+    }
+    return found;
+  }
+  void AddDetails(std::vector<Connection>* connections) const override {
+    details_added += connections->size();
+    for (Connection& c : *connections) {
+      for (const Connection& full : fleet_) {
+        if (full.seq != c.seq) continue;
+        c.idle_ns = full.idle_ns;
+        c.total_statistics = full.total_statistics;
+        c.recent_statistics = full.recent_statistics;
+      }
+    }
+  }
+
+  mutable int snapshots = 0;
+  mutable int shared_snapshots = 0;
+  mutable int lookups = 0;
+  mutable std::size_t details_added = 0;
+
+ private:
+  std::vector<Connection> fleet_;
+  std::vector<ConnectionPtr> bare_;
+};
+
+Outcome RunOnSource(const ConnectionSource& source, const ConnectionQuery& query) {
+  Outcome outcome;
+  ConnectionPage page;
+  const Status status = RunConnectionQuery(source, query, &page);
+  outcome.ok = status.ok();
+  outcome.error = status.message();
+  for (const Connection& c : page.connections) outcome.seqs.push_back(c.seq);
+  outcome.connections = std::move(page.connections);
+  outcome.total_size = page.total_size;
+  outcome.next_page_token = std::move(page.next_page_token);
+  return outcome;
+}
+
+TEST(ConnectionSourceQueryTest, AnswersAsTheSnapshotDoesPageForPage) {
+  const std::vector<Connection> fleet = RandomFleet(700, 11);
+  const FleetSource source(fleet);
+  const char* filters[] = {"",
+                           "client_id = \"client-7\"",
+                           "client_id = \"client-1*\"",
+                           "state = MQTT_CONNECTION_STATE_OPEN AND client_id = \"client-42\"",
+                           "idle_duration > 5ns",
+                           "client_id = \"nobody\"",
+                           "bad field = 1"};
+  const char* orders[] = {"", "client_id desc", "idle_duration", "bad"};
+  for (const char* filter : filters) {
+    for (const char* order_by : orders) {
+      SCOPED_TRACE(std::string(filter) + " | " + order_by);
+      std::string token;
+      for (int pages = 0; pages < 100; ++pages) {
+        const ConnectionQuery query = MakeQuery(filter, order_by, 60, token);
+        const Outcome expected = RunQuery(fleet, query);
+        const Outcome actual = RunOnSource(source, query);
+        EXPECT_EQ(actual.ok, expected.ok);
+        EXPECT_EQ(actual.error, expected.error);
+        EXPECT_EQ(actual.seqs, expected.seqs);
+        EXPECT_EQ(actual.total_size, expected.total_size);
+        EXPECT_EQ(actual.next_page_token, expected.next_page_token);
+        for (std::size_t i = 0; i < actual.connections.size() && i < expected.connections.size();
+             ++i) {
+          // Details came back for the page.
+          EXPECT_EQ(actual.connections[i].idle_ns, expected.connections[i].idle_ns);
+          EXPECT_EQ(actual.connections[i].total_statistics.publish_count,
+                    expected.connections[i].total_statistics.publish_count);
+        }
+        if (expected.next_page_token.empty()) break;
+        token = expected.next_page_token;
+      }
+    }
+  }
+}
+
+TEST(ConnectionSourceQueryTest, OneClientIdIsLookedUpNotScanned) {
+  const FleetSource source(RandomFleet(500, 3));
+  const Outcome outcome = RunOnSource(source, MakeQuery("client_id = \"client-9\""));
+  ASSERT_TRUE(outcome.ok) << outcome.error;
+  EXPECT_EQ(source.lookups, 1);
+  EXPECT_EQ(source.shared_snapshots, 0);
+  EXPECT_EQ(source.snapshots, 0);
+  EXPECT_EQ(source.details_added, outcome.seqs.size());
+  // A prefix is no single client id: the shared snapshot is read.
+  ASSERT_TRUE(RunOnSource(source, MakeQuery("client_id = \"client-9*\"")).ok);
+  EXPECT_EQ(source.lookups, 1);
+  EXPECT_EQ(source.shared_snapshots, 1);
+}
+
+TEST(ConnectionSourceQueryTest, OnlyThePageIsCopiedAndDetailed) {
+  const FleetSource source(RandomFleet(500, 4));
+  const Outcome outcome = RunOnSource(source, MakeQuery("", "", 25));
+  ASSERT_TRUE(outcome.ok);
+  EXPECT_EQ(outcome.seqs.size(), 25u);
+  EXPECT_EQ(source.details_added, 25u);
+  EXPECT_EQ(source.snapshots, 0);
+}
+
+TEST(ConnectionSourceQueryTest, AFilterOrOrderOnADetailReadsTheDetailedSnapshot) {
+  const FleetSource source(RandomFleet(100, 5));
+  ASSERT_TRUE(RunOnSource(source, MakeQuery("total_request_statistics.publish_count > 3")).ok);
+  EXPECT_EQ(source.snapshots, 1);
+  ASSERT_TRUE(RunOnSource(source, MakeQuery("", "recent_request_statistics.deliver_bytes")).ok);
+  EXPECT_EQ(source.snapshots, 2);
+  EXPECT_EQ(source.shared_snapshots, 0);
+  EXPECT_EQ(source.details_added, 0u);  // they came with the snapshot
+}
+
+TEST(ConnectionSourceQueryTest, TheSourcesExceptionPassesThrough) {
+  class Failing : public ConnectionSource {
+   public:
+    std::vector<Connection> Snapshot() const override { throw std::out_of_range("gone"); }
+  };
+  ConnectionPage page;
+  EXPECT_THROW(RunConnectionQuery(Failing(), MakeQuery(""), &page), std::out_of_range);
+  EXPECT_TRUE(page.connections.empty());
+}
+
+TEST(ConnectionSourceQueryTest, TypedPagesShareTheStoredConnectionsAndCanBeUnlimited) {
+  const FleetSource source(RandomFleet(300, 6));
+  TypedConnectionQuery query;
+  query.order = ConnectionOrder({OrderKey{FindField("client_id")}});
+  query.unlimited = true;
+  query.offset = 10;
+  SharedConnectionPage page;
+  ASSERT_TRUE(RunConnectionQuery(source, query, &page).ok());
+  EXPECT_EQ(page.total_size, 300);
+  ASSERT_EQ(page.connections.size(), 290u);
+  EXPECT_FALSE(page.next);
+  const std::vector<ConnectionPtr> stored = *source.SharedSnapshot();
+  EXPECT_NE(std::find(stored.begin(), stored.end(), page.connections[0]), stored.end());
+  for (std::size_t i = 1; i < page.connections.size(); ++i) {
+    EXPECT_LE(page.connections[i - 1]->client_id, page.connections[i]->client_id);
+  }
+}
+
+}  // namespace source_path
 
 }  // namespace
 }  // namespace mqc

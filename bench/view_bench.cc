@@ -1,0 +1,329 @@
+// The companion's views at scale, in one process: N connections of two subscriptions each go
+// through the real event path (encoded event records -> ConnectionRegistry::Apply), then the
+// real views answer through the HttpRouter (no sockets: what remains is libmicrohttpd's part).
+//
+//   mqc_view_bench [--connections N] [--repeat R]     defaults 100000 and 5
+//
+// Prints one "name value" line per figure, times in milliseconds, medians of R runs:
+//   feed_ms, list_page_first_ms, list_page_next_ms, list_page_after_change_ms (one event applied
+//   before each request, so that the shared snapshot is built again), list_filter_client_id_ms,
+//   kubemq_lookup_ms, kubemq_full_ms, kubemq_full_bytes; to show where the time goes:
+//   shared_snapshot_ms (building the snapshot after a change), kubemq_select_ms (filter and
+//   order of the full list), cjson_tree_ms (building and printing a cJSON tree of the same list,
+//   as the view used to), list_page_query_ms (the query engine's part of a ListConnections page,
+//   without encoding); rss_mib (resident memory at the end). Exits 1 with a message when an
+//   answer is wrong.
+#include <malloc.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "companion/connection_registry.h"
+#include "companion/http/connect_rpc_service.h"
+#include "companion/http/http_router.h"
+#include "companion/http/json_util.h"
+#include "companion/query/connection_fields.h"
+#include "companion/query/connection_query.h"
+#include "link/clock.h"
+#include "link/event_records.h"
+#include "link/text_util.h"
+#include "link/topic_mapping.h"
+
+namespace mqc {
+namespace {
+
+constexpr std::int64_t kSecond = 1'000'000'000;
+constexpr std::int64_t kStart = 1781260200 * kSecond;
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "mqc_view_bench: %s\n", message.c_str());
+  return 1;
+}
+
+// The registry as the companion's views see it (companion/main.cc's sources, without the link).
+class RegistrySource : public ConnectionSource {
+ public:
+  explicit RegistrySource(const ConnectionRegistry& registry) : registry_(registry) {}
+  std::vector<Connection> Snapshot() const override { return registry_.DetailedSnapshot(NowNs()); }
+  ConnectionList SharedSnapshot() const override { return registry_.SharedSnapshot(); }
+  std::vector<ConnectionPtr> FindByClientId(std::string_view client_id) const override {
+    return registry_.FindByClientId(client_id);
+  }
+  void AddDetails(std::vector<Connection>* connections) const override {
+    registry_.AddDetails(connections, NowNs());
+  }
+
+ private:
+  const ConnectionRegistry& registry_;
+};
+
+std::string ClientId(long i) {
+  char id[32];
+  std::snprintf(id, sizeof(id), "bench-%06ld", i);
+  return id;
+}
+
+template <typename Event>
+bool Feed(ConnectionRegistry* registry, EventType type, const Event& event, std::string* bytes) {
+  Encode(event, bytes);
+  return registry->Apply(type, *bytes, NowNs());
+}
+
+bool FeedConnections(ConnectionRegistry* registry, long count) {
+  std::string bytes;
+  for (long i = 0; i < count; ++i) {
+    ConnectionEvent open;
+    open.seq = static_cast<std::uint64_t>(i + 1);
+    for (std::size_t b = 0; b < open.uid.size(); ++b) {
+      open.uid[b] = static_cast<std::uint8_t>((i >> (8 * (b % 4))) + b);
+    }
+    open.open_time_ns = kStart + i * 1'000'000;  // a thousand a second
+    open.protocol_version = 4;
+    open.keep_alive = 60;
+    open.port = static_cast<std::uint16_t>(10000 + i % 50000);
+    open.local_port = 1883;
+    open.client_id = ClientId(i);
+    open.username = i % 2 == 0 ? "device" : "";
+    open.ip_address = "127.0.0.1";
+    open.auth_mechanism = AuthMechanism::kAnonymous;
+    open.auth_state = AuthState::kSuccess;
+    if (!Feed(registry, EventType::kConnection, open, &bytes)) return false;
+    for (const std::string& filter :
+         {"events/bench/" + std::to_string(i), std::string("$share/g/queues/jobs")}) {
+      SubscriptionEvent subscribe{open.seq, 1, filter};
+      if (!Feed(registry, EventType::kSubscribe, subscribe, &bytes)) return false;
+    }
+  }
+  return true;
+}
+
+double ThreadCpuMs() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) * 1e3 + static_cast<double>(now.tv_nsec) / 1e6;
+}
+
+// Median wall-clock milliseconds of `repeat` runs; *cpu_ms (when given) the median CPU time of
+// this thread, which a machine shared with other work inflates less.
+double MedianMs(int repeat, const std::function<void()>& run, double* cpu_ms = nullptr) {
+  std::vector<double> times;
+  std::vector<double> cpu_times;
+  for (int i = 0; i < repeat; ++i) {
+    const double cpu_start = ThreadCpuMs();
+    const auto start = std::chrono::steady_clock::now();
+    run();
+    times.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+    cpu_times.push_back(ThreadCpuMs() - cpu_start);
+  }
+  std::sort(times.begin(), times.end());
+  std::sort(cpu_times.begin(), cpu_times.end());
+  if (cpu_ms != nullptr) *cpu_ms = cpu_times[cpu_times.size() / 2];
+  return times[times.size() / 2];
+}
+
+HttpRequest Post(const std::string& body) {
+  HttpRequest request;
+  request.method = "POST";
+  request.path = std::string(kConnectRpcServicePrefix) + "ListConnections";
+  request.headers = {{"Content-Type", "application/json"}, {"Connect-Protocol-Version", "1"}};
+  request.body = body;
+  return request;
+}
+
+HttpRequest Get(const std::string& path, QueryParams query = {}) {
+  HttpRequest request;
+  request.method = "GET";
+  request.path = path;
+  request.query = std::move(query);
+  return request;
+}
+
+// The value of "key":"..." in a JSON text (the page token), or "".
+std::string JsonStringField(const std::string& text, const char* key) {
+  const CjsonPtr root = ParseJson(text);
+  const cJSON* item = cJSON_GetObjectItemCaseSensitive(root.get(), key);
+  return cJSON_IsString(item) ? std::string(item->valuestring) : std::string();
+}
+
+// The KubeMQ list as a cJSON tree, built and printed the way the view did before JsonWriter.
+std::string CjsonList(const std::vector<ConnectionPtr>& connections) {
+  CjsonPtr list = NewJsonArray();
+  for (const ConnectionPtr& c : connections) {
+    CjsonPtr object = NewJsonObject();
+    AddToJsonObject(object.get(), "client_id", NewJsonString(c->client_id));
+    AddToJsonObject(object.get(), "protocol_version", NewJsonNumber(c->protocol_version));
+    AddToJsonObject(object.get(), "remote_addr",
+                    NewJsonString(c->ip_address + ":" + std::to_string(c->port)));
+    AddToJsonObject(object.get(), "connected_at",
+                    NewJsonString(FormatRfc3339Seconds(c->open_time_ns)));
+    AddToJsonObject(object.get(), "clean_session", NewJsonBool(c->clean_session));
+    if (!c->username.empty()) {
+      AddToJsonObject(object.get(), "username", NewJsonString(c->username));
+    }
+    CjsonPtr subscriptions = NewJsonArray();
+    for (const Subscription& s : c->subscriptions) {
+      CjsonPtr item = NewJsonObject();
+      AddToJsonObject(item.get(), "filter", NewJsonString(s.filter));
+      AddToJsonObject(item.get(), "qos", NewJsonNumber(s.qos));
+      AddToJsonObject(item.get(), "pattern", NewJsonString(PatternName(s.mapping.pattern)));
+      AddToJsonObject(item.get(), "channel", NewJsonString(s.mapping.channel));
+      AddToJsonObject(item.get(), "shared_group", NewJsonString(s.mapping.shared_group));
+      AddToJsonArray(subscriptions.get(), std::move(item));
+    }
+    AddToJsonObject(object.get(), "subscriptions", std::move(subscriptions));
+    AddToJsonArray(list.get(), std::move(object));
+  }
+  return PrintJson(*list);
+}
+
+double ResidentMiB() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::atof(line.c_str() + 6) / 1024.0;
+  }
+  return 0;
+}
+
+int Run(int argc, char** argv) {
+  long count = 100000;
+  int repeat = 5;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string name = argv[i];
+    if (name == "--connections") {
+      count = std::atol(argv[i + 1]);
+    } else if (name == "--repeat") {
+      repeat = std::atoi(argv[i + 1]);
+    } else {
+      return Fail("unknown argument " + name + "; usage: [--connections N] [--repeat R]");
+    }
+  }
+  if (argc % 2 == 0) return Fail("usage: [--connections N] [--repeat R]");
+  if (count < 4 || repeat < 1) return Fail("--connections at least 4, --repeat at least 1");
+
+  ConnectionRegistryOptions options;
+  ListenerConfig listener;
+  listener.port = 1883;
+  options.listeners.push_back(listener);
+  ConnectionRegistry registry(options);
+  bool fed = false;
+  const double feed_ms = MedianMs(1, [&] { fed = FeedConnections(&registry, count); });
+  if (!fed || registry.open_count() != static_cast<std::size_t>(count)) {
+    return Fail("the registry did not take every event");
+  }
+  std::printf("connections %ld\nfeed_ms %.1f\n", count, feed_ms);
+
+  const RegistrySource source(registry);
+  const ConnectRpcService service(source);
+  const HttpRouter router(source, nullptr, service.Handler());
+  const long page = count > 2000 ? 1000 : count / 2;
+  const std::string first_request = "{\"pageSize\":" + std::to_string(page) + "}";
+
+  HttpResponse response;
+  double first_cpu_ms = 0;
+  const double first_ms = MedianMs(
+      repeat, [&] { response = router.Handle(Post(first_request)); }, &first_cpu_ms);
+  const std::string token = JsonStringField(response.body, "nextPageToken");
+  if (response.status != 200 || token.empty()) return Fail("no next page: " + response.body);
+  const std::string next_request =
+      "{\"pageSize\":" + std::to_string(page) + ",\"pageToken\":\"" + token + "\"}";
+  const double next_ms = MedianMs(repeat, [&] { response = router.Handle(Post(next_request)); });
+  if (response.status != 200) return Fail("next page: " + response.body);
+
+  const std::string middle = ClientId(count / 2);
+  const std::string filter_request = "{\"filter\":\"client_id = \\\"" + middle + "\\\"\"}";
+  const double filter_ms =
+      MedianMs(repeat, [&] { response = router.Handle(Post(filter_request)); });
+  if (response.body.find(middle) == std::string::npos) return Fail("filter: " + response.body);
+
+  const double lookup_ms = MedianMs(repeat, [&] {
+    response = router.Handle(Get("/api/mqtt/connections", {{"client_id", middle}}));
+  });
+  if (response.body.find("\"total\":1}") == std::string::npos) {
+    return Fail("lookup: " + response.body);
+  }
+  double full_cpu_ms = 0;
+  const double full_ms = MedianMs(
+      repeat, [&] { response = router.Handle(Get("/api/mqtt/connections")); }, &full_cpu_ms);
+  const std::string total = "\"total\":" + std::to_string(count) + "}";
+  if (response.body.find(total) == std::string::npos) return Fail("full list: wrong total");
+  const std::size_t full_bytes = response.body.size();
+  response = HttpResponse();
+
+  // Where the full list's time goes.
+  // A registry that just changed builds its shared snapshot again: time that (one event, a
+  // subscription of the first connection coming and going, before each run).
+  ConnectionList shared;
+  std::string bytes;
+  int touches = 0;
+  const auto touch = [&] {
+    SubscriptionEvent event{1, 0, "events/touch"};
+    (void)Feed(&registry, ++touches % 2 == 1 ? EventType::kSubscribe : EventType::kUnsubscribe,
+               event, &bytes);
+  };
+  const double snapshot_ms = MedianMs(repeat, [&] {
+    touch();
+    shared = registry.SharedSnapshot();
+  });
+  HttpResponse changed;
+  double changed_cpu_ms = 0;
+  const double changed_ms = MedianMs(
+      repeat,
+      [&] {
+        touch();
+        changed = router.Handle(Post(first_request));
+      },
+      &changed_cpu_ms);
+  if (changed.status != 200) return Fail("page after a change: " + changed.body);
+  changed = HttpResponse();
+  TypedConnectionQuery query;
+  query.order =
+      ConnectionOrder({OrderKey{FindField("open_time")}, OrderKey{FindField("client_id")}});
+  query.unlimited = true;
+  SharedConnectionPage selected;
+  const double select_ms = MedianMs(repeat, [&] {
+    selected = SharedConnectionPage();
+    (void)RunConnectionQuery(source, query, &selected);
+  });
+  ConnectionQuery page_query;
+  page_query.page_size = page;
+  ConnectionPage page_copies;
+  const double page_query_ms = MedianMs(repeat, [&] {
+    page_copies = ConnectionPage();
+    (void)RunConnectionQuery(source, page_query, &page_copies);
+  });
+  std::size_t cjson_bytes = 0;
+  const double cjson_ms =
+      MedianMs(repeat, [&] { cjson_bytes = CjsonList(selected.connections).size(); });
+  selected = SharedConnectionPage();
+  shared.reset();
+  malloc_trim(0);
+
+  std::printf("list_page_first_ms %.2f\nlist_page_first_cpu_ms %.2f\n", first_ms, first_cpu_ms);
+  std::printf("list_page_next_ms %.2f\nlist_page_size %ld\n", next_ms, page);
+  std::printf("list_page_after_change_ms %.2f\nlist_page_after_change_cpu_ms %.2f\n", changed_ms,
+              changed_cpu_ms);
+  std::printf("list_filter_client_id_ms %.3f\nkubemq_lookup_ms %.3f\n", filter_ms, lookup_ms);
+  std::printf("kubemq_full_ms %.1f\nkubemq_full_cpu_ms %.1f\nkubemq_full_bytes %zu\n", full_ms,
+              full_cpu_ms, full_bytes);
+  std::printf("shared_snapshot_ms %.2f\nkubemq_select_ms %.1f\ncjson_tree_ms %.1f\n", snapshot_ms,
+              select_ms, cjson_ms);
+  std::printf("list_page_query_ms %.2f\n", page_query_ms);
+  std::printf("cjson_tree_bytes %zu\nrss_mib %.1f\n", cjson_bytes, ResidentMiB());
+  return 0;
+}
+
+}  // namespace
+}  // namespace mqc
+
+int main(int argc, char** argv) { return mqc::Run(argc, argv); }

@@ -1,0 +1,26 @@
+// JsonWriter (see json_writer.h).
+#include "companion/http/json_writer.h"
+
+#include <charconv>
+#include <string>
+#include <string_view>
+
+#include "companion/http/json_util.h"
+
+namespace mqc {
+
+JsonWriter& JsonWriter::String(std::string_view value) {
+  BeforeValue();
+  AppendJsonString(value, out_);
+  return *this;
+}
+
+JsonWriter& JsonWriter::Int(std::int64_t value) {
+  BeforeValue();
+  char digits[24];
+  const auto result = std::to_chars(digits, digits + sizeof(digits), value);
+  out_->append(digits, result.ptr);
+  return *this;
+}
+
+}  // namespace mqc

@@ -1,0 +1,72 @@
+// JsonWriter: the companion's one way of writing JSON out. It appends compact JSON text to a
+// string as the caller walks its data, so a big answer costs one growing buffer rather than a
+// tree of nodes (cJSON builds one node per value, then prints it). cJSON stays for reading
+// requests (json_util.h).
+//
+// The text is byte for byte what cJSON_PrintUnformatted prints for the same values: strings made
+// valid UTF-8 first (ToValidUtf8), escaped as cJSON does ("\"", "\\", \b \f \n \r \t, other
+// control characters as \u00xx, everything else as is), integers in decimal.
+//
+// The caller keeps the structure right (a Key before each value in an object, every Begin
+// ended); the writer only places the commas and colons. Member names are not escaped (Key). One
+// writer per thread; no locking.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace mqc {
+
+class JsonWriter {
+ public:
+  // Appends to *out, which must outlive the writer.
+  explicit JsonWriter(std::string* out) : out_(out) {}
+
+  JsonWriter& BeginObject() { return Open('{'); }
+  JsonWriter& EndObject() { return Close('}'); }
+  JsonWriter& BeginArray() { return Open('['); }
+  JsonWriter& EndArray() { return Close(']'); }
+  // An object's member name; the next call writes its value. The name is written as it is: it
+  // must need no escaping (the views' own field names: ASCII letters, digits, '_').
+  JsonWriter& Key(std::string_view name) {
+    if (need_comma_) out_->push_back(',');
+    out_->push_back('"');
+    out_->append(name);
+    out_->append("\":", 2);
+    need_comma_ = false;
+    return *this;
+  }
+  JsonWriter& String(std::string_view value);
+  JsonWriter& Int(std::int64_t value);
+  JsonWriter& Bool(bool value) { return Literal(value ? "true" : "false"); }
+  JsonWriter& Null() { return Literal("null"); }
+
+ private:
+  // Small and called for every value: inline.
+  void BeforeValue() {
+    if (need_comma_) out_->push_back(',');
+    need_comma_ = true;
+  }
+  JsonWriter& Open(char bracket) {
+    BeforeValue();
+    out_->push_back(bracket);
+    need_comma_ = false;
+    return *this;
+  }
+  JsonWriter& Close(char bracket) {
+    out_->push_back(bracket);
+    need_comma_ = true;
+    return *this;
+  }
+  JsonWriter& Literal(std::string_view text) {
+    BeforeValue();
+    out_->append(text);
+    return *this;
+  }
+
+  std::string* out_;
+  bool need_comma_ = false;  // a value ended and its container goes on
+};
+
+}  // namespace mqc
