@@ -60,7 +60,8 @@ constexpr char kContentSecurityPolicy[] =
 
 // Whether `methods` (an Allow header value) lists the request's method; HEAD goes with GET.
 bool Allows(std::string_view methods, const HttpRequest& request) {
-  const std::string_view wanted = request.method == "HEAD" ? "GET" : request.method;
+  const std::string_view wanted =
+      request.method == "HEAD" ? std::string_view("GET") : std::string_view(request.method);
   while (!methods.empty()) {
     const std::size_t comma = methods.find(", ");
     if (methods.substr(0, comma) == wanted) return true;
