@@ -3,8 +3,9 @@
 set): Connect-ES (the official TypeScript/JavaScript client, pinned by
 integration/connect_es/package-lock.json, installed with `npm ci` into the build tree) with its
 default binary codec and with JSON, by POST and by GET: pages with tokens, filters, every kind
-of field, InvalidArgument for a bad filter or token, DeadlineExceeded for a 1 ms deadline, and
-Unimplemented for DisconnectConnection where no handler is wired. A second client in another
+of field, InvalidArgument for a bad filter or token, DeadlineExceeded for a 1 ms deadline,
+Unauthenticated without the bearer token, and the admin's DisconnectConnection (PermissionDenied
+with a read token). A second client in another
 language: Python's protobuf (Debian's python3-protobuf) with the binary codec over plain HTTP,
 its message classes also built from the descriptor set.
 
@@ -29,6 +30,8 @@ PACKAGE = os.path.join(HERE, "connect_es")
 DESCRIPTOR_SET = os.environ.get("MQC_PROTO_DESCRIPTOR_SET", "")
 NODE_DIR = os.environ.get("MQC_CONNECT_ES_DIR", "")
 OPEN_COUNT = 25
+READ_TOKEN = "connect-es-read-token-1"
+ADMIN_TOKEN = "connect-es-admin-token-1"
 
 
 def install_connect_es():
@@ -56,7 +59,12 @@ class ConnectClientsTest(unittest.TestCase):
         if not os.path.exists(DESCRIPTOR_SET):
             raise AssertionError(f"{DESCRIPTOR_SET} is missing: build the project first")
         install_connect_es()
-        cls.broker = Broker(log_types=("error", "warning", "notice"))
+        # With token files, as a production broker exposing the API runs: the generated clients
+        # send the bearer token through an interceptor, and the admin's one disconnects.
+        cls.broker = Broker(log_types=("error", "warning", "notice"),
+                            files={"tokens": f"{READ_TOKEN}\n", "admin": f"{ADMIN_TOKEN}\n"},
+                            plugin_after="plugin_opt_http_token_file {dir}/tokens\n"
+                                         "plugin_opt_http_admin_token_file {dir}/admin")
         cls.broker.start()
         cls.sockets = []
         try:
@@ -69,8 +77,14 @@ class ConnectClientsTest(unittest.TestCase):
             closed.publish("events/site1/temp", b"12345", qos=1)
             wait_for(lambda: closed.messages, what="ces-closed's own delivery")
             closed.disconnect()
-            wait_for(lambda: len(cls.broker.connections("?client_id=ces-*")) == OPEN_COUNT,
-                     timeout=30, what="every ces- connection listed")
+            for codec in ("binary", "json"):
+                for method in ("post", "get"):
+                    sock, rc = raw_connect(cls.broker, f"victim-{codec}-{method}", keepalive=120)
+                    assert rc == 0
+                    cls.sockets.append(sock)
+            wait_for(lambda: len(cls.listed("?client_id=ces-*")) == OPEN_COUNT
+                     and len(cls.listed("?client_id=victim-*")) == 4,
+                     timeout=30, what="every ces- and victim- connection listed")
         except BaseException:
             cls.tearDownClass()
             raise
@@ -82,10 +96,18 @@ class ConnectClientsTest(unittest.TestCase):
         cls.broker.stop()
         cls.broker.cleanup_dir()
 
+    @classmethod
+    def listed(cls, query):
+        status, _, body = cls.broker.http("/api/mqtt/connections" + query,
+                                          headers={"Authorization": f"Bearer {READ_TOKEN}"})
+        assert status == 200, (status, body)
+        return json.loads(body)["data"]["connections"]
+
     def run_client(self, codec, method):
         base_url = f"http://127.0.0.1:{self.broker.http_port}"
         result = subprocess.run(
-            ["node", "client.mjs", DESCRIPTOR_SET, base_url, codec, method], cwd=NODE_DIR,
+            ["node", "client.mjs", DESCRIPTOR_SET, base_url, codec, method, ADMIN_TOKEN,
+             f"victim-{codec}-{method}"], cwd=NODE_DIR,
             capture_output=True, text=True, timeout=120)
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
         return json.loads(result.stdout)
@@ -120,18 +142,37 @@ class ConnectClientsTest(unittest.TestCase):
                       report["badFilter"]["message"])
         self.assertEqual(report["badToken"]["code"], "InvalidArgument")
         self.assertEqual(report["deadline"]["code"], "DeadlineExceeded")
-        self.assertEqual(report["disconnect"]["code"], "Unimplemented")
+        self.assertEqual(report["unauthenticated"]["code"], "Unauthenticated")
+
+        # The admin's disconnect, in the same codec: the broker closes the victim as KICKED.
+        victim = f"victim-{codec}-{method}"
+        disconnect = report["disconnect"]["ok"]
+        self.assertEqual((disconnect["clientId"], disconnect["disconnected"]), (victim, True))
+        closed = wait_for(lambda: [c for c in self.listed_rpc(f'client_id = "{victim}"')
+                                   if c["state"] == "MQTT_CONNECTION_STATE_CLOSED"],
+                          what=f"{victim} closed")
+        self.assertEqual(closed[0]["uid"], disconnect["uid"])
+        self.assertEqual(closed[0]["closeReason"], "KICKED")
 
         # The codec and the HTTP method really were the ones asked for.
         content_type = "application/proto" if codec == "binary" else "application/json"
-        answers = report["seen"]  # the successful calls: pages and the closed connection
-        self.assertEqual(len(answers), 4)
+        answers = report["seen"]  # the successful calls: pages, the closed one, the disconnect
+        self.assertEqual(len(answers), 5)
         for answer in answers:
             self.assertEqual(answer["contentType"], content_type, answer)
         # ListConnections (side-effect free) goes by GET when asked, DisconnectConnection never.
         encoding = "proto" if codec == "binary" else "json"
-        expected = [("GET", encoding) if method == "get" else ("POST", None)] * 7 + [("POST", None)]
+        expected = [("GET", encoding) if method == "get" else ("POST", None)] * 8 + [("POST", None)]
         self.assertEqual([(r["method"], r["encoding"]) for r in report["wire"]], expected)
+
+    def listed_rpc(self, filter_text):
+        status, _, body = self.broker.http(
+            "/mqtt.connections.v1.ConnectionsService/ListConnections", method="POST",
+            body=json.dumps({"filter": filter_text}).encode(),
+            headers={"Content-Type": "application/json", "Connect-Protocol-Version": "1",
+                     "Authorization": f"Bearer {READ_TOKEN}"})
+        self.assertEqual(status, 200, body)
+        return json.loads(body).get("connections", [])
 
     def test_binary_codec_by_post(self):  # the client's defaults
         self.check_report(self.run_client("binary", "post"), "binary", "post")
@@ -146,7 +187,13 @@ class ConnectClientsTest(unittest.TestCase):
         self.check_report(self.run_client("json", "get"), "json", "get")
 
     def test_broker_routes_after_the_clients(self):
-        self.run_client("binary", "post")
+        result = subprocess.run(
+            ["node", "client.mjs", DESCRIPTOR_SET, f"http://127.0.0.1:{self.broker.http_port}",
+             "binary", "post", READ_TOKEN, "ces-000"], cwd=NODE_DIR, capture_output=True,
+            text=True, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        # A read token may list, not disconnect.
+        self.assertEqual(json.loads(result.stdout)["disconnect"]["code"], "PermissionDenied")
         sub = Client(self.broker, "after-clients-sub")
         sub.subscribe("events/after", 1)
         pub = Client(self.broker, "after-clients-pub")
@@ -169,10 +216,12 @@ class ConnectClientsTest(unittest.TestCase):
         if get:
             message = base64.urlsafe_b64encode(body).decode().rstrip("=")
             http_request = urllib.request.Request(
-                f"{url}?connect=v1&encoding=proto&base64=1&message={message}")
+                f"{url}?connect=v1&encoding=proto&base64=1&message={message}",
+                headers={"Authorization": f"Bearer {READ_TOKEN}"})
         else:
             http_request = urllib.request.Request(url, data=body, method="POST", headers={
-                "Content-Type": "application/proto", "Connect-Protocol-Version": "1"})
+                "Content-Type": "application/proto", "Connect-Protocol-Version": "1",
+                "Authorization": f"Bearer {READ_TOKEN}"})
         try:
             with urllib.request.urlopen(http_request, timeout=10) as response:
                 return response.status, response.headers["Content-Type"], response.read()

@@ -2,7 +2,9 @@
 // descriptor set protoc wrote for proto/mqtt/connections/v1/connections.proto (no code
 // generation step), driven by integration/test_connect_clients.py.
 //
-//   node client.mjs DESCRIPTOR_SET BASE_URL CODEC(binary|json) METHOD(post|get)
+//   node client.mjs DESCRIPTOR_SET BASE_URL CODEC(binary|json) METHOD(post|get) TOKEN VICTIM
+//
+// TOKEN is sent as a bearer token (an interceptor); VICTIM is the client id it disconnects.
 //
 // Prints one JSON object: what each call returned or the Connect error it raised, the content
 // type of each answer (seen by an interceptor) and the HTTP method of each request (seen on its
@@ -17,10 +19,10 @@ import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 
-const [descriptorPath, baseUrl, codec, method] = process.argv.slice(2);
+const [descriptorPath, baseUrl, codec, method, token, victim] = process.argv.slice(2);
 if (!descriptorPath || !baseUrl || !["binary", "json"].includes(codec) ||
-    !["post", "get"].includes(method)) {
-  console.error("usage: node client.mjs DESCRIPTOR_SET BASE_URL binary|json post|get");
+    !["post", "get"].includes(method) || !token || !victim) {
+  console.error("usage: node client.mjs DESCRIPTOR_SET BASE_URL binary|json post|get TOKEN VICTIM");
   process.exit(2);
 }
 
@@ -44,20 +46,25 @@ http.request = function (url, options, ...rest) {
 syncBuiltinESMExports();
 
 const seen = [];
-const transport = createConnectTransport({
+const transportOptions = {
   baseUrl,
   httpVersion: "1.1",
   useBinaryFormat: codec === "binary",
   useHttpGet: method === "get",
+};
+const client = createClient(service, createConnectTransport({
+  ...transportOptions,
   interceptors: [
     (next) => async (request) => {
+      request.header.set("Authorization", `Bearer ${token}`);
       const response = await next(request);
       seen.push({ contentType: response.header.get("content-type") });
       return response;
     },
   ],
-});
-const client = createClient(service, transport);
+}));
+// The same client without the token.
+const anonymous = createClient(service, createConnectTransport(transportOptions));
 
 // A Connect error as {code, message}; anything else is a failure of the test itself.
 async function outcome(call) {
@@ -118,7 +125,11 @@ report.closed = closed.connections.map((c) => ({
 report.badFilter = await outcome(() => client.listConnections({ filter: "client_id = x" }));
 report.badToken = await outcome(() => client.listConnections({ pageToken: "garbage" }));
 report.deadline = await outcome(() => client.listConnections({}, { timeoutMs: 1 }));
-report.disconnect = await outcome(() => client.disconnectConnection({ clientId: "ces-000" }));
+report.unauthenticated = await outcome(() => anonymous.listConnections({}));
+report.disconnect = await outcome(async () => {
+  const answer = await client.disconnectConnection({ connection: { case: "clientId", value: victim } });
+  return { clientId: answer.clientId, uid: answer.uid, disconnected: answer.disconnected };
+});
 report.seen = seen;
 report.wire = wire;
 console.log(JSON.stringify(report));
