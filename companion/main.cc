@@ -222,14 +222,22 @@ DisconnectOutcome Disconnect(const ConnectionRegistry& registry, CompanionLink* 
                              const DisconnectTarget& target, const Caller& caller) {
   DisconnectOutcome outcome;
   registry.WaitUntilSynced(std::chrono::seconds(2));
-  const auto find_open = [&registry, &target]() -> std::optional<Connection> {
-    for (Connection& c : registry.Snapshot()) {
-      if (c.state != ConnectionState::kOpen) continue;
-      if (target.uid.empty() ? c.client_id == target.client_id : c.uid == target.uid) return c;
+  // By the client id index, or over the shared snapshot (pointers, no copy) for a uid.
+  const auto find_open = [&registry, &target]() -> ConnectionPtr {
+    const auto open = [](const ConnectionPtr& c) { return c->state == ConnectionState::kOpen; };
+    if (target.uid.empty()) {
+      for (ConnectionPtr& c : registry.FindByClientId(target.client_id)) {
+        if (open(c)) return c;
+      }
+      return nullptr;
     }
-    return std::nullopt;
+    const ConnectionList all = registry.SharedSnapshot();
+    for (const ConnectionPtr& c : *all) {
+      if (open(c) && c->uid == target.uid) return c;
+    }
+    return nullptr;
   };
-  const std::optional<Connection> found = find_open();
+  const ConnectionPtr found = find_open();
   if (!found) {
     outcome.status =
         Status(StatusCode::kNotFound,
@@ -250,7 +258,7 @@ DisconnectOutcome Disconnect(const ConnectionRegistry& registry, CompanionLink* 
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   for (;;) {
-    const std::optional<Connection> now = find_open();
+    const ConnectionPtr now = find_open();
     if (!now || now->uid != found->uid) return outcome;
     if (std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

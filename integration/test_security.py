@@ -125,6 +125,7 @@ class TokenTest(unittest.TestCase):
 
     def test_read_token_on_an_admin_action_is_403(self):
         self.client("victim-403")
+        wait_for(lambda: self.connection("victim-403"), what="victim-403 listed")
         status, _, body = self.broker.http("/api/mqtt/connections/victim-403", method="DELETE",
                                            headers=bearer(READ_TOKEN))
         self.assertEqual(status, 403, body)
