@@ -24,10 +24,12 @@
 
 #include "companion/companion_link.h"
 #include "companion/connection_registry.h"
+#include "companion/detailed_source.h"
 #include "companion/http/connect_rpc_service.h"
 #include "companion/http/http_router.h"
 #include "companion/http/http_server.h"
 #include "companion/metrics.h"
+#include "companion/network_info.h"
 #include "link/broker_config.h"
 #include "link/clock.h"
 #include "link/plugin_options.h"
@@ -100,24 +102,6 @@ class SyncedSource : public ConnectionSource {
   const ConnectionRegistry& registry_;
 };
 
-// For the rich API: also traffic statistics and idle times. Idle times come from TCP_INFO,
-// which only the broker thread may read: ask it, and wait (up to about two TICKs) for its
-// answer; a broker too busy to answer in time leaves the last sampled values.
-class DetailedSource : public ConnectionSource {
- public:
-  DetailedSource(const ConnectionRegistry& registry, CompanionLink* link)
-      : registry_(registry), link_(link) {}
-  std::vector<Connection> Snapshot() const override {
-    registry_.WaitUntilSynced(std::chrono::seconds(2));
-    link_->RequestIdleTimes(std::chrono::milliseconds(300));
-    return registry_.DetailedSnapshot(NowNs());
-  }
-
- private:
-  const ConnectionRegistry& registry_;
-  CompanionLink* link_;
-};
-
 // The broker's listeners name each connection's listener (and tell TLS). The companion runs as
 // the broker's user, which could read the file when the plugin started.
 std::vector<ListenerConfig> ReadListeners(const std::string& path, CompanionLink* link) {
@@ -171,7 +155,10 @@ int Run(int argc, char** argv) {
   registry_options.stats_count = region->header()->stats_slots;
   ConnectionRegistry registry(registry_options);
   SyncedSource source(registry);
-  DetailedSource detailed_source(registry, &link);
+  NetworkInfoCacheOptions network_options;
+  network_options.log = [&link](const std::string& line) { link.Log(LogLevel::kWarning, line); };
+  NetworkInfoCache network(network_options);
+  DetailedSource detailed_source(registry, &network);
   const ConnectRpcService connect_service(detailed_source);
   MetricsExporter exporter(*region->header(), registry, options.node_id);
   HttpRouter router(

@@ -1,13 +1,12 @@
 // The companion's end of the shared region: reads the broker's events into the ConnectionRegistry,
-// reports its own state, asks for idle times, and sends log lines back for the broker's log.
+// reports its own state, and sends log lines back for the broker's log.
 // Every exchange with the broker goes through it.
 //
 // Threads: Poll on the companion's event thread; Log from any thread (a mutex makes the
-// commands ring single-producer); RequestIdleTimes from any thread; the Report* calls on the
+// commands ring single-producer); the Report* calls on the
 // main thread.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -31,11 +30,6 @@ class CompanionLink {
 
   // Queues a line for the broker's log; false when the commands ring is full (line dropped).
   bool Log(LogLevel level, const std::string& text);
-
-  // Asks the broker thread for fresh idle times in the statistics slots and waits up to
-  // `timeout` (polling every 2 ms) for its answer, given at its next TICK. Returns false when the
-  // broker did not answer in time (the slots keep their last samples). Any thread.
-  bool RequestIdleTimes(std::chrono::milliseconds timeout);
 
   void ReportServing(int port);
   // Tells the broker the event loop is alive (a stalled companion is restarted).

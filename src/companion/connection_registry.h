@@ -67,10 +67,11 @@ class ConnectionRegistry : public ConnectionSource {
   void RollStatisticsWindow(std::int64_t now_ns);
 
   // Every connection, open and recently closed, and every offline session, without traffic
-  // statistics or idle time.
+  // statistics.
   std::vector<Connection> Snapshot() const override;
-  // The same, with open connections' traffic and idle time read from the shared slots.
-  std::vector<Connection> DetailedSnapshot(std::int64_t now_ns) const;
+  // The same, with open connections' traffic read from the shared slots. Their idle time and
+  // network figures come from the kernel (NetworkInfoCache), not from here.
+  std::vector<Connection> DetailedSnapshot() const;
 
   std::size_t open_count() const;
   std::size_t offline_count() const;
@@ -96,8 +97,7 @@ class ConnectionRegistry : public ConnectionSource {
   Entry FromEvent(const OfflineSessionEvent& event) const;
   std::size_t CountLocked(ConnectionState state) const;
   // The slot's counters if it still belongs to `seq` (seqlock read).
-  std::optional<RequestStatistics> ReadTotals(const Entry& entry, std::int64_t* idle_ns,
-                                              std::int64_t now_ns) const;
+  std::optional<RequestStatistics> ReadTotals(const Entry& entry) const;
   void AddClosed(Connection connection);
   void ApplySettings(const SettingsEvent& settings, std::int64_t now_ns);
   void ExpireClosedLocked(std::int64_t now_ns);
