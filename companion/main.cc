@@ -1,6 +1,7 @@
 // The companion process: started by the plugin inside the broker, it maps the shared region,
 // keeps the ConnectionRegistry up to date from the broker's events and serves HTTP. Everything
-// network-facing lives here, so a crash or a slow request cannot touch the broker.
+// network-facing lives here, so a crash or a slow request cannot touch the broker. It runs at a
+// lower CPU priority than the broker (YieldToBroker).
 //
 // Threads: main() runs the event loop (ring -> ConnectionRegistry); libmicrohttpd's threads serve
 // HTTP.
@@ -10,12 +11,16 @@
 
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <string>
@@ -102,6 +107,37 @@ class SyncedSource : public ConnectionSource {
   const ConnectionRegistry& registry_;
 };
 
+// The companion yields the CPU to the broker: on a busy machine, API requests wait rather than
+// MQTT messages. Its nice value is set to the broker's + 10 (at most 19, the lowest priority).
+// On Linux a nice value belongs to a thread and threads inherit it when created, so this runs
+// before the HTTP server starts its threads. The companion stays in the broker's session, so
+// with autogrouping both share one scheduling group, where nice values compare. Returns a
+// warning for the broker's log, or empty.
+constexpr int kNiceAboveBroker = 10;
+constexpr int kLowestPriorityNice = 19;
+
+std::string YieldToBroker(pid_t broker_pid) {
+  errno = 0;
+  const int broker_nice = getpriority(PRIO_PROCESS, static_cast<id_t>(broker_pid));
+  if (broker_nice == -1 && errno != 0) {
+    return std::string("CPU priority unchanged: the broker's nice value: ") + std::strerror(errno);
+  }
+  const int wanted = std::min(broker_nice + kNiceAboveBroker, kLowestPriorityNice);
+  if (setpriority(PRIO_PROCESS, 0, wanted) != 0) {
+    return "CPU priority unchanged: nice " + std::to_string(wanted) + ": " + std::strerror(errno);
+  }
+  errno = 0;
+  const int own = getpriority(PRIO_PROCESS, 0);
+  if (own == -1 && errno != 0) {
+    return std::string("CPU priority unknown: ") + std::strerror(errno);
+  }
+  if (own <= broker_nice) {
+    return "the companion runs at nice " + std::to_string(own) + ", not below the broker's " +
+           std::to_string(broker_nice) + ": API requests compete with messages for the CPU";
+  }
+  return std::string();
+}
+
 // The broker's listeners name each connection's listener (and tell TLS). The companion runs as
 // the broker's user, which could read the file when the plugin started.
 std::vector<ListenerConfig> ReadListeners(const std::string& path, CompanionLink* link) {
@@ -132,6 +168,7 @@ int Run(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   signal(SIGTERM, OnStopSignal);
   signal(SIGINT, OnStopSignal);
+  const std::string priority_warning = YieldToBroker(arguments.broker_pid);
 
   std::unique_ptr<SharedRegion> region = SharedRegion::Attach(arguments.shared_fd, &error);
   if (!region) {
@@ -139,6 +176,7 @@ int Run(int argc, char** argv) {
     return 1;
   }
   CompanionLink link(region.get());
+  if (!priority_warning.empty()) link.Log(LogLevel::kWarning, priority_warning);
 
   PluginOptions options;
   if (!ParsePluginOptions(arguments.options, &options, &error)) {

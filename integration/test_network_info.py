@@ -1,6 +1,7 @@
 """networkInfo and idleDuration of open connections in ListConnections, against the real broker:
 the companion reads them from the kernel (sock_diag netlink) by itself, so a request needs
-nothing of the broker thread and waits for no TICK."""
+nothing of the broker thread and waits for no TICK; and the companion runs at a lower CPU
+priority than the broker."""
 
 import json
 import os
@@ -22,6 +23,14 @@ DUMP_MAX_AGE = 1.0
 
 def seconds(duration):
     return float(duration[:-1])
+
+
+def nice_of(pid, tid=None):
+    """The nice value in /proc/PID[/task/TID]/stat (field 19; the name may hold spaces)."""
+    path = f"/proc/{pid}/stat" if tid is None else f"/proc/{pid}/task/{tid}/stat"
+    with open(path) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[16])  # fields[0] is field 3, the state
 
 
 def publish_packet(topic, payload):
@@ -122,6 +131,16 @@ class NetworkInfoTest(SharedBrokerTestCase):
         finally:
             os.kill(self.broker.process.pid, signal.SIGCONT)
         self.assertLess(statistics.median(durations), 0.100, durations)
+
+    def test_the_companion_runs_at_a_lower_cpu_priority_than_the_broker(self):
+        broker_nice = nice_of(self.broker.process.pid)
+        companion = self.broker.companion_pid
+        self.assertIn(companion, self.broker.companion_pids())
+        threads = os.listdir(f"/proc/{companion}/task")
+        self.assertGreater(len(threads), 1)  # the HTTP server's threads are there
+        for tid in threads:
+            self.assertGreater(nice_of(companion, tid), broker_nice, f"thread {tid}")
+        self.assertEqual(nice_of(companion), min(broker_nice + 10, 19))
 
 
 if __name__ == "__main__":
