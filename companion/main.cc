@@ -3,8 +3,8 @@
 // network-facing lives here, so a crash or a slow request cannot touch the broker. It runs at a
 // lower CPU priority than the broker (YieldToBroker).
 //
-// Threads: main() runs the event loop (ring -> ConnectionRegistry); libmicrohttpd's threads serve
-// HTTP.
+// Threads: main() runs the event loop (ring -> ConnectionRegistry, and the sock_diag dumps kept
+// fresh while the rich API is in use); libmicrohttpd's threads serve HTTP.
 //
 // Usage (the plugin starts it): mosquitto_connections_companion --shared-fd=3 --broker-pid=PID
 //   [--broker-config=PATH] -- key=value ...   (the plugin_opt_ options of mosquitto.conf)
@@ -239,6 +239,8 @@ int Run(int argc, char** argv) {
       next_expiry_ns = now + 1000000000;
     }
     registry.RollStatisticsWindow(now);
+    // While the rich API is in use, the next sock_diag dump is taken here, ahead of requests.
+    network.RefreshIfDue();
     std::this_thread::sleep_for(std::chrono::milliseconds(applied > 0 ? 1 : 10));
   }
   return 0;

@@ -175,6 +175,8 @@ class FieldsTest(unittest.TestCase):
 
     def test_get_form_matches_post(self):
         Client(self.broker, "get-form", version=4)
+        # Announced at the broker's next callback after the CONNACK: wait until it is listed.
+        wait_for(lambda: by_client(self.broker, "get-form"), what="get-form listed")
         message = json.dumps({"filter": 'client_id = "get-form"'})
         for query in (f"connect=v1&encoding=json&message={urllib.parse.quote(message)}",
                       "connect=v1&encoding=json&base64=1&message=" +
@@ -275,6 +277,10 @@ class PagingTest(unittest.TestCase):
                             stayed.discard(gone)
                             new_id = f"page-new-{round_}"
                             sockets[new_id], _ = raw_connect(broker, new_id, keepalive=120)
+                            # Listed from the broker's next callback (a TICK for a silent
+                            # client); the next round expects it.
+                            wait_for(lambda: connections(broker, f'client_id = "{new_id}"'),
+                                     what=f"{new_id} listed")
                         if not token:
                             break
                         self.assertLess(pages, 50)

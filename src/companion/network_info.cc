@@ -10,6 +10,8 @@
 #include <iterator>
 #include <utility>
 
+#include "link/clock.h"
+
 namespace mqc {
 namespace {
 
@@ -172,31 +174,44 @@ std::int64_t NetworkInfoCache::Now() const {
       .count();
 }
 
+std::int64_t NetworkInfoCache::WallNow() const {
+  return options_.wall_clock ? options_.wall_clock() : NowNs();
+}
+
 void NetworkInfoCache::LogOnce(bool* told, const std::string& line) {
   if (*told) return;
   *told = true;
   if (options_.log) options_.log(line);
 }
 
-NetworkInfoCache::Dump NetworkInfoCache::Take(const std::vector<std::uint16_t>& ports,
-                                              std::size_t open_connections) {
+SockDiagResult NetworkInfoCache::RunDump(const std::vector<std::uint16_t>& ports,
+                                         std::size_t open_connections,
+                                         std::size_t* max_sockets) const {
   SockDiagOptions request;
   if (ports.size() <= kMaxFilterPorts) request.local_ports = ports;
   request.max_sockets = 2 * open_connections + kSpareSockets;
   request.timeout_ms =
       kDumpTimeoutBaseMs + static_cast<int>(open_connections / kConnectionsPerExtraMs);
-  const SockDiagResult result = options_.dump ? options_.dump(request) : DumpTcpSockets(request);
+  *max_sockets = request.max_sockets;
+  return options_.dump ? options_.dump(request) : DumpTcpSockets(request);
+}
+
+NetworkInfoCache::Dump NetworkInfoCache::Record(const SockDiagResult& result,
+                                                std::vector<std::uint16_t> ports,
+                                                std::size_t max_sockets, std::int64_t taken_ns,
+                                                std::int64_t began_wall_ns) {
   ++dumps_;
   Dump dump;
-  dump.taken_ns = Now();
-  dump.ports = ports;
+  dump.taken_ns = taken_ns;
+  dump.began_wall_ns = began_wall_ns;
+  dump.ports = std::move(ports);
   if (!result.ok()) {
     LogOnce(&told_failure_, "networkInfo and idleDuration unknown: " + result.error +
                                 " (told once; tried again at most once a second)");
     return dump;
   }
   if (result.truncated) {
-    LogOnce(&told_truncated_, "sock_diag: more than " + std::to_string(request.max_sockets) +
+    LogOnce(&told_truncated_, "sock_diag: more than " + std::to_string(max_sockets) +
                                   " sockets on the listeners' ports; networkInfo left out for "
                                   "the rest (told once)");
   }
@@ -207,10 +222,12 @@ NetworkInfoCache::Dump NetworkInfoCache::Take(const std::vector<std::uint16_t>& 
 void NetworkInfoCache::Fill(std::vector<Connection>* connections) {
   std::vector<std::uint16_t> ports;
   std::size_t open = 0;
+  std::int64_t newest_open_ns = 0;
   for (const Connection& c : *connections) {
     if (!IsOpenTcp(c)) continue;
     ++open;
     ports.push_back(static_cast<std::uint16_t>(c.local_port));
+    newest_open_ns = std::max(newest_open_ns, c.open_time_ns);
   }
   if (open == 0) return;
   std::sort(ports.begin(), ports.end());
@@ -221,8 +238,13 @@ void NetworkInfoCache::Fill(std::vector<Connection>* connections) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const std::int64_t now = Now();
+    last_request_ns_ = now;
+    last_open_ = open;
+    const std::int64_t age = now - last_.taken_ns;
+    const bool misses_new_connection =
+        newest_open_ns >= last_.began_wall_ns && age >= options_.new_connection_min_age_ns;
     const bool fresh =
-        have_dump_ && now - last_.taken_ns < options_.max_age_ns &&
+        have_dump_ && age < options_.max_age_ns && !misses_new_connection &&
         std::includes(last_.ports.begin(), last_.ports.end(), ports.begin(), ports.end());
     if (!fresh) {
       // The listeners' ports are few and stable: keep covering those seen before, so that
@@ -230,7 +252,10 @@ void NetworkInfoCache::Fill(std::vector<Connection>* connections) {
       std::vector<std::uint16_t> covered;
       std::set_union(ports.begin(), ports.end(), last_.ports.begin(), last_.ports.end(),
                      std::back_inserter(covered));
-      last_ = Take(covered, open);
+      std::size_t max_sockets = 0;
+      const std::int64_t began_wall_ns = WallNow();
+      const SockDiagResult result = RunDump(covered, open, &max_sockets);
+      last_ = Record(result, std::move(covered), max_sockets, Now(), began_wall_ns);
       have_dump_ = true;
     }
     index = last_.index;
@@ -238,6 +263,30 @@ void NetworkInfoCache::Fill(std::vector<Connection>* connections) {
   }
   if (index == nullptr) return;
   FillNetworkInfo(*index, Now() - taken_ns, connections);
+}
+
+void NetworkInfoCache::RefreshIfDue() {
+  std::vector<std::uint16_t> ports;
+  std::size_t open = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const std::int64_t now = Now();
+    if (!have_dump_ || now - last_request_ns_ >= options_.keep_fresh_ns) return;
+    if (now - last_.taken_ns < options_.max_age_ns / 4 * 3) return;
+    ports = last_.ports;
+    open = last_open_;
+  }
+  std::size_t max_sockets = 0;
+  const std::int64_t began_wall_ns = WallNow();
+  const SockDiagResult result = RunDump(ports, open, &max_sockets);
+  const std::int64_t taken_ns = Now();
+  std::lock_guard<std::mutex> lock(mutex_);
+  Dump dump = Record(result, std::move(ports), max_sockets, taken_ns, began_wall_ns);
+  // A request's own dump meanwhile may be newer, or cover a new listener: keep that one.
+  if (dump.taken_ns >= last_.taken_ns &&
+      std::includes(dump.ports.begin(), dump.ports.end(), last_.ports.begin(), last_.ports.end())) {
+    last_ = std::move(dump);
+  }
 }
 
 std::uint64_t NetworkInfoCache::dumps() const {

@@ -12,10 +12,14 @@
 //
 // NetworkInfoCache keeps one dump for a short time (1 s by default), so that a burst of
 // requests costs one dump: each request that needs the figures reuses a dump younger than that,
-// and the durations (since last receive, since last send) are advanced by the dump's age.
+// and the durations (since last receive, since last send) are advanced by the dump's age. While
+// requests keep coming (within 10 s), the companion's event loop takes the next dump before
+// the last is a second old (RefreshIfDue), so that only the first request after a quiet spell
+// waits for one.
 //
 // Threads: MatchSockets and SocketIndex are plain values. NetworkInfoCache::Fill from any
-// thread, several at once: one dumps, the others wait for its result.
+// thread, several at once: one dumps, the others wait for its result; RefreshIfDue from one
+// thread, dumping without the lock.
 #pragma once
 
 #include <array>
@@ -80,10 +84,18 @@ void MatchSockets(const std::vector<TcpSocketInfo>& sockets, std::int64_t age_ns
 struct NetworkInfoCacheOptions {
   // A dump younger than this serves every request; an older one is taken again.
   std::int64_t max_age_ns = 1'000'000'000;
+  // While requests came within this time, RefreshIfDue keeps the dump fresh in the background
+  // (at three quarters of max_age_ns), so that those requests wait for no dump.
+  std::int64_t keep_fresh_ns = 10'000'000'000;
   // Empty: DumpTcpSockets. Tests give a stand-in.
   std::function<SockDiagResult(const SockDiagOptions&)> dump;
+  // A connection opened after the last dump began makes a request take a new one, once the
+  // last is this old (so that churn costs at most one dump per this time).
+  std::int64_t new_connection_min_age_ns = 250'000'000;
   // Steady clock in nanoseconds. Empty: std::chrono::steady_clock.
   std::function<std::int64_t()> clock;
+  // Unix time in nanoseconds, the clock of Connection::open_time_ns. Empty: NowNs.
+  std::function<std::int64_t()> wall_clock;
   // Where trouble is told, once per kind (a failed dump, a truncated one). May be empty.
   std::function<void(const std::string&)> log;
 };
@@ -94,10 +106,16 @@ class NetworkInfoCache {
 
   // Fills `network` and `idle_ns` of the open connections of *connections from a dump at most
   // max_age_ns old, taking a new one when the last is older or did not cover their local ports
-  // (a new one covers those and every port covered before). No open connection with a known port: no dump. A
-  // failed dump leaves the fields unknown, is told once, and is not tried again before
+  // (a new one covers those and every port covered before), or when one of them opened after
+  // the last began and that is new_connection_min_age_ns old. No open connection with a known port:
+  // no dump. A failed dump leaves the fields unknown, is told once, and is not tried again before
   // max_age_ns has passed; it never fails the caller.
   void Fill(std::vector<Connection>* connections);
+
+  // Called often from one thread (the companion's event loop): while requests keep coming
+  // (within keep_fresh_ns), takes the next dump before the last is max_age_ns old, of the ports
+  // the last covered, without holding up the requests meanwhile. Otherwise does nothing.
+  void RefreshIfDue();
 
   // Dumps taken so far (successful or not).
   std::uint64_t dumps() const;
@@ -106,16 +124,25 @@ class NetworkInfoCache {
   struct Dump {
     std::shared_ptr<const SocketIndex> index;  // null: the dump failed
     std::int64_t taken_ns = 0;
+    std::int64_t began_wall_ns = 0;    // Unix time when the dump began
     std::vector<std::uint16_t> ports;  // sorted local ports it covered
   };
   std::int64_t Now() const;
-  Dump Take(const std::vector<std::uint16_t>& ports, std::size_t open_connections);
+  std::int64_t WallNow() const;
+  // The dump itself: reads only options_, so it may run without the lock.
+  SockDiagResult RunDump(const std::vector<std::uint16_t>& ports, std::size_t open_connections,
+                         std::size_t* max_sockets) const;
+  // Under the lock: counts the dump, tells trouble once, and returns what it serves.
+  Dump Record(const SockDiagResult& result, std::vector<std::uint16_t> ports,
+              std::size_t max_sockets, std::int64_t taken_ns, std::int64_t began_wall_ns);
   void LogOnce(bool* told, const std::string& line);
 
   const NetworkInfoCacheOptions options_;
-  mutable std::mutex mutex_;  // guards everything below; held during a dump
+  mutable std::mutex mutex_;  // guards everything below; held during a request's own dump
   bool have_dump_ = false;
   Dump last_;
+  std::int64_t last_request_ns_ = 0;
+  std::size_t last_open_ = 0;  // open TCP connections of the last request
   std::uint64_t dumps_ = 0;
   bool told_failure_ = false;
   bool told_truncated_ = false;

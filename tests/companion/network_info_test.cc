@@ -148,6 +148,7 @@ class NetworkInfoCacheTest : public ::testing::Test {
     NetworkInfoCacheOptions options;
     options.max_age_ns = 1000 * kMs;
     options.clock = [this] { return now_; };
+    options.wall_clock = [this] { return wall_offset_ + now_; };
     options.dump = [this](const SockDiagOptions& request) {
       requests_.push_back(request);
       SockDiagResult result;
@@ -170,6 +171,7 @@ class NetworkInfoCacheTest : public ::testing::Test {
   }
 
   std::int64_t now_ = 5'000 * kMs;
+  std::int64_t wall_offset_ = 1'767'225'600'000 * kMs;  // 2026-01-01T00:00:00Z at now_ 0
   std::uint32_t rtt_ = 40;
   std::string error_;
   std::vector<SockDiagOptions> requests_;
@@ -191,6 +193,55 @@ TEST_F(NetworkInfoCacheTest, ABurstOfRequestsCostsOneDump) {
   EXPECT_GT(requests_[0].timeout_ms, 0);
   now_ += 1 * kMs;  // a second old: taken again
   EXPECT_EQ(Fill(&cache)[0].network.rtt_us, 41u);
+  EXPECT_EQ(cache.dumps(), 2u);
+}
+
+// While requests keep coming the event loop dumps ahead of them; after a quiet spell it stops.
+TEST_F(NetworkInfoCacheTest, RequestsInUseKeepTheDumpFreshInTheBackground) {
+  NetworkInfoCache cache(Options());
+  cache.RefreshIfDue();  // nothing asked yet
+  EXPECT_EQ(cache.dumps(), 0u);
+  Fill(&cache);  // the first request dumps
+  now_ += 700 * kMs;
+  cache.RefreshIfDue();
+  EXPECT_EQ(cache.dumps(), 1u);
+  now_ += 100 * kMs;  // three quarters of a second old
+  rtt_ = 41;
+  cache.RefreshIfDue();
+  EXPECT_EQ(cache.dumps(), 2u);
+  EXPECT_THAT(requests_.back().local_ports, ::testing::ElementsAre(1883));
+  now_ += 900 * kMs;  // 1.7 s after the first dump, 0.9 s after the second: no wait
+  const std::vector<Connection> later = Fill(&cache);
+  EXPECT_EQ(later[0].network.rtt_us, 41u);
+  EXPECT_EQ(later[0].network.since_last_receive_ns, (1500 + 900) * kMs);
+  EXPECT_EQ(cache.dumps(), 2u);
+  for (int i = 0; i < 20; ++i) {  // 20 s without a request
+    now_ += 1000 * kMs;
+    cache.RefreshIfDue();
+  }
+  EXPECT_LE(cache.dumps(), 2u + 10u);  // kept fresh for 10 s after the last request, then not
+  const std::uint64_t quiet = cache.dumps();
+  now_ += 5000 * kMs;
+  cache.RefreshIfDue();
+  EXPECT_EQ(cache.dumps(), quiet);
+}
+
+// A client that connected after the dump began is not in it: a request takes a new dump for it,
+// once the last is a quarter second old (churn costs at most four dumps a second).
+TEST_F(NetworkInfoCacheTest, AConnectionNewerThanTheDumpTakesANewOneAfterAQuarterSecond) {
+  NetworkInfoCache cache(Options());
+  Fill(&cache);
+  Connection newer = Open("127.0.0.1", 50000, 1883);
+  newer.open_time_ns = wall_offset_ + now_ + 1;
+  std::vector<Connection> connections = {newer};
+  now_ += 200 * kMs;
+  cache.Fill(&connections);
+  EXPECT_EQ(cache.dumps(), 1u);
+  now_ += 50 * kMs;
+  cache.Fill(&connections);
+  EXPECT_EQ(cache.dumps(), 2u);
+  now_ += 300 * kMs;  // in the new dump now: no more
+  cache.Fill(&connections);
   EXPECT_EQ(cache.dumps(), 2u);
 }
 
