@@ -66,7 +66,10 @@ class FieldsTest(unittest.TestCase):
 
         def settled():
             c = by_client(self.broker, "rich-alice")
-            return c if c and c["totalRequestStatistics"]["deliverCount"] == "3" else None
+            # idleDuration comes with the first sock_diag dump after the client connected (at
+            # most a quarter second on).
+            return c if c and c["totalRequestStatistics"]["deliverCount"] == "3" and \
+                "idleDuration" in c else None
         c = wait_for(settled, what="alice's statistics")
         self.assertEqual(c["nodeId"], 7)
         self.assertRegex(c["uid"], UUID4)
