@@ -241,8 +241,10 @@ void NetworkInfoCache::Fill(std::vector<Connection>* connections) {
     last_request_ns_ = now;
     last_open_ = open;
     const std::int64_t age = now - last_.taken_ns;
-    const bool misses_new_connection =
-        newest_open_ns >= last_.began_wall_ns && age >= options_.new_connection_min_age_ns;
+    // (A failed dump waits its second whatever comes.)
+    const bool misses_new_connection = last_.index != nullptr &&
+                                       newest_open_ns >= last_.began_wall_ns &&
+                                       age >= options_.new_connection_min_age_ns;
     const bool fresh =
         have_dump_ && age < options_.max_age_ns && !misses_new_connection &&
         std::includes(last_.ports.begin(), last_.ports.end(), ports.begin(), ports.end());
@@ -271,7 +273,9 @@ void NetworkInfoCache::RefreshIfDue() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const std::int64_t now = Now();
-    if (!have_dump_ || now - last_request_ns_ >= options_.keep_fresh_ns) return;
+    // After a failure the next request tries again, a second on.
+    if (!have_dump_ || last_.index == nullptr) return;
+    if (now - last_request_ns_ >= options_.keep_fresh_ns) return;
     if (now - last_.taken_ns < options_.max_age_ns / 4 * 3) return;
     ports = last_.ports;
     open = last_open_;

@@ -276,8 +276,14 @@ TEST_F(NetworkInfoCacheTest, AFailedDumpLeavesTheFieldsUnknownIsToldOnceAndWaits
   EXPECT_FALSE(connections[0].network.known);
   EXPECT_EQ(connections[0].idle_ns, -1);
   Fill(&cache);
+  now_ += 500 * kMs;
+  Connection newer = Open("127.0.0.1", 50001, 1883);  // not even for a new client
+  newer.open_time_ns = wall_offset_ + now_;
+  std::vector<Connection> with_newer = {newer};
+  cache.Fill(&with_newer);
+  cache.RefreshIfDue();
   EXPECT_EQ(cache.dumps(), 1u);  // not tried again for every request
-  now_ += 1000 * kMs;
+  now_ += 500 * kMs;
   Fill(&cache);
   EXPECT_EQ(cache.dumps(), 2u);
   ASSERT_EQ(log_.size(), 1u);
