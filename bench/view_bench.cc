@@ -48,17 +48,18 @@ int Fail(const std::string& message) {
   return 1;
 }
 
-// The registry as the companion's views see it (companion/main.cc's sources, without the link).
+// The registry as the companion's views see it (src/companion/detailed_source.h, without the
+// kernel's network figures: in process there are no sockets to read).
 class RegistrySource : public ConnectionSource {
  public:
   explicit RegistrySource(const ConnectionRegistry& registry) : registry_(registry) {}
-  std::vector<Connection> Snapshot() const override { return registry_.DetailedSnapshot(NowNs()); }
+  std::vector<Connection> Snapshot() const override { return registry_.DetailedSnapshot(); }
   ConnectionList SharedSnapshot() const override { return registry_.SharedSnapshot(); }
   std::vector<ConnectionPtr> FindByClientId(std::string_view client_id) const override {
     return registry_.FindByClientId(client_id);
   }
   void AddDetails(std::vector<Connection>* connections) const override {
-    registry_.AddDetails(connections, NowNs());
+    registry_.AddDetails(connections);
   }
 
  private:

@@ -1,9 +1,10 @@
 // The companion process: started by the plugin inside the broker, it maps the shared region,
 // keeps the ConnectionRegistry up to date from the broker's events and serves HTTP. Everything
-// network-facing lives here, so a crash or a slow request cannot touch the broker.
+// network-facing lives here, so a crash or a slow request cannot touch the broker. It runs at a
+// lower CPU priority than the broker (YieldToBroker).
 //
-// Threads: main() runs the event loop (ring -> ConnectionRegistry); libmicrohttpd's threads serve
-// HTTP.
+// Threads: main() runs the event loop (ring -> ConnectionRegistry, and the sock_diag dumps kept
+// fresh while the rich API is in use); libmicrohttpd's threads serve HTTP.
 //
 // Usage (the plugin starts it): mosquitto_connections_companion --shared-fd=3 --broker-pid=PID
 //   [--broker-config=PATH] -- key=value ...   (the plugin_opt_ options of mosquitto.conf)
@@ -16,9 +17,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <fstream>
 #include <iterator>
@@ -32,6 +35,7 @@
 
 #include "companion/companion_link.h"
 #include "companion/connection_registry.h"
+#include "companion/detailed_source.h"
 #include "companion/http/access_tokens.h"
 #include "companion/http/connect_rpc_service.h"
 #include "companion/http/disconnect_view.h"
@@ -39,6 +43,7 @@
 #include "companion/http/http_server.h"
 #include "companion/http/json_util.h"
 #include "companion/metrics.h"
+#include "companion/network_info.h"
 #include "link/broker_config.h"
 #include "link/clock.h"
 #include "link/plugin_options.h"
@@ -119,36 +124,36 @@ class SyncedSource : public ConnectionSource {
   const ConnectionRegistry& registry_;
 };
 
-// For the rich API: also traffic statistics and idle times. Idle times come from TCP_INFO,
-// which only the broker thread may read: ask it, and wait (up to about two TICKs) for its
-// answer; a broker too busy to answer in time leaves the last sampled values.
-class DetailedSource : public ConnectionSource {
- public:
-  DetailedSource(const ConnectionRegistry& registry, CompanionLink* link)
-      : registry_(registry), link_(link) {}
-  std::vector<Connection> Snapshot() const override {
-    registry_.WaitUntilSynced(std::chrono::seconds(2));
-    link_->RequestIdleTimes(std::chrono::milliseconds(300));
-    return registry_.DetailedSnapshot(NowNs());
-  }
-  // The fast path (connection_query.h): stored connections, then details for the page only.
-  ConnectionList SharedSnapshot() const override {
-    registry_.WaitUntilSynced(std::chrono::seconds(2));
-    return registry_.SharedSnapshot();
-  }
-  std::vector<ConnectionPtr> FindByClientId(std::string_view client_id) const override {
-    registry_.WaitUntilSynced(std::chrono::seconds(2));
-    return registry_.FindByClientId(client_id);
-  }
-  void AddDetails(std::vector<Connection>* connections) const override {
-    link_->RequestIdleTimes(std::chrono::milliseconds(300));
-    registry_.AddDetails(connections, NowNs());
-  }
+// The companion yields the CPU to the broker: on a busy machine, API requests wait rather than
+// MQTT messages. Its nice value is set to the broker's + 10 (at most 19, the lowest priority).
+// On Linux a nice value belongs to a thread and threads inherit it when created, so this runs
+// before the HTTP server starts its threads. The companion stays in the broker's session, so
+// with autogrouping both share one scheduling group, where nice values compare. Returns a
+// warning for the broker's log, or empty.
+constexpr int kNiceAboveBroker = 10;
+constexpr int kLowestPriorityNice = 19;
 
- private:
-  const ConnectionRegistry& registry_;
-  CompanionLink* link_;
-};
+std::string YieldToBroker(pid_t broker_pid) {
+  errno = 0;
+  const int broker_nice = getpriority(PRIO_PROCESS, static_cast<id_t>(broker_pid));
+  if (broker_nice == -1 && errno != 0) {
+    return std::string("CPU priority unchanged: the broker's nice value: ") + std::strerror(errno);
+  }
+  const int wanted = std::min(broker_nice + kNiceAboveBroker, kLowestPriorityNice);
+  if (setpriority(PRIO_PROCESS, 0, wanted) != 0) {
+    return "CPU priority unchanged: nice " + std::to_string(wanted) + ": " + std::strerror(errno);
+  }
+  errno = 0;
+  const int own = getpriority(PRIO_PROCESS, 0);
+  if (own == -1 && errno != 0) {
+    return std::string("CPU priority unknown: ") + std::strerror(errno);
+  }
+  if (own <= broker_nice) {
+    return "the companion runs at nice " + std::to_string(own) + ", not below the broker's " +
+           std::to_string(broker_nice) + ": API requests compete with messages for the CPU";
+  }
+  return std::string();
+}
 
 // The broker's listeners name each connection's listener (and tell TLS). The companion runs as
 // the broker's user, which could read the file when the plugin started.
@@ -286,6 +291,7 @@ int Run(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   signal(SIGTERM, OnStopSignal);
   signal(SIGINT, OnStopSignal);
+  const std::string priority_warning = YieldToBroker(arguments.broker_pid);
 
   std::unique_ptr<SharedRegion> region = SharedRegion::Attach(arguments.shared_fd, &error);
   if (!region) {
@@ -293,6 +299,7 @@ int Run(int argc, char** argv) {
     return 1;
   }
   CompanionLink link(region.get());
+  if (!priority_warning.empty()) link.Log(LogLevel::kWarning, priority_warning);
 
   PluginOptions options;
   if (!ParsePluginOptions(arguments.options, &options, &error)) {
@@ -309,7 +316,10 @@ int Run(int argc, char** argv) {
   registry_options.stats_count = region->header()->stats_slots;
   ConnectionRegistry registry(registry_options);
   SyncedSource source(registry);
-  DetailedSource detailed_source(registry, &link);
+  NetworkInfoCacheOptions network_options;
+  network_options.log = [&link](const std::string& line) { link.Log(LogLevel::kWarning, line); };
+  NetworkInfoCache network(network_options);
+  DetailedSource detailed_source(registry, &network);
   const ConnectRpcService connect_service(detailed_source);
   MetricsExporter exporter(*region->header(), registry, options.node_id);
   HttpRouter router(
@@ -399,6 +409,8 @@ int Run(int argc, char** argv) {
       next_expiry_ns = now + 1000000000;
     }
     registry.RollStatisticsWindow(now);
+    // While the rich API is in use, the next sock_diag dump is taken here, ahead of requests.
+    network.RefreshIfDue();
     std::this_thread::sleep_for(std::chrono::milliseconds(applied > 0 ? 1 : 10));
   }
   return 0;

@@ -314,10 +314,6 @@ int OnTick(int /*event*/, void* /*event_data*/, void* userdata) {
     state->companion->Tick(now);  // delays and stall checks: no wall-clock jumps
     state->traffic->OnTick(now);
     state->sessions->ExpireOffline(NowNs());
-    // TCP_INFO of every open connection, only when the companion asked (a syscall each).
-    state->link->AnswerIdleRequest(
-        *state->sessions,
-        [](const void* client) { return IdleMs(static_cast<const mosquitto*>(client)); }, NowNs);
     if (state->companion->serving()) state->link->ResyncStep(state->sessions.get());
     state->link->ReleaseReadPages();
   } catch (...) {

@@ -146,16 +146,6 @@ class SessionTable {
   bool ContinueFullState();
   bool full_state_active() const { return resync_active_; }
 
-  // Calls `visit(client, stats)` for every open connection that has a statistics slot.
-  template <typename Visit>
-  void ForEachOpenWithStats(Visit visit) const {
-    for (const auto& [client, connection] : open_) {
-      if (connection.stats_slot != kNoStatsSlot) {
-        visit(client, &stats_[connection.stats_slot]);
-      }
-    }
-  }
-
   std::size_t open_count() const { return open_.size(); }
   std::size_t offline_count() const { return offline_.size(); }
   bool IsOpen(const void* client) const { return open_.count(client) != 0; }

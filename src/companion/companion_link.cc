@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <string_view>
-#include <thread>
 
 namespace mqc {
 
@@ -12,18 +11,6 @@ CompanionLink::CompanionLink(SharedRegion* region)
       events_(&region->header()->events, region->events_data(), region->header()->events_capacity),
       commands_(&region->header()->commands, region->commands_data(),
                 region->header()->commands_capacity) {}
-
-bool CompanionLink::RequestIdleTimes(std::chrono::milliseconds timeout) {
-  SharedHeader* shared = region_->header();
-  const std::uint64_t request =
-      shared->companion.idle_requested.fetch_add(1, std::memory_order_acq_rel) + 1;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (shared->broker.idle_sampled.load(std::memory_order_acquire) < request) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
-}
 
 void CompanionLink::Begin() {
   events_.SkipToHead();

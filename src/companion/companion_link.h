@@ -1,14 +1,12 @@
 // The companion's end of the shared region: reads the broker's events into the ConnectionRegistry,
-// reports its own state, asks for idle times, and sends log lines back for the broker's log.
+// reports its own state, and sends log lines back for the broker's log.
 // Every exchange with the broker goes through it.
 //
 // Threads: Poll and settings_seen on the companion's event thread; Log and RequestKick from any
-// thread (a mutex makes the
-// commands ring single-producer); RequestIdleTimes from any thread; the Report* calls on the
+// thread (a mutex makes the commands ring single-producer); the Report* calls on the
 // main thread.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -39,11 +37,6 @@ class CompanionLink {
 
   // How many settings records (sent at every configuration reload) Poll has read so far.
   std::uint64_t settings_seen() const { return settings_seen_; }
-
-  // Asks the broker thread for fresh idle times in the statistics slots and waits up to
-  // `timeout` (polling every 2 ms) for its answer, given at its next TICK. Returns false when the
-  // broker did not answer in time (the slots keep their last samples). Any thread.
-  bool RequestIdleTimes(std::chrono::milliseconds timeout);
 
   void ReportServing(int port);
   // Tells the broker the event loop is alive (a stalled companion is restarted).

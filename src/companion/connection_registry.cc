@@ -101,6 +101,7 @@ ConnectionRegistry::Entry ConnectionRegistry::FromEvent(const ConnectionEvent& e
   c.keep_alive = event.keep_alive;
   c.ip_address = event.ip_address;
   c.port = event.port;
+  c.local_port = event.local_port;
   for (const ListenerConfig& listener : options_.listeners) {
     if (event.local_port != 0 && listener.port == event.local_port) {
       c.listener_name = ListenerName(listener);
@@ -148,8 +149,7 @@ bool ConnectionRegistry::Apply(EventType type, std::string_view payload, std::in
         AddClosed(std::move(entry.connection));
       } else {
         // Traffic before this moment belongs to no complete window this companion saw.
-        std::int64_t idle_ns = -1;
-        entry.window_start = ReadTotals(entry, &idle_ns, now_ns).value_or(RequestStatistics{});
+        entry.window_start = ReadTotals(entry).value_or(RequestStatistics{});
         Put(&Target(), event.seq, std::move(entry));
       }
       return true;
@@ -251,9 +251,7 @@ bool ConnectionRegistry::Apply(EventType type, std::string_view payload, std::in
   return false;
 }
 
-std::optional<RequestStatistics> ConnectionRegistry::ReadTotals(const Entry& entry,
-                                                                std::int64_t* idle_ns,
-                                                                std::int64_t now_ns) const {
+std::optional<RequestStatistics> ConnectionRegistry::ReadTotals(const Entry& entry) const {
   if (options_.stats == nullptr || entry.stats_slot == kNoStatsSlot) return std::nullopt;
   StatsSlotValues slot;
   if (!ReadStatsSlot(options_.stats[entry.stats_slot], entry.connection->seq, &slot)) {
@@ -265,12 +263,6 @@ std::optional<RequestStatistics> ConnectionRegistry::ReadTotals(const Entry& ent
   totals.deliver_count = slot.deliver_count;
   totals.deliver_bytes = slot.deliver_bytes;
   totals.request_count = slot.request_count;
-  const std::uint64_t idle_ms = slot.idle_ms;
-  const std::uint64_t sampled_ns = slot.idle_sampled_ns;
-  if (sampled_ns != 0) {
-    const std::int64_t since = now_ns - static_cast<std::int64_t>(sampled_ns);
-    *idle_ns = static_cast<std::int64_t>(idle_ms) * 1000000 + std::max<std::int64_t>(since, 0);
-  }
   return totals;
 }
 
@@ -284,8 +276,7 @@ void ConnectionRegistry::RollStatisticsWindow(std::int64_t now_ns) {
   window_minute_ = minute;
   if (first) return;
   for (auto& [seq, entry] : open_) {
-    std::int64_t idle_ns = -1;
-    const std::optional<RequestStatistics> totals = ReadTotals(entry, &idle_ns, now_ns);
+    const std::optional<RequestStatistics> totals = ReadTotals(entry);
     if (!totals) continue;
     entry.recent = complete ? Minus(*totals, entry.window_start) : RequestStatistics{};
     entry.window_start = *totals;
@@ -348,18 +339,14 @@ std::vector<Connection> ConnectionRegistry::Snapshot() const {
   return all;
 }
 
-std::vector<Connection> ConnectionRegistry::DetailedSnapshot(std::int64_t now_ns) const {
+std::vector<Connection> ConnectionRegistry::DetailedSnapshot() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<Connection> all;
   all.reserve(open_.size() + closed_.size());
   for (const auto& [seq, entry] : open_) {
     all.push_back(*entry.connection);
     all.back().recent_statistics = entry.recent;
-    std::int64_t idle_ns = -1;
-    if (auto totals = ReadTotals(entry, &idle_ns, now_ns)) {
-      all.back().total_statistics = *totals;
-      all.back().idle_ns = idle_ns;
-    }
+    if (auto totals = ReadTotals(entry)) all.back().total_statistics = *totals;
   }
   for (const ConnectionPtr& connection : closed_) all.push_back(*connection);
   return all;
@@ -384,19 +371,14 @@ std::vector<ConnectionPtr> ConnectionRegistry::FindByClientId(std::string_view c
   return found;
 }
 
-void ConnectionRegistry::AddDetails(std::vector<Connection>* connections,
-                                    std::int64_t now_ns) const {
+void ConnectionRegistry::AddDetails(std::vector<Connection>* connections) const {
   std::lock_guard<std::mutex> lock(mutex_);
   for (Connection& connection : *connections) {
     if (connection.state != ConnectionState::kOpen) continue;
     auto it = open_.find(connection.seq);
     if (it == open_.end()) continue;
     connection.recent_statistics = it->second.recent;
-    std::int64_t idle_ns = -1;
-    if (auto totals = ReadTotals(it->second, &idle_ns, now_ns)) {
-      connection.total_statistics = *totals;
-      connection.idle_ns = idle_ns;
-    }
+    if (auto totals = ReadTotals(it->second)) connection.total_statistics = *totals;
   }
 }
 

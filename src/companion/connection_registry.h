@@ -76,20 +76,20 @@ class ConnectionRegistry : public ConnectionSource {
   void RollStatisticsWindow(std::int64_t now_ns);
 
   // Every connection, open and recently closed, and every offline session, without traffic
-  // totals or idle time (recent statistics included), as copies.
+  // totals (recent statistics included), as copies.
   std::vector<Connection> Snapshot() const override;
-  // The same, with open connections' traffic and idle time read from the shared slots.
-  std::vector<Connection> DetailedSnapshot(std::int64_t now_ns) const;
+  // The same, with open connections' traffic read from the shared slots. Their idle time and
+  // network figures come from the kernel (NetworkInfoCache), not from here.
+  std::vector<Connection> DetailedSnapshot() const;
   // The stored connections without copying them: no details (traffic totals, recent
-  // statistics, idle time) for open ones; closed ones keep what their close carried.
+  // statistics) for open ones; closed ones keep what their close carried.
   // Built once after a change and shared by every reader until the next one.
   ConnectionList SharedSnapshot() const override;
   // Those of SharedSnapshot() with exactly this client id, from the index.
   std::vector<ConnectionPtr> FindByClientId(std::string_view client_id) const override;
-  // Fills traffic totals, idle time and recent statistics of the open connections among
-  // `connections` (copies from SharedSnapshot), found by seq; one that has closed since is left
-  // as it was.
-  void AddDetails(std::vector<Connection>* connections, std::int64_t now_ns) const;
+  // Fills traffic totals and recent statistics of the open connections among `connections`
+  // (copies from SharedSnapshot), found by seq; one that has closed since is left as it was.
+  void AddDetails(std::vector<Connection>* connections) const override;
 
   std::size_t open_count() const;
   std::size_t offline_count() const;
@@ -119,8 +119,7 @@ class ConnectionRegistry : public ConnectionSource {
   Entry FromEvent(const OfflineSessionEvent& event) const;
   std::size_t CountLocked(ConnectionState state) const;
   // The slot's counters if it still belongs to `seq` (seqlock read).
-  std::optional<RequestStatistics> ReadTotals(const Entry& entry, std::int64_t* idle_ns,
-                                              std::int64_t now_ns) const;
+  std::optional<RequestStatistics> ReadTotals(const Entry& entry) const;
   void AddClosed(ConnectionPtr connection);
   void PopClosed();
   // Stores `entry` under `seq` in `map`, replacing (and unindexing) what was there.

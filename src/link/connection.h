@@ -109,12 +109,15 @@ struct Connection {
   int keep_alive = 0;  // seconds
   std::string ip_address;
   int port = 0;               // 0 when the broker could not tell the remote port
+  int local_port = 0;         // the listener's port the client reached; 0 when unknown
   std::string listener_name;  // "mqtt:1883"; empty when unknown
   TlsInfo tls;
   AuthenticationInfo authentication;
   std::vector<Subscription> subscriptions;
-  std::int64_t idle_ns = -1;  // time since the client last sent anything; -1 when unknown
-  NetworkInfo network;        // open TCP connections only
+  // Time since the client last sent anything; -1 when unknown. Open connections: the socket's
+  // tcp_info (network.since_last_receive_ns); closed ones: as the broker read it at close.
+  std::int64_t idle_ns = -1;
+  NetworkInfo network;  // open TCP connections only
   RequestStatistics total_statistics;
   RequestStatistics recent_statistics;  // the previous complete one-minute window
 };

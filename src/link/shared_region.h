@@ -22,7 +22,7 @@ static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
               "shared counters must be lock-free to be shared between processes");
 
 inline constexpr std::uint64_t kSharedMagic = 0x6d71632d73686d31ULL;  // "mqc-shm1"
-inline constexpr std::uint32_t kSharedVersion = 6;
+inline constexpr std::uint32_t kSharedVersion = 7;
 
 // The companion's life cycle as the broker sees it.
 enum class CompanionState : std::uint32_t { kStarting = 0, kServing = 1, kFailed = 2 };
@@ -80,7 +80,7 @@ struct BrokerCounters {
 // role of the odd one. Every field is an atomic, so no access is a data race.
 //   writer, handing the slot over (AssignStatsSlot): seq = 0 (relaxed); release fence; every
 //     counter = 0 (relaxed); seq = owner (release). While it owns the slot, the broker thread
-//     bumps counters with relaxed load + store (Bump) and samples idle times with relaxed stores.
+//     bumps counters with relaxed load + store (Bump).
 //   reader (ReadStatsSlot): seq (acquire) == owner; every counter (relaxed); acquire fence;
 //     seq (relaxed) == owner.
 // What it guarantees, by the C++ memory model: if ReadStatsSlot returns true, every value it
@@ -91,8 +91,8 @@ struct BrokerCounters {
 // synchronizes with the reader's acquire fence, so the second seq load sees that hand-over's 0
 // (or something later) and the read is refused. It does not make the fields one atomic snapshot
 // of a single owner's moment: each counter is read on its own, so publish_count may be one bump
-// ahead of publish_bytes, and idle_ms may come from a newer sample than idle_sampled_ns; each
-// value is still exact for its own word. The writer never waits and uses no locked instruction.
+// ahead of publish_bytes; each value is still exact for its own word. The writer never waits
+// and uses no locked instruction.
 struct ConnectionStatsSlot {
   std::atomic<std::uint64_t> seq{0};
   std::atomic<std::uint64_t> publish_count{0};
@@ -100,10 +100,8 @@ struct ConnectionStatsSlot {
   std::atomic<std::uint64_t> deliver_count{0};
   std::atomic<std::uint64_t> deliver_bytes{0};
   std::atomic<std::uint64_t> request_count{0};
-  // From the socket's TCP_INFO, sampled by the broker thread when the companion asks:
-  // milliseconds since the client last sent data, as of idle_sampled_ns (Unix time).
-  std::atomic<std::uint64_t> idle_ms{0};
-  std::atomic<std::uint64_t> idle_sampled_ns{0};  // 0: never sampled
+  // No idle time here: the companion reads it from the kernel (sock_diag), so that no API
+  // request makes the broker thread touch every connection.
 };
 
 // The counters of a ConnectionStatsSlot as one owner left them (see ReadStatsSlot).
@@ -113,8 +111,6 @@ struct StatsSlotValues {
   std::uint64_t deliver_count = 0;
   std::uint64_t deliver_bytes = 0;
   std::uint64_t request_count = 0;
-  std::uint64_t idle_ms = 0;
-  std::uint64_t idle_sampled_ns = 0;
 };
 
 // The seqlock's two fences. GCC warns (-Wtsan) that ThreadSanitizer does not model standalone
@@ -138,9 +134,8 @@ inline void SeqlockAcquireFence() noexcept { __atomic_thread_fence(__ATOMIC_ACQU
 inline void AssignStatsSlot(ConnectionStatsSlot& slot, std::uint64_t owner) noexcept {
   slot.seq.store(0, std::memory_order_relaxed);
   SeqlockReleaseFence();  // std::atomic_thread_fence(std::memory_order_release)
-  for (auto* counter :
-       {&slot.publish_count, &slot.publish_bytes, &slot.deliver_count, &slot.deliver_bytes,
-        &slot.request_count, &slot.idle_ms, &slot.idle_sampled_ns}) {
+  for (auto* counter : {&slot.publish_count, &slot.publish_bytes, &slot.deliver_count,
+                        &slot.deliver_bytes, &slot.request_count}) {
     counter->store(0, std::memory_order_relaxed);
   }
   slot.seq.store(owner, std::memory_order_release);
@@ -158,8 +153,6 @@ inline bool ReadStatsSlot(const ConnectionStatsSlot& slot, std::uint64_t owner,
   read.deliver_count = slot.deliver_count.load(std::memory_order_relaxed);
   read.deliver_bytes = slot.deliver_bytes.load(std::memory_order_relaxed);
   read.request_count = slot.request_count.load(std::memory_order_relaxed);
-  read.idle_ms = slot.idle_ms.load(std::memory_order_relaxed);
-  read.idle_sampled_ns = slot.idle_sampled_ns.load(std::memory_order_relaxed);
   SeqlockAcquireFence();  // std::atomic_thread_fence(std::memory_order_acquire)
   if (slot.seq.load(std::memory_order_relaxed) != owner) return false;
   *values = read;
@@ -170,7 +163,6 @@ struct CompanionControl {
   std::atomic<std::uint32_t> state{0};  // CompanionState
   std::atomic<std::int32_t> http_port{0};
   std::atomic<std::uint64_t> resync_requested{0};  // bumped to ask for a full resync
-  std::atomic<std::uint64_t> idle_requested{0};    // bumped to ask for fresh idle times
   std::atomic<std::uint64_t> heartbeat{0};         // bumped by the companion's event loop
   char failure[512] = {};  // why it failed; written before state becomes kFailed
 };
@@ -178,7 +170,6 @@ struct CompanionControl {
 struct BrokerControl {
   std::atomic<std::uint64_t> resync_started{0};  // the last resync generation begun
   std::atomic<std::uint64_t> events_lost{0};     // events dropped on a full ring
-  std::atomic<std::uint64_t> idle_sampled{0};    // the idle_requested value last answered
 };
 
 struct SharedHeader {

@@ -3,6 +3,7 @@
 // back.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -17,6 +18,8 @@
 #include "broker/session_table.h"
 #include "companion/companion_link.h"
 #include "companion/connection_registry.h"
+#include "companion/detailed_source.h"
+#include "companion/network_info.h"
 #include "link/shared_region.h"
 
 namespace mqc {
@@ -235,51 +238,55 @@ TEST_F(SharedLinkTest, ACompanionReportsServingOrFailure) {
   EXPECT_EQ(std::string(region_->header()->companion.failure).size(), 511u);
 }
 
-// The idle-time handshake: the companion asks, the broker thread samples at its TICK and answers.
-TEST_F(SharedLinkTest, IdleTimesAreSampledOnlyWhenTheCompanionAsks) {
+// A rich API request is answered by the companion alone: the broker used to sample TCP_INFO of
+// every connection at its next TICK when asked; now a request writes nothing the broker reads
+// (the region is byte for byte the same after it), so the broker thread has nothing to do for
+// it and the request waits for no TICK.
+TEST_F(SharedLinkTest, ADetailedRequestAsksNothingOfTheBroker) {
   SessionTable table(broker_.get(), 1, region_->stats(), region_->header()->stats_slots);
-  table.BeginConnect(&clients_[0], Facts("idle"), 1);
+  ClientFacts facts = Facts("detailed");
+  facts.port = 50000;
+  facts.local_port = 1883;
+  table.BeginConnect(&clients_[0], facts, 1);
   table.Settle();
-  table.BeginConnect(&clients_[1], Facts("unknown"), 1);
-  table.Settle();
-  auto idle_ms = [this](const void* client) -> std::int64_t {
-    return client == &clients_[0] ? 42 : -1;
+  ConnectionRegistryOptions options;
+  options.stats = region_->stats();
+  options.stats_count = region_->header()->stats_slots;
+  ConnectionRegistry registry(options);
+  companion_->Begin();
+  ASSERT_TRUE(broker_->ResyncStep(&table));
+  companion_->Poll(&registry, 0);
+  ASSERT_TRUE(registry.synced());
+  companion_->Heartbeat();  // what the companion's loop writes anyway, before the copy
+
+  NetworkInfoCacheOptions cache_options;
+  cache_options.dump = [](const SockDiagOptions&) {
+    SockDiagResult result;
+    TcpSocketInfo socket;
+    socket.family = AF_INET;
+    socket.remote_address = "127.0.0.1";
+    socket.remote_port = 50000;
+    socket.local_port = 1883;
+    socket.state = 1;  // ESTABLISHED
+    socket.last_received_ms = 1500;
+    result.sockets.push_back(socket);
+    return result;
   };
-  auto now_ns = [] { return std::int64_t{7'000'000'000}; };
-  EXPECT_FALSE(broker_->AnswerIdleRequest(table, idle_ms, now_ns));  // nobody asked
-
-  // Nobody answers: the request gives up at its timeout.
-  EXPECT_FALSE(companion_->RequestIdleTimes(std::chrono::milliseconds(10)));
-  // The broker answers that (stale) request at its next TICK, and a fresh one after.
-  EXPECT_TRUE(broker_->AnswerIdleRequest(table, idle_ms, now_ns));
-  bool answered = false;
-  std::thread companion([&] { answered = companion_->RequestIdleTimes(std::chrono::seconds(10)); });
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!broker_->AnswerIdleRequest(table, idle_ms, now_ns) &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  cache_options.max_age_ns = 0;  // a dump for every request
+  NetworkInfoCache cache(cache_options);
+  const DetailedSource source(registry, &cache);
+  const auto* bytes = reinterpret_cast<const char*>(region_->header());
+  const std::string before(bytes, region_->header()->total_size);
+  for (int i = 0; i < 20; ++i) {
+    const std::vector<Connection> all = source.Snapshot();
+    ASSERT_EQ(all.size(), 1u);
+    EXPECT_TRUE(all[0].network.known);
+    EXPECT_GE(all[0].idle_ns, 1'500'000'000);
   }
-  companion.join();
-  EXPECT_TRUE(answered);
-
-  const ConnectionStatsSlot* slots = region_->stats();
-  int sampled = 0;
-  int unsampled = 0;
-  for (std::uint64_t i = 0; i < region_->header()->stats_slots && sampled + unsampled < 2; ++i) {
-    const std::uint64_t owner = slots[i].seq.load();
-    StatsSlotValues values;
-    if (owner == 0 || !ReadStatsSlot(slots[i], owner, &values)) continue;
-    if (values.idle_sampled_ns == 0) {
-      ++unsampled;
-      EXPECT_EQ(values.idle_ms, 0u);
-    } else {
-      ++sampled;
-      EXPECT_EQ(values.idle_ms, 42u);
-      EXPECT_EQ(values.idle_sampled_ns, 7'000'000'000u);
-    }
-  }
-  EXPECT_EQ(sampled, 1);
-  EXPECT_EQ(unsampled, 1);
+  EXPECT_EQ(cache.dumps(), 20u);
+  EXPECT_TRUE(std::string(bytes, region_->header()->total_size) == before)
+      << "a request wrote into the shared region";
+  EXPECT_EQ(broker_->DrainCommands([](const LogCommand&) {}), 0u);
 }
 
 TEST(SharedRegionTest, AttachChecksTheLayout) {

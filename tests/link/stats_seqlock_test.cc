@@ -22,9 +22,8 @@ namespace {
 // certainly another owner's (the check misses some mixes, it never reports a false one).
 constexpr std::uint64_t kFirstOwner = 1'000'003;
 
-std::array<std::uint64_t, 7> Fields(const StatsSlotValues& v) {
-  return {v.publish_count, v.publish_bytes, v.deliver_count,  v.deliver_bytes,
-          v.request_count, v.idle_ms,       v.idle_sampled_ns};
+std::array<std::uint64_t, 5> Fields(const StatsSlotValues& v) {
+  return {v.publish_count, v.publish_bytes, v.deliver_count, v.deliver_bytes, v.request_count};
 }
 
 TEST(StatsSeqlockTest, ReadersNeverSeeAnotherOwnersValuesOrAResetUnderAnOldSeq) {
@@ -42,8 +41,6 @@ TEST(StatsSeqlockTest, ReadersNeverSeeAnotherOwnersValuesOrAResetUnderAnOldSeq) 
         Bump(slot.deliver_count, owner);
         Bump(slot.deliver_bytes, owner);
         Bump(slot.request_count, owner);
-        slot.idle_ms.store(owner * (bump + 1), std::memory_order_relaxed);
-        slot.idle_sampled_ns.store(owner * (bump + 1), std::memory_order_relaxed);
       }
       owners_written.store(owner - kFirstOwner + 1, std::memory_order_relaxed);
       if (std::chrono::steady_clock::now() > deadline) break;
@@ -61,7 +58,7 @@ TEST(StatsSeqlockTest, ReadersNeverSeeAnotherOwnersValuesOrAResetUnderAnOldSeq) 
   for (Outcome& outcome : outcomes) {
     readers.emplace_back([&slot, &done, &outcome] {
       std::uint64_t last_owner = 0;
-      std::array<std::uint64_t, 7> last{};
+      std::array<std::uint64_t, 5> last{};
       while (!done.load(std::memory_order_acquire) && outcome.violations.size() < 5) {
         const std::uint64_t owner = slot.seq.load(std::memory_order_relaxed);
         StatsSlotValues values;
@@ -70,7 +67,7 @@ TEST(StatsSeqlockTest, ReadersNeverSeeAnotherOwnersValuesOrAResetUnderAnOldSeq) 
           continue;
         }
         ++outcome.accepted;
-        const std::array<std::uint64_t, 7> fields = Fields(values);
+        const std::array<std::uint64_t, 5> fields = Fields(values);
         if (owner != last_owner) last.fill(0);
         for (std::size_t i = 0; i < fields.size(); ++i) {
           if (fields[i] % owner != 0) {
@@ -104,12 +101,10 @@ TEST(StatsSeqlockTest, AHandOverZeroesTheCountersAndNamesTheNewOwner) {
   AssignStatsSlot(slot, 7);
   Bump(slot.publish_count, 3);
   Bump(slot.deliver_bytes, 40);
-  slot.idle_ms.store(5);
   StatsSlotValues values;
   ASSERT_TRUE(ReadStatsSlot(slot, 7, &values));
   EXPECT_EQ(values.publish_count, 3u);
   EXPECT_EQ(values.deliver_bytes, 40u);
-  EXPECT_EQ(values.idle_ms, 5u);
   EXPECT_FALSE(ReadStatsSlot(slot, 8, &values));
 
   AssignStatsSlot(slot, 9);
@@ -117,7 +112,6 @@ TEST(StatsSeqlockTest, AHandOverZeroesTheCountersAndNamesTheNewOwner) {
   ASSERT_TRUE(ReadStatsSlot(slot, 9, &values));
   EXPECT_EQ(values.publish_count, 0u);
   EXPECT_EQ(values.deliver_bytes, 0u);
-  EXPECT_EQ(values.idle_ms, 0u);
 }
 
 }  // namespace

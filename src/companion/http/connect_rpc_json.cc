@@ -20,8 +20,10 @@
 //   whose zero means "none" or "unknown" are omitted: closeTime and closeReason unless closed
 //   (closeTime also when 0), username, listenerName, source.ipAddress, tlsVersion, cipher,
 //   peerCertificateSubject, userPrincipal, method when empty, source.port when 0, idleDuration
-//   when unknown (< 0), a subscription's mappingError when the mapping is valid, and
-//   nextPageToken on the last page. A subscription always has filter, qos, pattern, channel and
+//   when unknown (< 0), networkInfo when the kernel reported no socket for the connection (closed
+//   ones, offline sessions, a Unix socket listener, an unknown remote port; its durations
+//   when unknown), a subscription's mappingError when the mapping is valid, and nextPageToken on
+//   the last page. A subscription always has filter, qos, pattern, channel and
 //   sharedGroup, empty strings included, as on the KubeMQ endpoint.
 // - Enum names are the schema's (proto/mqtt/connections/v1/connections.proto), which the
 //   filter's table (connection_fields.cc) also takes, so that what a response shows can be
@@ -384,6 +386,24 @@ CjsonPtr StatisticsJson(const RequestStatistics& statistics) {
   return object;
 }
 
+// What the kernel says of the connection's socket: numbers as JSON numbers (uint32 in
+// protobuf's JSON mapping), durations as protobuf Duration strings.
+CjsonPtr NetworkInfoJson(const NetworkInfo& network) {
+  CjsonPtr object = NewJsonObject();
+  AddNumber(object.get(), "rttMicros", network.rtt_us);
+  AddNumber(object.get(), "rttVarianceMicros", network.rtt_variance_us);
+  AddNumber(object.get(), "retransmits", network.retransmits);
+  AddNumber(object.get(), "sendQueueBytes", network.send_queue_bytes);
+  AddNumber(object.get(), "receiveQueueBytes", network.receive_queue_bytes);
+  if (network.since_last_receive_ns >= 0) {
+    AddString(object.get(), "sinceLastReceive", FormatDuration(network.since_last_receive_ns));
+  }
+  if (network.since_last_send_ns >= 0) {
+    AddString(object.get(), "sinceLastSend", FormatDuration(network.since_last_send_ns));
+  }
+  return object;
+}
+
 CjsonPtr SubscriptionJson(const Subscription& subscription) {
   CjsonPtr object = NewJsonObject();
   AddString(object.get(), "filter", subscription.filter);
@@ -456,6 +476,8 @@ CjsonPtr ConnectionJson(const Connection& connection) {
   }
   AddToJsonObject(o, "subscriptions", std::move(subscriptions));
   if (connection.idle_ns >= 0) AddString(o, "idleDuration", FormatDuration(connection.idle_ns));
+  if (connection.network.known)
+    AddToJsonObject(o, "networkInfo", NetworkInfoJson(connection.network));
   AddToJsonObject(o, "totalRequestStatistics", StatisticsJson(connection.total_statistics));
   AddToJsonObject(o, "recentRequestStatistics", StatisticsJson(connection.recent_statistics));
   return object;

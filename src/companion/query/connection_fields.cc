@@ -43,6 +43,17 @@ FieldValue EnumNumber(Enum value) {
   return Signed(static_cast<std::int64_t>(value));
 }
 
+// networkInfo's numbers: unset unless the kernel reported the connection's socket.
+template <std::uint32_t NetworkInfo::*kMember>
+FieldValue NetworkNumber(const Connection& c) {
+  return SignedIf(c.network.known, c.network.*kMember);
+}
+
+template <std::int64_t NetworkInfo::*kMember>
+FieldValue NetworkDuration(const Connection& c) {
+  return SignedIf(c.network.known && c.network.*kMember >= 0, c.network.*kMember);
+}
+
 template <std::uint64_t RequestStatistics::*kMember>
 FieldValue TotalStatistic(const Connection& c) {
   return Unsigned(c.total_statistics.*kMember);
@@ -116,6 +127,7 @@ std::vector<FieldDef> BuildFields() {
   using K = FieldKind;
   using C = const Connection&;
   using R = RequestStatistics;
+  using N = NetworkInfo;
   return {
       Scalar("node_id", K::kInt, [](C c) { return Signed(c.node_id); }),
       Scalar("uid", K::kString, [](C c) { return Text(c.uid); }),
@@ -150,6 +162,18 @@ std::vector<FieldDef> BuildFields() {
              [](C c) { return Text(c.authentication.method); }),
       Detail(Scalar("idle_duration", K::kDuration,
                     [](C c) { return SignedIf(c.idle_ns >= 0, c.idle_ns); })),
+      Detail(Scalar("network_info.rtt_micros", K::kInt, &NetworkNumber<&N::rtt_us>)),
+      Detail(
+          Scalar("network_info.rtt_variance_micros", K::kInt, &NetworkNumber<&N::rtt_variance_us>)),
+      Detail(Scalar("network_info.retransmits", K::kInt, &NetworkNumber<&N::retransmits>)),
+      Detail(
+          Scalar("network_info.send_queue_bytes", K::kInt, &NetworkNumber<&N::send_queue_bytes>)),
+      Detail(Scalar("network_info.receive_queue_bytes", K::kInt,
+                    &NetworkNumber<&N::receive_queue_bytes>)),
+      Detail(Scalar("network_info.since_last_receive", K::kDuration,
+                    &NetworkDuration<&N::since_last_receive_ns>)),
+      Detail(Scalar("network_info.since_last_send", K::kDuration,
+                    &NetworkDuration<&N::since_last_send_ns>)),
       Detail(Scalar("total_request_statistics.publish_count", K::kUint,
                     &TotalStatistic<&R::publish_count>)),
       Detail(Scalar("total_request_statistics.publish_bytes", K::kUint,

@@ -29,8 +29,9 @@ ValueSlot SlotOf(FieldKind kind);
 
 // One field's value in one connection (or subscription). `text` points into the connection.
 struct FieldValue {
-  // False for values a proto message field would leave unset: close_time while open (0) and an
-  // unknown idle_duration (-1). Unset sorts before every set value and satisfies only `!=`.
+  // False for values a proto message field would leave unset: close_time while open (0), an
+  // unknown idle_duration (-1) and network_info.* without a known socket. Unset sorts before
+  // every set value and satisfies only `!=`.
   bool is_set = true;
   std::int64_t number = 0;
   std::uint64_t unsigned_number = 0;

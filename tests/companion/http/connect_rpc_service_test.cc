@@ -217,6 +217,7 @@ Connection OpenExample() {
   broken.mapping.error = "empty level";
   c.subscriptions = {events, queue, broken};
   c.idle_ns = 1'500'000'000;
+  c.network = {true, 41, 20, 2, 1024, 8, 1'500'000'000, 200'000'000};
   c.total_statistics = {1, 2, 3, 4, 5};
   c.recent_statistics = {std::numeric_limits<std::uint64_t>::max(), 0, 0, 0, 0};
   return c;
@@ -256,6 +257,9 @@ constexpr char kOpenJson[] =
     R"({"filter":"events//x","qos":0,"pattern":"","channel":"","sharedGroup":"",)"
     R"("mappingError":"empty level"}],)"
     R"("idleDuration":"1.500s",)"
+    R"("networkInfo":{"rttMicros":41,"rttVarianceMicros":20,"retransmits":2,)"
+    R"("sendQueueBytes":1024,"receiveQueueBytes":8,"sinceLastReceive":"1.500s",)"
+    R"("sinceLastSend":"0.200s"},)"
     R"("totalRequestStatistics":{"publishCount":"1","publishBytes":"2","deliverCount":"3",)"
     R"("deliverBytes":"4","requestCount":"5"},)"
     R"("recentRequestStatistics":{"publishCount":"18446744073709551615","publishBytes":"0",)"
@@ -323,9 +327,10 @@ TEST_F(ConnectRpcServiceTest, OmissionRules) {
   c.close_reason = CloseReason::kKicked;
   source_.connections = {c};
   const std::string body = Call(Post("")).body;
-  for (const char* absent : {"closeTime", "closeReason", "username", "listenerName", "ipAddress",
-                             "port", "tlsVersion", "cipher", "peerCertificateSubject",
-                             "userPrincipal", "\"method\"", "mappingError", "nextPageToken"}) {
+  for (const char* absent :
+       {"closeTime", "closeReason", "username", "listenerName", "ipAddress", "port", "tlsVersion",
+        "cipher", "peerCertificateSubject", "userPrincipal", "\"method\"", "mappingError",
+        "nextPageToken", "networkInfo"}) {
     EXPECT_EQ(body.find(absent), std::string::npos) << absent << " in " << body;
   }
   for (const char* present :
@@ -336,6 +341,20 @@ TEST_F(ConnectRpcServiceTest, OmissionRules) {
         R"("totalSize":"1")"}) {
     EXPECT_NE(body.find(present), std::string::npos) << present << " not in " << body;
   }
+}
+
+// networkInfo: zeros are values (an idle loopback socket has empty queues and no
+// retransmits); its durations are left out when the kernel did not tell them.
+TEST_F(ConnectRpcServiceTest, NetworkInfoWritesZerosAndLeavesOutUnknownDurations) {
+  Connection c = MakeConnection("u", kJune12, "c");
+  c.network.known = true;
+  c.network.since_last_send_ns = 0;
+  source_.connections = {c};
+  const std::string body = Call(Post("")).body;
+  EXPECT_NE(body.find(R"("networkInfo":{"rttMicros":0,"rttVarianceMicros":0,"retransmits":0,)"
+                      R"("sendQueueBytes":0,"receiveQueueBytes":0,"sinceLastSend":"0s"})"),
+            std::string::npos)
+      << body;
 }
 
 TEST_F(ConnectRpcServiceTest, AnOfflineSessionWithItsExpiryTimeAndFilteredByState) {

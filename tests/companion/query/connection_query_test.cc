@@ -380,6 +380,30 @@ TEST(ConnectionFilterTest, DurationFields) {
   });
 }
 
+// networkInfo is unset without a known socket: only != holds then, and such connections sort
+// first ascending.
+TEST(ConnectionFilterTest, NetworkInfoFieldsAreUnsetWithoutASocket) {
+  Connection slow = MakeConnection(1);
+  slow.network = {true, 20000, 500, 3, 65536, 0, 2 * kSecond, 10 * kMilli};
+  Connection fast = MakeConnection(2);
+  fast.network = {true, 40, 20, 0, 0, 0, 50 * kMilli, 50 * kMilli};
+  Connection unknown = MakeConnection(3);  // a Unix socket listener, say
+  const std::vector<Connection> snapshot = {slow, fast, unknown};
+  const auto seqs = [&](const std::string& filter, const std::string& order_by = "") {
+    const Outcome outcome = RunQuery(snapshot, MakeQuery(filter, order_by));
+    EXPECT_TRUE(outcome.ok) << outcome.error;
+    return outcome.seqs;
+  };
+  using Seqs = std::vector<std::uint64_t>;
+  EXPECT_EQ(seqs("network_info.rtt_micros > 10000"), Seqs{1});
+  EXPECT_EQ(seqs("networkInfo.rttMicros >= 0"), (Seqs{1, 2}));
+  EXPECT_EQ(seqs("network_info.retransmits != 0"), (Seqs{1, 3}));
+  EXPECT_EQ(seqs("network_info.since_last_receive > 1s"), Seqs{1});
+  EXPECT_EQ(seqs("network_info.since_last_send < 20ms"), Seqs{1});
+  EXPECT_EQ(seqs("", "network_info.send_queue_bytes desc"), (Seqs{1, 2, 3}));
+  EXPECT_EQ(seqs("", "network_info.rtt_micros asc"), (Seqs{3, 2, 1}));
+}
+
 TEST(ConnectionFilterTest, SubscriptionFieldsMatchAnySubscription) {
   ExpectSelections({
       {R"(subscriptions.filter = "events/a")", {1}},
@@ -444,6 +468,7 @@ TEST(ConnectionFilterTest, EveryFieldReadsItsOwnMember) {
   c.tls = {true, "tv", "ci", "subj"};
   c.authentication = {AuthMechanism::kPsk, AuthState::kFailure, "prin", "meth"};
   c.idle_ns = 13;
+  c.network = {true, 41, 42, 43, 44, 45, 46, 47};
   c.total_statistics = {21, 22, 23, 24, 25};
   c.recent_statistics = {31, 32, 33, 34, 35};
   c.subscriptions = {MakeSubscription("queues/ch", 2, Pattern::kQueues, "ch", "grp")};
@@ -479,6 +504,13 @@ TEST(ConnectionFilterTest, EveryFieldReadsItsOwnMember) {
       {"authentication_info.user_principal", "authenticationInfo.userPrincipal", R"("prin")"},
       {"authentication_info.method", "authenticationInfo.method", R"("meth")"},
       {"idle_duration", "idleDuration", "13ns"},
+      {"network_info.rtt_micros", "networkInfo.rttMicros", "41"},
+      {"network_info.rtt_variance_micros", "networkInfo.rttVarianceMicros", "42"},
+      {"network_info.retransmits", "networkInfo.retransmits", "43"},
+      {"network_info.send_queue_bytes", "networkInfo.sendQueueBytes", "44"},
+      {"network_info.receive_queue_bytes", "networkInfo.receiveQueueBytes", "45"},
+      {"network_info.since_last_receive", "networkInfo.sinceLastReceive", "46ns"},
+      {"network_info.since_last_send", "networkInfo.sinceLastSend", "47ns"},
       {"total_request_statistics.publish_count", "totalRequestStatistics.publishCount", "21"},
       {"total_request_statistics.publish_bytes", "totalRequestStatistics.publishBytes", "22"},
       {"total_request_statistics.deliver_count", "totalRequestStatistics.deliverCount", "23"},
