@@ -230,8 +230,9 @@ int OnAclCheck(int /*event*/, void* event_data, void* userdata) {
   if (state->decide_acl && !state->sessions->has_pending()) {
     if (data.access == MOSQ_ACL_WRITE) return MOSQ_ERR_SUCCESS;
     if (data.access == MOSQ_ACL_READ) {
-      const SessionTable::ClientView view = state->sessions->View(data.client);
-      if (view.open && state->traffic->TryDeliverCached(view.stats, data.topic, data.payloadlen)) {
+      ConnectionStatsSlot* const* stats = state->sessions->OpenStats(data.client);
+      if (stats != nullptr &&
+          state->traffic->TryDeliverCached(*stats, data.topic, data.payloadlen)) {
         return MOSQ_ERR_SUCCESS;
       }
     }
@@ -257,8 +258,8 @@ int OnMessage(int /*event*/, void* event_data, void* userdata) {
   // Most publishes: a connected client, no CONNECT pending, a topic already classified.
   // Nothing here throws.
   if (!state->sessions->has_pending()) {
-    const SessionTable::ClientView view = state->sessions->View(data.client);
-    if (view.open && state->traffic->TryPublishCached(view.stats, data.topic, data.payloadlen)) {
+    ConnectionStatsSlot* const* stats = state->sessions->OpenStats(data.client);
+    if (stats != nullptr && state->traffic->TryPublishCached(*stats, data.topic, data.payloadlen)) {
       return MOSQ_ERR_SUCCESS;
     }
   }

@@ -37,11 +37,13 @@ class PointerMap {
 
   // The value of `key`; null when absent.
   Value* Find(const void* key) {
-    for (std::size_t i = Home(key);; i = (i + 1) & mask_) {
-      Slot& slot = slots_[i];
-      if (slot.key == key) return key != nullptr ? &slot.value : nullptr;
-      if (slot.key == nullptr) return nullptr;
+    if (key == nullptr) return nullptr;
+    std::size_t i = Home(key);
+    while (slots_[i].key != key) {
+      if (slots_[i].key == nullptr) return nullptr;
+      i = (i + 1) & mask_;
     }
+    return &slots_[i].value;
   }
   const Value* Find(const void* key) const { return const_cast<PointerMap*>(this)->Find(key); }
 

@@ -73,9 +73,16 @@ class SessionTable {
     ConnectionStatsSlot* stats = nullptr;  // null when open without a slot, or not open
   };
   ClientView View(const void* client) const {
+    ConnectionStatsSlot* const* stats = OpenStats(client);
+    if (stats == nullptr) return ClientView{};
+    return ClientView{true, *stats};
+  }
+  // The same for the callbacks' fast paths, as one pointer (fewer instructions than a
+  // ClientView): null when the client is not open, else where its statistics slot is kept
+  // (itself null for a connection without one).
+  ConnectionStatsSlot* const* OpenStats(const void* client) const {
     const OpenEntry* entry = open_.Find(client);
-    if (entry == nullptr) return ClientView{};
-    return ClientView{true, entry->stats};
+    return entry != nullptr ? &entry->stats : nullptr;
   }
   // The client whose CONNECT is being handled (its resumed session is being re-checked).
   bool IsPending(const void* client) const { return pending_ && pending_->client == client; }
