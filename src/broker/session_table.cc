@@ -158,7 +158,7 @@ void SessionTable::BeginConnect(const void* client, ClientFacts facts, std::int6
 }
 
 bool SessionTable::IsRecheck(const void* client, bool has_socket) {
-  if (open_.count(client) == 0 && has_socket) return false;
+  if (open_.Find(client) == nullptr && has_socket) return false;
   Settle();
   return true;
 }
@@ -222,7 +222,10 @@ void SessionTable::Accept() {
   connection.subscriptions.ForEach([&](const SubscriptionList::Entry& entry) {
     EmitSubscription(EventType::kSubscribe, event.seq, entry.filter, entry.qos);
   });
-  open_.insert_or_assign(pending.client, std::move(connection));
+  ConnectionStatsSlot* const stats =
+      connection.stats_slot == kNoStatsSlot ? nullptr : &stats_[connection.stats_slot];
+  open_.Insert(pending.client,
+               OpenEntry{stats, std::make_unique<OpenConnection>(std::move(connection))});
 }
 
 void SessionTable::Disconnect(const void* client, bool has_client_id, CloseReason reason,
@@ -248,8 +251,8 @@ void SessionTable::Disconnect(const void* client, bool has_client_id, CloseReaso
 
 void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_t now_ns,
                              std::int64_t idle_ns) {
-  auto it = open_.find(client);
-  if (it == open_.end()) {
+  OpenEntry* const entry = open_.Find(client);
+  if (entry == nullptr) {
     // The offline client object of a session that a pending CONNECT resumes.
     if (pending_) {
       auto offline = offline_.find(pending_->facts.client_id);
@@ -262,7 +265,7 @@ void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_
     }
     return;
   }
-  OpenConnection& connection = it->second;
+  OpenConnection& connection = *entry->connection;
   if (pending_ && pending_->facts.client_id == connection.client_id()) {
     reason = CloseReason::kSessionTakenOver;
     pending_->resumes_session = true;
@@ -291,7 +294,7 @@ void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_
       (AskedForSession(connection) || !connection.subscriptions.empty())) {
     KeepOffline(connection, client, now_ns);
   }
-  open_.erase(it);
+  open_.Erase(client);
 }
 
 void SessionTable::KeepOffline(const OpenConnection& connection, const void* client,
@@ -393,18 +396,20 @@ bool SessionTable::EmitOffline(const OfflineSession& session) {
 }
 
 void SessionTable::Subscribe(const void* client, std::string_view filter, std::uint8_t qos) {
-  auto it = open_.find(client);
-  if (it == open_.end()) return;
-  if (!it->second.subscriptions.Set(filter, qos)) return;
-  EmitSubscription(EventType::kSubscribe, it->second.seq, filter, qos);
+  OpenEntry* const entry = open_.Find(client);
+  if (entry == nullptr) return;
+  OpenConnection& connection = *entry->connection;
+  if (!connection.subscriptions.Set(filter, qos)) return;
+  EmitSubscription(EventType::kSubscribe, connection.seq, filter, qos);
 }
 
 void SessionTable::Unsubscribe(const void* client, std::string_view filter) {
-  auto it = open_.find(client);
-  if (it == open_.end()) return;
+  OpenEntry* const entry = open_.Find(client);
+  if (entry == nullptr) return;
+  OpenConnection& connection = *entry->connection;
   std::uint8_t qos = 0;
-  if (!it->second.subscriptions.Remove(filter, &qos)) return;
-  EmitSubscription(EventType::kUnsubscribe, it->second.seq, filter, qos);
+  if (!connection.subscriptions.Remove(filter, &qos)) return;
+  EmitSubscription(EventType::kUnsubscribe, connection.seq, filter, qos);
 }
 
 std::uint8_t SessionTable::OfflineQos(const void* client, std::string_view client_id,
@@ -441,7 +446,7 @@ bool SessionTable::BeginFullState(std::uint64_t generation) {
   resync_generation_ = generation;
   resync_queue_.clear();
   resync_queue_.reserve(open_.size());
-  for (const auto& entry : open_) resync_queue_.push_back(entry.first);
+  open_.ForEach([this](const void* client, OpenEntry&) { resync_queue_.push_back(client); });
   resync_next_ = 0;
   resync_offline_queue_.clear();
   for (const auto& [id, session] : offline_) {
@@ -474,9 +479,9 @@ bool SessionTable::EmitWhole(EventType type, std::uint64_t seq,
 }
 
 bool SessionTable::EmitOneInFull(const void* client) {
-  auto it = open_.find(client);
-  if (it == open_.end()) return true;  // closed since the resync began
-  const OpenConnection& connection = it->second;
+  const OpenEntry* const entry = open_.Find(client);
+  if (entry == nullptr) return true;  // closed since the resync began
+  const OpenConnection& connection = *entry->connection;
   Encode(connection.Event(), &buffer_);
   return EmitWhole(EventType::kConnection, connection.seq, connection.subscriptions);
 }

@@ -40,6 +40,7 @@
 
 #include "broker/client_facts.h"
 #include "broker/persistence_file.h"
+#include "broker/pointer_map.h"
 #include "link/event_records.h"
 #include "link/shared_region.h"
 
@@ -65,16 +66,23 @@ class SessionTable {
   SessionTable(EventSink* sink, std::uint64_t uuid_seed, ConnectionStatsSlot* stats = nullptr,
                std::size_t stats_count = 0, BrokerCounters* counters = nullptr);
 
-  // What the per-message path needs to know of a client: one hash lookup, no allocation.
+  // What the per-message path needs to know of a client: one lookup in open_ (PointerMap), no
+  // allocation.
   struct ClientView {
     bool open = false;
     ConnectionStatsSlot* stats = nullptr;  // null when open without a slot, or not open
   };
   ClientView View(const void* client) const {
-    auto it = open_.find(client);
-    if (it == open_.end()) return ClientView{};
-    return ClientView{
-        true, it->second.stats_slot == kNoStatsSlot ? nullptr : &stats_[it->second.stats_slot]};
+    ConnectionStatsSlot* const* stats = OpenStats(client);
+    if (stats == nullptr) return ClientView{};
+    return ClientView{true, *stats};
+  }
+  // The same for the callbacks' fast paths, as one pointer (fewer instructions than a
+  // ClientView): null when the client is not open, else where its statistics slot is kept
+  // (itself null for a connection without one).
+  ConnectionStatsSlot* const* OpenStats(const void* client) const {
+    const OpenEntry* entry = open_.Find(client);
+    return entry != nullptr ? &entry->stats : nullptr;
   }
   // The client whose CONNECT is being handled (its resumed session is being re-checked).
   bool IsPending(const void* client) const { return pending_ && pending_->client == client; }
@@ -148,7 +156,7 @@ class SessionTable {
 
   std::size_t open_count() const { return open_.size(); }
   std::size_t offline_count() const { return offline_.size(); }
-  bool IsOpen(const void* client) const { return open_.count(client) != 0; }
+  bool IsOpen(const void* client) const { return open_.Find(client) != nullptr; }
 
  private:
   // A client's subscriptions in one buffer of records (QoS: 1 byte, filter length: 2 bytes,
@@ -214,6 +222,13 @@ class SessionTable {
     std::string_view client_id() const { return String(0); }
     std::string_view username() const { return String(1); }
   };
+  // An open connection in open_: its statistics slot, for the per-message path to reach
+  // without going through the connection (the same slot as connection->stats_slot; null for
+  // none), and the connection.
+  struct OpenEntry {
+    ConnectionStatsSlot* stats = nullptr;
+    std::unique_ptr<OpenConnection> connection;
+  };
   struct Pending {
     const void* client = nullptr;
     ClientFacts facts;
@@ -256,7 +271,7 @@ class SessionTable {
   std::uint64_t next_seq_ = 0;
   std::uint64_t next_offline_age_ = 0;
   std::optional<Pending> pending_;
-  std::unordered_map<const void*, OpenConnection> open_;
+  PointerMap<OpenEntry> open_;  // by the broker's client object
   std::unordered_map<std::string, OfflineSession> offline_;
   std::map<std::uint64_t, std::string> offline_by_age_;
   std::multimap<std::int64_t, std::string> offline_by_expiry_;  // gone_by_ns, client id

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "broker/c_string_compare.h"
 #include "broker/rpc_tracker.h"
 #include "link/shared_region.h"
 #include "link/topic_mapping.h"
@@ -119,12 +120,13 @@ class TrafficMeter {
   void Count(Operation operation, bool valid, bool dropped = false) {
     Bump(*Counter(operation, valid, dropped));
   }
-  // Classify for the broker's NUL-terminated topic, setting `*size` to its length: one strncmp
-  // with the cached topic, its NUL included (equal only for the same topic), when it is that.
+  // Whether the broker's NUL-terminated topic is the cached one: one compare, its NUL included
+  // (equal only for the same topic). False also where QuickEqualsCString cannot tell: Classify
+  // then compares in full, and the fast paths leave the message to the general path.
   bool IsCached(const char* topic) const {
-    return cached_size_ != kNothingCached &&
-           std::strncmp(topic, cached_topic_, cached_size_ + 1) == 0;
+    return cached_size_ != kNothingCached && QuickEqualsCString(topic, cached_topic_, cached_size_);
   }
+  // Classify for the broker's NUL-terminated topic, setting `*size` to its length.
   TopicClass ClassifyCString(const char* topic, std::size_t* size) {
     *size = cached_size_;
     if (IsCached(topic)) return cached_class_;
@@ -142,7 +144,9 @@ class TrafficMeter {
   std::string response_topic_;  // reused buffers: RPC messages only
   std::string correlation_;
   static constexpr std::size_t kCachedTopicMax = 256;
-  char cached_topic_[kCachedTopicMax + 1] = {};  // NUL-terminated
+  // NUL-terminated, padded for QuickEqualsCString.
+  alignas(kCStringChunk) char cached_topic_[(kCachedTopicMax + kCStringChunk) / kCStringChunk *
+                                            kCStringChunk] = {};
   // No topic's length (strlen cannot return it): nothing cached, as after a long topic.
   static constexpr std::size_t kNothingCached = std::string_view::npos;
   std::size_t cached_size_ = kNothingCached;

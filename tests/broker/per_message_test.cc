@@ -43,43 +43,59 @@ class NoDetails : public PublishDetails {
 };
 
 // What broker_events.cc does per delivery to a connected client and per publish, on the
-// topics of every pattern, the first time (classified) and again (cached).
+// topics of every pattern, the first time (classified) and again (cached): the fast paths
+// (TryPublishCached, TryDeliverCached) first, the general ones when they decline. The session
+// table holds many clients, so that the lookups walk grown, colliding probe chains, and some
+// clients have no statistics slot.
 TEST(PerMessageTest, DeliveriesAndPublishesAllocateNothing) {
   NullSink sink;
-  std::vector<ConnectionStatsSlot> slots(4);
+  std::vector<ConnectionStatsSlot> slots(100);
   BrokerCounters counters;
   SessionTable table(&sink, 1, slots.data(), slots.size(), &counters);
   TrafficMeter meter(&counters, DefaultPattern::kEvents, RpcTracker::Options{});
   NoDetails details;
-  int subscriber = 0;
-  int publisher = 0;
+  std::vector<int> clients(1000);
   ClientFacts facts;
-  facts.client_id = "subscriber";
-  table.BeginConnect(&subscriber, facts, 1);
-  table.Settle();
-  facts.client_id = "publisher";
-  table.BeginConnect(&publisher, facts, 1);
-  table.Settle();
-  const char* topics[] = {"events/a", "store/b", "queues/c", "site/d", "$SYS/x", "events//bad"};
+  for (std::size_t i = 0; i < clients.size(); ++i) {
+    facts.client_id = "client-" + std::to_string(i);
+    table.BeginConnect(&clients[i], facts, 1);
+    table.Settle();
+  }
+  ASSERT_EQ(table.open_count(), clients.size());
+  int unknown = 0;  // never connected: not found
+  // Two subscribers with a statistics slot, two without, and one unknown client.
+  std::vector<const void*> subscribers = {&clients[1], &clients[50], &clients[500], &clients[999],
+                                          &unknown};
+  const void* publisher = &clients[0];
+  const std::string long_topic = "events/" + std::string(40, 'x');
+  const char* topics[] = {"events/a", "store/b",     "queues/c",         "site/d",
+                          "$SYS/x",   "events//bad", long_topic.c_str(), "events/a/much/longer"};
 
+  std::uint64_t deliveries = 0;
   counting = true;
   for (int round = 0; round < 3; ++round) {
     for (const char* topic : topics) {
-      table.Settle();
-      const SessionTable::ClientView from = table.View(&publisher);
-      meter.OnPublish(&publisher, from.stats, topic, 64, details);
-      for (int i = 0; i < 2; ++i) {
+      const SessionTable::ClientView from = table.View(publisher);
+      if (!from.open || !meter.TryPublishCached(from.stats, topic, 64)) {
         table.Settle();
-        const SessionTable::ClientView to = table.View(&subscriber);
-        meter.OnDeliver(&subscriber, to.stats, to.open, topic, 64, 0, details);
+        meter.OnPublish(publisher, from.stats, topic, 64, details);
+      }
+      for (const void* subscriber : subscribers) {
+        const SessionTable::ClientView to = table.View(subscriber);
+        if (!to.open || !meter.TryDeliverCached(to.stats, topic, 64)) {
+          table.Settle();
+          meter.OnDeliver(subscriber, to.stats, to.open, topic, 64, 1, details);
+        }
+        ++deliveries;
       }
     }
   }
   counting = false;
 
   EXPECT_EQ(allocations.load(), 0);
-  EXPECT_EQ(counters.delivered_messages.load(), 36u);
-  EXPECT_EQ(counters.received_messages.load(), 18u);
+  EXPECT_EQ(counters.delivered_messages.load(), deliveries);
+  EXPECT_EQ(counters.received_messages.load(), 24u);
+  EXPECT_EQ(slots[1].deliver_count.load(), 24u);
 }
 
 // The counter itself counts: the test above would pass with a counter that never counts.

@@ -564,8 +564,14 @@ TEST(SessionTableStatsTest, SlotsAreAssignedResetAndTheirTotalsTravelWithTheClos
   EXPECT_EQ(sink.connections.at(1).stats_slot, kNoStatsSlot);
   EXPECT_TRUE(table.View(&b).open);
   EXPECT_EQ(table.View(&b).stats, nullptr);
+  // The callbacks' fast paths ask the same as one pointer: null only when not open.
+  ASSERT_NE(table.OpenStats(&a), nullptr);
+  EXPECT_EQ(*table.OpenStats(&a), &slots[0]);
+  ASSERT_NE(table.OpenStats(&b), nullptr);
+  EXPECT_EQ(*table.OpenStats(&b), nullptr);
   table.Disconnect(&a, true, CloseReason::kClientDisconnect, 3);
   EXPECT_FALSE(table.View(&a).open);
+  EXPECT_EQ(table.OpenStats(&a), nullptr);
   ASSERT_EQ(sink.closes.size(), 1u);
   EXPECT_EQ(sink.closes[0].totals.publish_count, 3u);
   EXPECT_EQ(sink.closes[0].totals.deliver_bytes, 40u);
