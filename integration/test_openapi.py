@@ -143,9 +143,14 @@ class OpenApiTest(unittest.TestCase):
                        expect=415)
             self.check(DISCONNECT, "GET", headers=admin, expect=405)
             by_id, by_uid = Client(broker, "oa-kick-id"), Client(broker, "oa-kick-uid")
+            # The CONNACK can come before the companion lists the connection: wait for both.
+            def both_listed():
+                found = self.list_rich({"filter": 'client_id = "oa-kick-*"'},
+                                       headers=read).get("connections", [])
+                return found if len(found) == 2 else None
+            listed = wait_for(both_listed, what="both oa-kick clients listed")
             self.check("/api/mqtt/connections/oa-kick-id", "DELETE", headers=admin, expect=200)
-            uid = next(c["uid"] for c in self.list_rich({"filter": 'client_id = "oa-kick-uid"'},
-                                                        headers=read)["connections"])
+            uid = next(c["uid"] for c in listed if c["clientId"] == "oa-kick-uid")
             self.check(DISCONNECT, "POST", json.dumps({"uid": uid}).encode(),
                        dict(CONNECT_HEADERS, **admin), expect=200)
             for c in (by_id, by_uid):
