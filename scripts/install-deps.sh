@@ -13,3 +13,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update
   apt-get install -y --no-install-recommends "${missing[@]}"
 fi
+# The Connect client test (integration/test_connect_clients.py) runs Connect-ES under Node.js
+# with npm. Machines of this kind come with Node.js 20 and npm; where they are missing, Debian's
+# own are installed (a separate step: a Node.js from elsewhere must not be replaced).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update
+  apt-get install -y --no-install-recommends nodejs npm
+fi
