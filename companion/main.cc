@@ -33,6 +33,7 @@
 #include <tuple>
 #include <vector>
 
+#include "companion/broker_disconnect.h"
 #include "companion/companion_link.h"
 #include "companion/connection_registry.h"
 #include "companion/detailed_source.h"
@@ -221,58 +222,6 @@ rlim_t RaiseDescriptorLimit() {
   return limit.rlim_cur;
 }
 
-// The admin's disconnect: finds the open connection, asks the broker thread to kick it (at its
-// next TICK) and waits, bounded, until the registry shows it closed.
-DisconnectOutcome Disconnect(const ConnectionRegistry& registry, CompanionLink* link,
-                             const DisconnectTarget& target, const Caller& caller) {
-  DisconnectOutcome outcome;
-  registry.WaitUntilSynced(std::chrono::seconds(2));
-  // By the client id index, or over the shared snapshot (pointers, no copy) for a uid.
-  const auto find_open = [&registry, &target]() -> ConnectionPtr {
-    const auto open = [](const ConnectionPtr& c) { return c->state == ConnectionState::kOpen; };
-    if (target.uid.empty()) {
-      for (ConnectionPtr& c : registry.FindByClientId(target.client_id)) {
-        if (open(c)) return c;
-      }
-      return nullptr;
-    }
-    const ConnectionList all = registry.SharedSnapshot();
-    for (const ConnectionPtr& c : *all) {
-      if (open(c) && c->uid == target.uid) return c;
-    }
-    return nullptr;
-  };
-  const ConnectionPtr found = find_open();
-  if (!found) {
-    outcome.status =
-        Status(StatusCode::kNotFound,
-               target.uid.empty()
-                   ? "no open connection with client id " + QuoteForMessage(target.client_id)
-                   : "no open connection with uid " + QuoteForMessage(target.uid));
-    return outcome;
-  }
-  outcome.client_id = found->client_id;
-  outcome.uid = found->uid;
-  KickCommand command;
-  command.client_id = found->client_id;
-  command.caller = caller.address;
-  command.token_line = caller.token_line;
-  if (!link->RequestKick(command)) {
-    outcome.status = Status(StatusCode::kResourceExhausted, "the broker's request queue is full");
-    return outcome;
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  for (;;) {
-    const ConnectionPtr now = find_open();
-    if (!now || now->uid != found->uid) return outcome;
-    if (std::chrono::steady_clock::now() >= deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  outcome.status =
-      Status(StatusCode::kDeadlineExceeded, "the broker has not closed the connection within 5 s");
-  return outcome;
-}
-
 int Run(int argc, char** argv) {
   Arguments arguments;
   std::string error;
@@ -337,7 +286,7 @@ int Run(int argc, char** argv) {
   if (!options.http_admin_token_file.empty()) {
     router.SetDisconnector(
         [&registry, &link](const DisconnectTarget& target, const Caller& caller) {
-          return Disconnect(registry, &link, target, caller);
+          return DisconnectThroughBroker(registry, &link, target, caller);
         });
   }
 

@@ -1,0 +1,62 @@
+// See broker_disconnect.h.
+#include "companion/broker_disconnect.h"
+
+#include <chrono>
+#include <thread>
+
+#include "companion/http/json_util.h"
+#include "link/event_records.h"
+
+namespace mqc {
+
+DisconnectOutcome DisconnectThroughBroker(const ConnectionRegistry& registry, CompanionLink* link,
+                                          const DisconnectTarget& target, const Caller& caller) {
+  DisconnectOutcome outcome;
+  registry.WaitUntilSynced(std::chrono::seconds(2));
+  // By the client id index, or over the shared snapshot (pointers, no copy) for a uid.
+  const auto find_open = [&registry, &target]() -> ConnectionPtr {
+    const auto open = [](const ConnectionPtr& c) { return c->state == ConnectionState::kOpen; };
+    if (target.uid.empty()) {
+      for (ConnectionPtr& c : registry.FindByClientId(target.client_id)) {
+        if (open(c)) return c;
+      }
+      return nullptr;
+    }
+    const ConnectionList all = registry.SharedSnapshot();
+    for (const ConnectionPtr& c : *all) {
+      if (open(c) && c->uid == target.uid) return c;
+    }
+    return nullptr;
+  };
+  const ConnectionPtr found = find_open();
+  if (!found) {
+    outcome.status =
+        Status(StatusCode::kNotFound,
+               target.uid.empty()
+                   ? "no open connection with client id " + QuoteForMessage(target.client_id)
+                   : "no open connection with uid " + QuoteForMessage(target.uid));
+    return outcome;
+  }
+  outcome.client_id = found->client_id;
+  outcome.uid = found->uid;
+  KickCommand command;
+  command.client_id = found->client_id;
+  command.caller = caller.address;
+  command.token_line = caller.token_line;
+  if (!link->RequestKick(command)) {
+    outcome.status = Status(StatusCode::kResourceExhausted, "the broker's request queue is full");
+    return outcome;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (;;) {
+    const ConnectionPtr now = find_open();
+    if (!now || now->uid != found->uid) return outcome;
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  outcome.status =
+      Status(StatusCode::kDeadlineExceeded, "the broker has not closed the connection within 5 s");
+  return outcome;
+}
+
+}  // namespace mqc
