@@ -26,7 +26,6 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -42,7 +41,6 @@
 #include "companion/http/disconnect_view.h"
 #include "companion/http/http_router.h"
 #include "companion/http/http_server.h"
-#include "companion/http/json_util.h"
 #include "companion/metrics.h"
 #include "companion/network_info.h"
 #include "link/broker_config.h"
