@@ -101,28 +101,6 @@ bool ParseArguments(int argc, char** argv, Arguments* out, std::string* error) {
   return true;
 }
 
-// The registry as the views see it: waits briefly for the first resync after a (re)start, so
-// that a request right after a restart sees the broker's whole state, not a part of it.
-class SyncedSource : public ConnectionSource {
- public:
-  explicit SyncedSource(const ConnectionRegistry& registry) : registry_(registry) {}
-  std::vector<Connection> Snapshot() const override {
-    registry_.WaitUntilSynced(std::chrono::seconds(2));
-    return registry_.Snapshot();
-  }
-  ConnectionList SharedSnapshot() const override {
-    registry_.WaitUntilSynced(std::chrono::seconds(2));
-    return registry_.SharedSnapshot();
-  }
-  std::vector<ConnectionPtr> FindByClientId(std::string_view client_id) const override {
-    registry_.WaitUntilSynced(std::chrono::seconds(2));
-    return registry_.FindByClientId(client_id);
-  }
-
- private:
-  const ConnectionRegistry& registry_;
-};
-
 // The companion yields the CPU to the broker: on a busy machine, API requests wait rather than
 // MQTT messages. Its nice value is set to the broker's + 10 (at most 19, the lowest priority).
 // On Linux a nice value belongs to a thread and threads inherit it when created, so this runs

@@ -1,12 +1,17 @@
-// What the rich API (Connect ListConnections) lists: the registry's connections with open
-// connections' traffic from the shared statistics slots, and their idle time and network
-// figures from the kernel (NetworkInfoCache, one sock_diag dump per second at most). The fast
-// path (connection_query.h) reads the stored connections and adds the details to the page only.
-// Nothing
-// of a request reaches the broker: it neither waits for a TICK nor makes the broker thread
-// touch every connection.
+// What the HTTP views read: the registry as a ConnectionSource.
 //
-// Threads: Snapshot from any thread, several at once.
+// SyncedSource (the KubeMQ view): the registry's connections. Every read waits briefly (2 s at
+// most) for the first resync after a (re)start, so that a request right after a restart sees
+// the broker's whole state, not a part of it.
+//
+// DetailedSource (the rich API, Connect ListConnections): the same, with open connections'
+// traffic from the shared statistics slots, and their idle time and network figures from the
+// kernel (NetworkInfoCache, one sock_diag dump per second at most). The fast path
+// (connection_query.h) reads the stored connections and adds the details to the page only.
+// Nothing of a request reaches the broker: it neither waits for a TICK nor makes the broker
+// thread touch every connection.
+//
+// Threads: every call from any thread, several at once.
 #pragma once
 
 #include <chrono>
@@ -19,35 +24,50 @@
 
 namespace mqc {
 
-class DetailedSource : public ConnectionSource {
+class SyncedSource : public ConnectionSource {
  public:
-  // Both must outlive the source.
-  DetailedSource(const ConnectionRegistry& registry, NetworkInfoCache* network)
-      : registry_(registry), network_(network) {}
+  // `registry` must outlive the source.
+  explicit SyncedSource(const ConnectionRegistry& registry) : registry_(registry) {}
 
-  // Waits briefly (2 s at most) for the first resync after a (re)start, so that a request right
-  // after a restart sees the broker's whole state, not a part of it.
   std::vector<Connection> Snapshot() const override {
-    registry_.WaitUntilSynced(std::chrono::seconds(2));
-    std::vector<Connection> all = registry_.DetailedSnapshot();
-    network_->Fill(&all);
-    return all;
+    WaitUntilSynced();
+    return registry_.Snapshot();
   }
   ConnectionList SharedSnapshot() const override {
-    registry_.WaitUntilSynced(std::chrono::seconds(2));
+    WaitUntilSynced();
     return registry_.SharedSnapshot();
   }
   std::vector<ConnectionPtr> FindByClientId(std::string_view client_id) const override {
-    registry_.WaitUntilSynced(std::chrono::seconds(2));
+    WaitUntilSynced();
     return registry_.FindByClientId(client_id);
   }
+
+ protected:
+  const ConnectionRegistry& registry() const { return registry_; }
+  void WaitUntilSynced() const { registry_.WaitUntilSynced(std::chrono::seconds(2)); }
+
+ private:
+  const ConnectionRegistry& registry_;
+};
+
+class DetailedSource : public SyncedSource {
+ public:
+  // Both must outlive the source.
+  DetailedSource(const ConnectionRegistry& registry, NetworkInfoCache* network)
+      : SyncedSource(registry), network_(network) {}
+
+  std::vector<Connection> Snapshot() const override {
+    WaitUntilSynced();
+    std::vector<Connection> all = registry().DetailedSnapshot();
+    network_->Fill(&all);
+    return all;
+  }
   void AddDetails(std::vector<Connection>* connections) const override {
-    registry_.AddDetails(connections);
+    registry().AddDetails(connections);
     network_->Fill(connections);
   }
 
  private:
-  const ConnectionRegistry& registry_;
   NetworkInfoCache* network_;
 };
 
