@@ -327,25 +327,18 @@ void ConnectionRegistry::ExpireClosedLocked(std::int64_t now_ns) {
   }
 }
 
-std::vector<Connection> ConnectionRegistry::Snapshot() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<Connection> all;
-  all.reserve(open_.size() + closed_.size());
-  for (const auto& [seq, entry] : open_) {
-    all.push_back(*entry.connection);
-    all.back().recent_statistics = entry.recent;
-  }
-  for (const ConnectionPtr& connection : closed_) all.push_back(*connection);
-  return all;
-}
+std::vector<Connection> ConnectionRegistry::Snapshot() const { return CopyAll(false); }
 
-std::vector<Connection> ConnectionRegistry::DetailedSnapshot() const {
+std::vector<Connection> ConnectionRegistry::DetailedSnapshot() const { return CopyAll(true); }
+
+std::vector<Connection> ConnectionRegistry::CopyAll(bool with_totals) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<Connection> all;
   all.reserve(open_.size() + closed_.size());
   for (const auto& [seq, entry] : open_) {
     all.push_back(*entry.connection);
     all.back().recent_statistics = entry.recent;
+    if (!with_totals) continue;
     if (auto totals = ReadTotals(entry)) all.back().total_statistics = *totals;
   }
   for (const ConnectionPtr& connection : closed_) all.push_back(*connection);

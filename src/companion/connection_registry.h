@@ -118,6 +118,9 @@ class ConnectionRegistry : public ConnectionSource {
   Entry FromEvent(const ConnectionEvent& event) const;
   Entry FromEvent(const OfflineSessionEvent& event) const;
   std::size_t CountLocked(ConnectionState state) const;
+  // Snapshot and DetailedSnapshot: a copy of every connection, with open ones' traffic totals
+  // read from the shared slots when `with_totals`.
+  std::vector<Connection> CopyAll(bool with_totals) const;
   // The slot's counters if it still belongs to `seq` (seqlock read).
   std::optional<RequestStatistics> ReadTotals(const Entry& entry) const;
   void AddClosed(ConnectionPtr connection);
