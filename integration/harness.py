@@ -432,8 +432,13 @@ class SharedBrokerTestCase(unittest.TestCase):
     broker_arguments = {}
 
     @classmethod
+    def make_broker(cls):
+        """The class's broker, not started yet."""
+        return Broker(**cls.broker_arguments)
+
+    @classmethod
     def setUpClass(cls):
-        cls.broker = Broker(**cls.broker_arguments)
+        cls.broker = cls.make_broker()
         cls.broker.start()
 
     @classmethod
@@ -446,7 +451,11 @@ class SharedBrokerTestCase(unittest.TestCase):
 
     def tearDown(self):
         disconnect_all(self.clients)
-        wait_for(lambda: self.broker.connections() == [], what="no connections left")
+        wait_for(lambda: self.listed() == [], what="no connections left")
+
+    def listed(self):
+        """The open connections the KubeMQ endpoint lists now."""
+        return self.broker.connections()
 
     def client(self, *args, **kwargs):
         c = Client(self.broker, *args, **kwargs)

@@ -15,7 +15,7 @@ import unittest
 import urllib.request
 import warnings
 
-from harness import Broker, Client, disconnect_all, wait_for
+from harness import Broker, Client, SharedBrokerTestCase, disconnect_all, wait_for
 
 READ_TOKEN = "read-token-0123456789abcdef"
 ADMIN_TOKEN = "admin-token-fedcba9876543210"
@@ -54,29 +54,17 @@ def rpc(broker, path, message, headers=None):
                        headers={**RPC_HEADERS, **(headers or {})})
 
 
-class TokenTest(unittest.TestCase):
+class TokenTest(SharedBrokerTestCase):
     """One broker with a read token file and an admin token file."""
 
     @classmethod
-    def setUpClass(cls):
-        cls.broker = secured_broker()
-        cls.broker.start()
+    def make_broker(cls):
+        return secured_broker()
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.broker.stop()
-        cls.broker.cleanup_dir()
-
-    def setUp(self):
-        self.clients = []
-
-    def tearDown(self):
-        disconnect_all(self.clients)
-
-    def client(self, client_id, **kwargs):
-        c = Client(self.broker, client_id, **kwargs)
-        self.clients.append(c)
-        return c
+    def listed(self):
+        status, _, body = self.broker.http("/api/mqtt/connections", headers=bearer(READ_TOKEN))
+        self.assertEqual(status, 200, body)
+        return json.loads(body)["data"]["connections"]
 
     def assert_unauthenticated(self, headers):
         status, answer, body = self.broker.http("/api/mqtt/connections", headers=headers)
