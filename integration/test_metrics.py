@@ -292,43 +292,47 @@ class MetricsTest(unittest.TestCase):
 
 
 class PrometheusScrapeTest(unittest.TestCase):
-    def test_a_real_prometheus_reads_the_connections_gauge(self):
+    def scraped_connections(self, workdir, config_text, what):
+        """Runs Debian's Prometheus on `config_text` (written into `workdir`, which it removes)
+        until it has scraped kubemq_mqtt_connections, and returns the value it read."""
         prometheus = shutil.which("prometheus")
         self.assertIsNotNone(prometheus, "Debian's prometheus package is needed")
+        port = free_port()
+        config = os.path.join(workdir, "prometheus.yml")
+        with open(config, "w") as f:
+            f.write(config_text)
+        log = open(os.path.join(workdir, "prometheus.log"), "wb")
+        process = subprocess.Popen(
+            [prometheus, f"--config.file={config}", f"--storage.tsdb.path={workdir}/data",
+             f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT)
+        try:
+            def query():
+                url = f"http://127.0.0.1:{port}/api/v1/query?query=kubemq_mqtt_connections"
+                try:
+                    with urllib.request.urlopen(url, timeout=2) as response:
+                        result = json.load(response)["data"]["result"]
+                except OSError:
+                    return None
+                return result[0]["value"][1] if result else None
+            return wait_for(query, timeout=60, interval=0.5, what=what)
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=5)
+            log.close()
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def test_a_real_prometheus_reads_the_connections_gauge(self):
         with Broker() as broker:
             clients = [Client(broker, f"p-{i}") for i in range(3)]
-            workdir = tempfile.mkdtemp(prefix="mqc-prom-")
-            port = free_port()
-            config = os.path.join(workdir, "prometheus.yml")
-            with open(config, "w") as f:
-                f.write("global:\n  scrape_interval: 1s\n"
-                        "scrape_configs:\n  - job_name: mosquitto_connections\n"
-                        f"    static_configs:\n      - targets: ['127.0.0.1:{broker.http_port}']\n")
-            log = open(os.path.join(workdir, "prometheus.log"), "wb")
-            process = subprocess.Popen(
-                [prometheus, f"--config.file={config}", f"--storage.tsdb.path={workdir}/data",
-                 f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT)
-            try:
-                def query():
-                    url = (f"http://127.0.0.1:{port}/api/v1/query?query="
-                           "kubemq_mqtt_connections")
-                    try:
-                        with urllib.request.urlopen(url, timeout=2) as response:
-                            result = json.load(response)["data"]["result"]
-                    except OSError:
-                        return None
-                    return result[0]["value"][1] if result else None
-                self.assertEqual(wait_for(query, timeout=60, interval=0.5,
-                                          what="Prometheus to scrape the plugin"), "3")
-            finally:
-                process.terminate()
-                try:
-                    process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait(timeout=5)
-                log.close()
-                shutil.rmtree(workdir, ignore_errors=True)
+            config = ("global:\n  scrape_interval: 1s\n"
+                      "scrape_configs:\n  - job_name: mosquitto_connections\n"
+                      f"    static_configs:\n      - targets: ['127.0.0.1:{broker.http_port}']\n")
+            self.assertEqual(self.scraped_connections(tempfile.mkdtemp(prefix="mqc-prom-"), config,
+                                                      "Prometheus to scrape the plugin"), "3")
             for c in clients:
                 c.disconnect()
         broker.cleanup_dir()
@@ -336,8 +340,6 @@ class PrometheusScrapeTest(unittest.TestCase):
     def test_the_shipped_configuration_scrapes_with_a_token(self):
         """conf/prometheus.yml with its authorization block turned on, against a broker that
         needs a token: the scrape succeeds with it (and the companion refuses one without)."""
-        prometheus = shutil.which("prometheus")
-        self.assertIsNotNone(prometheus, "Debian's prometheus package is needed")
         token = "prometheus-token-0123456789"
         shipped = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "conf",
                                "prometheus.yml")
@@ -350,7 +352,6 @@ class PrometheusScrapeTest(unittest.TestCase):
         with broker:
             client = Client(broker, "p-token")
             workdir = tempfile.mkdtemp(prefix="mqc-prom-")
-            port = free_port()
             credentials = os.path.join(workdir, "token")
             with open(credentials, "w") as f:
                 f.write(token + "\n")
@@ -361,35 +362,9 @@ class PrometheusScrapeTest(unittest.TestCase):
                 text = text.replace(line, line.replace("# ", "", 1))
             text = re.sub(r"credentials_file: \S+", f"credentials_file: {credentials}", text)
             text = text.replace("127.0.0.1:8080", f"127.0.0.1:{broker.http_port}")
-            config = os.path.join(workdir, "prometheus.yml")
-            with open(config, "w") as f:
-                f.write(text)
             self.assertEqual(broker.http("/metrics")[0], 401)
-            log = open(os.path.join(workdir, "prometheus.log"), "wb")
-            process = subprocess.Popen(
-                [prometheus, f"--config.file={config}", f"--storage.tsdb.path={workdir}/data",
-                 f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT)
-            try:
-                def query():
-                    url = (f"http://127.0.0.1:{port}/api/v1/query?query="
-                           "kubemq_mqtt_connections")
-                    try:
-                        with urllib.request.urlopen(url, timeout=2) as response:
-                            result = json.load(response)["data"]["result"]
-                    except OSError:
-                        return None
-                    return result[0]["value"][1] if result else None
-                self.assertEqual(wait_for(query, timeout=60, interval=0.5,
-                                          what="Prometheus to scrape with the token"), "1")
-            finally:
-                process.terminate()
-                try:
-                    process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait(timeout=5)
-                log.close()
-                shutil.rmtree(workdir, ignore_errors=True)
+            self.assertEqual(self.scraped_connections(workdir, text,
+                                                      "Prometheus to scrape with the token"), "1")
             client.disconnect()
         broker.cleanup_dir()
 
