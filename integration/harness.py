@@ -62,9 +62,10 @@ def sanitizer_environment():
 class Broker:
     """A Mosquitto broker on a free loopback port, with or without the plugin.
 
-    `options` are plugin_opt_ values; `extra` is more mosquitto.conf text, placed first;
-    `listener_extra` follows the listener line (its per-listener settings); `files` maps file
-    names to contents written into the broker's folder first ({dir} in the texts is its path).
+    `options` are plugin_opt_ values ({dir} in a value is the broker's folder); `extra` is more
+    mosquitto.conf text, placed first; `listener_extra` follows the listener line (its
+    per-listener settings); `files` maps file names to contents written into the broker's
+    folder first ({dir} in the texts is its path).
     `persistence` turns the broker's persistence on, with its file in {dir}/data/ (writable by
     the broker's user); `restart()` then stops it (it saves the file) and starts it again on
     the same configuration and port.
@@ -110,7 +111,7 @@ class Broker:
         if self.plugin:
             lines.append(f"plugin {self.dir}/mosquitto_connections.so")
             for key, value in self.options.items():
-                lines.append(f"plugin_opt_{key} {value}")
+                lines.append(f"plugin_opt_{key} {value}".replace("{dir}", self.dir))
         if self.plugin_after:
             lines.append(self.plugin_after.replace("{dir}", self.dir))
         lines.append("log_dest stderr")

@@ -117,8 +117,6 @@ class OpenApiTest(unittest.TestCase):
                                "admin.tokens": ADMIN_TOKEN + "\n"},
                         options={"http_token_file": "{dir}/read.tokens",
                                  "http_admin_token_file": "{dir}/admin.tokens"})
-        original = broker.config_text
-        broker.config_text = lambda: original().replace("{dir}", broker.dir)
         shared, self.broker = self.broker, broker
         read = {"Authorization": f"Bearer {READ_TOKEN}"}
         admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}

@@ -42,11 +42,7 @@ def secured_broker(**kwargs):
     options.update(kwargs.pop("options", {}))
     files = dict(TOKEN_FILES)
     files.update(kwargs.pop("files", {}))
-    broker = Broker(options=options, files=files, **kwargs)
-    # The option values name the broker's folder, known only once it exists.
-    original = broker.config_text
-    broker.config_text = lambda: original().replace("{dir}", broker.dir)
-    return broker
+    return Broker(options=options, files=files, **kwargs)
 
 
 def rpc(broker, path, message, headers=None):
