@@ -147,10 +147,19 @@ bool ParseBrokerConfig(std::string_view text, const std::string& path, bool foll
     } else if (key == "psk_file") {
       config->psk_file = true;
       block.psk_file = true;
-    } else if (key == "plugin" || key == "auth_plugin") {
-      config->plugins.emplace_back(value);
+    } else if (key == "plugin" || key == "auth_plugin" || key == "global_plugin" ||
+               key == "plugin_load") {
+      // 2.1: global_plugin <path>, and plugin_load <name> <path> (used by plugin_use <name>);
+      // plugin_opt_ lines after either belong to that plugin.
+      std::string_view plugin_path = value;
+      if (key == "plugin_load") {
+        const std::size_t space = value.find_first_of(" \t");
+        if (space == std::string_view::npos) return bad("plugin_load needs a name and a path");
+        plugin_path = Trim(value.substr(space));
+      }
+      config->plugins.emplace_back(plugin_path);
       config->plugin_options.emplace_back();
-      block.plugins.emplace_back(value);
+      block.plugins.emplace_back(plugin_path);
     } else if (key.rfind("plugin_opt_", 0) == 0 || key.rfind("auth_opt_", 0) == 0) {
       // Mosquitto refuses an option before any plugin line; so does this reader.
       if (config->plugin_options.empty()) return bad("plugin option before any plugin line");

@@ -80,6 +80,25 @@ TEST(BrokerConfigTest, PerListenerSettingsScopeTheSecurityToThePluginsListener) 
   EXPECT_TRUE(HasOtherAclSource(ScopeOf(global, own), own));
 }
 
+// Mosquitto 2.1 loads plugins with global_plugin and plugin_load <name> <path> too.
+TEST(BrokerConfigTest, The21PluginLinesAreOtherSourcesWithTheirOwnOptions) {
+  const std::string own = "/usr/lib/mosquitto_connections.so";
+  const BrokerConfig config = Parse(
+      "global_plugin /usr/lib/mosquitto_password_file.so\nplugin_opt_password_file /etc/p\n"
+      "plugin_load acl /usr/lib/mosquitto_acl_file.so\nplugin_opt_acl_file /etc/a\n"
+      "listener 1883\nplugin_use acl\nlistener_allow_anonymous false\n"
+      "plugin " + own + "\nplugin_opt_http_port 0\n");
+  ASSERT_EQ(config.plugins.size(), 3u);
+  EXPECT_EQ(config.plugins[1], "/usr/lib/mosquitto_acl_file.so");
+  EXPECT_TRUE(HasOtherAuthSource(config, own));
+  ASSERT_NE(OptionsOfPlugin(config, own), nullptr);
+  EXPECT_EQ(OptionsOfPlugin(config, own)->size(), 1u);
+  BrokerConfig ignored;
+  std::string error;
+  EXPECT_FALSE(ParseBrokerConfig("plugin_load lonely\n", "x.conf", false, &ignored, &error));
+  EXPECT_THAT(error, ::testing::HasSubstr("plugin_load needs a name and a path"));
+}
+
 TEST(BrokerConfigTest, EachPluginKeepsTheOptionsWrittenAfterIt) {
   const BrokerConfig config = Parse(
       "plugin /x/other.so\nplugin_opt_a 1\n"
