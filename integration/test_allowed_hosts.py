@@ -16,7 +16,8 @@ import time
 import unittest
 
 import browser
-from harness import Broker, Client, disconnect_all
+from harness import Broker, Client, disconnect_all, wait_for
+from test_reload import reload_broker, rewrite_config
 
 OPTION = "plugin_opt_http_allowed_hosts"
 CLIENT_ID = "rebinding-victim-7f3a"
@@ -231,6 +232,22 @@ class ListedHostsWithTokensTest(unittest.TestCase):
                 self.assertEqual(status, 421, text)
                 self.assertNotIn("WWW-Authenticate", headers)  # no token is asked for
                 self.assertIn(OPTION, json.loads(text)["error_string"])
+
+
+class ReloadTest(unittest.TestCase):
+    def test_a_reload_keeps_the_list_with_a_warning(self):
+        with Broker(options={"http_allowed_hosts": "mqtt-api.example.com"}) as broker:
+            try:
+                port = broker.http_port
+                broker.options["http_allowed_hosts"] = "attacker.example"
+                rewrite_config(broker)
+                reload_broker(broker)
+                wait_for(lambda: "plugin_opt_http_allowed_hosts changed; keeping" in broker.log(),
+                         what="the warning naming the option")
+                self.assertEqual(request(port, "GET", "/metrics", "mqtt-api.example.com")[0], 200)
+                self.assertEqual(request(port, "GET", "/metrics", "attacker.example")[0], 421)
+            finally:
+                broker.cleanup_dir()
 
 
 class RefusedValuesTest(unittest.TestCase):
