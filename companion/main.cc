@@ -39,6 +39,7 @@
 #include "companion/http/access_tokens.h"
 #include "companion/http/connect_rpc_service.h"
 #include "companion/http/disconnect_view.h"
+#include "companion/http/host_check.h"
 #include "companion/http/http_router.h"
 #include "companion/http/http_server.h"
 #include "companion/metrics.h"
@@ -259,6 +260,8 @@ int Run(int argc, char** argv) {
   }
   tokens.Replace(std::move(token_set));
   router.SetAccess(&tokens, options.metrics_public);
+  router.SetHostCheck(HostCheck(options.http_allowed_hosts, options.http_bind));
+  router.SetErrorLog([&link](const std::string& line) { link.Log(LogLevel::kError, line); });
   if (!options.http_admin_token_file.empty()) {
     router.SetDisconnector(
         [&registry, &link](const DisconnectTarget& target, const Caller& caller) {

@@ -273,7 +273,8 @@ void CheckForms(const std::string& message) {
 
 }  // namespace
 
-// No try/catch: Handle() is noexcept, so an exception is a crash to report.
+// No try/catch: the source here never throws, so an exception from Handle() (which lets the
+// source's and allocation failures through to the router) is a crash to report.
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view input(reinterpret_cast<const char*>(data), size);
   const unsigned mode = input.empty() ? 0 : static_cast<unsigned char>(input.front());

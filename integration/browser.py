@@ -25,11 +25,13 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
          "--metrics-recording-only", "--no-default-browser-check"]
 
 
-def dump_dom(url, budget_ms=8000, screenshot=None, window_size="1400,900", timeout=90):
-    """The DOM of `url` after `budget_ms` of virtual time, as HTML text."""
+def dump_dom(url, budget_ms=8000, screenshot=None, window_size="1400,900", timeout=90,
+             extra_flags=()):
+    """The DOM of `url` after `budget_ms` of virtual time, as HTML text. `extra_flags` go to
+    Chromium as they are (such as --host-resolver-rules)."""
     profile = tempfile.mkdtemp(prefix="mqc-chromium-")
-    command = [CHROMIUM] + FLAGS + [f"--user-data-dir={profile}",
-                                    f"--virtual-time-budget={budget_ms}"]
+    command = [CHROMIUM] + FLAGS + list(extra_flags) + [f"--user-data-dir={profile}",
+                                                        f"--virtual-time-budget={budget_ms}"]
     if screenshot:
         command += [f"--screenshot={screenshot}", f"--window-size={window_size}"]
     else:

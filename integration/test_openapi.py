@@ -265,6 +265,15 @@ class OpenApiTest(unittest.TestCase):
             # /metrics, after the traffic above.
             self.check("/metrics", expect=200)
             self.check("/metrics", "POST", b"", expect=405)
+
+            # The Host check, on every operation: a foreign host 421, a malformed one 400.
+            for doc_path, operations in self.document["paths"].items():
+                path = doc_path.replace("{client_id}", "oa-alice")
+                for method in operations:
+                    body = b"{}" if method == "post" else None
+                    for host, status in (("attacker.example", 421), ("127.1", 400)):
+                        self.check(path, method.upper(), body,
+                                   dict(CONNECT_HEADERS, Host=host), expect=status)
         finally:
             for c in (alice, anon, taker):
                 c.disconnect()

@@ -456,7 +456,7 @@ class HttpsTest(unittest.TestCase):
 
                 # Plain HTTP on the HTTPS port: no API answer.
                 with socket.create_connection(("127.0.0.1", broker.http_port), timeout=15) as raw:
-                    raw.sendall(b"GET /api/mqtt/connections HTTP/1.1\r\nHost: x\r\n"
+                    raw.sendall(b"GET /api/mqtt/connections HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                                 b"Authorization: Bearer " + READ_TOKEN.encode() + b"\r\n\r\n")
                     received = b""
                     try:

@@ -100,6 +100,8 @@ void ApplyOptions(PluginState* state, PluginOptions reloaded) {
   Keep("http_tls_key", old.http_tls_key, reloaded.http_tls_key, restart, &reloaded.http_tls_key);
   Keep("http_allow_anonymous", old.http_allow_anonymous, reloaded.http_allow_anonymous, restart,
        &reloaded.http_allow_anonymous);
+  Keep("http_allowed_hosts", old.http_allowed_hosts, reloaded.http_allowed_hosts, restart,
+       &reloaded.http_allowed_hosts);
   // The companion reads the token files again when it gets the settings record, sent at every
   // reload (the tokens themselves never pass through the broker).
   state->settings_pending = true;

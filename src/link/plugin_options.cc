@@ -7,6 +7,7 @@
 #include <functional>
 #include <string_view>
 
+#include "link/host_names.h"
 #include "link/text_util.h"
 
 namespace mqc {
@@ -37,15 +38,19 @@ bool ParseUnsigned(std::string_view value, std::uint64_t min, std::uint64_t max,
   return true;
 }
 
+// Applies a value; false when it is bad. *why may then say more than `accepted` can (left empty
+// otherwise).
+using ApplyOption = std::function<bool(std::string_view, PluginOptions*, std::string* why)>;
+
 struct OptionSpec {
   const char* name;
   const char* accepted;  // for the error line
-  std::function<bool(std::string_view, PluginOptions*)> apply;
+  ApplyOption apply;
 };
 
-std::function<bool(std::string_view, PluginOptions*)> UnsignedInto(
-    std::uint64_t min, std::uint64_t max, std::function<void(PluginOptions*, std::uint64_t)> set) {
-  return [=](std::string_view value, PluginOptions* options) {
+ApplyOption UnsignedInto(std::uint64_t min, std::uint64_t max,
+                         std::function<void(PluginOptions*, std::uint64_t)> set) {
+  return [=](std::string_view value, PluginOptions* options, std::string*) {
     std::uint64_t n = 0;
     if (!ParseUnsigned(value, min, max, &n)) return false;
     set(options, n);
@@ -53,17 +58,16 @@ std::function<bool(std::string_view, PluginOptions*)> UnsignedInto(
   };
 }
 
-std::function<bool(std::string_view, PluginOptions*)> AbsolutePathInto(
-    std::string PluginOptions::*field) {
-  return [field](std::string_view value, PluginOptions* options) {
+ApplyOption AbsolutePathInto(std::string PluginOptions::*field) {
+  return [field](std::string_view value, PluginOptions* options, std::string*) {
     if (value.empty() || value.front() != '/') return false;
     options->*field = std::string(value);
     return true;
   };
 }
 
-std::function<bool(std::string_view, PluginOptions*)> BoolInto(bool PluginOptions::*field) {
-  return [field](std::string_view value, PluginOptions* options) {
+ApplyOption BoolInto(bool PluginOptions::*field) {
+  return [field](std::string_view value, PluginOptions* options, std::string*) {
     if (value != "true" && value != "false") return false;
     options->*field = value == "true";
     return true;
@@ -97,7 +101,7 @@ const std::vector<OptionSpec>& Specs() {
        UnsignedInto(0, 65535,
                     [](PluginOptions* o, std::uint64_t n) { o->http_port = static_cast<int>(n); })},
       {"http_bind", "an IPv4 or IPv6 address such as 127.0.0.1, 0.0.0.0, ::1 or ::",
-       [](std::string_view value, PluginOptions* o) {
+       [](std::string_view value, PluginOptions* o, std::string*) {
          const std::string address(value);
          unsigned char buffer[16];
          if (inet_pton(AF_INET, address.c_str(), buffer) != 1 &&
@@ -112,7 +116,7 @@ const std::vector<OptionSpec>& Specs() {
            0, 2147483647,
            [](PluginOptions* o, std::uint64_t n) { o->node_id = static_cast<std::uint32_t>(n); })},
       {"default_pattern", "events, store or none",
-       [](std::string_view value, PluginOptions* o) {
+       [](std::string_view value, PluginOptions* o, std::string*) {
          if (value == "events") {
            o->default_pattern = DefaultPattern::kEvents;
          } else if (value == "store") {
@@ -154,8 +158,14 @@ const std::vector<OptionSpec>& Specs() {
       {"http_tls_key", "the absolute path of a PEM private key file",
        AbsolutePathInto(&PluginOptions::http_tls_key)},
       {"http_allow_anonymous", "true or false", BoolInto(&PluginOptions::http_allow_anonymous)},
+      {"http_allowed_hosts",
+       "host names or IP addresses separated by commas or spaces, such as "
+       "'mqtt-api.example.com, 192.0.2.10, [2001:db8::10]'",
+       [](std::string_view value, PluginOptions* o, std::string* why) {
+         return ParseAllowedHosts(value, &o->http_allowed_hosts, why);
+       }},
       {"companion", "the absolute path of the companion executable",
-       [](std::string_view value, PluginOptions* o) {
+       [](std::string_view value, PluginOptions* o, std::string*) {
          if (value.empty() || value.front() != '/') return false;
          o->companion_path = std::string(value);
          return true;
@@ -184,9 +194,10 @@ bool ParsePluginOptions(const OptionPairs& pairs, PluginOptions* options, std::s
       *error = "unknown option plugin_opt_" + std::string(key) + " (known: " + known + ")";
       return false;
     }
-    if (!spec->apply(value, &parsed)) {
-      *error = "bad value " + Quoted(value) + " for plugin_opt_" + std::string(key) +
-               ": expected " + spec->accepted + CommentHint(value);
+    std::string why;
+    if (!spec->apply(value, &parsed, &why)) {
+      *error = "bad value " + Quoted(value) + " for plugin_opt_" + std::string(key) + ": " +
+               (why.empty() ? "" : why + "; ") + "expected " + spec->accepted + CommentHint(value);
       return false;
     }
   }

@@ -31,6 +31,9 @@ struct PluginOptions {
   std::string http_tls_cert;          // PEM; with http_tls_key: HTTPS on http_port
   std::string http_tls_key;
   bool http_allow_anonymous = false;  // a non-loopback http_bind without token files
+  // Host names and addresses the API answers to besides loopback and http_bind (canonical:
+  // link/host_names.h); any other Host is refused, against DNS rebinding.
+  std::vector<std::string> http_allowed_hosts;
 
   // True when some token file is set: every API request then needs a token.
   bool RequiresToken() const { return !http_token_file.empty() || !http_admin_token_file.empty(); }

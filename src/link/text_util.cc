@@ -203,6 +203,15 @@ std::string Excerpt(std::string_view text) {
   return std::string(text.substr(0, cut)) + "...";
 }
 
+std::string PrintableExcerpt(std::string_view text) {
+  const bool cut = text.size() > kMaxExcerptBytes;
+  std::string out(text.substr(0, cut ? kMaxExcerptBytes : text.size()));
+  for (char& c : out) {
+    if (c < 0x20 || c > 0x7E) c = '?';  // char may be signed: bytes >= 0x80 are negative
+  }
+  return cut ? out + "..." : out;
+}
+
 std::uint64_t Fnv1a64(std::string_view bytes, std::uint64_t hash) noexcept {
   for (const char c : bytes) {
     hash ^= static_cast<unsigned char>(c);

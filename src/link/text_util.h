@@ -28,6 +28,11 @@ bool EqualsIgnoreAsciiCase(std::string_view a, std::string_view b) noexcept;
 // sequence in half. The bytes are not otherwise changed (see QuoteForMessage for JSON).
 std::string Excerpt(std::string_view text);
 
+// Excerpt's cut (64 bytes, "..." after) with every byte outside printable ASCII (0x20 to 0x7E)
+// replaced by '?': for text a client chose (a path, a Host header) that goes into a log line or
+// a plain-text answer, where a control character could forge a line.
+std::string PrintableExcerpt(std::string_view text);
+
 // FNV-1a 64 over `bytes`, continuing from `hash` (start with kFnv1aOffsetBasis). Not
 // cryptographic: for hash tables and fingerprints.
 inline constexpr std::uint64_t kFnv1aOffsetBasis = 0xcbf29ce484222325u;

@@ -86,6 +86,17 @@ TEST(PluginOptionsTest, BadValuesAreRefusedNamingOptionValueAndWhatIsAccepted) {
       {"http_tls_cert", "cert.pem", "absolute path"},
       {"http_tls_key", "key.pem", "absolute path"},
       {"http_allow_anonymous", "1", "true or false"},
+      {"http_allowed_hosts", "*", "wildcards are not accepted"},
+      {"http_allowed_hosts", "*.example.com", "DNS rebinding"},
+      {"http_allowed_hosts", "api.example.com:8080", "without a port"},
+      {"http_allowed_hosts", "[::1]:8080", "without a port"},
+      {"http_allowed_hosts", "", "no host given"},
+      {"http_allowed_hosts", " , ", "no host given"},
+      {"http_allowed_hosts", "a.example, b..example", "'b..example': an empty label"},
+      {"http_allowed_hosts", "127.1", "four decimal numbers"},
+      {"http_allowed_hosts", "[fe80::1%eth0]", "not an IPv6 address"},
+      {"http_allowed_hosts", "http://a.example/", "not a host name"},
+      {"http_allowed_hosts", "a.example # the proxy", "no end-of-line comments"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string(c.key) + "=" + c.value);
@@ -118,6 +129,19 @@ TEST(PluginOptionsTest, SecurityOptionsAreParsed) {
   EXPECT_FALSE(options.http_allow_anonymous);
   EXPECT_TRUE(options.RequiresToken());
   EXPECT_FALSE(PluginOptions{}.RequiresToken());
+}
+
+TEST(PluginOptionsTest, AllowedHostsAreCanonicalWhateverTheSeparator) {
+  PluginOptions options;
+  std::string error;
+  EXPECT_TRUE(options.http_allowed_hosts.empty());
+  ASSERT_TRUE(ParsePluginOptions(
+      {{"http_allowed_hosts",
+        "API.Example.com., 192.0.2.10 [2001:DB8::10],,2001:db8::11\tapi.example.com"}},
+      &options, &error))
+      << error;
+  EXPECT_THAT(options.http_allowed_hosts, ::testing::ElementsAre("api.example.com", "192.0.2.10",
+                                                                 "2001:db8::10", "2001:db8::11"));
 }
 
 TEST(PluginOptionsTest, TlsCertificateAndKeyComeTogether) {

@@ -17,6 +17,15 @@ TEST(TextUtilTest, EqualsIgnoreAsciiCase) {
   EXPECT_FALSE(EqualsIgnoreAsciiCase("\xC3\x84", "\xC3\xA4"));  // no Unicode folding
 }
 
+TEST(TextUtilTest, PrintableExcerptReplacesWhatCouldForgeALine) {
+  EXPECT_EQ(PrintableExcerpt("plain text: 1 ~"), "plain text: 1 ~");
+  EXPECT_EQ(PrintableExcerpt("a\nb\rc\td\x7f\x01"), "a?b?c?d??");
+  EXPECT_EQ(PrintableExcerpt("caf\xC3\xA9"), "caf??");
+  EXPECT_EQ(PrintableExcerpt(std::string(64, 'x')), std::string(64, 'x'));
+  EXPECT_EQ(PrintableExcerpt(std::string(65, 'x')), std::string(64, 'x') + "...");
+  EXPECT_EQ(PrintableExcerpt(""), "");
+}
+
 TEST(TextUtilTest, Fnv1a64KnownValuesAndContinuation) {
   EXPECT_EQ(Fnv1a64(""), 0xcbf29ce484222325u);
   EXPECT_EQ(Fnv1a64("a"), 0xaf63dc4c8601ec8cu);

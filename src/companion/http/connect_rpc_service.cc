@@ -25,8 +25,9 @@
 //   `base64=1` selects URL-safe base64 (padding optional, '+' and '/' refused: MHD turns '+'
 //   into a space); other `base64` values are ignored, as the protocol says. Send a literal '+'
 //   in a plain message as %2B. Connect-Protocol-Version is not looked at on GET.
-// - Query-engine errors are `invalid_argument`, except the engine's kInternal (out of memory),
-//   which is `internal`.
+// - Query-engine errors are `invalid_argument`. A throw (out of memory, a failing source) leaves
+//   Handle() for the router, which answers `internal` (500) with a fixed message and logs the
+//   exception's text: it never reaches the caller.
 // - The request and response messages are read and written in connect_rpc_json.cc (JSON) and
 //   connect_rpc_proto.cc (binary), chosen in connect_codec.cc.
 #include "companion/http/connect_rpc_service.h"
@@ -39,7 +40,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <exception>
 #include <limits>
 #include <optional>
 #include <string>
@@ -70,23 +70,10 @@ constexpr std::string_view kListConnections = "ListConnections";
 constexpr StatusCode kInvalidArgument = StatusCode::kInvalidArgument;
 constexpr StatusCode kDeadlineExceeded = StatusCode::kDeadlineExceeded;
 constexpr StatusCode kUnimplemented = StatusCode::kUnimplemented;
-constexpr StatusCode kInternal = StatusCode::kInternal;
 
 // `status` 0: the code's own status.
 HttpResponse ConnectRpcError(StatusCode code, std::string_view message, int status = 0) {
   return ConnectRpcErrorResponse(Status(code, std::string(message)), status);
-}
-
-HttpResponse InternalError(const char* what) noexcept {
-  try {
-    return ConnectRpcError(kInternal, std::string("internal error: ") + what);
-  } catch (...) {
-    // Out of memory even for that: an error without a body (Connect clients read a bare 500 as
-    // `unknown`). A default HttpResponse allocates nothing.
-    HttpResponse response;
-    response.status = kHttpInternalServerError;
-    return response;
-  }
 }
 
 // --- small text helpers --------------------------------------------------------------------
@@ -293,19 +280,13 @@ ConnectRpcService::ConnectRpcService(const ConnectionSource& source,
       })) {}
 
 HttpResponse ConnectRpcService::Handle(const std::string& method,
-                                       const HttpRequest& request) const noexcept {
-  try {
-    if (method != kListConnections) {
-      return ConnectRpcError(
-          kUnimplemented, "method " + QuoteForMessage(method) +
-                              " is not implemented; implemented: " + std::string(kListConnections));
-    }
-    return HandleListConnections(request);
-  } catch (const std::exception& e) {
-    return InternalError(e.what());
-  } catch (...) {
-    return InternalError("unknown exception");
+                                       const HttpRequest& request) const {
+  if (method != kListConnections) {
+    return ConnectRpcError(
+        kUnimplemented, "method " + QuoteForMessage(method) +
+                            " is not implemented; implemented: " + std::string(kListConnections));
   }
+  return HandleListConnections(request);
 }
 
 ConnectRpcHandler ConnectRpcService::Handler() const {
@@ -353,8 +334,7 @@ HttpResponse ConnectRpcService::HandleListConnections(const HttpRequest& request
   ConnectionPage page;
   const Status status = RunConnectionQuery(source_, query, &page);
   if (!status.ok()) {
-    return ConnectRpcError(status.code() == StatusCode::kInternal ? kInternal : kInvalidArgument,
-                           status.message());
+    return ConnectRpcError(kInvalidArgument, status.message());
   }
   HttpResponse response = ListConnectionsResponseIn(codec, page);
   if (DeadlineExceeded(budget, clock_() - start, &error)) return error;

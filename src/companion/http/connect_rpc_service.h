@@ -42,8 +42,9 @@ class ConnectRpcService {
   // A ConnectRpcHandler (http_router.h): `method` is the path after the service prefix.
   // Answers 200 with the response message in the request's codec (`application/proto` or
   // `application/json`), or a Connect error `{"code":"...","message":"..."}` in JSON with the
-  // code's HTTP status (415 for a content type or encoding that is neither). Never throws.
-  HttpResponse Handle(const std::string& method, const HttpRequest& request) const noexcept;
+  // code's HTTP status (415 for a content type or encoding that is neither). Throws what the
+  // source or an allocation throws: HttpRouter answers that `internal` and logs it.
+  HttpResponse Handle(const std::string& method, const HttpRequest& request) const;
 
   // Handle() bound to this service, for HttpRouter. The service must outlive the handler.
   ConnectRpcHandler Handler() const;

@@ -1,8 +1,17 @@
 // HttpRouter (see http_router.h).
 //
 // Where the spec is silent:
-// - Checks run path first (404), then method (405 with Allow), then body size (413), so the
-//   answer names the most basic problem. A path matches exactly: no trailing '/', no case
+// - The Host check runs first, on every path, before the path is looked up (404): a page
+//   reached through DNS rebinding learns nothing, not even which paths exist. Then path (404),
+//   token (401/403), method (405 with Allow), body size (413), so the answer names the most
+//   basic problem.
+// - A refused Host is 421 Misdirected Request (RFC 9110 section 15.5.20: "directed at a server
+//   that is unable or unwilling to produce an authoritative response for the target URI"),
+//   not 403: no credential would help, the request is for another host. Connect has no code of
+//   its own for it: `permission_denied` with HTTP 421. A missing, repeated or malformed Host is
+//   400 (`invalid_argument`), as RFC 9112 section 3.2 asks.
+// - A view's exception is answered 500 with a fixed message; its text goes to the error log
+//   (the broker's log), never to the caller. A path matches exactly: no trailing '/', no case
 //   folding.
 // - HEAD is allowed wherever GET is, as HTTP asks; MHD sends the GET answer's headers only.
 // - Under the Connect service prefix every error is a Connect error: wrong method -> 405 with
@@ -26,6 +35,7 @@
 #include "companion/http/json_util.h"
 #include "companion/http/view_util.h"
 #include "link/status.h"
+#include "link/text_util.h"
 
 namespace mqc {
 namespace {
@@ -42,6 +52,8 @@ constexpr char kAuthenticateHeader[] = "WWW-Authenticate";
 constexpr char kAuthenticateChallenge[] = "Bearer realm=\"mosquitto-connections\"";
 constexpr char kDisconnectOff[] = "disconnecting is off: it needs plugin_opt_http_admin_token_file";
 constexpr char kBodyTooLarge[] = "request body too large";
+// The whole message of every 500: the exception's text goes to the log only.
+constexpr char kInternalError[] = "internal error";
 
 struct EmbeddedRoute {
   const char* path;
@@ -188,6 +200,23 @@ void HttpRouter::SetDisconnector(Disconnector disconnector) {
   disconnector_ = std::move(disconnector);
 }
 
+void HttpRouter::SetHostCheck(HostCheck host_check) { host_check_ = std::move(host_check); }
+
+void HttpRouter::SetErrorLog(std::function<void(const std::string&)> log) {
+  error_log_ = std::move(log);
+}
+
+bool HttpRouter::CheckHost(const Route* route, const HttpRequest& request,
+                           HttpResponse* refusal) const {
+  const HostCheck::Result result = host_check_.Check(request);
+  if (result.verdict == HostCheck::Verdict::kAllowed) return true;
+  const bool malformed = result.verdict == HostCheck::Verdict::kMalformed;
+  *refusal = ErrorAnswer(route != nullptr ? route->auth_errors : ErrorFormat::kKubeMq,
+                         malformed ? StatusCode::kInvalidArgument : StatusCode::kPermissionDenied,
+                         result.message, malformed ? kHttpBadRequest : kHttpMisdirectedRequest);
+  return false;
+}
+
 bool HttpRouter::Authorize(const Route& route, const HttpRequest& request, Caller* caller,
                            HttpResponse* refusal) const {
   caller->address = request.remote_address;
@@ -229,20 +258,30 @@ HttpResponse HttpRouter::Handle(const HttpRequest& request) const {
   } catch (const std::exception& e) {
     what = e.what();
   } catch (...) {
-    what = "unknown exception";
+    what = "an exception of unknown type";
+  }
+  if (error_log_) {
+    try {
+      // The path is the client's text: printable only, so that it cannot forge a log line.
+      error_log_("HTTP " + PrintableExcerpt(request.method) + " " + PrintableExcerpt(request.path) +
+                 " failed: " + what);
+    } catch (...) {
+      // The answer goes out even when its line cannot be logged.
+    }
   }
   const Route* route = Find(request.path);
   return ErrorAnswer(route != nullptr ? route->errors : ErrorFormat::kKubeMq, StatusCode::kInternal,
-                     "internal error: " + what, kHttpInternalServerError);
+                     kInternalError, kHttpInternalServerError);
 }
 
 HttpResponse HttpRouter::Dispatch(const HttpRequest& request) const {
   const Route* route = Find(request.path);
+  HttpResponse refusal;
+  if (!CheckHost(route, request, &refusal)) return refusal;
   if (route == nullptr) {
     return KubeMqErrorResponse(kHttpNotFound, "unknown path " + QuoteForMessage(request.path));
   }
   Caller caller;
-  HttpResponse refusal;
   if (!Authorize(*route, request, &caller, &refusal)) return refusal;
   if (!Allows(route->methods, request)) {
     HttpResponse response =

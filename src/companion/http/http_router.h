@@ -7,6 +7,9 @@
 //   GET    /, /console.css, /console.js                 the web console (console/, embedded; no
 //                                                       token: it holds no data, and asks for one)
 //   GET    /api/openapi.json                            the API's document (api/openapi.json)
+// Before anything else, on every path (unknown ones too) and with or without tokens, the Host
+// header must name a host this server answers to (HostCheck, host_check.h): 421 Misdirected
+// Request for another host, 400 for a missing or malformed Host, in the format of the path's 401.
 // With token files (SetAccess), every other route needs a bearer token (reading, or admin for the
 // disconnects), checked after the path (404) and before the method (405): 401 with
 // WWW-Authenticate for a missing or wrong token, 403 for a read token on an admin action.
@@ -26,6 +29,7 @@
 
 #include "companion/http/access_tokens.h"
 #include "companion/http/disconnect_view.h"
+#include "companion/http/host_check.h"
 #include "companion/http/http_server.h"
 #include "companion/http/kubemq_view.h"
 #include "link/connection.h"
@@ -58,8 +62,14 @@ class HttpRouter {
   void SetAccess(const AccessTokens* tokens, bool metrics_public);
   // Empty (the default): disconnecting is off, answered 403.
   void SetDisconnector(Disconnector disconnector);
+  // The hosts requests may name; the default answers to loopback names and addresses only.
+  void SetHostCheck(HostCheck host_check);
+  // Where a view's exception goes (one line: method, path, the exception's text); the caller
+  // gets a fixed text, never the exception's. Empty: not logged. Called on MHD's threads.
+  void SetErrorLog(std::function<void(const std::string&)> log);
 
-  // Never throws for a failing view: a view's exception is answered 500 in the path's format.
+  // Never throws for a failing view: a view's exception is answered 500 in the path's format,
+  // with the fixed message "internal error", and logged.
   HttpResponse Handle(const HttpRequest& request) const;
 
  private:
@@ -83,6 +93,9 @@ class HttpRouter {
   bool Authorize(const Route& route, const HttpRequest& request, Caller* caller,
                  HttpResponse* refusal) const;
 
+  // True when the request's Host may be served; else false with the 400/421 in *refusal.
+  bool CheckHost(const Route* route, const HttpRequest& request, HttpResponse* refusal) const;
+
   const Route* Find(std::string_view path) const;
   HttpResponse Dispatch(const HttpRequest& request) const;
   static HttpResponse ErrorAnswer(ErrorFormat format, StatusCode code, std::string_view message,
@@ -93,6 +106,8 @@ class HttpRouter {
   const AccessTokens* tokens_ = nullptr;
   bool metrics_public_ = false;
   Disconnector disconnector_;
+  HostCheck host_check_;
+  std::function<void(const std::string&)> error_log_;
   const std::string disconnect_rpc_path_ =
       std::string(kConnectRpcServicePrefix) + kDisconnectConnectionMethod;
   std::vector<Route> routes_;

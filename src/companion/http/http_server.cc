@@ -236,6 +236,32 @@ std::string PeerAddress(MHD_Connection* connection) {
   return "";
 }
 
+// The address the client connected to (getsockname of the connection), without the port; an
+// IPv4-mapped IPv6 address (an IPv4 client of a dual-stack socket) as plain IPv4. Empty when
+// unknown.
+std::string LocalAddress(MHD_Connection* connection) {
+  const MHD_ConnectionInfo* info =
+      MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+  if (info == nullptr) return "";
+  sockaddr_storage local{};
+  socklen_t length = sizeof(local);
+  if (getsockname(info->connect_fd, reinterpret_cast<sockaddr*>(&local), &length) != 0) return "";
+  char text[INET6_ADDRSTRLEN] = {};
+  if (local.ss_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&local);
+    return inet_ntop(AF_INET, &v4->sin_addr, text, sizeof(text)) == nullptr ? "" : text;
+  }
+  if (local.ss_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&local);
+    if (IN6_IS_ADDR_V4MAPPED(&v6->sin6_addr)) {
+      return inet_ntop(AF_INET, &v6->sin6_addr.s6_addr[12], text, sizeof(text)) == nullptr ? ""
+                                                                                           : text;
+    }
+    return inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof(text)) == nullptr ? "" : text;
+  }
+  return "";
+}
+
 // The declared Content-Length exceeds `limit` (a malformed value is MHD's to refuse).
 bool DeclaresMoreThan(MHD_Connection* connection, std::size_t limit) {
   const char* value =
@@ -342,7 +368,7 @@ ConnectionClock* ClockOf(MHD_Connection* connection) {
 // The C callbacks, befriended by HttpServer. None lets an exception out.
 struct HttpServerCallbacks {
   static MHD_Result OnRequest(void* cls, MHD_Connection* connection, const char* url,
-                              const char* method, const char* /*version*/, const char* upload_data,
+                              const char* method, const char* version, const char* upload_data,
                               size_t* upload_data_size, void** req_cls) noexcept {
     try {
       const auto* server = static_cast<const HttpServer*>(cls);
@@ -373,6 +399,8 @@ struct HttpServerCallbacks {
       request.body = std::move(state->body);
       request.body_too_large = state->body_too_large;
       request.remote_address = PeerAddress(connection);
+      request.local_address = LocalAddress(connection);
+      if (version != nullptr) request.version = version;
       server->request_clock_->Answered(ClockOf(connection));
       return Queue(connection, server->Dispatch(request));
     } catch (...) {

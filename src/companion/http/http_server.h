@@ -39,6 +39,11 @@ struct HttpRequest {
   HttpHeaders headers;  // as sent; look them up with FindHeader
   std::string body;
   std::string remote_address;  // the peer: "127.0.0.1:41234", "[::1]:41234"; empty if unknown
+  // This side's address of the connection, without port or brackets ("127.0.0.1", "::1",
+  // "192.0.2.10"; an IPv4 client of a dual-stack socket as IPv4); empty if unknown. The address
+  // the client reached the server by, for the Host check.
+  std::string local_address;
+  std::string version;  // "HTTP/1.1", "HTTP/1.0" as sent; empty if unknown
   // The body was larger than HttpServerOptions::max_body_bytes: `body` is empty and the answer
   // should be 413. Set instead of answering in the server so that the router picks the error
   // format of the path.

@@ -22,6 +22,7 @@ inline constexpr int kHttpNotFound = 404;
 inline constexpr int kHttpMethodNotAllowed = 405;
 inline constexpr int kHttpPayloadTooLarge = 413;
 inline constexpr int kHttpUnsupportedMediaType = 415;
+inline constexpr int kHttpMisdirectedRequest = 421;
 inline constexpr int kHttpInternalServerError = 500;
 inline constexpr int kHttpNotImplemented = 501;
 inline constexpr int kHttpGatewayTimeout = 504;

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -125,21 +124,6 @@ bool NamesDetail(const ConnectionFilter& filter, const ConnectionOrder& order) {
   return false;
 }
 
-// What the source threw, carried through Guarded unchanged: the source's failure is its
-// caller's to report, not a failure of the query.
-struct SourceFailure {
-  std::exception_ptr error;
-};
-
-template <typename Call>
-auto FromSource(Call call) {
-  try {
-    return call();
-  } catch (...) {
-    throw SourceFailure{std::current_exception()};
-  }
-}
-
 // One page of the source's connections as shared pointers, and whether they lack details.
 bool SelectFromSource(const ConnectionSource& source, const ConnectionFilter& filter,
                       const ConnectionOrder& order, const OrderCursor* after, std::size_t size,
@@ -149,16 +133,16 @@ bool SelectFromSource(const ConnectionSource& source, const ConnectionFilter& fi
   bool without_details = true;
   if (NamesDetail(filter, order)) {
     auto copies = std::make_shared<std::vector<ConnectionPtr>>();
-    for (Connection& connection : FromSource([&] { return source.Snapshot(); })) {
+    for (Connection& connection : source.Snapshot()) {
       copies->push_back(std::make_shared<const Connection>(std::move(connection)));
     }
     candidates = std::move(copies);
     without_details = false;
   } else if (const std::string* client_id = IndexedClientId(filter)) {
-    candidates = std::make_shared<const std::vector<ConnectionPtr>>(
-        FromSource([&] { return source.FindByClientId(*client_id); }));
+    candidates =
+        std::make_shared<const std::vector<ConnectionPtr>>(source.FindByClientId(*client_id));
   } else {
-    candidates = FromSource([&] { return source.SharedSnapshot(); });
+    candidates = source.SharedSnapshot();
   }
   const std::vector<ConnectionPtr>& list = *candidates;
   Selection selection;
@@ -198,30 +182,20 @@ Status RunQuery(const ConnectionQuery& query, ConnectionPage* page, Run run) {
   return Status();
 }
 
-// The query's answer when running it threw (in practice std::bad_alloc).
-Status InternalQueryError(const char* what) {
-  return Status(StatusCode::kInternal, std::string("internal error while running the query") +
-                                           (what[0] == '\0' ? "" : ": ") + what);
-}
-
-// Runs `body` (which fills *page) and turns a throw into kInternal with an empty page.
+// Runs `body` (which fills *page); whatever it throws (out of memory, the source's own failure)
+// passes through unchanged with an empty page. No exception text becomes a Status message: the
+// HTTP router answers a throw with a fixed 500 and logs the text (http_router.h).
 template <typename Page, typename Body>
 Status Guarded(Page* page, Body body) {
-  Status status;
   try {
     *page = Page();
-    status = body();
-    if (status.ok()) return status;
-  } catch (const SourceFailure& failure) {
-    *page = Page();
-    std::rethrow_exception(failure.error);
-  } catch (const std::exception& e) {
-    status = InternalQueryError(e.what());
+    Status status = body();
+    if (!status.ok()) *page = Page();
+    return status;
   } catch (...) {
-    status = InternalQueryError("");
+    *page = Page();
+    throw;
   }
-  *page = Page();
-  return status;
 }
 
 Status CheckTyped(const TypedConnectionQuery& query) {
@@ -277,12 +251,7 @@ Status RunConnectionQuery(const ConnectionSource& source, const ConnectionQuery&
                       for (const ConnectionPtr& connection : shared) {
                         page->connections.push_back(*connection);
                       }
-                      if (add_details) {
-                        FromSource([&] {
-                          source.AddDetails(&page->connections);
-                          return true;
-                        });
-                      }
+                      if (add_details) source.AddDetails(&page->connections);
                     });
   });
 }

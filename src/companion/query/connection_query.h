@@ -37,7 +37,8 @@ struct ConnectionPage {
 
 // Runs a query over a snapshot, which is only read: the page holds copies of its connections.
 // On a bad filter, order, page size or token: kInvalidArgument with a message naming the problem
-// (position, field or value); out of memory: kInternal. The page is empty then.
+// (position, field or value). The page is empty then. Out of memory, the exception passes
+// through (the page emptied): the HTTP router answers it 500 and logs it.
 Status RunConnectionQuery(const std::vector<Connection>& snapshot, const ConnectionQuery& query,
                           ConnectionPage* page);
 
@@ -60,8 +61,8 @@ struct TypedConnectionPage {
 };
 
 // Runs a typed query over a snapshot, which is only read (several pages of one snapshot need no
-// copy of it). Fails only for a page size or offset out of range (kInvalidArgument) or out of
-// memory (kInternal).
+// copy of it). Fails only for a page size or offset out of range (kInvalidArgument); out of
+// memory throws, as above.
 Status RunConnectionQuery(const std::vector<Connection>& snapshot,
                           const TypedConnectionQuery& query, TypedConnectionPage* page);
 

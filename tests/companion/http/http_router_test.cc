@@ -6,17 +6,23 @@
 
 #include <fstream>
 #include <iterator>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "companion/http/access_tokens.h"
+#include "companion/http/connect_rpc_service.h"
+#include "companion/http/host_check.h"
 #include "companion/http/json_util.h"
 #include "link/connection.h"
 
 namespace mqc {
 namespace {
 
+using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 
@@ -121,18 +127,146 @@ TEST_F(HttpRouterTest, MetricsFromTheProvider) {
   EXPECT_THAT(wrong.headers, UnorderedElementsAre(Pair("Allow", "GET, HEAD")));
 }
 
-TEST_F(HttpRouterTest, FailingViewIs500InThePathsFormat) {
-  const HttpRouter router(
-      source_, []() -> std::string { throw std::runtime_error("registry gone"); },
+TEST_F(HttpRouterTest, FailingViewIs500InThePathsFormatWithAFixedTextAndALogLine) {
+  HttpRouter router(
+      source_, []() -> std::string { throw std::runtime_error("registry gone at 0x7ffd1234"); },
       [](const std::string&, const HttpRequest&) -> HttpResponse { throw 42; });
+  std::vector<std::string> logged;
+  router.SetErrorLog([&logged](const std::string& line) { logged.push_back(line); });
   const HttpResponse metrics = router.Handle(Request("GET", "/metrics"));
   EXPECT_EQ(metrics.status, 500);
-  EXPECT_EQ(metrics.body,
-            R"({"error":true,"error_string":"internal error: registry gone","data":null})");
+  EXPECT_EQ(metrics.body, R"({"error":true,"error_string":"internal error","data":null})");
   const HttpResponse connect =
       router.Handle(Request("POST", "/mqtt.connections.v1.ConnectionsService/ListConnections"));
   EXPECT_EQ(connect.status, 500);
-  EXPECT_EQ(connect.body, R"({"code":"internal","message":"internal error: unknown exception"})");
+  EXPECT_EQ(connect.body, R"({"code":"internal","message":"internal error"})");
+  EXPECT_THAT(logged,
+              ::testing::ElementsAre(
+                  "HTTP GET /metrics failed: registry gone at 0x7ffd1234",
+                  "HTTP POST /mqtt.connections.v1.ConnectionsService/ListConnections failed: "
+                  "an exception of unknown type"));
+}
+
+TEST_F(HttpRouterTest, FailingSourceIs500WithAFixedTextOnEveryReadingPath) {
+  class FailingSource : public ConnectionSource {
+   public:
+    std::vector<Connection> Snapshot() const override {
+      throw std::length_error("vector::_M_realloc_insert secret detail");
+    }
+  } failing;
+  ConnectRpcService service(failing);
+  HttpRouter router(failing, nullptr, service.Handler());
+  std::vector<std::string> logged;
+  router.SetErrorLog([&logged](const std::string& line) { logged.push_back(line); });
+  HttpRequest rpc = Request("POST", "/mqtt.connections.v1.ConnectionsService/ListConnections");
+  rpc.headers = {{"Content-Type", "application/json"}, {"Connect-Protocol-Version", "1"}};
+  rpc.body = "{}";
+  for (const HttpRequest& request : {Request("GET", "/api/mqtt/connections"), rpc}) {
+    const HttpResponse response = router.Handle(request);
+    EXPECT_EQ(response.status, 500) << request.path;
+    EXPECT_THAT(response.body, HasSubstr("internal error")) << request.path;
+    EXPECT_THAT(response.body, Not(HasSubstr("secret"))) << request.path;
+  }
+  ASSERT_EQ(logged.size(), 2u);
+  EXPECT_THAT(logged[0], HasSubstr("HTTP GET /api/mqtt/connections failed: vector::"));
+  EXPECT_THAT(logged[1], HasSubstr("secret detail"));
+}
+
+TEST_F(HttpRouterTest, ALoggedPathCannotForgeALine) {
+  HttpRouter router(source_, nullptr, [](const std::string&, const HttpRequest&) -> HttpResponse {
+    throw std::runtime_error("boom");
+  });
+  std::string logged;
+  router.SetErrorLog([&logged](const std::string& line) { logged = line; });
+  const std::string path = "/mqtt.connections.v1.ConnectionsService/X\n1700000000: forged";
+  EXPECT_EQ(router.Handle(Request("POST", path)).status, 500);
+  EXPECT_EQ(logged,
+            "HTTP POST /mqtt.connections.v1.ConnectionsService/X?1700000000: forged "
+            "failed: boom");
+  router.SetErrorLog([](const std::string&) { throw std::bad_alloc(); });
+  EXPECT_EQ(router.Handle(Request("POST", path)).status, 500);  // answered all the same
+}
+
+HttpRequest FromHost(std::string method, std::string path, std::string host) {
+  HttpRequest request = Request(std::move(method), std::move(path));
+  request.version = "HTTP/1.1";
+  request.headers = {{"Host", std::move(host)}};
+  request.local_address = "127.0.0.1";
+  return request;
+}
+
+TEST_F(HttpRouterTest, ForeignHostIs421OnEveryPathInThePathsFormat) {
+  const HttpRouter router(
+      source_, [] { return std::string("kubemq_mqtt_connections 0\n"); },
+      [](const std::string&, const HttpRequest&) { return HttpResponse(); });
+  const std::string rpc = "/mqtt.connections.v1.ConnectionsService/";
+  struct Case {
+    const char* method;
+    std::string path;
+    const char* format;  // "kubemq", "connect", "text"
+  };
+  const Case cases[] = {
+      {"GET", "/api/mqtt/connections", "kubemq"},
+      {"HEAD", "/api/mqtt/connections", "kubemq"},
+      {"POST", "/api/mqtt/connections", "kubemq"},  // would be 405
+      {"DELETE", "/api/mqtt/connections/c1", "kubemq"},
+      {"GET", "/nothing", "kubemq"},  // would be 404
+      {"GET", "/", "kubemq"},
+      {"GET", "/console.js", "kubemq"},
+      {"GET", "/api/openapi.json", "kubemq"},
+      {"GET", "/metrics", "text"},
+      {"POST", rpc + "ListConnections", "connect"},
+      {"GET", rpc + "ListConnections", "connect"},
+      {"POST", rpc + "DisconnectConnection", "connect"},
+      {"POST", rpc + "Nope", "connect"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.method) + " " + c.path);
+    const HttpResponse allowed = router.Handle(FromHost(c.method, c.path, "localhost:8080"));
+    EXPECT_NE(allowed.status, 421);
+    EXPECT_NE(allowed.status, 400);
+    const HttpResponse response =
+        router.Handle(FromHost(c.method, c.path, "attacker.example:8080"));
+    EXPECT_EQ(response.status, 421);
+    EXPECT_THAT(response.body, HasSubstr("Host 'attacker.example:8080' is not a host this server "
+                                         "answers to: add 'attacker.example' to "
+                                         "plugin_opt_http_allowed_hosts"));
+    EXPECT_THAT(response.body, Not(HasSubstr("kubemq_mqtt")));
+    if (std::string(c.format) == "kubemq") {
+      EXPECT_EQ(response.content_type, "application/json");
+      EXPECT_THAT(response.body, ::testing::StartsWith(R"({"error":true,"error_string":"Host )"));
+    } else if (std::string(c.format) == "connect") {
+      EXPECT_THAT(response.body, ::testing::StartsWith(R"({"code":"permission_denied",)"));
+    } else {
+      EXPECT_EQ(response.content_type, "text/plain; charset=utf-8");
+      EXPECT_THAT(response.body, ::testing::StartsWith("Host 'attacker.example:8080'"));
+    }
+    const HttpResponse malformed = router.Handle(FromHost(c.method, c.path, "127.1:8080"));
+    EXPECT_EQ(malformed.status, 400);
+    EXPECT_THAT(malformed.body, HasSubstr("plugin_opt_http_allowed_hosts"));
+    if (std::string(c.format) == "connect") {
+      EXPECT_THAT(malformed.body, ::testing::StartsWith(R"({"code":"invalid_argument",)"));
+    }
+  }
+}
+
+TEST_F(HttpRouterTest, HostCheckComesBeforeTheTokens) {
+  AccessTokens tokens(true);
+  TokenSet set;
+  set.entries.push_back({"read-token-0123456789", AccessLevel::kRead, "token file line 1"});
+  tokens.Replace(std::move(set));
+  HttpRouter router(source_, nullptr, nullptr);
+  router.SetAccess(&tokens, false);
+  router.SetHostCheck(HostCheck({"mqtt-api.example.com"}, "0.0.0.0"));
+  HttpRequest request = FromHost("GET", "/api/mqtt/connections", "attacker.example");
+  request.headers.emplace_back("Authorization", "Bearer read-token-0123456789");
+  EXPECT_EQ(router.Handle(request).status, 421);  // a token does not open a foreign host
+  request.headers = {{"Host", "attacker.example"}};
+  EXPECT_EQ(router.Handle(request).status, 421);  // nor does its absence turn it into a 401
+  request.headers = {{"Host", "MQTT-API.example.com:443"}};
+  EXPECT_EQ(router.Handle(request).status, 401);
+  request.headers.emplace_back("Authorization", "Bearer read-token-0123456789");
+  EXPECT_EQ(router.Handle(request).status, 200);
 }
 
 TEST_F(HttpRouterTest, ConnectWithoutHandlerIsUnimplemented) {

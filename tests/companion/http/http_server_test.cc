@@ -27,7 +27,9 @@
 namespace mqc {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Pair;
 using ::testing::StartsWith;
 
 // A connected client socket, closed on destruction. Reads give up after `read_timeout`, so a
@@ -171,6 +173,26 @@ TEST(HttpServerTest, GetRoundTrip) {
   EXPECT_EQ(Body(response), "GET /p q\na=1;b=x y+;a=2;c=;d=;\nx-test: hello\nbody: ");
 }
 
+// The Host check needs the address the client connected to and the HTTP version.
+TEST(HttpServerTest, RequestCarriesTheLocalAddressAndTheVersion) {
+  std::mutex mutex;
+  std::vector<std::pair<std::string, std::string>> seen;  // (local address, version)
+  const auto server = StartOrFail(LoopbackAnyPort(), [&](const HttpRequest& request) {
+    std::lock_guard<std::mutex> lock(mutex);
+    seen.emplace_back(request.local_address, request.version);
+    return HttpResponse();
+  });
+  ASSERT_NE(server, nullptr);
+  for (const char* version : {"HTTP/1.1", "HTTP/1.0"}) {
+    Client client("127.0.0.1", server->port(), kReadTimeout);
+    ASSERT_TRUE(client.Send(std::string("GET / ") + version +
+                            "\r\nHost: localhost\r\nConnection: close\r\n\r\n"));
+    EXPECT_THAT(client.ReadToEnd(), StartsWith("HTTP/1.1 200 "));
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  EXPECT_THAT(seen, ElementsAre(Pair("127.0.0.1", "HTTP/1.1"), Pair("127.0.0.1", "HTTP/1.0")));
+}
+
 TEST(HttpServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
   const auto server = StartOrFail(LoopbackAnyPort(), &Echo);
   ASSERT_NE(server, nullptr);
@@ -230,7 +252,7 @@ TEST(HttpServerTest, DeclaredBodyOverTheLimitIs413BeforeItIsSent) {
   Client client("127.0.0.1", server->port(), kReadTimeout);
   // 1 MiB + 1 declared, nothing sent: the answer must come anyway.
   ASSERT_TRUE(
-      client.Send("GET /api/mqtt/connections HTTP/1.1\r\nHost: x\r\n"
+      client.Send("GET /api/mqtt/connections HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                   "Content-Length: 1048577\r\n\r\n"));
   const std::string response = client.ReadToEnd();
   EXPECT_THAT(response, StartsWith("HTTP/1.1 413 "));
@@ -436,7 +458,7 @@ TEST(HttpServerTest, ConcurrentClientsThroughTheRouter) {
         Client client("127.0.0.1", server->port(), kReadTimeout);
         const char* path = (i + t) % 2 == 0 ? "/api/mqtt/connections" : "/metrics";
         if (!client.Send(std::string("GET ") + path +
-                         " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")) {
+                         " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")) {
           continue;
         }
         const std::string response = client.ReadToEnd();
