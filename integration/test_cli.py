@@ -181,7 +181,11 @@ class TwoBrokersTest(unittest.TestCase):
     def test_get_prints_every_field(self):
         c = self.client(self.two, "cli-get", username="bob")
         c.subscribe("$share/workers/queues/jobs/email", 1)
-        self.wait_listed(self.two, ["cli-get"])
+        # The registry learns of the subscription a moment after the SUBACK: wait for it, so
+        # that the figures below do not move between the API's answer and the command's.
+        self.two.wait_connections(
+            lambda cs: any(x["client_id"] == "cli-get" and x["subscriptions"] for x in cs),
+            what="cli-get listed with its subscription")
         api = self.api_connection(self.two, "cli-get")
         result = run_cli("get", "cli-get", *self.urls())
         self.assertEqual(result.returncode, 0, result.stderr)

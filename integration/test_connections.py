@@ -9,7 +9,8 @@ import subprocess
 import time
 import unittest
 
-from harness import Broker, Client, SharedBrokerTestCase, free_port, raw_connect, wait_for
+from harness import (BROKER_VERSION, Broker, Client, SharedBrokerTestCase, disconnect_all,
+                     free_port, raw_connect, wait_for)
 
 
 def parse_time(text):
@@ -285,9 +286,40 @@ class StartupErrorTest(unittest.TestCase):
         self.assertIn(f"127.0.0.1:{port}", log)
         self.assertIn("Address already in use", log)
 
+    @unittest.skipIf(BROKER_VERSION >= (2, 0, 15), "this broker sends TICK with "
+                     "per_listener_settings true (PerListenerSettingsTest)")
     def test_per_listener_settings_is_refused_with_the_reason(self):
+        # Before 2.0.15 the broker sends no TICK with per_listener_settings true.
         log = self.refused(extra="per_listener_settings true\n")
-        self.assertIn("per_listener_settings true is not supported", log)
+        self.assertIn("per_listener_settings true is not supported on this broker (2.0.", log)
+        self.assertIn("before 2.0.15", log)
+
+
+@unittest.skipIf(BROKER_VERSION < (2, 0, 15), "the broker sends no TICK with "
+                 "per_listener_settings true before 2.0.15 (StartupErrorTest)")
+class PerListenerSettingsTest(unittest.TestCase):
+    def test_the_plugins_listener_is_listed_and_survives_a_reload(self):
+        # The plugin's line is in its listener's block: it sees that listener's clients, and
+        # decides anonymous access there as the broker would (allow_anonymous true).
+        broker = Broker(extra="per_listener_settings true\n", allow_anonymous=True)
+        try:
+            broker.start()
+            client = Client(broker, "per-listener", version=5)
+            client.subscribe("events/per/listener", qos=1)
+            wait_for(lambda: [s["filter"] for s in (broker.connection("per-listener") or {})
+                              .get("subscriptions", [])] == ["events/per/listener"],
+                     what="the client listed with its subscription")
+            os.kill(broker.process.pid, signal.SIGHUP)
+            wait_for(lambda: "Reloading config" in broker.log() or
+                     "reload" in broker.log().lower(), what="the reload")
+            late = Client(broker, "per-listener-late")
+            wait_for(lambda: broker.connection("per-listener-late") is not None,
+                     what="a client connected after the reload listed")
+            self.assertIsNone(broker.process.poll(), broker.log())
+            disconnect_all([client, late])
+        finally:
+            broker.stop()
+            broker.cleanup_dir()
 
 
 if __name__ == "__main__":

@@ -368,7 +368,8 @@ class TlsTest(unittest.TestCase):
                     self.assertEqual(c["authenticationInfo"]["mechanism"],
                                      "AUTHENTICATION_MECHANISM_MTLS")
                     self.assertEqual(c["source"]["port"], client.socket().getsockname()[1])
-                    p = by_client(broker, "plain-client")
+                    p = wait_for(lambda: by_client(broker, "plain-client"),
+                                 what="the plain client")
                     self.assertEqual(p["listenerName"], f"mqtt:{broker.port}")
                     self.assertEqual(p["tlsInfo"], {"enabled": False})
                 finally:

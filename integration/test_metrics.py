@@ -13,7 +13,8 @@ import urllib.request
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from harness import MOSQUITTO_PASSWD, Broker, Client, broker_tool, free_port, wait_for
+from harness import (BROKER_VERSION, MOSQUITTO_PASSWD, Broker, Client, broker_tool, free_port,
+                     wait_for)
 
 OPERATIONS = ["publish_events", "publish_store", "publish_queues", "rpc_command", "rpc_query",
               "deliver_events", "deliver_store", "deliver_queues", "rpc_response"]
@@ -188,8 +189,11 @@ class MetricsTest(unittest.TestCase):
             before = Metrics(broker)
             for i in range(3):
                 pub.publish("store/queued", f"q{i}".encode(), qos=1)
-            wait_for(lambda: delta(before, Metrics(broker), "deliver_store", "success") == 3,
-                     what="three queued deliveries")
+            if BROKER_VERSION < (2, 1, 0):
+                # 2.0 counts a delivery when the broker queues it (its ACL READ check); 2.1 when
+                # it sends it (MESSAGE_OUT), here once the session resumes.
+                wait_for(lambda: delta(before, Metrics(broker), "deliver_store", "success") == 3,
+                         what="three queued deliveries")
             # The session resumes: the broker re-checks the queued messages and sends them.
             again = Client(broker, "m-resume", version=4, clean=False, connect=False)
             again.connect()

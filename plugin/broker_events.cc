@@ -127,11 +127,19 @@ int OnExtAuthStart(int /*event*/, void* event_data, void* userdata) {
 // once per check: the nested call takes the place of the rest of the outer loop. When every
 // later source defers, the nested call answers ACL_DENIED, which is what the outer loop would
 // have answered after them. mosquitto_acl_check never answers DEFER.
-// Where the broker does not export mosquitto_acl_check, the answer stays unknown: the check is
-// left to the other sources (DEFER) and recorded as if they allowed it (BrokerCapabilities::
-// ExactDeliveries, logged at start).
+// Where the broker does not export mosquitto_acl_check, the acl_file's answer is worked out from
+// the file (the acl_file allows every SUBSCRIBE and UNSUBSCRIBE in 2.0); with another ACL plugin
+// the answer stays unknown, and the check is recorded as if allowed (UnreadAclSource, logged at
+// start). The broker asks those sources itself: the callback then defers.
 int AskLaterAclSources(PluginState* state, const mosquitto_evt_acl_check& data) {
-  if (!state->api.capabilities().acl_check) return MOSQ_ERR_SUCCESS;
+  if (!state->api.capabilities().acl_check) {
+    if (state->acl_file == nullptr || data.access != MOSQ_ACL_READ) return MOSQ_ERR_SUCCESS;
+    const char* id = mosquitto_client_id(data.client);
+    return state->acl_file->Allows(id != nullptr ? id : "", mosquitto_client_username(data.client),
+                                   data.topic, AclFile::kRead)
+               ? MOSQ_ERR_SUCCESS
+               : MOSQ_ERR_ACL_DENIED;
+  }
   state->acl_check_nested = true;
   const int answer =
       state->api.AclCheck(data.client, data.topic, data.payloadlen,
@@ -308,7 +316,7 @@ int OnConnect(int /*event*/, void* event_data, void* userdata) {
       sessions.Settle();
       sessions.BeginConnect(data->client, ReadFacts(data->client, state->broker_config), NowNs());
     }
-    sessions.Settle();
+    sessions.Confirm(data->client);
   } catch (...) {
   }
   return MOSQ_ERR_SUCCESS;
@@ -341,6 +349,9 @@ int OnSubscribe(int event, void* event_data, void* userdata) {
 // Resent QoS 1/2 messages of a resumed session count again: each is sent again.
 [[gnu::noinline]] int MessageOutInFull(PluginState* state, const mosquitto_evt_message& data) {
   try {
+    // The queued messages of a resumed session go out before its CONNECT event: that CONNECT
+    // passed authentication.
+    state->sessions->Confirm(data.client);
     state->sessions->Settle();
     const SessionTable::ClientView view = ViewOrDiscover(state, data.client);
     BrokerPublishDetails clock(state->api, data.client, nullptr);
@@ -420,11 +431,35 @@ int OnTick(int /*event*/, void* event_data, void* userdata) {
   return MOSQ_ERR_SUCCESS;
 }
 
+// 2.1: an ACL check the plugin only watches, registered only where no other ACL source exists
+// (PluginState::watch_acl_21), so that its IGNORE is the broker's answer without it. It sees
+// what MESSAGE_OUT cannot: a QoS 0 message for an offline session, which the broker throws
+// away (counted as dropped, as on 2.0).
+int OnAclCheck21(int /*event*/, void* event_data, void* userdata) {
+  auto* state = static_cast<PluginState*>(userdata);
+  const auto& data = *static_cast<const mosquitto_evt_acl_check*>(event_data);
+  if (data.access != MOSQ_ACL_READ || data.qos != 0) return kErrPluginIgnore;
+  try {
+    SessionTable& sessions = *state->sessions;
+    if (ClientSocket(data.client) < 0 && !sessions.IsOpen(data.client) &&
+        !sessions.IsPending(data.client)) {
+      BrokerPublishDetails clock(state->api, data.client, nullptr);
+      state->traffic->OnDeliver(data.client, nullptr, /*online=*/false, data.topic,
+                                data.payloadlen, 0, clock);
+    }
+  } catch (...) {
+  }
+  return kErrPluginIgnore;
+}
+
 struct EventHandler {
   int event;
   MOSQ_FUNC_generic_callback callback;
   const char* name;
+  bool (*wanted)(const PluginState&) = nullptr;  // null: always registered
 };
+
+bool WatchAcl21(const PluginState& state) { return state.watch_acl_21; }
 
 constexpr EventHandler kHandlers20[] = {
     {MOSQ_EVT_BASIC_AUTH, OnBasicAuth, "BASIC_AUTH"},
@@ -436,10 +471,10 @@ constexpr EventHandler kHandlers20[] = {
     {MOSQ_EVT_RELOAD, OnReload, "RELOAD"},
 };
 
-// No ACL_CHECK: 2.1 reports subscriptions and deliveries once they are made, and a plugin in
-// the ACL chain changes its answer (src/plugin_acl_check.c returns the last callback's answer
-// when none decides, so an IGNORE after another plugin's DEFER would turn a denial into an
-// allow).
+// ACL_CHECK only where no other ACL source exists: 2.1 reports subscriptions and deliveries once
+// they are made, and a plugin in the ACL chain may change its answer (src/plugin_acl_check.c
+// returns the last callback's answer when none decides, so an IGNORE after another plugin's
+// DEFER would turn a denial into an allow).
 constexpr EventHandler kHandlers21[] = {
     {MOSQ_EVT_BASIC_AUTH, OnBasicAuth, "BASIC_AUTH"},
     {MOSQ_EVT_EXT_AUTH_START, OnExtAuthStart, "EXT_AUTH_START"},
@@ -448,6 +483,7 @@ constexpr EventHandler kHandlers21[] = {
     {kEventUnsubscribe, OnSubscribe, "UNSUBSCRIBE"},
     {MOSQ_EVT_MESSAGE, OnMessage, "MESSAGE_IN"},
     {kEventMessageOut, OnMessageOut, "MESSAGE_OUT"},
+    {MOSQ_EVT_ACL_CHECK, OnAclCheck21, "ACL_CHECK", WatchAcl21},
     {MOSQ_EVT_DISCONNECT, OnDisconnect, "DISCONNECT"},
     {kEventClientOffline, OnDisconnect, "CLIENT_OFFLINE"},
     {MOSQ_EVT_TICK, OnTick, "TICK"},
@@ -473,6 +509,7 @@ bool RegisterBrokerEvents(PluginState* state) {
   const auto [handlers, count] = HandlersOf(*state);
   for (std::size_t i = 0; i < count; ++i) {
     const EventHandler& handler = handlers[i];
+    if (handler.wanted != nullptr && !handler.wanted(*state)) continue;
     const int rc = mosquitto_callback_register(state->identifier, handler.event, handler.callback,
                                                nullptr, state);
     if (rc != MOSQ_ERR_SUCCESS) {
@@ -481,7 +518,7 @@ bool RegisterBrokerEvents(PluginState* state) {
       UnregisterBrokerEvents(state);
       return false;
     }
-    state->registered_events.push_back(handler.event);
+    state->registered_events.push_back(i);
   }
   return true;
 }
@@ -489,8 +526,8 @@ bool RegisterBrokerEvents(PluginState* state) {
 void UnregisterBrokerEvents(PluginState* state) {
   const EventHandler* handlers = HandlersOf(*state).first;
   // Newest first: UNSUBSCRIBE and CLIENT_OFFLINE share their callback with another event.
-  for (std::size_t i = state->registered_events.size(); i > 0; --i) {
-    const EventHandler& handler = handlers[i - 1];
+  for (auto it = state->registered_events.rbegin(); it != state->registered_events.rend(); ++it) {
+    const EventHandler& handler = handlers[*it];
     const int rc =
         mosquitto_callback_unregister(state->identifier, handler.event, handler.callback, nullptr);
     if (rc != MOSQ_ERR_SUCCESS) {

@@ -140,13 +140,44 @@ std::string PerListenerSettingsRefusal(const BrokerCapabilities& capabilities) {
          "TICK to talk to its companion; upgrade the broker or set per_listener_settings false";
 }
 
+namespace {
+
+// Where the broker hides mosquitto_acl_check and the acl_file is the only ACL source besides
+// this plugin, the plugin reads that file itself to know which deliveries the broker allowed
+// (broker/acl_file.h). Read again at every reload, as the broker does.
+void ReadAclFile(PluginState* state, const BrokerConfig& config) {
+  state->acl_file.reset();
+  if (state->api.api_2_1() || state->api.capabilities().acl_check) return;
+  BrokerConfig scoped = ScopeOf(config, state->own_path);
+  if (!scoped.acl_file) return;
+  scoped.acl_file = false;
+  if (HasOtherAclSource(scoped, state->own_path)) return;  // another plugin decides first
+  auto file = std::make_unique<AclFile>();
+  const Status status = AclFile::Read(scoped.acl_file_path, file.get());
+  if (!status.ok()) {
+    LogToBroker(LogLevel::kWarning,
+                "mosquitto_connections: cannot read the acl_file to count deliveries exactly (" +
+                    status.message() +
+                    "): a delivery it denies still counts as delivered");
+    return;
+  }
+  state->acl_file = std::move(file);
+}
+
+}  // namespace
+
 bool ApplyAuthDecisions(PluginState* state, const BrokerConfig& config) {
-  AuthDecisions decisions;
-  if (!state->api.api_2_1()) decisions = DecideAuth(config, state->own_path);
+  ReadAclFile(state, config);
+  // Computed on 2.1 too, where the plugin decides nothing: whether anything checks a username
+  // tells an authenticated connection from an unauthenticated one.
+  const AuthDecisions decisions = DecideAuth(config, state->own_path);
   const AuthDecisions before{state->decide_basic_auth, state->allow_anonymous, state->decide_acl};
   state->decide_basic_auth = decisions.decide_basic_auth;
   state->allow_anonymous = decisions.allow_anonymous;
   state->decide_acl = decisions.decide_acl;
+  if (state->registered_events.empty()) {
+    state->watch_acl_21 = state->api.api_2_1() && decisions.decide_acl;  // fixed at init
+  }
   return !(before == decisions);
 }
 
@@ -191,12 +222,12 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
     return MOSQ_ERR_NOMEM;
   }
   state->link = std::make_unique<BrokerLink>(state->region.get());
-  LogToBroker(LogLevel::kNotice,
-              state->api.capabilities().Describe(!state->api.api_2_1() && !state->decide_acl));
+  LogToBroker(LogLevel::kNotice, state->api.capabilities().Describe(UnreadAclSource(*state)));
   std::random_device seed;
   state->sessions = std::make_unique<SessionTable>(
       state->link.get(), (std::uint64_t{seed()} << 32) | seed(), state->region->stats(),
       state->region->header()->stats_slots, &state->region->header()->counters);
+  state->sessions->SetConnectsConfirmed(state->api.api_2_1());
   state->sessions->SetPersistentClientExpiration(
       state->broker_config.persistent_client_expiration_s);
   RestorePersistedSessions(state.get());

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/acl_file.h"
 #include "broker/broker_link.h"
 #include "broker/companion_supervisor.h"
 #include "broker/session_table.h"
@@ -34,6 +35,8 @@ struct PluginState {
   bool decide_basic_auth = false;
   bool allow_anonymous = false;
   bool decide_acl = false;
+  // The broker's acl_file as the plugin reads it, where it needs it (plugin.cc: ReadAclFile).
+  std::unique_ptr<AclFile> acl_file;
   // Set while the ACL_CHECK callback asks the broker for the later sources' answer: the nested
   // call reaches this plugin's callback again, which must then defer (broker_events.cc).
   bool acl_check_nested = false;
@@ -48,7 +51,10 @@ struct PluginState {
   std::unique_ptr<CompanionSupervisor> companion;
   std::vector<std::string> companion_arguments;  // from the broker's configuration
 
-  std::vector<int> registered_events;
+  std::vector<std::size_t> registered_events;  // indexes into the API's handler table
+
+  // 2.1: whether the plugin watches ACL checks (no other ACL source: its IGNORE is neutral).
+  bool watch_acl_21 = false;
 
   // The last TICK that did the periodic work (MonotonicNs); see OnTick.
   std::int64_t tick_work_ns = 0;
@@ -71,6 +77,12 @@ void LogToBroker(LogLevel level, const std::string& text);
 // Sets the auth-neutrality decisions from the configuration (at init and at a reload); the
 // plugin decides nothing on 2.1. Returns whether they changed.
 bool ApplyAuthDecisions(PluginState* state, const BrokerConfig& config);
+// Whether an ACL source after the plugin decides what the plugin cannot learn (2.0 without
+// mosquitto_acl_check, and an ACL plugin other than the acl_file).
+inline bool UnreadAclSource(const PluginState& state) {
+  return !state.api.api_2_1() && !state.decide_acl && !state.api.capabilities().acl_check &&
+         state.acl_file == nullptr;
+}
 
 // reload.cc
 int OnReload(int event, void* event_data, void* userdata);

@@ -55,7 +55,7 @@ void ApplyBrokerConfig(PluginState* state, BrokerConfig config) {
        ++i) {
     config.listener_security[i].plugins = state->broker_config.listener_security[i].plugins;
   }
-  if (ApplyAuthDecisions(state, config)) {
+  if (ApplyAuthDecisions(state, config) && !state->api.api_2_1()) {
     Log(LogLevel::kNotice, std::string("the plugin now decides authentication: ") +
                                YesNo(state->decide_basic_auth) +
                                ", ACLs: " + YesNo(state->decide_acl) + "; allow_anonymous " +

@@ -82,15 +82,16 @@ BrokerVersion FindBrokerVersion(std::string_view binary) {
   return version;
 }
 
-std::string BrokerCapabilities::Describe(bool other_acl_source) const {
+std::string BrokerCapabilities::Describe(bool unread_acl_source) const {
   std::string text = "mosquitto_connections: broker " + version.Text() + ", plugin API " +
                      (api_2_1 ? "2.1" : "2.0");
   std::vector<std::string> missing;
   if (!api_2_1) {
-    if (!acl_check && other_acl_source) {
+    if (!acl_check && unread_acl_source) {
       missing.push_back(
-          "mosquitto_acl_check (deliveries are counted before the other ACL sources decide: a "
-          "message they deny still counts as delivered)");
+          "mosquitto_acl_check (deliveries are counted before the ACL plugins after this one "
+          "decide: a message they deny still counts as delivered, a subscription they deny is "
+          "still listed)");
     }
     if (!get_state) {
       missing.push_back(

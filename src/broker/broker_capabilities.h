@@ -54,14 +54,16 @@ struct BrokerCapabilities {
     return api_2_1 || version.AtLeast(2, 0, 15);
   }
   // Whether deliveries are counted exactly. On 2.0 a delivery is an ACL READ check that every
-  // ACL source allowed; when a source other than this plugin decides (`other_acl_source`), only
-  // mosquitto_acl_check tells its answer. 2.1 reports each delivery (MESSAGE_OUT).
-  bool ExactDeliveries(bool other_acl_source) const {
-    return api_2_1 || !other_acl_source || acl_check;
+  // ACL source allowed; when a source other than this plugin decides, mosquitto_acl_check tells
+  // its answer, and without it the plugin knows only the acl_file's (it reads that file itself,
+  // broker/acl_file.h). `unread_acl_source`: another ACL source the plugin cannot answer for (a
+  // plugin such as dynamic security). 2.1 reports each delivery (MESSAGE_OUT).
+  bool ExactDeliveries(bool unread_acl_source) const {
+    return api_2_1 || !unread_acl_source || acl_check;
   }
   // One log line for the start: the broker, its API, and what the API shows differently on it
   // because a name is missing. Empty parts are left out.
-  std::string Describe(bool other_acl_source) const;
+  std::string Describe(bool unread_acl_source) const;
 };
 
 // Why a connection ended, from the `reason` of 2.1's DISCONNECT and CLIENT_OFFLINE events (a

@@ -235,18 +235,22 @@ void SessionTable::Accept() {
                OpenEntry{stats, std::make_unique<OpenConnection>(std::move(connection))});
 }
 
+void SessionTable::Refuse(std::int64_t now_ns) {
+  ConnectionEvent refused = MakeEvent(pending_->facts, pending_->begin_ns);
+  refused.auth_state = AuthState::kFailure;
+  refused.close_time_ns = now_ns;
+  refused.close_reason = CloseReason::kAuthenticationFailed;
+  pending_.reset();
+  if (counters_ != nullptr) Bump(counters_->connects_refused);
+  EmitConnection(refused);
+}
+
 void SessionTable::Disconnect(const void* client, bool has_client_id, CloseReason reason,
                               std::int64_t now_ns, std::int64_t idle_ns) {
   if (held_client_ != nullptr) ResolveHeld(/*disconnecting=*/held_client_ == client);
   if (pending_ && pending_->client == client) {
     if (!has_client_id) {
-      ConnectionEvent refused = MakeEvent(pending_->facts, pending_->begin_ns);
-      refused.auth_state = AuthState::kFailure;
-      refused.close_time_ns = now_ns;
-      refused.close_reason = CloseReason::kAuthenticationFailed;
-      pending_.reset();
-      if (counters_ != nullptr) Bump(counters_->connects_refused);
-      EmitConnection(refused);
+      Refuse(now_ns);
       return;
     }
     Accept();  // accepted, and gone again before any other callback

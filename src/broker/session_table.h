@@ -117,14 +117,24 @@ class SessionTable {
   // accepted, since the broker has finished handling it, and applies held subscription checks
   // (Subscribe), since no DISCONNECT followed them.
   void Settle() {
-    if (pending_) Accept();
+    if (pending_) SettlePending();
     if (held_client_ != nullptr) ResolveHeld(/*disconnecting=*/false);
   }
   // Settle for a SUBSCRIBE check of `client`: its own held checks stay held (a kick re-checks
   // every subscription in a row).
   void SettleExceptHeldOf(const void* client) {
-    if (pending_) Accept();
+    if (pending_) SettlePending();
     if (held_client_ != nullptr && held_client_ != client) ResolveHeld(/*disconnecting=*/false);
+  }
+  // Mosquitto 2.1 confirms every CONNECT it accepts (its CONNECT event, Confirm), and frees the
+  // id of a client it refuses in enhanced authentication before that client's DISCONNECT would
+  // fire, so none does. With confirmed connects, Settle refuses a pending enhanced-
+  // authentication CONNECT that was not confirmed (a password CONNECT that is refused still
+  // gets its DISCONNECT first).
+  void SetConnectsConfirmed(bool confirmed) { connects_confirmed_ = confirmed; }
+  // The broker accepted `client`'s CONNECT.
+  void Confirm(const void* client) {
+    if (IsPending(client)) Accept();
   }
 
   // DISCONNECT. `has_client_id` is false for a client the broker refused. `reason` is what the
@@ -267,6 +277,14 @@ class SessionTable {
   };
 
   void Accept();
+  void Refuse(std::int64_t now_ns);
+  void SettlePending() {
+    if (connects_confirmed_ && pending_->facts.mechanism == AuthMechanism::kEnhanced) {
+      Refuse(pending_->begin_ns);
+    } else {
+      Accept();
+    }
+  }
   // Applies (not `disconnecting`) or drops the held subscription checks; see Subscribe.
   void ResolveHeld(bool disconnecting);
   void Hold(const void* client, std::string_view filter, bool denied);
@@ -310,6 +328,7 @@ class SessionTable {
   std::string buffer_;  // reused encoding buffer
 
   bool reloading_ = false;
+  bool connects_confirmed_ = false;
   bool resync_active_ = false;
   std::uint64_t resync_generation_ = 0;
   std::vector<const void*> resync_queue_;

@@ -143,7 +143,9 @@ bool ParseBrokerConfig(std::string_view text, const std::string& path, bool foll
       block.password_file = true;
     } else if (key == "acl_file") {
       config->acl_file = true;
+      config->acl_file_path = std::string(value);
       block.acl_file = true;
+      block.acl_file_path = std::string(value);
     } else if (key == "psk_file") {
       config->psk_file = true;
       block.psk_file = true;
@@ -278,6 +280,7 @@ BrokerConfig ScopeOf(const BrokerConfig& config, const std::string& own_plugin) 
     scoped.allow_anonymous = block.allow_anonymous;
     scoped.password_file = block.password_file;
     scoped.acl_file = block.acl_file;
+    scoped.acl_file_path = block.acl_file_path;
     scoped.psk_file = block.psk_file;
     scoped.plugins = block.plugins;
     break;

@@ -38,6 +38,7 @@ struct BrokerConfig {
     std::optional<bool> allow_anonymous;
     bool password_file = false;
     bool acl_file = false;
+    std::string acl_file_path;
     bool psk_file = false;
     std::vector<std::string> plugins;
   };
@@ -45,6 +46,7 @@ struct BrokerConfig {
   bool local_only = true;               // no listener, port or bind_address line
   bool password_file = false;
   bool acl_file = false;
+  std::string acl_file_path;  // the last acl_file line's, as written
   bool psk_file = false;
   std::vector<std::string> plugins;  // plugin and auth_plugin paths, in file order
   // The plugin_opt_<key> (or auth_opt_<key>) lines after each of `plugins`, as (key, value):

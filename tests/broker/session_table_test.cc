@@ -134,6 +134,34 @@ TEST_F(SessionTableTest, AConnectIsAnnouncedOnlyOnceTheNextCallbackShowsItWasAcc
   EXPECT_TRUE(table_.IsOpen(a_));
 }
 
+// Mosquitto 2.1 confirms each CONNECT it accepts (its CONNECT event), and a client refused in
+// enhanced authentication has its id freed before its DISCONNECT would fire, so none does.
+TEST_F(SessionTableTest, WithConfirmedConnectsAnUnconfirmedEnhancedConnectWasRefused) {
+  table_.SetConnectsConfirmed(true);
+  ClientFacts enhanced = Facts("scram");
+  enhanced.mechanism = AuthMechanism::kEnhanced;
+  enhanced.auth_method = "SCRAM-SHA-1";
+  table_.BeginConnect(a_, enhanced, 5);
+  table_.Settle();  // another client's event: no CONNECT came
+  EXPECT_FALSE(table_.IsOpen(a_));
+  ASSERT_THAT(sink_.lines, ElementsAre("refused 1 scram"));
+  EXPECT_EQ(sink_.connections.at(0).auth_state, AuthState::kFailure);
+  EXPECT_EQ(sink_.connections.at(0).close_reason, CloseReason::kAuthenticationFailed);
+
+  // Confirmed: accepted, whatever the mechanism.
+  table_.BeginConnect(b_, enhanced, 6);
+  table_.Confirm(b_);
+  table_.BeginConnect(c_, Facts("plain"), 7);
+  table_.Confirm(c_);
+  EXPECT_TRUE(table_.IsOpen(b_));
+  EXPECT_TRUE(table_.IsOpen(c_));
+  // A password CONNECT is still settled as accepted by the next event: a refused one gets its
+  // DISCONNECT first on 2.1 too.
+  table_.BeginConnect(a_, Facts("late"), 8);
+  table_.Settle();
+  EXPECT_TRUE(table_.IsOpen(a_));
+}
+
 TEST_F(SessionTableTest, AnonymousAcceptedConnectionIsUnauthenticated) {
   table_.BeginConnect(a_, Facts("anon"), 1);
   table_.Settle();
