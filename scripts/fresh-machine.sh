@@ -19,7 +19,8 @@
 # Ports: the chroot shares the host's network, and the example listens on 127.0.0.1:1883 and
 # :8080. When either is taken on the host, the steps that listen run in their own network
 # namespace (unshare -n, loopback only), and the example's packages are installed before it, from
-# outside that namespace (it has no route to the archive). Everything started in the chroot is
+# outside that namespace (it has no route to the archive). MQC_FRESH_NETNS=1 asks for that always
+# (two runs at once, one per release, cannot both have the host's 1883). Everything started in the chroot is
 # stopped by PID, and the mounts are undone, on every way out.
 # Cache (outside the repository): $MQC_CHROOT_CACHE, default /var/cache/mosquitto-connections-chroots:
 # SUITE-bare.tar, SUITE-apt (downloaded .debs, so that a second run downloads nothing), SUITE-root
@@ -343,7 +344,15 @@ test_tools_step() {
   in_chroot "$clone/scripts/install-deps.sh"
   note test-tools "$(($(package_count) - before)) packages installed ($(package_count) in all);"
   note test-tools "paho-mqtt $(in_chroot python3 -c 'import paho.mqtt; print(paho.mqtt.__version__)')"
-  note test-tools "node $(in_chroot node --version)"
+  note test-tools "node $(in_chroot node --version);"
+  # The integration tests' harness makes its clients so (paho-mqtt 1.6's API): does this paho?
+  note test-tools "the harness's mqtt.Client(client_id=, protocol=): $(in_chroot python3 -c '
+import paho.mqtt.client as mqtt
+try:
+    mqtt.Client(client_id="x", protocol=mqtt.MQTTv311)
+    print("works")
+except Exception as error:
+    print("fails:", type(error).__name__, error)')"
 }
 
 # --- the run -----------------------------------------------------------------------------------
@@ -351,15 +360,15 @@ echo "fresh-machine: Debian $suite, cache $cache, logs $out"
 step bare make_bare || exit 1
 step chroot make_chroot || exit 1
 mount_chroot
-if port_taken 1883 || port_taken 8080; then
+if [ "${MQC_FRESH_NETNS:-0}" = 1 ] || port_taken 1883 || port_taken 8080; then
   command -v nsenter unshare ip > /dev/null
   unshare -n sleep 86400 &
   netns_pid=$!
   sleep 0.2
   nsenter -t "$netns_pid" -n ip link set lo up
   loopback=(nsenter -t "$netns_pid" -n "${chroot_command[@]}")
-  echo "   127.0.0.1:1883 or :8080 is taken on this host: the listening steps run in a network" \
-    "namespace of their own (loopback only)"
+  echo "   the listening steps run in a network namespace of their own (loopback only):" \
+    "MQC_FRESH_NETNS=1, or 127.0.0.1:1883 or :8080 is taken on this host"
 fi
 if step example run_example; then
   step example-api example_api || true

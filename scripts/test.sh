@@ -6,9 +6,12 @@
 #   build-tsan     TSan: unit tests, and integration with a TSan companion behind a plain plugin
 # After each build, scripts/check-build-headers.py checks that every header it read from outside
 # the repository comes from a package scripts/install-deps.sh installs.
+# It first installs what is missing of the packages that build and test it (scripts/install-deps.sh:
+# both lists, the test tools included).
 # Usage: scripts/test.sh [release|asan|tsan ...]   (default: all three)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scripts/install-deps.sh
 jobs=$(nproc)
 variants=("$@")
 [ ${#variants[@]} -gt 0 ] || variants=(release asan tsan)
