@@ -1,5 +1,12 @@
 """Runs the real Mosquitto broker with the built plugin, for the integration tests.
 
+Which broker: MQC_BROKER names one of the builds in MQC_BUILD_DIR/brokers/brokers.json (made by
+scripts/prepare-brokers.py; integration/brokers.py reads it), `system` (Debian 12's
+/usr/sbin/mosquitto) by default. BROKER_NAME, BROKER_VERSION (a tuple), PLUGIN_DIR (the folder of
+that broker's own plugins, see broker_plugin()), MOSQUITTO_PASSWD and MOSQUITTO_CTRL (tools that
+make files that broker reads; run them with broker_tool()) say which it is. Which suites cannot
+apply to which broker is said once, in integration/broker_matrix.py.
+
 Every broker gets a fresh folder (mode 0755, since the broker drops to user `mosquitto` when
 started as root) holding a copy of the plugin and the companion, a generated mosquitto.conf, and
 its log. Ports are free loopback ports; everything talks to 127.0.0.1 only. Processes are
@@ -21,10 +28,62 @@ import urllib.request
 
 import paho.mqtt.client as mqtt
 
+import broker_matrix
+import brokers
+
 PLUGIN = os.environ.get("MQC_PLUGIN", "")
 COMPANION = os.environ.get("MQC_COMPANION", "")
 SANITIZE = os.environ.get("MQC_SANITIZE", "")
-MOSQUITTO = "/usr/sbin/mosquitto"
+BROKER = brokers.load(os.environ.get("MQC_BROKER") or brokers.SYSTEM,
+                      os.environ.get("MQC_BUILD_DIR", ""))
+BROKER_NAME = BROKER.name
+BROKER_VERSION = BROKER.version_tuple
+MOSQUITTO = BROKER.mosquitto
+PLUGIN_DIR = BROKER.plugin_dir
+MOSQUITTO_PASSWD = BROKER.passwd
+MOSQUITTO_CTRL = BROKER.ctrl
+
+
+def broker_plugin(file_name):
+    """The path of one of the broker's own plugins ("mosquitto_dynamic_security.so")."""
+    return BROKER.plugin(file_name)
+
+
+def broker_tool(command, **kwargs):
+    """subprocess.run of one of the broker's tools (MOSQUITTO_PASSWD, MOSQUITTO_CTRL), with the
+    library path that broker's build needs."""
+    kwargs.setdefault("timeout", 30)
+    return subprocess.run(command, env=BROKER.environment(), **kwargs)
+
+
+def _tests(suite):
+    for item in suite:
+        if isinstance(item, unittest.TestSuite):
+            yield from _tests(item)
+        else:
+            yield item
+
+
+def apply_broker_matrix(suite):
+    """Marks every test of `suite` that integration/broker_matrix.py rules out for BROKER as
+    skipped, with its reason: a whole class (so that its setUpClass starts no broker) or one
+    test. Returns (skipped, total)."""
+    skipped = total = 0
+    for test in _tests(suite):
+        total += 1
+        reason = broker_matrix.skip_reason(test.id(), BROKER)
+        if reason is None:
+            continue
+        skipped += 1
+        cls = type(test)
+        class_reason = broker_matrix.skip_reason(f"{cls.__module__}.{cls.__qualname__}", BROKER)
+        if class_reason is not None:
+            cls.__unittest_skip__ = True
+            cls.__unittest_skip_why__ = class_reason
+        else:
+            method = getattr(test, test._testMethodName)
+            setattr(test, test._testMethodName, unittest.skip(reason)(method))
+    return skipped, total
 
 
 def free_port():
@@ -47,8 +106,9 @@ def wait_for(predicate, timeout=10.0, interval=0.02, what="condition"):
 
 
 def sanitizer_environment():
-    """An ASan-built plugin inside the plain broker needs the ASan runtime preloaded."""
-    env = dict(os.environ)
+    """The broker's environment: its build's library path and, since an ASan-built plugin
+    inside the plain broker needs it, the ASan runtime preloaded."""
+    env = BROKER.environment()
     if "address" in SANITIZE:
         compiler = os.environ.get("MQC_CXX", "gcc")
         runtime = subprocess.run([compiler, "-print-file-name=libasan.so"], check=True,
@@ -404,8 +464,8 @@ def passwd_users(users):
     try:
         path = os.path.join(folder, "passwd")
         for n, (user, password) in enumerate(users.items()):
-            subprocess.run(["mosquitto_passwd", "-b"] + (["-c"] if n == 0 else []) +
-                           [path, user, password], check=True, capture_output=True, timeout=30)
+            broker_tool([MOSQUITTO_PASSWD, "-b"] + (["-c"] if n == 0 else []) +
+                        [path, user, password], check=True, capture_output=True)
         with open(path) as f:
             return f.read()
     finally:

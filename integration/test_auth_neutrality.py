@@ -21,15 +21,15 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 import time
 import unittest
 
-from harness import Broker, Client
+from harness import (MOSQUITTO_CTRL, MOSQUITTO_PASSWD, Broker, Client, broker_plugin,
+                     broker_tool)
 from test_list_connections import by_client
 
-DYNSEC_PLUGIN = "/usr/lib/x86_64-linux-gnu/mosquitto_dynamic_security.so"
+DYNSEC_PLUGIN = broker_plugin("mosquitto_dynamic_security.so")
 
 # Who connects, per protocol version: (kind, username, password, MQTT 5 authentication
 # method). The client id is "<kind>-v<version>", the same in both runs, so that records compare
@@ -214,10 +214,10 @@ def connect_with_auth_method(client, method, timeout=10):
 def make_password_file(workdir):
     """A password_file made by Mosquitto's own tool, for users "user" and "other"."""
     path = os.path.join(workdir, "passwd")
-    subprocess.run(["mosquitto_passwd", "-b", "-c", path, "user", "pass"], check=True,
-                   capture_output=True, timeout=30)
-    subprocess.run(["mosquitto_passwd", "-b", path, "other", "pass2"], check=True,
-                   capture_output=True, timeout=30)
+    broker_tool([MOSQUITTO_PASSWD, "-b", "-c", path, "user", "pass"], check=True,
+                capture_output=True)
+    broker_tool([MOSQUITTO_PASSWD, "-b", path, "other", "pass2"], check=True,
+                capture_output=True)
     with open(path) as f:
         return f.read()
 
@@ -229,8 +229,8 @@ def make_dynsec_file(workdir, roles=None):
     clients = []
     for username, password in (("user", "pass"), ("other", "pass2")):
         path = os.path.join(workdir, f"dynsec-{username}.json")
-        subprocess.run(["mosquitto_ctrl", "dynsec", "init", path, username, password],
-                       check=True, capture_output=True, timeout=30)
+        broker_tool([MOSQUITTO_CTRL, "dynsec", "init", path, username, password],
+                    check=True, capture_output=True)
         with open(path) as f:
             client = json.load(f)["clients"][0]
         client["roles"] = [{"rolename": f"{username}role"}]

@@ -13,7 +13,7 @@ import urllib.request
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from harness import Broker, Client, free_port, wait_for
+from harness import MOSQUITTO_PASSWD, Broker, Client, broker_tool, free_port, wait_for
 
 OPERATIONS = ["publish_events", "publish_store", "publish_queues", "rpc_command", "rpc_query",
               "deliver_events", "deliver_store", "deliver_queues", "rpc_response"]
@@ -261,7 +261,7 @@ class MetricsTest(unittest.TestCase):
         passwd_dir = tempfile.mkdtemp()
         try:
             path = os.path.join(passwd_dir, "passwd")
-            subprocess.run(["mosquitto_passwd", "-b", "-c", path, "user", "secret"], check=True)
+            broker_tool([MOSQUITTO_PASSWD, "-b", "-c", path, "user", "secret"], check=True)
             with open(path) as f:
                 files = {"passwd": f.read()}
         finally:

@@ -10,8 +10,8 @@ import threading
 import time
 import unittest
 
-from harness import (Broker, Client, SharedBrokerTestCase, disconnect_all, passwd_file,
-                     passwd_users, wait_for)
+from harness import (Broker, Client, SharedBrokerTestCase, broker_plugin, disconnect_all,
+                     passwd_file, passwd_users, wait_for)
 from test_list_connections import connections as list_all
 from test_metrics import Metrics, Responder, delta, v5_properties, wait_metrics
 
@@ -465,7 +465,7 @@ class NeutralityAcrossReloadTest(unittest.TestCase):
         # Mosquitto loads plugins at start only: a plugin line added before a reload decides
         # nothing, so the plugin must go on deciding where nothing else does.
         first, second = self.run_both(
-            "", "plugin /usr/lib/x86_64-linux-gnu/mosquitto_dynamic_security.so\n"
+            "", f"plugin {broker_plugin('mosquitto_dynamic_security.so')}\n"
             "plugin_opt_config_file {dir}/absent.json", {})
         self.assertEqual(second["stranger"], 0)
         self.assertEqual(second["stranger got"], ["a/x", "b/x"])

@@ -156,6 +156,24 @@ class TokenTest(SharedBrokerTestCase):
         self.assertNotIn(ADMIN_TOKEN, self.broker.log())
         self.assertNotIn(READ_TOKEN, self.broker.log())
 
+    def test_a_kicked_persistent_client_keeps_its_subscriptions_qos(self):
+        # Before its DISCONNECT the broker re-checks each subscription of a persistent client it
+        # kicks as a SUBSCRIBE with QoS 0 (2.0.12 on, and Debian's 2.0.11): no SUBSCRIBE.
+        victim = self.client("victim-qos", clean=False)
+        victim.client.reconnect_delay_set(min_delay=30, max_delay=30)
+        victim.subscribe("events/kick/one", qos=1)
+        victim.subscribe("store/kick/two", qos=2)
+        wait_for(lambda: len((self.connection("victim-qos") or {}).get("subscriptions", [])) == 2,
+                 what="both subscriptions listed")
+        status, _, body = self.broker.http("/api/mqtt/connections/victim-qos", method="DELETE",
+                                           headers=bearer(ADMIN_TOKEN))
+        self.assertEqual(status, 200, body)
+        expected = {("events/kick/one", 1), ("store/kick/two", 2)}
+        for state in ("MQTT_CONNECTION_STATE_CLOSED", "MQTT_CONNECTION_STATE_OFFLINE"):
+            listed = wait_for(lambda: self.connection("victim-qos", state), what=state)
+            self.assertEqual({(s["filter"], s["qos"]) for s in listed["subscriptions"]}, expected,
+                             state)
+
     def test_admin_disconnects_by_rpc_with_client_id_or_uid(self):
         self.client("victim-rpc-id")
         self.client("victim-rpc-uid", version=5)

@@ -1,6 +1,14 @@
 // The broker's events, turned into calls on the core. Every callback catches everything (no
 // exception may cross into the broker) and returns what auth neutrality requires.
 //
+// Two plugin APIs, one binary (broker_api.h):
+//   2.0: a CONNECT is seen at BASIC_AUTH and settled by the next callback; subscriptions and
+//        deliveries are ACL checks the broker allowed; the plugin decides authentication and
+//        ACLs only where no other source does, as the broker would without it.
+//   2.1: CONNECT, SUBSCRIBE, UNSUBSCRIBE, MESSAGE_OUT and CLIENT_OFFLINE report what happened;
+//        the plugin registers no ACL_CHECK and answers BASIC_AUTH with MOSQ_ERR_PLUGIN_IGNORE,
+//        so it decides nothing, whatever else is configured (global_plugin, plugin_load, ...).
+//
 // Threads: all of this runs on the broker thread.
 
 #include <algorithm>
@@ -8,6 +16,7 @@
 #include <cstring>
 #include <string>
 
+#include "broker_api.h"
 #include "client_reader.h"
 #include "link/clock.h"
 #include "link/text_util.h"
@@ -19,12 +28,6 @@
 #include <mosquitto_plugin.h>
 #include <mqtt_protocol.h>
 // clang-format on
-
-// The broker's whole ACL decision for one request (src/security.c). Mosquitto 2.0 exports it
-// but no installed header declares it.
-extern "C" int mosquitto_acl_check(struct mosquitto* context, const char* topic,
-                                   uint32_t payloadlen, void* payload, uint8_t qos, bool retain,
-                                   int access);
 
 namespace mqc {
 
@@ -58,40 +61,24 @@ inline SessionTable::ClientView ViewOrDiscover(PluginState* state, const mosquit
 // MQTT 5 properties and the clock, read only for the messages that need them (RPC).
 class BrokerPublishDetails : public PublishDetails {
  public:
-  BrokerPublishDetails(const mosquitto* client, const mosquitto_property* properties)
-      : client_(client), properties_(properties) {}
+  BrokerPublishDetails(const BrokerApi& api, const mosquitto* client,
+                       const mosquitto_property* properties)
+      : api_(api), client_(client), properties_(properties) {}
 
   int ProtocolVersion() override { return mosquitto_client_protocol_version(client_); }
 
   bool ResponseTopic(std::string* topic) override {
-    char* value = nullptr;
-    if (properties_ == nullptr ||
-        mosquitto_property_read_string(properties_, MQTT_PROP_RESPONSE_TOPIC, &value, false) ==
-            nullptr) {
-      return false;
-    }
-    // The broker's property reader uses plain calloc.
-    const CSmartPtr<char, std::free> owner(value);
-    topic->assign(value);
-    return true;
+    return api_.ReadStringProperty(properties_, MQTT_PROP_RESPONSE_TOPIC, topic);
   }
 
   bool CorrelationData(std::string* data) override {
-    void* value = nullptr;
-    std::uint16_t length = 0;
-    if (properties_ == nullptr ||
-        mosquitto_property_read_binary(properties_, MQTT_PROP_CORRELATION_DATA, &value, &length,
-                                       false) == nullptr) {
-      return false;
-    }
-    const CSmartPtr<void, std::free> owner(value);
-    data->assign(static_cast<const char*>(value), length);
-    return true;
+    return api_.ReadBinaryProperty(properties_, MQTT_PROP_CORRELATION_DATA, data);
   }
 
   std::int64_t MonotonicNs() override { return mqc::MonotonicNs(); }
 
  private:
+  const BrokerApi& api_;
   const mosquitto* client_;
   const mosquitto_property* properties_;
 };
@@ -112,6 +99,7 @@ int OnBasicAuth(int /*event*/, void* event_data, void* userdata) {
   } catch (...) {
     // Watching must never change the outcome: fall through to the decision.
   }
+  if (state->api.api_2_1()) return kErrPluginIgnore;
   if (!state->decide_basic_auth) return MOSQ_ERR_PLUGIN_DEFER;
   // What mosquitto_unpwd_check() does when no plugin or password_file is configured.
   return state->allow_anonymous ? MOSQ_ERR_SUCCESS : MOSQ_ERR_AUTH;
@@ -127,8 +115,9 @@ int OnExtAuthStart(int /*event*/, void* event_data, void* userdata) {
     state->sessions->BeginConnect(data->client, std::move(facts), NowNs());
   } catch (...) {
   }
-  // With every callback deferring the broker answers "not supported", as with none.
-  return MOSQ_ERR_PLUGIN_DEFER;
+  // With every callback deferring (2.1: ignoring) the broker answers "not supported", as with
+  // none.
+  return state->api.api_2_1() ? kErrPluginIgnore : MOSQ_ERR_PLUGIN_DEFER;
 }
 
 // The broker's answer to this check from every ACL source after this plugin (the acl_file
@@ -138,11 +127,15 @@ int OnExtAuthStart(int /*event*/, void* event_data, void* userdata) {
 // once per check: the nested call takes the place of the rest of the outer loop. When every
 // later source defers, the nested call answers ACL_DENIED, which is what the outer loop would
 // have answered after them. mosquitto_acl_check never answers DEFER.
+// Where the broker does not export mosquitto_acl_check, the answer stays unknown: the check is
+// left to the other sources (DEFER) and recorded as if they allowed it (BrokerCapabilities::
+// ExactDeliveries, logged at start).
 int AskLaterAclSources(PluginState* state, const mosquitto_evt_acl_check& data) {
+  if (!state->api.capabilities().acl_check) return MOSQ_ERR_SUCCESS;
   state->acl_check_nested = true;
   const int answer =
-      mosquitto_acl_check(data.client, data.topic, data.payloadlen, const_cast<void*>(data.payload),
-                          data.qos, data.retain, data.access);
+      state->api.AclCheck(data.client, data.topic, data.payloadlen,
+                          const_cast<void*>(data.payload), data.qos, data.retain, data.access);
   state->acl_check_nested = false;
   return answer;
 }
@@ -161,11 +154,20 @@ template <bool kAskLater>
   // queued messages of the session it resumes (after it disconnected the old client): they
   // were counted when first queued, and that CONNECT is not over yet.
   if (data.access == MOSQ_ACL_READ && sessions.IsPending(data.client)) return;
-  sessions.Settle();
+  if (data.access == MOSQ_ACL_SUBSCRIBE) {
+    sessions.SettleExceptHeldOf(data.client);  // a kick re-checks them all in a row
+  } else {
+    sessions.Settle();
+  }
   if (data.access == MOSQ_ACL_WRITE) return;
   if constexpr (kAskLater) {
-    *answer = AskLaterAclSources(state, data);
-    if (*answer != MOSQ_ERR_SUCCESS) return;
+    const int later = AskLaterAclSources(state, data);
+    // Unknown without mosquitto_acl_check: the others decide, and the check is recorded.
+    if (state->api.capabilities().acl_check) *answer = later;
+    if (later != MOSQ_ERR_SUCCESS) {
+      if (data.access == MOSQ_ACL_SUBSCRIBE) sessions.SubscribeDenied(data.client, data.topic);
+      return;
+    }
   }
   const SessionTable::ClientView view = ViewOrDiscover(state, data.client);
   switch (data.access) {
@@ -178,7 +180,7 @@ template <bool kAskLater>
         qos = std::min<std::uint8_t>(
             qos, sessions.OfflineQos(data.client, id != nullptr ? id : "", data.topic));
       }
-      BrokerPublishDetails clock(data.client, nullptr);
+      BrokerPublishDetails clock(state->api, data.client, nullptr);
       state->traffic->OnDeliver(data.client, view.stats, view.open, data.topic, data.payloadlen,
                                 qos, clock);
       break;
@@ -227,7 +229,7 @@ int OnAclCheck(int /*event*/, void* event_data, void* userdata) {
   // already classified (TryDeliverCached), where no other ACL source decides. Counts what
   // WatchAclCheck would, without it. A publish (WRITE) records nothing here: it is counted at
   // MESSAGE. Nothing here throws or calls out.
-  if (state->decide_acl && !state->sessions->has_pending()) {
+  if (state->decide_acl && !state->sessions->has_unsettled()) {
     if (data.access == MOSQ_ACL_WRITE) return MOSQ_ERR_SUCCESS;
     if (data.access == MOSQ_ACL_READ) {
       ConnectionStatsSlot* const* stats = state->sessions->OpenStats(data.client);
@@ -245,7 +247,7 @@ int OnAclCheck(int /*event*/, void* event_data, void* userdata) {
   try {
     state->sessions->Settle();
     const SessionTable::ClientView view = ViewOrDiscover(state, data.client);
-    BrokerPublishDetails details(data.client, data.properties);
+    BrokerPublishDetails details(state->api, data.client, data.properties);
     state->traffic->OnPublish(data.client, view.stats, data.topic, data.payloadlen, details);
   } catch (...) {
   }
@@ -257,7 +259,7 @@ int OnMessage(int /*event*/, void* event_data, void* userdata) {
   const auto& data = *static_cast<const mosquitto_evt_message*>(event_data);
   // Most publishes: a connected client, no CONNECT pending, a topic already classified.
   // Nothing here throws.
-  if (!state->sessions->has_pending()) {
+  if (!state->sessions->has_unsettled()) {
     ConnectionStatsSlot* const* stats = state->sessions->OpenStats(data.client);
     if (stats != nullptr && state->traffic->TryPublishCached(*stats, data.topic, data.payloadlen)) {
       return MOSQ_ERR_SUCCESS;
@@ -266,20 +268,99 @@ int OnMessage(int /*event*/, void* event_data, void* userdata) {
   return MessageInFull(state, data);
 }
 
+// DISCONNECT (2.0: every connection; 2.1: sessions that end with it) and 2.1's CLIENT_OFFLINE
+// (a persistent session's connection ends, the session stays). 2.1 passes the reason; 2.0
+// passes -1, and the client's state tells (mosquitto__get_state, where exported).
 int OnDisconnect(int /*event*/, void* event_data, void* userdata) {
   auto* state = static_cast<PluginState*>(userdata);
   try {
-    const auto* data = static_cast<mosquitto_evt_disconnect*>(event_data);
-    const bool has_client_id = mosquitto_client_id(data->client) != nullptr;
+    const auto* data = static_cast<const EventDisconnect21*>(event_data);
+    SessionTable& sessions = *state->sessions;
+    // 2.0 clears a refused client's id before its DISCONNECT. 2.1 keeps it, and a refused
+    // CONNECT is the one whose DISCONNECT comes before its CONNECT event (which settles it).
+    const bool refused = state->api.api_2_1() ? sessions.IsPending(data->client)
+                                              : mosquitto_client_id(data->client) == nullptr;
     const std::int64_t idle_ms = IdleMs(data->client);  // the socket is still open here
-    const CloseReason reason = state->kicking
-                                   ? CloseReason::kKicked
-                                   : CloseReasonFromState(state->get_state, data->client);
-    state->sessions->Disconnect(data->client, has_client_id, reason, NowNs(),
-                                idle_ms < 0 ? -1 : idle_ms * 1000000);
+    CloseReason reason = CloseReason::kUnspecified;
+    if (state->kicking) {
+      reason = CloseReason::kKicked;
+    } else if (state->api.api_2_1()) {
+      reason = CloseReasonFromBrokerReason(data->reason);
+    } else {
+      reason = CloseReasonFromClientState(state->api.ClientState(data->client));
+    }
+    sessions.Disconnect(data->client, !refused, reason, NowNs(),
+                        idle_ms < 0 ? -1 : idle_ms * 1000000);
   } catch (...) {
   }
   return MOSQ_ERR_SUCCESS;
+}
+
+// 2.1: a CONNECT the broker accepted (after its CONNACK). It settles the CONNECT that
+// BASIC_AUTH began; a client whose authentication the plugin did not see (use_identity_as_
+// username listeners) is added here.
+int OnConnect(int /*event*/, void* event_data, void* userdata) {
+  auto* state = static_cast<PluginState*>(userdata);
+  try {
+    const auto* data = static_cast<const EventConnect21*>(event_data);
+    SessionTable& sessions = *state->sessions;
+    if (!sessions.IsPending(data->client) && !sessions.IsOpen(data->client)) {
+      sessions.Settle();
+      sessions.BeginConnect(data->client, ReadFacts(data->client, state->broker_config), NowNs());
+    }
+    sessions.Settle();
+  } catch (...) {
+  }
+  return MOSQ_ERR_SUCCESS;
+}
+
+// 2.1: a subscription the broker made, or removed (after every ACL source allowed it).
+int OnSubscribe(int event, void* event_data, void* userdata) {
+  auto* state = static_cast<PluginState*>(userdata);
+  try {
+    const auto* data = static_cast<const EventSubscribe21*>(event_data);
+    SessionTable& sessions = *state->sessions;
+    sessions.Settle();
+    if (data->data.topic_filter == nullptr) return MOSQ_ERR_SUCCESS;
+    const SessionTable::ClientView view = ViewOrDiscover(state, data->client);
+    if (event == kEventSubscribe) {
+      sessions.Subscribe(data->client, data->data.topic_filter,
+                         static_cast<std::uint8_t>(data->data.options & 0x03),
+                         /*may_be_recheck=*/false);
+    } else {
+      sessions.Unsubscribe(data->client, data->data.topic_filter);
+    }
+    TrafficMeter::OnRequest(view.stats);
+  } catch (...) {
+  }
+  return MOSQ_ERR_SUCCESS;  // anything else would refuse the subscription
+}
+
+// 2.1: a PUBLISH being sent to a client: a delivery, counted once per packet the broker sends
+// (one copy for overlapping subscriptions, none for a message dropped at max_queued_messages).
+// Resent QoS 1/2 messages of a resumed session count again: each is sent again.
+[[gnu::noinline]] int MessageOutInFull(PluginState* state, const mosquitto_evt_message& data) {
+  try {
+    state->sessions->Settle();
+    const SessionTable::ClientView view = ViewOrDiscover(state, data.client);
+    BrokerPublishDetails clock(state->api, data.client, nullptr);
+    state->traffic->OnDeliver(data.client, view.stats, /*online=*/true, data.topic,
+                              data.payloadlen, data.qos, clock);
+  } catch (...) {
+  }
+  return MOSQ_ERR_SUCCESS;  // anything else would stop the message
+}
+
+int OnMessageOut(int /*event*/, void* event_data, void* userdata) {
+  auto* state = static_cast<PluginState*>(userdata);
+  const auto& data = *static_cast<const mosquitto_evt_message*>(event_data);
+  if (!state->sessions->has_unsettled()) {
+    ConnectionStatsSlot* const* stats = state->sessions->OpenStats(data.client);
+    if (stats != nullptr && state->traffic->TryDeliverCached(*stats, data.topic, data.payloadlen)) {
+      return MOSQ_ERR_SUCCESS;
+    }
+  }
+  return MessageOutInFull(state, data);
 }
 
 // An admin's disconnect request from the companion (already bounds-checked by its decoder).
@@ -305,12 +386,18 @@ void Kick(PluginState* state, const KickCommand& command) {
     LogToBroker(LogLevel::kNotice, "mosquitto_connections: disconnected " + who);
   } else {
     LogToBroker(LogLevel::kWarning,
-                "mosquitto_connections: cannot disconnect " + who + ": " + mosquitto_strerror(rc));
+                "mosquitto_connections: cannot disconnect " + who + ": " + state->api.ErrorText(rc));
   }
 }
 
-int OnTick(int /*event*/, void* /*event_data*/, void* userdata) {
+// How often 2.1 sends TICK (it sends it only when asked, through next_ms): often enough that
+// an admin's disconnect and the companion's log lines wait at most this long.
+constexpr long kTickIntervalMs21 = 50;
+
+int OnTick(int /*event*/, void* event_data, void* userdata) {
   auto* state = static_cast<PluginState*>(userdata);
+  // 2.1's next_ms is 2.0's next_ns, in the same place; 2.0 does not read it.
+  if (state->api.api_2_1()) static_cast<mosquitto_evt_tick*>(event_data)->next_ns = kTickIntervalMs21;
   try {
     state->sessions->Settle();
     state->sessions->EndReload();  // the broker's re-check of its clients is over
@@ -339,7 +426,7 @@ struct EventHandler {
   const char* name;
 };
 
-constexpr EventHandler kHandlers[] = {
+constexpr EventHandler kHandlers20[] = {
     {MOSQ_EVT_BASIC_AUTH, OnBasicAuth, "BASIC_AUTH"},
     {MOSQ_EVT_EXT_AUTH_START, OnExtAuthStart, "EXT_AUTH_START"},
     {MOSQ_EVT_ACL_CHECK, OnAclCheck, "ACL_CHECK"},
@@ -349,6 +436,33 @@ constexpr EventHandler kHandlers[] = {
     {MOSQ_EVT_RELOAD, OnReload, "RELOAD"},
 };
 
+// No ACL_CHECK: 2.1 reports subscriptions and deliveries once they are made, and a plugin in
+// the ACL chain changes its answer (src/plugin_acl_check.c returns the last callback's answer
+// when none decides, so an IGNORE after another plugin's DEFER would turn a denial into an
+// allow).
+constexpr EventHandler kHandlers21[] = {
+    {MOSQ_EVT_BASIC_AUTH, OnBasicAuth, "BASIC_AUTH"},
+    {MOSQ_EVT_EXT_AUTH_START, OnExtAuthStart, "EXT_AUTH_START"},
+    {kEventConnect, OnConnect, "CONNECT"},
+    {kEventSubscribe, OnSubscribe, "SUBSCRIBE"},
+    {kEventUnsubscribe, OnSubscribe, "UNSUBSCRIBE"},
+    {MOSQ_EVT_MESSAGE, OnMessage, "MESSAGE_IN"},
+    {kEventMessageOut, OnMessageOut, "MESSAGE_OUT"},
+    {MOSQ_EVT_DISCONNECT, OnDisconnect, "DISCONNECT"},
+    {kEventClientOffline, OnDisconnect, "CLIENT_OFFLINE"},
+    {MOSQ_EVT_TICK, OnTick, "TICK"},
+    {MOSQ_EVT_RELOAD, OnReload, "RELOAD"},
+};
+
+template <std::size_t N>
+constexpr std::pair<const EventHandler*, std::size_t> Table(const EventHandler (&table)[N]) {
+  return {table, N};
+}
+
+std::pair<const EventHandler*, std::size_t> HandlersOf(const PluginState& state) {
+  return state.api.api_2_1() ? Table(kHandlers21) : Table(kHandlers20);
+}
+
 }  // namespace
 
 void LogToBroker(LogLevel level, const std::string& text) {
@@ -356,12 +470,14 @@ void LogToBroker(LogLevel level, const std::string& text) {
 }
 
 bool RegisterBrokerEvents(PluginState* state) {
-  for (const auto& handler : kHandlers) {
+  const auto [handlers, count] = HandlersOf(*state);
+  for (std::size_t i = 0; i < count; ++i) {
+    const EventHandler& handler = handlers[i];
     const int rc = mosquitto_callback_register(state->identifier, handler.event, handler.callback,
                                                nullptr, state);
     if (rc != MOSQ_ERR_SUCCESS) {
       LogToBroker(LogLevel::kError, std::string("mosquitto_connections: cannot register for ") +
-                                        handler.name + ": " + mosquitto_strerror(rc));
+                                        handler.name + ": " + state->api.ErrorText(rc));
       UnregisterBrokerEvents(state);
       return false;
     }
@@ -371,15 +487,15 @@ bool RegisterBrokerEvents(PluginState* state) {
 }
 
 void UnregisterBrokerEvents(PluginState* state) {
-  for (const auto& handler : kHandlers) {
-    bool registered = false;
-    for (int event : state->registered_events) registered = registered || event == handler.event;
-    if (!registered) continue;
+  const EventHandler* handlers = HandlersOf(*state).first;
+  // Newest first: UNSUBSCRIBE and CLIENT_OFFLINE share their callback with another event.
+  for (std::size_t i = state->registered_events.size(); i > 0; --i) {
+    const EventHandler& handler = handlers[i - 1];
     const int rc =
         mosquitto_callback_unregister(state->identifier, handler.event, handler.callback, nullptr);
     if (rc != MOSQ_ERR_SUCCESS) {
       LogToBroker(LogLevel::kWarning, std::string("mosquitto_connections: cannot unregister ") +
-                                          handler.name + ": " + mosquitto_strerror(rc));
+                                          handler.name + ": " + state->api.ErrorText(rc));
     }
   }
   state->registered_events.clear();

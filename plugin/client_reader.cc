@@ -1,7 +1,6 @@
 #include "client_reader.h"
 
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/x509.h>
@@ -127,27 +126,6 @@ std::int64_t IdleMs(const mosquitto* client) {
   socklen_t length = sizeof(info);
   if (getsockopt(sock, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) return -1;
   return info.tcpi_last_data_recv;
-}
-
-GetStateFunction FindGetState() {
-  return reinterpret_cast<GetStateFunction>(dlsym(RTLD_DEFAULT, "mosquitto__get_state"));
-}
-
-CloseReason CloseReasonFromState(GetStateFunction get_state, const mosquitto* client) {
-  if (get_state == nullptr) return CloseReason::kUnspecified;
-  // enum mosquitto_client_state of Mosquitto 2.0 (lib/mosquitto_internal.h): the broker
-  // sets disconnecting (2) or disconnect_with_will (18) when it reads a DISCONNECT packet
-  // (and when a plugin kicks the client); duplicate (17) for a taken-over session. Any other
-  // state means the connection ended without a DISCONNECT: socket error, EOF, keepalive.
-  switch (get_state(client)) {
-    case 2:
-    case 18:
-      return CloseReason::kClientDisconnect;
-    case 17:
-      return CloseReason::kSessionTakenOver;
-    default:
-      return CloseReason::kConnectionLost;
-  }
 }
 
 }  // namespace mqc

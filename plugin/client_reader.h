@@ -27,10 +27,4 @@ ClientFacts ReadFacts(const mosquitto* client, const BrokerConfig& config);
 // Milliseconds since the client last sent data (TCP_INFO), or -1 when the socket cannot tell.
 std::int64_t IdleMs(const mosquitto* client);
 
-// The broker's state of a client at its DISCONNECT, from the broker's exported (internal)
-// mosquitto__get_state, resolved once at start; null when this broker does not export it.
-using GetStateFunction = int (*)(const mosquitto*);
-GetStateFunction FindGetState();
-CloseReason CloseReasonFromState(GetStateFunction get_state, const mosquitto* client);
-
 }  // namespace mqc

@@ -80,20 +80,18 @@ bool ApplyBrokerConfig(PluginState* state, const std::string& own_path) {
     LogError(error);
     return false;
   }
-  if (config.per_listener_settings) {
-    LogError(
-        "per_listener_settings true is not supported: Mosquitto 2.0 sends plugins no TICK "
-        "event then, and the plugin needs it to talk to its companion");
+  if (config.per_listener_settings &&
+      !state->api.capabilities().SendsTickWithPerListenerSettings()) {
+    LogError(PerListenerSettingsRefusal(state->api.capabilities()));
     return false;
   }
   state->broker_config = config;
   state->config_path = config_path;
   state->own_path = own_path;
-  state->decide_basic_auth = !HasOtherAuthSource(config, own_path);
-  state->allow_anonymous = config.EffectiveAllowAnonymous();
-  state->decide_acl = !HasOtherAclSource(config, own_path);
-  if (!config.plugins.empty() && !own_path.empty() &&
-      !IsSameFile(config.plugins.front(), own_path)) {
+  ApplyAuthDecisions(state, config);
+  const BrokerConfig scoped = ScopeOf(config, own_path);
+  if (!scoped.plugins.empty() && !own_path.empty() &&
+      !IsSameFile(scoped.plugins.front(), own_path)) {
     LogToBroker(LogLevel::kWarning,
                 "mosquitto_connections: load this plugin before the other plugins: a plugin "
                 "loaded earlier that decides authentication or ACLs hides connections and "
@@ -135,6 +133,23 @@ void RestorePersistedSessions(PluginState* state) {
 
 }  // namespace
 
+std::string PerListenerSettingsRefusal(const BrokerCapabilities& capabilities) {
+  return "per_listener_settings true is not supported on this broker (" +
+         capabilities.version.Text() +
+         "): Mosquitto sends plugins no TICK event with it before 2.0.15, and the plugin needs "
+         "TICK to talk to its companion; upgrade the broker or set per_listener_settings false";
+}
+
+bool ApplyAuthDecisions(PluginState* state, const BrokerConfig& config) {
+  AuthDecisions decisions;
+  if (!state->api.api_2_1()) decisions = DecideAuth(config, state->own_path);
+  const AuthDecisions before{state->decide_basic_auth, state->allow_anonymous, state->decide_acl};
+  state->decide_basic_auth = decisions.decide_basic_auth;
+  state->allow_anonymous = decisions.allow_anonymous;
+  state->decide_acl = decisions.decide_acl;
+  return !(before == decisions);
+}
+
 RpcTracker::Options RpcOptionsOf(const PluginOptions& options) {
   RpcTracker::Options rpc;
   rpc.timeout_ns = std::int64_t{options.rpc_timeout_s} * 1000000000;
@@ -155,6 +170,7 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
          int option_count) {
   auto state = std::make_unique<PluginState>();
   state->identifier = identifier;
+  state->api = BrokerApi::Find();
 
   OptionPairs pairs;
   for (int i = 0; i < option_count; ++i) {
@@ -175,12 +191,8 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
     return MOSQ_ERR_NOMEM;
   }
   state->link = std::make_unique<BrokerLink>(state->region.get());
-  state->get_state = FindGetState();
-  if (state->get_state == nullptr) {
-    LogToBroker(LogLevel::kWarning,
-                "mosquitto_connections: this broker does not export mosquitto__get_state: close "
-                "reasons other than takeover and refusal will be unknown");
-  }
+  LogToBroker(LogLevel::kNotice,
+              state->api.capabilities().Describe(!state->api.api_2_1() && !state->decide_acl));
   std::random_device seed;
   state->sessions = std::make_unique<SessionTable>(
       state->link.get(), (std::uint64_t{seed()} << 32) | seed(), state->region->stats(),

@@ -10,6 +10,7 @@
 #include "broker/companion_supervisor.h"
 #include "broker/session_table.h"
 #include "broker/traffic_meter.h"
+#include "broker_api.h"
 #include "client_reader.h"
 #include "link/broker_config.h"
 #include "link/plugin_options.h"
@@ -26,10 +27,10 @@ struct PluginState {
   std::string config_path;        // the broker's configuration file, read again at every reload
   std::string own_path;           // this plugin's .so, to find its own plugin line
   bool settings_pending = false;  // reloaded options the running companion has not been sent
-  GetStateFunction get_state = nullptr;  // null: close reasons other than takeover are unknown
+  BrokerApi api;  // the broker's plugin API (2.0 or 2.1) and the names it exports
 
-  // Auth neutrality: decide only where the broker has no other decision maker, and then
-  // exactly as the broker itself would without this plugin (mosquitto-2.0-facts.md).
+  // Auth neutrality on 2.0: decide only where the broker has no other decision maker, and then
+  // exactly as the broker itself would without this plugin (DecideAuth). 2.1 never decides.
   bool decide_basic_auth = false;
   bool allow_anonymous = false;
   bool decide_acl = false;
@@ -57,6 +58,8 @@ struct PluginState {
 // plugin.cc
 // The RPC tracker's options as the plugin options set them (at init and at a reload).
 RpcTracker::Options RpcOptionsOf(const PluginOptions& options);
+// The log line that refuses per_listener_settings on a broker that sends no TICK with it.
+std::string PerListenerSettingsRefusal(const BrokerCapabilities& capabilities);
 // "http://<bind>:<port>", an IPv6 bind address in brackets: where the API is served.
 std::string ServingUrl(const PluginOptions& options, int port);
 
@@ -64,6 +67,10 @@ std::string ServingUrl(const PluginOptions& options, int port);
 bool RegisterBrokerEvents(PluginState* state);
 void UnregisterBrokerEvents(PluginState* state);
 void LogToBroker(LogLevel level, const std::string& text);
+
+// Sets the auth-neutrality decisions from the configuration (at init and at a reload); the
+// plugin decides nothing on 2.1. Returns whether they changed.
+bool ApplyAuthDecisions(PluginState* state, const BrokerConfig& config);
 
 // reload.cc
 int OnReload(int event, void* event_data, void* userdata);

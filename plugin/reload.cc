@@ -49,19 +49,19 @@ void ApplyBrokerConfig(PluginState* state, BrokerConfig config) {
   config.local_only = state->broker_config.local_only;
   config.plugins = state->broker_config.plugins;
   config.plugin_options = state->broker_config.plugin_options;
-  const bool decide_basic_auth = !HasOtherAuthSource(config, state->own_path);
-  const bool allow_anonymous = config.EffectiveAllowAnonymous();
-  const bool decide_acl = !HasOtherAclSource(config, state->own_path);
-  if (decide_basic_auth != state->decide_basic_auth || allow_anonymous != state->allow_anonymous ||
-      decide_acl != state->decide_acl) {
+  // Which plugin sits in which listener block is not read again either.
+  for (std::size_t i = 0; i < config.listener_security.size() &&
+                          i < state->broker_config.listener_security.size();
+       ++i) {
+    config.listener_security[i].plugins = state->broker_config.listener_security[i].plugins;
+  }
+  if (ApplyAuthDecisions(state, config)) {
     Log(LogLevel::kNotice, std::string("the plugin now decides authentication: ") +
-                               YesNo(decide_basic_auth) + ", ACLs: " + YesNo(decide_acl) +
-                               "; allow_anonymous " + (allow_anonymous ? "true" : "false"));
+                               YesNo(state->decide_basic_auth) +
+                               ", ACLs: " + YesNo(state->decide_acl) + "; allow_anonymous " +
+                               (state->allow_anonymous ? "true" : "false"));
   }
   state->broker_config = config;
-  state->decide_basic_auth = decide_basic_auth;
-  state->allow_anonymous = allow_anonymous;
-  state->decide_acl = decide_acl;
 }
 
 // An option a running plugin cannot change: the old value stays, and the log says so.
@@ -144,9 +144,11 @@ void Reload(PluginState* state) {
     Log(LogLevel::kError, error + "; keeping the configuration read before");
     return;
   }
-  if (config.per_listener_settings) {
+  if (config.per_listener_settings &&
+      !state->api.capabilities().SendsTickWithPerListenerSettings()) {
     Log(LogLevel::kError,
-        "per_listener_settings true is not supported; keeping the configuration read before");
+        PerListenerSettingsRefusal(state->api.capabilities()) +
+            "; keeping the configuration read before");
     return;
   }
   ApplyBrokerConfig(state, config);
@@ -189,9 +191,10 @@ int OnReload(int /*event*/, void* /*event_data*/, void* userdata) {
   } catch (...) {
     // A reload must never take the broker down: whatever was not applied stays as it was.
   }
-  // Any other answer would stop the broker from calling the next plugin's RELOAD (and the
+  // 2.0: any other answer would stop the broker from calling the next plugin's RELOAD (and the
   // security_init of older plugins): security__init_single returns at the first non-DEFER.
-  return MOSQ_ERR_PLUGIN_DEFER;
+  // 2.1: any answer but 0 is an error that ends the broker's main loop (src/plugin_reload.c).
+  return state->api.api_2_1() ? MOSQ_ERR_SUCCESS : MOSQ_ERR_PLUGIN_DEFER;
 }
 
 }  // namespace mqc

@@ -188,10 +188,9 @@ class Reader {
     }
     const std::string client_id = CString(p + kSubFixed, id_len);
     subscription.filter = CString(p + kSubFixed + id_len, topic_len);
-    if (client_id.empty() || subscription.filter.empty()) {
-      *what = "SUB chunk with an empty client id or topic filter";
-      return false;
-    }
+    // The broker ignores such a chunk and restores the rest (2.0.19 on; src/persist_read.c:
+    // persist__restore_sub). Earlier brokers fail to restore the file at all.
+    if (client_id.empty() || subscription.filter.empty()) return true;
     if (++subscriptions_ > limits_.max_subscriptions) {
       *what = "more than " + std::to_string(limits_.max_subscriptions) + " subscriptions";
       return false;

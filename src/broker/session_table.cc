@@ -78,6 +78,13 @@ bool SessionTable::SubscriptionList::Remove(std::string_view filter, std::uint8_
   return true;
 }
 
+bool SessionTable::SubscriptionList::Get(std::string_view filter, std::uint8_t* qos) const {
+  const std::size_t at = Find(filter);
+  if (at == data_.size()) return false;
+  *qos = At(at).qos;
+  return true;
+}
+
 bool SessionTable::SubscriptionList::MaxMatchingQos(std::string_view topic,
                                                     std::uint8_t* qos) const {
   bool matched = false;
@@ -230,6 +237,7 @@ void SessionTable::Accept() {
 
 void SessionTable::Disconnect(const void* client, bool has_client_id, CloseReason reason,
                               std::int64_t now_ns, std::int64_t idle_ns) {
+  if (held_client_ != nullptr) ResolveHeld(/*disconnecting=*/held_client_ == client);
   if (pending_ && pending_->client == client) {
     if (!has_client_id) {
       ConnectionEvent refused = MakeEvent(pending_->facts, pending_->begin_ns);
@@ -395,12 +403,50 @@ bool SessionTable::EmitOffline(const OfflineSession& session) {
   return ok;
 }
 
-void SessionTable::Subscribe(const void* client, std::string_view filter, std::uint8_t qos) {
+void SessionTable::Subscribe(const void* client, std::string_view filter, std::uint8_t qos,
+                             bool may_be_recheck) {
   OpenEntry* const entry = open_.Find(client);
   if (entry == nullptr) return;
   OpenConnection& connection = *entry->connection;
+  std::uint8_t held_qos = 0;
+  if (may_be_recheck && qos == 0 && connection.subscriptions.Get(filter, &held_qos) &&
+      held_qos > 0) {
+    Hold(client, filter, /*denied=*/false);
+    return;
+  }
   if (!connection.subscriptions.Set(filter, qos)) return;
   EmitSubscription(EventType::kSubscribe, connection.seq, filter, qos);
+}
+
+void SessionTable::SubscribeDenied(const void* client, std::string_view filter) {
+  const OpenEntry* const entry = open_.Find(client);
+  std::uint8_t qos = 0;
+  if (entry == nullptr || !entry->connection->subscriptions.Get(filter, &qos)) return;
+  Hold(client, filter, /*denied=*/true);
+}
+
+void SessionTable::Hold(const void* client, std::string_view filter, bool denied) {
+  if (held_client_ != nullptr && held_client_ != client) ResolveHeld(/*disconnecting=*/false);
+  held_client_ = client;
+  held_.push_back(HeldCheck{std::string(filter), denied});
+}
+
+void SessionTable::ResolveHeld(bool disconnecting) {
+  const void* const client = held_client_;
+  std::vector<HeldCheck> held;
+  held.swap(held_);
+  held_client_ = nullptr;
+  for (const HeldCheck& check : held) {
+    // A kick removes what was denied and keeps the rest; a real SUBSCRIBE is the other way
+    // round (a denied one leaves the existing subscription as it was).
+    if (check.denied == disconnecting) {
+      if (check.denied) {
+        Unsubscribe(client, check.filter);
+      } else {
+        Subscribe(client, check.filter, 0, /*may_be_recheck=*/false);
+      }
+    }
+  }
 }
 
 void SessionTable::Unsubscribe(const void* client, std::string_view filter) {

@@ -86,8 +86,8 @@ class SessionTable {
   }
   // The client whose CONNECT is being handled (its resumed session is being re-checked).
   bool IsPending(const void* client) const { return pending_ && pending_->client == client; }
-  // Whether any CONNECT is pending (Settle would accept it).
-  bool has_pending() const { return pending_.has_value(); }
+  // Whether Settle has anything to do: a CONNECT pending, or subscription checks held.
+  bool has_unsettled() const { return pending_.has_value() || held_client_ != nullptr; }
 
   // For a message queued to an offline session: the highest QoS of that session's
   // subscriptions matching `topic` (the broker throws the message away when it is 0), or 2
@@ -114,9 +114,17 @@ class SessionTable {
   bool reloading() const { return reloading_; }
 
   // Call at the start of every broker callback but DISCONNECT: settles a pending CONNECT as
-  // accepted, since the broker has finished handling it.
+  // accepted, since the broker has finished handling it, and applies held subscription checks
+  // (Subscribe), since no DISCONNECT followed them.
   void Settle() {
     if (pending_) Accept();
+    if (held_client_ != nullptr) ResolveHeld(/*disconnecting=*/false);
+  }
+  // Settle for a SUBSCRIBE check of `client`: its own held checks stay held (a kick re-checks
+  // every subscription in a row).
+  void SettleExceptHeldOf(const void* client) {
+    if (pending_) Accept();
+    if (held_client_ != nullptr && held_client_ != client) ResolveHeld(/*disconnecting=*/false);
   }
 
   // DISCONNECT. `has_client_id` is false for a client the broker refused. `reason` is what the
@@ -142,7 +150,18 @@ class SessionTable {
   // comparison.
   void ExpireOffline(std::int64_t now_ns);
 
-  void Subscribe(const void* client, std::string_view filter, std::uint8_t qos);
+  // A subscription the broker allowed. Mosquitto 2.0.12 on (and Debian's 2.0.11) re-checks
+  // each subscription of a persistent client it kicks as a SUBSCRIBE ACL check with QoS 0, right
+  // before the client's DISCONNECT (src/plugin_public.c: check_subscription_acls), and removes
+  // the ones denied. So where such checks reach the plugin (`may_be_recheck`, 2.0's ACL_CHECK),
+  // a QoS 0 check of a filter held at a higher QoS is held: a DISCONNECT of that client next
+  // drops it, any other event applies it (Settle). A real downgrade followed at once by a
+  // dropped connection is then not applied: the one case this cannot tell apart.
+  void Subscribe(const void* client, std::string_view filter, std::uint8_t qos,
+                 bool may_be_recheck = true);
+  // A SUBSCRIBE check that another ACL source denied: when the client holds the filter, that
+  // was a kick's re-check if the client's DISCONNECT follows, and the broker removed it.
+  void SubscribeDenied(const void* client, std::string_view filter);
   void Unsubscribe(const void* client, std::string_view filter);
 
   // A full resync, spread over as many calls as the sink needs: BeginFullState emits
@@ -185,6 +204,8 @@ class SessionTable {
     void ShrinkToFit() { data_.shrink_to_fit(); }
     // Removes the filter; false when it was not there. `*qos`: the QoS it had.
     bool Remove(std::string_view filter, std::uint8_t* qos);
+    // The filter's QoS; false when it is not there.
+    bool Get(std::string_view filter, std::uint8_t* qos) const;
     // The highest QoS of the filters matching `topic`; false when none does.
     bool MaxMatchingQos(std::string_view topic, std::uint8_t* qos) const;
 
@@ -246,6 +267,9 @@ class SessionTable {
   };
 
   void Accept();
+  // Applies (not `disconnecting`) or drops the held subscription checks; see Subscribe.
+  void ResolveHeld(bool disconnecting);
+  void Hold(const void* client, std::string_view filter, bool denied);
   bool EmitOneInFull(const void* client);
   // Emits the head record in buffer_ (of `type`) and `subscriptions` of `seq`, all or none.
   bool EmitWhole(EventType type, std::uint64_t seq, const SubscriptionList& subscriptions);
@@ -271,6 +295,13 @@ class SessionTable {
   std::uint64_t next_seq_ = 0;
   std::uint64_t next_offline_age_ = 0;
   std::optional<Pending> pending_;
+  // Subscription checks that may be a kick's re-check (Subscribe), of one client.
+  struct HeldCheck {
+    std::string filter;
+    bool denied = false;  // else a downgrade to QoS 0
+  };
+  const void* held_client_ = nullptr;
+  std::vector<HeldCheck> held_;
   PointerMap<OpenEntry> open_;  // by the broker's client object
   std::unordered_map<std::string, OfflineSession> offline_;
   std::map<std::uint64_t, std::string> offline_by_age_;

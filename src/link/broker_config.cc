@@ -130,21 +130,36 @@ bool ParseBrokerConfig(std::string_view text, const std::string& path, bool foll
       return false;
     };
     bool flag = false;
+    BrokerConfig::ListenerSecurity& block = config->listener_security.back();
     if (key == "per_listener_settings") {
       if (!ParseBool(value, &flag)) return bad("per_listener_settings needs true or false");
       config->per_listener_settings = flag;
     } else if (key == "allow_anonymous") {
       if (!ParseBool(value, &flag)) return bad("allow_anonymous needs true or false");
       config->allow_anonymous = flag;
+      block.allow_anonymous = flag;
     } else if (key == "password_file") {
       config->password_file = true;
+      block.password_file = true;
     } else if (key == "acl_file") {
       config->acl_file = true;
+      block.acl_file = true;
     } else if (key == "psk_file") {
       config->psk_file = true;
-    } else if (key == "plugin" || key == "auth_plugin") {
-      config->plugins.emplace_back(value);
+      block.psk_file = true;
+    } else if (key == "plugin" || key == "auth_plugin" || key == "global_plugin" ||
+               key == "plugin_load") {
+      // 2.1: global_plugin <path>, and plugin_load <name> <path> (used by plugin_use <name>);
+      // plugin_opt_ lines after either belong to that plugin.
+      std::string_view plugin_path = value;
+      if (key == "plugin_load") {
+        const std::size_t space = value.find_first_of(" \t");
+        if (space == std::string_view::npos) return bad("plugin_load needs a name and a path");
+        plugin_path = Trim(value.substr(space));
+      }
+      config->plugins.emplace_back(plugin_path);
       config->plugin_options.emplace_back();
+      block.plugins.emplace_back(plugin_path);
     } else if (key.rfind("plugin_opt_", 0) == 0 || key.rfind("auth_opt_", 0) == 0) {
       // Mosquitto refuses an option before any plugin line; so does this reader.
       if (config->plugin_options.empty()) return bad("plugin option before any plugin line");
@@ -158,6 +173,7 @@ bool ParseBrokerConfig(std::string_view text, const std::string& path, bool foll
       if (port.size() < value.size())
         listener.bind_address = std::string(Trim(value.substr(port.size())));
       config->listeners.push_back(listener);
+      config->listener_security.emplace_back();
       current = &config->listeners.back();
     } else if (key == "port") {
       config->local_only = false;
@@ -250,12 +266,40 @@ const std::vector<std::pair<std::string, std::string>>* OptionsOfPlugin(
   return nullptr;
 }
 
+BrokerConfig ScopeOf(const BrokerConfig& config, const std::string& own_plugin) {
+  if (!config.per_listener_settings) return config;
+  BrokerConfig scoped = config;
+  for (const BrokerConfig::ListenerSecurity& block : config.listener_security) {
+    const bool own = std::any_of(block.plugins.begin(), block.plugins.end(),
+                                 [&](const std::string& plugin) {
+                                   return IsSameFile(plugin, own_plugin);
+                                 });
+    if (!own) continue;
+    scoped.allow_anonymous = block.allow_anonymous;
+    scoped.password_file = block.password_file;
+    scoped.acl_file = block.acl_file;
+    scoped.psk_file = block.psk_file;
+    scoped.plugins = block.plugins;
+    break;
+  }
+  return scoped;
+}
+
 bool HasOtherAuthSource(const BrokerConfig& config, const std::string& own_plugin) {
   return config.password_file || HasOtherPlugin(config, own_plugin);
 }
 
 bool HasOtherAclSource(const BrokerConfig& config, const std::string& own_plugin) {
   return config.acl_file || HasOtherPlugin(config, own_plugin);
+}
+
+AuthDecisions DecideAuth(const BrokerConfig& config, const std::string& own_plugin) {
+  const BrokerConfig scoped = ScopeOf(config, own_plugin);
+  AuthDecisions decisions;
+  decisions.decide_basic_auth = !HasOtherAuthSource(scoped, own_plugin);
+  decisions.allow_anonymous = scoped.EffectiveAllowAnonymous();
+  decisions.decide_acl = !HasOtherAclSource(scoped, own_plugin);
+  return decisions;
 }
 
 }  // namespace mqc

@@ -30,6 +30,18 @@ struct ListenerConfig {
 struct BrokerConfig {
   bool per_listener_settings = false;
   std::optional<bool> allow_anonymous;  // as written; see EffectiveAllowAnonymous
+  // The security lines of each listener block, by the number of listener lines before them (0:
+  // before any, the default listener's). With per_listener_settings true, Mosquitto 2.0 applies
+  // them to that listener alone (src/conf.c: conf__set_cur_security_options), and a plugin's
+  // callbacks see only the clients of its own listener. See ScopeOf.
+  struct ListenerSecurity {
+    std::optional<bool> allow_anonymous;
+    bool password_file = false;
+    bool acl_file = false;
+    bool psk_file = false;
+    std::vector<std::string> plugins;
+  };
+  std::vector<ListenerSecurity> listener_security{1};
   bool local_only = true;               // no listener, port or bind_address line
   bool password_file = false;
   bool acl_file = false;
@@ -76,7 +88,26 @@ bool IsSameFile(const std::string& a, const std::string& b);
 const std::vector<std::pair<std::string, std::string>>* OptionsOfPlugin(
     const BrokerConfig& config, const std::string& own_plugin);
 
+// The security settings that apply to the plugin at `own_plugin`: the whole file's, or with
+// per_listener_settings true those of the listener block holding its plugin line (the
+// listeners, persistence and the rest stay as they are).
+BrokerConfig ScopeOf(const BrokerConfig& config, const std::string& own_plugin);
+
 bool HasOtherAuthSource(const BrokerConfig& config, const std::string& own_plugin);
 bool HasOtherAclSource(const BrokerConfig& config, const std::string& own_plugin);
+
+// Auth neutrality on Mosquitto 2.0 (docs/broker-versions.md): the plugin decides only where no
+// other source does, and then as the broker itself would. One function for start and reload.
+struct AuthDecisions {
+  bool decide_basic_auth = false;  // no password_file and no other plugin
+  bool allow_anonymous = false;    // what the broker then answers for a client without one
+  bool decide_acl = false;         // no acl_file and no other plugin
+  bool operator==(const AuthDecisions& other) const {
+    return decide_basic_auth == other.decide_basic_auth &&
+           allow_anonymous == other.allow_anonymous && decide_acl == other.decide_acl;
+  }
+};
+// From the whole file, or with per_listener_settings the plugin's listener (ScopeOf).
+AuthDecisions DecideAuth(const BrokerConfig& config, const std::string& own_plugin);
 
 }  // namespace mqc

@@ -178,6 +178,25 @@ TEST(PersistenceFileTest, SkipsChunksItDoesNotRead) {
   EXPECT_EQ(sessions.size(), 2u);
 }
 
+// From 2.0.19 the broker ignores a SUB chunk without a client id or topic filter, with a warning,
+// and restores the rest (src/persist_read.c: persist__restore_sub); so does this reader.
+TEST(PersistenceFileTest, ASubChunkWithoutClientIdOrFilterIsSkippedAsTheBrokerDoes) {
+  std::string bytes = RealFile();
+  const std::string no_client("\x00\x00\x00\x05\x00\x00\x00\x0f"  // SUB, 15 bytes
+                              "\x00\x00\x00\x00\x00\x00\x00\x03\x01\x00\x00\x00" "abc",
+                              23);
+  const std::string no_filter("\x00\x00\x00\x05\x00\x00\x00\x0f"
+                              "\x00\x00\x00\x00\x00\x03\x00\x00\x01\x00\x00\x00" "xyz",
+                              23);
+  bytes.insert(kHeaderSize, no_client + no_filter);
+  std::vector<PersistedSession> sessions;
+  std::string error;
+  ASSERT_TRUE(Read(bytes, &sessions, &error)) << error;
+  ASSERT_EQ(sessions.size(), 2u);
+  EXPECT_EQ(sessions[0].client_id, "db-v4");
+  EXPECT_EQ(sessions[0].subscriptions.size(), 2u);
+}
+
 TEST(PersistenceFileTest, RefusesMoreThanItsLimits) {
   const std::string bytes = RealFile();
   PersistenceLimits sessions;

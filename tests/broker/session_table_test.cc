@@ -230,6 +230,69 @@ TEST_F(SessionTableTest, SubscribeUpdatesQosInsteadOfDuplicatingAndUnsubscribeRe
                                        "sub 1 events/a 2", "unsub 1 events/b 1"));
 }
 
+// Mosquitto 2.0.12+ (and Debian's 2.0.11) re-checks every subscription of a persistent client
+// it kicks as a SUBSCRIBE with QoS 0, right before the client's DISCONNECT, and drops the ones
+// denied. Those checks are no SUBSCRIBE: the session keeps its QoS.
+TEST_F(SessionTableTest, AKicksQosZeroRecheckKeepsTheSubscriptionsQos) {
+  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/x", 1);
+  table_.Subscribe(a_, "events/y", 2);
+  table_.SettleExceptHeldOf(a_);
+  table_.Subscribe(a_, "events/x", 0);
+  table_.SettleExceptHeldOf(a_);
+  table_.Subscribe(a_, "events/y", 0);
+  table_.Disconnect(a_, true, CloseReason::kKicked, 2);
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 p", "sub 1 events/x 1", "sub 1 events/y 2",
+                                       "close 1 reason 5", "offline 2 p", "sub 2 events/x 1",
+                                       "sub 2 events/y 2"));
+}
+
+TEST_F(SessionTableTest, AKicksDeniedRecheckRemovesTheSubscription) {
+  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/x", 1);
+  table_.Subscribe(a_, "events/y", 1);
+  table_.SettleExceptHeldOf(a_);
+  table_.SubscribeDenied(a_, "events/x");
+  table_.SettleExceptHeldOf(a_);
+  table_.Subscribe(a_, "events/y", 0);
+  table_.Disconnect(a_, true, CloseReason::kKicked, 2);
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 p", "sub 1 events/x 1", "sub 1 events/y 1",
+                                       "unsub 1 events/x 1", "close 1 reason 5", "offline 2 p",
+                                       "sub 2 events/y 1"));
+}
+
+// A client that really downgrades a subscription to QoS 0 (or is refused a new QoS) is not
+// disconnected next: the next event of any other kind applies the downgrade.
+TEST_F(SessionTableTest, ARealDowngradeIsAppliedByTheNextEvent) {
+  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/x", 1);
+  table_.Subscribe(a_, "events/y", 1);
+  table_.SettleExceptHeldOf(a_);
+  table_.Subscribe(a_, "events/x", 0);
+  table_.SettleExceptHeldOf(a_);
+  table_.SubscribeDenied(a_, "events/y");
+  EXPECT_TRUE(table_.has_unsettled());
+  table_.Settle();
+  EXPECT_FALSE(table_.has_unsettled());
+  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2);
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 p", "sub 1 events/x 1", "sub 1 events/y 1",
+                                       "sub 1 events/x 0", "close 1 reason 1", "offline 2 p",
+                                       "sub 2 events/x 0", "sub 2 events/y 1"));
+}
+
+// 2.1 reports a SUBSCRIBE only after the broker made it (no re-checks reach the plugin).
+TEST_F(SessionTableTest, AReportedSubscribeIsNeverHeld) {
+  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/x", 1);
+  table_.Subscribe(a_, "events/x", 0, /*may_be_recheck=*/false);
+  EXPECT_FALSE(table_.has_unsettled());
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 p", "sub 1 events/x 1", "sub 1 events/x 0"));
+}
+
 TEST_F(SessionTableTest, AResumedPersistentSessionKeepsItsSubscriptions) {
   table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
   table_.Settle();

@@ -48,6 +48,57 @@ TEST(BrokerConfigTest, OtherAuthAndAclSources) {
   EXPECT_TRUE(HasOtherAuthSource(Parse("auth_plugin /x/old_auth.so\n"), own));
 }
 
+// With per_listener_settings true, Mosquitto 2.0 applies security lines to the listener block
+// they stand in, and a plugin sees only its own listener's clients.
+TEST(BrokerConfigTest, PerListenerSettingsScopeTheSecurityToThePluginsListener) {
+  const std::string own = "/usr/lib/mosquitto_connections.so";
+  const BrokerConfig config = Parse(
+      "per_listener_settings true\n"
+      "listener 1883\nallow_anonymous true\nplugin " + own + "\n"
+      "listener 1884\npassword_file /etc/p\nacl_file /etc/a\nallow_anonymous false\n"
+      "plugin /usr/lib/dynamic-security.so\n");
+  // The file as a whole has other sources; the plugin's listener has none.
+  EXPECT_TRUE(HasOtherAuthSource(config, own));
+  const BrokerConfig scoped = ScopeOf(config, own);
+  EXPECT_FALSE(HasOtherAuthSource(scoped, own));
+  EXPECT_FALSE(HasOtherAclSource(scoped, own));
+  EXPECT_TRUE(scoped.EffectiveAllowAnonymous());
+  // Listeners and plugin options stay the file's.
+  EXPECT_EQ(scoped.listeners.size(), 2u);
+  ASSERT_NE(OptionsOfPlugin(config, own), nullptr);
+
+  const BrokerConfig second = Parse(
+      "per_listener_settings true\n"
+      "listener 1883\nallow_anonymous true\n"
+      "listener 1884\npassword_file /etc/p\nplugin " + own + "\n");
+  const BrokerConfig scoped_second = ScopeOf(second, own);
+  EXPECT_TRUE(HasOtherAuthSource(scoped_second, own));
+  EXPECT_FALSE(HasOtherAclSource(scoped_second, own));
+  EXPECT_FALSE(scoped_second.EffectiveAllowAnonymous());
+  // Without per_listener_settings the whole file counts.
+  const BrokerConfig global = Parse("listener 1883\nplugin " + own + "\nlistener 1884\nacl_file /a\n");
+  EXPECT_TRUE(HasOtherAclSource(ScopeOf(global, own), own));
+}
+
+// Mosquitto 2.1 loads plugins with global_plugin and plugin_load <name> <path> too.
+TEST(BrokerConfigTest, The21PluginLinesAreOtherSourcesWithTheirOwnOptions) {
+  const std::string own = "/usr/lib/mosquitto_connections.so";
+  const BrokerConfig config = Parse(
+      "global_plugin /usr/lib/mosquitto_password_file.so\nplugin_opt_password_file /etc/p\n"
+      "plugin_load acl /usr/lib/mosquitto_acl_file.so\nplugin_opt_acl_file /etc/a\n"
+      "listener 1883\nplugin_use acl\nlistener_allow_anonymous false\n"
+      "plugin " + own + "\nplugin_opt_http_port 0\n");
+  ASSERT_EQ(config.plugins.size(), 3u);
+  EXPECT_EQ(config.plugins[1], "/usr/lib/mosquitto_acl_file.so");
+  EXPECT_TRUE(HasOtherAuthSource(config, own));
+  ASSERT_NE(OptionsOfPlugin(config, own), nullptr);
+  EXPECT_EQ(OptionsOfPlugin(config, own)->size(), 1u);
+  BrokerConfig ignored;
+  std::string error;
+  EXPECT_FALSE(ParseBrokerConfig("plugin_load lonely\n", "x.conf", false, &ignored, &error));
+  EXPECT_THAT(error, ::testing::HasSubstr("plugin_load needs a name and a path"));
+}
+
 TEST(BrokerConfigTest, EachPluginKeepsTheOptionsWrittenAfterIt) {
   const BrokerConfig config = Parse(
       "plugin /x/other.so\nplugin_opt_a 1\n"

@@ -1,0 +1,121 @@
+#include "broker/broker_capabilities.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace mqc {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::string Binary(std::initializer_list<std::string> strings) {
+  std::string bytes("\x7f" "ELF\0\0", 6);
+  for (const auto& text : strings) {
+    bytes += text;
+    bytes.push_back('\0');
+  }
+  return bytes;
+}
+
+TEST(BrokerVersionTest, TheOneVersionStringOfTheBinaryIsItsVersion) {
+  const BrokerVersion version = FindBrokerVersion(
+      Binary({"mosquitto version %s starting", "2.0.21", "1.3.1", "%s:%d", "2.0.21"}));
+  EXPECT_EQ(version.Text(), "2.0.21");
+  EXPECT_TRUE(version.AtLeast(2, 0, 15));
+  EXPECT_TRUE(version.AtLeast(2, 0, 21));
+  EXPECT_FALSE(version.AtLeast(2, 0, 22));
+  EXPECT_FALSE(version.AtLeast(2, 1, 0));
+  EXPECT_TRUE(FindBrokerVersion(Binary({"2.1.2"})).AtLeast(2, 0, 15));
+}
+
+TEST(BrokerVersionTest, NoneOrTwoDifferentOnesAreUnknown) {
+  EXPECT_FALSE(FindBrokerVersion(Binary({"mosquitto", "3.0.1"})).known());
+  EXPECT_FALSE(FindBrokerVersion(Binary({"2.0.11", "2.0.21"})).known());
+  EXPECT_FALSE(FindBrokerVersion(Binary({"x2.0.11", "2.0.", "2..1", "2.0.11.4"})).known());
+  EXPECT_FALSE(FindBrokerVersion("").known());
+  const BrokerVersion unknown = FindBrokerVersion(Binary({}));
+  EXPECT_EQ(unknown.Text(), "unknown");
+  EXPECT_FALSE(unknown.AtLeast(2, 0, 0));
+}
+
+TEST(BrokerCapabilitiesTest, PerListenerSettingsNeedTickFrom2015Or21) {
+  BrokerCapabilities capabilities;
+  capabilities.version = FindBrokerVersion(Binary({"2.0.11"}));
+  EXPECT_FALSE(capabilities.SendsTickWithPerListenerSettings());
+  capabilities.version = FindBrokerVersion(Binary({"2.0.15"}));
+  EXPECT_TRUE(capabilities.SendsTickWithPerListenerSettings());
+  capabilities.version = BrokerVersion{};
+  EXPECT_FALSE(capabilities.SendsTickWithPerListenerSettings());
+  capabilities.api_2_1 = true;
+  EXPECT_TRUE(capabilities.SendsTickWithPerListenerSettings());
+}
+
+TEST(BrokerCapabilitiesTest, DeliveriesAreExactUnlessAHiddenAclCheckDecides) {
+  BrokerCapabilities hidden;  // 2.0.19 on: mosquitto_acl_check not exported
+  EXPECT_TRUE(hidden.ExactDeliveries(/*other_acl_source=*/false));
+  EXPECT_FALSE(hidden.ExactDeliveries(/*other_acl_source=*/true));
+  BrokerCapabilities exported = hidden;
+  exported.acl_check = true;
+  EXPECT_TRUE(exported.ExactDeliveries(true));
+  BrokerCapabilities v21 = hidden;
+  v21.api_2_1 = true;
+  EXPECT_TRUE(v21.ExactDeliveries(true));
+}
+
+TEST(BrokerCapabilitiesTest, TheStartLineNamesTheBrokerAndWhatItHides) {
+  BrokerCapabilities capabilities;
+  capabilities.version = FindBrokerVersion(Binary({"2.0.21"}));
+  capabilities.property_readers = false;
+  const std::string line = capabilities.Describe(/*other_acl_source=*/true);
+  EXPECT_THAT(line, HasSubstr("broker 2.0.21, plugin API 2.0"));
+  EXPECT_THAT(line, HasSubstr("mosquitto_acl_check"));
+  EXPECT_THAT(line, HasSubstr("still counts as delivered"));
+  EXPECT_THAT(line, HasSubstr("mosquitto__get_state"));
+  // Without another ACL source the missing check costs nothing, and is not named.
+  EXPECT_THAT(capabilities.Describe(false), Not(HasSubstr("mosquitto_acl_check")));
+
+  BrokerCapabilities full;
+  full.version = FindBrokerVersion(Binary({"2.0.11"}));
+  full.acl_check = full.get_state = full.property_readers = true;
+  EXPECT_EQ(full.Describe(true),
+            "mosquitto_connections: broker 2.0.11, plugin API 2.0; every feature available");
+  BrokerCapabilities v21;
+  v21.api_2_1 = true;
+  v21.property_readers = true;
+  v21.version = FindBrokerVersion(Binary({"2.1.2"}));
+  EXPECT_EQ(v21.Describe(true),
+            "mosquitto_connections: broker 2.1.2, plugin API 2.1; every feature available");
+  v21.version = BrokerVersion{};
+  EXPECT_THAT(v21.Describe(true), HasSubstr("its version string"));
+}
+
+TEST(CloseReasonTest, The21ReasonCodes) {
+  EXPECT_EQ(CloseReasonFromBrokerReason(0), CloseReason::kClientDisconnect);
+  EXPECT_EQ(CloseReasonFromBrokerReason(142), CloseReason::kSessionTakenOver);
+  EXPECT_EQ(CloseReasonFromBrokerReason(152), CloseReason::kKicked);
+  EXPECT_EQ(CloseReasonFromBrokerReason(11), CloseReason::kAccessRevoked);
+  EXPECT_EQ(CloseReasonFromBrokerReason(7), CloseReason::kConnectionLost);
+  EXPECT_EQ(CloseReasonFromBrokerReason(19), CloseReason::kConnectionLost);
+  EXPECT_EQ(CloseReasonFromBrokerReason(2), CloseReason::kConnectionLost);
+  EXPECT_EQ(CloseReasonFromBrokerReason(-1), CloseReason::kUnspecified);
+}
+
+TEST(CloseReasonTest, The20ClientStates) {
+  EXPECT_EQ(CloseReasonFromClientState(2), CloseReason::kClientDisconnect);
+  EXPECT_EQ(CloseReasonFromClientState(18), CloseReason::kClientDisconnect);
+  EXPECT_EQ(CloseReasonFromClientState(17), CloseReason::kSessionTakenOver);
+  EXPECT_EQ(CloseReasonFromClientState(1), CloseReason::kConnectionLost);
+  EXPECT_EQ(CloseReasonFromClientState(-1), CloseReason::kUnspecified);
+}
+
+TEST(BrokerErrorTextTest, NamesTheCodesThePluginLogs) {
+  EXPECT_EQ(BrokerErrorText(6), "not found");
+  EXPECT_EQ(BrokerErrorText(10), "not supported");
+  EXPECT_EQ(BrokerErrorText(999), "error 999");
+}
+
+}  // namespace
+}  // namespace mqc
