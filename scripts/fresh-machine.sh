@@ -53,11 +53,8 @@ mkdir -p "$out/pids"
 mounted=()
 netns_pid=
 under_root() {  # the PIDs of the processes whose root directory is the chroot
-  local p
-  for p in /proc/[0-9]*; do
-    [ "$(readlink "$p/root" 2>/dev/null)" = "$root" ] && echo "${p#/proc/}"
-  done
-  return 0
+  find /proc -mindepth 2 -maxdepth 2 -name root -lname "$root" 2> /dev/null |
+    sed 's|^/proc/\([0-9]*\)/root$|\1|'
 }
 stop_pid() {  # PID: TERM, then KILL after 5 s
   local pid=$1
@@ -105,6 +102,11 @@ chroot_command=(chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb
 loopback=("${chroot_command[@]}")
 in_chroot() { "${chroot_command[@]}" "$@"; }
 on_loopback() { "${loopback[@]}" "$@"; }
+# The line of a broker log that says why it stopped: the loader's, else the first error.
+why_stopped() {  # LOG
+  grep -m 1 -E 'Load error|undefined symbol' "$1" || grep -m 1 -i -E 'error|unable' "$1" ||
+    echo "no error line in $1"
+}
 package_count() { in_chroot dpkg-query -W -f '${db:Status-Abbrev}\n' | grep -c '^ii'; }
 
 # --- steps -------------------------------------------------------------------------------------
@@ -146,8 +148,8 @@ skip() {  # NAME REASON
   echo "== $1"
   echo "   ${results[-1]}"
 }
-note() {  # appends to the current step's note (shown in the summary): NAME TEXT
-  printf '%s ' "$2" >> "$out/$1.note"
+note() {  # appends to a step's note (shown in the summary): NAME TEXT...
+  printf '%s ' "${@:2}" >> "$out/$1.note"
 }
 
 make_bare() {
@@ -219,7 +221,7 @@ run_example() {
   if [ "$rc" != 0 ]; then
     local log=$root/run/mosquitto-connections-example/mosquitto.log
     if [ -f "$log" ]; then
-      note example "broker did not start: $(grep -m 1 -i -E 'error|undefined|unable' "$log")"
+      note example "broker did not start: $(why_stopped "$log")"
     fi
   fi
   return "$rc"
@@ -322,7 +324,7 @@ EOF
   cat "$out/deb-broker.mosquitto.log"
   if ! $serving; then
     note deb-broker "$(in_chroot /usr/sbin/mosquitto -h 2>&1 | head -n 1 || true):" \
-      "$(grep -m 1 -i -E 'error|undefined|unable' "$out/deb-broker.mosquitto.log" || echo 'no serving line')"
+      "$(why_stopped "$out/deb-broker.mosquitto.log")"
     stop_pid "$pid"
     rm -f "$out/pids/deb-broker"
     return 1
