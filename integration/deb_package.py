@@ -17,6 +17,7 @@ import harness
 
 BUILD_DIR = os.environ.get("MQC_BUILD_DIR", "")
 VERSION = os.environ.get("MQC_VERSION", "")
+DEB_VERSION = os.environ.get("MQC_DEB_VERSION", "")  # e.g. 0.1.0-1~deb12
 PLUGIN_DIR = os.environ.get("MQC_DEB_PLUGIN_DIR", "")  # e.g. /usr/lib/x86_64-linux-gnu/...
 
 
@@ -71,13 +72,14 @@ class DebPackageTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        assert BUILD_DIR and VERSION and PLUGIN_DIR, "run through ctest (env from CMakeLists.txt)"
+        assert BUILD_DIR and VERSION and DEB_VERSION and PLUGIN_DIR, \
+            "run through ctest (env from CMakeLists.txt)"
         cls.work = tempfile.mkdtemp(prefix="mqc-deb-")
         os.chmod(cls.work, 0o755)  # the broker drops to user mosquitto, which reads the root
         run("cpack", "-G", "DEB", "--config", os.path.join(BUILD_DIR, "CPackConfig.cmake"),
             "-B", os.path.join(cls.work, "out"))
         cls.arch = run("dpkg", "--print-architecture").strip()
-        cls.deb_name = f"mosquitto-connections_{VERSION}_{cls.arch}.deb"
+        cls.deb_name = f"mosquitto-connections_{DEB_VERSION}_{cls.arch}.deb"
         cls.deb = os.path.join(cls.work, "out", cls.deb_name)
         cls.root = os.path.join(cls.work, "root")
 
@@ -96,12 +98,18 @@ class DebPackageTest(unittest.TestCase):
         info = run("dpkg-deb", "-I", self.deb)
         self.assertRegex(info, r"(?m)^ Package: mosquitto-connections$")
         self.assertEqual(self.field("Package"), "mosquitto-connections")
-        self.assertEqual(self.field("Version"), VERSION)
+        self.assertEqual(self.field("Version"), DEB_VERSION)
+        # One .deb per Debian release: the revision names the release it was built on.
+        with open("/etc/os-release") as f:
+            release = dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)
+        self.assertEqual(DEB_VERSION,
+                         f"{VERSION}-1~deb{release['VERSION_ID'].strip(chr(34))}")
         self.assertEqual(self.field("Architecture"), self.arch)
 
     def test_depends_names_every_runtime_package_with_a_version(self):
         depends = dependencies(self.field("Depends"))
-        self.assertEqual(sorted(depends["mosquitto"]), ["<< 2.1", ">= 2.0.11"])
+        # The brokers it was tested with: Debian 12's 2.0.11 up to 2.1.x (CMakeLists.txt).
+        self.assertEqual(sorted(depends["mosquitto"]), ["<< 2.2", ">= 2.0.11"])
         self.assertEqual(depends["python3"], [">= 3.9"])  # for /usr/bin/mosquitto-connections
         for package in ("libmicrohttpd12", "libcjson1", "libprometheus-cpp-core1.0", "libssl3",
                         "libc6", "libstdc++6"):

@@ -5,12 +5,16 @@ A build that passes only because some package happens to be on the machine break
 one. So this reads the compiler's own record of what it read, the dependency files (`*.o.d`)
 that CMake's Makefile generator has the compiler write next to every object, keeps the headers
 from outside the repository and the build tree, and finds the Debian package of each
-(`dpkg-query -S`). Every such package must be one that scripts/debian-packages.txt names, or
-one that those pull in through `Depends`/`Pre-Depends` (what `apt-get install
---no-install-recommends` installs with them). A header from any other package, or from no
-package at all, is named with its package and the source that read it.
+(`dpkg-query -S`). Every such package must be one that scripts/install-deps.sh installs (both
+of its lists, debian-packages-example.txt and debian-packages-test.txt, with the names for this
+machine's Debian release), or one that those pull in through `Depends`/`Pre-Depends` (what
+`apt-get install --no-install-recommends` installs with them). A header from any other package,
+or from no package at all, is named with its package and the source that read it.
 
-Usage: scripts/check-build-headers.py BUILD_DIR [--packages LIST_FILE]
+Usage: scripts/check-build-headers.py BUILD_DIR [--example | --packages LIST_FILE]
+  --example          only the packages `scripts/install-deps.sh --example` installs (enough for
+                     the plugin and the companion, not for the tests)
+  --packages FILE    the names in FILE (one per line, '#' lines skipped) instead
 Exit status: 0 all headers accounted for, 1 some are not, 2 the check could not run.
 """
 
@@ -22,7 +26,7 @@ import sys
 
 SCRIPTS = os.path.dirname(os.path.abspath(__file__))
 REPOSITORY = os.path.dirname(SCRIPTS)
-DEFAULT_LIST = os.path.join(SCRIPTS, "debian-packages.txt")
+INSTALL_DEPS = os.path.join(SCRIPTS, "install-deps.sh")
 
 
 class CheckError(Exception):
@@ -34,6 +38,15 @@ def read_package_list(path):
     with open(path) as f:
         lines = [line.strip() for line in f]
     return [line for line in lines if line and not line.startswith("#")]
+
+
+def install_deps_packages(example_only=False):
+    """The names scripts/install-deps.sh installs on this machine (it picks them per release)."""
+    command = ["bash", INSTALL_DEPS, "--list"] + (["--example"] if example_only else [])
+    result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=60)
+    if result.returncode != 0:
+        raise CheckError(f"{' '.join(command)} failed: {result.stderr.strip()}")
+    return result.stdout.split()
 
 
 # -- the compiler's dependency files -----------------------------------------------------------
@@ -187,9 +200,8 @@ def closure(roots, installed):
     return seen
 
 
-def check(build_dir, list_file, source_dir=REPOSITORY):
-    """(problems, summary): one line per header the listed packages do not bring."""
-    roots = read_package_list(list_file)
+def check(build_dir, roots, list_name, source_dir=REPOSITORY):
+    """(problems, summary): one line per header the packages `roots` do not bring."""
     allowed = closure(roots, installed_packages())
     headers = external_headers(build_dir, source_dir)
     packages = header_packages(headers)
@@ -200,7 +212,7 @@ def check(build_dir, list_file, source_dir=REPOSITORY):
             problems.append(f"{header} (read by {headers[header]}) belongs to no Debian package")
         elif not owning & allowed:
             problems.append(f"{header} (read by {headers[header]}) is from package "
-                            f"{', '.join(sorted(owning))}, which {list_file} neither lists nor "
+                            f"{', '.join(sorted(owning))}, which {list_name} neither lists nor "
                             "pulls in")
     used = sorted(set().union(*packages.values())) if packages else []
     summary = (f"{len(headers)} headers from outside the repository, from {len(used)} packages "
@@ -211,22 +223,33 @@ def check(build_dir, list_file, source_dir=REPOSITORY):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("build_dir", help="a CMake build tree (Makefile generator), built")
-    parser.add_argument("--packages", default=DEFAULT_LIST,
-                        help="the package list install-deps.sh installs (default: %(default)s)")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--example", action="store_true",
+                       help="only what `scripts/install-deps.sh --example` installs")
+    which.add_argument("--packages", metavar="LIST_FILE",
+                       help="the package names in LIST_FILE instead of install-deps.sh's")
     args = parser.parse_args()
+    if args.packages:
+        list_name = args.packages
+    else:
+        list_name = "scripts/install-deps.sh" + (" --example" if args.example else "")
     try:
-        problems, summary = check(os.path.abspath(args.build_dir), args.packages)
+        if args.packages:
+            roots = read_package_list(args.packages)
+        else:
+            roots = install_deps_packages(args.example)
+        problems, summary = check(os.path.abspath(args.build_dir), roots, list_name)
     except (CheckError, OSError) as error:
         print(f"check-build-headers: {error}", file=sys.stderr)
         return 2
     print(f"check-build-headers: {summary}")
     if problems:
         print(f"check-build-headers: {len(problems)} headers come from packages that "
-              f"{args.packages} does not bring:", file=sys.stderr)
+              f"{list_name} does not bring:", file=sys.stderr)
         for problem in problems:
             print("  " + problem, file=sys.stderr)
         return 1
-    print(f"check-build-headers: every one is from {args.packages} or its dependencies")
+    print(f"check-build-headers: every one is from {list_name} or its dependencies")
     return 0
 
 

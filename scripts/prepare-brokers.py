@@ -72,7 +72,7 @@ PLUGIN_FILES = {
     "mosquitto_password_file.so": "plugins/password-file",
     "mosquitto_persist_sqlite.so": "plugins/persist-sqlite",
 }
-# Tools and -dev packages (all in scripts/debian-packages.txt) the preparation needs.
+# Tools and -dev packages (in scripts/debian-packages-*.txt) the preparation needs.
 TOOLS = ["apt-get", "dpkg-deb", "dpkg-query", "tar", "make", "cmake", "cc", "ldd", "nm"]
 BUILD_PACKAGES = ["libssl-dev", "libcjson-dev", "libmicrohttpd-dev", "libsqlite3-dev"]
 
@@ -120,7 +120,7 @@ def check_prerequisites():
     missing = [p for p in BUILD_PACKAGES if p not in installed]
     if missing:
         raise Failure(f"missing build packages: {', '.join(missing)} "
-                      "(listed in scripts/debian-packages.txt; run scripts/install-deps.sh)")
+                      "(listed in scripts/debian-packages-*.txt; run scripts/install-deps.sh)")
     if not os.path.exists(KEYRING):
         raise Failure(f"missing {KEYRING} (package debian-archive-keyring)")
 
@@ -358,7 +358,7 @@ class Preparer:
                         for lib in re.findall(r"^\s*(\S+) => not found", out, re.M)]
         if missing:
             raise Failure(f"{name}: libraries not found: {', '.join(missing)}; add the "
-                          "Debian package that holds each to scripts/debian-packages.txt "
+                          "Debian package that holds each to scripts/debian-packages-test.txt "
                           "and run scripts/install-deps.sh")
 
     @staticmethod

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, installs the plugin into /usr/local/lib/mosquitto and starts
 # Mosquitto in the background on conf/mosquitto.conf (MQTT on 127.0.0.1:1883, HTTP on :8080).
+# It installs only what builds and runs the plugin (scripts/install-deps.sh --example: compiler,
+# cmake, the broker and its headers, the libraries, curl, jq), and builds no test; the test
+# tools come with scripts/install-deps.sh (no option), which CI runs before scripts/test.sh.
 #   scripts/run-example.sh        start (stops an earlier example broker first)
 #   scripts/run-example.sh stop   stop it
 set -euo pipefail
@@ -45,8 +48,8 @@ if [ "${1:-start}" = stop ]; then
   exit 0
 fi
 
-scripts/install-deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+scripts/install-deps.sh --example
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMQC_TESTS=OFF > /dev/null
 cmake --build build -j "$(nproc)" --target mosquitto_connections mosquitto_connections_companion
 cmake --install build --prefix /usr/local > /dev/null
 

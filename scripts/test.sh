@@ -10,9 +10,12 @@
 #                  on the system broker
 # After each build, scripts/check-build-headers.py checks that every header it read from outside
 # the repository comes from a package scripts/install-deps.sh installs.
+# It first installs what is missing of the packages that build and test it (scripts/install-deps.sh:
+# both lists, the test tools included).
 # Usage: scripts/test.sh [release|asan|tsan ...]   (default: all three)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scripts/install-deps.sh
 # The plain integration.<suite> tests follow MQC_BROKER (integration/CMakeLists.txt): here they
 # are the system broker's.
 unset MQC_BROKER

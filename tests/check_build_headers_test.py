@@ -1,11 +1,14 @@
 """scripts/check-build-headers.py against this build tree (MQC_BUILD_DIR, set by ctest).
 
-It passes with scripts/debian-packages.txt, and fails, naming mosquitto.h and its package, with
-the list scripts/install-deps.sh had before libmosquitto-dev was added (a build on a fresh
-machine then stopped at `mosquitto.h: No such file or directory`).
+It passes with what scripts/install-deps.sh installs (both lists); with only its --example list
+(what scripts/run-example.sh installs) every header it misses is a test tool's; and it fails,
+naming mosquitto.h and its package, with the list scripts/install-deps.sh had before
+libmosquitto-dev was added (a build on a fresh machine then stopped at `mosquitto.h: No such
+file or directory`).
 """
 
 import os
+import re
 import subprocess
 import tempfile
 import unittest
@@ -13,6 +16,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPOSITORY = os.path.dirname(HERE)
 CHECK = os.path.join(REPOSITORY, "scripts", "check-build-headers.py")
+INSTALL_DEPS = os.path.join(REPOSITORY, "scripts", "install-deps.sh")
 BUILD_DIR = os.environ.get("MQC_BUILD_DIR", "")
 CXX = os.environ.get("MQC_CXX", "c++")
 
@@ -29,10 +33,12 @@ python3-paho-mqtt curl jq openssl prometheus
 ADDED_SINCE_WITH_HEADERS = "libprotobuf-dev"
 
 
-def check(build_dir, packages=None):
+def check(build_dir, packages=None, example=False):
     command = ["/usr/bin/python3", CHECK, build_dir]
     if packages is not None:
         command += ["--packages", packages]
+    if example:
+        command += ["--example"]
     return subprocess.run(command, capture_output=True, text=True, timeout=240)
 
 
@@ -58,6 +64,27 @@ class CheckBuildHeadersTest(unittest.TestCase):
         # It really read the build: the plugin's Mosquitto header and the C++ library's.
         self.assertIn("libmosquitto-dev", result.stdout)
         self.assertIn("libstdc++-12-dev", result.stdout)
+
+    def test_with_the_example_list_only_test_tools_are_missing(self):
+        # The example builds no test (MQC_TESTS=OFF); this tree may hold the tests too. Whatever
+        # the example list does not bring must be from the test list: GoogleTest's headers, not
+        # a library of the plugin or the companion.
+        def names(*options):
+            return set(subprocess.run(["bash", INSTALL_DEPS, "--list", *options], check=True,
+                                      capture_output=True, text=True, timeout=60).stdout.split())
+        example, everything = names("--example"), names()
+        self.assertIn("libmosquitto-dev", example)
+        self.assertNotIn("libgtest-dev", example)
+        self.assertIn("libgtest-dev", everything)
+        result = check(BUILD_DIR, example=True)
+        self.assertIn(result.returncode, (0, 1), result.stdout + result.stderr)
+        self.assertIn("libmosquitto-dev", result.stdout)
+        missing = re.findall(r"is from package (\S+), which", result.stderr)
+        self.assertEqual(result.returncode == 1, bool(missing), result.stderr)
+        for package in missing:
+            self.assertIn(package, everything - example, result.stderr)
+        for source in re.findall(r"\(read by (\S+)\)", result.stderr):
+            self.assertRegex(source, r"^(tests|fuzz|bench)/", result.stderr)
 
     def test_the_list_before_libmosquitto_dev_fails_naming_the_header_and_its_package(self):
         old = self.write("old-packages.txt",
