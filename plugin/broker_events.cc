@@ -438,14 +438,21 @@ int OnTick(int /*event*/, void* event_data, void* userdata) {
 int OnAclCheck21(int /*event*/, void* event_data, void* userdata) {
   auto* state = static_cast<PluginState*>(userdata);
   const auto& data = *static_cast<const mosquitto_evt_acl_check*>(event_data);
-  if (data.access != MOSQ_ACL_READ || data.qos != 0) return kErrPluginIgnore;
+  if (data.access != MOSQ_ACL_READ) return kErrPluginIgnore;
   try {
     SessionTable& sessions = *state->sessions;
     if (ClientSocket(data.client) < 0 && !sessions.IsOpen(data.client) &&
         !sessions.IsPending(data.client)) {
-      BrokerPublishDetails clock(state->api, data.client, nullptr);
-      state->traffic->OnDeliver(data.client, nullptr, /*online=*/false, data.topic,
-                                data.payloadlen, 0, clock);
+      // The check carries the message's QoS; the session gets it at most at its
+      // subscription's.
+      const char* id = mosquitto_client_id(data.client);
+      const std::uint8_t qos = std::min<std::uint8_t>(
+          data.qos, sessions.OfflineQos(data.client, id != nullptr ? id : "", data.topic));
+      if (qos == 0) {
+        BrokerPublishDetails clock(state->api, data.client, nullptr);
+        state->traffic->OnDeliver(data.client, nullptr, /*online=*/false, data.topic,
+                                  data.payloadlen, 0, clock);
+      }
     }
   } catch (...) {
   }
