@@ -3,14 +3,17 @@
 import datetime
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import unittest
 
-from harness import (BROKER_VERSION, Broker, Client, SharedBrokerTestCase, disconnect_all,
-                     free_port, raw_connect, wait_for)
+from harness import (BROKER_NAME, BROKER_VERSION, MOSQUITTO_CTRL, Broker, Client,
+                     SharedBrokerTestCase, broker_plugin, broker_tool, disconnect_all, free_port,
+                     raw_connect, wait_for)
 
 
 def parse_time(text):
@@ -254,6 +257,55 @@ class HttpBindTest(unittest.TestCase):
             with self.assertRaises(OSError):
                 socket.create_connection(("127.0.0.1", broker.http_port), timeout=2).close()
         broker.cleanup_dir()
+
+
+def readme_start_line(broker_name):
+    """The start line the README's broker table shows for `broker_name`, without the plugin's
+    prefix; a "(...)" in it stands for the rest of the line."""
+    readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "README.md")
+    with open(readme) as f:
+        for line in f:
+            cells = [c.strip() for c in line.split("|")]
+            if len(cells) > 4 and cells[2] == f"`{broker_name}`":
+                return cells[4].strip("`")
+    raise AssertionError(f"README.md's broker table has no row for {broker_name}")
+
+
+class StartLineTest(unittest.TestCase):
+    def test_the_start_line_is_the_one_the_readme_shows_for_this_broker(self):
+        expected = readme_start_line(BROKER_NAME)
+        with Broker() as broker:
+            match = re.search(r"mosquitto_connections: (broker .*)", broker.log())
+            self.assertIsNotNone(match, broker.log())
+            shown = match.group(1)
+        broker.cleanup_dir()
+        if expected.endswith("(...)"):
+            self.assertTrue(shown.startswith(expected[:-len("(...)")]), (shown, expected))
+        else:
+            self.assertEqual(shown, expected)
+        self.assertIn(f"broker {'.'.join(map(str, BROKER_VERSION))}, ", shown)
+
+    def test_an_acl_plugin_whose_answers_are_hidden_is_named(self):
+        # Dynamic security after the plugin, on a 2.0 build that hides mosquitto_acl_check: the
+        # plugin cannot learn its answers, and says what that costs.
+        dynsec = broker_plugin("mosquitto_dynamic_security.so")
+        with tempfile.TemporaryDirectory() as folder:
+            config = os.path.join(folder, "dynsec.json")
+            broker_tool([MOSQUITTO_CTRL, "dynsec", "init", config, "admin", "admin-pass"],
+                        check=True, capture_output=True)
+            with open(config) as f:
+                dynsec_json = f.read()
+        broker = Broker(files={"dynsec.json": dynsec_json},
+                        plugin_after=f"plugin {dynsec}\nplugin_opt_config_file {{dir}}/dynsec.json")
+        with broker:
+            log = broker.log()
+        broker.cleanup_dir()
+        hidden = BROKER_VERSION < (2, 1, 0) and "mosquitto_acl_check" in log
+        if BROKER_NAME == "2.0.21-debian":
+            self.assertTrue(hidden, log)
+            self.assertIn("a message they deny still counts as delivered", log)
+        elif BROKER_NAME in ("system", "2.1-make", "2.1-cmake"):
+            self.assertFalse(hidden, log)
 
 
 class StartupErrorTest(unittest.TestCase):
