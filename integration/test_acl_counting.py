@@ -248,8 +248,16 @@ class AclFileCountingTest(unittest.TestCase):
             broker.cleanup_dir()
 
 
+def hides_acl_answers(broker):
+    """Whether this broker hides mosquitto_acl_check, so that the plugin cannot learn what an
+    ACL plugin after it answers (2.0 builds from 2.0.19 and Makefile builds; the start line says
+    so, README's broker table): then what that plugin refuses is counted all the same."""
+    return "does not export mosquitto_acl_check" in broker.log()
+
+
 class DynamicSecurityCountingTest(unittest.TestCase):
-    """Dynamic security loaded after the plugin (as advised): its refusals are not counted."""
+    """Dynamic security loaded after the plugin (as advised): its refusals are not counted, where
+    the broker lets the plugin know them; elsewhere exactly what is counted then is pinned."""
 
     maxDiff = None
 
@@ -271,13 +279,16 @@ class DynamicSecurityCountingTest(unittest.TestCase):
             other.subscribe("events/x", 0)
             other.unsubscribe("other/#")
             other.subscribe("other/#", 1)
+            # Hidden answers: every SUBSCRIBE and UNSUBSCRIBE is taken as allowed.
+            expected, requests = ((["user/#", "events/x", "other/#"], "5")
+                                  if hides_acl_answers(broker) else (["other/#"], "3"))
             listed = poll(lambda: broker.connection("dyn-other"),
-                          lambda c: c is not None and len(c["subscriptions"]) == 1,
+                          lambda c: c is not None and len(c["subscriptions"]) == len(expected),
                           SETTLE_TIMEOUT)
-            self.assertEqual([s["filter"] for s in listed["subscriptions"]], ["other/#"])
+            self.assertEqual([s["filter"] for s in listed["subscriptions"]], expected)
             # requestCount: the publishes and the subscriptions the broker accepted.
             self.assertEqual(by_client(broker, "dyn-other")["totalRequestStatistics"]
-                             ["requestCount"], "3")
+                             ["requestCount"], requests)
             other.disconnect()
         broker.cleanup_dir()
 
@@ -290,10 +301,11 @@ class DynamicSecurityCountingTest(unittest.TestCase):
             self.assertEqual(other.subscribe("other/free/#", 1), [1])
             other.unsubscribe("other/keep/#")
             other.unsubscribe("other/free/#")
+            expected = [] if hides_acl_answers(broker) else ["other/keep/#"]
             listed = poll(lambda: broker.connection("dyn-other"),
-                          lambda c: c is not None and len(c["subscriptions"]) == 1,
+                          lambda c: c is not None and len(c["subscriptions"]) == len(expected),
                           SETTLE_TIMEOUT)
-            self.assertEqual([s["filter"] for s in listed["subscriptions"]], ["other/keep/#"])
+            self.assertEqual([s["filter"] for s in listed["subscriptions"]], expected)
             other.disconnect()
         broker.cleanup_dir()
 
@@ -310,15 +322,17 @@ class DynamicSecurityCountingTest(unittest.TestCase):
             wait_for(lambda: len(user.messages) == 1, what="user's own message")
             wait_quiet([user])
             self.assertEqual(user.messages, [("user/mine", b"123")])
+            # Hidden answers: the three messages dynamic security kept from "user" count too.
+            count, size = (4, 3 * 5 + 3) if hides_acl_answers(broker) else (1, 3)
             after = poll(lambda: Metrics(broker),
-                         lambda m: deliveries_by_pattern(before, m)["events"] == 1,
+                         lambda m: deliveries_by_pattern(before, m)["events"] == count,
                          SETTLE_TIMEOUT)
             self.assertEqual(deliveries_by_pattern(before, after),
-                             {"events": 1, "store": 0, "queues": 0})
+                             {"events": count, "store": 0, "queues": 0})
             self.assertEqual(delta(before, after, "publish_events", "success"), 4)
             reported = poll(lambda: reported_statistics(broker, [user]),
-                            lambda r: r == {"dyn-user": (1, 3)}, SETTLE_TIMEOUT)
-            self.assertEqual(reported, {"dyn-user": (1, 3)})
+                            lambda r: r == {"dyn-user": (count, size)}, SETTLE_TIMEOUT)
+            self.assertEqual(reported, {"dyn-user": (count, size)})
             user.disconnect()
             other.disconnect()
         broker.cleanup_dir()
