@@ -12,10 +12,28 @@ Add an entry only with a reason from upstream's source or from the suite's own p
 quiet a failure the plugin should fix.
 """
 
+def before_2_1(broker):
+    return broker.version_tuple < (2, 1, 0)
+
+
 NOT_APPLICABLE = [
     ("deb_package", lambda broker: broker.build != "system",
      "tests the .deb against the installed broker it depends on (Depends: mosquitto (>= "
-     "2.0.11), mosquitto (<< 2.1)), not a broker unpacked or built into the build tree"),
+     "2.0.11), mosquitto (<< 2.2)), not a broker unpacked or built into the build tree"),
+    ("test_auth_neutrality.AuthNeutralityTest.test_password_plugin_loaded_with_global_plugin",
+     before_2_1, "global_plugin and the password-file plugin are Mosquitto 2.1's "
+     "(src/conf.c, plugins/password-file)"),
+    ("test_auth_neutrality.AuthNeutralityTest.test_acl_plugin_loaded_with_plugin_load_and_plugin_use",
+     before_2_1, "plugin_load, plugin_use and the acl-file plugin are Mosquitto 2.1's "
+     "(src/conf.c, plugins/acl-file)"),
+    ("test_connections.StartupErrorTest.test_per_listener_settings_is_refused_with_the_reason",
+     lambda broker: broker.version_tuple >= (2, 0, 15),
+     "this broker sends TICK with per_listener_settings true (src/loop.c, 2.0.15 on): the "
+     "plugin accepts it (test_connections.PerListenerSettingsTest)"),
+    ("test_connections.PerListenerSettingsTest",
+     lambda broker: broker.version_tuple < (2, 0, 15),
+     "the broker sends no TICK with per_listener_settings true before 2.0.15 (src/loop.c): the "
+     "plugin refuses it (test_connections.StartupErrorTest)"),
 ]
 
 

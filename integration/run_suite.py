@@ -5,7 +5,7 @@ integration/broker_matrix.py applied (what `python3 -m unittest -v SUITE` would 
 Exits 77 when the matrix skips every test of the suite (ctest's SKIP_RETURN_CODE: "Not Run"),
 1 on a failure, 0 otherwise.
 
-Usage (from integration/): run_suite.py SUITE
+Usage (from integration/): run_suite.py SUITE [SUITE ...]   (a suite, class or test name)
 """
 
 import sys
@@ -17,10 +17,10 @@ SKIPPED_WHOLE = 77
 
 
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) < 2:
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
-    suite = unittest.defaultTestLoader.loadTestsFromName(sys.argv[1])
+    suite = unittest.defaultTestLoader.loadTestsFromNames(sys.argv[1:])
     skipped, total = harness.apply_broker_matrix(suite)
     print(f"broker {harness.BROKER_NAME}: Mosquitto {harness.BROKER.version} "
           f"({harness.BROKER.build}) {harness.MOSQUITTO}", flush=True)

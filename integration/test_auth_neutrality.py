@@ -364,6 +364,17 @@ SETUPS = {
     # and the plugin must still find its own file and companion.
     "dynsec_before_plugin": dict(allow_anonymous=True, extra=DYNSEC_LINES,
                                  files={"dynsec.json": "DYNSEC"}),
+    # 2.1's own ways to load a password or ACL check (integration/broker_matrix.py keeps them
+    # from 2.0): a global_plugin, and plugin_load with plugin_use on the listener.
+    "global_password_plugin": dict(
+        allow_anonymous=False, files={"passwd": "PASSWD"},
+        extra=f"global_plugin {broker_plugin('mosquitto_password_file.so')}\n"
+              "plugin_opt_password_file {dir}/passwd"),
+    "plugin_load_acl_file": dict(
+        allow_anonymous=True, files={"acl": ACL_FILE_DENY},
+        extra=f"plugin_load aclcheck {broker_plugin('mosquitto_acl_file.so')}\n"
+              "plugin_opt_acl_file {dir}/acl",
+        listener_extra="plugin_use aclcheck"),
 }
 
 # Set-ups run with persistent sessions, then once more after a restart of the broker (which
@@ -538,6 +549,13 @@ class AuthNeutralityTest(unittest.TestCase):
 
     def test_dynamic_security_loaded_before_the_plugin(self):
         self.check("dynsec_before_plugin")
+
+    # 2.1: a password or ACL plugin loaded with global_plugin or plugin_load is never bypassed.
+    def test_password_plugin_loaded_with_global_plugin(self):
+        self.check("global_password_plugin")
+
+    def test_acl_plugin_loaded_with_plugin_load_and_plugin_use(self):
+        self.check("plugin_load_acl_file")
 
 
 if __name__ == "__main__":

@@ -338,8 +338,6 @@ class StartupErrorTest(unittest.TestCase):
         self.assertIn(f"127.0.0.1:{port}", log)
         self.assertIn("Address already in use", log)
 
-    @unittest.skipIf(BROKER_VERSION >= (2, 0, 15), "this broker sends TICK with "
-                     "per_listener_settings true (PerListenerSettingsTest)")
     def test_per_listener_settings_is_refused_with_the_reason(self):
         # Before 2.0.15 the broker sends no TICK with per_listener_settings true.
         log = self.refused(extra="per_listener_settings true\n")
@@ -347,8 +345,6 @@ class StartupErrorTest(unittest.TestCase):
         self.assertIn("before 2.0.15", log)
 
 
-@unittest.skipIf(BROKER_VERSION < (2, 0, 15), "the broker sends no TICK with "
-                 "per_listener_settings true before 2.0.15 (StartupErrorTest)")
 class PerListenerSettingsTest(unittest.TestCase):
     def test_the_plugins_listener_is_listed_and_survives_a_reload(self):
         # The plugin's line is in its listener's block: it sees that listener's clients, and
