@@ -35,13 +35,27 @@ def utf8(text):
     return len(data).to_bytes(2, "big") + data
 
 
-def connect_packet(client_id, keepalive=0):
-    body = b"\x00\x04MQTT\x04\x02" + keepalive.to_bytes(2, "big") + utf8(client_id)
+def connect_packet(client_id, keepalive=0, username=None, password=None, version=4,
+                   clean=True, session_expiry=0):
+    """CONNECT of MQTT 3.1.1 (`version` 4) or 5; for 5, `session_expiry` seconds (a property
+    sent only when not 0)."""
+    flags = (0x02 if clean else 0) | (0x80 if username is not None else 0) | (
+        0x40 if password is not None else 0)
+    body = b"\x00\x04MQTT" + bytes([version, flags]) + keepalive.to_bytes(2, "big")
+    if version == 5:
+        properties = b"\x11" + session_expiry.to_bytes(4, "big") if session_expiry else b""
+        body += remaining_length(len(properties)) + properties
+    body += utf8(client_id)
+    if username is not None:
+        body += utf8(username)
+    if password is not None:
+        body += utf8(password)
     return b"\x10" + remaining_length(len(body)) + body
 
 
-def subscribe_packet(packet_id, filters, qos=0):
-    body = packet_id.to_bytes(2, "big") + b"".join(utf8(f) + bytes([qos]) for f in filters)
+def subscribe_packet(packet_id, filters, qos=0, version=4):
+    body = packet_id.to_bytes(2, "big") + (b"\x00" if version == 5 else b"") + b"".join(
+        utf8(f) + bytes([qos]) for f in filters)
     return b"\x82" + remaining_length(len(body)) + body
 
 
@@ -55,8 +69,11 @@ class IdleClients:
     silent (keepalive 0, so the broker never drops them). CONNECT and SUBSCRIBE go out in one
     write; a client is ready when its CONNACK and SUBACK (all granted) have arrived."""
 
-    def __init__(self, port, count, prefix="idle", filters=None, in_flight=64, timeout=300):
+    def __init__(self, port, count, prefix="idle", filters=None, in_flight=64, timeout=300,
+                 username=None, password=None):
         self.port = port
+        self.username = username
+        self.password = password
         self.count = count
         self.prefix = prefix
         self.filters = filters or (lambda i: [f"events/{prefix}/{i}", f"queues/{prefix}.{i}"])
@@ -85,7 +102,8 @@ class IdleClients:
                     sock.setblocking(False)
                     sock.connect_ex(("127.0.0.1", self.port))
                     filters = self.filters(next_index)
-                    packet = (connect_packet(self.client_id(next_index)) +
+                    packet = (connect_packet(self.client_id(next_index),
+                                             username=self.username, password=self.password) +
                               subscribe_packet(1, filters))
                     expected = 4 + 4 + len(filters)  # CONNACK, then SUBACK
                     pending[sock] = [next_index, packet, bytearray(), expected]
