@@ -128,6 +128,16 @@ def list_connections(port, filter_text, page_size=1000, max_pages=1000):
     raise RuntimeError(f"ListConnections: more than {max_pages} pages")
 
 
+def cpu_seconds(pid):
+    """User + system CPU time of a process so far."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def rss_kib(pid):
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -558,6 +568,7 @@ class Soak:
                 child.close()
                 churners.append((process, stats, parent))
             started = time.monotonic()
+            broker_cpu = cpu_seconds(broker_pid)
             print(f"{'elapsed':>8} {'churn/s':>8} {'churned':>9} {'refused':>8} "
                   f"{'api req':>8} {'api down':>8} {'broker MiB':>10} {'compan. MiB':>11} "
                   f"{'listed':>7} {'gauge':>6}", flush=True)
@@ -604,6 +615,7 @@ class Soak:
                     break
                 time.sleep(0.05)
             churn_seconds = time.monotonic() - started
+            broker_cpu = cpu_seconds(broker_pid) - broker_cpu
             results = []
             for process, _, pipe in churners:
                 if not pipe.poll(30):
@@ -612,6 +624,10 @@ class Soak:
                 process.join(timeout=30)
             self.hammer.join(timeout=max(1, seconds + 60 - (time.monotonic() - started)))
             totals = self.churn_totals(churners)
+            print(f"\nbroker CPU during the churn: {broker_cpu:.1f} s of {churn_seconds:.0f} s, "
+                  f"{broker_cpu * 1e6 / max(1, totals[ACCEPTED] + totals[REFUSED]):.0f} µs a "
+                  f"churned connection (all its work included); load average "
+                  f"{os.getloadavg()[0]:.1f}", flush=True)
             self.verify(broker, before, totals, results, hammer_stats, hups, killed, warmup,
                         churn_seconds)
         finally:
@@ -626,7 +642,7 @@ class Soak:
         args = self.args
         http_port = broker.http_port
         churned = totals[ACCEPTED] + totals[REFUSED]
-        print(f"\nchurn: {churned} connections in {churn_seconds:.0f} s "
+        print(f"churn: {churned} connections in {churn_seconds:.0f} s "
               f"({churned / churn_seconds:.0f}/s): {totals[ACCEPTED]} accepted "
               f"({totals[ENDED_DISCONNECT]} ended with DISCONNECT, {totals[ENDED_DROP]} dropped), "
               f"{totals[REFUSED]} refused, {totals[ERRORS]} errors", flush=True)
