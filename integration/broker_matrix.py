@@ -23,7 +23,8 @@ NOT_APPLICABLE = [
     ("test_auth_neutrality.AuthNeutralityTest.test_password_plugin_loaded_with_global_plugin",
      before_2_1, "global_plugin and the password-file plugin are Mosquitto 2.1's "
      "(src/conf.c, plugins/password-file)"),
-    ("test_auth_neutrality.AuthNeutralityTest.test_acl_plugin_loaded_with_plugin_load_and_plugin_use",
+    ("test_auth_neutrality.AuthNeutralityTest."
+     "test_acl_plugin_loaded_with_plugin_load_and_plugin_use",
      before_2_1, "plugin_load, plugin_use and the acl-file plugin are Mosquitto 2.1's "
      "(src/conf.c, plugins/acl-file)"),
     ("test_connections.StartupErrorTest.test_per_listener_settings_is_refused_with_the_reason",

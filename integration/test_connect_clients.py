@@ -24,7 +24,7 @@ import urllib.request
 
 from google.protobuf import descriptor_pb2, message_factory
 
-from harness import Broker, Client, raw_connect, wait_for
+from harness import Broker, Client, close_reason, raw_connect, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE = os.path.join(HERE, "connect_es")
@@ -126,7 +126,7 @@ class ConnectClientsTest(unittest.TestCase):
         [closed] = report["closed"]
         self.assertEqual(closed["clientId"], "ces-closed")
         self.assertEqual(closed["state"], "MQTT_CONNECTION_STATE_CLOSED")
-        self.assertEqual(closed["closeReason"], "CLIENT_DISCONNECT")
+        self.assertEqual(closed["closeReason"], close_reason("CLIENT_DISCONNECT"))
         self.assertTrue(closed["closeAfterOpen"])
         self.assertGreater(int(closed["openSeconds"]), 1_700_000_000)
         self.assertEqual(closed["protocolVersion"], 5)
@@ -269,7 +269,7 @@ class ConnectClientsTest(unittest.TestCase):
         [closed] = Response.FromString(body).connections
         enums = closed.DESCRIPTOR.fields_by_name
         self.assertEqual(enums["close_reason"].enum_type.values_by_number[closed.close_reason].name,
-                         "CLIENT_DISCONNECT")
+                         close_reason("CLIENT_DISCONNECT"))
         self.assertEqual(closed.total_request_statistics.publish_bytes, 5)
         self.assertEqual(closed.subscriptions[0].channel, "site1.>")
         # A bad filter is a Connect error in JSON, whatever the codec.
