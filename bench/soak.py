@@ -11,8 +11,8 @@ persistence on:
   subscriptions each, opened before the clock starts and kept to the end;
 - churners from `--churn-procs` processes, up to `--churn-rate` a second in all (0: as fast as
   they go): MQTT 3.1.1 and 5, clean and persistent, one in four with a wrong password (refused),
-  the accepted ones subscribe once, then half send DISCONNECT and half drop the socket (some
-  with a reset). Persistent churners take their client id from a fixed pool, one connection per
+  the accepted ones subscribe when their session is new, then half send DISCONNECT and half
+  drop the socket (some with a reset). Persistent churners take their client id from a fixed pool, one connection per
   id at a time, so the offline sessions they leave are bounded and known (below);
 - an API hammer, a process of its own: the full KubeMQ list, every page of ListConnections,
   `/metrics`, round and round;
@@ -38,6 +38,9 @@ At the end, churn stopped and settled:
   from the sample after the warm-up (the first minute, or the first third of a shorter run) to
   the last (for the companion: the original one up to its kill, and its successor at the end,
   both against the original's warm-up sample, since the new one holds the same state).
+
+`--plain` runs the churn alone against plain Mosquitto and checks only its memory: what the
+broker does by itself (with `--resubscribe`, Mosquitto 2.0.11 grows; docs/benchmarks.md).
 
 Exits 1 with the failed checks listed. Every loop is bounded in count and time; processes are
 stopped by their own PIDs; everything talks to 127.0.0.1.
@@ -812,6 +815,61 @@ class Soak:
                        f"{self.args.rss_growth_mib}")
 
 
+def plain_churn(args, harness):
+    """`--plain`: the churn alone against plain Mosquitto (same configuration, no plugin),
+    printing the broker's resident memory every 10 s and checking its growth as the soak does:
+    what the broker does by itself under this churn."""
+    seconds = args.minutes * 60
+    warmup = min(60.0, seconds / 3)
+    broker = harness.Broker(
+        plugin=False, persistence=True, allow_anonymous=False,
+        extra="password_file {dir}/passwd\nsys_interval 1\nmax_queued_messages 100",
+        files={"passwd": harness.passwd_users({USER: PASSWORD})},
+        log_types=("error", "warning"))
+    broker.start()
+    context = multiprocessing.get_context("spawn")
+    churners = []
+    try:
+        for i in range(args.churn_procs):
+            stats = context.Array("q", STAT_FIELDS, lock=False)
+            parent, child = context.Pipe(duplex=False)
+            process = context.Process(target=churn_process, args=(
+                broker.port, i, seconds, args.churn_rate / args.churn_procs, args.in_flight,
+                args.session_pool // args.churn_procs, stats, child, args.seed + i, 0.25, 0.5,
+                (4, 5), args.resubscribe))
+            process.start()
+            child.close()
+            churners.append((process, stats, parent))
+        started = time.monotonic()
+        samples = []
+        while any(p.is_alive() for p, _, _ in churners):
+            if time.monotonic() - started > seconds + 60:
+                raise RuntimeError("the churners did not finish within 60 s of the end")
+            time.sleep(SAMPLE_EVERY)
+            churned = sum(s[ACCEPTED] + s[REFUSED] for _, s, _ in churners)
+            samples.append((time.monotonic() - started, rss_kib(broker.process.pid)))
+            print(f"{samples[-1][0]:7.0f}s churned {churned:9d} broker "
+                  f"{samples[-1][1] / 1024:6.1f} MiB", flush=True)
+        errors = sum(s[ERRORS] for _, s, _ in churners)
+        for process, _, pipe in churners:
+            if pipe.poll(30):
+                pipe.recv()
+            process.join(timeout=30)
+    finally:
+        for process, _, _ in churners:
+            if process.is_alive():
+                process.kill()
+                process.join(timeout=10)
+        broker.stop()
+        broker.cleanup_dir()
+    base = next((s for s in samples if s[0] >= warmup), samples[0])
+    growth = samples[-1][1] - base[1]
+    print(f"plain broker {base[1] / 1024:.1f} -> {samples[-1][1] / 1024:.1f} MiB from "
+          f"{base[0]:.0f} s to {samples[-1][0]:.0f} s, growth {growth / 1024:+.1f}; "
+          f"{errors} churner errors")
+    return errors == 0 and growth < args.rss_growth_mib * 1024
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("build_dir")
@@ -829,6 +887,8 @@ def main():
     parser.add_argument("--hup-every", type=float, default=3.0)
     parser.add_argument("--rss-growth-mib", type=float, default=8.0)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--plain", action="store_true",
+                        help="only the churn, against plain Mosquitto: its own memory")
     parser.add_argument("--resubscribe", action="store_true",
                         help="persistent churners subscribe again on a resumed session (plain "
                         "Mosquitto 2.0.11 grows then)")
@@ -849,10 +909,18 @@ def main():
     if args.steady + args.churn_procs * args.in_flight + 1000 > limit:
         sys.exit(f"--steady {args.steady} needs more open files than the limit of {limit}")
     print(f"soak: {args.minutes:g} min on broker {harness.BROKER_NAME} "
-          f"{'.'.join(map(str, harness.BROKER_VERSION))}, {args.steady} steady clients, churn "
+          f"{'.'.join(map(str, harness.BROKER_VERSION))}, "
+          + ("plain (no plugin), churn only, " if args.plain else f"{args.steady} steady "
+             "clients, ") + "churn "
+          + ("re-subscribing on resume, " if args.resubscribe else "") +
           f"{'unlimited' if not args.churn_rate else f'{args.churn_rate:g}/s'} from "
-          f"{args.churn_procs} processes, SIGHUP every {args.hup_every:g} s, load average "
-          f"{os.getloadavg()[0]:.1f}", flush=True)
+          f"{args.churn_procs} processes, "
+          + ("" if args.plain else f"SIGHUP every {args.hup_every:g} s, ") +
+          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    if args.plain:
+        ok = plain_churn(args, harness)
+        print("\nplain churn " + ("flat" if ok else "FAILED: growth or churner errors"))
+        sys.exit(0 if ok else 1)
     soak = Soak(args, harness)
     ok = soak.run()
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
