@@ -284,10 +284,10 @@ int OnDisconnect(int /*event*/, void* event_data, void* userdata) {
   try {
     const auto* data = static_cast<const EventDisconnect21*>(event_data);
     SessionTable& sessions = *state->sessions;
-    // 2.0 clears a refused client's id before its DISCONNECT. 2.1 keeps it, and a refused
-    // CONNECT is the one whose DISCONNECT comes before its CONNECT event (which settles it).
-    const bool refused = state->api.api_2_1() ? sessions.IsPending(data->client)
-                                              : mosquitto_client_id(data->client) == nullptr;
+    const bool pending = sessions.IsPending(data->client);
+    const bool refused =
+        IsRefusal(state->api.api_2_1(), pending, mosquitto_client_id(data->client) != nullptr,
+                  pending ? state->api.ClientState(data->client) : -1);
     const std::int64_t idle_ms = IdleMs(data->client);  // the socket is still open here
     CloseReason reason = CloseReason::kUnspecified;
     if (state->kicking) {
