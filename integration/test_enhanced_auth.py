@@ -13,7 +13,7 @@ import socket
 import time
 import unittest
 
-from harness import Broker, wait_for
+from harness import BROKER_VERSION, Broker, wait_for
 
 PATH = "/mqtt.connections.v1.ConnectionsService/ListConnections"
 HEADERS = {"Content-Type": "application/json", "Connect-Protocol-Version": "1"}
@@ -161,6 +161,12 @@ def metric(broker, name):
 
 ENHANCED = {"mechanism": "AUTHENTICATION_MECHANISM_ENHANCED",
             "state": "AUTHENTICATION_STATE_SUCCESS", "method": "MQC-CHALLENGE"}
+# 2.1 sends no event when it refuses an enhanced authentication, so an exchange still going at the
+# next event is taken for refused, and the connection is listed at its CONNECT event without its
+# method (docs/broker-versions.md, "Mosquitto 2.1"): pinned here as it is.
+ON_2_1 = BROKER_VERSION >= (2, 1, 0)
+FIRST_CONNECT = ({"mechanism": "AUTHENTICATION_MECHANISM_ANONYMOUS",
+                  "state": "AUTHENTICATION_STATE_UNAUTHENTICATED"} if ON_2_1 else ENHANCED)
 
 
 class EnhancedAuthTest(unittest.TestCase):
@@ -191,8 +197,11 @@ class EnhancedAuthTest(unittest.TestCase):
                                            if c["totalRequestStatistics"]["publishCount"] == "1"),
                                           None), what="the connection and its first publish")
             self.assertEqual(first["state"], "MQTT_CONNECTION_STATE_OPEN")
-            self.assertEqual(first["authenticationInfo"], ENHANCED)
+            self.assertEqual(first["authenticationInfo"], FIRST_CONNECT)
             self.assertEqual(first["protocolVersion"], 5)
+            before = entries(self.broker, "enhanced-reauth")
+            self.assertEqual(len(before), 2 if ON_2_1 else 1, before)
+            refused_at_connect = 1 if ON_2_1 else 0
 
             self.assertEqual(client.reauthenticate(), 0)  # AUTH 0x00: success
             self.assertEqual(client.challenges, 2)
@@ -202,17 +211,19 @@ class EnhancedAuthTest(unittest.TestCase):
                      what="the second publish counted on the connection")
             time.sleep(3)  # long enough for a wrongly pending CONNECT to be settled either way
             listed = entries(self.broker, "enhanced-reauth")
-            self.assertEqual(len(listed), 1, listed)
-            after = listed[0]
+            self.assertEqual(len(listed), len(before), listed)
+            after = [c for c in listed if c["state"] == "MQTT_CONNECTION_STATE_OPEN"][0]
             for key in ("uid", "state", "openTime", "clientId", "protocolVersion", "cleanSession",
                         "keepAlive", "source", "listenerName", "authenticationInfo"):
                 self.assertEqual(after.get(key), first.get(key), key)
             self.assertEqual(metric(self.broker, "kubemq_mqtt_connects_total"), connects + 1)
-            self.assertEqual(metric(self.broker, "kubemq_mqtt_connects_refused_total"), refused)
+            self.assertEqual(metric(self.broker, "kubemq_mqtt_connects_refused_total"),
+                             refused + refused_at_connect)
         finally:
             client.close()
         wait_for(lambda: [c["state"] for c in entries(self.broker, "enhanced-reauth")] ==
-                 ["MQTT_CONNECTION_STATE_CLOSED"], what="the one connection closed")
+                 ["MQTT_CONNECTION_STATE_CLOSED"] * (2 if ON_2_1 else 1),
+                 what="the one connection closed")
 
 
 if __name__ == "__main__":
