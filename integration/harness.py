@@ -123,7 +123,7 @@ def wait_for(predicate, timeout=10.0, interval=0.02, what="condition"):
         time.sleep(interval)
 
 
-def sanitizer_environment():
+def broker_environment():
     """The broker's environment: its build's library path and, since an ASan-built plugin
     inside the plain broker needs it, the ASan runtime preloaded."""
     env = BROKER.environment()
@@ -246,7 +246,7 @@ class Broker:
         self.process = subprocess.Popen(self.command_prefix + [MOSQUITTO, "-c", self.config],
                                         stdout=self.log_file,
                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        env=sanitizer_environment())
+                                        env=broker_environment())
         if not self.expect_start:
             return
         try:
