@@ -603,6 +603,10 @@ class Soak:
                 elapsed = now - started
                 if elapsed >= seconds + 60:
                     raise RuntimeError("the churners did not finish within 60 s of the end")
+                if broker.process.poll() is not None:
+                    raise RuntimeError(f"the broker exited (code {broker.process.returncode}) "
+                                       f"at {elapsed:.0f} s; its log ends:\n"
+                                       f"{broker.log()[-3000:]}")
                 if now >= next_hup and elapsed < seconds:
                     os.kill(broker_pid, signal.SIGHUP)
                     hups += 1
@@ -922,7 +926,11 @@ def main():
         print("\nplain churn " + ("flat" if ok else "FAILED: growth or churner errors"))
         sys.exit(0 if ok else 1)
     soak = Soak(args, harness)
-    ok = soak.run()
+    try:
+        ok = soak.run()
+    except (RuntimeError, AssertionError, OSError, ValueError) as e:
+        soak.failures.append(f"the soak stopped: {type(e).__name__}: {e}")
+        ok = False
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
     if not ok:
         print("\nSOAK FAILED:\n- " + "\n- ".join(soak.failures), flush=True)
