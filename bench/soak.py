@@ -12,8 +12,9 @@ persistence on:
 - churners from `--churn-procs` processes, up to `--churn-rate` a second in all (0: as fast as
   they go): MQTT 3.1.1 and 5, clean and persistent, one in four with a wrong password (refused),
   the accepted ones subscribe when their session is new, then half send DISCONNECT and half
-  drop the socket (some with a reset). Persistent churners take their client id from a fixed pool, one connection per
-  id at a time, so the offline sessions they leave are bounded and known (below);
+  drop the socket (some with a reset). Persistent churners take their client id from a fixed
+  pool, one connection per id at a time, so the offline sessions they leave are bounded and
+  known (below);
 - an API hammer, a process of its own: the full KubeMQ list, every page of ListConnections,
   `/metrics`, round and round;
 - a SIGHUP to the broker every `--hup-every` seconds (the password file is unchanged, so the
@@ -703,10 +704,12 @@ class Soak:
         got = {c["client_id"]: sorted(s["filter"] for s in c["subscriptions"]) for c in listed}
         self.check(len(ids) == len(set(ids)), f"no client listed twice ({len(ids) - len(set(ids))}"
                    " were)")
+        missing = sorted(set(expected) - set(got))[:5]
+        extra = sorted(set(got) - set(expected))[:5]
+        other = [k for k in got if k in expected and got[k] != expected[k]][:5]
         self.check(got == expected, f"the KubeMQ list is exactly the {args.steady} steady clients "
-                   f"with their 2 subscriptions ({len(listed)} listed; missing "
-                   f"{sorted(set(expected) - set(got))[:5]}, extra {sorted(set(got) - set(expected))[:5]}"
-                   f", other subscriptions {[k for k in got if k in expected and got[k] != expected[k]][:5]})")
+                   f"with their 2 subscriptions ({len(listed)} listed; missing {missing}, extra "
+                   f"{extra}, other subscriptions {other})")
         after = metrics(http_port)
         self.check(after.get("kubemq_mqtt_connections") == args.steady,
                    f"kubemq_mqtt_connections = {after.get('kubemq_mqtt_connections')}, "
@@ -810,8 +813,8 @@ class Soak:
         before_kill = first_companion[-1]
         growth = before_kill[2] - base[2]
         self.check(growth < limit, f"companion {base[3]} {base[2] / 1024:.1f} -> "
-                   f"{before_kill[2] / 1024:.1f} at {before_kill[0]:.0f} s, before its kill, growth "
-                   f"{growth / 1024:+.1f} < {self.args.rss_growth_mib}")
+                   f"{before_kill[2] / 1024:.1f} at {before_kill[0]:.0f} s, before its kill, "
+                   f"growth {growth / 1024:+.1f} < {self.args.rss_growth_mib}")
         if last[3] != base[3] and last[2] is not None:
             growth = last[2] - base[2]
             self.check(growth < limit, f"its successor {last[3]} at the end {last[2] / 1024:.1f}, "
