@@ -22,7 +22,7 @@ from harness import (Broker, Client, disconnect_all, free_port,
 
 CLI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli",
                    "mosquitto-connections")
-HEADER = ["CLIENT-ID", "USER", "IP:PORT", "NODE", "PROTO", "OPEN-TIME", "IDLE", "SUBS", "PUB/S",
+HEADER = ["CLIENT-ID", "STATE", "USER", "IP:PORT", "NODE", "PROTO", "OPEN-TIME", "IDLE", "SUBS", "PUB/S",
           "DELIVER/S"]
 
 

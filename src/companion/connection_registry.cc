@@ -412,6 +412,11 @@ bool ConnectionRegistry::synced() const {
   return synced_;
 }
 
+bool ConnectionRegistry::current() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return synced_ && !staging_;
+}
+
 bool ConnectionRegistry::WaitUntilSynced(std::chrono::milliseconds timeout) const {
   std::unique_lock<std::mutex> lock(mutex_);
   return synced_changed_.wait_for(lock, timeout, [this] { return synced_; });

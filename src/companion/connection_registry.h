@@ -100,6 +100,9 @@ class ConnectionRegistry : public ConnectionSource {
   std::array<std::size_t, kPatternCount> SubscriptionsByPattern() const;
   std::size_t closed_count() const;
   bool synced() const;
+  // Synced, and no resync under way (one follows events lost on a full ring): the view is the
+  // broker's as of the last event read. /healthz answers 503 while this is false.
+  bool current() const;
   // Waits until the first resync has completed, or `timeout` has passed; returns synced().
   bool WaitUntilSynced(std::chrono::milliseconds timeout) const;
 
