@@ -45,6 +45,15 @@ class BrokerBuild:
                 p for p in (self.library_path, env.get("LD_LIBRARY_PATH", "")) if p)
         return env
 
+    def exports(self, symbol):
+        """Whether the broker's executable exports `symbol` (its dynamic symbol table)."""
+        if not hasattr(self, "_exports"):
+            result = subprocess.run(["nm", "-D", "--defined-only", self.mosquitto],
+                                    capture_output=True, text=True, timeout=60, check=True)
+            names = {line.split()[-1] for line in result.stdout.splitlines() if line.strip()}
+            object.__setattr__(self, "_exports", names)
+        return symbol in self._exports
+
     def plugin(self, file_name):
         """The path of one of the broker's own plugins, e.g. mosquitto_dynamic_security.so."""
         return os.path.join(self.plugin_dir, file_name)

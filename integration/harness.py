@@ -44,6 +44,24 @@ MOSQUITTO_PASSWD = BROKER.passwd
 MOSQUITTO_CTRL = BROKER.ctrl
 
 
+# Whether the API tells a client's own DISCONNECT (CLIENT_DISCONNECT) from a dropped socket
+# (CONNECTION_LOST) on this broker: 2.1 passes the reason, and 2.0 only through its internal
+# mosquitto__get_state, which builds from 2.0.19 on hide (README, "Supported brokers").
+KNOWS_CLOSE_REASONS = BROKER_VERSION >= (2, 1, 0) or BROKER.exports("mosquitto__get_state")
+
+
+def close_reason(reason):
+    """CLIENT_DISCONNECT or CONNECTION_LOST as the API shows it on this broker."""
+    return reason if KNOWS_CLOSE_REASONS else "CLOSE_REASON_UNSPECIFIED"
+
+
+def hides_acl_answers(broker):
+    """Whether the plugin in this running broker cannot learn what an ACL plugin after it
+    answers (a 2.0 build hiding mosquitto_acl_check, with such a plugin; the start line says so,
+    README's broker table): what that plugin refuses is then counted all the same."""
+    return "does not export mosquitto_acl_check" in broker.log()
+
+
 def broker_plugin(file_name):
     """The path of one of the broker's own plugins ("mosquitto_dynamic_security.so")."""
     return BROKER.plugin(file_name)
@@ -105,7 +123,7 @@ def wait_for(predicate, timeout=10.0, interval=0.02, what="condition"):
         time.sleep(interval)
 
 
-def sanitizer_environment():
+def broker_environment():
     """The broker's environment: its build's library path and, since an ASan-built plugin
     inside the plain broker needs it, the ASan runtime preloaded."""
     env = BROKER.environment()
@@ -228,7 +246,7 @@ class Broker:
         self.process = subprocess.Popen(self.command_prefix + [MOSQUITTO, "-c", self.config],
                                         stdout=self.log_file,
                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        env=sanitizer_environment())
+                                        env=broker_environment())
         if not self.expect_start:
             return
         try:

@@ -15,7 +15,7 @@ import tempfile
 import time
 import unittest
 
-from harness import Broker, Client, wait_for
+from harness import Broker, Client, hides_acl_answers, wait_for
 from test_auth_neutrality import DYNSEC_DENY_ROLES, DYNSEC_LINES, make_dynsec_file, poll
 from test_list_connections import by_client
 from test_metrics import Metrics, delta, v5_properties, wait_metrics
@@ -246,13 +246,6 @@ class AclFileCountingTest(unittest.TestCase):
         finally:
             broker.stop()
             broker.cleanup_dir()
-
-
-def hides_acl_answers(broker):
-    """Whether this broker hides mosquitto_acl_check, so that the plugin cannot learn what an
-    ACL plugin after it answers (2.0 builds from 2.0.19 and Makefile builds; the start line says
-    so, README's broker table): then what that plugin refuses is counted all the same."""
-    return "does not export mosquitto_acl_check" in broker.log()
 
 
 class DynamicSecurityCountingTest(unittest.TestCase):

@@ -26,7 +26,7 @@ import time
 import unittest
 
 from harness import (MOSQUITTO_CTRL, MOSQUITTO_PASSWD, Broker, Client, broker_plugin,
-                     broker_tool)
+                     broker_tool, hides_acl_answers)
 from test_list_connections import by_client
 
 DYNSEC_PLUGIN = broker_plugin("mosquitto_dynamic_security.so")
@@ -428,6 +428,10 @@ class AuthNeutralityTest(unittest.TestCase):
             deliverCount is what it received. (An MQTT 3.1.1 client gets one copy of a message
             its overlapping subscriptions match, counted per subscription: README.)"""
             if not plugin or name in LISTING_MAY_MISS:
+                return
+            if hides_acl_answers(broker):
+                # What the plugin counts there is pinned by test_acl_counting's
+                # DynamicSecurityCountingTest; the outcomes and the listing stay checked here.
                 return
             expected = {}
             for me, codes in outcome["suback"].items():

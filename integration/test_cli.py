@@ -17,8 +17,7 @@ import unittest
 import urllib.parse
 import urllib.request
 
-from harness import (Broker, Client, disconnect_all, free_port,
-                     wait_for)
+from harness import Broker, Client, close_reason, disconnect_all, free_port, wait_for
 
 CLI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli",
                    "mosquitto-connections")
@@ -176,7 +175,7 @@ class TwoBrokersTest(unittest.TestCase):
         rows = table(result.stdout)[1]
         self.assertEqual(len(rows), 1, result.stdout)
         self.assertEqual(rows[0]["STATE"], "CLOSED")
-        self.assertEqual(rows[0]["CLOSE-REASON"], "CLIENT_DISCONNECT")
+        self.assertEqual(rows[0]["CLOSE-REASON"], close_reason("CLIENT_DISCONNECT"))
 
     def test_get_prints_every_field(self):
         c = self.client(self.two, "cli-get", username="bob")

@@ -16,7 +16,8 @@ import time
 import unittest
 import urllib.parse
 
-from harness import Broker, Client, free_port, passwd_file, raw_connect, wait_for
+from harness import (Broker, Client, close_reason, free_port, passwd_file, raw_connect,
+                     wait_for)
 
 PATH = "/mqtt.connections.v1.ConnectionsService/ListConnections"
 HEADERS = {"Content-Type": "application/json", "Connect-Protocol-Version": "1"}
@@ -140,8 +141,8 @@ class FieldsTest(unittest.TestCase):
             return c and c.get("closeReason")
         wait_for(lambda: reason("close-clean") and reason("close-dropped") and
                  reason("close-taken") and reason("close-refused"), what="four closed")
-        self.assertEqual(reason("close-clean"), "CLIENT_DISCONNECT")
-        self.assertEqual(reason("close-dropped"), "CONNECTION_LOST")
+        self.assertEqual(reason("close-clean"), close_reason("CLIENT_DISCONNECT"))
+        self.assertEqual(reason("close-dropped"), close_reason("CONNECTION_LOST"))
         self.assertEqual(reason("close-taken"), "SESSION_TAKEN_OVER")
         self.assertEqual(reason("close-refused"), "AUTHENTICATION_FAILED")
         c = by_client(self.broker, "close-clean", closed)
@@ -161,7 +162,7 @@ class FieldsTest(unittest.TestCase):
         # Filters see the state.
         open_only = connections(self.broker, "state = MQTT_CONNECTION_STATE_OPEN")
         self.assertTrue(all(c["state"] == "MQTT_CONNECTION_STATE_OPEN" for c in open_only))
-        lost = connections(self.broker, "close_reason = CONNECTION_LOST")
+        lost = connections(self.broker, f"close_reason = {close_reason('CONNECTION_LOST')}")
         self.assertIn("close-dropped", [c["clientId"] for c in lost])
         new.disconnect()
 
@@ -175,7 +176,7 @@ class FieldsTest(unittest.TestCase):
             wait_for(lambda: by_client(self.broker, "close-silent", "MQTT_CONNECTION_STATE_CLOSED"),
                      timeout=3 + 7 + 2, what="the keepalive timeout")
             c = by_client(self.broker, "close-silent", "MQTT_CONNECTION_STATE_CLOSED")
-            self.assertEqual(c["closeReason"], "CONNECTION_LOST")
+            self.assertEqual(c["closeReason"], close_reason("CONNECTION_LOST"))
             self.assertGreaterEqual(float(c["idleDuration"][:-1]), 2.0)
         finally:
             sock.close()

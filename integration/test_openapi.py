@@ -13,7 +13,7 @@ import urllib.parse
 
 import jsonschema
 
-from harness import Broker, Client, passwd_file, raw_connect, wait_for
+from harness import Broker, Client, close_reason, passwd_file, raw_connect, wait_for
 
 DOCUMENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "api", "openapi.json")
 LIST = "/mqtt.connections.v1.ConnectionsService/ListConnections"
@@ -223,7 +223,8 @@ class OpenApiTest(unittest.TestCase):
                                       "MQTT_CONNECTION_STATE_CLOSED",
                                       "MQTT_CONNECTION_STATE_OFFLINE"})
             reasons = {c.get("closeReason") for c in page["connections"]}
-            self.assertTrue({"CLIENT_DISCONNECT", "SESSION_TAKEN_OVER"} <= reasons, reasons)
+            self.assertTrue({close_reason("CLIENT_DISCONNECT"), "SESSION_TAKEN_OVER"} <= reasons,
+                            reasons)
             first = self.list_rich({"pageSize": 1, "orderBy": "client_id desc"})
             self.assertIn("nextPageToken", first)
             self.list_rich({"pageSize": "1", "orderBy": "client_id desc",

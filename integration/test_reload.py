@@ -10,8 +10,8 @@ import threading
 import time
 import unittest
 
-from harness import (Broker, Client, SharedBrokerTestCase, broker_plugin, disconnect_all,
-                     passwd_file, passwd_users, wait_for)
+from harness import (Broker, Client, SharedBrokerTestCase, broker_plugin, close_reason,
+                     disconnect_all, passwd_file, passwd_users, wait_for)
 from test_list_connections import connections as list_all
 from test_metrics import Metrics, Responder, delta, v5_properties, wait_metrics
 
@@ -318,7 +318,7 @@ class ReloadInTheMiddleTest(SharedBrokerTestCase):
         wait_for(lambda: self.broker.connection("stay") is None, what="stay gone")
         entries = [c for c in list_all(self.broker) if c["clientId"] == "stay"]
         self.assertEqual([(c["uid"], c["state"], c["closeReason"]) for c in entries],
-                         [(uid[0], CLOSED, "CLIENT_DISCONNECT")])
+                         [(uid[0], CLOSED, close_reason("CLIENT_DISCONNECT"))])
         self.assertEqual([s["filter"] for s in entries[0]["subscriptions"]], ["events/stay"])
 
 

@@ -51,10 +51,15 @@ def install_deps_packages(example_only=False):
 
 # -- the compiler's dependency files -----------------------------------------------------------
 def dependency_files(build_dir):
-    """Every `*.o.d` under the build tree, except CMake's own configure-time probes."""
+    """Every `*.o.d` under the build tree, except CMake's own configure-time probes and the
+    brokers of the test matrix (`brokers/`: Mosquitto's own builds, made by
+    scripts/prepare-brokers.py, which names what they need from the test list when it is
+    missing)."""
     found = []
+    top = os.path.normpath(build_dir)
     for folder, subfolders, files in os.walk(build_dir):
-        subfolders[:] = [s for s in subfolders if s not in ("CMakeScratch", "CMakeTmp")]
+        subfolders[:] = [s for s in subfolders if s not in ("CMakeScratch", "CMakeTmp") and
+                         not (os.path.normpath(folder) == top and s == "brokers")]
         found += [os.path.join(folder, f) for f in files if f.endswith(".o.d")]
     return sorted(found)
 
