@@ -220,7 +220,9 @@ class MetricsExporter::BrokerCollector : public prometheus::Collectable {
   MetricFamily Subscriptions() const {
     MetricFamily family =
         NewFamily("kubemq_mqtt_subscriptions",
-                  "Subscriptions of open connections and of offline sessions, by KubeMQ pattern (none: a topic outside KubeMQ's patterns with default_pattern none).", MetricType::Gauge);
+                  "Subscriptions of open connections and of offline sessions, by KubeMQ pattern "
+                  "(none: $ topics, and unprefixed ones under default_pattern none).",
+                  MetricType::Gauge);
     const auto counts = registry_.SubscriptionsByPattern();
     for (std::size_t pattern = 0; pattern < counts.size(); ++pattern) {
       AddGauge(&family, counts[pattern], {{"pattern", kPatternLabels[pattern]}});
