@@ -166,8 +166,10 @@ class DebPackageTest(unittest.TestCase):
                 "plugin_opt_http_port 8080", "plugin_opt_http_port 0")})
         broker.start()
         try:
-            status, _, body = broker.http("/healthz")
-            self.assertEqual((status, body), (200, "ok\n"))
+            # 503 until the companion has the broker's state (at the broker's next TICKs).
+            harness.wait_for(lambda: broker.http("/healthz")[0] == 200, timeout=10,
+                             what="/healthz 200")
+            self.assertEqual(broker.http("/healthz")[2], "ok\n")
         finally:
             broker.stop()
             broker.cleanup_dir()
