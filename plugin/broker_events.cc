@@ -401,14 +401,26 @@ void Kick(PluginState* state, const KickCommand& command) {
   }
 }
 
-// How often 2.1 sends TICK (it sends it only when asked, through next_ms): often enough that
-// an admin's disconnect and the companion's log lines wait at most this long.
+// 2.1 sends TICK only when a plugin's next tick is due (src/plugin_tick.c), and wakes its loop
+// for it only when the tick it asks for came due at the turn that asked (the loop forgets every
+// wake-up request at each turn, src/loop.c): a turn woken a little early by a socket asks for
+// nothing, and the next TICK may then wait for the next client or $SYS update. So the plugin asks
+// for a tick that is already due at every later turn, as 2.0 sends it, and for a wake-up in
+// kTickIntervalMs21: next_s -2 and next_ms 2000 + the interval. 2.1.2 adds the interval to the
+// wake-up (-2000 + 2000 + interval ms) and keeps the due time a second in the past (it subtracts
+// one second from the nanoseconds that overflow, once, and compares seconds first). Should a
+// later version normalise fully, the tick comes due after the interval instead: TICK as plainly
+// asked for, no worse.
 constexpr long kTickIntervalMs21 = 50;
+
+void AskForTheNextTick21(mosquitto_evt_tick* tick) {
+  tick->next_s = -2;
+  tick->next_ns = 2000 + kTickIntervalMs21;  // 2.1's next_ms, in the place of 2.0's next_ns
+}
 
 int OnTick(int /*event*/, void* event_data, void* userdata) {
   auto* state = static_cast<PluginState*>(userdata);
-  // 2.1's next_ms is 2.0's next_ns, in the same place; 2.0 does not read it.
-  if (state->api.api_2_1()) static_cast<mosquitto_evt_tick*>(event_data)->next_ns = kTickIntervalMs21;
+  if (state->api.api_2_1()) AskForTheNextTick21(static_cast<mosquitto_evt_tick*>(event_data));
   try {
     state->sessions->Settle();
     state->sessions->EndReload();  // the broker's re-check of its clients is over
