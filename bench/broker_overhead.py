@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The plugin's cost to the broker: plain Mosquitto and Mosquitto with the plugin, side by side
 in one run, on the same workload, compared by the broker's own CPU time per delivered message.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Every benchmark of the plugin in one command, printed as one table: each figure, its target,
 and plain Mosquitto where a ratio applies.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The companion process: started by the plugin inside the broker, it maps the shared region,
 // keeps the ConnectionRegistry up to date from the broker's events and serves HTTP. Everything
 // network-facing lives here, so a crash or a slow request cannot touch the broker. It runs at a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The .deb that `cpack -G DEB` makes from this build tree: its control fields, its files, and
 the plugin loaded from where the package puts it into the real broker, with no `companion`
 option, serving a real client back over HTTP.

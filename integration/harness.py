@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Runs the real Mosquitto broker with the built plugin, for the integration tests.
 
 Which broker: MQC_BROKER names one of the builds in MQC_BUILD_DIR/brokers/brokers.json (made by

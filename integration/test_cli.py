@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The command line, cli/mosquitto-connections, against two real brokers at once (each with the
 plugin, node_id 1 and 2) and real clients: list (table, wide, json, filter, order, pages,
 closed), get, top (also live under tmux), a broker that is down, bad flags, and the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """api/openapi.json against the real broker: every answer of every endpoint (successes and
 errors, from real clients' connections, open and closed) is validated with python3-jsonschema
 against the schema the document gives for its path, method and status, and its Content-Type

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Running the plugin in production (docs/operations.md) against the real broker: the versions in
 the start line, in /metrics and in the command line; GET /healthz (no token, no data, 503 while
 the companion catches up with the broker); the HTTPS certificate read again at a reload without

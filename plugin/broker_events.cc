@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The broker's events, turned into calls on the core. Every callback catches everything (no
 // exception may cross into the broker) and returns what auth neutrality requires.
 //

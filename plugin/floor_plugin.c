@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* A benchmark tool, not part of the product: a plugin that registers the callbacks
  * mosquitto_connections registers on the per-message path (ACL_CHECK, MESSAGE, TICK, and
  * BASIC_AUTH) and does nothing in them. bench/broker_overhead.py --floor measures the broker

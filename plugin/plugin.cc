@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The plugin's entry points: options, the broker's configuration, the shared region, the
 // companion, and the event registrations. A thin extern "C" shim over the core in src/: every
 // failure is logged with what was wrong and turned into an error code here, and nowhere else.

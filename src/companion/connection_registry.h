@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The companion's view of every connection: built from the events ring, read by HTTP threads.
 //
 // Open connections and offline sessions by their broker sequence number (one map: both carry

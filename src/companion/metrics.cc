@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // MetricsExporter (see metrics.h).
 //
 // Where the spec is silent:

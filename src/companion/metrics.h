@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The companion's Prometheus metrics: GET /metrics, text format 0.0.4 (spec README "GET /metrics").
 //
 // Two sources, one exposition:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "companion/metrics.h"
 
 #include <gmock/gmock.h>

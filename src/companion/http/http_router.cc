@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // HttpRouter (see http_router.h).
 //
 // Where the spec is silent:

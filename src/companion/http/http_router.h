@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Maps HTTP requests to the companion's views, from one route table:
 //   GET    /api/mqtt/connections                        KubeMQ connections endpoint
 //   DELETE /api/mqtt/connections/{client_id}            disconnect (admin)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // HttpServer over libmicrohttpd 0.9.75 (see http_server.h for which thread touches what).
 //
 // Why it looks like this:

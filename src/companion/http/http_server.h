@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The companion's HTTP server: libmicrohttpd (MHD) behind plain request/response values, so that
 // routing and views are testable without sockets.
 //

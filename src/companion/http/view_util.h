@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the HTTP views share: HTTP status numbers, JSON responses, and the two error answers
 // (the KubeMQ envelope and the Connect error), each built from one Status. The router answers
 // its own refusals (unknown path, method, body size) with these too, so every error of a path

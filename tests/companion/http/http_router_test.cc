@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // HttpRouter: which view answers which path and method, and the error format of each path.
 #include "companion/http/http_router.h"
 
