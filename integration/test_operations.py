@@ -58,10 +58,10 @@ def make_certificate(folder, name):
 
 
 def https_status(port, cafile):
-    """The status of GET /healthz over HTTPS verified against `cafile`; an ssl.SSLError when the
+    """The status of GET /api/mqtt/connections over HTTPS verified against `cafile`; an ssl.SSLError when the
     server's certificate is not that one."""
     context = ssl.create_default_context(cafile=cafile)
-    request = urllib.request.Request(f"https://127.0.0.1:{port}/healthz")
+    request = urllib.request.Request(f"https://127.0.0.1:{port}/api/mqtt/connections")
     with urllib.request.urlopen(request, context=context, timeout=10) as response:
         return response.status
 
@@ -226,7 +226,7 @@ class CertificateRotationTest(unittest.TestCase):
             self.assertEqual(https_status(port, second[0]), 200)
             with self.assertRaises(urllib.error.URLError):
                 https_status(port, first[0])
-            before.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            before.sendall(b"GET /api/openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             self.assertIn(b"200", before.recv(4096).split(b"\r\n")[0])
             before.close()
 
