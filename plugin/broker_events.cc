@@ -110,6 +110,12 @@ int OnExtAuthStart(int /*event*/, void* event_data, void* userdata) {
   auto* state = static_cast<PluginState*>(userdata);
   try {
     const auto* data = static_cast<mosquitto_evt_extended_auth*>(event_data);
+    // An AUTH with reason 0x19 on an open connection (re-authentication) is sent to plugins as
+    // EXT_AUTH_START too (src/handle_auth.c, 2.0 and 2.1): the connection stays what it was.
+    // On 2.0 a refused re-authentication ends the connection with the broker's DISCONNECT.
+    if (state->sessions->IsRecheck(data->client, ClientSocket(data->client) >= 0)) {
+      return state->api.api_2_1() ? kErrPluginIgnore : MOSQ_ERR_PLUGIN_DEFER;
+    }
     ClientFacts facts = ReadFacts(data->client, state->broker_config);
     facts.mechanism = AuthMechanism::kEnhanced;
     facts.auth_method = OrEmpty(data->auth_method);
@@ -159,10 +165,15 @@ template <bool kAskLater>
 [[gnu::noinline]] void WatchAclCheck(PluginState* state, const mosquitto_evt_acl_check& data,
                                      int* answer) {
   SessionTable& sessions = *state->sessions;
-  // A READ check for the client whose CONNECT is being handled is the broker re-checking the
-  // queued messages of the session it resumes (after it disconnected the old client): they
-  // were counted when first queued, and that CONNECT is not over yet.
-  if (data.access == MOSQ_ACL_READ && sessions.IsPending(data.client)) return;
+  // A READ or WRITE check for the client whose CONNECT is being handled is the broker
+  // re-checking the messages of the session it resumes (src/handle_connect.c:
+  // connection_check_acl, 2.0.12 on: the client's unfinished QoS 2 PUBLISHes as WRITE, then the
+  // messages queued or in flight to it as READ): they were counted when first queued, and that
+  // CONNECT is not over yet, so none of them settles it.
+  if ((data.access == MOSQ_ACL_READ || data.access == MOSQ_ACL_WRITE) &&
+      sessions.IsPending(data.client)) {
+    return;
+  }
   if (data.access == MOSQ_ACL_SUBSCRIBE) {
     sessions.SettleExceptHeldOf(data.client);  // a kick re-checks them all in a row
   } else {
@@ -285,10 +296,10 @@ int OnDisconnect(int /*event*/, void* event_data, void* userdata) {
   try {
     const auto* data = static_cast<const EventDisconnect21*>(event_data);
     SessionTable& sessions = *state->sessions;
-    // 2.0 clears a refused client's id before its DISCONNECT. 2.1 keeps it, and a refused
-    // CONNECT is the one whose DISCONNECT comes before its CONNECT event (which settles it).
-    const bool refused = state->api.api_2_1() ? sessions.IsPending(data->client)
-                                              : mosquitto_client_id(data->client) == nullptr;
+    const bool pending = sessions.IsPending(data->client);
+    const bool refused =
+        IsRefusal(state->api.api_2_1(), pending, mosquitto_client_id(data->client) != nullptr,
+                  pending ? state->api.ClientState(data->client) : -1);
     const std::int64_t idle_ms = IdleMs(data->client);  // the socket is still open here
     CloseReason reason = CloseReason::kUnspecified;
     if (state->kicking) {

@@ -142,6 +142,13 @@ CloseReason CloseReasonFromClientState(int state) {
   }
 }
 
+bool IsRefusal(bool api_2_1, bool pending, bool has_client_id, int client_state) {
+  if (api_2_1) return pending;
+  if (!has_client_id) return true;
+  if (!pending) return false;
+  return client_state < 0 || client_state == 0;
+}
+
 std::string BrokerErrorText(int code) {
   switch (code) {
     case kErrSuccess:

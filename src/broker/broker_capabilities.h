@@ -78,6 +78,16 @@ CloseReason CloseReasonFromBrokerReason(int reason);
 // no DISCONNECT (socket error, end of stream, keepalive). -1: the state is unknown.
 CloseReason CloseReasonFromClientState(int state);
 
+// Whether a DISCONNECT ends a CONNECT the broker refused, rather than a connection. `pending`:
+// the client's CONNECT has not been settled by any other callback yet; `client_state`: its state
+// (mosquitto__get_state), -1 where unknown. 2.1 settles every accepted CONNECT with its CONNECT
+// event, so a pending client's DISCONNECT is a refusal. 2.0 up to 2.0.14 clears a refused
+// client's id; from 2.0.15 it keeps it (src/handle_connect.c), and the client's state tells: a
+// refused one never became active (mosq_cs_new, 0). Where neither tells (2.0.19 on hides the
+// state), a pending client's DISCONNECT is taken for a refusal: wrongly only for a client that
+// sends DISCONNECT right behind its CONNECT, before the broker's loop turns.
+bool IsRefusal(bool api_2_1, bool pending, bool has_client_id, int client_state);
+
 // The text of a MOSQ_ERR_* code for a log line, where the broker does not export
 // mosquitto_strerror.
 std::string BrokerErrorText(int code);

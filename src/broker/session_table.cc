@@ -166,6 +166,7 @@ void SessionTable::BeginConnect(const void* client, ClientFacts facts, std::int6
 }
 
 bool SessionTable::IsRecheck(const void* client, bool has_socket) {
+  if (IsPending(client)) return true;  // its CONNECT is still being handled
   if (open_.Find(client) == nullptr && has_socket) return false;
   Settle();
   return true;

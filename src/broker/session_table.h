@@ -102,7 +102,9 @@ class SessionTable {
 
   // Whether an authentication event for `client` re-checks a client the broker already holds
   // rather than starting a CONNECT: the client is open here, or has no socket (an offline
-  // session; a CONNECT always arrives on a socket). Settles a pending CONNECT when it is.
+  // session; a CONNECT always arrives on a socket), or its CONNECT is pending (an MQTT 5
+  // re-authentication, AUTH 0x19, is EXT_AUTH_START again). Settles a pending CONNECT of
+  // another client when it is.
   bool IsRecheck(const void* client, bool has_socket);
 
   // The broker reloads its configuration (RELOAD event) and re-checks every client; until

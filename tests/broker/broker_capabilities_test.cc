@@ -112,6 +112,22 @@ TEST(CloseReasonTest, The20ClientStates) {
   EXPECT_EQ(CloseReasonFromClientState(-1), CloseReason::kUnspecified);
 }
 
+TEST(RefusalTest, EachBrokerTellsARefusedConnectItsOwnWay) {
+  // 2.1: the DISCONNECT of a CONNECT its CONNECT event never settled.
+  EXPECT_TRUE(IsRefusal(true, /*pending=*/true, /*has_client_id=*/true, -1));
+  EXPECT_FALSE(IsRefusal(true, false, true, -1));
+  // 2.0.11 to 2.0.14: the id is gone.
+  EXPECT_TRUE(IsRefusal(false, true, /*has_client_id=*/false, -1));
+  EXPECT_TRUE(IsRefusal(false, false, false, -1));
+  // 2.0.15 on, with the state: a refused client never became active (mosq_cs_new).
+  EXPECT_TRUE(IsRefusal(false, true, true, /*mosq_cs_new=*/0));
+  EXPECT_FALSE(IsRefusal(false, true, true, /*mosq_cs_disconnecting=*/2));
+  EXPECT_FALSE(IsRefusal(false, true, true, /*mosq_cs_active=*/3));
+  // 2.0.19 on: no state; a pending client's DISCONNECT.
+  EXPECT_TRUE(IsRefusal(false, true, true, -1));
+  EXPECT_FALSE(IsRefusal(false, false, true, -1));
+}
+
 TEST(BrokerErrorTextTest, NamesTheCodesThePluginLogs) {
   EXPECT_EQ(BrokerErrorText(6), "not found");
   EXPECT_EQ(BrokerErrorText(10), "not supported");

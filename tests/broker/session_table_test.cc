@@ -724,6 +724,18 @@ TEST_F(SessionTableTest, ARecheckSettlesAPendingConnect) {
   EXPECT_THAT(sink_.lines, ElementsAre("open 1 x", "open 2 y"));
 }
 
+// An MQTT 5 re-authentication (AUTH 0x19) is EXT_AUTH_START again for a client the broker holds:
+// open, or with its CONNECT still pending. Neither is a new connection.
+TEST_F(SessionTableTest, AReauthenticationIsARecheckOpenOrPending) {
+  table_.BeginConnect(a_, Facts("x"), 1);
+  EXPECT_TRUE(table_.IsRecheck(a_, /*has_socket=*/true));
+  EXPECT_TRUE(table_.IsPending(a_));  // still its own CONNECT, not settled by it
+  table_.Settle();
+  EXPECT_TRUE(table_.IsRecheck(a_, true));
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 x"));
+  EXPECT_EQ(table_.open_count(), 1u);
+}
+
 TEST_F(SessionTableTest, AClientClosedDuringAReloadIsRevokedAndOnlyThen) {
   table_.BeginConnect(a_, Facts("x"), 1);
   table_.BeginConnect(b_, Facts("y"), 1);

@@ -1,0 +1,131 @@
+"""Two real brokers, each with the plugin, joined by a Mosquitto bridge (`connection` on the
+local one, `topic ... both`, `cleansession false`), messages both ways, and both restarted.
+
+What each end can show (README, "What cannot be known"; docs/broker-versions.md, "Bridges"):
+- the remote broker: the bridge is an ordinary client that connected (BASIC_AUTH, CONNECT), with
+  its remote client id, its subscription and its session;
+- the local broker: the bridge's own outgoing connection passes no authentication event (it
+  sends, not receives, the CONNECT) and no ACL check (src/security.c and src/plugin_acl_check.c
+  return early for `context->bridge`), so it is seen from its first message on (MESSAGE; on 2.1
+  MESSAGE_OUT too), as a client without address or listener. Its session, saved in mosquitto.db,
+  is read at start as an offline session, and listed so while the bridge is connected again,
+  until its next message. These tests pin that.
+"""
+
+import json
+import unittest
+
+from harness import BROKER_VERSION, Broker, Client, wait_for
+
+ON_2_1 = BROKER_VERSION >= (2, 1, 0)
+REMOTE_ID = "bridge-local-to-remote"
+LOCAL_ID = "bridge-local-self"
+
+
+def rich(broker, client_id):
+    status, _, body = broker.http(
+        "/mqtt.connections.v1.ConnectionsService/ListConnections", method="POST",
+        body=json.dumps({"filter": f'client_id = "{client_id}"'}).encode(),
+        headers={"Content-Type": "application/json", "Connect-Protocol-Version": "1"})
+    assert status == 200, body
+    return json.loads(body)["connections"]
+
+
+def in_state(broker, client_id, state):
+    return [c for c in rich(broker, client_id) if c["state"] == f"MQTT_CONNECTION_STATE_{state}"]
+
+
+class BridgeTest(unittest.TestCase):
+    def setUp(self):
+        self.remote = Broker(persistence=True)
+        self.remote.start()
+        self.addCleanup(self.stop, self.remote)
+        self.local = Broker(persistence=True, plugin_after="\n".join([
+            "connection to-remote", f"address 127.0.0.1:{self.remote.port}",
+            "topic events/bridge/# both 1", "cleansession false",
+            f"remote_clientid {REMOTE_ID}", f"local_clientid {LOCAL_ID}", "restart_timeout 1"]))
+        self.local.start()
+        self.addCleanup(self.stop, self.local)
+        self.clients = []
+
+    def stop(self, broker):
+        for c in self.clients:
+            try:
+                c.disconnect()
+            except Exception:  # already gone with its broker
+                pass
+        self.clients = []
+        broker.stop()
+        broker.cleanup_dir()
+
+    def client(self, broker, client_id):
+        c = Client(broker, client_id)
+        self.clients.append(c)
+        return c
+
+    def wait_remote_bridge_open(self):
+        return wait_for(lambda: in_state(self.remote, REMOTE_ID, "OPEN"), timeout=20,
+                        what="the bridge connected to the remote broker")[0]
+
+    def exchange(self, tag):
+        """One message each way; returns the two receivers' clients."""
+        on_local = self.client(self.local, f"on-local-{tag}")
+        on_local.subscribe("events/bridge/#", qos=1)
+        on_remote = self.client(self.remote, f"on-remote-{tag}")
+        on_remote.subscribe("events/bridge/#", qos=1)
+        # The bridge forwards what is published after both subscriptions are in place.
+        wait_for(lambda: on_remote.publish("events/bridge/probe", b"p", qos=1) and
+                 on_local.messages, timeout=20, interval=0.5, what="the bridge forwarding")
+        on_local.publish("events/bridge/from-local", b"l", qos=1)
+        wait_for(lambda: ("events/bridge/from-local", b"l") in on_remote.messages,
+                 what="local to remote")
+        return on_local, on_remote
+
+    def test_both_ends_through_restarts(self):
+        bridge = self.wait_remote_bridge_open()
+        # The remote end: an ordinary client with the bridge's remote client id.
+        self.assertEqual(bridge["cleanSession"], False)
+        self.assertEqual(bridge["source"]["ipAddress"], "127.0.0.1")
+        self.assertEqual(bridge["listenerName"], f"mqtt:{self.remote.port}")
+        self.assertEqual([s["filter"] for s in bridge["subscriptions"]], ["events/bridge/#"])
+        self.assertEqual(bridge["authenticationInfo"]["mechanism"],
+                         "AUTHENTICATION_MECHANISM_ANONYMOUS")
+
+        self.exchange("1")
+        # The local end: seen from its first message, without address, listener or
+        # subscriptions (its local subscription is made without an ACL check).
+        own = wait_for(lambda: in_state(self.local, LOCAL_ID, "OPEN"),
+                       what="the bridge's own connection listed")[0]
+        self.assertNotIn("ipAddress", own["source"])
+        self.assertNotIn("listenerName", own)
+        self.assertEqual(own["subscriptions"], [])
+        self.assertEqual(own["cleanSession"], False)
+        self.assertGreaterEqual(int(own["totalRequestStatistics"]["publishCount"]), 1)
+        # Deliveries to it: 2.0 asks no ACL for a bridge; 2.1 sends MESSAGE_OUT.
+        delivered = int(own["totalRequestStatistics"]["deliverCount"])
+        self.assertTrue(delivered >= 1 if ON_2_1 else delivered == 0, own)
+        self.assertIn(LOCAL_ID, [c["client_id"] for c in self.local.connections()])
+
+        # The remote broker restarts: the bridge's session there is restored and resumed.
+        first_uid = bridge["uid"]
+        self.remote.restart()
+        wait_for(lambda: [c for c in in_state(self.remote, REMOTE_ID, "OPEN")
+                          if c["uid"] != first_uid], timeout=30, what="the bridge back")
+        # Locally the bridge's connection closed with the remote's end, and stays an offline
+        # session (cleansession false) until its next message.
+        wait_for(lambda: in_state(self.local, LOCAL_ID, "OFFLINE"), what="offline locally")
+        self.assertEqual(in_state(self.local, LOCAL_ID, "OPEN"), [])
+
+        # The local broker restarts: its mosquitto.db holds the bridge's session, read at start
+        # as offline, with its local subscription; the remote lists the bridge connected again.
+        self.local.restart()
+        wait_for(lambda: [c for c in in_state(self.remote, REMOTE_ID, "OPEN")], timeout=30,
+                 what="the bridge connected again")
+        offline = wait_for(lambda: in_state(self.local, LOCAL_ID, "OFFLINE"),
+                           what="the saved session listed")[0]
+        self.assertEqual([s["filter"] for s in offline["subscriptions"]], ["events/bridge/#"])
+        self.assertEqual(len(in_state(self.remote, REMOTE_ID, "OPEN")), 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
