@@ -8,7 +8,8 @@ plugin classifies and counts every publish and every delivery). The brokers run 
 other in alternating rounds, and the figures are the median over the rounds.
 
 Usage: bench/broker_overhead.py BUILD_DIR [--messages N] [--subscribers N] [--rounds N]
-                                [--acl-file] [--callgrind N [--floor]] [--broker NAME]
+                                [--acl-file] [--callgrind N [--floor] [--keep DIR]]
+                                [--broker NAME]
 Prints one line per round and a summary: CPU microseconds per delivered message, and the
 ratio with/without the plugin. With --callgrind N it also counts the broker's instructions
 per delivered message under valgrind (repeatable, whatever else the machine does) from runs
@@ -20,7 +21,9 @@ them (plugin/floor_plugin.c): what the broker's own dispatch to a plugin costs.
 --broker NAME runs every broker of the comparison (plain, floor, plugin) as that build of
 Mosquitto: `system` (Debian 12's /usr/sbin/mosquitto, the default) or a name of the manifest
 scripts/prepare-brokers.py writes into BUILD_DIR/brokers/ (integration/brokers.py), with its
-library path.
+library path. --keep DIR copies the callgrind output files into DIR
+(callgrind.<plain|plugin|floor>.<messages>.out), for callgrind_annotate: the difference of a
+function's cost between the N and 2N runs, divided by N x subscribers, is its cost per delivery.
 """
 
 import argparse
@@ -97,7 +100,8 @@ def callgrind_instructions(with_plugin, messages, subscribers, payload_file, wor
                            floor=False, build=None):
     """Instructions the broker executes over its whole life for the workload (callgrind);
     `build` is the Mosquitto build (brokers.BrokerBuild; the harness's default if None)."""
-    out = os.path.join(workdir, f"callgrind.{with_plugin}.{messages}.out")
+    kind = "floor" if floor else "plugin" if with_plugin else "plain"
+    out = os.path.join(workdir, f"callgrind.{kind}.{messages}.out")
     # The broker drops to user mosquitto, and callgrind writes its totals as that user at exit.
     with open(out, "w"):
         pass
@@ -149,6 +153,8 @@ def main():
                         help="give both brokers an acl_file that allows the workload")
     parser.add_argument("--floor", action="store_true",
                         help="with --callgrind, also count a broker with the do-nothing plugin")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="with --callgrind, copy the callgrind output files into DIR")
     parser.add_argument("--broker", default=brokers.SYSTEM,
                         help="the Mosquitto build to run: system (default) or a name of "
                              "BUILD_DIR/brokers/brokers.json")
@@ -209,6 +215,12 @@ def main():
                 print(f"callgrind floor (a plugin registering the same callbacks, doing "
                       f"nothing): {floor:.0f}, ratio {floor / per[False]:.4f}; the plugin's "
                       f"own work: {per[True] - floor:.0f}")
+        if args.callgrind and args.keep:
+            os.makedirs(args.keep, exist_ok=True)
+            for name in sorted(os.listdir(workdir)):
+                if name.startswith("callgrind."):
+                    shutil.copy(os.path.join(workdir, name), args.keep)
+            print(f"callgrind output files in {args.keep}")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
