@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The plugin's cost to the broker: plain Mosquitto and Mosquitto with the plugin, side by side
 in one run, on the same workload, compared by the broker's own CPU time per delivered message.
 
@@ -8,7 +9,8 @@ plugin classifies and counts every publish and every delivery). The brokers run 
 other in alternating rounds, and the figures are the median over the rounds.
 
 Usage: bench/broker_overhead.py BUILD_DIR [--messages N] [--subscribers N] [--rounds N]
-                                [--acl-file] [--callgrind N [--floor]]
+                                [--acl-file] [--callgrind N [--floor] [--keep DIR]]
+                                [--broker NAME]
 Prints one line per round and a summary: CPU microseconds per delivered message, and the
 ratio with/without the plugin. With --callgrind N it also counts the broker's instructions
 per delivered message under valgrind (repeatable, whatever else the machine does) from runs
@@ -17,6 +19,12 @@ allows the workload (ACL_FILE_TEXT), so that the plugin asks the broker's ACL fo
 With --floor the callgrind figures include a third broker: plain Mosquitto with the build's
 mqc_floor_plugin.so, which registers the plugin's per-message callbacks and does nothing in
 them (plugin/floor_plugin.c): what the broker's own dispatch to a plugin costs.
+--broker NAME runs every broker of the comparison (plain, floor, plugin) as that build of
+Mosquitto: `system` (Debian 12's /usr/sbin/mosquitto, the default) or a name of the manifest
+scripts/prepare-brokers.py writes into BUILD_DIR/brokers/ (integration/brokers.py), with its
+library path. --keep DIR copies the callgrind output files into DIR
+(callgrind.<plain|plugin|floor>.<messages>.out), for callgrind_annotate: the difference of a
+function's cost between the N and 2N runs, divided by N x subscribers, is its cost per delivery.
 """
 
 import argparse
@@ -29,6 +37,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import brokers  # noqa: E402
 import harness  # noqa: E402
 
 
@@ -89,9 +98,11 @@ def run_workload(broker, messages, subscribers, payload_file):
 
 
 def callgrind_instructions(with_plugin, messages, subscribers, payload_file, workdir, acl_file,
-                           floor=False):
-    """Instructions the broker executes over its whole life for the workload (callgrind)."""
-    out = os.path.join(workdir, f"callgrind.{with_plugin}.{messages}.out")
+                           floor=False, build=None):
+    """Instructions the broker executes over its whole life for the workload (callgrind);
+    `build` is the Mosquitto build (brokers.BrokerBuild; the harness's default if None)."""
+    kind = "floor" if floor else "plugin" if with_plugin else "plain"
+    out = os.path.join(workdir, f"callgrind.{kind}.{messages}.out")
     # The broker drops to user mosquitto, and callgrind writes its totals as that user at exit.
     with open(out, "w"):
         pass
@@ -99,7 +110,7 @@ def callgrind_instructions(with_plugin, messages, subscribers, payload_file, wor
     broker = harness.Broker(plugin=with_plugin, log_types=LOG_TYPES,
                             command_prefix=["valgrind", "--tool=callgrind",
                                             f"--callgrind-out-file={out}"],
-                            **broker_arguments(acl_file, floor))
+                            build=build, **broker_arguments(acl_file, floor))
     broker.start()
     try:
         run_workload(broker, messages, subscribers, payload_file)
@@ -114,7 +125,7 @@ def callgrind_instructions(with_plugin, messages, subscribers, payload_file, wor
 
 
 def instructions_per_delivery(with_plugin, messages, subscribers, payload, workdir,
-                              acl_file=False, floor=False):
+                              acl_file=False, floor=False, build=None):
     """The difference between a run with 2N messages and one with N cancels start-up and
     shutdown: what remains is the cost of N messages delivered to every subscriber."""
     small = os.path.join(workdir, "payload-n")
@@ -125,9 +136,9 @@ def instructions_per_delivery(with_plugin, messages, subscribers, payload, workd
             if i < messages:
                 n2.write(line)
     once = callgrind_instructions(with_plugin, messages, subscribers, small, workdir, acl_file,
-                                  floor)
+                                  floor, build)
     twice = callgrind_instructions(with_plugin, 2 * messages, subscribers, large, workdir,
-                                   acl_file, floor)
+                                   acl_file, floor, build)
     return (twice - once) / (messages * subscribers)
 
 
@@ -143,7 +154,18 @@ def main():
                         help="give both brokers an acl_file that allows the workload")
     parser.add_argument("--floor", action="store_true",
                         help="with --callgrind, also count a broker with the do-nothing plugin")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="with --callgrind, copy the callgrind output files into DIR")
+    parser.add_argument("--broker", default=brokers.SYSTEM,
+                        help="the Mosquitto build to run: system (default) or a name of "
+                             "BUILD_DIR/brokers/brokers.json")
     args = parser.parse_args()
+    try:
+        build = brokers.load(args.broker, args.build_dir)
+    except LookupError as e:
+        sys.exit(str(e))
+    print(f"broker {build.name}: Mosquitto {build.version} ({build.build}) {build.mosquitto}",
+          flush=True)
     harness.PLUGIN = os.path.join(args.build_dir, "mosquitto_connections.so")
     harness.COMPANION = os.path.join(args.build_dir, "mosquitto_connections_companion")
     global FLOOR_PLUGIN
@@ -160,7 +182,7 @@ def main():
         for round_ in range(args.rounds):
             for plugin in (False, True) if round_ % 2 == 0 else (True, False):
                 # No per-message log lines: they would cost more than what is measured.
-                broker = harness.Broker(plugin=plugin, log_types=LOG_TYPES,
+                broker = harness.Broker(plugin=plugin, log_types=LOG_TYPES, build=build,
                                         **broker_arguments(args.acl_file))
                 broker.start()
                 try:
@@ -182,17 +204,24 @@ def main():
                   flush=True)
         if args.callgrind:
             per = {p: instructions_per_delivery(p, args.callgrind, args.subscribers,
-                                                payload_file, workdir, args.acl_file)
+                                                payload_file, workdir, args.acl_file,
+                                                build=build)
                    for p in (False, True)}
             print(f"callgrind instructions per delivered message: plain {per[False]:.0f}, "
                   f"with plugin {per[True]:.0f}, ratio {per[True] / per[False]:.4f}")
             if args.floor:
                 floor = instructions_per_delivery(False, args.callgrind, args.subscribers,
                                                   payload_file, workdir, args.acl_file,
-                                                  floor=True)
+                                                  floor=True, build=build)
                 print(f"callgrind floor (a plugin registering the same callbacks, doing "
                       f"nothing): {floor:.0f}, ratio {floor / per[False]:.4f}; the plugin's "
                       f"own work: {per[True] - floor:.0f}")
+        if args.callgrind and args.keep:
+            os.makedirs(args.keep, exist_ok=True)
+            for name in sorted(os.listdir(workdir)):
+                if name.startswith("callgrind."):
+                    shutil.copy(os.path.join(workdir, name), args.keep)
+            print(f"callgrind output files in {args.keep}")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The cost of the Connect service's codecs (src/companion/http/connect_codec.h), in process:
 // one page of ListConnections taken from a snapshot, written by each encoder, and a request read
 // by each decoder. Medians over --repeat runs, one line per figure:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Cheap MQTT load for the benchmarks: many idle connections on raw sockets, and a ping client.
 
 Thousands of paho clients would need a thread each; these are bare MQTT 3.1.1 packets on

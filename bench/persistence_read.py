@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Time and memory of reading mosquitto.db at plugin start, with many persistent sessions.
 
 Writes a version 6 persistence file (the format Mosquitto 2.0 writes: src/persist_write*.c)

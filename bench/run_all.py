@@ -1,8 +1,10 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Every benchmark of the plugin in one command, printed as one table: each figure, its target,
 and plain Mosquitto where a ratio applies.
 
-Usage: bench/run_all.py BUILD_DIR [--connections N] [--quick]
+Usage: bench/run_all.py BUILD_DIR [--connections N] [--quick] [--broker NAME]
+       bench/run_all.py BUILD_DIR --brokers NAME,NAME,... [--quick]
 
 - Broker ping: one client publishing QoS 0 to itself (bench/mqtt_load.py), p99 and max round
   trip, idle and while two processes hammer the API (full KubeMQ list, ListConnections pages of
@@ -23,7 +25,16 @@ Usage: bench/run_all.py BUILD_DIR [--connections N] [--quick]
   ListConnections page of 1000 and the full KubeMQ list through the router, and what the full
   list would cost as a cJSON tree.
 
---quick runs every tool in seconds with small N; it prints figures and asserts no timing.
+The ratio figures (throughput QoS 0 and QoS 1, instructions per delivery) run on the Mosquitto
+build --broker names: `system` (Debian 12's /usr/sbin/mosquitto, the default) or a name of the
+manifest scripts/prepare-brokers.py writes into BUILD_DIR/brokers/ (integration/brokers.py);
+plain and plugin runs of one ratio always use the same build. The other figures run on
+`system`. --brokers runs only the ratio figures, for each named build in turn, and prints
+them as one row per build.
+
+--quick runs every tool in seconds with small N; it prints figures and asserts no timing. It
+also runs the ratio figures once on a 2.1 build of the manifest (tiny N), so that path keeps
+working; without a manifest it says so and skips that part only.
 Processes are started with their own PIDs recorded and stopped by them.
 """
 
@@ -46,6 +57,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 sys.path.insert(0, HERE)
 import broker_overhead  # noqa: E402
+import brokers  # noqa: E402
 import harness  # noqa: E402
 import mqtt_load  # noqa: E402
 
@@ -330,9 +342,9 @@ def fan_out(broker, qos, messages, subscribers, workdir, client_cpu):
     return subs, outputs
 
 
-def throughput(qos, messages, idle, poll, workdir, quick):
+def throughput(qos, messages, idle, poll, workdir, quick, build):
     """Deliveries per CPU second of each broker (plus its companion), both brokers loaded at
-    once on one CPU."""
+    once on one CPU, both of the Mosquitto build `build`."""
     cpu = str(os.cpu_count() - 1)
     client_cpu = "0" if os.cpu_count() > 1 else ""
     payload_file = os.path.join(workdir, f"payload-64-{messages}")
@@ -343,7 +355,7 @@ def throughput(qos, messages, idle, poll, workdir, quick):
     # dropped, so both brokers do the same work.
     brokers = {p: harness.Broker(plugin=p, log_types=broker_overhead.LOG_TYPES,
                                  extra="max_queued_messages 0",
-                                 command_prefix=["taskset", "-c", cpu])
+                                 command_prefix=["taskset", "-c", cpu], build=build)
                for p in (False, True)}
     started = []
     idle_sets = []
@@ -426,34 +438,127 @@ def throughput(qos, messages, idle, poll, workdir, quick):
             b.cleanup_dir()
 
 
-def throughput_figures(table, messages, workdir, quick):
-    """The median over rounds of the ratio; each round loads both brokers at once."""
+THROUGHPUT_TARGETS = {0: 0.95, 1: 0.98}
+INSTRUCTIONS_TARGET = 1.05
+
+
+def throughput_ratio(qos, messages, workdir, quick, build):
+    """The median over rounds of the ratio; each round loads both brokers at once.
+    Returns (idle connections, rounds, sorted ratios, median plain rate, median plugin rate)."""
     idle = 50 if quick else 500
     rounds = 1 if quick else 3
-    for qos, target in ((0, 0.95), (1, 0.98)):
-        results = [throughput(qos, messages, idle, True, workdir, quick) for _ in range(rounds)]
-        ratios = sorted(r[True][0] / r[False][0] for r in results)
+    results = [throughput(qos, messages, idle, True, workdir, quick, build)
+               for _ in range(rounds)]
+    ratios = sorted(r[True][0] / r[False][0] for r in results)
+    plain = statistics.median(r[False][0] for r in results)
+    with_plugin = statistics.median(r[True][0] for r in results)
+    return idle, rounds, ratios, plain, with_plugin
+
+
+def ratio_text(ratios):
+    return f"ratio {statistics.median(ratios):.3f}" + (
+        f" ({ratios[0]:.3f}-{ratios[-1]:.3f})" if len(ratios) > 1 else "")
+
+
+def throughput_figures(table, messages, workdir, quick, build):
+    for qos, target in THROUGHPUT_TARGETS.items():
+        idle, rounds, ratios, plain, with_plugin = throughput_ratio(qos, messages, workdir, quick,
+                                                                    build)
         ratio = statistics.median(ratios)
-        plain = statistics.median(r[False][0] for r in results)
-        with_plugin = statistics.median(r[True][0] for r in results)
         table.add(f"throughput QoS {qos} fan-out to 2, {idle} idle, list polled 10/s "
                   f"(deliveries per CPU second of broker+companion, median of {rounds})",
-                  f"{with_plugin:,.0f}/s, ratio {ratio:.3f}"
-                  + (f" ({ratios[0]:.3f}-{ratios[-1]:.3f})" if rounds > 1 else ""),
+                  f"{with_plugin:,.0f}/s, {ratio_text(ratios)}",
                   plain=f"{plain:,.0f}/s", target=f">= {target}", meets=ratio >= target)
 
 
-def callgrind_figure(table, messages, workdir):
+def instructions_ratio(messages, workdir, build):
+    """(plain, plugin) instructions per delivery under callgrind, 4 subscribers."""
     payload = os.path.join(workdir, "payload-callgrind")
     with open(payload, "w") as f:
         for i in range(2 * messages):
             f.write(f"reading {i:08d} value 21.5\n")
-    per = {p: broker_overhead.instructions_per_delivery(p, messages, 4, payload, workdir)
+    per = {p: broker_overhead.instructions_per_delivery(p, messages, 4, payload, workdir,
+                                                        build=build)
            for p in (False, True)}
-    ratio = per[True] / per[False]
+    return per[False], per[True]
+
+
+def callgrind_figure(table, messages, workdir, build):
+    plain, with_plugin = instructions_ratio(messages, workdir, build)
+    ratio = with_plugin / plain
     table.add(f"instructions per delivery (callgrind, {messages} and {2 * messages} messages "
-              f"to 4 subscribers)", f"{per[True]:,.0f}, ratio {ratio:.3f}",
-              plain=f"{per[False]:,.0f}", target="<= 1.05", meets=ratio <= 1.05)
+              f"to 4 subscribers)", f"{with_plugin:,.0f}, ratio {ratio:.3f}",
+              plain=f"{plain:,.0f}", target=f"<= {INSTRUCTIONS_TARGET}",
+              meets=ratio <= INSTRUCTIONS_TARGET)
+
+
+class BrokerTable:
+    """The ratio figures, one row per Mosquitto build (--brokers, and the quick run's 2.1 row)."""
+
+    def __init__(self, judge=True):
+        self.rows = []
+        self.judge = judge
+
+    def add(self, build, cells, missed):
+        met = "" if not self.judge else ("yes" if not missed else "NO: " + ", ".join(missed))
+        self.rows.append((f"{build.name} ({build.version}, {build.build})", *cells, met))
+        print(f"  {build.name}: " + "; ".join(cells), flush=True)
+
+    def render(self, messages, callgrind_messages, idle, rounds):
+        header = (
+            "broker",
+            f"throughput QoS 0, plugin / plain deliveries per CPU s (median of {rounds})",
+            f"throughput QoS 1, plugin / plain deliveries per CPU s (median of {rounds})",
+            f"instructions per delivery, plugin / plain ({callgrind_messages} and "
+            f"{2 * callgrind_messages} messages to 4 subscribers)",
+            f"met (>= {THROUGHPUT_TARGETS[0]}, >= {THROUGHPUT_TARGETS[1]}, "
+            f"<= {INSTRUCTIONS_TARGET})")
+        lines = [f"{messages} messages a throughput round, fan-out to 2, {idle} idle "
+                 f"connections, list polled 10/s", "",
+                 "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in self.rows]
+        return "\n".join(lines)
+
+
+def broker_ratio_row(broker_table, build, messages, callgrind_messages, workdir, quick):
+    """Throughput QoS 0 and QoS 1 ratios and the instructions ratio on one Mosquitto build."""
+    print(f"ratios on {build.name}: Mosquitto {build.version} ({build.build}) {build.mosquitto}",
+          flush=True)
+    cells = []
+    missed = []
+    for qos, target in THROUGHPUT_TARGETS.items():
+        idle, rounds, ratios, plain, with_plugin = throughput_ratio(qos, messages, workdir, quick,
+                                                                    build)
+        cells.append(f"{with_plugin:,.0f} / {plain:,.0f}/s, {ratio_text(ratios)}")
+        if statistics.median(ratios) < target:
+            missed.append(f"QoS {qos}")
+    plain, with_plugin = instructions_ratio(callgrind_messages, workdir, build)
+    cells.append(f"{with_plugin:,.0f} / {plain:,.0f}, ratio {with_plugin / plain:.3f}")
+    if with_plugin / plain > INSTRUCTIONS_TARGET:
+        missed.append("instructions")
+    broker_table.add(build, cells, missed)
+    return idle, rounds
+
+
+def quick_broker_21(build_dir):
+    """The quick run's 2.1 build: 2.1-cmake, else any 2.1 of the manifest; None (and a line
+    saying why) without one."""
+    entries = brokers.read_manifest(build_dir)
+    if not entries:
+        print(f"no broker manifest at {brokers.manifest_path(build_dir)} (scripts/prepare-"
+              f"brokers.py writes it): the ratios on 2.1 are skipped", flush=True)
+        return None
+    names = sorted((n for n, e in entries.items() if e.get("version", "").startswith("2.1.")),
+                   key=lambda n: (n != "2.1-cmake", n))
+    if not names:
+        print(f"no 2.1 broker in {brokers.manifest_path(build_dir)}: the ratios on 2.1 are "
+              f"skipped", flush=True)
+        return None
+    return brokers.load(names[0], build_dir)
+
+
+def load_average():
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 # --- requests/s against nginx -------------------------------------------------------------------
@@ -547,15 +652,28 @@ def main():
                         help="connections of 2 subscriptions each (default 15000, quick 100)")
     parser.add_argument("--quick", action="store_true",
                         help="every tool in seconds, small N; prints figures, asserts none")
+    parser.add_argument("--broker", default=brokers.SYSTEM,
+                        help="the Mosquitto build of the ratio figures: system (default) or a "
+                             "name of BUILD_DIR/brokers/brokers.json")
+    parser.add_argument("--brokers", default=None, metavar="NAME,NAME,...",
+                        help="only the ratio figures, on each of these builds, one row each")
     args = parser.parse_args()
     build = os.path.abspath(args.build_dir)
     harness.PLUGIN = os.path.join(build, "mosquitto_connections.so")
     harness.COMPANION = os.path.join(build, "mosquitto_connections_companion")
     sock_diag_bench = os.path.join(build, "mqc_sock_diag_bench")
     view_bench = os.path.join(build, "mqc_view_bench")
-    for built in (harness.PLUGIN, harness.COMPANION, sock_diag_bench, view_bench):
+    needed = [harness.PLUGIN, harness.COMPANION]
+    if not args.brokers:
+        needed += [sock_diag_bench, view_bench]
+    for built in needed:
         if not os.path.exists(built):
             sys.exit(f"{built} is missing: build {build} first")
+    try:
+        ratio_builds = [brokers.load(name, build) for name in
+                        (args.brokers.split(",") if args.brokers else [args.broker])]
+    except LookupError as e:
+        sys.exit(str(e))
     n = args.connections or (100 if args.quick else 15000)
     if n < 2:
         sys.exit(f"--connections {n}: at least 2")
@@ -563,28 +681,52 @@ def main():
     if n + 1000 > limit:
         sys.exit(f"--connections {n} needs more open files than the limit of {limit}")
     ping_seconds = 1.0 if args.quick else 10.0
+    messages = 2000 if args.quick else 500000
+    callgrind_messages = 100 if args.quick else 3000
     table = Table(judge=not args.quick)
+    broker_table = BrokerTable(judge=not args.quick)
     workdir = tempfile.mkdtemp(prefix="mqc-bench-")
     os.chmod(workdir, 0o755)
     started = time.monotonic()
+    load_before = load_average()
+    print(f"load average (1 / 5 / 15 min) at the start: {load_before}", flush=True)
+    shape = None
     try:
-        print(f"plain Mosquitto, {n} connections", flush=True)
-        plain = plain_broker_figures(n, ping_seconds)
-        print(f"with the plugin, {n} connections", flush=True)
-        plugin_broker_figures(table, plain, n, ping_seconds, sock_diag_bench)
-        print("views in process", flush=True)
-        view_bench_figures(table, view_bench, args.quick)
-        print("throughput, both brokers on one CPU", flush=True)
-        throughput_figures(table, 2000 if args.quick else 500000, workdir, args.quick)
-        print("callgrind", flush=True)
-        callgrind_figure(table, 100 if args.quick else 3000, workdir)
-        print("requests/s against nginx", flush=True)
-        nginx_comparison(table, workdir, 1 if args.quick else 10)
+        if args.brokers:
+            for ratio_build in ratio_builds:
+                shape = broker_ratio_row(broker_table, ratio_build, messages, callgrind_messages,
+                                         workdir, args.quick)
+        else:
+            ratio_build = ratio_builds[0]
+            print(f"plain Mosquitto, {n} connections", flush=True)
+            plain = plain_broker_figures(n, ping_seconds)
+            print(f"with the plugin, {n} connections", flush=True)
+            plugin_broker_figures(table, plain, n, ping_seconds, sock_diag_bench)
+            print("views in process", flush=True)
+            view_bench_figures(table, view_bench, args.quick)
+            print(f"throughput, both brokers on one CPU ({ratio_build.name})", flush=True)
+            throughput_figures(table, messages, workdir, args.quick, ratio_build)
+            print(f"callgrind ({ratio_build.name})", flush=True)
+            callgrind_figure(table, callgrind_messages, workdir, ratio_build)
+            print("requests/s against nginx", flush=True)
+            nginx_comparison(table, workdir, 1 if args.quick else 10)
+            if args.quick:
+                build_21 = quick_broker_21(build)
+                if build_21 is not None:
+                    shape = broker_ratio_row(broker_table, build_21, messages,
+                                             callgrind_messages, workdir, args.quick)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     print(f"\n{n} connections, {'quick run' if args.quick else 'full run'}, "
-          f"{time.monotonic() - started:.0f} s\n")
-    print(table.render())
+          f"{time.monotonic() - started:.0f} s; load average (1 / 5 / 15 min) {load_before} at "
+          f"the start, {load_average()} at the end\n")
+    if not args.brokers:
+        print(f"ratio figures on {ratio_builds[0].name} (Mosquitto {ratio_builds[0].version}, "
+              f"{ratio_builds[0].build})\n")
+        print(table.render())
+    if shape is not None:
+        print()
+        print(broker_table.render(messages, callgrind_messages, *shape))
 
 
 if __name__ == "__main__":

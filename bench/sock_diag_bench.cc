@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The cost of one sock_diag dump (src/sock_diag.h): the time of DumpTcpSockets, filtered to one
 // local port, median over --repeat dumps.
 //

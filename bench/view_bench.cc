@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The companion's views at scale, in one process: N connections of two subscriptions each go
 // through the real event path (encoded event records -> ConnectionRegistry::Apply), then the
 // real views answer through the HttpRouter (no sockets: what remains is libmicrohttpd's part).

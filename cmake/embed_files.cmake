@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Writes a C++ source holding the bytes of files of the repository, for the companion to serve
 # (src/companion/http/embedded_files.h declares what it defines). Run at build time:
 #   cmake -DOUTPUT=<file.cc> -DSOURCE_DIR=<repository> -DFILES=<a,b,...> -P embed_files.cmake

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The companion process: started by the plugin inside the broker, it maps the shared region,
 // keeps the ConnectionRegistry up to date from the broker's events and serves HTTP. Everything
 // network-facing lives here, so a crash or a slow request cannot touch the broker. It runs at a
@@ -7,7 +8,8 @@
 // fresh while the rich API is in use); libmicrohttpd's threads serve HTTP.
 //
 // Usage (the plugin starts it): mosquitto_connections_companion --shared-fd=3 --broker-pid=PID
-//   [--broker-config=PATH] -- key=value ...   (the plugin_opt_ options of mosquitto.conf)
+//   [--broker-config=PATH] [--broker-version=2.0.21] -- key=value ...   (the plugin_opt_ options
+//   of mosquitto.conf)
 
 #include <malloc.h>
 #include <signal.h>
@@ -48,6 +50,7 @@
 #include "link/clock.h"
 #include "link/plugin_options.h"
 #include "link/shared_region.h"
+#include "link/version.h"
 
 namespace mqc {
 namespace {
@@ -60,6 +63,7 @@ struct Arguments {
   int shared_fd = -1;
   pid_t broker_pid = 0;
   std::string broker_config;
+  std::string broker_version;  // as the plugin read it from the broker's binary
   OptionPairs options;
 };
 
@@ -90,6 +94,8 @@ bool ParseArguments(int argc, char** argv, Arguments* out, std::string* error) {
       out->broker_pid = static_cast<pid_t>(std::atoi(value.c_str()));
     } else if (StartsWith(argument, "--broker-config=", &value)) {
       out->broker_config = value;
+    } else if (StartsWith(argument, "--broker-version=", &value)) {
+      out->broker_version = value;
     } else {
       *error = "unknown argument: " + argument;
       return false;
@@ -187,6 +193,57 @@ bool ReadPem(const std::string& path, const char* option, const char* marker, st
   return true;
 }
 
+// The HTTPS certificate and key named by the options, both or neither.
+bool ReadTls(const PluginOptions& options, std::string* cert_pem, std::string* key_pem,
+             std::string* error) {
+  return ReadPem(options.http_tls_cert, "http_tls_cert", "-----BEGIN CERTIFICATE-----", cert_pem,
+                 error) &&
+         ReadPem(options.http_tls_key, "http_tls_key", "PRIVATE KEY-----", key_pem, error);
+}
+
+// At a configuration reload (a settings record): the token files and the HTTPS certificate are
+// read again from the paths of the start, so that they rotate without a broker restart (which
+// would drop every MQTT client). A file that became bad keeps what was read before, and the log
+// says which.
+void RereadSecrets(const PluginOptions& options, AccessTokens* tokens, HttpServer* server,
+                   std::string* tls_cert_pem, std::string* tls_key_pem, CompanionLink* link) {
+  if (options.RequiresToken()) {
+    TokenSet reloaded;
+    const Status status = ReadTokens(options, &reloaded, link);
+    if (status.ok()) {
+      const std::size_t count = reloaded.entries.size();
+      tokens->Replace(std::move(reloaded));
+      link->Log(LogLevel::kNotice,
+                "reload: token files read again, " + std::to_string(count) + " tokens");
+    } else {
+      link->Log(LogLevel::kError,
+                "reload: " + status.message() + "; keeping the tokens read before");
+    }
+  }
+  if (options.http_tls_cert.empty()) return;
+  std::string cert_pem;
+  std::string key_pem;
+  std::string error;
+  if (!ReadTls(options, &cert_pem, &key_pem, &error)) {
+    link->Log(LogLevel::kError, "reload: " + error + "; keeping the HTTPS certificate read before");
+    return;
+  }
+  if (cert_pem == *tls_cert_pem && key_pem == *tls_key_pem) {
+    link->Log(LogLevel::kInfo, "reload: HTTPS certificate unchanged (" + options.http_tls_cert + ")");
+    return;
+  }
+  if (!server->ReplaceTls(cert_pem, key_pem, &error)) {
+    link->Log(LogLevel::kError, "reload: HTTPS certificate " + options.http_tls_cert + " not used: " +
+                                    error + "; keeping the one read before");
+    return;
+  }
+  *tls_cert_pem = std::move(cert_pem);
+  *tls_key_pem = std::move(key_pem);
+  link->Log(LogLevel::kNotice,
+            "reload: HTTPS certificate read again from " + options.http_tls_cert +
+                " and " + options.http_tls_key + "; new connections use it");
+}
+
 // Silent and trickling HTTP connections each hold a descriptor until they are closed: take the
 // whole budget the system allows (the soft limit up to the hard one).
 rlim_t RaiseDescriptorLimit() {
@@ -248,6 +305,7 @@ int Run(int argc, char** argv) {
   DetailedSource detailed_source(registry, &network);
   const ConnectRpcService connect_service(detailed_source);
   MetricsExporter exporter(*region->header(), registry, options.node_id);
+  exporter.SetBuildInfo(kPluginVersion, arguments.broker_version);
   HttpRouter router(
       source, [&exporter] { return exporter.Render(); }, connect_service.Handler());
 
@@ -261,6 +319,7 @@ int Run(int argc, char** argv) {
   tokens.Replace(std::move(token_set));
   router.SetAccess(&tokens, options.metrics_public);
   router.SetHostCheck(HostCheck(options.http_allowed_hosts, options.http_bind));
+  router.SetHealth([&registry] { return registry.current(); });
   router.SetErrorLog([&link](const std::string& line) { link.Log(LogLevel::kError, line); });
   if (!options.http_admin_token_file.empty()) {
     router.SetDisconnector(
@@ -276,14 +335,10 @@ int Run(int argc, char** argv) {
   // Room for the region, the log and MHD's own descriptors besides the connections.
   server_options.connection_limit = static_cast<unsigned>(
       std::min<rlim_t>(server_options.connection_limit, descriptors > 128 ? descriptors - 64 : 64));
-  if (!options.http_tls_cert.empty()) {
-    if (!ReadPem(options.http_tls_cert, "http_tls_cert", "-----BEGIN CERTIFICATE-----",
-                 &server_options.tls_cert_pem, &error) ||
-        !ReadPem(options.http_tls_key, "http_tls_key", "PRIVATE KEY-----",
-                 &server_options.tls_key_pem, &error)) {
-      link.ReportFailed(error);
-      return 1;
-    }
+  if (!options.http_tls_cert.empty() &&
+      !ReadTls(options, &server_options.tls_cert_pem, &server_options.tls_key_pem, &error)) {
+    link.ReportFailed(error);
+    return 1;
   }
   server_options.log = [&link](const std::string& line) { link.Log(LogLevel::kWarning, line); };
   std::unique_ptr<HttpServer> server = HttpServer::Start(
@@ -300,6 +355,8 @@ int Run(int argc, char** argv) {
   }
   link.Begin();
   link.ReportServing(server->port());
+  std::string tls_cert_pem = server_options.tls_cert_pem;  // what the server uses now
+  std::string tls_key_pem = server_options.tls_key_pem;
 
   std::int64_t next_expiry_ns = 0;
   bool announced_sync = false;
@@ -309,22 +366,11 @@ int Run(int argc, char** argv) {
     const std::size_t applied = link.Poll(&registry, now);
     link.Heartbeat();
     if (link.settings_seen() != settings_seen) {
-      // A configuration reload: the token files are read again; a bad one keeps the old set.
+      // A configuration reload: the token files and the certificate are read again.
       settings_seen = link.settings_seen();
-      if (options.RequiresToken()) {
-        TokenSet reloaded;
-        const Status status = ReadTokens(options, &reloaded, &link);
-        if (status.ok()) {
-          const std::size_t count = reloaded.entries.size();
-          tokens.Replace(std::move(reloaded));
-          link.Log(LogLevel::kNotice,
-                   "reload: token files read again, " + std::to_string(count) + " tokens");
-        } else {
-          link.Log(LogLevel::kError,
-                   "reload: " + status.message() + "; keeping the tokens read before");
-        }
-      }
+      RereadSecrets(options, &tokens, server.get(), &tls_cert_pem, &tls_key_pem, &link);
     }
+    server->StopRetired();
     if (!announced_sync && registry.synced()) {
       // Tells the operator (and the tests) when a (re)started companion has the whole state.
       link.Log(LogLevel::kInfo, "registry synchronised with the broker: " +

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The web console (console/index.html): a live table of the open connections, the recently
 // closed ones, one connection's every field, and three broker figures. Everything is asked of
 // the companion's own APIs (docs/api.md): searching and sorting are ListConnections' filter and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Fuzz target for the Connect ListConnections call (connect_rpc_service.h) over a small fixed
 // snapshot. Input: a mode byte, then parts split at the byte 0x1E:
 //   body or GET message | Content-Type | Connect-Protocol-Version | Connect-Timeout-Ms |

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Fuzz target for filtering, ordering and paging of connections. The input is split at '\n' into
 // filter, order_by, page_token, page_size and offset (missing parts are empty; the offset part
 // takes the rest), and run over a small fixed snapshot. Besides crashes and sanitizer reports it

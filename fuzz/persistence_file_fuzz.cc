@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Fuzz target for the reader of Mosquitto's persistence file (mosquitto.db). The input is a
 // whole file. Besides crashes and sanitizer reports, it aborts when a refused file changed the
 // caller's sessions, or an accepted one holds an entry the broker could not have restored.

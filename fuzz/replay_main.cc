@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Runs a fuzz target over every file of its corpus folders, so that the corpus is replayed in
 // the ordinary test run (built with GCC or clang, with or without sanitizers).
 #include <cstddef>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Fuzz target for the KubeMQ topic grammar. The input is one topic or filter, raw bytes. Besides
 // crashes and sanitizer reports, it aborts when ClassifyTopic (the per-message path) disagrees
 // with MapTopicFilter (what the API shows), since the broker counts by one and shows the other.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Which integration suite or test cannot apply to which broker build, and why: the one place.
 
 Every suite runs against every broker of the matrix (scripts/prepare-brokers.py) unless an entry

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The Mosquitto builds the tests can run against, as scripts/prepare-brokers.py records them.
 
 The manifest is <build>/brokers/brokers.json: for each broker name, where its `mosquitto`

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Debian's headless Chromium, for the tests of the web console (test_console.py).
 
 Two ways to use it:

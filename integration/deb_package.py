@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The .deb that `cpack -G DEB` makes from this build tree: its control fields, its files, and
 the plugin loaded from where the package puts it into the real broker, with no `companion`
 option, serving a real client back over HTTP.
@@ -19,6 +20,7 @@ BUILD_DIR = os.environ.get("MQC_BUILD_DIR", "")
 VERSION = os.environ.get("MQC_VERSION", "")
 DEB_VERSION = os.environ.get("MQC_DEB_VERSION", "")  # e.g. 0.1.0-1~deb12
 PLUGIN_DIR = os.environ.get("MQC_DEB_PLUGIN_DIR", "")  # e.g. /usr/lib/x86_64-linux-gnu/...
+EXAMPLE_CONF = "/usr/share/doc/mosquitto-connections/examples/00-mosquitto-connections.conf"
 
 
 def run(*command):
@@ -66,6 +68,15 @@ class DebPackageBroker(harness.Broker):
         own = f"plugin {self.dir}/mosquitto_connections.so\n"
         assert own in text
         return text.replace(own, f"plugin {self.plugin_path}\n")
+
+
+class IncludeDirBroker(harness.Broker):
+    """A harness broker whose plugin lines come from the files of {dir}/conf.d alone."""
+
+    def config_text(self):
+        lines = [line for line in super().config_text().splitlines()
+                 if not line.startswith("plugin")]
+        return "\n".join(lines + [f"include_dir {self.dir}/conf.d"]) + "\n"
 
 
 class DebPackageTest(unittest.TestCase):
@@ -133,13 +144,36 @@ class DebPackageTest(unittest.TestCase):
                        for folder, _, names in os.walk(self.root) for f in names)
         self.assertEqual(files, sorted([PLUGIN_DIR.lstrip("/") + "/mosquitto_connections.so",
                                         PLUGIN_DIR.lstrip("/") + "/mosquitto_connections_companion",
-                                        "usr/bin/mosquitto-connections"]))
+                                        "usr/bin/mosquitto-connections",
+                                        EXAMPLE_CONF.lstrip("/"),
+                                        "usr/share/doc/mosquitto-connections/copyright"]))
         companion = os.stat(self.root + PLUGIN_DIR + "/mosquitto_connections_companion")
         self.assertTrue(companion.st_mode & 0o111, "the companion is executable")
         cli = self.root + "/usr/bin/mosquitto-connections"
         self.assertTrue(os.stat(cli).st_mode & 0o111, "the command line is executable")
         # It runs from where the package puts it, with Debian's python3 only.
         self.assertIn("usage: mosquitto-connections", run(cli, "--help"))
+
+    def test_the_example_drop_in_file_loads_the_plugin_from_include_dir(self):
+        # The example, copied into a conf.d folder that the broker's configuration includes, as
+        # README's first screen says; only its plugin path is moved to the extracted package.
+        self.extract()
+        with open(self.root + EXAMPLE_CONF) as f:
+            example = f.read()
+        self.assertIn(f"\nplugin {PLUGIN_DIR}/mosquitto_connections.so\n", example)
+        broker = IncludeDirBroker(files={
+            "conf.d/00-mosquitto-connections.conf": example.replace(
+                f"plugin {PLUGIN_DIR}/", f"plugin {self.root}{PLUGIN_DIR}/").replace(
+                "plugin_opt_http_port 8080", "plugin_opt_http_port 0")})
+        broker.start()
+        try:
+            # 503 until the companion has the broker's state (at the broker's next TICKs).
+            harness.wait_for(lambda: broker.http("/healthz")[0] == 200, timeout=10,
+                             what="/healthz 200")
+            self.assertEqual(broker.http("/healthz")[2], "ok\n")
+        finally:
+            broker.stop()
+            broker.cleanup_dir()
 
     def test_broker_loads_the_packaged_plugin_and_serves_a_client(self):
         self.extract()

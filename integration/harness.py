@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Runs the real Mosquitto broker with the built plugin, for the integration tests.
 
 Which broker: MQC_BROKER names one of the builds in MQC_BUILD_DIR/brokers/brokers.json (made by
@@ -123,10 +124,10 @@ def wait_for(predicate, timeout=10.0, interval=0.02, what="condition"):
         time.sleep(interval)
 
 
-def broker_environment():
-    """The broker's environment: its build's library path and, since an ASan-built plugin
-    inside the plain broker needs it, the ASan runtime preloaded."""
-    env = BROKER.environment()
+def broker_environment(build=None):
+    """The broker's environment: its build's library path (`build`, BROKER by default) and,
+    since an ASan-built plugin inside the plain broker needs it, the ASan runtime preloaded."""
+    env = (build or BROKER).environment()
     if "address" in SANITIZE:
         compiler = os.environ.get("MQC_CXX", "gcc")
         runtime = subprocess.run([compiler, "-print-file-name=libasan.so"], check=True,
@@ -147,11 +148,14 @@ class Broker:
     `persistence` turns the broker's persistence on, with its file in {dir}/data/ (writable by
     the broker's user); `restart()` then stops it (it saves the file) and starts it again on
     the same configuration and port.
+    `build` is the broker build to run (a brokers.BrokerBuild; BROKER, MQC_BROKER's, by default):
+    the benchmarks run several in one process.
     """
 
     def __init__(self, plugin=True, options=None, extra="", files=None,
                  allow_anonymous=True, plugin_after="", expect_start=True, listener_extra="",
-                 log_types=("all",), command_prefix=(), persistence=False):
+                 log_types=("all",), command_prefix=(), persistence=False, build=None):
+        self.build = build or BROKER
         self.plugin = plugin
         self.options = {"http_port": "0"}
         self.options.update(options or {})
@@ -243,10 +247,10 @@ class Broker:
         name = "broker.log" if self.launches == 1 else f"broker-{self.launches}.log"
         self.log_path = os.path.join(self.dir, name)
         self.log_file = open(self.log_path, "wb")
-        self.process = subprocess.Popen(self.command_prefix + [MOSQUITTO, "-c", self.config],
-                                        stdout=self.log_file,
+        command = self.command_prefix + [self.build.mosquitto, "-c", self.config]
+        self.process = subprocess.Popen(command, stdout=self.log_file,
                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        env=broker_environment())
+                                        env=broker_environment(self.build))
         if not self.expect_start:
             return
         try:

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Runs one integration suite against the broker MQC_BROKER names, with the skips of
 integration/broker_matrix.py applied (what `python3 -m unittest -v SUITE` would do, plus those).
 

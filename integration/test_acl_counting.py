@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Deliveries and subscriptions counted as the broker really decides them, whatever decides the
 ACL: an acl_file, dynamic security, or any plugin loaded after this one.
 

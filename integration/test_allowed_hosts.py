@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The Host check against DNS rebinding (README, Security; plugin_opt_http_allowed_hosts), against
 the real broker: a forged Host is refused on every path before anything else, with or without
 tokens, in the format of the path; the names and addresses the server is reached by are served;

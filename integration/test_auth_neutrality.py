@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Auth neutrality: loading the plugin changes no CONNACK, SUBACK, PUBACK or delivery.
 
 The plugin registers BASIC_AUTH and ACL_CHECK only to watch, yet a callback that always defers

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Two real brokers, each with the plugin, joined by a Mosquitto bridge (`connection` on the
 local one, `topic ... both`, `cleansession false`), messages both ways, and both restarted.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The command line, cli/mosquitto-connections, against two real brokers at once (each with the
 plugin, node_id 1 and 2) and real clients: list (table, wide, json, filter, order, pages,
 closed), get, top (also live under tmux), a broker that is down, bad flags, and the
@@ -21,7 +22,7 @@ from harness import Broker, Client, close_reason, disconnect_all, free_port, wai
 
 CLI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli",
                    "mosquitto-connections")
-HEADER = ["CLIENT-ID", "USER", "IP:PORT", "NODE", "PROTO", "OPEN-TIME", "IDLE", "SUBS", "PUB/S",
+HEADER = ["CLIENT-ID", "STATE", "USER", "IP:PORT", "NODE", "PROTO", "OPEN-TIME", "IDLE", "SUBS", "PUB/S",
           "DELIVER/S"]
 
 

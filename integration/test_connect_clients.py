@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Real Connect clients against the real broker, from the shipped schema
 (proto/mqtt/connections/v1/connections.proto, compiled by protoc into the build's descriptor
 set): Connect-ES (the official TypeScript/JavaScript client, pinned by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """GET /api/mqtt/connections against the real broker: fields, life cycle, errors, restarts."""
 
 import datetime

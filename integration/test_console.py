@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The web console (GET /, console/) in Debian's headless Chromium, against the real broker with
 real paho clients: the rendered DOM shows the real connections, the search and the sorting are
 the server's (ListConnections filter and orderBy), the detail panel shows every field, recently

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """MQTT 5 enhanced authentication through a real auth plugin (tests/plugins/
 challenge_auth_plugin.c: one challenge, one response, method MQC-CHALLENGE), loaded after the
 plugin: a CONNECT that takes an AUTH round trip, and a re-authentication (AUTH reason 0x19) on the

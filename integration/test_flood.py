@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The API under a socket flood, against the real broker: 1000 silent TCP connections and 50
 clients trickling a request a byte every half second do not keep a normal GET from being
 answered within a second, and every silent or trickling connection is closed within 30 s."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """conf/grafana/mosquitto-connections.json against a real /metrics scrape: after real traffic
 (publishes, deliveries, subscriptions of several patterns, a refused CONNECT, disconnects, API
 requests), every metric name that a panel query or a template variable uses is served, and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """POST /mqtt.connections.v1.ConnectionsService/ListConnections against the real broker: every
 field checked against what the clients really are (ports, TLS with a test CA, password and
 anonymous auth), closed connections with their reasons, paging through hundreds of

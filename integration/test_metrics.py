@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """GET /metrics against the real broker: exact counter and histogram deltas for known traffic,
 MQTT 5 command/query round trips, the connections gauge, and a real Prometheus scrape."""
 

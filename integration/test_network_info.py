@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """networkInfo and idleDuration of open connections in ListConnections, against the real broker:
 the companion reads them from the kernel (sock_diag netlink) by itself, so a request needs
 nothing of the broker thread and waits for no TICK; and the companion runs at a lower CPU

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A client with two subscriptions that match one message: what the broker sends it, and what
 the plugin counts as delivered (README, "Overlapping subscriptions").
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Persistent sessions across a broker restart, against the real broker with `persistence true`.
 
 Six persistent clients (MQTT 3.1.1 clean session false, MQTT 5 clean start false with a session

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Configuration reloads (SIGHUP, as systemd's ExecReload and Debian's logrotate send) against the
 real broker: the registry stays the broker's truth through any number of reloads, clients the
 reload revokes close as ACCESS_REVOKED, options change, and auth neutrality holds when a

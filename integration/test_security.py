@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The API's security against the real broker (README, "Security"): bearer tokens for reading and
 for disconnecting, /metrics made public on its own, the refusal of an exposed API without a
 token, an admin's disconnect through the broker thread (closeReason KICKED), token files read

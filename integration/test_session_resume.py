@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A persistent client resumes its session with QoS 1 and 2 messages in flight both ways.
 
 From 2.0.12 (and Debian's 2.0.11) the broker re-checks the resumed session's messages inside the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Subscriptions and their KubeMQ mapping on GET /api/mqtt/connections, against the real broker:
 subscribe, re-subscribe, unsubscribe, max_qos, takeover, persistent sessions, ?pattern=."""
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The broker functions the plugin calls that not every supported broker exports, looked up once
 // at start (dlsym), each with a fallback; and the 2.1 event data the 2.0 headers lack.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The broker's events, turned into calls on the core. Every callback catches everything (no
 // exception may cross into the broker) and returns what auth neutrality requires.
 //
@@ -6,7 +7,8 @@
 //        deliveries are ACL checks the broker allowed; the plugin decides authentication and
 //        ACLs only where no other source does, as the broker would without it.
 //   2.1: CONNECT, SUBSCRIBE, UNSUBSCRIBE, MESSAGE_OUT and CLIENT_OFFLINE report what happened;
-//        the plugin registers no ACL_CHECK and answers BASIC_AUTH with MOSQ_ERR_PLUGIN_IGNORE,
+//        the plugin answers BASIC_AUTH with MOSQ_ERR_PLUGIN_IGNORE, registers ACL_CHECK only
+//        where no other ACL source exists (answering IGNORE too),
 //        so it decides nothing, whatever else is configured (global_plugin, plugin_load, ...).
 //
 // Threads: all of this runs on the broker thread.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "client_reader.h"
 
 #include <arpa/inet.h>

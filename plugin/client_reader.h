@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Reads what the plugin learns about one client (ClientFacts, broker/client_facts.h), beyond the
 // broker's accessors: the socket's ports and TCP_INFO, the listener it came in on, its
 // certificate, why it disconnected.

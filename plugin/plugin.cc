@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The plugin's entry points: options, the broker's configuration, the shared region, the
 // companion, and the event registrations. A thin extern "C" shim over the core in src/: every
 // failure is logged with what was wrong and turned into an error code here, and nowhere else.
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "link/clock.h"
+#include "link/version.h"
 #include "plugin_state.h"
 
 // clang-format off
@@ -241,6 +243,8 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
   std::vector<std::string> arguments = state->companion_arguments;
   arguments.push_back("--shared-fd=" + std::to_string(kCompanionSharedFd));
   arguments.push_back("--broker-pid=" + std::to_string(getpid()));
+  // For mosquitto_connections_build_info: the companion cannot read the broker's binary.
+  arguments.push_back("--broker-version=" + state->api.capabilities().version.Text());
   arguments.push_back("--");
   for (const auto& [key, value] : pairs) arguments.push_back(key + "=" + value);
   state->companion = std::make_unique<CompanionSupervisor>(state->region.get(), companion,
@@ -257,10 +261,12 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
     UnregisterBrokerEvents(state.get());
     return MOSQ_ERR_UNKNOWN;
   }
-  LogToBroker(LogLevel::kNotice, "mosquitto_connections: serving on " +
-                                     ServingUrl(state->options, state->companion->http_port()) +
-                                     " (companion pid " + std::to_string(state->companion->pid()) +
-                                     ")");
+  // The versions come first: the line an operator greps for when asking what runs.
+  LogToBroker(LogLevel::kNotice,
+              std::string("mosquitto_connections: version ") + kPluginVersion + " on broker " +
+                  state->api.capabilities().version.Text() + ", serving on " +
+                  ServingUrl(state->options, state->companion->http_port()) + " (companion pid " +
+                  std::to_string(state->companion->pid()) + ")");
   *userdata = state.release();
   return MOSQ_ERR_SUCCESS;
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Everything the plugin keeps in the broker process, in one struct passed to every callback as
 // userdata (no globals). Touched by the broker thread only: the plugin starts no thread.
 #pragma once

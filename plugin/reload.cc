@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The broker's configuration reload (SIGHUP, MOSQ_EVT_RELOAD): what the plugin reads again and
 // applies, and what it keeps. docs/reload.md has the broker's side, step by step.
 //

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Fails when the build reads a header that scripts/install-deps.sh does not bring.
 
 A build that passes only because some package happens to be on the machine breaks on a fresh

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Fails when an #include crosses the floor plan of docs/architecture.md.
 
 The two processes share only src/link/. So:

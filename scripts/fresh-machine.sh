@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The README's first command on a bare Debian, and the .deb there: in a debootstrap chroot of
 # Debian 12 (bookworm) or 13 (trixie). As root, on a Debian host, from a clone of this repository:
 #   scripts/fresh-machine.sh [bookworm|trixie] [--no-test-tools]     (default: bookworm)

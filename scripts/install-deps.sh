@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs, from Debian's own packages (without Recommends), what this project needs:
 #   scripts/install-deps.sh            everything (CI, scripts/test.sh): the packages that build
 #                                      and run the plugin, and the test tools

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Prepares the Mosquitto builds the integration tests run against, into BUILD_DIR/brokers/.
 
   system         Debian 12's /usr/sbin/mosquitto 2.0.11 (installed; nothing to prepare)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs what is missing, builds, installs the plugin into /usr/local/lib/mosquitto and starts
 # Mosquitto in the background on conf/mosquitto.conf (MQTT on 127.0.0.1:1883, HTTP on :8080).
 # It installs only what builds and runs the plugin (scripts/install-deps.sh --example: compiler,

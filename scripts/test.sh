@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds and runs every test, three times over:
 #   build-release  RelWithDebInfo, warnings as errors: unit, fuzz-corpus replay, integration
 #                  against every broker of the matrix (scripts/prepare-brokers.py: the system's

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Every mosquitto_* name the plugin imports is exported by every broker it is tested against.
 
 A broker resolves a plugin's undefined names against its own dynamic symbol table when it loads

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """scripts/check-build-headers.py against this build tree (MQC_BUILD_DIR, set by ctest).
 
 It passes with what scripts/install-deps.sh installs (both lists); with only its --example list

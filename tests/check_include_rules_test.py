@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """scripts/check-include-rules.py: this repository passes, and each rule fails when broken.
 
 The failing cases run the checker on a small tree in a temporary folder laid out like the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The plugin, loaded into the broker's process, links no libprotobuf; the companion does.
 
 libprotobuf serves the companion's Connect codecs (proto/, mqc_connect_proto). In the broker it

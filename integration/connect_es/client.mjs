@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A Connect-ES client of mqtt.connections.v1.ConnectionsService, built at run time from the
 // descriptor set protoc wrote for proto/mqtt/connections/v1/connections.proto (no code
 // generation step), driven by integration/test_connect_clients.py.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "broker/acl_file.h"
 
 #include <cctype>

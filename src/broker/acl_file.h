@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The broker's acl_file, read and applied the way Mosquitto 2.0 does (src/security_default.c:
 // aclfile__parse, acl__find_acls, mosquitto_acl_check_default; the same from tag v2.0.11 to
 // v2.0.22), for one purpose: to know whether the broker allowed a delivery (an ACL READ check)

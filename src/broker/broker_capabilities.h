@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What this broker build lets the plugin do, learnt once at start: which plugin API it speaks
 // (2.0 or 2.1), its version, and which of the names the plugin would like to call it exports.
 // Builds differ (docs/broker-versions.md): Mosquitto 2.0's own export list has 34 names, and

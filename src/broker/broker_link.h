@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The broker thread's end of the shared region: writes events, reads the companion's commands,
 // runs resyncs. Every exchange with the companion goes through it. No API request reaches it:
 // the companion answers those from its registry, the statistics slots and the kernel.

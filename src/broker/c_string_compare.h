@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Compares a C string of unknown length (the broker's topic) with a known text, for the
 // per-message path: a delivery's topic is compared with the one the previous check classified.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the broker's accessors tell about a client at CONNECT: the plugin reads them
 // (plugin/client_reader.h), the SessionTable turns them into a connection.
 //

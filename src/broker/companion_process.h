@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Starts, watches and stops the companion process from the broker thread.
 //
 // posix_spawn (vfork + exec: no copy of the broker's page tables) with the shared memory

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Keeps the companion process running, from the broker thread: starts it at init and waits for
 // its first report (so that a port that cannot be bound fails the plugin's init), notices at
 // TICK when it died or failed, and starts it again (at once the first time, then backing off up

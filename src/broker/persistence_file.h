@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The persistent sessions in Mosquitto 2.0's own persistence file (mosquitto.db), read once at
 // plugin start. The broker restores that file (db__open) before it loads plugins, so at the
 // plugin's init the file on disk is the one the broker's sessions came from; the plugin API

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A hash table keyed by pointer, for the lookup every delivery and publish makes (the broker's
 // client object to the session table's connection): open addressing with linear probing in one
 // array of (key, value) slots, a power-of-two capacity and a multiplicative (Fibonacci) hash, so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "broker/rpc_tracker.h"
 
 #include <iterator>

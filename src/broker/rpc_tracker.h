@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // MQTT 5 request/response tracking for rpc_command, rpc_query and rpc_response
 // (topic-mapping.md, "Traffic"): a PUBLISH on commands/... or queries/... with a ResponseTopic is
 // a request; the next PUBLISH on that ResponseTopic (with the same CorrelationData when the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The broker thread's own record of connections, and the events it sends to the companion.
 //
 // Mosquitto 2.0 has no connect, subscribe or unsubscribe event (mosquitto-2.0-facts.md). So:

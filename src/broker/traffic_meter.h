@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Counts MQTT traffic into the shared region, on the broker thread: publishes and deliveries by
 // KubeMQ pattern (kubemq_mqtt_operations_total), bytes, per-connection statistics, and the RPC
 // request/response pairs (RpcTracker).

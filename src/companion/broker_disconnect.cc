@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // See broker_disconnect.h.
 #include "companion/broker_disconnect.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // An admin's disconnect (DELETE /api/mqtt/connections/{id}, DisconnectConnection) as the
 // companion carries it out: it finds the open connection (the client id index, or the shared
 // snapshot for a uid), queues a KickCommand on the commands ring for the broker thread, which

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "companion/companion_link.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The companion's end of the shared region: reads the broker's events into the ConnectionRegistry,
 // reports its own state, and sends log lines back for the broker's log.
 // Every exchange with the broker goes through it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "companion/connection_registry.h"
 
 #include <algorithm>
@@ -410,6 +411,11 @@ std::size_t ConnectionRegistry::closed_count() const {
 bool ConnectionRegistry::synced() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return synced_;
+}
+
+bool ConnectionRegistry::current() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return synced_ && !staging_;
 }
 
 bool ConnectionRegistry::WaitUntilSynced(std::chrono::milliseconds timeout) const {

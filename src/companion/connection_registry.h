@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The companion's view of every connection: built from the events ring, read by HTTP threads.
 //
 // Open connections and offline sessions by their broker sequence number (one map: both carry
@@ -100,6 +101,9 @@ class ConnectionRegistry : public ConnectionSource {
   std::array<std::size_t, kPatternCount> SubscriptionsByPattern() const;
   std::size_t closed_count() const;
   bool synced() const;
+  // Synced, and no resync under way (one follows events lost on a full ring): the view is the
+  // broker's as of the last event read. /healthz answers 503 while this is false.
+  bool current() const;
   // Waits until the first resync has completed, or `timeout` has passed; returns synced().
   bool WaitUntilSynced(std::chrono::milliseconds timeout) const;
 

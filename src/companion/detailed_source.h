@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the HTTP views read: the registry as a ConnectionSource.
 //
 // SyncedSource (the KubeMQ view): the registry's connections. Every read waits briefly (2 s at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // MetricsExporter (see metrics.h).
 //
 // Where the spec is silent:
@@ -70,6 +71,7 @@ static_assert(static_cast<std::size_t>(Pattern::kNone) == 0 &&
 constexpr char kConnectionsPath[] = "/api/mqtt/connections";
 constexpr char kMetricsPath[] = "/metrics";
 constexpr char kListConnectionsPath[] = "/mqtt.connections.v1.ConnectionsService/ListConnections";
+constexpr char kHealthPath[] = "/healthz";
 
 std::uint64_t Load(const std::atomic<std::uint64_t>& value) {
   return value.load(std::memory_order_relaxed);
@@ -126,7 +128,8 @@ ClientMetric DurationMetric(const char* operation, const SharedHistogram& shared
 }  // namespace
 
 std::string_view HttpPathLabel(std::string_view path) noexcept {
-  for (std::string_view known : {kConnectionsPath, kMetricsPath, kListConnectionsPath}) {
+  for (std::string_view known :
+       {kConnectionsPath, kMetricsPath, kListConnectionsPath, kHealthPath}) {
     if (path == known) return known;
   }
   return "other";
@@ -218,7 +221,9 @@ class MetricsExporter::BrokerCollector : public prometheus::Collectable {
   MetricFamily Subscriptions() const {
     MetricFamily family =
         NewFamily("kubemq_mqtt_subscriptions",
-                  "Subscriptions of open connections, by KubeMQ pattern.", MetricType::Gauge);
+                  "Subscriptions of open connections and of offline sessions, by KubeMQ pattern "
+                  "(none: $ topics, and unprefixed ones under default_pattern none).",
+                  MetricType::Gauge);
     const auto counts = registry_.SubscriptionsByPattern();
     for (std::size_t pattern = 0; pattern < counts.size(); ++pattern) {
       AddGauge(&family, counts[pattern], {{"pattern", kPatternLabels[pattern]}});
@@ -246,6 +251,24 @@ MetricsExporter::MetricsExporter(const SharedHeader& shared, const ConnectionReg
                             .Add({})) {}
 
 MetricsExporter::~MetricsExporter() = default;
+
+void MetricsExporter::SetBuildInfo(const std::string& version, const std::string& broker_version) {
+  prometheus::BuildGauge()
+      .Name("mosquitto_connections_build_info")
+      .Help("Always 1: the plugin's version and the broker's, as labels.")
+      .Register(*own_)
+      .Add({{"broker_version", broker_version.empty() ? "unknown" : broker_version},
+            {"version", version}})
+      .Set(1);
+  // A restarted companion is a new value: alert rules count its changes.
+  prometheus::BuildGauge()
+      .Name("mosquitto_connections_companion_start_time_seconds")
+      .Help("When this companion process started, in seconds since the Unix epoch.")
+      .Register(*own_)
+      .Add({})
+      .Set(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+               .count());
+}
 
 std::string MetricsExporter::Render() {
   const auto start = std::chrono::steady_clock::now();

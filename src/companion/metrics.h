@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The companion's Prometheus metrics: GET /metrics, text format 0.0.4 (spec README "GET /metrics").
 //
 // Two sources, one exposition:
@@ -36,7 +37,7 @@ namespace mqc {
 class ConnectionRegistry;
 struct SharedHeader;
 
-// The label value of kubemq_mqtt_http_requests_total{path}: one of the served paths, else
+// The label value of kubemq_mqtt_http_requests_total{path}: one of the API's paths or /healthz, else
 // "other", so that scanners probing random paths cannot add series.
 std::string_view HttpPathLabel(std::string_view path) noexcept;
 
@@ -54,6 +55,11 @@ class MetricsExporter {
   // Every family, in Prometheus text format 0.0.4. Also times itself: the time shows as
   // kubemq_mqtt_scrape_duration_seconds in the next render (a render cannot contain its own).
   std::string Render();
+
+  // Adds mosquitto_connections_build_info{version, broker_version} 1 (the broker's version as the
+  // plugin read it, "unknown" when empty), and mosquitto_connections_companion_start_time_seconds
+  // (now). Once, before the HTTP server starts.
+  void SetBuildInfo(const std::string& version, const std::string& broker_version);
 
   // Counts one answered HTTP request. Never throws: a request is not failed for its metric.
   void CountHttpRequest(std::string_view path, int status) noexcept;

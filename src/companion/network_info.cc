@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Matching sock_diag's sockets to connections, and the short-lived dump cache (network_info.h).
 #include "companion/network_info.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The kernel's view of each open connection's TCP socket (Connection::network and idle_ns),
 // read by the companion through sock_diag (sock_diag.h), never by the broker thread.
 //

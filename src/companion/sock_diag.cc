@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // sock_diag dump of TCP sockets (see sock_diag.h).
 //
 // The netlink messages are read with memcpy at computed offsets rather than through the

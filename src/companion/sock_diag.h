@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // TCP sockets' kernel state (tcp_info) read in one dump through the sock_diag netlink
 // interface (NETLINK_SOCK_DIAG, inet_diag with INET_DIAG_INFO), the way `ss -ti` reads it.
 // No privilege is needed, and no file descriptor of the sockets: the companion can see the

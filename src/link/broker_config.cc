@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "link/broker_config.h"
 
 #include <dirent.h>

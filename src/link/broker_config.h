@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the plugin needs to know of the broker's own configuration file, which the plugin API
 // does not expose: whether any other authentication or ACL source exists (auth neutrality, see
 // mosquitto-2.0-facts.md), allow_anonymous, the listeners (names, TLS, protocol), and where the

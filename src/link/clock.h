@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The clocks and the sleep both processes use.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The companion's model of one MQTT connection, open or recently closed: what the HTTP views
 // (KubeMQ endpoint, Connect ListConnections) show and what filters and orderings look at.
 // Plain values; the ConnectionRegistry owns them and hands out shared immutable ones or copies.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The records that cross the shared rings, and their byte encoding.
 //
 // events ring (broker thread -> companion): what happened to connections, in broker order.

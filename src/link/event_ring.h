@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A single-producer, single-consumer ring of variable-length records in shared memory.
 //
 // Two of them join the processes: broker thread -> companion (connection events) and

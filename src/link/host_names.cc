@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Host names and IP literals (see host_names.h).
 //
 // Where the RFCs leave room:

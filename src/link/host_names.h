@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Host names and IP literals as HTTP's Host header and plugin_opt_http_allowed_hosts write them,
 // brought to one canonical text so that the same host compares equal however it was written:
 // ASCII lower case, no trailing dot, IPv4 in dotted-quad form, IPv6 in inet_ntop's form without

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "link/plugin_options.h"
 
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The plugin's options (plugin_opt_<name> lines of mosquitto.conf), parsed and checked in one
 // place. The broker-side plugin parses them at init (a bad value stops the broker with a log line
 // naming the option); the companion receives the same key=value pairs and parses them again.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "link/shared_region.h"
 
 #include <fcntl.h>

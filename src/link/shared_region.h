@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The shared memory that joins the broker-side plugin and the companion process.
 //
 // The plugin creates it (an anonymous memfd, so nothing is left in /dev/shm after a crash),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Status: the outcome of an operation that can fail, as a code and a message (the pattern of
 // absl::Status). One error type for the query engine and the HTTP views: callers branch on the
 // code, never on the wording of the message. Codes are the Connect (and gRPC) codes the project

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Text helpers (see text_util.h).
 #include "link/text_util.h"
 

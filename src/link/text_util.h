@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Small text and C-interop helpers, one of each, for both processes: trimming, ASCII
 // case-insensitive comparison, excerpts, FNV-1a, base64url, RFC 3339 time text, and an owning
 // pointer for C handles.

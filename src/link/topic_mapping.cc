@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // KubeMQ topic grammar (see docs/topic-mapping.md). One non-allocating analysis feeds
 // both MapTopicFilter and ClassifyTopic, so the two cannot disagree on what is valid.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // KubeMQ topic grammar: an MQTT topic or topic filter -> KubeMQ pattern, channel, shared group.
 // The contract is docs/topic-mapping.md. Pure functions, safe on any thread.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "broker/c_string_compare.h"
 
 #include <gtest/gtest.h>

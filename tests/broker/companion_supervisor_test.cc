@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // CompanionSupervisor against a real child, tests/broker/fake_companion.cc (its path is
 // MQC_FAKE_COMPANION). Time at TICK is passed in, so stall and back-off are checked without
 // waiting for them; only the child's own start and end take real time, each bounded.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A stand-in companion for tests/broker/companion_supervisor_test.cc: maps the shared region on
 // fd 3 as the real one does and acts as told, so the supervisor is tested against a real child
 // process without HTTP. Arguments: log=PATH (appends one line per start: its arguments),

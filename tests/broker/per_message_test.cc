@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The broker thread's per-message path allocates nothing: the calls the ACL_CHECK (READ) and
 // MESSAGE callbacks make for every delivery and publish, counted with a replaced global
 // operator new that counts only while a test asks it to.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The persistence file reader against a file Mosquitto 2.0.11 wrote (tests/data/README.md), and
 // against truncated and corrupted copies of it.
 #include "broker/persistence_file.h"

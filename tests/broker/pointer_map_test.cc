@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "broker/pointer_map.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "broker/session_table.h"
 
 #include <gmock/gmock.h>

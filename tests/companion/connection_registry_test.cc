@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "companion/connection_registry.h"
 
 #include <gmock/gmock.h>

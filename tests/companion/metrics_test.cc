@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "companion/metrics.h"
 
 #include <gmock/gmock.h>
@@ -142,6 +143,19 @@ TEST_F(MetricsTest, EveryFamilyHasItsTypeLine) {
   std::vector<std::string> names;
   for (const auto& [name, type] : types) names.push_back(name);
   EXPECT_THAT(help_names, UnorderedElementsAreArray(names));
+}
+
+TEST_F(MetricsTest, BuildInfoNamesBothVersions) {
+  exporter_->SetBuildInfo("9.8.7", "2.0.21");
+  const std::string text = exporter_->Render();
+  EXPECT_THAT(text, HasSubstr("# TYPE mosquitto_connections_build_info gauge\n"));
+  EXPECT_THAT(text, HasSubstr(
+                        "mosquitto_connections_build_info{broker_version=\"2.0.21\",version="
+                        "\"9.8.7\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE mosquitto_connections_companion_start_time_seconds gauge"));
+  MetricsExporter unknown(*region_->header(), registry_, 7);
+  unknown.SetBuildInfo("9.8.7", "");
+  EXPECT_THAT(unknown.Render(), HasSubstr("broker_version=\"unknown\""));
 }
 
 TEST_F(MetricsTest, EveryOperationAndStatusIsPresentAtZero) {
@@ -345,6 +359,7 @@ TEST_F(MetricsTest, ConnectionsHelpNamesTheNode) {
 TEST(HttpPathLabelTest, OnlyServedPathsAreLabelValues) {
   EXPECT_EQ(HttpPathLabel("/api/mqtt/connections"), "/api/mqtt/connections");
   EXPECT_EQ(HttpPathLabel("/metrics"), "/metrics");
+  EXPECT_EQ(HttpPathLabel("/healthz"), "/healthz");
   EXPECT_EQ(HttpPathLabel("/mqtt.connections.v1.ConnectionsService/ListConnections"),
             "/mqtt.connections.v1.ConnectionsService/ListConnections");
   EXPECT_EQ(HttpPathLabel("/mqtt.connections.v1.ConnectionsService/Kick"), "other");

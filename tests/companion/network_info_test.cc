@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Matching sock_diag's sockets to connections (MatchSockets), and the dump cache
 // (NetworkInfoCache) with a stand-in dump and clock.
 #include "companion/network_info.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // DumpTcpSockets against real loopback TCP connections this test opens.
 #include "companion/sock_diag.h"
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Writes tests/data/mosquitto-2.0.11.db with the real broker (Debian's /usr/sbin/mosquitto).
 
 Run as root from the repository root: /usr/bin/python3 tests/data/make_mosquitto_db.py

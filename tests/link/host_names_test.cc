@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "link/host_names.h"
 
 #include <gmock/gmock.h>

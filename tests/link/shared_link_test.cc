@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The two ends of the shared region in one process: what the broker thread writes reaches the
 // ConnectionRegistry, a full ring loses nothing for good (a resync repairs it), and log lines come
 // back.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The per-connection statistics seqlock (AssignStatsSlot / ReadStatsSlot in
 // link/shared_region.h), hammered by one writer and two readers. Run under TSan by
 // `scripts/test.sh tsan`. Each owner writes only multiples of its own seq, and only growing

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // text_util: the one copy of each small helper both processes use.
 #include "link/text_util.h"
 

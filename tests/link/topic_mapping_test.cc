@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Tests for the KubeMQ topic grammar (docs/topic-mapping.md): every row and example
 // of the spec, the choices topic_mapping.cc documents where the spec is silent, and the
 // agreement of ClassifyTopic with MapTopicFilter over generated topics.

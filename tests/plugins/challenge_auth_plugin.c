@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* A test plugin, not part of the product: MQTT 5 enhanced authentication by one challenge and
  * one response, for the integration tests (integration/test_enhanced_auth.py). Plugin API
  * version 5, built against the same 2.0 headers as the plugin, so that it loads into 2.0 and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // AccessTokens (see access_tokens.h).
 #include "companion/http/access_tokens.h"
 

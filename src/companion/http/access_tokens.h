@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The bearer tokens of the HTTP API (plugin_opt_http_token_file, plugin_opt_http_admin_token_file)
 // and the check of a request's `Authorization: Bearer <token>` against them.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The codecs of the Connect RPC service (see connect_codec.h).
 #include "companion/http/connect_codec.h"
 

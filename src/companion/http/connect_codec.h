@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The two codecs of the Connect RPC service, from the one schema
 // (proto/mqtt/connections/v1/connections.proto): binary protobuf (`application/proto`, GET
 // `encoding=proto`) and protobuf's JSON mapping (`application/json`, GET `encoding=json`). The

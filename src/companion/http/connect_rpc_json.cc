@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The JSON side of the Connect RPC service (see connect_rpc_json.h).
 //
 // Where the spec is silent:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The JSON encoding of the Connect RPC service's messages, apart from the protocol handling in
 // connect_rpc_service.cc: ListConnectionsRequest read from JSON text, and a page written as a
 // protobuf-JSON ListConnectionsResponse (docs/api.md, the Connection field table). Pure

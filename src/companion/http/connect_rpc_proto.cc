@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The binary protobuf side of the Connect RPC service (see connect_rpc_proto.h).
 //
 // Where the schema is silent:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The binary protobuf side of the Connect RPC service: the model (link/connection.h, a query
 // page) as the generated messages of proto/mqtt/connections/v1/connections.proto, and requests
 // read from binary protobuf. The JSON side is connect_rpc_json.h; connect_codec.h picks one by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // ConnectRpcService (see connect_rpc_service.h).
 //
 // Where the spec is silent:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The Connect unary protocol (docs/api.md) for mqtt.connections.v1.ConnectionsService, with
 // binary protobuf and JSON (connect_codec.h): ListConnections over POST, and over Connect's GET
 // form (`?connect=v1&encoding=json|proto&message=...`, also `base64=1`). Requests become a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The disconnect views (see disconnect_view.h).
 //
 // Where the spec is silent:

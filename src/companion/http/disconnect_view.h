@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The admin action of the API: disconnecting a client, in both of its forms.
 //   DELETE /api/mqtt/connections/{client_id}                        KubeMQ envelope
 //   POST /mqtt.connections.v1.ConnectionsService/DisconnectConnection  Connect unary, JSON or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Files of the repository compiled into the companion, so that it serves them without reading
 // anything at run time: the web console (console/) and the API's document (api/openapi.json).
 // The build writes their bytes into a generated source (cmake/embed_files.cmake; the list of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // HostCheck (see host_check.h).
 #include "companion/http/host_check.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The Host check against DNS rebinding (README, Security; plugin_opt_http_allowed_hosts).
 //
 // A page on attacker.example whose name is re-pointed to 127.0.0.1 after it loaded is, to the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // HttpRouter (see http_router.h).
 //
 // Where the spec is silent:
@@ -18,6 +19,8 @@
 //   code `unimplemented` (Connect has no code of its own for it; connect-go answers 405 too);
 //   body too large -> 413 with `resource_exhausted`; a failing handler -> 500 `internal`.
 //   Every method name under the prefix goes to the Connect handler, which knows its methods.
+// - /healthz needs no token and says nothing but "ok" (200) or "catching up" (503): a probe
+//   must not need a secret, and an unauthenticated caller learns only that the service runs.
 // - /metrics ignores query parameters (scrapers send none that matter).
 // - The embedded files (the console and the OpenAPI document) ignore query parameters too, and
 //   carry Content-Security-Policy default-src 'self' (the console loads nothing from elsewhere
@@ -48,6 +51,7 @@ constexpr char kDeleteMethod[] = "DELETE";
 constexpr char kConnectionsPath[] = "/api/mqtt/connections";
 constexpr char kConnectionsPrefix[] = "/api/mqtt/connections/";
 constexpr char kMetricsPath[] = "/metrics";
+constexpr char kHealthPath[] = "/healthz";
 constexpr char kAuthenticateHeader[] = "WWW-Authenticate";
 constexpr char kAuthenticateChallenge[] = "Bearer realm=\"mosquitto-connections\"";
 constexpr char kDisconnectOff[] = "disconnecting is off: it needs plugin_opt_http_admin_token_file";
@@ -134,6 +138,19 @@ HttpRouter::HttpRouter(const ConnectionSource& connections, MetricsProvider metr
     route.auth_errors = ErrorFormat::kPlainText;
     routes_.push_back(std::move(route));
   }
+  // For probes (systemd, Kubernetes): no token, no data, only whether the view is current.
+  Route health{kHealthPath, kGetMethods, ErrorFormat::kPlainText,
+               [this](const HttpRequest&, std::string_view, const Caller&) {
+                 const bool current = !health_ || health_();
+                 HttpResponse response;
+                 response.status = current ? kHttpOk : kHttpServiceUnavailable;
+                 response.content_type = "text/plain; charset=utf-8";
+                 response.body = current ? "ok\n" : "catching up with the broker\n";
+                 response.headers = {{"Cache-Control", "no-store"}};
+                 return response;
+               },
+               AccessLevel::kNone};
+  routes_.push_back(std::move(health));
   // The web console (console/) and the API's document, as the build embedded them. The
   // console's files hold no data and must load without a token (the page then asks for one).
   for (const EmbeddedRoute& file : kEmbeddedRoutes) {
@@ -199,6 +216,8 @@ void HttpRouter::SetAccess(const AccessTokens* tokens, bool metrics_public) {
 void HttpRouter::SetDisconnector(Disconnector disconnector) {
   disconnector_ = std::move(disconnector);
 }
+
+void HttpRouter::SetHealth(std::function<bool()> current) { health_ = std::move(current); }
 
 void HttpRouter::SetHostCheck(HostCheck host_check) { host_check_ = std::move(host_check); }
 

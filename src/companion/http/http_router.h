@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Maps HTTP requests to the companion's views, from one route table:
 //   GET    /api/mqtt/connections                        KubeMQ connections endpoint
 //   DELETE /api/mqtt/connections/{client_id}            disconnect (admin)
@@ -7,6 +8,8 @@
 //   GET    /, /console.css, /console.js                 the web console (console/, embedded; no
 //                                                       token: it holds no data, and asks for one)
 //   GET    /api/openapi.json                            the API's document (api/openapi.json)
+//   GET    /healthz                                     200 when the view is current, 503 while
+//                                                       it catches up with the broker (no token)
 // Before anything else, on every path (unknown ones too) and with or without tokens, the Host
 // header must name a host this server answers to (HostCheck, host_check.h): 421 Misdirected
 // Request for another host, 400 for a missing or malformed Host, in the format of the path's 401.
@@ -62,6 +65,9 @@ class HttpRouter {
   void SetAccess(const AccessTokens* tokens, bool metrics_public);
   // Empty (the default): disconnecting is off, answered 403.
   void SetDisconnector(Disconnector disconnector);
+  // Whether the companion's view is current (synchronised with the broker): /healthz answers
+  // 200 then, else 503. Empty (the default): always 200. Called on MHD's threads.
+  void SetHealth(std::function<bool()> current);
   // The hosts requests may name; the default answers to loopback names and addresses only.
   void SetHostCheck(HostCheck host_check);
   // Where a view's exception goes (one line: method, path, the exception's text); the caller
@@ -106,6 +112,7 @@ class HttpRouter {
   const AccessTokens* tokens_ = nullptr;
   bool metrics_public_ = false;
   Disconnector disconnector_;
+  std::function<bool()> health_;
   HostCheck host_check_;
   std::function<void(const std::string&)> error_log_;
   const std::string disconnect_rpc_path_ =

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // HttpServer over libmicrohttpd 0.9.75 (see http_server.h for which thread touches what).
 //
 // Why it looks like this:
@@ -24,6 +25,7 @@
 #include "companion/http/http_server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -456,7 +458,11 @@ void StopMhdDaemon(MHD_Daemon* daemon) noexcept { MHD_stop_daemon(daemon); }
 HttpServer::HttpServer(const HttpServerOptions& options, Handler handler)
     : options_(options), handler_(std::move(handler)) {}
 
-HttpServer::~HttpServer() = default;
+HttpServer::~HttpServer() {
+  // MHD's threads stop before what they use; a retired daemon's socket is closed after it.
+  StopDaemon(&current_);
+  for (Daemon& daemon : retired_) StopDaemon(&daemon);
+}
 
 std::unique_ptr<HttpServer> HttpServer::Start(const HttpServerOptions& options, Handler handler,
                                               std::string* error) {
@@ -465,54 +471,123 @@ std::unique_ptr<HttpServer> HttpServer::Start(const HttpServerOptions& options, 
   // Private constructor: no make_unique.
   std::unique_ptr<HttpServer> server(new HttpServer(options, std::move(handler)));
   server->port_ = listening.port;
+  server->ipv6_ = listening.ipv6;
 
   server->request_clock_ = std::make_unique<RequestClock>(options.request_time_limit_s);
 
-  // epoll where MHD has it (Debian's does), else poll; MHD's own threads. With epoll a silent
-  // connection costs no thread and no poll slot, so floods of them do not delay the others.
-  unsigned flags = MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD;
-  if (listening.ipv6) flags |= MHD_USE_IPv6;
-  if (server->options_.log) flags |= MHD_USE_ERROR_LOG;
   const bool tls = !options.tls_cert_pem.empty() && !options.tls_key_pem.empty();
   if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
     *error = "plugin_opt_http_tls_cert: this libmicrohttpd is built without TLS support";
     (void)close(listening.fd);  // not handed to MHD yet
     return nullptr;
   }
+  if (tls) {
+    server->current_.cert_pem = std::make_unique<std::string>(options.tls_cert_pem);
+    server->current_.key_pem = std::make_unique<std::string>(options.tls_key_pem);
+  }
+  std::string reason;
+  MHD_Daemon* daemon = server->StartDaemon(listening.fd, server->current_.cert_pem.get(),
+                                           server->current_.key_pem.get(), &reason);
+  if (daemon == nullptr) {
+    *error = "cannot listen on " + HostPort(options.bind_address, listening.port) + ": " + reason;
+    return nullptr;
+  }
+  server->current_.daemon.reset(daemon);
+  return server;
+}
+
+MHD_Daemon* HttpServer::StartDaemon(int listen_fd, const std::string* cert_pem,
+                                    const std::string* key_pem, std::string* error) {
+  // epoll where MHD has it (Debian's does), else poll; MHD's own threads. With epoll a silent
+  // connection costs no thread and no poll slot, so floods of them do not delay the others.
+  // MHD_USE_ITC: MHD_quiesce_daemon needs it with a thread pool (ReplaceTls).
+  unsigned flags = MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC;
+  if (ipv6_) flags |= MHD_USE_IPv6;
+  if (options_.log) flags |= MHD_USE_ERROR_LOG;
+  const bool tls = cert_pem != nullptr && key_pem != nullptr;
   if (tls) flags |= MHD_USE_TLS;
   const auto function = [](auto* callback) { return reinterpret_cast<intptr_t>(callback); };
-  HttpServer* self = server.get();
   std::vector<MHD_OptionItem> items = {
       // The logger goes first so that start-up messages reach it too.
-      {MHD_OPTION_EXTERNAL_LOGGER, function(&HttpServerCallbacks::OnLog), self},
-      {MHD_OPTION_LISTEN_SOCKET, listening.fd, nullptr},
-      {MHD_OPTION_THREAD_POOL_SIZE, server->options_.thread_pool_size, nullptr},
-      {MHD_OPTION_CONNECTION_TIMEOUT, server->options_.connection_timeout_s, nullptr},
-      {MHD_OPTION_CONNECTION_LIMIT, server->options_.connection_limit, nullptr},
-      {MHD_OPTION_NOTIFY_COMPLETED, function(&HttpServerCallbacks::OnCompleted), self},
-      {MHD_OPTION_NOTIFY_CONNECTION, function(&HttpServerCallbacks::OnConnection), self},
+      {MHD_OPTION_EXTERNAL_LOGGER, function(&HttpServerCallbacks::OnLog), this},
+      {MHD_OPTION_LISTEN_SOCKET, listen_fd, nullptr},
+      {MHD_OPTION_THREAD_POOL_SIZE, options_.thread_pool_size, nullptr},
+      {MHD_OPTION_CONNECTION_TIMEOUT, options_.connection_timeout_s, nullptr},
+      {MHD_OPTION_CONNECTION_LIMIT, options_.connection_limit, nullptr},
+      {MHD_OPTION_NOTIFY_COMPLETED, function(&HttpServerCallbacks::OnCompleted), this},
+      {MHD_OPTION_NOTIFY_CONNECTION, function(&HttpServerCallbacks::OnConnection), this},
   };
   if (tls) {
-    // MHD keeps the pointers: the strings live in server->options_.
-    items.push_back(
-        {MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(server->options_.tls_cert_pem.c_str())});
-    items.push_back(
-        {MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(server->options_.tls_key_pem.c_str())});
+    // MHD keeps the pointers: the strings live as long as the daemon (Daemon).
+    items.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(cert_pem->c_str())});
+    items.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(key_pem->c_str())});
     items.push_back({MHD_OPTION_HTTPS_PRIORITIES, 0, const_cast<char*>(kTlsPriorities)});
   }
   items.push_back({MHD_OPTION_END, 0, nullptr});
-  MHD_Daemon* daemon = MHD_start_daemon(flags, static_cast<std::uint16_t>(listening.port), nullptr,
-                                        nullptr, &HttpServerCallbacks::OnRequest, self,
-                                        MHD_OPTION_ARRAY, items.data(), MHD_OPTION_END);
+  MHD_Daemon* daemon =
+      MHD_start_daemon(flags, static_cast<std::uint16_t>(port_), nullptr, nullptr,
+                       &HttpServerCallbacks::OnRequest, this, MHD_OPTION_ARRAY, items.data(),
+                       MHD_OPTION_END);
   if (daemon == nullptr) {
-    *error = "cannot listen on " + HostPort(options.bind_address, listening.port) +
-             (tls ? ": libmicrohttpd could not start HTTPS: check that plugin_opt_http_tls_cert "
-                    "and plugin_opt_http_tls_key are a matching PEM certificate and key"
-                  : ": libmicrohttpd could not start");
-    return nullptr;
+    *error = tls ? "libmicrohttpd could not start HTTPS: check that plugin_opt_http_tls_cert "
+                   "and plugin_opt_http_tls_key are a matching PEM certificate and key"
+                 : "libmicrohttpd could not start";
   }
-  server->daemon_.reset(daemon);
-  return server;
+  return daemon;
+}
+
+bool HttpServer::ReplaceTls(std::string cert_pem, std::string key_pem, std::string* error) {
+  if (!current_.cert_pem) {
+    *error = "this server was started without HTTPS";
+    return false;
+  }
+  const MHD_DaemonInfo* info =
+      MHD_get_daemon_info(current_.daemon.get(), MHD_DAEMON_INFO_LISTEN_FD);
+  if (info == nullptr) {
+    *error = "libmicrohttpd does not name its listening socket";
+    return false;
+  }
+  // The new daemon gets its own descriptor of the same socket: a failed start may close the
+  // one it was given, and the running daemon must keep its own.
+  const int listen_fd = fcntl(info->listen_fd, F_DUPFD_CLOEXEC, 0);
+  if (listen_fd < 0) {
+    *error = "cannot duplicate the listening socket: " + ErrnoMessage(errno);
+    return false;
+  }
+  Daemon next;
+  next.cert_pem = std::make_unique<std::string>(std::move(cert_pem));
+  next.key_pem = std::make_unique<std::string>(std::move(key_pem));
+  MHD_Daemon* daemon = StartDaemon(listen_fd, next.cert_pem.get(), next.key_pem.get(), error);
+  if (daemon == nullptr) return false;  // like Start: never close a descriptor MHD was given
+  next.daemon.reset(daemon);
+  // Both accept for a moment, either answers; then the old one stops accepting and keeps the
+  // connections it has until they end (StopRetired).
+  current_.quiesced_fd = MHD_quiesce_daemon(current_.daemon.get());
+  current_.retired_ns = MonotonicNs();
+  retired_.push_back(std::move(current_));
+  current_ = std::move(next);
+  return true;
+}
+
+void HttpServer::StopDaemon(Daemon* daemon) {
+  daemon->daemon.reset();  // MHD_stop_daemon: a quiesced daemon leaves its socket open
+  if (daemon->quiesced_fd >= 0) (void)close(daemon->quiesced_fd);  // another descriptor stays
+  daemon->quiesced_fd = -1;
+}
+
+void HttpServer::StopRetired(unsigned grace_s) {
+  const std::int64_t now = MonotonicNs();
+  for (auto it = retired_.begin(); it != retired_.end();) {
+    const MHD_DaemonInfo* info =
+        MHD_get_daemon_info(it->daemon.get(), MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    const bool idle = info != nullptr && info->num_connections == 0;
+    if (idle || now - it->retired_ns >= std::int64_t{grace_s} * 1000000000) {
+      StopDaemon(&*it);
+      it = retired_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 HttpResponse HttpServer::Dispatch(const HttpRequest& request) const {

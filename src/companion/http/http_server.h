@@ -1,7 +1,8 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The companion's HTTP server: libmicrohttpd (MHD) behind plain request/response values, so that
 // routing and views are testable without sockets.
 //
-// Threads: Start() and the destructor run on the owner's thread. MHD's own threads (a small
+// Threads: Start(), ReplaceTls(), StopRetired() and the destructor run on the owner's thread. MHD's own threads (a small
 // pool) accept connections, parse requests and call the handler and the log function, several
 // requests at a time: both must be safe to call concurrently. The server's own state is set
 // before MHD starts and only read afterwards; each request's state belongs to the one MHD
@@ -9,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -101,8 +103,30 @@ class HttpServer {
   // The port listened on: the one asked for, or the one the system chose for port 0.
   int port() const { return port_; }
 
+  // HTTPS with another certificate and key (PEM), without closing the port: a second MHD
+  // daemon starts on the same listening socket with them, then the first stops accepting and
+  // finishes the connections it has (StopRetired). On failure (a key that does not match, a
+  // server started without TLS) returns false with *error, and the running one serves on.
+  bool ReplaceTls(std::string cert_pem, std::string key_pem, std::string* error);
+  // Stops the daemons ReplaceTls retired once their last connection is gone, or `grace_s`
+  // after they were retired. Call it now and then (the companion's event loop does).
+  void StopRetired(unsigned grace_s = 30);
+
  private:
+  // One MHD daemon with the TLS text it was given (MHD keeps pointers into it).
+  struct Daemon {
+    std::unique_ptr<std::string> cert_pem;
+    std::unique_ptr<std::string> key_pem;
+    CSmartPtr<MHD_Daemon, StopMhdDaemon> daemon;
+    int quiesced_fd = -1;  // the listening socket, closed by us after the daemon stops
+    std::int64_t retired_ns = 0;
+  };
+
   HttpServer(const HttpServerOptions& options, Handler handler);
+  // Starts a daemon on `listen_fd` (which MHD then owns); null with *error on failure.
+  MHD_Daemon* StartDaemon(int listen_fd, const std::string* cert_pem, const std::string* key_pem,
+                          std::string* error);
+  static void StopDaemon(Daemon* daemon);
 
   // Called on MHD threads only.
   HttpResponse Dispatch(const HttpRequest& request) const;
@@ -117,8 +141,10 @@ class HttpServer {
   // Closes connections whose request is overdue (request_time_limit_s); its thread stops before
   // MHD does.
   std::unique_ptr<RequestClock> request_clock_;
+  bool ipv6_ = false;
   // Destroyed first, so MHD's threads are gone before what they use.
-  CSmartPtr<MHD_Daemon, StopMhdDaemon> daemon_;
+  std::vector<Daemon> retired_;
+  Daemon current_;
 };
 
 }  // namespace mqc

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // cJSON helpers (see json_util.h).
 //
 // Where the spec is silent:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // JsonWriter (see json_writer.h).
 #include "companion/http/json_writer.h"
 

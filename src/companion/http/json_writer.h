@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // JsonWriter: the companion's one way of writing JSON out. It appends compact JSON text to a
 // string as the caller walks its data, so a big answer costs one growing buffer rather than a
 // tree of nodes (cJSON builds one node per value, then prints it). cJSON stays for reading

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The KubeMQ connections endpoint (see kubemq_view.h).
 //
 // Where the spec is silent:

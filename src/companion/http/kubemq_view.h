@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // GET /api/mqtt/connections: the KubeMQ connections endpoint, envelope and fields exactly as
 // docs/api.md ("GET /api/mqtt/connections"), with optional query parameters
 // (client_id, username, pattern, protocol_version, limit, offset) run through the same query

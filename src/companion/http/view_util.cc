@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // View helpers (see view_util.h).
 #include "companion/http/view_util.h"
 

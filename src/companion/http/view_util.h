@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the HTTP views share: HTTP status numbers, JSON responses, and the two error answers
 // (the KubeMQ envelope and the Connect error), each built from one Status. The router answers
 // its own refusals (unknown path, method, body size) with these too, so every error of a path
@@ -24,6 +25,7 @@ inline constexpr int kHttpPayloadTooLarge = 413;
 inline constexpr int kHttpUnsupportedMediaType = 415;
 inline constexpr int kHttpMisdirectedRequest = 421;
 inline constexpr int kHttpInternalServerError = 500;
+inline constexpr int kHttpServiceUnavailable = 503;
 inline constexpr int kHttpNotImplemented = 501;
 inline constexpr int kHttpGatewayTimeout = 504;
 

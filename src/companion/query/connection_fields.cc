@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The field table of connection_fields.h. Enum names follow the protobuf style of the rich API
 // (`MQTT_CONNECTION_STATE_OPEN`); their numbers are those of connection.h.
 #include "companion/query/connection_fields.h"

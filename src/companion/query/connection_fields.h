@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The fields of a Connection that filters and order_by can name: one table, so that the filter,
 // the ordering and the page tokens agree on names, types, enum names and comparisons.
 // Immutable after first use; safe on any thread.

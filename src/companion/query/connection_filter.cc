@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The filter grammar of connection_filter.h: a tokenizer that the parser pulls from, so that the
 // first problem from the left is the one reported, and a matcher over the parsed clauses.
 #include "companion/query/connection_filter.h"

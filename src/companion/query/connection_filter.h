@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The filter of ListConnections: an AIP-160 subset (docs/query-language.md, "Filter")
 // parsed once into clauses, then matched against each connection. Grammar:
 //

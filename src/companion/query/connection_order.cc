@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The order_by grammar and comparisons of connection_order.h.
 #include "companion/query/connection_order.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The order_by of ListConnections (docs/query-language.md, "order_by"):
 //
 //   order_by  := ws* [ key ( ws* "," ws* key )* ] ws*        (at most 1024 bytes)

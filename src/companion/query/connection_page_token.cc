@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The page token codec of connection_page_token.h. Decoding is strict (canonical base64, every
 // byte accounted for) so that a token has exactly one spelling.
 #include "companion/query/connection_page_token.h"

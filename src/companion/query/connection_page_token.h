@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Page tokens of ListConnections: where the previous page ended in the ordering (the sort key
 // values and seq of its last connection), bound to the filter and order_by it was made for.
 // Keyset paging: the next page starts strictly after that position, so connections that come

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // RunConnectionQuery: check the paging values, parse filter and order_by, then filter, sort and
 // cut one keyset page. The grammars live in connection_filter / connection_order, the token
 // format in connection_page_token, QuoteFilterString beside the literal reader in query_syntax.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Filtering, ordering and paging of connections: one implementation behind both the Connect
 // ListConnections method and the KubeMQ endpoint's query parameters.
 // Grammar: docs/query-language.md (filter, order_by, page tokens).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Lexical pieces of the filter and order_by grammars; see query_syntax.h. Also QuoteFilterString,
 // the inverse of ReadStringLiteral, kept beside it so the two stay in step.
 #include "companion/query/query_syntax.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Lexical pieces of the filter and order_by grammars (docs/query-language.md): quoted
 // string literals with JSON escapes, integers, durations (timestamps: link/text_util.h), and the
 // 1-based positions that error messages name. Pure functions, safe on any thread, no exceptions

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // AccessTokens and the router's use of them: token files, constant-time comparison, 401/403.
 #include "companion/http/access_tokens.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The codec layer of the Connect RPC service: content types and the GET `encoding` parameter,
 // binary protobuf requests and responses through the real service (POST and GET), malformed
 // binary input, the size limit whatever the codec, and the schema itself: the JSON the service

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // ConnectRpcService: the Connect unary protocol for ListConnections. Every refusal with its HTTP
 // status, code and message; header, body and GET-form variants; deadlines through an injected
 // clock; the exact response JSON of an open and a closed connection and what is left out; and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // HostCheck: which Host a request may name (host_check.h), against DNS rebinding.
 #include "companion/http/host_check.h"
 

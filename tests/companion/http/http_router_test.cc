@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // HttpRouter: which view answers which path and method, and the error format of each path.
 #include "companion/http/http_router.h"
 
@@ -267,6 +268,29 @@ TEST_F(HttpRouterTest, HostCheckComesBeforeTheTokens) {
   EXPECT_EQ(router.Handle(request).status, 401);
   request.headers.emplace_back("Authorization", "Bearer read-token-0123456789");
   EXPECT_EQ(router.Handle(request).status, 200);
+}
+
+TEST_F(HttpRouterTest, HealthzNeedsNoTokenAndFollowsTheHealthFunction) {
+  AccessTokens tokens(true);
+  TokenSet set;
+  set.entries.push_back({"read-token-0123456789", AccessLevel::kRead, "token file line 1"});
+  tokens.Replace(std::move(set));
+  HttpRouter router(source_, nullptr, nullptr);
+  router.SetAccess(&tokens, false);
+  bool current = false;
+  router.SetHealth([&current] { return current; });
+  HttpResponse response = router.Handle(Request("GET", "/healthz"));
+  EXPECT_EQ(response.status, 503);
+  EXPECT_EQ(response.body, "catching up with the broker\n");
+  current = true;
+  response = router.Handle(Request("GET", "/healthz"));
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(response.body, "ok\n");
+  EXPECT_EQ(router.Handle(Request("HEAD", "/healthz")).status, 200);
+  EXPECT_EQ(router.Handle(Request("POST", "/healthz")).status, 405);
+  EXPECT_EQ(router.Handle(Request("GET", "/api/mqtt/connections")).status, 401);
+  // Without a health function (a router in tests, or set-up not done): always 200.
+  EXPECT_EQ(bare_.Handle(Request("GET", "/healthz")).status, 200);
 }
 
 TEST_F(HttpRouterTest, ConnectWithoutHandlerIsUnimplemented) {

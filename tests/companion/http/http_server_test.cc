@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // HttpServer against real sockets on the loopback, with a plain POSIX client: requests and
 // answers as bytes on the wire, body limits, requests MHD cannot parse, bind failures.
 #include "companion/http/http_server.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // JsonWriter writes what cJSON prints for the same values, byte for byte: odd strings (control
 // characters, quotes, invalid UTF-8, NUL), numbers, nesting; and the KubeMQ list written with
 // it equals the one the view used to build as a cJSON tree.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // KubeMqView: the GET /api/mqtt/connections body, byte for byte, and every query parameter and
 // refusal. Also the json_util helpers it is built on.
 #include "companion/http/kubemq_view.h"

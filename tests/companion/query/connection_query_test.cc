@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Tests for filtering, ordering and paging of connections (connection_query.h and the pieces
 // behind it): every operator on every kind of field, every filter / order_by error with its
 // position, prefix matches, the subscriptions.* fields, orderings, keyset paging (also while
