@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """A soak of the plugin inside a real broker: steady clients, churn, API load, reloads and a
 companion crash, for a number of minutes; then the registry must be exactly the broker's truth
 and neither process may have grown.
