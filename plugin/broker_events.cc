@@ -358,7 +358,7 @@ int OnSubscribe(int event, void* event_data, void* userdata) {
 }
 
 // 2.1: a PUBLISH being sent to a client: a delivery, counted once per packet the broker sends
-// (one copy for overlapping subscriptions, none for a message dropped at max_queued_messages).
+// (every copy a client receives, none for a message dropped at max_queued_messages).
 // Resent QoS 1/2 messages of a resumed session count again: each is sent again.
 [[gnu::noinline]] int MessageOutInFull(PluginState* state, const mosquitto_evt_message& data) {
   try {
