@@ -457,7 +457,7 @@ int OnTick(int /*event*/, void* event_data, void* userdata) {
 }
 
 // 2.1: an ACL check the plugin only watches, registered only where no other ACL source exists
-// (PluginState::watch_acl_21), so that its IGNORE is the broker's answer without it. It sees
+// (PluginState::watch_acl_21, set once in plugin.cc: Init), so that its IGNORE is the broker's answer without it. It sees
 // what MESSAGE_OUT cannot: a QoS 0 message for an offline session, which the broker throws
 // away (counted as dropped, as on 2.0).
 int OnAclCheck21(int /*event*/, void* event_data, void* userdata) {

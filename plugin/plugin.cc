@@ -177,9 +177,6 @@ bool ApplyAuthDecisions(PluginState* state, const BrokerConfig& config) {
   state->decide_basic_auth = decisions.decide_basic_auth;
   state->allow_anonymous = decisions.allow_anonymous;
   state->decide_acl = decisions.decide_acl;
-  if (state->registered_events.empty()) {
-    state->watch_acl_21 = state->api.api_2_1() && decisions.decide_acl;  // fixed at init
-  }
   return !(before == decisions);
 }
 
@@ -217,6 +214,8 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
   }
   const std::string own_path = OwnPath();
   if (!ApplyBrokerConfig(state.get(), own_path)) return MOSQ_ERR_INVAL;
+  // Fixed at start: the callbacks are registered once (a reload adds no plugin before this one).
+  state->watch_acl_21 = state->api.api_2_1() && state->decide_acl;
 
   state->region = SharedRegion::Create(SharedRegionSizes{}, &error);
   if (!state->region) {
