@@ -16,6 +16,7 @@ stopped by their own PIDs, and every wait is bounded.
 
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -105,8 +106,30 @@ def apply_broker_matrix(suite):
     return skipped, total
 
 
+def ephemeral_range():
+    """The kernel's range for port 0 binds (where the companion's HTTP port comes from)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(v) for v in f.read().split())
+            return low, high
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port():
-    """A loopback TCP port that was free a moment ago."""
+    """A loopback TCP port that was free a moment ago, outside the kernel's ephemeral range:
+    a companion binding port 0 between this check and the broker's bind can then never take it
+    (that race once stopped a broker at start with "Address already in use")."""
+    low, high = ephemeral_range()
+    candidates = [p for p in range(10000, 30000) if not low <= p <= high]
+    for _ in range(200):
+        port = random.choice(candidates)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -267,7 +290,10 @@ class Broker:
                 raise AssertionError("broker exited at start:\n" + self.log())
             self.http_port = int(match.group(2))
             self.companion_pid = int(match.group(3))
-        wait_for(self._mqtt_ready, timeout=10, what="the MQTT listener")
+        ready = wait_for(lambda: self._mqtt_ready() or self._died(), timeout=30,
+                         what="the MQTT listener")
+        if ready == "died":
+            raise AssertionError("broker exited at start:\n" + self.log())
 
     def _started(self):
         return re.search(r"serving on https?://(\S+):(\d+) \(companion pid (\d+)\)", self.log())
