@@ -2,7 +2,7 @@
 """Auth neutrality: loading the plugin changes no CONNACK, SUBACK, PUBACK or delivery.
 
 The plugin registers BASIC_AUTH and ACL_CHECK only to watch, yet a callback that always defers
-would itself change the broker's answers (mosquitto-2.0-facts.md, "Auth neutrality"). So every
+would itself change the broker's answers (docs/broker-versions.md, "Mosquitto 2.0": auth neutrality). So every
 set-up below runs the same scenario twice, once on plain Mosquitto and once with the plugin,
 records every outcome into plain data and compares the two: any difference shows in the diff.
 

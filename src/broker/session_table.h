@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The broker thread's own record of connections, and the events it sends to the companion.
 //
-// Mosquitto 2.0 has no connect, subscribe or unsubscribe event (mosquitto-2.0-facts.md). So:
+// Mosquitto 2.0 has no connect, subscribe or unsubscribe event (docs/broker-versions.md, "Mosquitto 2.0"). So:
 //   - a CONNECT is seen at BASIC_AUTH (or EXT_AUTH_START), before the broker's decision. It stays
 //     pending until the next broker callback of any kind: by then the broker has finished
 //     handling that CONNECT, and had it refused the client, the pending client's own DISCONNECT

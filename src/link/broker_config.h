@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // What the plugin needs to know of the broker's own configuration file, which the plugin API
 // does not expose: whether any other authentication or ACL source exists (auth neutrality, see
-// mosquitto-2.0-facts.md), allow_anonymous, the listeners (names, TLS, protocol), and where the
+// docs/broker-versions.md, "Mosquitto 2.0"), allow_anonymous, the listeners (names, TLS, protocol), and where the
 // broker keeps its persistence file.
 // Read the way Mosquitto 2.0 reads it: one option per line, '#' lines are comments, include_dir
 // (main file only) adds its *.conf files in alphabetical order.
