@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The README's first command on a bare Debian, and the .deb there: in a debootstrap chroot of
 # Debian 12 (bookworm) or 13 (trixie). As root, on a Debian host, from a clone of this repository:
-#   scripts/fresh-machine.sh [bookworm|trixie] [--no-test-tools]     (default: bookworm)
+#   scripts/fresh-machine.sh [bookworm|trixie] [--no-test-tools] [--operator-only]
+# (default: bookworm; --operator-only runs bare, chroot and the operator-* steps alone)
 # Each step is timed and ends PASS, FAIL or SKIP; a failed step does not stop the later ones that
 # can still run, and the exit status is 1 when any failed. docs/fresh-machine.md has the results.
 #   bare          debootstrap --variant=minbase, once: packed into $cache/SUITE-bare.tar
@@ -16,6 +17,17 @@
 #   deb-install   apt-get install ./mosquitto-connections_*.deb
 #   deb-broker    the release's own /usr/sbin/mosquitto with the `plugin` line for the installed
 #                 .so: a real client is listed by curl; stopped
+#   operator-root      the README's first screen, "Add it to an existing Mosquitto", in a fresh
+#                      copy of the bare root (the same mounts, a fresh clone)
+#   operator-mosquitto the existing broker: `apt-get install mosquitto`, started as its systemd
+#                      unit starts it (a chroot has no systemd): the unit file's ExecStartPre and
+#                      ExecStart commands, read from the installed package, with a NOTIFY_SOCKET
+#                      that waits for the broker's READY=1 as Type=notify does
+#   operator-readme    the shell block of that README section, read from README.md itself, line
+#                      by line in the clone; `systemctl restart mosquitto` alone is replaced, by
+#                      TERM to the broker's PID, then the unit's start as above
+#   operator-client    a real mosquitto_sub (Debian's mosquitto-clients), then the README's
+#                      `mosquitto-connections list` line must show it; everything stopped
 #   test-tools    scripts/install-deps.sh (the test tools too), and what paho-mqtt it brings
 # Ports: the chroot shares the host's network, and the example listens on 127.0.0.1:1883 and
 # :8080. When either is taken on the host, the steps that listen run in their own network
@@ -30,11 +42,13 @@ set -euo pipefail
 
 suite=bookworm
 test_tools=true
+example=true
 for argument in "$@"; do
   case "$argument" in
     bookworm | trixie) suite=$argument ;;
     --no-test-tools) test_tools=false ;;
-    *) echo "usage: $0 [bookworm|trixie] [--no-test-tools]" >&2; exit 2 ;;
+    --operator-only) example=false; test_tools=false ;;
+    *) echo "usage: $0 [bookworm|trixie] [--no-test-tools] [--operator-only]" >&2; exit 2 ;;
   esac
 done
 [ "$(id -u)" = 0 ] || { echo "$0: run as root (debootstrap, chroot, mount)" >&2; exit 2; }
@@ -358,6 +372,182 @@ except Exception as error:
     print("fails:", type(error).__name__, error)')"
 }
 
+# --- the README's first screen: an existing Debian broker, then the README's block ----------
+# A fresh root for it: everything in the last one stopped, its mounts undone, a new copy.
+fresh_root() {
+  nothing_left_running || { local pid; for pid in $(under_root); do stop_pid "$pid"; done; }
+  local i
+  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
+    umount "${mounted[i]}" || umount -l "${mounted[i]}"
+  done
+  mounted=()
+  make_chroot
+  mount_chroot
+}
+
+# The unit's commands, from the installed package's mosquitto.service: KEY (ExecStartPre or
+# ExecStart), one command a line, without systemd's prefixes (- @ : + !).
+unit_commands() {
+  local unit
+  unit=$(in_chroot dpkg -L mosquitto | grep -m 1 '/systemd/system/mosquitto\.service$')
+  sed -n "s/^$1=[-@:+!]*//p" "$root$unit"
+}
+
+# Starts the broker as systemd does for Type=notify: ExecStartPre, then ExecStart with
+# NOTIFY_SOCKET, done when the broker sends READY=1 (what `systemctl start` waits for).
+start_unit() {
+  local command words notify=/run/mqc-systemd-notify
+  echo "unit: $(in_chroot dpkg -L mosquitto | grep -m 1 '/systemd/system/mosquitto\.service$')"
+  while IFS= read -r command; do
+    echo "ExecStartPre: $command"
+    read -ra words <<< "$command"
+    in_chroot "${words[@]}"
+  done < <(unit_commands ExecStartPre)
+  command=$(unit_commands ExecStart)
+  [ -n "$command" ] && [ "$(wc -l <<< "$command")" = 1 ]
+  echo "ExecStart: $command"
+  read -ra words <<< "$command"
+  rm -f "$root$notify"
+  python3 - "$root$notify" >> "$out/operator-notify.log" 2>&1 << 'PYTHON' &
+import os, socket, sys, time
+path = sys.argv[1]
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+listener.bind(path)
+os.chmod(path, 0o777)  # the broker may send it after dropping to its user
+listener.settimeout(1)
+end = time.monotonic() + 60
+while time.monotonic() < end:
+    try:
+        message = listener.recv(4096).decode(errors="replace")
+    except socket.timeout:
+        continue
+    print("notify:", message.replace("\n", " "), flush=True)
+    if "READY=1" in message.split("\n"):
+        sys.exit(0)
+sys.exit(1)
+PYTHON
+  local listener=$!
+  echo "$listener" > "$out/pids/notify"
+  for _ in $(seq 50); do [ -S "$root$notify" ] && break; sleep 0.1; done
+  "${loopback[@]}" NOTIFY_SOCKET=$notify "${words[@]}" >> "$out/operator-broker.out" 2>&1 &
+  local pid=$!
+  echo "$pid" > "$out/pids/operator-broker"
+  local ready=false
+  for _ in $(seq 600); do
+    if ! kill -0 "$listener" 2> /dev/null; then
+      wait "$listener" && ready=true
+      break
+    fi
+    kill -0 "$pid" 2> /dev/null || break
+    sleep 0.1
+  done
+  stop_pid "$listener"
+  rm -f "$out/pids/notify"
+  cat "$out/operator-notify.log"
+  $ready || { echo "no READY=1 from the broker (pid $pid)"; tail -n 20 "$root/var/log/mosquitto/mosquitto.log" 2> /dev/null; return 1; }
+  echo "broker pid $pid ready"
+}
+
+stop_unit() {  # systemd's stop: TERM to the main PID, waiting for it
+  local pid
+  pid=$(cat "$out/pids/operator-broker")
+  echo "stop: TERM to $pid"
+  stop_pid "$pid"
+  rm -f "$out/pids/operator-broker"
+}
+
+operator_root() {
+  fresh_root
+  note operator-root "$(package_count) packages; clone of $(git -C "$repository" rev-parse --short HEAD)"
+}
+
+operator_mosquitto() {
+  local before
+  before=$(package_count)
+  in_chroot bash -c 'export DEBIAN_FRONTEND=noninteractive; apt-get update && apt-get install -y mosquitto'
+  note operator-mosquitto "apt-get install mosquitto: $(($(package_count) - before)) packages" \
+    "($(package_count) in all), mosquitto $(in_chroot dpkg-query -W -f '${Version}' mosquitto);"
+  start_unit
+  note operator-mosquitto "started as its unit:$(unit_commands ExecStart)"
+}
+
+# The README's block: the first ```sh block of its section "Add it to an existing Mosquitto".
+readme_block() {
+  awk '/^## / { in_section = ($0 == "## Add it to an existing Mosquitto") }
+       in_section && /^```sh$/ && !done { in_block = 1; next }
+       in_block && /^```$/ { in_block = 0; done = 1 }
+       in_block' "$root$clone/README.md"
+}
+
+operator_readme() {
+  local block line restarted=false count=0 before output
+  block=$(readme_block)
+  printf '%s\n' "$block" > "$out/operator-readme.block"
+  [ "$(grep -c '^systemctl restart mosquitto\( \|$\)' <<< "$block")" = 1 ] ||
+    { echo "README.md: no single 'systemctl restart mosquitto' line in the block:"; echo "$block"; return 1; }
+  before=$(package_count)
+  while IFS= read -r line; do
+    [ -n "$line" ] || continue
+    count=$((count + 1))
+    echo "## README line $count: $line"
+    if [ "$line" = "systemctl restart mosquitto" ] || [[ "$line" == "systemctl restart mosquitto "* ]]; then
+      # The one substitution: no systemd in a chroot.
+      stop_unit
+      start_unit
+      restarted=true
+      continue
+    fi
+    # The lines before the restart need the archive; from the restart on they talk to the broker
+    # (in the namespace, when there is one).
+    local rc=0 log=$out/operator-readme.line$count started=$SECONDS
+    if $restarted; then
+      on_loopback bash -e -c "cd $clone && $line" < /dev/null > "$log" 2>&1 || rc=$?
+    else
+      in_chroot bash -e -c "cd $clone && $line" < /dev/null > "$log" 2>&1 || rc=$?
+    fi
+    cat "$log"
+    echo "## line $count took $((SECONDS - started)) s, exit $rc"
+    echo "line $count: $((SECONDS - started)) s" >> "$out/operator-readme.times"
+    output=$(cat "$log")
+    if [ "$rc" != 0 ]; then
+      echo "## README line $count failed (exit $rc): $line"
+      note operator-readme "line $count failed (exit $rc): $line"
+      return 1
+    fi
+    if [[ "$line" == *"/healthz"* ]] && [ "$output" != ok ]; then
+      echo "## README line $count printed '$output', not ok"
+      note operator-readme "/healthz said '$output'"
+      return 1
+    fi
+  done <<< "$block"
+  note operator-readme "$count lines of README.md, $(($(package_count) - before)) packages installed" \
+    "($(package_count) in all);"
+  note operator-readme "$(grep -m 1 -o 'mosquitto_connections: version [^(]*' "$root/var/log/mosquitto/mosquitto.log")"
+}
+
+operator_client() {
+  local list_line output listed=false
+  list_line=$(readme_block | grep -m 1 '^mosquitto-connections list')
+  list_line=${list_line%%#*}
+  in_chroot dpkg-query -W mosquitto-clients > /dev/null 2>&1 ||
+    in_chroot bash -c 'DEBIAN_FRONTEND=noninteractive apt-get install -y mosquitto-clients'
+  "${loopback[@]}" mosquitto_sub -h 127.0.0.1 -p 1883 -i newcomer-sub -t 'events/site1/#' -q 1 \
+    > "$out/newcomer-sub.sub.log" 2>&1 &
+  echo $! > "$out/pids/newcomer-sub"
+  for _ in $(seq 50); do
+    output=$(on_loopback bash -c "$list_line" 2>&1) || true
+    if grep -q '^newcomer-sub ' <<< "$output"; then listed=true; break; fi
+    sleep 0.2
+  done
+  echo "\$ $list_line"
+  echo "$output"
+  stop_pid "$(cat "$out/pids/newcomer-sub")"
+  rm -f "$out/pids/newcomer-sub"
+  stop_unit
+  note operator-client "newcomer-sub listed by '$list_line': $($listed && echo yes || echo no)"
+  $listed && nothing_left_running
+}
+
 # --- the run -----------------------------------------------------------------------------------
 echo "fresh-machine: Debian $suite, cache $cache, logs $out"
 step bare make_bare || exit 1
@@ -373,22 +563,36 @@ if [ "${MQC_FRESH_NETNS:-0}" = 1 ] || port_taken 1883 || port_taken 8080; then
   echo "   the listening steps run in a network namespace of their own (loopback only):" \
     "MQC_FRESH_NETNS=1, or 127.0.0.1:1883 or :8080 is taken on this host"
 fi
-if step example run_example; then
-  step example-api example_api || true
-else
-  skip example-api "the example did not start"
-fi
-step example-stop example_stop || true
-step headers check_headers || true
-if step deb-build deb_build; then
-  if step deb-install deb_install; then
-    step deb-broker deb_broker || true
+if $example; then
+  if step example run_example; then
+    step example-api example_api || true
   else
-    skip deb-broker "not installed"
+    skip example-api "the example did not start"
   fi
-else
-  skip deb-install "no .deb"
-  skip deb-broker "no .deb"
+  step example-stop example_stop || true
+  step headers check_headers || true
+  if step deb-build deb_build; then
+    if step deb-install deb_install; then
+      step deb-broker deb_broker || true
+    else
+      skip deb-broker "not installed"
+    fi
+  else
+    skip deb-install "no .deb"
+    skip deb-broker "no .deb"
+  fi
+fi
+if step operator-root operator_root; then
+  if step operator-mosquitto operator_mosquitto; then
+    if step operator-readme operator_readme; then
+      step operator-client operator_client || true
+    else
+      skip operator-client "the README's block failed"
+    fi
+  else
+    skip operator-readme "Debian's broker did not start"
+    skip operator-client "Debian's broker did not start"
+  fi
 fi
 if $test_tools; then
   step test-tools test_tools_step || true
