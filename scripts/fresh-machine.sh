@@ -408,7 +408,7 @@ start_unit() {
   echo "ExecStart: $command"
   read -ra words <<< "$command"
   rm -f "$root$notify"
-  python3 - "$root$notify" >> "$out/operator-notify.log" 2>&1 << 'PYTHON' &
+  python3 - "$root$notify" > "$out/operator-notify.log" 2>&1 << 'PYTHON' &
 import os, socket, sys, time
 path = sys.argv[1]
 listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -492,8 +492,10 @@ operator_readme() {
     echo "## README line $count: $line"
     if [ "$line" = "systemctl restart mosquitto" ] || [[ "$line" == "systemctl restart mosquitto "* ]]; then
       # The one substitution: no systemd in a chroot.
+      local restart_started=$SECONDS
       stop_unit
       start_unit
+      echo "line $count (stop, then the unit's start): $((SECONDS - restart_started)) s" >> "$out/operator-readme.times"
       restarted=true
       continue
     fi
@@ -529,6 +531,7 @@ operator_client() {
   local list_line output listed=false
   list_line=$(readme_block | grep -m 1 '^mosquitto-connections list')
   list_line=${list_line%%#*}
+  list_line=${list_line%"${list_line##*[! ]}"}  # without the spaces before the comment
   in_chroot dpkg-query -W mosquitto-clients > /dev/null 2>&1 ||
     in_chroot bash -c 'DEBIAN_FRONTEND=noninteractive apt-get install -y mosquitto-clients'
   "${loopback[@]}" mosquitto_sub -h 127.0.0.1 -p 1883 -i newcomer-sub -t 'events/site1/#' -q 1 \
