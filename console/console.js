@@ -102,18 +102,25 @@ function quoted(text, prefix) {
   return '"' + inner + (prefix ? '*' : '') + '"';
 }
 
-// What the search box means: a filter when it holds an operator, else a client id prefix.
+// What the search box means: a filter when it holds an operator or an IN list, else a client
+// id prefix.
 function searchFilter() {
   const text = view.search.trim();
   if (!text) return '';
-  if (/[=<>]/.test(text)) return text;
+  if (/[=<>]/.test(text) || /\bIN\s*\(/.test(text)) return text;
   return 'client_id = ' + quoted(text, true);
 }
 
-// The search's clauses first, so that a position in the server's error message is a position
-// in what the user typed.
+// The search first, in parentheses: an OR in it stays inside (AND binds tighter than OR), and a
+// position in the server's error message is one past the same place in what the user typed
+// (typedPosition takes the '(' off again).
 function withState(state, filter) {
-  return (filter ? filter + ' AND ' : '') + 'state = ' + state;
+  return (filter ? '(' + filter + ') AND ' : '') + 'state = ' + state;
+}
+
+function typedPosition(message) {
+  return message.replace(/ at position (\d+)$/,
+                         (match, n) => ' at position ' + Math.max(1, Number(n) - 1));
 }
 
 // --- formatting ----------------------------------------------------------------------------
@@ -245,7 +252,12 @@ async function refreshLists() {
     listConnections(withState(CLOSED, filter), 'close_time desc', CLOSED_PAGE_SIZE),
   ]);
   const failed = answers.find((answer) => answer.status === 'rejected');
-  if (failed) throw failed.reason;  // the open list's error first: always the same message
+  if (failed) {  // the open list's error first: always the same message
+    if (filter && failed.reason instanceof Error && !(failed.reason instanceof TokenNeeded)) {
+      failed.reason.message = typedPosition(failed.reason.message);
+    }
+    throw failed.reason;
+  }
   const [open, closed] = answers.map((answer) => answer.value);
   const openRows = open.connections || [];
   renderRows($('connections'), openRows, fillOpenRow);
