@@ -111,16 +111,9 @@ function searchFilter() {
   return 'client_id = ' + quoted(text, true);
 }
 
-// The search first, in parentheses: an OR in it stays inside (AND binds tighter than OR), and a
-// position in the server's error message is one past the same place in what the user typed
-// (typedPosition takes the '(' off again).
+// The search first, in parentheses: an OR in it stays inside (AND binds tighter than OR).
 function withState(state, filter) {
   return (filter ? '(' + filter + ') AND ' : '') + 'state = ' + state;
-}
-
-function typedPosition(message) {
-  return message.replace(/ at position (\d+)$/,
-                         (match, n) => ' at position ' + Math.max(1, Number(n) - 1));
 }
 
 // --- formatting ----------------------------------------------------------------------------
@@ -253,9 +246,9 @@ async function refreshLists() {
   ]);
   const failed = answers.find((answer) => answer.status === 'rejected');
   if (failed) {  // the open list's error first: always the same message
-    if (filter && failed.reason instanceof Error && !(failed.reason instanceof TokenNeeded)) {
-      failed.reason.message = typedPosition(failed.reason.message);
-    }
+    // The search alone, so that a refusal shows the message and position of the text typed;
+    // the combined error only when the search alone passes.
+    if (filter && !(failed.reason instanceof TokenNeeded)) await listConnections(filter, '', 1);
     throw failed.reason;
   }
   const [open, closed] = answers.map((answer) => answer.value);

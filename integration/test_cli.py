@@ -177,11 +177,11 @@ class TwoBrokersTest(unittest.TestCase):
                          "--order-by", "client_id")
         self.assertEqual([r["CLIENT-ID"] for r in table(result.stdout)[1]],
                          ["cli-or-closed", "cli-or-open"])
-        # The position is one in what the user wrote (19 characters: the end is 20).
+        # The error is the one of what the user wrote (18 characters: the end is position 19).
         result = run_cli("list", "--url", url(self.two), "--filter", 'client_id = "x" OR')
         self.assertEqual(result.returncode, 1)
-        self.assertIn("Expected a field name after OR, got end of filter at position 20",
-                      result.stderr)
+        self.assertIn("HTTP 400: invalid_argument: Expected a field name after OR, got end of "
+                      "filter at position 19", result.stderr)
 
     def test_closed_lists_recently_closed_connections_with_their_reason(self):
         gone = self.client(self.two, "cli-closed")

@@ -607,18 +607,16 @@ TEST(ConnectionFilterTest, ErrorMessagesNameWhatAndWhere) {
        "Operator '<' is not supported for enum field 'state' (only =, != and IN) at position 7"},
       {"close_reason >= KICKED",
        "Operator '>=' is not supported for enum field 'close_reason' (only =, != and IN) at "
-       "position "
-       "14"},
+       "position 14"},
       {"clean_session >= true",
        "Operator '>=' is not supported for bool field 'clean_session' (only =, != and IN) at "
-       "position "
-       "15"},
+       "position 15"},
       {"tls_info.enabled > false",
        "Operator '>' is not supported for bool field 'tls_info.enabled' (only =, != and IN) at "
        "position 18"},
       {R"(client_id < "a*")",
-       R"(A prefix match (a trailing '*') works only with =, != and IN (field 'client_id'); write \* )"
-       "for a literal star at position 13"},
+       "A prefix match (a trailing '*') works only with =, != and IN (field 'client_id'); write "
+       "\\* for a literal star at position 13"},
       // Bad values.
       {"state = OPEN",
        "Unknown value 'OPEN' for enum field 'state'; expected one of " + states + " at position 9"},
@@ -713,16 +711,13 @@ TEST(ConnectionFilterTest, ErrorMessagesNameWhatAndWhere) {
       {R"("a" = client_id)", "Expected a field name, got quoted \"a\" at position 1"},
       {"client_id",
        "Expected an operator (=, !=, <, <=, >, >=, IN) after field 'client_id', got end of filter "
-       "at "
-       "position 10"},
+       "at position 10"},
       {R"(client_id "a")",
        "Expected an operator (=, !=, <, <=, >, >=, IN) after field 'client_id', got quoted \"a\" "
-       "at "
-       "position 11"},
+       "at position 11"},
       {R"(client_id ~ "a")",
        "Expected an operator (=, !=, <, <=, >, >=, IN) after field 'client_id', got '~' at "
-       "position "
-       "11"},
+       "position 11"},
       {"client_id =", "Expected a value for field 'client_id', got end of filter at position 12"},
       {R"(client_id = = "a")", "Expected a value for field 'client_id', got '=' at position 13"},
       {R"(client_id == "a")", "Expected a value for field 'client_id', got '=' at position 12"},
