@@ -12,8 +12,11 @@
 //   shared_snapshot_ms (building the snapshot after a change), kubemq_select_ms (filter and
 //   order of the full list), cjson_tree_ms (building and printing a cJSON tree of the same list,
 //   as the view used to), list_page_query_ms (the query engine's part of a ListConnections page,
-//   without encoding); rss_mib (resident memory at the end). Exits 1 with a message when an
-//   answer is wrong.
+//   without encoding); query_in_1000_ms and list_filter_in_1000_ms (a filter `client_id IN
+//   (1000 ids)`: the query engine's part, then the whole request with its page encoded),
+//   query_or_prefixes_ms and list_filter_or_prefixes_ms (an OR of two client id prefixes, a
+//   scan, a page of 1000 matches), each also as CPU time (_cpu_ms); rss_mib (resident memory at the
+//   end). Exits 1 with a message when an answer is wrong.
 #include <malloc.h>
 #include <time.h>
 
@@ -150,6 +153,14 @@ HttpRequest Get(const std::string& path, QueryParams query = {}) {
   return request;
 }
 
+// A ListConnections request body: the filter as a JSON string, and the page size.
+std::string RequestBody(const std::string& filter, long page_size) {
+  CjsonPtr body = NewJsonObject();
+  AddToJsonObject(body.get(), "filter", NewJsonString(filter));
+  AddToJsonObject(body.get(), "pageSize", NewJsonNumber(static_cast<double>(page_size)));
+  return PrintJson(*body);
+}
+
 // The value of "key":"..." in a JSON text (the page token), or "".
 std::string JsonStringField(const std::string& text, const char* key) {
   const CjsonPtr root = ParseJson(text);
@@ -248,6 +259,54 @@ int Run(int argc, char** argv) {
       MedianMs(repeat, [&] { response = router.Handle(Post(filter_request)); });
   if (response.body.find(middle) == std::string::npos) return Fail("filter: " + response.body);
 
+  // client_id IN (1000 ids spread over the registry): one index lookup per id, a page of them.
+  const long in_count = std::min(1000L, count);
+  std::string in_filter = "client_id IN (";
+  for (long i = 0; i < in_count; ++i) {
+    in_filter += (i == 0 ? "" : ", ") + QuoteFilterString(ClientId(i * (count / in_count)));
+  }
+  in_filter += ")";
+  ConnectionQuery in_query;
+  in_query.filter = in_filter;
+  in_query.page_size = page;
+  ConnectionPage in_page;
+  double in_query_cpu_ms = 0;
+  const double in_query_ms = MedianMs(
+      repeat,
+      [&] {
+        in_page = ConnectionPage();
+        (void)RunConnectionQuery(source, in_query, &in_page);
+      },
+      &in_query_cpu_ms);
+  if (in_page.total_size != in_count) return Fail("IN: wrong total");
+  const std::string in_request = RequestBody(in_filter, page);
+  double in_cpu_ms = 0;
+  const double in_ms = MedianMs(
+      repeat, [&] { response = router.Handle(Post(in_request)); }, &in_cpu_ms);
+  if (response.status != 200) return Fail("IN: " + response.body.substr(0, 200));
+
+  // An OR of two prefixes, each of a thousandth of the id space (a scan), a page of matches.
+  const std::string low = ClientId(count / 4).substr(0, 9);
+  const std::string high = ClientId(count * 3 / 4).substr(0, 9);
+  ConnectionQuery or_query;
+  or_query.filter = "client_id = \"" + low + "*\" OR client_id = \"" + high + "*\"";
+  or_query.page_size = page;
+  ConnectionPage or_page;
+  double or_query_cpu_ms = 0;
+  const double or_query_ms = MedianMs(
+      repeat,
+      [&] {
+        or_page = ConnectionPage();
+        (void)RunConnectionQuery(source, or_query, &or_page);
+      },
+      &or_query_cpu_ms);
+  if (or_page.total_size < page) return Fail("OR: fewer matches than a page");
+  const std::string or_request = RequestBody(or_query.filter, page);
+  double or_cpu_ms = 0;
+  const double or_ms = MedianMs(
+      repeat, [&] { response = router.Handle(Post(or_request)); }, &or_cpu_ms);
+  if (response.status != 200) return Fail("OR: " + response.body.substr(0, 200));
+
   const double lookup_ms = MedianMs(repeat, [&] {
     response = router.Handle(Get("/api/mqtt/connections", {{"client_id", middle}}));
   });
@@ -321,6 +380,14 @@ int Run(int argc, char** argv) {
   std::printf("shared_snapshot_ms %.2f\nkubemq_select_ms %.1f\ncjson_tree_ms %.1f\n", snapshot_ms,
               select_ms, cjson_ms);
   std::printf("list_page_query_ms %.2f\n", page_query_ms);
+  std::printf("query_in_1000_ms %.2f\nquery_in_1000_cpu_ms %.2f\n", in_query_ms, in_query_cpu_ms);
+  std::printf("list_filter_in_1000_ms %.2f\nlist_filter_in_1000_cpu_ms %.2f\n", in_ms, in_cpu_ms);
+  std::printf("in_1000_matches %lld\n", static_cast<long long>(in_page.total_size));
+  std::printf("query_or_prefixes_ms %.2f\nquery_or_prefixes_cpu_ms %.2f\n", or_query_ms,
+              or_query_cpu_ms);
+  std::printf("list_filter_or_prefixes_ms %.2f\nlist_filter_or_prefixes_cpu_ms %.2f\n", or_ms,
+              or_cpu_ms);
+  std::printf("or_prefixes_matches %lld\n", static_cast<long long>(or_page.total_size));
   std::printf("cjson_tree_bytes %zu\nrss_mib %.1f\n", cjson_bytes, ResidentMiB());
   return 0;
 }

@@ -102,18 +102,18 @@ function quoted(text, prefix) {
   return '"' + inner + (prefix ? '*' : '') + '"';
 }
 
-// What the search box means: a filter when it holds an operator, else a client id prefix.
+// What the search box means: a filter when it holds an operator or an IN list, else a client
+// id prefix.
 function searchFilter() {
   const text = view.search.trim();
   if (!text) return '';
-  if (/[=<>]/.test(text)) return text;
+  if (/[=<>]/.test(text) || /\bIN\s*\(/.test(text)) return text;
   return 'client_id = ' + quoted(text, true);
 }
 
-// The search's clauses first, so that a position in the server's error message is a position
-// in what the user typed.
+// The search first, in parentheses: an OR in it stays inside (AND binds tighter than OR).
 function withState(state, filter) {
-  return (filter ? filter + ' AND ' : '') + 'state = ' + state;
+  return (filter ? '(' + filter + ') AND ' : '') + 'state = ' + state;
 }
 
 // --- formatting ----------------------------------------------------------------------------
@@ -245,7 +245,12 @@ async function refreshLists() {
     listConnections(withState(CLOSED, filter), 'close_time desc', CLOSED_PAGE_SIZE),
   ]);
   const failed = answers.find((answer) => answer.status === 'rejected');
-  if (failed) throw failed.reason;  // the open list's error first: always the same message
+  if (failed) {  // the open list's error first: always the same message
+    // The search alone, so that a refusal shows the message and position of the text typed;
+    // the combined error only when the search alone passes.
+    if (filter && !(failed.reason instanceof TokenNeeded)) await listConnections(filter, '', 1);
+    throw failed.reason;
+  }
   const [open, closed] = answers.map((answer) => answer.value);
   const openRows = open.connections || [];
   renderRows($('connections'), openRows, fillOpenRow);

@@ -5,19 +5,24 @@
 // aborts when a failed query has no message or leaves a page behind, when a page holds a
 // connection that is not in the snapshot (or holds one twice), when total_size or the page size
 // is more than they may be, when following next_page_token repeats, skips or reorders a match,
-// and when a value quoted by QuoteFilterString matches anything but itself.
+// when a value quoted by QuoteFilterString matches anything but itself, when NOT (F), -(F),
+// (F) OR (F) and (F) AND (F) do not select what F's matches say they must, and when the same
+// query over a source with a client id index (the path `client_id IN (...)` and `=` take)
+// answers otherwise than over the plain snapshot.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <memory>
 #include <set>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "companion/query/connection_filter.h"
 #include "companion/query/connection_query.h"
 #include "companion/query/query_syntax.h"
 #include "link/connection.h"
@@ -197,6 +202,90 @@ void CheckQuotedValue(std::string_view value) {
   }
 }
 
+// The snapshot behind the ConnectionSource interface, its index lookups counted.
+class IndexedSource : public mqc::ConnectionSource {
+ public:
+  IndexedSource() {
+    for (const Connection& c : Snapshot()) all_.push_back(std::make_shared<const Connection>(c));
+  }
+  std::vector<Connection> Snapshot() const override { return ::Snapshot(); }
+  mqc::ConnectionList SharedSnapshot() const override {
+    return std::make_shared<const std::vector<mqc::ConnectionPtr>>(all_);
+  }
+  std::vector<mqc::ConnectionPtr> FindByClientId(std::string_view client_id) const override {
+    std::vector<mqc::ConnectionPtr> found;
+    for (const mqc::ConnectionPtr& c : all_) {
+      if (c->client_id == client_id) found.push_back(c);
+    }
+    return found;
+  }
+
+ private:
+  std::vector<mqc::ConnectionPtr> all_;
+};
+
+// The source path gives the page and total the snapshot path gives.
+void CheckSourceAnswersAlike(const ConnectionQuery& query, const ConnectionPage& page) {
+  static const IndexedSource source;
+  ConnectionPage from_source;
+  if (!mqc::RunConnectionQuery(source, query, &from_source).ok()) {
+    Fail("the source path refuses what the snapshot path takes", query);
+  }
+  if (from_source.total_size != page.total_size ||
+      from_source.connections.size() != page.connections.size() ||
+      from_source.next_page_token != page.next_page_token) {
+    Fail("the source path answers otherwise", query);
+  }
+  for (std::size_t i = 0; i < page.connections.size(); ++i) {
+    if (from_source.connections[i].seq != page.connections[i].seq) {
+      Fail("the source path answers otherwise", query);
+    }
+  }
+}
+
+// Which connections of the snapshot `filter` matches; false when it does not parse.
+bool MatchesOf(const std::string& text, std::vector<bool>* matches, std::string* error) {
+  mqc::ConnectionFilter filter;
+  const mqc::Status status = mqc::ConnectionFilter::Parse(text, &filter);
+  if (!status.ok()) {
+    *error = status.message();
+    return false;
+  }
+  matches->clear();
+  for (const Connection& c : Snapshot()) matches->push_back(filter.Matches(c));
+  return true;
+}
+
+// NOT, '-', OR and AND around a filter that parses select what they must. Wrapping may take a
+// filter past the length or nesting limits; it must then say so.
+void CheckBooleanForms(const ConnectionQuery& query) {
+  std::vector<bool> plain;
+  std::string error;
+  if (!MatchesOf(query.filter, &plain, &error)) return;
+  if (query.filter.find_first_not_of(" \t\r\f\v") == std::string::npos) return;  // "()"
+  const std::string f = "(" + query.filter + ")";
+  const struct {
+    std::string text;
+    bool negated;
+  } forms[] = {
+      {"NOT " + f, true}, {"-" + f, true}, {f + " OR " + f, false}, {f + " AND " + f, false}};
+  for (const auto& form : forms) {
+    std::vector<bool> wrapped;
+    if (!MatchesOf(form.text, &wrapped, &error)) {
+      if (error.find("nest deeper") == std::string::npos &&
+          error.find("longer than") == std::string::npos) {
+        Fail("a filter that parses does not parse inside NOT, OR or AND", query);
+      }
+      continue;
+    }
+    for (std::size_t i = 0; i < plain.size(); ++i) {
+      if (wrapped[i] != (plain[i] != form.negated)) {
+        Fail("NOT, OR or AND around a filter selects otherwise", query);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 // No try/catch, unlike the plugin's C boundaries: an exception here is a finding to report.
@@ -206,6 +295,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   ConnectionPage page;
   if (Run(query, &page)) {
     CheckPage(query, page);
+    CheckSourceAnswersAlike(query, page);
+    CheckBooleanForms(query);
     if (query.page_token.empty() && query.offset == 0) CheckPagesFollow(query, page);
   }
   CheckQuotedValue(query.filter);

@@ -162,6 +162,27 @@ class TwoBrokersTest(unittest.TestCase):
         self.assertEqual({r["STATE"] for r in rows}, {"OPEN"})
         self.assertEqual({r["NODE-ID"] for r in rows}, {"1"})
 
+    def test_an_or_in_the_filter_keeps_the_state_clause_and_errors_point_into_it(self):
+        self.client(self.two, "cli-or-open")
+        gone = self.client(self.two, "cli-or-closed")
+        self.wait_listed(self.two, ["cli-or-open", "cli-or-closed"])
+        gone.disconnect()
+        self.two.wait_connections(lambda cs: "cli-or-closed" not in {c["client_id"] for c in cs},
+                                  what="cli-or-closed gone")
+        either = 'client_id = "cli-or-closed" OR client_id IN ("cli-or-open")'
+        result = run_cli("list", "--url", url(self.two), "--filter", either)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual([r["CLIENT-ID"] for r in table(result.stdout)[1]], ["cli-or-open"])
+        result = run_cli("list", "--url", url(self.two), "--closed", "--filter", either,
+                         "--order-by", "client_id")
+        self.assertEqual([r["CLIENT-ID"] for r in table(result.stdout)[1]],
+                         ["cli-or-closed", "cli-or-open"])
+        # The error is the one of what the user wrote (18 characters: the end is position 19).
+        result = run_cli("list", "--url", url(self.two), "--filter", 'client_id = "x" OR')
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("HTTP 400: invalid_argument: Expected a field name after OR, got end of "
+                      "filter at position 19", result.stderr)
+
     def test_closed_lists_recently_closed_connections_with_their_reason(self):
         gone = self.client(self.two, "cli-closed")
         self.wait_listed(self.two, ["cli-closed"])

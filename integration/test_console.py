@@ -173,6 +173,24 @@ class ConsoleTest(unittest.TestCase):
         error = dom.by_id("error")
         self.assertIsNone(error.attrs.get("hidden"))
         self.assertEqual(error.text(), f"{answer['code']}: {answer['message']}")
+        # OR, NOT and IN: the state clause still holds for the whole search (the closed
+        # console-gone is not among the open rows), and an IN list is a filter, not a prefix.
+        dom = self.render({"q": 'client_id = "console-gone" OR NOT client_id != "console-alice"'})
+        self.assertEqual([r[0] for r in self.open_rows(dom)], ["console-alice"])
+        self.assertIn("console-gone", [r[0] for r in dom.by_id("closed").rows()])
+        dom = self.render({"q": 'client_id IN ("console-bob", "console-alice")'})
+        self.assertEqual([r[0] for r in self.open_rows(dom)], ["console-alice", "console-bob"])
+        # An error after an OR is the one of the text typed, placed in it.
+        bad = 'client_id = "a" OR nonsense = 1'
+        dom = self.render({"q": bad})
+        self.assertEqual(dom.by_id("error").text(),
+                         f"invalid_argument: Unknown field 'nonsense' at position "
+                         f"{bad.index('nonsense') + 1}")
+        bad = 'client_id = "a" OR'
+        dom = self.render({"q": bad})
+        self.assertEqual(dom.by_id("error").text(),
+                         "invalid_argument: Expected a field name after OR, got end of filter at "
+                         f"position {len(bad) + 1}")
 
     def test_sorting_is_the_servers_order_by(self):
         dom = self.render({"sort": "client_id", "desc": "1"})

@@ -237,6 +237,123 @@ class FieldsTest(unittest.TestCase):
         wait_for(lambda: sub.messages, what="delivery after bad requests")
 
 
+class BooleanFilterTest(unittest.TestCase):
+    """OR, NOT / -, parentheses and IN over real clients (3.1.1 and 5, with and without a
+    username, subscribed or not, one closed), the errors of each form with their positions, and
+    the KubeMQ endpoint's repeated client_id."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.broker = Broker(files={"passwd": passwd_file("alice", "secret")},
+                            extra="password_file {dir}/passwd")
+        cls.broker.start()
+        cls.clients = [
+            Client(cls.broker, "bool-sensor-1", version=5),
+            Client(cls.broker, "bool-sensor-2", version=4, username="alice", password="secret"),
+            Client(cls.broker, "bool-door-1", version=5, username="alice", password="secret"),
+            Client(cls.broker, "bool-door-2", version=4),
+        ]
+        cls.clients[0].subscribe("events/bool/#", 1)
+        cls.clients[2].subscribe("commands/door", 0)
+        gone = Client(cls.broker, "bool-gone", version=5)
+        wait_for(lambda: {c["clientId"] for c in connections(cls.broker, 'client_id = "bool-*"')}
+                 == {"bool-sensor-1", "bool-sensor-2", "bool-door-1", "bool-door-2",
+                     "bool-gone"}, what="every client listed")
+        gone.disconnect()
+        wait_for(lambda: connections(cls.broker, 'state = MQTT_CONNECTION_STATE_CLOSED AND '
+                                                 'client_id = "bool-gone"'),
+                 what="bool-gone closed")
+        wait_for(lambda: len(connections(cls.broker, 'subscriptions.filter = "events/bool/#" OR '
+                                                     'subscriptions.filter = "commands/door"'))
+                 == 2, what="both subscriptions listed")
+
+    @classmethod
+    def tearDownClass(cls):
+        for client in cls.clients:
+            client.disconnect()
+        cls.broker.stop()
+        cls.broker.cleanup_dir()
+
+    def ids(self, filter_):
+        return sorted(c["clientId"] for c in connections(self.broker, filter_))
+
+    def test_or_not_parentheses_and_in_select_the_real_clients(self):
+        rows = [
+            ('client_id = "bool-sensor-*" OR client_id = "bool-door-2"',
+             ["bool-door-2", "bool-sensor-1", "bool-sensor-2"]),
+            # AND binds tighter than OR; parentheses change that.
+            ('client_id = "bool-door-*" OR client_id = "bool-sensor-*" AND protocol_version = 5',
+             ["bool-door-1", "bool-door-2", "bool-sensor-1"]),
+            ('(client_id = "bool-door-*" OR client_id = "bool-sensor-*") AND protocol_version = 5',
+             ["bool-door-1", "bool-sensor-1"]),
+            ('client_id = "bool-*" AND NOT username = "alice" AND '
+             'state = MQTT_CONNECTION_STATE_OPEN',
+             ["bool-door-2", "bool-sensor-1"]),
+            ('client_id = "bool-*" AND -(state = MQTT_CONNECTION_STATE_OPEN)', ["bool-gone"]),
+            ('client_id IN ("bool-door-1", "bool-gone", "bool-nobody")',
+             ["bool-door-1", "bool-gone"]),
+            ('client_id IN ("bool-door-1", "bool-sensor-*") AND '
+             'NOT client_id IN ("bool-sensor-2")',
+             ["bool-door-1", "bool-sensor-1"]),
+            ('client_id = "bool-*" AND '
+             'authentication_info.mechanism IN (AUTHENTICATION_MECHANISM_PASSWORD)',
+             ["bool-door-1", "bool-sensor-2"]),
+            ('subscriptions.qos IN (0, 1) OR client_id = "bool-gone"',
+             ["bool-door-1", "bool-gone", "bool-sensor-1"]),
+            ('client_id = "bool-*" AND NOT subscriptions.pattern IN ("events", "commands")',
+             ["bool-door-2", "bool-gone", "bool-sensor-2"]),
+        ]
+        for filter_, expected in rows:
+            with self.subTest(filter_=filter_):
+                self.assertEqual(self.ids(filter_), expected)
+
+    def test_a_long_in_list_is_a_lookup_by_client_id(self):
+        # 2000 ids, far more than 1024 characters: the list does not count against the limit.
+        wanted = [f"bool-absent-{n}" for n in range(1998)] + ["bool-sensor-2", "bool-door-2"]
+        filter_ = "client_id IN (" + ", ".join(json.dumps(i) for i in wanted) + ")"
+        self.assertGreater(len(filter_), 20000)
+        status, _, body = list_connections(self.broker, {"filter": filter_, "pageSize": 1})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body["totalSize"], "2")
+        self.assertEqual(len(body["connections"]), 1)
+
+    def test_each_new_form_is_refused_at_its_position(self):
+        rows = [
+            ('client_id = "a" OR',
+             "Expected a field name after OR, got end of filter at position 19"),
+            ('client_id = "a" or client_id = "b"',
+             "'or' is not supported: write OR in upper case at position 17"),
+            ("NOT", "Expected a field name or '(' after NOT, got end of filter at position 4"),
+            ('- client_id = "a"',
+             "Expected a field name or '(' right after '-' (no space between) at position 1"),
+            ('(client_id = "a"',
+             "Expected ')' to close the '(' at position 1, got end of filter at position 17"),
+            ('client_id = "a")', "Unmatched ')' at position 16"),
+            ("client_id IN ()", "Expected a value in the IN list of field 'client_id', got ')' "
+                                "(an empty list) at position 15"),
+            ('client_id IN ("a" "b")', "Expected ',' or ')' in the IN list of field 'client_id', "
+                                       "got quoted \"b\" at position 19"),
+        ]
+        for filter_, message in rows:
+            with self.subTest(filter_=filter_):
+                status, _, body = list_connections(self.broker, {"filter": filter_})
+                self.assertEqual(status, 400, body)
+                self.assertEqual(body, {"code": "invalid_argument", "message": message})
+
+    def test_kubemq_client_id_may_repeat(self):
+        ids = lambda q: [c["client_id"] for c in self.broker.connections(q)]
+        self.assertEqual(sorted(ids("?client_id=bool-door-2&client_id=bool-sensor-1")),
+                         ["bool-door-2", "bool-sensor-1"])
+        # Closed connections are not in this list; a prefix mixes with exact ids.
+        self.assertEqual(sorted(ids("?client_id=bool-gone&client_id=bool-door-*")),
+                         ["bool-door-1", "bool-door-2"])
+        self.assertEqual(ids("?client_id=bool-door-1&protocol_version=4&client_id=bool-door-2"),
+                         ["bool-door-2"])
+        status, _, body = self.broker.http("/api/mqtt/connections?client_id=a&client_id=")
+        self.assertEqual(status, 400)
+        self.assertIn("query parameter 'client_id' is empty", json.loads(body)["error_string"])
+
+
 class UncheckedUsernameTest(unittest.TestCase):
     def test_a_username_nothing_checks_is_unauthenticated(self):
         with Broker() as broker:  # no password_file, no auth plugin: allow_anonymous decides

@@ -8,8 +8,12 @@
 //   exactly, or by prefix when the value ends in '*' (as in the rich API's filter); pattern selects
 //   connections with at least one subscription of that pattern. MHD decodes '+' as a space: send a
 //   literal '+' as %2B.
-// - Refused with 400: an unknown parameter (also an empty name, as in "?&limit=1"), one given
-//   twice (even with the same value), an empty value, and a value outside what is accepted.
+// - client_id may be given up to kMaxInValues times (`?client_id=a&client_id=b`): connections
+//   with any of them (one clause `client_id IN (...)`, which the engine answers from the client
+//   id index when no value is a prefix); the same value twice is fine.
+// - Refused with 400: an unknown parameter (also an empty name, as in "?&limit=1"), one other than
+//   client_id given twice (even with the same value), an empty value, and a value outside what is
+//   accepted.
 //   Numbers are plain decimal digits (no sign, no spaces); leading zeros are fine.
 // - Without limit every match is listed (page after page of the engine's maximum), as KubeMQ
 //   does; an offset past the end gives an empty list.
@@ -134,6 +138,9 @@ Status BuildQuery(const QueryParams& params, TypedConnectionQuery* query, bool* 
     throw std::logic_error("no open state in the query fields");
   }
   std::vector<FilterClause> clauses{NumberClause("state", open)};
+  FilterClause client_ids;  // every client_id value: one IN clause
+  client_ids.field = &Field("client_id");
+  client_ids.op = CompareOp::kIn;
   *list_all = true;
   for (std::size_t i = 0; i < params.size(); ++i) {
     const auto& [name, value] = params[i];
@@ -146,7 +153,7 @@ Status BuildQuery(const QueryParams& params, TypedConnectionQuery* query, bool* 
                                                       QuoteForMessage(name) +
                                                       "; accepted: " + std::string(kParameterList));
     }
-    for (std::size_t j = 0; j < i; ++j) {
+    for (std::size_t j = 0; j < i && spec != &kClientId; ++j) {
       if (params[j].first == name) {
         return Status(StatusCode::kInvalidArgument,
                       "query parameter '" + name + "' is given more than once (" +
@@ -156,7 +163,13 @@ Status BuildQuery(const QueryParams& params, TypedConnectionQuery* query, bool* 
     }
     std::int64_t number = 0;
     if (spec == &kClientId && !value.empty()) {
-      clauses.push_back(TextClause("client_id", value, true));
+      if (client_ids.in.texts.size() + client_ids.in.prefixes.size() == kMaxInValues) {
+        return Status(StatusCode::kInvalidArgument,
+                      "query parameter 'client_id' is given more than " +
+                          std::to_string(kMaxInValues) + " times");
+      }
+      const FilterClause one = TextClause("client_id", value, true);
+      (one.prefix ? client_ids.in.prefixes : client_ids.in.texts).push_back(one.text);
     } else if (spec == &kUsername && !value.empty()) {
       clauses.push_back(TextClause("username", value, true));
     } else if (spec == &kPattern && IsKnownPattern(value)) {
@@ -171,6 +184,9 @@ Status BuildQuery(const QueryParams& params, TypedConnectionQuery* query, bool* 
     } else {
       return Status(StatusCode::kInvalidArgument, BadValue(*spec, value));
     }
+  }
+  if (!client_ids.in.texts.empty() || !client_ids.in.prefixes.empty()) {
+    clauses.push_back(std::move(client_ids));
   }
   query->filter = ConnectionFilter(std::move(clauses));
   query->order = ConnectionOrder({OrderKey{&ConnectedAtField()}, OrderKey{&Field("client_id")}});

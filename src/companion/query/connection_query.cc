@@ -11,9 +11,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -103,26 +105,24 @@ void RunTyped(const std::vector<Connection>& snapshot, const ConnectionFilter& f
   for (const std::uint32_t i : selection.page) page->connections.push_back(snapshot[i]);
 }
 
-// The clause `client_id = "<id>"` (exact) when the filter has one: its candidates are those the
-// client id index gives.
-const std::string* IndexedClientId(const ConnectionFilter& filter) {
-  static const FieldDef* const client_id = FindField("client_id");
-  for (const FilterClause& clause : filter.clauses()) {
-    if (clause.field == client_id && clause.op == CompareOp::kEq && !clause.prefix) {
-      return &clause.text;
-    }
-  }
-  return nullptr;
-}
-
 bool NamesDetail(const ConnectionFilter& filter, const ConnectionOrder& order) {
-  for (const FilterClause& clause : filter.clauses()) {
-    if (clause.field->detail) return true;
-  }
+  if (filter.NamesDetail()) return true;
   for (const OrderKey& key : order.keys()) {
     if (key.field->detail) return true;
   }
   return false;
+}
+
+// The connections of the given client ids, from the source's index: one lookup per id.
+ConnectionList FindByClientIds(const ConnectionSource& source,
+                               const std::vector<std::string_view>& client_ids) {
+  auto found = std::make_shared<std::vector<ConnectionPtr>>();
+  for (const std::string_view client_id : client_ids) {
+    std::vector<ConnectionPtr> connections = source.FindByClientId(client_id);
+    found->insert(found->end(), std::make_move_iterator(connections.begin()),
+                  std::make_move_iterator(connections.end()));
+  }
+  return found;
 }
 
 // One page of the source's connections as shared pointers, and whether they lack details.
@@ -139,9 +139,8 @@ bool SelectFromSource(const ConnectionSource& source, const ConnectionFilter& fi
     }
     candidates = std::move(copies);
     without_details = false;
-  } else if (const std::string* client_id = IndexedClientId(filter)) {
-    candidates =
-        std::make_shared<const std::vector<ConnectionPtr>>(source.FindByClientId(*client_id));
+  } else if (std::vector<std::string_view> client_ids; filter.ClientIdCandidates(&client_ids)) {
+    candidates = FindByClientIds(source, client_ids);
   } else {
     candidates = source.SharedSnapshot();
   }

@@ -47,7 +47,7 @@ Status RunConnectionQuery(const std::vector<Connection>& snapshot, const Connect
 // clauses, the order and where the previous page ended, with no text in between, so a value of
 // any length or content selects exactly itself.
 struct TypedConnectionQuery {
-  ConnectionFilter filter;           // every clause must hold; no clause: everything
+  ConnectionFilter filter;           // default: everything
   ConnectionOrder order;             // no key: by seq only
   std::optional<OrderCursor> after;  // start strictly after this position; offset is then ignored
   std::int64_t page_size = 0;        // as in ConnectionQuery
@@ -68,10 +68,11 @@ Status RunConnectionQuery(const std::vector<Connection>& snapshot,
                           const TypedConnectionQuery& query, TypedConnectionPage* page);
 
 // The fast path: runs a query over what `source` holds and copies only the page. Candidates come
-// from the source's client id index when the filter holds `client_id = "<id>"` (no prefix),
-// else from its shared snapshot; the page's copies then get their details (AddDetails). A
-// filter or order on a detail field (FieldDef::detail) reads source.Snapshot() instead, every
-// connection with its details. Same answers and errors as the snapshot overloads; an exception
+// from the source's client id index, one lookup per id, when the filter narrows client_id to
+// exact ids (`client_id = "<id>"`, `client_id IN (...)` without prefixes, through AND, OR and
+// parentheses: ConnectionFilter::ClientIdCandidates), else from its shared snapshot; the page's
+// copies then get their details (AddDetails). A filter or order on a detail field
+// (FieldDef::detail) reads source.Snapshot() instead, every connection with its details. Same answers and errors as the snapshot overloads; an exception
 // from the source passes through unchanged.
 Status RunConnectionQuery(const ConnectionSource& source, const ConnectionQuery& query,
                           ConnectionPage* page);

@@ -247,6 +247,37 @@ TEST(KubeMqViewTest, ClientIdExactAndPrefix) {
   EXPECT_THAT(ListedIds(SampleConnections(), {{"client_id", "nobody"}}), ElementsAre());
 }
 
+TEST(KubeMqViewTest, RepeatedClientIdListsAnyOfThem) {
+  EXPECT_THAT(
+      ListedIds(SampleConnections(), {{"client_id", "actuator"}, {"client_id", "sensor-2"}}),
+      ElementsAre("sensor-2", "actuator"));
+  // The same value twice, a value nobody has, a prefix among exact ids.
+  EXPECT_THAT(
+      ListedIds(SampleConnections(),
+                {{"client_id", "sensor-1"}, {"client_id", "nobody"}, {"client_id", "sensor-1"}}),
+      ElementsAre("sensor-1"));
+  EXPECT_THAT(ListedIds(SampleConnections(), {{"client_id", "act*"}, {"client_id", "sensor-1"}}),
+              ElementsAre("sensor-1", "actuator"));
+  // With the other parameters, which still hold for each.
+  EXPECT_THAT(
+      ListedIds(SampleConnections(),
+                {{"client_id", "sensor-1"}, {"protocol_version", "5"}, {"client_id", "sensor-*"}}),
+      ElementsAre("sensor-1", "sensor-*"));
+  // Up to 10000 values; one more is refused, and so is an empty one among them.
+  std::vector<Connection> snapshot;
+  QueryParams params;
+  for (int i = 0; i < 10000; ++i) {
+    snapshot.push_back(MakeConnection("c" + std::to_string(i), i * kSecond));
+    if (i % 2 == 0) params.emplace_back("client_id", "c" + std::to_string(i));
+  }
+  for (int i = 0; i < 5000; ++i) params.emplace_back("client_id", "none" + std::to_string(i));
+  EXPECT_EQ(ListedIds(snapshot, params).size(), 5000u);
+  params.emplace_back("client_id", "c1");
+  EXPECT_EQ(Refusal(params), "query parameter 'client_id' is given more than 10000 times");
+  EXPECT_EQ(Refusal({{"client_id", "a"}, {"client_id", ""}}),
+            "query parameter 'client_id' is empty; expected a client id, or a prefix ending in *");
+}
+
 TEST(KubeMqViewTest, ClientIdWithSpecialCharactersMatchesExactly) {
   std::vector<Connection> snapshot = {MakeConnection("a\"b\\c*d", 1),
                                       MakeConnection("a\"b\\cXd", 2)};
