@@ -228,6 +228,7 @@ void SessionTable::Accept() {
   }
   if (counters_ != nullptr) Bump(counters_->connects);
   EmitConnection(event);
+  if (observer_ != nullptr) observer_->Opened(event);
   connection.subscriptions.ForEach([&](const SubscriptionList::Entry& entry) {
     EmitSubscription(EventType::kSubscribe, event.seq, entry.filter, entry.qos);
   });
@@ -304,10 +305,18 @@ void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_
   }
   Encode(close, &buffer_);
   sink_->Emit(EventType::kClose, buffer_);
-  if (MayOutliveConnection(connection) &&
-      (AskedForSession(connection) || !connection.subscriptions.empty())) {
-    KeepOffline(connection, client, now_ns);
+  const bool keep = MayOutliveConnection(connection) &&
+                    (AskedForSession(connection) || !connection.subscriptions.empty());
+  if (observer_ != nullptr) {
+    SessionAfterClose after = SessionAfterClose::kEnds;
+    if (pending_ && pending_->facts.client_id == connection.client_id()) {
+      after = SessionAfterClose::kTakenOver;
+    } else if (keep && AskedForSession(connection)) {
+      after = SessionAfterClose::kKeptOffline;
+    }
+    observer_->Closed(connection.Event(), reason, now_ns, after);
   }
+  if (keep) KeepOffline(connection, client, now_ns);
   open_.Erase(client);
 }
 
@@ -325,6 +334,7 @@ void SessionTable::KeepOffline(const OpenConnection& connection, const void* cli
     session.event.protocol_version = connection.protocol_version;
     session.event.client_id = connection.client_id();
     session.event.username = connection.username();
+    session.observed = observer_ != nullptr;
   }
   if (persistent_expiration_s_ > 0) {
     session.gone_by_ns = now_ns + persistent_expiration_s_ * 1000000000;
@@ -396,6 +406,7 @@ void SessionTable::ExpireOffline(std::int64_t now_ns) {
       offline_by_expiry_.erase(due);  // not expected: EraseOffline keeps both in step
       continue;
     }
+    if (observer_ != nullptr && it->second.observed) observer_->OfflineSessionEnded(it->first);
     EraseOffline(it);  // erases `due` with it
   }
 }
