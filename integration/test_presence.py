@@ -13,7 +13,7 @@ import signal
 import time
 import unittest
 
-from harness import Broker, Client, wait_for
+from harness import KNOWS_CLOSE_REASONS, Broker, Client, wait_for
 from test_list_connections import by_client
 from test_metrics import Metrics
 
@@ -147,14 +147,17 @@ class PresenceTest(unittest.TestCase):
                 for watcher in (self.watch4, self.watch5):
                     found = wait_presence(watcher, cid, 2)
                     self.assertEqual(found[1][1], "disconnected")
-                    self.check_disconnected(found[1][2], cid, version, username, "normal")
+                    self.check_disconnected(found[1][2], cid, version, username,
+                                            "normal" if KNOWS_CLOSE_REASONS else "unknown")
 
     def test_a_dropped_connection_is_tcp_closed(self):
         device = Client(self.broker, "dev-drop")
         wait_presence(self.watch4, "dev-drop", 1)
         device.drop()
         found = wait_presence(self.watch4, "dev-drop", 2)
-        self.check_disconnected(found[1][2], "dev-drop", 4, None, "tcp_closed")
+        # 2.0 builds that hide the client's state cannot tell (README, Supported brokers).
+        self.check_disconnected(found[1][2], "dev-drop", 4, None,
+                                "tcp_closed" if KNOWS_CLOSE_REASONS else "unknown")
 
     def test_a_takeover_closes_the_old_connection_first(self):
         old = no_reconnect(Client(self.broker, "dev-takeover", version=5))
@@ -201,6 +204,10 @@ class PresenceTest(unittest.TestCase):
                  what="the offline state")
         later = Client(self.broker, "late-2", username="watcher")
         later.subscribe(PREFIX + "+/state")
+        # 2.1 may send the retained messages after the SUBACK: wait for the one expected, then
+        # for a marker, so that a retained state of the ended session would be there too.
+        wait_for(lambda: (PREFIX + "dev-state-p/state", b"offline") in later.messages,
+                 what="the retained offline state")
         self.marker("state").disconnect()
         states = {t: p for t, p in later.messages if "dev-state" in t}
         self.assertEqual(states, {PREFIX + "dev-state-p/state": b"offline"})
