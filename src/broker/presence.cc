@@ -3,7 +3,7 @@
 
 #include <unistd.h>
 
-#include <cstdio>
+#include <charconv>
 #include <cstring>
 #include <utility>
 
@@ -19,57 +19,51 @@ constexpr std::size_t kMaxTopicBytes = 65535;
 // The longest of the three kinds ("disconnected").
 constexpr std::size_t kMaxKindBytes = 12;
 
+// Appends `text` as a JSON string: runs of plain bytes in one append.
 void AppendJsonString(std::string_view text, std::string* out) {
   out->push_back('"');
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
+  std::size_t plain = 0;  // start of the current run of bytes that need no escape
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte >= 0x20 && byte != '"' && byte != '\\' && byte != 0x7f) continue;
+    out->append(text.data() + plain, i - plain);
+    plain = i + 1;
+    if (byte == '"' || byte == '\\') {
       out->push_back('\\');
-      out->push_back(c);
-    } else if (byte < 0x20 || byte == 0x7f) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", byte);
-      out->append(escaped);
+      out->push_back(static_cast<char>(byte));
     } else {
-      out->push_back(c);  // MQTT strings are UTF-8 the broker has checked: passed through
+      static constexpr char kHex[] = "0123456789abcdef";
+      const char escaped[6] = {'\\', 'u', '0', '0', kHex[byte >> 4], kHex[byte & 0xf]};
+      out->append(escaped, sizeof escaped);
     }
   }
+  out->append(text.data() + plain, text.size() - plain);  // MQTT strings are UTF-8 already
   out->push_back('"');
 }
 
-void AppendKey(const char* key, std::string* out) {
-  if (out->back() != '{') out->push_back(',');
-  out->push_back('"');
-  out->append(key);
-  out->append("\":");
-}
-
-void AppendString(const char* key, std::string_view value, std::string* out) {
-  AppendKey(key, out);
-  AppendJsonString(value, out);
-}
-
-void AppendNumber(const char* key, std::int64_t value, std::string* out) {
-  AppendKey(key, out);
-  out->append(std::to_string(value));
-}
-
-void AppendBool(const char* key, bool value, std::string* out) {
-  AppendKey(key, out);
-  out->append(value ? "true" : "false");
+void AppendNumber(std::int64_t value, std::string* out) {
+  char digits[24];
+  const auto result = std::to_chars(digits, digits + sizeof digits, value);
+  out->append(digits, static_cast<std::size_t>(result.ptr - digits));
 }
 
 // The fields both payloads begin with, in EMQX's names.
-void AppendClient(const ConnectionEvent& connection, std::string* out) {
-  out->assign("{");
-  AppendString("clientid", connection.client_id, out);
+void AppendClient(const ObservedConnection& connection, std::string* out) {
+  out->assign("{\"clientid\":");
+  AppendJsonString(connection.client_id, out);
   // EMQX shows a client without one as "undefined" (4.x) or null (5.x): omitted here.
-  if (!connection.username.empty()) AppendString("username", connection.username, out);
-  AppendString("ipaddress", connection.ip_address, out);
-  AppendNumber("sockport", connection.local_port, out);
+  if (!connection.username.empty()) {
+    out->append(",\"username\":");
+    AppendJsonString(connection.username, out);
+  }
+  out->append(",\"ipaddress\":");
+  AppendJsonString(connection.ip_address, out);
+  out->append(",\"sockport\":");
+  AppendNumber(connection.local_port, out);
   // MQTT 3.1 names its protocol "MQIsdp" in CONNECT; 3.1.1 and 5 "MQTT".
-  AppendString("proto_name", connection.protocol_version == 3 ? "MQIsdp" : "MQTT", out);
-  AppendNumber("proto_ver", connection.protocol_version, out);
+  out->append(connection.protocol_version == 3 ? ",\"proto_name\":\"MQIsdp\",\"proto_ver\":"
+                                               : ",\"proto_name\":\"MQTT\",\"proto_ver\":");
+  AppendNumber(connection.protocol_version, out);
 }
 
 std::int64_t Ms(std::int64_t ns) { return ns / 1000000; }
@@ -118,28 +112,38 @@ const char* PresenceReason(CloseReason reason) {
 }
 
 bool IsPresenceClientId(std::string_view client_id) {
-  return !client_id.empty() && client_id.find_first_of("+#") == std::string_view::npos &&
-         client_id.find('\0') == std::string_view::npos;
+  if (client_id.empty()) return false;
+  for (const char c : client_id) {
+    if (c == '+' || c == '#' || c == '\0') return false;
+  }
+  return true;
 }
 
-void BuildConnectedPayload(const ConnectionEvent& connection, std::uint32_t expiry_interval,
+void BuildConnectedPayload(const ObservedConnection& connection, std::uint32_t expiry_interval,
                            std::int64_t now_ns, std::string* out) {
   AppendClient(connection, out);
-  AppendNumber("keepalive", connection.keep_alive, out);
-  AppendBool("clean_start", connection.clean_session, out);
-  AppendNumber("expiry_interval", expiry_interval, out);
-  AppendNumber("connack", 0, out);  // only accepted connections are announced
-  AppendNumber("connected_at", Ms(connection.open_time_ns), out);
-  AppendNumber("ts", Ms(now_ns), out);
+  out->append(",\"keepalive\":");
+  AppendNumber(connection.keep_alive, out);
+  out->append(connection.clean_session ? ",\"clean_start\":true" : ",\"clean_start\":false");
+  out->append(",\"expiry_interval\":");
+  AppendNumber(expiry_interval, out);
+  // Only accepted connections are announced: connack is always 0.
+  out->append(",\"connack\":0,\"connected_at\":");
+  AppendNumber(Ms(connection.open_time_ns), out);
+  out->append(",\"ts\":");
+  AppendNumber(Ms(now_ns), out);
   out->push_back('}');
 }
 
-void BuildDisconnectedPayload(const ConnectionEvent& connection, CloseReason reason,
+void BuildDisconnectedPayload(const ObservedConnection& connection, CloseReason reason,
                               std::int64_t close_ns, std::int64_t now_ns, std::string* out) {
   AppendClient(connection, out);
-  AppendString("reason", PresenceReason(reason), out);
-  AppendNumber("disconnected_at", Ms(close_ns), out);
-  AppendNumber("ts", Ms(now_ns), out);
+  out->append(",\"reason\":\"");
+  out->append(PresenceReason(reason));  // plain words: no escape needed
+  out->append("\",\"disconnected_at\":");
+  AppendNumber(Ms(close_ns), out);
+  out->append(",\"ts\":");
+  AppendNumber(Ms(now_ns), out);
   out->push_back('}');
 }
 
@@ -155,7 +159,12 @@ bool Presence::IsPresenceTopic(const char* topic) const {
   return std::strncmp(topic, prefix_.data(), prefix_.size()) == 0;
 }
 
-std::uint32_t Presence::ExpiryInterval(const ConnectionEvent& connection) const {
+bool Presence::Publishable(std::string_view client_id) const {
+  return prefix_.size() + client_id.size() + 1 + kMaxKindBytes <= kMaxTopicBytes &&
+         IsPresenceClientId(client_id);
+}
+
+std::uint32_t Presence::ExpiryInterval(const ObservedConnection& connection) const {
   // A clean session ends with its connection. A session the client asked to keep (clean
   // session / clean start false) lasts until the broker's persistent_client_expiration, or for
   // ever (MQTT 5's 0xffffffff). An MQTT 5 client's own Session Expiry Interval is not visible
@@ -180,9 +189,8 @@ void Presence::Send(std::string_view client_id, std::string_view kind, const std
   }
 }
 
-void Presence::Opened(const ConnectionEvent& connection) {
-  if (!IsPresenceClientId(connection.client_id) ||
-      prefix_.size() + connection.client_id.size() + 1 + kMaxKindBytes > kMaxTopicBytes) {
+void Presence::Opened(const ObservedConnection& connection) {
+  if (!Publishable(connection.client_id)) {
     ++skipped_;
     return;
   }
@@ -196,10 +204,9 @@ void Presence::Opened(const ConnectionEvent& connection) {
   }
 }
 
-void Presence::Closed(const ConnectionEvent& connection, CloseReason reason, std::int64_t close_ns,
-                      SessionAfterClose after) {
-  if (!IsPresenceClientId(connection.client_id) ||
-      prefix_.size() + connection.client_id.size() + 1 + kMaxKindBytes > kMaxTopicBytes) {
+void Presence::Closed(const ObservedConnection& connection, CloseReason reason,
+                      std::int64_t close_ns, SessionAfterClose after) {
+  if (!Publishable(connection.client_id)) {
     return;  // counted as skipped when it opened
   }
   if (options_.events) {
@@ -224,8 +231,7 @@ void Presence::Closed(const ConnectionEvent& connection, CloseReason reason, std
 }
 
 void Presence::OfflineSessionEnded(std::string_view client_id) {
-  if (!options_.retained || !IsPresenceClientId(client_id) ||
-      prefix_.size() + client_id.size() + 1 + kMaxKindBytes > kMaxTopicBytes) {
+  if (!options_.retained || !Publishable(client_id)) {
     return;
   }
   static const std::string kCleared;

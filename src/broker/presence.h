@@ -20,8 +20,8 @@
 // v2.0.11, v2.0.21 and v2.1.2 alike. So messages are handed over at once, in order, and nothing
 // is buffered here.
 //
-// Threads: the broker thread only (it is called from the SessionTable). Allocates per
-// connection and close (topic and payload text), never per message.
+// Threads: the broker thread only (it is called from the SessionTable). Builds topics and
+// payloads in reused buffers (the broker copies them); never called per message.
 #pragma once
 
 #include <cstdint>
@@ -61,9 +61,9 @@ bool IsPresenceClientId(std::string_view client_id);
 
 // The JSON payloads. `expiry_interval`: the session expiry in seconds as the broker applies it.
 // Times are Unix nanoseconds; the payload shows milliseconds.
-void BuildConnectedPayload(const ConnectionEvent& connection, std::uint32_t expiry_interval,
+void BuildConnectedPayload(const ObservedConnection& connection, std::uint32_t expiry_interval,
                            std::int64_t now_ns, std::string* out);
-void BuildDisconnectedPayload(const ConnectionEvent& connection, CloseReason reason,
+void BuildDisconnectedPayload(const ObservedConnection& connection, CloseReason reason,
                               std::int64_t close_ns, std::int64_t now_ns, std::string* out);
 
 class Presence : public ConnectionObserver {
@@ -86,13 +86,14 @@ class Presence : public ConnectionObserver {
   std::uint64_t skipped() const { return skipped_; }  // client ids that are no topic level
 
   // ConnectionObserver.
-  void Opened(const ConnectionEvent& connection) override;
-  void Closed(const ConnectionEvent& connection, CloseReason reason, std::int64_t close_ns,
+  void Opened(const ObservedConnection& connection) override;
+  void Closed(const ObservedConnection& connection, CloseReason reason, std::int64_t close_ns,
               SessionAfterClose after) override;
   void OfflineSessionEnded(std::string_view client_id) override;
 
  private:
-  std::uint32_t ExpiryInterval(const ConnectionEvent& connection) const;
+  std::uint32_t ExpiryInterval(const ObservedConnection& connection) const;
+  bool Publishable(std::string_view client_id) const;
   void Send(std::string_view client_id, std::string_view kind, const std::string& payload,
             bool retain);
 

@@ -128,6 +128,19 @@ SessionTable::OpenConnection::OpenConnection(const ConnectionEvent& event)
   }
 }
 
+ObservedConnection SessionTable::OpenConnection::Observed() const {
+  ObservedConnection observed;
+  observed.client_id = String(0);
+  observed.username = String(1);
+  observed.ip_address = String(2);
+  observed.open_time_ns = open_time_ns;
+  observed.keep_alive = keep_alive;
+  observed.local_port = local_port;
+  observed.protocol_version = protocol_version;
+  observed.clean_session = clean_session;
+  return observed;
+}
+
 ConnectionEvent SessionTable::OpenConnection::Event() const {
   ConnectionEvent event;
   event.seq = seq;
@@ -228,14 +241,14 @@ void SessionTable::Accept() {
   }
   if (counters_ != nullptr) Bump(counters_->connects);
   EmitConnection(event);
-  if (observer_ != nullptr) observer_->Opened(event);
   connection.subscriptions.ForEach([&](const SubscriptionList::Entry& entry) {
     EmitSubscription(EventType::kSubscribe, event.seq, entry.filter, entry.qos);
   });
   ConnectionStatsSlot* const stats =
       connection.stats_slot == kNoStatsSlot ? nullptr : &stats_[connection.stats_slot];
-  open_.Insert(pending.client,
-               OpenEntry{stats, std::make_unique<OpenConnection>(std::move(connection))});
+  auto owned = std::make_unique<OpenConnection>(std::move(connection));
+  if (observer_ != nullptr) observer_->Opened(owned->Observed());
+  open_.Insert(pending.client, OpenEntry{stats, std::move(owned)});
 }
 
 void SessionTable::Refuse(std::int64_t now_ns) {
@@ -314,7 +327,7 @@ void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_
     } else if (keep && AskedForSession(connection)) {
       after = SessionAfterClose::kKeptOffline;
     }
-    observer_->Closed(connection.Event(), reason, now_ns, after);
+    observer_->Closed(connection.Observed(), reason, now_ns, after);
   }
   if (keep) KeepOffline(connection, client, now_ns);
   open_.Erase(client);

@@ -64,14 +64,27 @@ enum class SessionAfterClose : std::uint8_t {
   kTakenOver,    // a new connection of the same client id takes it over at once
 };
 
+// A connection as an observer sees it: views into the table's own record, valid during the
+// call only (no copy per open or close).
+struct ObservedConnection {
+  std::string_view client_id;
+  std::string_view username;
+  std::string_view ip_address;
+  std::int64_t open_time_ns = 0;
+  std::uint16_t keep_alive = 0;
+  std::uint16_t local_port = 0;
+  std::uint8_t protocol_version = 0;
+  bool clean_session = true;
+};
+
 // Who learns, besides the companion, when the table counts a connection as opened or closed
 // (presence messages, broker/presence.h). Called on the broker thread, from inside the table's
 // own decisions: exactly the moments its events are emitted.
 class ConnectionObserver {
  public:
   virtual ~ConnectionObserver() = default;
-  virtual void Opened(const ConnectionEvent& connection) = 0;
-  virtual void Closed(const ConnectionEvent& connection, CloseReason reason,
+  virtual void Opened(const ObservedConnection& connection) = 0;
+  virtual void Closed(const ObservedConnection& connection, CloseReason reason,
                       std::int64_t close_ns, SessionAfterClose after) = 0;
   // A listed offline session that went offline here (not one restored at start) expired.
   virtual void OfflineSessionEnded(std::string_view client_id) = 0;
@@ -272,6 +285,7 @@ class SessionTable {
 
     explicit OpenConnection(const ConnectionEvent& event);
     ConnectionEvent Event() const;
+    ObservedConnection Observed() const;
     std::string_view String(std::size_t i) const {
       const std::uint32_t begin = i == 0 ? 0 : ends[i - 1];
       return std::string_view(text.get() + begin, ends[i] - begin);

@@ -118,7 +118,7 @@ class PresenceTest : public ::testing::Test {
 };
 
 TEST(PresencePayloadTest, ConnectedHasEmqxsFieldsAndValues) {
-  ConnectionEvent c;
+  ObservedConnection c;
   c.client_id = "sensor-\"1\"";
   c.username = "alice";
   c.ip_address = "::1";
@@ -138,7 +138,7 @@ TEST(PresencePayloadTest, ConnectedHasEmqxsFieldsAndValues) {
 }
 
 TEST(PresencePayloadTest, DisconnectedHasEmqxsFieldsAndOmitsAMissingUsername) {
-  ConnectionEvent c;
+  ObservedConnection c;
   c.client_id = "a\nb";
   c.ip_address = "127.0.0.1";
   c.local_port = 1883;
@@ -154,7 +154,19 @@ TEST(PresencePayloadTest, DisconnectedHasEmqxsFieldsAndOmitsAMissingUsername) {
   EXPECT_EQ(Keys(out), expected);
   c.username = "bob";
   BuildDisconnectedPayload(c, CloseReason::kKicked, 0, 0, &out);
+  EXPECT_NE(out.find("\"username\":\"bob\""), std::string::npos);
   EXPECT_EQ(Keys(out), kEmqxDisconnected);
+}
+
+TEST(PresencePayloadTest, StringsAreEscapedAsJsonNeeds) {
+  ObservedConnection c;
+  c.client_id = std::string_view("a\"b\\c\x01" "d\x7f\xc3\xa9", 10);
+  c.username = "u";
+  std::string out;
+  BuildDisconnectedPayload(c, CloseReason::kClientDisconnect, 0, 0, &out);
+  const std::string expected =
+      "{\"clientid\":\"a\\\"b\\\\c\\u0001d\\u007f\xc3\xa9\",\"username\":\"u\"";
+  EXPECT_EQ(out.substr(0, expected.size()), expected);
 }
 
 TEST(PresencePayloadTest, ReasonsUseEmqxsWordsWhereTheyMatch) {
