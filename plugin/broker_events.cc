@@ -193,6 +193,7 @@ template <bool kAskLater>
   const SessionTable::ClientView view = ViewOrDiscover(state, data.client);
   switch (data.access) {
     case MOSQ_ACL_READ: {
+      if (IsPresenceDelivery(*state, data.topic)) break;  // counted nowhere
       // The check carries the message's QoS; an offline session gets it at most at its
       // subscription's QoS, and the broker throws a QoS 0 message for it away.
       std::uint8_t qos = data.qos;
@@ -367,6 +368,7 @@ int OnSubscribe(int event, void* event_data, void* userdata) {
     state->sessions->Confirm(data.client);
     state->sessions->Settle();
     const SessionTable::ClientView view = ViewOrDiscover(state, data.client);
+    if (IsPresenceDelivery(*state, data.topic)) return MOSQ_ERR_SUCCESS;  // counted nowhere
     BrokerPublishDetails clock(state->api, data.client, nullptr);
     state->traffic->OnDeliver(data.client, view.stats, /*online=*/true, data.topic,
                               data.payloadlen, data.qos, clock);
@@ -473,7 +475,7 @@ int OnAclCheck21(int /*event*/, void* event_data, void* userdata) {
       const char* id = mosquitto_client_id(data.client);
       const std::uint8_t qos = std::min<std::uint8_t>(
           data.qos, sessions.OfflineQos(data.client, id != nullptr ? id : "", data.topic));
-      if (qos == 0) {
+      if (qos == 0 && !IsPresenceDelivery(*state, data.topic)) {
         BrokerPublishDetails clock(state->api, data.client, nullptr);
         state->traffic->OnDeliver(data.client, nullptr, /*online=*/false, data.topic,
                                   data.payloadlen, 0, clock);

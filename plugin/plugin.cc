@@ -232,6 +232,7 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
   state->sessions->SetPersistentClientExpiration(
       state->broker_config.persistent_client_expiration_s);
   RestorePersistedSessions(state.get());
+  SetUpPresence(state.get());
   state->traffic =
       std::make_unique<TrafficMeter>(&state->region->header()->counters,
                                      state->options.default_pattern, RpcOptionsOf(state->options));

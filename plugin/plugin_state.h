@@ -10,6 +10,7 @@
 #include "broker/acl_file.h"
 #include "broker/broker_link.h"
 #include "broker/companion_supervisor.h"
+#include "broker/presence.h"
 #include "broker/session_table.h"
 #include "broker/traffic_meter.h"
 #include "broker_api.h"
@@ -50,6 +51,9 @@ struct PluginState {
   std::unique_ptr<SessionTable> sessions;
   std::unique_ptr<TrafficMeter> traffic;
   std::unique_ptr<CompanionSupervisor> companion;
+  // Presence messages (presence.cc); null when off.
+  std::unique_ptr<PresencePublisher> presence_publisher;
+  std::unique_ptr<Presence> presence;
   std::vector<std::string> companion_arguments;  // from the broker's configuration
 
   std::vector<std::size_t> registered_events;  // indexes into the API's handler table
@@ -83,6 +87,14 @@ bool ApplyAuthDecisions(PluginState* state, const BrokerConfig& config);
 inline bool UnreadAclSource(const PluginState& state) {
   return !state.api.api_2_1() && !state.decide_acl && !state.api.capabilities().acl_check &&
          state.acl_file == nullptr;
+}
+
+// presence.cc
+// Presence messages, when an option asks for them (after the session table exists).
+void SetUpPresence(PluginState* state);
+// A delivery of a presence message: counted nowhere (README, "Presence messages").
+inline bool IsPresenceDelivery(const PluginState& state, const char* topic) {
+  return state.presence != nullptr && topic[0] == '$' && state.presence->IsPresenceTopic(topic);
 }
 
 // reload.cc

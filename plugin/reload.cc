@@ -87,6 +87,13 @@ void ApplyOptions(PluginState* state, PluginOptions reloaded) {
        &reloaded.node_id);
   Keep("companion_path", old.companion_path, reloaded.companion_path,
        "the running companion's path until the broker restarts", &reloaded.companion_path);
+  const std::string presence = "the value the broker was started with (restart the broker)";
+  Keep("presence_events", old.presence_events, reloaded.presence_events, presence,
+       &reloaded.presence_events);
+  Keep("presence_retained", old.presence_retained, reloaded.presence_retained, presence,
+       &reloaded.presence_retained);
+  Keep("presence_node", old.presence_node, reloaded.presence_node, presence,
+       &reloaded.presence_node);
   // The token files' contents are read again (below); which files, and the rest of the API's
   // security, stay as the companion was started with.
   const std::string restart = "the value the API was started with (restart the broker)";

@@ -128,6 +128,19 @@ SessionTable::OpenConnection::OpenConnection(const ConnectionEvent& event)
   }
 }
 
+ObservedConnection SessionTable::OpenConnection::Observed() const {
+  ObservedConnection observed;
+  observed.client_id = String(0);
+  observed.username = String(1);
+  observed.ip_address = String(2);
+  observed.open_time_ns = open_time_ns;
+  observed.keep_alive = keep_alive;
+  observed.local_port = local_port;
+  observed.protocol_version = protocol_version;
+  observed.clean_session = clean_session;
+  return observed;
+}
+
 ConnectionEvent SessionTable::OpenConnection::Event() const {
   ConnectionEvent event;
   event.seq = seq;
@@ -233,8 +246,9 @@ void SessionTable::Accept() {
   });
   ConnectionStatsSlot* const stats =
       connection.stats_slot == kNoStatsSlot ? nullptr : &stats_[connection.stats_slot];
-  open_.Insert(pending.client,
-               OpenEntry{stats, std::make_unique<OpenConnection>(std::move(connection))});
+  auto owned = std::make_unique<OpenConnection>(std::move(connection));
+  if (observer_ != nullptr) observer_->Opened(owned->Observed());
+  open_.Insert(pending.client, OpenEntry{stats, std::move(owned)});
 }
 
 void SessionTable::Refuse(std::int64_t now_ns) {
@@ -304,10 +318,18 @@ void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_
   }
   Encode(close, &buffer_);
   sink_->Emit(EventType::kClose, buffer_);
-  if (MayOutliveConnection(connection) &&
-      (AskedForSession(connection) || !connection.subscriptions.empty())) {
-    KeepOffline(connection, client, now_ns);
+  const bool keep = MayOutliveConnection(connection) &&
+                    (AskedForSession(connection) || !connection.subscriptions.empty());
+  if (observer_ != nullptr) {
+    SessionAfterClose after = SessionAfterClose::kEnds;
+    if (pending_ && pending_->facts.client_id == connection.client_id()) {
+      after = SessionAfterClose::kTakenOver;
+    } else if (keep && AskedForSession(connection)) {
+      after = SessionAfterClose::kKeptOffline;
+    }
+    observer_->Closed(connection.Observed(), reason, now_ns, after);
   }
+  if (keep) KeepOffline(connection, client, now_ns);
   open_.Erase(client);
 }
 
@@ -325,6 +347,7 @@ void SessionTable::KeepOffline(const OpenConnection& connection, const void* cli
     session.event.protocol_version = connection.protocol_version;
     session.event.client_id = connection.client_id();
     session.event.username = connection.username();
+    session.observed = observer_ != nullptr;
   }
   if (persistent_expiration_s_ > 0) {
     session.gone_by_ns = now_ns + persistent_expiration_s_ * 1000000000;
@@ -396,6 +419,7 @@ void SessionTable::ExpireOffline(std::int64_t now_ns) {
       offline_by_expiry_.erase(due);  // not expected: EraseOffline keeps both in step
       continue;
     }
+    if (observer_ != nullptr && it->second.observed) observer_->OfflineSessionEnded(it->first);
     EraseOffline(it);  // erases `due` with it
   }
 }

@@ -57,6 +57,39 @@ class EventSink {
   virtual bool Fits(const std::vector<std::size_t>& payload_sizes) const = 0;
 };
 
+// What becomes of a client's session when its connection closes.
+enum class SessionAfterClose : std::uint8_t {
+  kEnds,         // nothing outlives the connection (or nothing the registry lists)
+  kKeptOffline,  // a listed offline session (the client asked for one)
+  kTakenOver,    // a new connection of the same client id takes it over at once
+};
+
+// A connection as an observer sees it: views into the table's own record, valid during the
+// call only (no copy per open or close).
+struct ObservedConnection {
+  std::string_view client_id;
+  std::string_view username;
+  std::string_view ip_address;
+  std::int64_t open_time_ns = 0;
+  std::uint16_t keep_alive = 0;
+  std::uint16_t local_port = 0;
+  std::uint8_t protocol_version = 0;
+  bool clean_session = true;
+};
+
+// Who learns, besides the companion, when the table counts a connection as opened or closed
+// (presence messages, broker/presence.h). Called on the broker thread, from inside the table's
+// own decisions: exactly the moments its events are emitted.
+class ConnectionObserver {
+ public:
+  virtual ~ConnectionObserver() = default;
+  virtual void Opened(const ObservedConnection& connection) = 0;
+  virtual void Closed(const ObservedConnection& connection, CloseReason reason,
+                      std::int64_t close_ns, SessionAfterClose after) = 0;
+  // A listed offline session that went offline here (not one restored at start) expired.
+  virtual void OfflineSessionEnded(std::string_view client_id) = 0;
+};
+
 class SessionTable {
  public:
   // Offline persistent sessions kept at most; the oldest is forgotten first.
@@ -186,6 +219,9 @@ class SessionTable {
   bool ContinueFullState();
   bool full_state_active() const { return resync_active_; }
 
+  // Presence (may be null: none). Not owned.
+  void SetObserver(ConnectionObserver* observer) { observer_ = observer; }
+
   std::size_t open_count() const { return open_.size(); }
   std::size_t offline_count() const { return offline_.size(); }
   bool IsOpen(const void* client) const { return open_.Find(client) != nullptr; }
@@ -249,6 +285,7 @@ class SessionTable {
 
     explicit OpenConnection(const ConnectionEvent& event);
     ConnectionEvent Event() const;
+    ObservedConnection Observed() const;
     std::string_view String(std::size_t i) const {
       const std::uint32_t begin = i == 0 ? 0 : ends[i - 1];
       return std::string_view(text.get() + begin, ends[i] - begin);
@@ -277,6 +314,7 @@ class SessionTable {
     SubscriptionList subscriptions;
     OfflineSessionEvent event;    // event.seq 0: not announced (no session asked for)
     std::int64_t gone_by_ns = 0;  // the broker has expired it by then; 0 never
+    bool observed = false;        // went offline here with the observer told (not restored)
   };
 
   void Accept();
@@ -309,6 +347,7 @@ class SessionTable {
   void CloseOpen(const void* client, CloseReason reason, std::int64_t now_ns, std::int64_t idle_ns);
 
   EventSink* sink_;
+  ConnectionObserver* observer_ = nullptr;
   BrokerCounters* counters_;
   ConnectionStatsSlot* stats_;
   std::vector<std::uint32_t> free_stats_;  // reserved in full up front: never reallocates

@@ -165,6 +165,18 @@ const std::vector<OptionSpec>& Specs() {
        [](std::string_view value, PluginOptions* o, std::string* why) {
          return ParseAllowedHosts(value, &o->http_allowed_hosts, why);
        }},
+      {"presence_events", "true or false", BoolInto(&PluginOptions::presence_events)},
+      {"presence_retained", "true or false", BoolInto(&PluginOptions::presence_retained)},
+      {"presence_node",
+       "one MQTT topic level (no '/', '+' or '#'), at most 255 bytes, such as mosquitto@host-1",
+       [](std::string_view value, PluginOptions* o, std::string*) {
+         if (value.empty() || value.size() > 255 ||
+             value.find_first_of(std::string_view("/+#\0", 4)) != std::string_view::npos) {
+           return false;
+         }
+         o->presence_node = std::string(value);
+         return true;
+       }},
       {"companion", "the absolute path of the companion executable",
        [](std::string_view value, PluginOptions* o, std::string*) {
          if (value.empty() || value.front() != '/') return false;

@@ -35,6 +35,10 @@ struct PluginOptions {
   // Host names and addresses the API answers to besides loopback and http_bind (canonical:
   // link/host_names.h); any other Host is refused, against DNS rebinding.
   std::vector<std::string> http_allowed_hosts;
+  // Presence messages on EMQX's system topics (broker/presence.h; README, "Presence messages").
+  bool presence_events = false;
+  bool presence_retained = false;
+  std::string presence_node;  // empty: mosquitto@<host name>
 
   // True when some token file is set: every API request then needs a token.
   bool RequiresToken() const { return !http_token_file.empty() || !http_admin_token_file.empty(); }

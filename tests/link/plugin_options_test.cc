@@ -21,6 +21,9 @@ TEST(PluginOptionsTest, DefaultsMatchTheContract) {
   EXPECT_EQ(options.closed_ttl_s, 300u);
   EXPECT_EQ(options.rpc_timeout_s, 30u);
   EXPECT_EQ(options.rpc_max_pending, 1024u);
+  EXPECT_FALSE(options.presence_events);
+  EXPECT_FALSE(options.presence_retained);
+  EXPECT_EQ(options.presence_node, "");
 }
 
 TEST(PluginOptionsTest, EveryOptionIsParsed) {
@@ -34,7 +37,10 @@ TEST(PluginOptionsTest, EveryOptionIsParsed) {
                                   {"closed_ttl", "60"},
                                   {"rpc_timeout", "5"},
                                   {"rpc_max_pending", "10"},
-                                  {"companion", "/opt/x/companion"}},
+                                  {"companion", "/opt/x/companion"},
+                                  {"presence_events", "true"},
+                                  {"presence_retained", "true"},
+                                  {"presence_node", "mosquitto@edge-1"}},
                                  &options, &error))
       << error;
   EXPECT_EQ(options.http_port, 0);
@@ -46,6 +52,9 @@ TEST(PluginOptionsTest, EveryOptionIsParsed) {
   EXPECT_EQ(options.rpc_timeout_s, 5u);
   EXPECT_EQ(options.rpc_max_pending, 10u);
   EXPECT_EQ(options.companion_path, "/opt/x/companion");
+  EXPECT_TRUE(options.presence_events);
+  EXPECT_TRUE(options.presence_retained);
+  EXPECT_EQ(options.presence_node, "mosquitto@edge-1");
 }
 
 TEST(PluginOptionsTest, SurroundingSpaceIsIgnored) {
@@ -87,6 +96,11 @@ TEST(PluginOptionsTest, BadValuesAreRefusedNamingOptionValueAndWhatIsAccepted) {
       {"http_tls_cert", "cert.pem", "absolute path"},
       {"http_tls_key", "key.pem", "absolute path"},
       {"http_allow_anonymous", "1", "true or false"},
+      {"presence_events", "on", "true or false"},
+      {"presence_retained", "1", "true or false"},
+      {"presence_node", "a/b", "one MQTT topic level"},
+      {"presence_node", "node+", "one MQTT topic level"},
+      {"presence_node", "#", "one MQTT topic level"},
       {"http_allowed_hosts", "*", "wildcards are not accepted"},
       {"http_allowed_hosts", "*.example.com", "DNS rebinding"},
       {"http_allowed_hosts", "api.example.com:8080", "without a port"},

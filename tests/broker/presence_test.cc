@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "broker/presence.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+namespace mqc {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+class NoEvents : public EventSink {
+ public:
+  bool Emit(EventType, const std::string&) override { return true; }
+  bool Fits(const std::vector<std::size_t>&) const override { return true; }
+};
+
+// Records every message as "<topic after the prefix> [retained] <payload>".
+class RecordingPublisher : public PresencePublisher {
+ public:
+  bool Publish(const std::string& topic, const std::string& payload, bool retain) override {
+    if (refuse) return false;
+    topics.push_back(topic);
+    const std::string prefix = "$SYS/brokers/node1/clients/";
+    EXPECT_EQ(topic.compare(0, prefix.size(), prefix), 0) << topic;
+    lines.push_back(topic.substr(prefix.size()) + (retain ? " retained " : " ") + payload);
+    short_lines.push_back(topic.substr(prefix.size()) + (retain ? " retained" : ""));
+    return true;
+  }
+  std::vector<std::string> topics;
+  std::vector<std::string> lines;
+  std::vector<std::string> short_lines;
+  bool refuse = false;
+};
+
+std::int64_t FixedNow() { return 1700000000123456789; }
+
+ClientFacts Facts(const std::string& id, bool clean = true, std::uint8_t version = 4) {
+  ClientFacts facts;
+  facts.client_id = id;
+  facts.ip_address = "127.0.0.1";
+  facts.port = 50000;
+  facts.local_port = 1883;
+  facts.protocol_version = version;
+  facts.clean_session = clean;
+  facts.keep_alive = 60;
+  facts.mechanism = AuthMechanism::kAnonymous;
+  return facts;
+}
+
+// The field names of EMQX's "Client Online and Offline Events"
+// (https://docs.emqx.com/en/emqx/latest/observability/mqtt-system-topics.html), in its order
+// of listing there; every one must be in the payload, and no other.
+const std::set<std::string> kEmqxConnected = {
+    "username",        "ts",           "sockport", "proto_ver", "proto_name", "keepalive",
+    "ipaddress",       "expiry_interval", "connected_at", "connack", "clientid", "clean_start"};
+const std::set<std::string> kEmqxDisconnected = {"username",  "ts",        "sockport",
+                                                 "reason",    "proto_ver", "proto_name",
+                                                 "ipaddress", "disconnected_at", "clientid"};
+
+// The keys of a flat JSON object (the payloads have no nesting and no ':' in keys).
+std::set<std::string> Keys(const std::string& json) {
+  std::set<std::string> keys;
+  bool in_string = false;
+  bool escaped = false;
+  std::string current;
+  bool after_value_start = true;  // at '{' or ',': the next string is a key
+  bool reading_key = false;
+  for (const char c : json) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+        if (reading_key) keys.insert(current);
+        reading_key = false;
+        continue;
+      }
+      if (reading_key) current.push_back(c);
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      reading_key = after_value_start;
+      after_value_start = false;
+      current.clear();
+    } else if (c == '{' || c == ',') {
+      after_value_start = true;
+    }
+  }
+  return keys;
+}
+
+class PresenceTest : public ::testing::Test {
+ protected:
+  PresenceTest() {
+    PresenceOptions options;
+    options.events = true;
+    options.retained = true;
+    options.node = "node1";
+    presence_ = std::make_unique<Presence>(options, &publisher_, FixedNow);
+    table_.SetObserver(presence_.get());
+  }
+  const void* const a_ = &slots_[0];
+  const void* const b_ = &slots_[1];
+  int slots_[2] = {};
+  NoEvents sink_;
+  SessionTable table_{&sink_, 42};
+  RecordingPublisher publisher_;
+  std::unique_ptr<Presence> presence_;
+};
+
+TEST(PresencePayloadTest, ConnectedHasEmqxsFieldsAndValues) {
+  ObservedConnection c;
+  c.client_id = "sensor-\"1\"";
+  c.username = "alice";
+  c.ip_address = "::1";
+  c.local_port = 1884;
+  c.protocol_version = 5;
+  c.keep_alive = 30;
+  c.clean_session = false;
+  c.open_time_ns = 1700000000999000000;
+  std::string out;
+  BuildConnectedPayload(c, 3600, FixedNow(), &out);
+  EXPECT_EQ(out,
+            "{\"clientid\":\"sensor-\\\"1\\\"\",\"username\":\"alice\",\"ipaddress\":\"::1\","
+            "\"sockport\":1884,\"proto_name\":\"MQTT\",\"proto_ver\":5,\"keepalive\":30,"
+            "\"clean_start\":false,\"expiry_interval\":3600,\"connack\":0,"
+            "\"connected_at\":1700000000999,\"ts\":1700000000123}");
+  EXPECT_EQ(Keys(out), kEmqxConnected);
+}
+
+TEST(PresencePayloadTest, DisconnectedHasEmqxsFieldsAndOmitsAMissingUsername) {
+  ObservedConnection c;
+  c.client_id = "a\nb";
+  c.ip_address = "127.0.0.1";
+  c.local_port = 1883;
+  c.protocol_version = 3;
+  std::string out;
+  BuildDisconnectedPayload(c, CloseReason::kKicked, 1700000000500000000, FixedNow(), &out);
+  EXPECT_EQ(out,
+            "{\"clientid\":\"a\\u000ab\",\"ipaddress\":\"127.0.0.1\",\"sockport\":1883,"
+            "\"proto_name\":\"MQIsdp\",\"proto_ver\":3,\"reason\":\"kicked\","
+            "\"disconnected_at\":1700000000500,\"ts\":1700000000123}");
+  std::set<std::string> expected = kEmqxDisconnected;
+  expected.erase("username");
+  EXPECT_EQ(Keys(out), expected);
+  c.username = "bob";
+  BuildDisconnectedPayload(c, CloseReason::kKicked, 0, 0, &out);
+  EXPECT_NE(out.find("\"username\":\"bob\""), std::string::npos);
+  EXPECT_EQ(Keys(out), kEmqxDisconnected);
+}
+
+TEST(PresencePayloadTest, StringsAreEscapedAsJsonNeeds) {
+  ObservedConnection c;
+  c.client_id = std::string_view("a\"b\\c\x01" "d\x7f\xc3\xa9", 10);
+  c.username = "u";
+  std::string out;
+  BuildDisconnectedPayload(c, CloseReason::kClientDisconnect, 0, 0, &out);
+  const std::string expected =
+      "{\"clientid\":\"a\\\"b\\\\c\\u0001d\\u007f\xc3\xa9\",\"username\":\"u\"";
+  EXPECT_EQ(out.substr(0, expected.size()), expected);
+}
+
+TEST(PresencePayloadTest, ReasonsUseEmqxsWordsWhereTheyMatch) {
+  EXPECT_STREQ(PresenceReason(CloseReason::kClientDisconnect), "normal");
+  EXPECT_STREQ(PresenceReason(CloseReason::kConnectionLost), "tcp_closed");
+  EXPECT_STREQ(PresenceReason(CloseReason::kSessionTakenOver), "takenover");
+  EXPECT_STREQ(PresenceReason(CloseReason::kKicked), "kicked");
+  EXPECT_STREQ(PresenceReason(CloseReason::kAccessRevoked), "access_revoked");
+  EXPECT_STREQ(PresenceReason(CloseReason::kBrokerShutdown), "shutdown");
+  EXPECT_STREQ(PresenceReason(CloseReason::kAuthenticationFailed), "not_authorized");
+  EXPECT_STREQ(PresenceReason(CloseReason::kUnspecified), "unknown");
+  EXPECT_STREQ(PresenceReason(static_cast<CloseReason>(200)), "unknown");
+}
+
+TEST(PresencePayloadTest, NodesAndClientIdsMustBeOneTopicLevel) {
+  EXPECT_TRUE(IsValidPresenceNode("mosquitto@host-1.example"));
+  EXPECT_FALSE(IsValidPresenceNode(""));
+  EXPECT_FALSE(IsValidPresenceNode("a/b"));
+  EXPECT_FALSE(IsValidPresenceNode("a+"));
+  EXPECT_FALSE(IsValidPresenceNode("#"));
+  EXPECT_FALSE(IsValidPresenceNode(std::string(256, 'n')));
+  EXPECT_TRUE(IsValidPresenceNode(DefaultPresenceNode()));
+  EXPECT_EQ(DefaultPresenceNode().rfind("mosquitto@", 0), 0U);
+  EXPECT_TRUE(IsPresenceClientId("plant/line-1"));
+  EXPECT_FALSE(IsPresenceClientId(""));
+  EXPECT_FALSE(IsPresenceClientId("a+b"));
+  EXPECT_FALSE(IsPresenceClientId("a#"));
+}
+
+TEST_F(PresenceTest, AnAcceptedConnectPublishesConnectedThenOnlineAndItsCloseDisconnected) {
+  table_.BeginConnect(a_, Facts("s1"), 1000000000);
+  EXPECT_THAT(publisher_.lines, IsEmpty());  // not yet accepted
+  table_.Settle();
+  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2000000000);
+  EXPECT_THAT(publisher_.short_lines,
+              ElementsAre("s1/connected", "s1/state retained", "s1/disconnected",
+                          "s1/state retained"));
+  EXPECT_EQ(publisher_.lines[1], "s1/state retained online");
+  EXPECT_EQ(publisher_.lines[3], "s1/state retained ");  // a clean session ends: cleared
+  EXPECT_NE(publisher_.lines[2].find("\"reason\":\"normal\",\"disconnected_at\":2000,"),
+            std::string::npos);
+  EXPECT_NE(publisher_.lines[0].find("\"connected_at\":1000,"), std::string::npos);
+  EXPECT_EQ(presence_->published(), 4U);
+}
+
+TEST_F(PresenceTest, ARefusedConnectPublishesNothing) {
+  table_.BeginConnect(a_, Facts("s1"), 1);
+  table_.Disconnect(a_, /*has_client_id=*/false, CloseReason::kUnspecified, 2);
+  table_.Settle();
+  EXPECT_THAT(publisher_.lines, IsEmpty());
+}
+
+TEST_F(PresenceTest, ATakeoverClosesTheOldConnectionBeforeTheNewOneOpens) {
+  table_.BeginConnect(a_, Facts("s1"), 1);
+  table_.Settle();
+  publisher_.short_lines.clear();
+  table_.BeginConnect(b_, Facts("s1"), 2);
+  table_.Disconnect(a_, true, CloseReason::kConnectionLost, 3);  // inside the new CONNECT
+  table_.Settle();
+  EXPECT_THAT(publisher_.short_lines,
+              ElementsAre("s1/disconnected", "s1/connected", "s1/state retained"));
+  EXPECT_NE(publisher_.lines[2].find("\"reason\":\"takenover\""), std::string::npos);
+}
+
+TEST_F(PresenceTest, AReloadsRecheckPublishesNothingButARevocationDoes) {
+  table_.BeginConnect(a_, Facts("s1"), 1);
+  table_.Settle();
+  publisher_.lines.clear();
+  table_.BeginReload();
+  EXPECT_TRUE(table_.IsRecheck(a_, true));
+  table_.EndReload();
+  EXPECT_THAT(publisher_.lines, IsEmpty());
+  table_.BeginReload();
+  table_.Disconnect(a_, true, CloseReason::kUnspecified, 5);
+  table_.EndReload();
+  ASSERT_EQ(publisher_.lines.size(), 2U);
+  EXPECT_NE(publisher_.lines[0].find("\"reason\":\"access_revoked\""), std::string::npos);
+}
+
+TEST_F(PresenceTest, AKicksHeldRecheckDoesNotDelayTheDisconnected) {
+  table_.BeginConnect(a_, Facts("s1", /*clean=*/false), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/x", 1);
+  table_.Subscribe(a_, "events/x", 0);  // a kick's re-check: held
+  table_.Disconnect(a_, true, CloseReason::kKicked, 2);
+  EXPECT_THAT(publisher_.short_lines,
+              ElementsAre("s1/connected", "s1/state retained", "s1/disconnected",
+                          "s1/state retained"));
+  EXPECT_NE(publisher_.lines[2].find("\"reason\":\"kicked\""), std::string::npos);
+  EXPECT_EQ(publisher_.lines[3], "s1/state retained offline");  // the session stays
+}
+
+TEST_F(PresenceTest, APersistentSessionGoesOfflineAndIsClearedWhenItExpires) {
+  presence_->SetPersistentClientExpiration(60);
+  table_.SetPersistentClientExpiration(60);
+  table_.BeginConnect(a_, Facts("s1", /*clean=*/false), 1);
+  table_.Settle();
+  EXPECT_NE(publisher_.lines[0].find("\"clean_start\":false,\"expiry_interval\":60,"),
+            std::string::npos);
+  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 1000000000);
+  EXPECT_EQ(publisher_.lines.back(), "s1/state retained offline");
+  table_.ExpireOffline(30000000000);
+  EXPECT_EQ(publisher_.lines.size(), 4U);
+  table_.ExpireOffline(62000000000);
+  EXPECT_EQ(publisher_.lines.size(), 5U);
+  EXPECT_EQ(publisher_.lines.back(), "s1/state retained ");
+}
+
+TEST_F(PresenceTest, ARestoredSessionPublishesNothingUntilItConnects) {
+  table_.SetPersistentClientExpiration(60);
+  PersistedSession restored;
+  restored.client_id = "old";
+  table_.RestoreOffline({restored}, 1);
+  table_.ExpireOffline(1);
+  EXPECT_THAT(publisher_.lines, IsEmpty());
+  table_.BeginConnect(a_, Facts("old", /*clean=*/false), 2);
+  table_.Settle();
+  EXPECT_THAT(publisher_.short_lines, ElementsAre("old/connected", "old/state retained"));
+}
+
+TEST_F(PresenceTest, ClientIdsThatAreNoTopicLevelAreSkipped) {
+  table_.BeginConnect(a_, Facts("a+b"), 1);
+  table_.Settle();
+  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2);
+  EXPECT_THAT(publisher_.lines, IsEmpty());
+  EXPECT_EQ(presence_->skipped(), 1U);
+}
+
+TEST_F(PresenceTest, PresenceTopicsAreRecognisedByTheirPrefix) {
+  EXPECT_TRUE(presence_->IsPresenceTopic("$SYS/brokers/node1/clients/x/connected"));
+  EXPECT_FALSE(presence_->IsPresenceTopic("$SYS/brokers/node2/clients/x/connected"));
+  EXPECT_FALSE(presence_->IsPresenceTopic("$SYS/broker/clients/connected"));
+  EXPECT_FALSE(presence_->IsPresenceTopic("events/a"));
+}
+
+TEST(PresenceOptionsTest, EventsAloneOrStateAloneCanBeOn) {
+  RecordingPublisher publisher;
+  NoEvents sink;
+  SessionTable table(&sink, 1);
+  PresenceOptions options;
+  options.node = "node1";
+  options.retained = true;  // without events: only the state topic
+  Presence presence(options, &publisher, FixedNow);
+  table.SetObserver(&presence);
+  int client = 0;
+  table.BeginConnect(&client, Facts("s1"), 1);
+  table.Settle();
+  EXPECT_THAT(publisher.short_lines, ElementsAre("s1/state retained"));
+  publisher.refuse = true;
+  table.Disconnect(&client, true, CloseReason::kClientDisconnect, 2);
+  EXPECT_EQ(presence.refused(), 1U);
+}
+
+}  // namespace
+}  // namespace mqc
