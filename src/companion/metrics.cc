@@ -43,8 +43,8 @@ using prometheus::MetricType;
 
 // Label values, in the order of the enums that index the shared counters.
 constexpr std::array<const char*, kOperationCount> kOperationLabels = {
-    "publish_events", "publish_store", "publish_queues", "rpc_command", "rpc_query",
-    "deliver_events", "deliver_store", "deliver_queues", "rpc_response"};
+    "publish_events", "publish_store", "publish_queues", "rpc_command",  "rpc_query",
+    "deliver_events", "deliver_store", "deliver_queues", "rpc_response", "subscribe"};
 constexpr std::array<const char*, kStatusCount> kStatusLabels = {"success", "error", "dropped"};
 constexpr std::array<const char*, kDurationOperationCount> kDurationLabels = {
     "rpc_command", "rpc_query", "rpc_response"};

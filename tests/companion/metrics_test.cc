@@ -29,9 +29,9 @@ using ::testing::IsSubsetOf;
 using ::testing::Not;
 using ::testing::UnorderedElementsAreArray;
 
-const char* const kOperations[] = {"publish_events", "publish_store",  "publish_queues",
-                                   "rpc_command",    "rpc_query",      "deliver_events",
-                                   "deliver_store",  "deliver_queues", "rpc_response"};
+const char* const kOperations[] = {
+    "publish_events", "publish_store", "publish_queues", "rpc_command",  "rpc_query",
+    "deliver_events", "deliver_store", "deliver_queues", "rpc_response", "subscribe"};
 const char* const kStatuses[] = {"success", "error", "dropped"};
 const char* const kBounds[] = {"0.01", "0.05", "0.1", "0.25", "0.5", "1",
                                "2.5",  "5",    "10",  "30",   "60",  "+Inf"};
