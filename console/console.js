@@ -367,11 +367,16 @@ function renderDetail(connection) {
   panel.appendChild(element('h3', 'Subscriptions (' + subscriptions.length + ')'));
   // The KubeMQ pattern and channel of each filter; the mapping error column only when one has
   // an error (a filter that maps onto no channel).
+  // The KubeMQ column: whether KubeMQ's MQTT side would accept the subscription (what strict
+  // mode refuses), and why not.
   const withErrors = subscriptions.some((s) => s.mappingError);
   table(panel, ['filter', 'QoS', 'pattern', 'channel', 'shared group']
-                   .concat(withErrors ? ['mapping error'] : []),
+                   .concat(withErrors ? ['mapping error'] : []).concat(['KubeMQ']),
         subscriptions.map((s) => [s.filter, s.qos, s.pattern, s.channel, s.sharedGroup]
-                                     .concat(withErrors ? [s.mappingError] : [])),
+                                     .concat(withErrors ? [s.mappingError] : [])
+                                     .concat([s.kubemqValid === false
+                                                  ? 'refused: ' + (s.kubemqError || '')
+                                                  : 'accepted'])),
         'subscriptions');
 
   panel.appendChild(element('h3', 'Traffic'));

@@ -5,11 +5,22 @@
 #include <memory>
 #include <utility>
 
+#include "link/kubemq_strict.h"
+
 namespace mqc {
 
 namespace {
 
 constexpr std::int64_t kMinuteNs = 60'000'000'000;
+
+// A subscription's KubeMQ mapping and KubeMQ's verdict on it (shown in every mode).
+void MapSubscription(const Connection& connection, DefaultPattern default_pattern,
+                     Subscription* subscription) {
+  subscription->mapping = MapTopicFilter(subscription->filter, default_pattern);
+  subscription->kubemq_error =
+      KubemqSubscribeRefusal(subscription->filter, subscription->mapping, subscription->qos,
+                             connection.protocol_version, connection.client_id);
+}
 
 std::string ListenerName(const ListenerConfig& listener) {
   const bool websockets = listener.protocol == "websockets";
@@ -209,9 +220,10 @@ bool ConnectionRegistry::Apply(EventType type, std::string_view payload, std::in
           if (entry != subscriptions.end()) subscriptions.erase(entry);
         } else if (entry != subscriptions.end()) {
           entry->qos = event.qos;
+          MapSubscription(*connection, options_.default_pattern, &*entry);
         } else {
-          subscriptions.push_back(Subscription{
-              event.filter, event.qos, MapTopicFilter(event.filter, options_.default_pattern)});
+          subscriptions.push_back(Subscription{event.filter, event.qos, {}, {}});
+          MapSubscription(*connection, options_.default_pattern, &subscriptions.back());
         }
       });
       return true;
@@ -293,7 +305,7 @@ void ConnectionRegistry::ApplySettings(const SettingsEvent& settings, std::int64
         if (entry.connection->subscriptions.empty()) continue;
         Edit(map, &entry, [this](Connection* connection) {
           for (Subscription& s : connection->subscriptions) {
-            s.mapping = MapTopicFilter(s.filter, options_.default_pattern);
+            MapSubscription(*connection, options_.default_pattern, &s);
           }
         });
       }

@@ -152,6 +152,31 @@ TEST_F(ConnectionRegistryTest, SubscriptionsAreMappedAndUpdated) {
   EXPECT_EQ(registry_.Snapshot()[0].subscriptions.size(), 1u);
 }
 
+TEST_F(ConnectionRegistryTest, SubscriptionsSayWhetherKubemqAcceptsThem) {
+  ConnectionEvent open = Open(1, "s");
+  open.protocol_version = 5;
+  ApplyOpen(open);
+  ApplySub(EventType::kSubscribe, 1, "events/a", 0);
+  ApplySub(EventType::kSubscribe, 1, "store/#", 1);
+  ApplySub(EventType::kSubscribe, 1, "$share/g/queues/jobs", 0);
+  ApplySub(EventType::kSubscribe, 1, "$reply/s/#", 0);
+  auto subs = registry_.Snapshot()[0].subscriptions;
+  ASSERT_EQ(subs.size(), 4u);
+  EXPECT_EQ(subs[0].kubemq_error, "");
+  EXPECT_EQ(subs[1].kubemq_error, "KubeMQ's store pattern takes no wildcards");
+  EXPECT_EQ(subs[2].kubemq_error, "KubeMQ's queues subscriptions need QoS 1 or 2");
+  EXPECT_EQ(subs[3].kubemq_error, "");  // the client's own reply namespace
+  // A new QoS is a new verdict.
+  ApplySub(EventType::kSubscribe, 1, "$share/g/queues/jobs", 1);
+  EXPECT_EQ(registry_.Snapshot()[0].subscriptions[2].kubemq_error, "");
+  // So is a new default pattern.
+  ApplySub(EventType::kSubscribe, 1, "site/+", 0);
+  EXPECT_EQ(registry_.Snapshot()[0].subscriptions[4].kubemq_error, "");
+  Apply(EventType::kSettings, SettingsEvent{DefaultPattern::kStore, 10, 1000});
+  EXPECT_EQ(registry_.Snapshot()[0].subscriptions[4].kubemq_error,
+            "KubeMQ's store pattern takes no wildcards");
+}
+
 TEST_F(ConnectionRegistryTest, ReloadedSettingsRemapSubscriptionsAndTrimTheClosedList) {
   ApplyOpen(Open(1, "s"));
   ApplySub(EventType::kSubscribe, 1, "site1/temp", 0);
