@@ -35,8 +35,8 @@ bool HasWildcard(std::string_view filter) {
 
 }  // namespace
 
-std::string KubemqSubscribeRefusal(std::string_view filter, const TopicMapping& mapping,
-                                   int qos, int protocol_version, std::string_view client_id) {
+std::string KubemqSubscribeRefusal(std::string_view filter, const TopicMapping& mapping, int qos,
+                                   int protocol_version, std::string_view client_id) {
   if (!mapping.error.empty()) return "no KubeMQ channel: " + mapping.error;
   const bool shared = StartsWith(filter, kSharePrefix);
   if (!shared && !filter.empty() && filter.front() == '$') {

@@ -18,8 +18,8 @@ namespace mqc {
 // this granted QoS from a client of this protocol version (3, 4 or 5) and id; empty when it
 // accepts it. `mapping` is MapTopicFilter(filter, default_pattern), already at hand where this
 // is called.
-std::string KubemqSubscribeRefusal(std::string_view filter, const TopicMapping& mapping,
-                                   int qos, int protocol_version, std::string_view client_id);
+std::string KubemqSubscribeRefusal(std::string_view filter, const TopicMapping& mapping, int qos,
+                                   int protocol_version, std::string_view client_id);
 
 // A PUBLISH topic, from its class (ClassifyTopic) alone: accepted, refused, or accepted only
 // as an RPC request (commands/queries: MQTT 5 with a ResponseTopic, KubeMQAcceptsRpcRequest).

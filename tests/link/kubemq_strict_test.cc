@@ -69,8 +69,8 @@ TEST(KubemqStrictSubscribe, SharedQueuesNeedMqtt5AndQos1) {
 }
 
 TEST(KubemqStrictSubscribe, RefusesInvalidMappingsWithTheMappingError) {
-  for (const char* filter : {"events//x", "events/x/", "/events/x", "events", "events/",
-                             "$share//queues/x"}) {
+  for (const char* filter :
+       {"events//x", "events/x/", "/events/x", "events", "events/", "$share//queues/x"}) {
     SCOPED_TRACE(filter);
     const std::string error = MapTopicFilter(filter, DefaultPattern::kEvents).error;
     ASSERT_FALSE(error.empty());
@@ -106,8 +106,8 @@ TEST(KubemqStrictPublish, Verdicts) {
   EXPECT_EQ(Publish("queries/svc"), KubemqPublishVerdict::kAcceptIfRpcRequest);
   EXPECT_EQ(Publish("$reply/requester/1"), KubemqPublishVerdict::kAccept);
   EXPECT_EQ(Publish("$other/x"), KubemqPublishVerdict::kRefuse);
-  for (const char* topic : {"events//x", "events/x/", "/events/x", "events", "store", "queues/",
-                            "commands//x", ""}) {
+  for (const char* topic :
+       {"events//x", "events/x/", "/events/x", "events", "store", "queues/", "commands//x", ""}) {
     SCOPED_TRACE(topic);
     EXPECT_EQ(Publish(topic), KubemqPublishVerdict::kRefuse);
   }
