@@ -28,7 +28,8 @@ def beside_system(broker):
 # test_metrics, test_acl_counting, test_connections, ...). Leaving them out of the other three
 # brokers keeps the test command near 30 minutes on 2 cores.
 COMPANION_ONLY = ("test_allowed_hosts", "test_cli", "test_connect_clients", "test_console",
-                  "test_flood", "test_grafana_dashboard", "test_network_info", "test_openapi")
+                  "test_flood", "test_grafana_dashboard", "test_network_info", "test_openapi",
+                  "test_top_clients")
 
 NOT_APPLICABLE = [
     *((suite, beside_system, "the suite tests the companion's side, the same with every broker; "

@@ -415,6 +415,42 @@ std::array<std::size_t, kPatternCount> ConnectionRegistry::SubscriptionsByPatter
   return counts;
 }
 
+std::vector<ConnectionRegistry::TopClient> ConnectionRegistry::TopClients(std::size_t n) const {
+  struct Candidate {
+    std::uint64_t messages;
+    const Connection* connection;
+    const RequestStatistics* recent;
+  };
+  // "a before b": more messages, then the smaller client id.
+  const auto before = [](const Candidate& a, const Candidate& b) {
+    if (a.messages != b.messages) return a.messages > b.messages;
+    return a.connection->client_id < b.connection->client_id;
+  };
+  std::vector<Candidate> kept;  // a heap whose top is the last of the kept ones
+  std::vector<TopClient> top;
+  if (n == 0) return top;
+  kept.reserve(n + 1);
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [seq, entry] : open_) {
+    const std::uint64_t messages = entry.recent.publish_count + entry.recent.deliver_count;
+    if (messages == 0) continue;
+    const Candidate candidate{messages, entry.connection.get(), &entry.recent};
+    if (kept.size() == n && !before(candidate, kept.front())) continue;
+    kept.push_back(candidate);
+    std::push_heap(kept.begin(), kept.end(), before);
+    if (kept.size() > n) {
+      std::pop_heap(kept.begin(), kept.end(), before);
+      kept.pop_back();
+    }
+  }
+  std::sort_heap(kept.begin(), kept.end(), before);
+  top.reserve(kept.size());
+  for (const Candidate& candidate : kept) {
+    top.push_back(TopClient{candidate.connection->client_id, *candidate.recent});
+  }
+  return top;
+}
+
 std::size_t ConnectionRegistry::closed_count() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return closed_.size();

@@ -468,5 +468,53 @@ TEST_F(MetricsTest, ScrapesRunConcurrentlyWithWritersAndEachOther) {
                                    std::to_string(2 * kRequests)));
 }
 
+TEST_F(MetricsTest, TopClientsFamilyIsLeftOutByDefault) {
+  Apply(EventType::kConnection, Open(1, "talker"));
+  EXPECT_THAT(exporter_->Render(), Not(HasSubstr("kubemq_mqtt_top_client")));
+}
+
+TEST_F(MetricsTest, TopClientsFamilyShowsTheTopTalkersOnlyAndDropsThoseWhoLeave) {
+  ConnectionStatsSlot slots[3];
+  ConnectionRegistry registry(
+      ConnectionRegistryOptions{7, DefaultPattern::kEvents, 10, 1'000'000'000, {}, slots, 3});
+  MetricsExporter exporter(*region_->header(), registry, 7, /*top_clients=*/2);
+  const std::int64_t minute = 60'000'000'000;
+  for (std::uint64_t seq = 1; seq <= 3; ++seq) {
+    ConnectionEvent e = Open(seq, "client \"" + std::to_string(seq) + "\"");
+    e.stats_slot = static_cast<std::uint32_t>(seq - 1);
+    slots[seq - 1].seq.store(seq);
+    std::string bytes;
+    Encode(e, &bytes);
+    ASSERT_TRUE(registry.Apply(EventType::kConnection, bytes, 10 * minute + 1));
+  }
+  registry.RollStatisticsWindow(10 * minute + 2);
+  Bump(slots[0].publish_count, 60);  // client "1": 1/s out, 2/s in
+  Bump(slots[0].deliver_count, 120);
+  Bump(slots[1].publish_count, 600);  // client "2": 10/s
+  Bump(slots[2].publish_count, 6);    // client "3": the third, left out
+  registry.RollStatisticsWindow(11 * minute);
+  std::string text = exporter.Render();
+  EXPECT_THAT(text, HasSubstr("# TYPE kubemq_mqtt_top_client_messages_per_second gauge"));
+  std::vector<std::string> samples = Samples(text, "kubemq_mqtt_top_client_messages_per_second");
+  EXPECT_THAT(samples,
+              UnorderedElementsAreArray({"kubemq_mqtt_top_client_messages_per_second{client_id="
+                                         "\"client \\\"2\\\"\",direction=\"deliver\"} 0",
+                                         "kubemq_mqtt_top_client_messages_per_second{client_id="
+                                         "\"client \\\"2\\\"\",direction=\"publish\"} 10",
+                                         "kubemq_mqtt_top_client_messages_per_second{client_id="
+                                         "\"client \\\"1\\\"\",direction=\"deliver\"} 2",
+                                         "kubemq_mqtt_top_client_messages_per_second{client_id="
+                                         "\"client \\\"1\\\"\",direction=\"publish\"} 1"}));
+  // The next minute only client "3" talks: the others' series disappear.
+  Bump(slots[2].publish_count, 30);
+  registry.RollStatisticsWindow(12 * minute);
+  samples = Samples(exporter.Render(), "kubemq_mqtt_top_client_messages_per_second");
+  EXPECT_THAT(samples,
+              UnorderedElementsAreArray({"kubemq_mqtt_top_client_messages_per_second{client_id="
+                                         "\"client \\\"3\\\"\",direction=\"deliver\"} 0",
+                                         "kubemq_mqtt_top_client_messages_per_second{client_id="
+                                         "\"client \\\"3\\\"\",direction=\"publish\"} 0.5"}));
+}
+
 }  // namespace
 }  // namespace mqc
