@@ -204,8 +204,8 @@ class ConsoleTest(unittest.TestCase):
             ["$share/workers/queues/jobs/email", "1", "queues", "jobs.email", "workers",
              "accepted"]])
         # What KubeMQ would refuse says why (bob's commands/ subscription: publish only).
-        dom = self.render({"client": "console-bob"})
-        self.assertEqual(dom.by_id("subscriptions").rows(), [
+        bob = self.render({"client": "console-bob"})
+        self.assertEqual(bob.by_id("subscriptions").rows(), [
             ["commands/doors/open", "0", "commands", "doors.open", "-",
              "refused: KubeMQ's commands pattern is publish only"]])
         traffic = {r[0]: r[1:] for r in dom.by_id("traffic").rows()}
