@@ -7,6 +7,7 @@ decides the rest. Off (the default), nothing is refused, and the rich API shows 
 kubemqError in every mode. The neutrality suites (test_auth_neutrality, test_acl_counting) run
 with the option off and prove that it changes nothing there."""
 
+import os
 import socket
 import struct
 import unittest
@@ -176,6 +177,30 @@ class StrictModeWithAclFileTest(unittest.TestCase):
                 wait_for(lambda: len(reader.messages) == 2, what="the allowed messages")
                 self.assertEqual([t for t, _ in reader.messages],
                                  ["events/allowed/a", "events/allowed/b"])
+                writer.disconnect()
+            finally:
+                reader.disconnect()
+
+
+class StrictModeBesideAnAuthPluginTest(unittest.TestCase):
+    """2.1 with another plugin that registers no ACL callback (the test's challenge-auth plugin):
+    the plugin's ACL callback, registered for strict mode, is then the only one, and what it does
+    not refuse must stay allowed (its IGNORE is the broker's own allow; a DEFER would deny all).
+    2.0 leaves ACL decisions to the others when another plugin is configured (README, "Auth
+    neutrality"), with or without strict mode: integration/broker_matrix.py skips it there."""
+
+    def test_what_strict_mode_accepts_stays_allowed(self):
+        plugin = os.environ.get("MQC_CHALLENGE_AUTH_PLUGIN", "")
+        self.assertTrue(plugin, "MQC_CHALLENGE_AUTH_PLUGIN must name the built test plugin")
+        with Broker(options={"kubemq_strict": "true"}, plugin_after=f"plugin {plugin}") as broker:
+            reader = Client(broker, "beside-reader", version=5)
+            try:
+                self.assertEqual(reader.subscribe("events/#", 1), [1])
+                self.assertEqual(reader.subscribe("store/#", 1), [NOT_AUTHORIZED])
+                writer = Client(broker, "beside-writer")
+                writer.publish("events/a", b"1", qos=1)
+                wait_for(lambda: reader.messages, what="the message routed")
+                self.assertEqual(reader.messages, [("events/a", b"1")])
                 writer.disconnect()
             finally:
                 reader.disconnect()

@@ -501,21 +501,24 @@ int OnTick(int /*event*/, void* event_data, void* userdata) {
 // what MESSAGE_OUT cannot: a QoS 0 message for an offline session, which the broker throws
 // away (counted as dropped, as on 2.0).
 //
-// Strict mode registers it also where other ACL sources exist, to refuse a SUBSCRIBE that KubeMQ
+// Strict mode registers it also where other sources exist, to refuse a SUBSCRIBE that KubeMQ
 // would refuse: 2.1's loop (src/plugin_acl_check.c: plugin__acl_check) ends at the first answer
 // that is neither DEFER nor IGNORE, and handle_subscribe turns ACL_DENIED into 0x80 (MQTT 3.1.1)
-// or 0x87 (MQTT 5). Every other check then answers DEFER, which leaves the answer to the sources
-// after this plugin, and keeps a denial a denial when every source before it deferred (an IGNORE
-// answered last would turn that into an allow). Watching READ checks stays for the case without
-// other sources, where its IGNORE is the broker's answer.
+// or 0x87 (MQTT 5). Every other check still answers IGNORE: the acl_file's callback and those of
+// plugins loaded later come after this one (src/plugin_init.c: plugins first, then
+// mosquitto_security_init_default; callbacks are appended), so the last of them decides, and
+// where no other ACL callback exists (a password-only plugin) IGNORE is the broker's own allow,
+// where DEFER would turn every check into a denial. Behind an ACL plugin loaded before this one
+// (the start log warns when it is not first) an IGNORE answered last would allow what that
+// plugin deferred: strict mode assumes the plugin is loaded first. Watching READ checks stays
+// for the case without other sources.
 int OnAclCheck21(int /*event*/, void* event_data, void* userdata) {
   auto* state = static_cast<PluginState*>(userdata);
   const auto& data = *static_cast<const mosquitto_evt_acl_check*>(event_data);
-  const int pass = state->watch_acl_21 ? kErrPluginIgnore : MOSQ_ERR_PLUGIN_DEFER;
   if (data.access == MOSQ_ACL_SUBSCRIBE && state->options.kubemq_strict) {
-    return StrictRefusesSubscribe(state, data) ? MOSQ_ERR_ACL_DENIED : pass;
+    return StrictRefusesSubscribe(state, data) ? MOSQ_ERR_ACL_DENIED : kErrPluginIgnore;
   }
-  if (data.access != MOSQ_ACL_READ || !state->watch_acl_21) return pass;
+  if (data.access != MOSQ_ACL_READ || !state->watch_acl_21) return kErrPluginIgnore;
   try {
     SessionTable& sessions = *state->sessions;
     if (ClientSocket(data.client) < 0 && !sessions.IsOpen(data.client) &&
