@@ -22,7 +22,7 @@ std::string KubemqSubscribeRefusal(std::string_view filter, const TopicMapping& 
                                    int protocol_version, std::string_view client_id);
 
 // A PUBLISH topic, from its class (ClassifyTopic) alone: accepted, refused, or accepted only
-// as an RPC request (commands/queries: MQTT 5 with a ResponseTopic, KubeMQAcceptsRpcRequest).
+// as an RPC request (commands/queries: MQTT 5 with a ResponseTopic, KubemqAcceptsRpcRequest).
 // No allocation: the broker thread calls it once per new topic (the meter caches it).
 enum class KubemqPublishVerdict : std::uint8_t { kAccept, kRefuse, kAcceptIfRpcRequest };
 KubemqPublishVerdict KubemqPublishVerdictOf(std::string_view topic,
