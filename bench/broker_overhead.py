@@ -10,7 +10,7 @@ other in alternating rounds, and the figures are the median over the rounds.
 
 Usage: bench/broker_overhead.py BUILD_DIR [--messages N] [--subscribers N] [--rounds N]
                                 [--acl-file] [--callgrind N [--floor] [--keep DIR]]
-                                [--broker NAME]
+                                [--broker NAME] [--strict]
 Prints one line per round and a summary: CPU microseconds per delivered message, and the
 ratio with/without the plugin. With --callgrind N it also counts the broker's instructions
 per delivered message under valgrind (repeatable, whatever else the machine does) from runs
@@ -19,6 +19,9 @@ allows the workload (ACL_FILE_TEXT), so that the plugin asks the broker's ACL fo
 With --floor the callgrind figures include a third broker: plain Mosquitto with the build's
 mqc_floor_plugin.so, which registers the plugin's per-message callbacks and does nothing in
 them (plugin/floor_plugin.c): what the broker's own dispatch to a plugin costs.
+--strict adds a third broker to every round and to the callgrind figures: the plugin with
+plugin_opt_kubemq_strict true (docs/topic-mapping.md, "Strict mode"), so that strict on and off
+are compared in the same run.
 --broker NAME runs every broker of the comparison (plain, floor, plugin) as that build of
 Mosquitto: `system` (Debian 12's /usr/sbin/mosquitto, the default) or a name of the manifest
 scripts/prepare-brokers.py writes into BUILD_DIR/brokers/ (integration/brokers.py), with its
@@ -58,12 +61,14 @@ LOG_TYPES = ("error", "warning", "notice", "subscribe")
 FLOOR_PLUGIN = None
 
 
-def broker_arguments(acl_file, floor=False):
+def broker_arguments(acl_file, floor=False, strict=False):
     arguments = {"extra": ""}
     if acl_file:
         arguments = {"extra": "acl_file {dir}/acl\n", "files": {"acl": ACL_FILE_TEXT}}
     if floor:
         arguments["extra"] += f"plugin {FLOOR_PLUGIN}\n"
+    if strict:
+        arguments["options"] = {"kubemq_strict": "true"}
     return arguments
 
 
@@ -98,10 +103,10 @@ def run_workload(broker, messages, subscribers, payload_file):
 
 
 def callgrind_instructions(with_plugin, messages, subscribers, payload_file, workdir, acl_file,
-                           floor=False, build=None):
+                           floor=False, build=None, strict=False):
     """Instructions the broker executes over its whole life for the workload (callgrind);
     `build` is the Mosquitto build (brokers.BrokerBuild; the harness's default if None)."""
-    kind = "floor" if floor else "plugin" if with_plugin else "plain"
+    kind = "floor" if floor else "strict" if strict else "plugin" if with_plugin else "plain"
     out = os.path.join(workdir, f"callgrind.{kind}.{messages}.out")
     # The broker drops to user mosquitto, and callgrind writes its totals as that user at exit.
     with open(out, "w"):
@@ -110,7 +115,7 @@ def callgrind_instructions(with_plugin, messages, subscribers, payload_file, wor
     broker = harness.Broker(plugin=with_plugin, log_types=LOG_TYPES,
                             command_prefix=["valgrind", "--tool=callgrind",
                                             f"--callgrind-out-file={out}"],
-                            build=build, **broker_arguments(acl_file, floor))
+                            build=build, **broker_arguments(acl_file, floor, strict))
     broker.start()
     try:
         run_workload(broker, messages, subscribers, payload_file)
@@ -125,7 +130,7 @@ def callgrind_instructions(with_plugin, messages, subscribers, payload_file, wor
 
 
 def instructions_per_delivery(with_plugin, messages, subscribers, payload, workdir,
-                              acl_file=False, floor=False, build=None):
+                              acl_file=False, floor=False, build=None, strict=False):
     """The difference between a run with 2N messages and one with N cancels start-up and
     shutdown: what remains is the cost of N messages delivered to every subscriber."""
     small = os.path.join(workdir, "payload-n")
@@ -136,9 +141,9 @@ def instructions_per_delivery(with_plugin, messages, subscribers, payload, workd
             if i < messages:
                 n2.write(line)
     once = callgrind_instructions(with_plugin, messages, subscribers, small, workdir, acl_file,
-                                  floor, build)
+                                  floor, build, strict)
     twice = callgrind_instructions(with_plugin, 2 * messages, subscribers, large, workdir,
-                                   acl_file, floor, build)
+                                   acl_file, floor, build, strict)
     return (twice - once) / (messages * subscribers)
 
 
@@ -156,6 +161,8 @@ def main():
                         help="with --callgrind, also count a broker with the do-nothing plugin")
     parser.add_argument("--keep", metavar="DIR",
                         help="with --callgrind, copy the callgrind output files into DIR")
+    parser.add_argument("--strict", action="store_true",
+                        help="also run the plugin with plugin_opt_kubemq_strict true")
     parser.add_argument("--broker", default=brokers.SYSTEM,
                         help="the Mosquitto build to run: system (default) or a name of "
                              "BUILD_DIR/brokers/brokers.json")
@@ -177,13 +184,15 @@ def main():
         for i in range(args.messages):
             f.write(f"reading {i:08d} value 21.5\n")
     deliveries = args.messages * args.subscribers
-    results = {False: [], True: []}
+    results = {False: [], True: [], "strict": []}
+    kinds = [False, True] + (["strict"] if args.strict else [])
     try:
         for round_ in range(args.rounds):
-            for plugin in (False, True) if round_ % 2 == 0 else (True, False):
+            for plugin in kinds if round_ % 2 == 0 else list(reversed(kinds)):
                 # No per-message log lines: they would cost more than what is measured.
-                broker = harness.Broker(plugin=plugin, log_types=LOG_TYPES, build=build,
-                                        **broker_arguments(args.acl_file))
+                broker = harness.Broker(plugin=bool(plugin), log_types=LOG_TYPES, build=build,
+                                        **broker_arguments(args.acl_file,
+                                                           strict=plugin == "strict"))
                 broker.start()
                 try:
                     cpu, elapsed = run_workload(broker, args.messages, args.subscribers,
@@ -193,7 +202,9 @@ def main():
                     broker.cleanup_dir()
                 per_message_us = cpu / deliveries * 1e6
                 results[plugin].append(per_message_us)
-                print(f"round {round_ + 1} {'plugin' if plugin else 'plain '}: broker CPU "
+                print(f"round {round_ + 1} "
+                      f"{'strict' if plugin == 'strict' else 'plugin' if plugin else 'plain '}: "
+                      f"broker CPU "
                       f"{cpu:.3f} s for {deliveries} deliveries = {per_message_us:.3f} us each "
                       f"({elapsed:.1f} s wall)", flush=True)
         if args.rounds > 0:
@@ -202,6 +213,11 @@ def main():
             print(f"median broker CPU per delivered message: plain {plain:.3f} us, "
                   f"with plugin {with_plugin:.3f} us, ratio {with_plugin / plain:.3f}",
                   flush=True)
+            if args.strict:
+                strict = statistics.median(results["strict"])
+                print(f"median broker CPU per delivered message with kubemq_strict: "
+                      f"{strict:.3f} us, ratio to the plugin without it "
+                      f"{strict / with_plugin:.3f}", flush=True)
         if args.callgrind:
             per = {p: instructions_per_delivery(p, args.callgrind, args.subscribers,
                                                 payload_file, workdir, args.acl_file,
@@ -209,6 +225,13 @@ def main():
                    for p in (False, True)}
             print(f"callgrind instructions per delivered message: plain {per[False]:.0f}, "
                   f"with plugin {per[True]:.0f}, ratio {per[True] / per[False]:.4f}")
+            if args.strict:
+                strict = instructions_per_delivery(True, args.callgrind, args.subscribers,
+                                                   payload_file, workdir, args.acl_file,
+                                                   build=build, strict=True)
+                print(f"callgrind with kubemq_strict: {strict:.0f}, ratio to plain "
+                      f"{strict / per[False]:.4f}, to the plugin without it "
+                      f"{strict / per[True]:.4f} ({strict - per[True]:+.0f} instructions)")
             if args.floor:
                 floor = instructions_per_delivery(False, args.callgrind, args.subscribers,
                                                   payload_file, workdir, args.acl_file,

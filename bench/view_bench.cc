@@ -16,7 +16,11 @@
 //   (1000 ids)`: the query engine's part, then the whole request with its page encoded),
 //   query_or_prefixes_ms and list_filter_or_prefixes_ms (an OR of two client id prefixes, a
 //   scan, a page of 1000 matches), each also as CPU time (_cpu_ms); rss_mib (resident memory at the
-//   end). Exits 1 with a message when an answer is wrong.
+//   end); top_clients_100_ms and
+//   top_clients_10_ms (ConnectionRegistry::TopClients over N connections that all had traffic in
+//   the previous minute: the work plugin_opt_metrics_top_clients adds to each scrape) and
+//   metrics_render_top_0_ms / metrics_render_top_100_ms (a whole /metrics render without and
+//   with the top 100). Exits 1 with a message when an answer is wrong.
 #include <malloc.h>
 #include <time.h>
 
@@ -34,10 +38,12 @@
 #include "companion/http/connect_rpc_service.h"
 #include "companion/http/http_router.h"
 #include "companion/http/json_util.h"
+#include "companion/metrics.h"
 #include "companion/query/connection_fields.h"
 #include "companion/query/connection_query.h"
 #include "link/clock.h"
 #include "link/event_records.h"
+#include "link/shared_region.h"
 #include "link/text_util.h"
 #include "link/topic_mapping.h"
 
@@ -82,10 +88,11 @@ bool Feed(ConnectionRegistry* registry, EventType type, const Event& event, std:
   return registry->Apply(type, *bytes, NowNs());
 }
 
-bool FeedConnections(ConnectionRegistry* registry, long count) {
+bool FeedConnections(ConnectionRegistry* registry, long count, bool with_stats = false) {
   std::string bytes;
   for (long i = 0; i < count; ++i) {
     ConnectionEvent open;
+    if (with_stats) open.stats_slot = static_cast<std::uint32_t>(i);
     open.seq = static_cast<std::uint64_t>(i + 1);
     for (std::size_t b = 0; b < open.uid.size(); ++b) {
       open.uid[b] = static_cast<std::uint8_t>((i >> (8 * (b % 4))) + b);
@@ -205,6 +212,51 @@ double ResidentMiB() {
   while (std::getline(status, line)) {
     if (line.rfind("VmRSS:", 0) == 0) return std::atof(line.c_str() + 6) / 1024.0;
   }
+  return 0;
+}
+
+// The top talkers of /metrics over `count` connections that all had traffic in the previous
+// minute (a registry of its own, with statistics slots, so that the figures above stay those of
+// a registry without them).
+int TopClientsBench(long count, int repeat) {
+  auto slots = std::make_unique<ConnectionStatsSlot[]>(static_cast<std::size_t>(count));
+  ConnectionRegistryOptions options;
+  options.stats = slots.get();
+  options.stats_count = static_cast<std::size_t>(count);
+  ConnectionRegistry registry(options);
+  for (long i = 0; i < count; ++i) slots[i].seq.store(static_cast<std::uint64_t>(i + 1));
+  if (!FeedConnections(&registry, count, /*with_stats=*/true)) {
+    return Fail("top clients: the registry did not take every event");
+  }
+  const std::int64_t minute = 60 * kSecond;
+  const std::int64_t now = NowNs() / minute * minute;
+  registry.RollStatisticsWindow(now);
+  for (long i = 0; i < count; ++i) {
+    // Distinct figures, not in the order of the connections: (i * 7919) mod count.
+    Bump(slots[i].publish_count, 1 + static_cast<std::uint64_t>((i * 7919) % count));
+    Bump(slots[i].deliver_count, static_cast<std::uint64_t>(i % 3));
+  }
+  registry.RollStatisticsWindow(now + minute);
+  std::vector<ConnectionRegistry::TopClient> top;
+  const double top100_ms = MedianMs(repeat, [&] { top = registry.TopClients(100); });
+  if (top.size() != 100 || top[0].recent.publish_count < top[99].recent.publish_count) {
+    return Fail("top clients: wrong ranking");
+  }
+  const double top10_ms = MedianMs(repeat, [&] { top = registry.TopClients(10); });
+  std::string error;
+  const auto region = SharedRegion::Create(SharedRegionSizes{1 << 12, 1 << 12, 16}, &error);
+  if (region == nullptr) return Fail("shared region: " + error);
+  MetricsExporter without(*region->header(), registry, 0, 0);
+  MetricsExporter with(*region->header(), registry, 0, 100);
+  std::string text;
+  const double render0_ms = MedianMs(repeat, [&] { text = without.Render(); });
+  const double render100_ms = MedianMs(repeat, [&] { text = with.Render(); });
+  if (text.find("kubemq_mqtt_top_client_messages_per_second{client_id=") == std::string::npos) {
+    return Fail("top clients: not in /metrics");
+  }
+  std::printf("top_clients_100_ms %.2f\ntop_clients_10_ms %.2f\n", top100_ms, top10_ms);
+  std::printf("metrics_render_top_0_ms %.2f\nmetrics_render_top_100_ms %.2f\n", render0_ms,
+              render100_ms);
   return 0;
 }
 
@@ -389,7 +441,7 @@ int Run(int argc, char** argv) {
               or_cpu_ms);
   std::printf("or_prefixes_matches %lld\n", static_cast<long long>(or_page.total_size));
   std::printf("cjson_tree_bytes %zu\nrss_mib %.1f\n", cjson_bytes, ResidentMiB());
-  return 0;
+  return TopClientsBench(count, repeat);
 }
 
 }  // namespace

@@ -304,7 +304,8 @@ int Run(int argc, char** argv) {
   NetworkInfoCache network(network_options);
   DetailedSource detailed_source(registry, &network);
   const ConnectRpcService connect_service(detailed_source);
-  MetricsExporter exporter(*region->header(), registry, options.node_id);
+  MetricsExporter exporter(*region->header(), registry, options.node_id,
+                           options.metrics_top_clients);
   exporter.SetBuildInfo(kPluginVersion, arguments.broker_version);
   HttpRouter router(
       source, [&exporter] { return exporter.Render(); }, connect_service.Handler());

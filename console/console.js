@@ -277,6 +277,52 @@ function sum(samples, name, labelText) {
       .reduce((total, s) => total + s.value, 0);
 }
 
+// name="value" pairs of a sample's label text, unescaped.
+function labelsOf(labelText) {
+  const labels = {};
+  for (const match of labelText.matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) {
+    labels[match[1]] = match[2].replace(/\\(.)/g, (_, c) => (c === 'n' ? '\n' : c));
+  }
+  return labels;
+}
+
+// The top talkers of /metrics (plugin_opt_metrics_top_clients; absent when off), most first:
+// the same N, in the same order (messages of the previous minute, then client id), as the
+// metric and the CLI's top.
+function topClients(samples) {
+  const byClient = new Map();
+  for (const s of samples) {
+    if (s.name !== 'kubemq_mqtt_top_client_messages_per_second') continue;
+    const labels = labelsOf(s.labels);
+    const entry = byClient.get(labels.client_id) || {clientId: labels.client_id, publish: 0,
+                                                     deliver: 0};
+    entry[labels.direction === 'deliver' ? 'deliver' : 'publish'] = s.value;
+    byClient.set(labels.client_id, entry);
+  }
+  return Array.from(byClient.values()).sort((a, b) =>
+    (b.publish + b.deliver) - (a.publish + a.deliver) ||
+    (a.clientId < b.clientId ? -1 : a.clientId > b.clientId ? 1 : 0));
+}
+
+function renderTopClients(top) {
+  const section = $('top-clients');
+  section.hidden = top.length === 0;
+  const list = $('top-clients-list');
+  list.replaceChildren(...top.map((client) => {
+    const item = element('li');
+    const link = element('a', client.clientId, 'client');
+    link.href = '#';
+    link.addEventListener('click', (event) => {
+      event.preventDefault();
+      select('', client.clientId);
+    });
+    item.appendChild(link);
+    item.appendChild(element('span', ' ' + client.publish.toFixed(1) + ' pub/s, ' +
+                                         client.deliver.toFixed(1) + ' deliver/s', 'note'));
+    return item;
+  }));
+}
+
 async function refreshFigures() {
   const response = await request('/metrics');
   if (!response.ok) throw new Error('/metrics: ' + await errorText(response));
@@ -292,6 +338,7 @@ async function refreshFigures() {
   const total = sum(samples, 'kubemq_mqtt_operation_duration_seconds_sum');
   $('figure-latency').textContent = count ? (total / count * 1000).toFixed(1) + ' ms' : '-';
   $('figure-latency-note').textContent = count + ' timed RPC operations';
+  renderTopClients(topClients(samples));
 }
 
 // --- the detail panel ----------------------------------------------------------------------
@@ -372,11 +419,16 @@ function renderDetail(connection) {
   panel.appendChild(element('h3', 'Subscriptions (' + subscriptions.length + ')'));
   // The KubeMQ pattern and channel of each filter; the mapping error column only when one has
   // an error (a filter that maps onto no channel).
+  // The KubeMQ column: whether KubeMQ's MQTT side would accept the subscription (what strict
+  // mode refuses), and why not.
   const withErrors = subscriptions.some((s) => s.mappingError);
   table(panel, ['filter', 'QoS', 'pattern', 'channel', 'shared group']
-                   .concat(withErrors ? ['mapping error'] : []),
+                   .concat(withErrors ? ['mapping error'] : []).concat(['KubeMQ']),
         subscriptions.map((s) => [s.filter, s.qos, s.pattern, s.channel, s.sharedGroup]
-                                     .concat(withErrors ? [s.mappingError] : [])),
+                                     .concat(withErrors ? [s.mappingError] : [])
+                                     .concat([s.kubemqValid === false
+                                                  ? 'refused: ' + (s.kubemqError || '')
+                                                  : 'accepted'])),
         'subscriptions');
 
   panel.appendChild(element('h3', 'Traffic'));

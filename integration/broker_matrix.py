@@ -28,7 +28,8 @@ def beside_system(broker):
 # test_metrics, test_acl_counting, test_connections, ...). Leaving them out of the other three
 # brokers keeps the test command near 30 minutes on 2 cores.
 COMPANION_ONLY = ("test_allowed_hosts", "test_cli", "test_connect_clients", "test_console",
-                  "test_flood", "test_grafana_dashboard", "test_network_info", "test_openapi")
+                  "test_flood", "test_grafana_dashboard", "test_network_info", "test_openapi",
+                  "test_top_clients")
 
 NOT_APPLICABLE = [
     *((suite, beside_system, "the suite tests the companion's side, the same with every broker; "
@@ -44,6 +45,9 @@ NOT_APPLICABLE = [
      "test_acl_plugin_loaded_with_plugin_load_and_plugin_use",
      before_2_1, "plugin_load, plugin_use and the acl-file plugin are Mosquitto 2.1's "
      "(src/conf.c, plugins/acl-file)"),
+    ("test_kubemq_strict.StrictModeBesideAnAuthPluginTest", before_2_1,
+     "on 2.0 the plugin leaves ACL decisions to the other plugin whatever strict mode says "
+     "(README, Auth neutrality): the case is 2.1's, where strict mode adds an ACL callback"),
     ("test_connections.StartupErrorTest.test_per_listener_settings_is_refused_with_the_reason",
      lambda broker: broker.version_tuple >= (2, 0, 15),
      "this broker sends TICK with per_listener_settings true (src/loop.c, 2.0.15 on): the "

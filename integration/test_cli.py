@@ -539,3 +539,60 @@ class TopUnderTmuxTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TopPinningTest(unittest.TestCase):
+    """top's order without a broker: each server's top-clients metric first, in its order, then
+    the rest by the rate measured between the two samples (the real broker's figures:
+    test_top_clients)."""
+
+    @classmethod
+    def setUpClass(cls):
+        import importlib.machinery
+        import importlib.util
+        loader = importlib.machinery.SourceFileLoader("mosquitto_connections_cli", CLI)
+        spec = importlib.util.spec_from_loader(loader.name, loader)
+        cls.cli = importlib.util.module_from_spec(spec)
+        loader.exec_module(cls.cli)
+
+    def frame_order(self, top):
+        class Node:
+            def __init__(self, node):
+                self.node = node
+
+        one, two = Node("one:1"), Node("two:2")
+
+        def connection(client_id, publishes):
+            return {"uid": client_id, "clientId": client_id,
+                    "state": "MQTT_CONNECTION_STATE_OPEN",
+                    "totalRequestStatistics": {"publishCount": str(publishes)}}
+        first = {(b.node, c): (b, connection(c, 0)) for b, c in
+                 ((one, "a"), (one, "b"), (one, "c"), (two, "d"))}
+        publishes = {"a": 50, "b": 5, "c": 0, "d": 20}
+        second = {(b.node, c): (b, connection(c, publishes[c])) for b, c in
+                  ((one, "a"), (one, "b"), (one, "c"), (two, "d"))}
+        text = self.cli.top_frame(first, 0.0, second, 1.0, [], 100, top)
+        return [line.split()[0] for line in text.splitlines()[3:] if line.strip()]
+
+    def test_the_servers_top_clients_come_first_then_the_live_rate(self):
+        self.assertEqual(self.frame_order({}), ["a", "d", "b", "c"])
+        self.assertEqual(self.frame_order({"one:1": ["c", "b"]}), ["c", "b", "a", "d"])
+        self.assertEqual(self.frame_order({"one:1": ["c"], "two:2": ["d"]}),
+                         ["c", "d", "a", "b"])
+
+    def test_top_clients_are_read_from_the_metric_with_escapes(self):
+        text = ('# TYPE kubemq_mqtt_top_client_messages_per_second gauge\n'
+                'kubemq_mqtt_top_client_messages_per_second{client_id="q\\"}",'
+                'direction="deliver"} 2\n'
+                'kubemq_mqtt_top_client_messages_per_second{client_id="q\\"}",'
+                'direction="publish"} 1\n'
+                'kubemq_mqtt_top_client_messages_per_second{client_id="b",direction="publish"} 10\n'
+                'kubemq_mqtt_top_client_messages_per_second{client_id="a",direction="publish"} 3\n')
+
+        class Fake(self.cli.Broker):
+            def __init__(self):
+                pass
+
+            def metrics(self):
+                return text
+        self.assertEqual(Fake().top_clients(), ["b", "a", 'q"}'])

@@ -218,8 +218,14 @@ class ConsoleTest(unittest.TestCase):
                       "PASSWORD", "SUCCESS", "OPEN"):
             self.assertIn(value, text)
         self.assertEqual(dom.by_id("subscriptions").rows(), [
-            ["events/site1/#", "1", "events", "site1.>", "-"],
-            ["$share/workers/queues/jobs/email", "1", "queues", "jobs.email", "workers"]])
+            ["events/site1/#", "1", "events", "site1.>", "-", "accepted"],
+            ["$share/workers/queues/jobs/email", "1", "queues", "jobs.email", "workers",
+             "accepted"]])
+        # What KubeMQ would refuse says why (bob's commands/ subscription: publish only).
+        bob = self.render({"client": "console-bob"})
+        self.assertEqual(bob.by_id("subscriptions").rows(), [
+            ["commands/doors/open", "0", "commands", "doors.open", "-",
+             "refused: KubeMQ's commands pattern is publish only"]])
         traffic = {r[0]: r[1:] for r in dom.by_id("traffic").rows()}
         self.assertEqual(traffic["publishes"][0], "3")
         self.assertEqual(traffic["publish bytes"][0], "12")

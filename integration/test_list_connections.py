@@ -89,9 +89,9 @@ class FieldsTest(unittest.TestCase):
             "state": "AUTHENTICATION_STATE_SUCCESS", "userPrincipal": "alice"})
         self.assertEqual(c["subscriptions"], [
             {"filter": "events/site1/#", "qos": 1, "pattern": "events", "channel": "site1.>",
-             "sharedGroup": ""},
+             "sharedGroup": "", "kubemqValid": True},
             {"filter": "$share/workers/queues/jobs/email", "qos": 1, "pattern": "queues",
-             "channel": "jobs.email", "sharedGroup": "workers"}])
+             "channel": "jobs.email", "sharedGroup": "workers", "kubemqValid": True}])
         self.assertEqual(c["totalRequestStatistics"], {
             "publishCount": "3", "publishBytes": "15", "deliverCount": "3", "deliverBytes": "15",
             "requestCount": "5"})

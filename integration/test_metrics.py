@@ -18,7 +18,7 @@ from harness import (BROKER_VERSION, MOSQUITTO_PASSWD, Broker, Client, broker_to
                      wait_for)
 
 OPERATIONS = ["publish_events", "publish_store", "publish_queues", "rpc_command", "rpc_query",
-              "deliver_events", "deliver_store", "deliver_queues", "rpc_response"]
+              "deliver_events", "deliver_store", "deliver_queues", "rpc_response", "subscribe"]
 STATUSES = ["success", "error", "dropped"]
 BUCKETS = ["0.01", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10", "30", "60", "+Inf"]
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')

@@ -10,6 +10,9 @@
 //        the plugin answers BASIC_AUTH with MOSQ_ERR_PLUGIN_IGNORE, registers ACL_CHECK only
 //        where no other ACL source exists (answering IGNORE too),
 //        so it decides nothing, whatever else is configured (global_plugin, plugin_load, ...).
+// KubeMQ strict mode (plugin_opt_kubemq_strict, off by default) is the one exception, on both:
+// it refuses what KubeMQ would refuse (a SUBSCRIBE at ACL_CHECK, a PUBLISH at MESSAGE), as
+// docs/topic-mapping.md says; with it off, every answer stays the neutral one above.
 //
 // Threads: all of this runs on the broker thread.
 
@@ -21,6 +24,7 @@
 #include "broker_api.h"
 #include "client_reader.h"
 #include "link/clock.h"
+#include "link/kubemq_strict.h"
 #include "link/text_util.h"
 #include "plugin_state.h"
 
@@ -209,7 +213,7 @@ template <bool kAskLater>
     }
     case MOSQ_ACL_SUBSCRIBE:
       sessions.Subscribe(data.client, data.topic, data.qos);
-      TrafficMeter::OnRequest(view.stats);
+      state->traffic->OnSubscribe(view.stats, /*made=*/true);
       break;
     case MOSQ_ACL_UNSUBSCRIBE:
       sessions.Unsubscribe(data.client, data.topic);
@@ -220,9 +224,38 @@ template <bool kAskLater>
   }
 }
 
+// Strict mode (plugin_opt_kubemq_strict, docs/topic-mapping.md): whether KubeMQ would refuse
+// this SUBSCRIBE filter (KubemqSubscribeRefusal decides); a refused one is counted as an error of
+// operation `subscribe`. A filter the client already holds is a re-check (a kick's, 2.0.12 on)
+// or a renewal of a subscription accepted when it was made: never refused here.
+[[gnu::noinline, gnu::cold]] bool StrictRefusesSubscribe(PluginState* state,
+                                                         const mosquitto_evt_acl_check& data) {
+  try {
+    SessionTable& sessions = *state->sessions;
+    sessions.SettleExceptHeldOf(data.client);
+    if (data.topic == nullptr || sessions.HoldsSubscription(data.client, data.topic)) return false;
+    const char* id = mosquitto_client_id(data.client);
+    const std::string refusal = KubemqSubscribeRefusal(
+        data.topic, MapTopicFilter(data.topic, state->options.default_pattern), data.qos,
+        mosquitto_client_protocol_version(data.client), id != nullptr ? id : "");
+    if (refusal.empty()) return false;
+    const SessionTable::ClientView view = ViewOrDiscover(state, data.client);
+    state->traffic->OnSubscribe(view.stats, /*made=*/false);
+    return true;
+  } catch (...) {
+    return false;  // unknown: the broker decides as without strict mode
+  }
+}
+
 // Every ACL check but the fast paths of OnAclCheck. Out of line, so that OnAclCheck's fast path
 // saves no registers and ends here with a jump.
 [[gnu::noinline]] int AclCheckInFull(PluginState* state, const mosquitto_evt_acl_check& data) {
+  // Strict mode answers before any other source is asked (this plugin's nested call excepted:
+  // the outer call already decided).
+  if (data.access == MOSQ_ACL_SUBSCRIBE && state->options.kubemq_strict &&
+      !state->acl_check_nested && StrictRefusesSubscribe(state, data)) {
+    return MOSQ_ERR_ACL_DENIED;
+  }
   if (state->decide_acl) {
     // No other ACL source: the broker allows everything (mosquitto_acl_check()).
     try {
@@ -270,7 +303,11 @@ int OnAclCheck(int /*event*/, void* event_data, void* userdata) {
     state->sessions->Settle();
     const SessionTable::ClientView view = ViewOrDiscover(state, data.client);
     BrokerPublishDetails details(state->api, data.client, data.properties);
-    state->traffic->OnPublish(data.client, view.stats, data.topic, data.payloadlen, details);
+    const bool kubemq_accepts =
+        state->traffic->OnPublish(data.client, view.stats, data.topic, data.payloadlen, details);
+    // Strict mode: not routed; QoS 1/2 get 0x87 under MQTT 5 (src/handle_publish.c, 2.0 and
+    // 2.1: a MESSAGE callback's MOSQ_ERR_ACL_DENIED is a denied PUBLISH).
+    if (!kubemq_accepts && state->options.kubemq_strict) return MOSQ_ERR_ACL_DENIED;
   } catch (...) {
   }
   return MOSQ_ERR_SUCCESS;  // anything else would refuse the message
@@ -284,7 +321,9 @@ int OnMessage(int /*event*/, void* event_data, void* userdata) {
   if (!state->sessions->has_unsettled()) {
     ConnectionStatsSlot* const* stats = state->sessions->OpenStats(data.client);
     if (stats != nullptr && state->traffic->TryPublishCached(*stats, data.topic, data.payloadlen)) {
-      return MOSQ_ERR_SUCCESS;
+      return state->options.kubemq_strict && state->traffic->cached_kubemq_refused()
+                 ? MOSQ_ERR_ACL_DENIED
+                 : MOSQ_ERR_SUCCESS;
     }
   }
   return MessageInFull(state, data);
@@ -349,10 +388,11 @@ int OnSubscribe(int event, void* event_data, void* userdata) {
       sessions.Subscribe(data->client, data->data.topic_filter,
                          static_cast<std::uint8_t>(data->data.options & 0x03),
                          /*may_be_recheck=*/false);
+      state->traffic->OnSubscribe(view.stats, /*made=*/true);
     } else {
       sessions.Unsubscribe(data->client, data->data.topic_filter);
+      TrafficMeter::OnRequest(view.stats);
     }
-    TrafficMeter::OnRequest(view.stats);
   } catch (...) {
   }
   return MOSQ_ERR_SUCCESS;  // anything else would refuse the subscription
@@ -462,10 +502,25 @@ int OnTick(int /*event*/, void* event_data, void* userdata) {
 // (PluginState::watch_acl_21, set once in plugin.cc: Init), so that its IGNORE is the broker's answer without it. It sees
 // what MESSAGE_OUT cannot: a QoS 0 message for an offline session, which the broker throws
 // away (counted as dropped, as on 2.0).
+//
+// Strict mode registers it also where other sources exist, to refuse a SUBSCRIBE that KubeMQ
+// would refuse: 2.1's loop (src/plugin_acl_check.c: plugin__acl_check) ends at the first answer
+// that is neither DEFER nor IGNORE, and handle_subscribe turns ACL_DENIED into 0x80 (MQTT 3.1.1)
+// or 0x87 (MQTT 5). Every other check still answers IGNORE: the acl_file's callback and those of
+// plugins loaded later come after this one (src/plugin_init.c: plugins first, then
+// mosquitto_security_init_default; callbacks are appended), so the last of them decides, and
+// where no other ACL callback exists (a password-only plugin) IGNORE is the broker's own allow,
+// where DEFER would turn every check into a denial. Behind an ACL plugin loaded before this one
+// (the start log warns when it is not first) an IGNORE answered last would allow what that
+// plugin deferred: strict mode assumes the plugin is loaded first. Watching READ checks stays
+// for the case without other sources.
 int OnAclCheck21(int /*event*/, void* event_data, void* userdata) {
   auto* state = static_cast<PluginState*>(userdata);
   const auto& data = *static_cast<const mosquitto_evt_acl_check*>(event_data);
-  if (data.access != MOSQ_ACL_READ) return kErrPluginIgnore;
+  if (data.access == MOSQ_ACL_SUBSCRIBE && state->options.kubemq_strict) {
+    return StrictRefusesSubscribe(state, data) ? MOSQ_ERR_ACL_DENIED : kErrPluginIgnore;
+  }
+  if (data.access != MOSQ_ACL_READ || !state->watch_acl_21) return kErrPluginIgnore;
   try {
     SessionTable& sessions = *state->sessions;
     if (ClientSocket(data.client) < 0 && !sessions.IsOpen(data.client) &&
@@ -493,7 +548,9 @@ struct EventHandler {
   bool (*wanted)(const PluginState&) = nullptr;  // null: always registered
 };
 
-bool WatchAcl21(const PluginState& state) { return state.watch_acl_21; }
+bool AclCheck21Wanted(const PluginState& state) {
+  return state.watch_acl_21 || state.options.kubemq_strict;
+}
 
 constexpr EventHandler kHandlers20[] = {
     {MOSQ_EVT_BASIC_AUTH, OnBasicAuth, "BASIC_AUTH"},
@@ -505,10 +562,10 @@ constexpr EventHandler kHandlers20[] = {
     {MOSQ_EVT_RELOAD, OnReload, "RELOAD"},
 };
 
-// ACL_CHECK only where no other ACL source exists: 2.1 reports subscriptions and deliveries once
-// they are made, and a plugin in the ACL chain may change its answer (src/plugin_acl_check.c
-// returns the last callback's answer when none decides, so an IGNORE after another plugin's
-// DEFER would turn a denial into an allow).
+// ACL_CHECK only where no other ACL source exists, or for strict mode: 2.1 reports subscriptions
+// and deliveries once they are made, and a plugin in the ACL chain may change its answer
+// (src/plugin_acl_check.c returns the last callback's answer when none decides, so an IGNORE after
+// another plugin's DEFER would turn a denial into an allow).
 constexpr EventHandler kHandlers21[] = {
     {MOSQ_EVT_BASIC_AUTH, OnBasicAuth, "BASIC_AUTH"},
     {MOSQ_EVT_EXT_AUTH_START, OnExtAuthStart, "EXT_AUTH_START"},
@@ -517,7 +574,7 @@ constexpr EventHandler kHandlers21[] = {
     {kEventUnsubscribe, OnSubscribe, "UNSUBSCRIBE"},
     {MOSQ_EVT_MESSAGE, OnMessage, "MESSAGE_IN"},
     {kEventMessageOut, OnMessageOut, "MESSAGE_OUT"},
-    {MOSQ_EVT_ACL_CHECK, OnAclCheck21, "ACL_CHECK", WatchAcl21},
+    {MOSQ_EVT_ACL_CHECK, OnAclCheck21, "ACL_CHECK", AclCheck21Wanted},
     {MOSQ_EVT_DISCONNECT, OnDisconnect, "DISCONNECT"},
     {kEventClientOffline, OnDisconnect, "CLIENT_OFFLINE"},
     {MOSQ_EVT_TICK, OnTick, "TICK"},

@@ -224,6 +224,11 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
   }
   state->link = std::make_unique<BrokerLink>(state->region.get());
   LogToBroker(LogLevel::kNotice, state->api.capabilities().Describe(UnreadAclSource(*state)));
+  if (state->options.kubemq_strict) {
+    LogToBroker(LogLevel::kNotice,
+                "mosquitto_connections: KubeMQ strict mode: SUBSCRIBEs and PUBLISHes that "
+                "KubeMQ's MQTT side would refuse are refused (docs/topic-mapping.md)");
+  }
   std::random_device seed;
   state->sessions = std::make_unique<SessionTable>(
       state->link.get(), (std::uint64_t{seed()} << 32) | seed(), state->region->stats(),

@@ -110,6 +110,15 @@ void ApplyOptions(PluginState* state, PluginOptions reloaded) {
        &reloaded.http_allow_anonymous);
   Keep("http_allowed_hosts", old.http_allowed_hosts, reloaded.http_allowed_hosts, restart,
        &reloaded.http_allowed_hosts);
+  // Strict mode decides which callbacks are registered on 2.1 (plugin/broker_events.cc), and a
+  // client should not see the broker's answers change under a reload: restart to change it.
+  Keep("kubemq_strict", old.kubemq_strict, reloaded.kubemq_strict,
+       std::string(old.kubemq_strict ? "true" : "false") + " until the broker restarts",
+       &reloaded.kubemq_strict);
+  // The companion sizes its top-clients family at start.
+  Keep("metrics_top_clients", old.metrics_top_clients, reloaded.metrics_top_clients,
+       std::to_string(old.metrics_top_clients) + " until the broker restarts",
+       &reloaded.metrics_top_clients);
   // The companion reads the token files again when it gets the settings record, sent at every
   // reload (the tokens themselves never pass through the broker).
   state->settings_pending = true;

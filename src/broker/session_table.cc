@@ -455,6 +455,12 @@ void SessionTable::SubscribeDenied(const void* client, std::string_view filter) 
   Hold(client, filter, /*denied=*/true);
 }
 
+bool SessionTable::HoldsSubscription(const void* client, std::string_view filter) const {
+  const OpenEntry* const entry = open_.Find(client);
+  std::uint8_t qos = 0;
+  return entry != nullptr && entry->connection->subscriptions.Get(filter, &qos);
+}
+
 void SessionTable::Hold(const void* client, std::string_view filter, bool denied) {
   if (held_client_ != nullptr && held_client_ != client) ResolveHeld(/*disconnecting=*/false);
   held_client_ = client;

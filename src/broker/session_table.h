@@ -208,6 +208,9 @@ class SessionTable {
   // A SUBSCRIBE check that another ACL source denied: when the client holds the filter, that
   // was a kick's re-check if the client's DISCONNECT follows, and the broker removed it.
   void SubscribeDenied(const void* client, std::string_view filter);
+  // Whether the open client holds `filter`: a SUBSCRIBE check of it is then a re-check (a kick's,
+  // 2.0.12 on) or a renewal, not a new subscription.
+  bool HoldsSubscription(const void* client, std::string_view filter) const;
   void Unsubscribe(const void* client, std::string_view filter);
 
   // A full resync, spread over as many calls as the sink needs: BeginFullState emits

@@ -51,6 +51,7 @@ TopicClass TrafficMeter::Classify(std::string_view topic) {
     return cached_class_;
   }
   cached_class_ = ClassifyTopic(topic, default_pattern_);
+  cached_verdict_ = KubemqPublishVerdictOf(topic, cached_class_);
   Operation deliver;
   const bool counted = OperationOf(cached_class_.pattern, /*delivery=*/true, &deliver);
   cached_deliver_[0] = counted ? Counter(deliver, cached_class_.valid, false) : nullptr;
@@ -71,7 +72,7 @@ TopicClass TrafficMeter::Classify(std::string_view topic) {
   return cached_class_;
 }
 
-void TrafficMeter::OnPublish(const void* client, ConnectionStatsSlot* stats, const char* topic_text,
+bool TrafficMeter::OnPublish(const void* client, ConnectionStatsSlot* stats, const char* topic_text,
                              std::uint32_t payload_bytes, PublishDetails& details) {
   Bump(counters_->received_messages);
   Bump(counters_->received_bytes, payload_bytes);
@@ -83,6 +84,8 @@ void TrafficMeter::OnPublish(const void* client, ConnectionStatsSlot* stats, con
   std::size_t size = 0;
   const TopicClass topic_class = ClassifyCString(topic_text, &size);
   const std::string_view topic(topic_text, size);
+  const KubemqPublishVerdict verdict = cached_verdict_;  // Classify set it for this topic
+  bool accepted = verdict == KubemqPublishVerdict::kAccept;
   Operation operation;
   if (OperationOf(topic_class.pattern, /*delivery=*/false, &operation)) {
     Count(operation, topic_class.valid);
@@ -98,6 +101,8 @@ void TrafficMeter::OnPublish(const void* client, ConnectionStatsSlot* stats, con
       const int version = details.ProtocolVersion();
       const bool has_response = version == 5 && details.ResponseTopic(&response_topic_);
       const bool has_correlation = has_response && details.CorrelationData(&correlation_);
+      accepted = verdict == KubemqPublishVerdict::kAcceptIfRpcRequest &&
+                 KubemqAcceptsRpcRequest(version, has_response);
       rpc_.OnRequest(topic_class.pattern, client, version,
                      has_response ? response_topic_ : std::string_view(), correlation_,
                      has_correlation, details.MonotonicNs());
@@ -108,6 +113,7 @@ void TrafficMeter::OnPublish(const void* client, ConnectionStatsSlot* stats, con
     const bool has_correlation = details.CorrelationData(&correlation_);
     rpc_.OnResponse(topic, correlation_, has_correlation, details.MonotonicNs());
   }
+  return accepted;
 }
 
 }  // namespace mqc

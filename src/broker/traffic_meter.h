@@ -18,6 +18,7 @@
 
 #include "broker/c_string_compare.h"
 #include "broker/rpc_tracker.h"
+#include "link/kubemq_strict.h"
 #include "link/shared_region.h"
 #include "link/topic_mapping.h"
 
@@ -40,7 +41,9 @@ class TrafficMeter {
 
   // MESSAGE: a PUBLISH the broker accepted from `client`, on its NUL-terminated `topic`.
   // `stats` may be null (a client the plugin does not know, or no free statistics slot).
-  void OnPublish(const void* client, ConnectionStatsSlot* stats, const char* topic,
+  // Returns whether KubeMQ would accept it (kubemq_strict.h); where it would not, the message
+  // has been counted as an error of its operation (an RPC request as the tracker counts it).
+  bool OnPublish(const void* client, ConnectionStatsSlot* stats, const char* topic,
                  std::uint32_t payload_bytes, PublishDetails& details);
 
   // ACL_CHECK READ that the broker allowed: a message queued for a subscriber. `online`: a
@@ -100,9 +103,19 @@ class TrafficMeter {
     return true;
   }
 
+  // After TryPublishCached returned true: whether KubeMQ would refuse that topic (strict mode
+  // then refuses the message, already counted as an error of its operation).
+  bool cached_kubemq_refused() const { return cached_verdict_ == KubemqPublishVerdict::kRefuse; }
+
   // SUBSCRIBE and UNSUBSCRIBE are requests too (requestCount).
   static void OnRequest(ConnectionStatsSlot* stats) {
     if (stats != nullptr) Bump(stats->request_count);
+  }
+  // A SUBSCRIBE filter: a request, and operation `subscribe`, success when the broker made the
+  // subscription, error when strict mode refused it.
+  void OnSubscribe(ConnectionStatsSlot* stats, bool made) {
+    OnRequest(stats);
+    Count(Operation::kSubscribe, made);
   }
 
   void OnTick(std::int64_t monotonic_ns) { rpc_.OnTick(monotonic_ns); }
@@ -152,6 +165,7 @@ class TrafficMeter {
   static constexpr std::size_t kNothingCached = std::string_view::npos;
   std::size_t cached_size_ = kNothingCached;
   TopicClass cached_class_;
+  KubemqPublishVerdict cached_verdict_ = KubemqPublishVerdict::kAccept;
   // The operation counter a delivery of the cached topic bumps, [0] delivered and [1] dropped;
   // null when its pattern has no delivery operation.
   std::atomic<std::uint64_t>* cached_deliver_[2] = {nullptr, nullptr};

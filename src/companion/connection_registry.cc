@@ -5,11 +5,22 @@
 #include <memory>
 #include <utility>
 
+#include "link/kubemq_strict.h"
+
 namespace mqc {
 
 namespace {
 
 constexpr std::int64_t kMinuteNs = 60'000'000'000;
+
+// A subscription's KubeMQ mapping and KubeMQ's verdict on it (shown in every mode).
+void MapSubscription(const Connection& connection, DefaultPattern default_pattern,
+                     Subscription* subscription) {
+  subscription->mapping = MapTopicFilter(subscription->filter, default_pattern);
+  subscription->kubemq_error =
+      KubemqSubscribeRefusal(subscription->filter, subscription->mapping, subscription->qos,
+                             connection.protocol_version, connection.client_id);
+}
 
 std::string ListenerName(const ListenerConfig& listener) {
   const bool websockets = listener.protocol == "websockets";
@@ -209,9 +220,10 @@ bool ConnectionRegistry::Apply(EventType type, std::string_view payload, std::in
           if (entry != subscriptions.end()) subscriptions.erase(entry);
         } else if (entry != subscriptions.end()) {
           entry->qos = event.qos;
+          MapSubscription(*connection, options_.default_pattern, &*entry);
         } else {
-          subscriptions.push_back(Subscription{
-              event.filter, event.qos, MapTopicFilter(event.filter, options_.default_pattern)});
+          subscriptions.push_back(Subscription{event.filter, event.qos, {}, {}});
+          MapSubscription(*connection, options_.default_pattern, &subscriptions.back());
         }
       });
       return true;
@@ -293,7 +305,7 @@ void ConnectionRegistry::ApplySettings(const SettingsEvent& settings, std::int64
         if (entry.connection->subscriptions.empty()) continue;
         Edit(map, &entry, [this](Connection* connection) {
           for (Subscription& s : connection->subscriptions) {
-            s.mapping = MapTopicFilter(s.filter, options_.default_pattern);
+            MapSubscription(*connection, options_.default_pattern, &s);
           }
         });
       }
@@ -401,6 +413,42 @@ std::array<std::size_t, kPatternCount> ConnectionRegistry::SubscriptionsByPatter
     }
   }
   return counts;
+}
+
+std::vector<ConnectionRegistry::TopClient> ConnectionRegistry::TopClients(std::size_t n) const {
+  struct Candidate {
+    std::uint64_t messages;
+    const Connection* connection;
+    const RequestStatistics* recent;
+  };
+  // "a before b": more messages, then the smaller client id.
+  const auto before = [](const Candidate& a, const Candidate& b) {
+    if (a.messages != b.messages) return a.messages > b.messages;
+    return a.connection->client_id < b.connection->client_id;
+  };
+  std::vector<Candidate> kept;  // a heap whose top is the last of the kept ones
+  std::vector<TopClient> top;
+  if (n == 0) return top;
+  kept.reserve(n + 1);
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [seq, entry] : open_) {
+    const std::uint64_t messages = entry.recent.publish_count + entry.recent.deliver_count;
+    if (messages == 0) continue;
+    const Candidate candidate{messages, entry.connection.get(), &entry.recent};
+    if (kept.size() == n && !before(candidate, kept.front())) continue;
+    kept.push_back(candidate);
+    std::push_heap(kept.begin(), kept.end(), before);
+    if (kept.size() > n) {
+      std::pop_heap(kept.begin(), kept.end(), before);
+      kept.pop_back();
+    }
+  }
+  std::sort_heap(kept.begin(), kept.end(), before);
+  top.reserve(kept.size());
+  for (const Candidate& candidate : kept) {
+    top.push_back(TopClient{candidate.connection->client_id, *candidate.recent});
+  }
+  return top;
 }
 
 std::size_t ConnectionRegistry::closed_count() const {

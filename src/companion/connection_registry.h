@@ -37,6 +37,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -99,6 +100,16 @@ class ConnectionRegistry : public ConnectionSource {
   // kubemq_mqtt_subscriptions{pattern} gauge, counted under the lock rather than from a
   // Snapshot so that a scrape copies no connection.
   std::array<std::size_t, kPatternCount> SubscriptionsByPattern() const;
+
+  // The top talkers of /metrics (plugin_opt_metrics_top_clients): the `n` open connections and
+  // offline sessions with the most publishes plus deliveries in the previous complete minute of
+  // Unix time (recentRequestStatistics), most first, ties by client id; none without traffic.
+  // One pass over the listed connections under the lock, keeping at most `n` (n <= 100).
+  struct TopClient {
+    std::string client_id;
+    RequestStatistics recent;
+  };
+  std::vector<TopClient> TopClients(std::size_t n) const;
   std::size_t closed_count() const;
   bool synced() const;
   // Synced, and no resync under way (one follows events lost on a full ring): the view is the

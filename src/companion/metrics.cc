@@ -43,8 +43,8 @@ using prometheus::MetricType;
 
 // Label values, in the order of the enums that index the shared counters.
 constexpr std::array<const char*, kOperationCount> kOperationLabels = {
-    "publish_events", "publish_store", "publish_queues", "rpc_command", "rpc_query",
-    "deliver_events", "deliver_store", "deliver_queues", "rpc_response"};
+    "publish_events", "publish_store", "publish_queues", "rpc_command",  "rpc_query",
+    "deliver_events", "deliver_store", "deliver_queues", "rpc_response", "subscribe"};
 constexpr std::array<const char*, kStatusCount> kStatusLabels = {"success", "error", "dropped"};
 constexpr std::array<const char*, kDurationOperationCount> kDurationLabels = {
     "rpc_command", "rpc_query", "rpc_response"};
@@ -139,8 +139,8 @@ std::string_view HttpPathLabel(std::string_view path) noexcept {
 class MetricsExporter::BrokerCollector : public prometheus::Collectable {
  public:
   BrokerCollector(const SharedHeader& shared, const ConnectionRegistry& registry,
-                  std::uint32_t node_id)
-      : shared_(shared), registry_(registry), node_id_(node_id) {}
+                  std::uint32_t node_id, std::uint32_t top_clients)
+      : shared_(shared), registry_(registry), node_id_(node_id), top_clients_(top_clients) {}
 
   std::vector<MetricFamily> Collect() const override {
     const BrokerCounters& counters = shared_.counters;
@@ -170,6 +170,7 @@ class MetricsExporter::BrokerCollector : public prometheus::Collectable {
         SingleCounter("kubemq_mqtt_events_lost_total",
                       "Broker events dropped on a full events ring (the companion then resyncs).",
                       shared_.broker.events_lost));
+    if (top_clients_ > 0) families.push_back(TopClients());
     return families;
   }
 
@@ -231,14 +232,37 @@ class MetricsExporter::BrokerCollector : public prometheus::Collectable {
     return family;
   }
 
+  // The top talkers, recomputed at each scrape: a client that left the top N has no series.
+  MetricFamily TopClients() const {
+    MetricFamily family = NewFamily(
+        "kubemq_mqtt_top_client_messages_per_second",
+        "The " + std::to_string(top_clients_) +
+            " clients with the most PUBLISH messages received plus messages delivered in the "
+            "previous complete minute (plugin_opt_metrics_top_clients), per second of it.",
+        MetricType::Gauge);
+    for (const ConnectionRegistry::TopClient& client : registry_.TopClients(top_clients_)) {
+      for (const auto& [direction, count] :
+           {std::pair<const char*, std::uint64_t>{"deliver", client.recent.deliver_count},
+            std::pair<const char*, std::uint64_t>{"publish", client.recent.publish_count}}) {
+        ClientMetric metric;
+        metric.label = {{"client_id", client.client_id}, {"direction", direction}};
+        metric.gauge.value = static_cast<double>(count) / 60.0;
+        family.metric.push_back(std::move(metric));
+      }
+    }
+    return family;
+  }
+
   const SharedHeader& shared_;
   const ConnectionRegistry& registry_;
   const std::uint32_t node_id_;
+  const std::uint32_t top_clients_;
 };
 
 MetricsExporter::MetricsExporter(const SharedHeader& shared, const ConnectionRegistry& registry,
-                                 std::uint32_t node_id)
-    : broker_(std::make_unique<BrokerCollector>(shared, registry, node_id)),
+                                 std::uint32_t node_id, std::uint32_t top_clients)
+    : broker_(std::make_unique<BrokerCollector>(shared, registry, node_id,
+                                                std::min<std::uint32_t>(top_clients, 100))),
       own_(std::make_unique<prometheus::Registry>()),
       http_requests_(&prometheus::BuildCounter()
                           .Name("kubemq_mqtt_http_requests_total")

@@ -11,8 +11,11 @@
 //   open connections and subscriptions come the same way from the companion's ConnectionRegistry.
 // - What the companion counts itself (HTTP requests, the time of the last render) uses ordinary
 //   prometheus-cpp families in a prometheus::Registry.
-// One TextSerializer writes both. No family has a per-client label: a client id, address or
-// topic would make the series count grow with the clients.
+// One TextSerializer writes both. Only one family has a per-client label, and it is bounded and
+// opt-in: kubemq_mqtt_top_client_messages_per_second (plugin_opt_metrics_top_clients N, at most
+// 100, so at most 200 series), the N top talkers of the previous complete minute; a client that
+// leaves the top N leaves the exposition. No other family has a client id, address or topic:
+// the series count would grow with the clients.
 //
 // Threads: constructed on the companion's main thread before the HTTP server starts. Render()
 // and CountHttpRequest() run on libmicrohttpd's threads, several at a time: the shared region
@@ -46,8 +49,9 @@ class MetricsExporter {
   // `shared` and `registry` must outlive the exporter. `node_id` goes into the help text of
   // kubemq_mqtt_connections, not into a label: every series of a scrape is of this one node, and
   // Prometheus tells nodes apart by their scrape target.
+  // `top_clients`: plugin_opt_metrics_top_clients (0: the top-clients family is left out).
   MetricsExporter(const SharedHeader& shared, const ConnectionRegistry& registry,
-                  std::uint32_t node_id);
+                  std::uint32_t node_id, std::uint32_t top_clients = 0);
   ~MetricsExporter();
   MetricsExporter(const MetricsExporter&) = delete;
   MetricsExporter& operator=(const MetricsExporter&) = delete;

@@ -55,6 +55,8 @@ struct Subscription {
   std::string filter;  // as the client sent it, "$share/<group>/" included
   int qos = 0;         // granted QoS
   TopicMapping mapping;
+  // Why KubeMQ's MQTT side would refuse it (KubemqSubscribeRefusal); empty when it accepts it.
+  std::string kubemq_error;
 };
 
 struct RequestStatistics {

@@ -177,6 +177,12 @@ const std::vector<OptionSpec>& Specs() {
          o->presence_node = std::string(value);
          return true;
        }},
+      {"kubemq_strict", "true or false", BoolInto(&PluginOptions::kubemq_strict)},
+      {"metrics_top_clients", "an integer from 0 to 100 (0 = off)",
+       UnsignedInto(0, 100,
+                    [](PluginOptions* o, std::uint64_t n) {
+                      o->metrics_top_clients = static_cast<std::uint32_t>(n);
+                    })},
       {"companion", "the absolute path of the companion executable",
        [](std::string_view value, PluginOptions* o, std::string*) {
          if (value.empty() || value.front() != '/') return false;

@@ -23,6 +23,10 @@ struct PluginOptions {
   std::uint32_t rpc_timeout_s = 30;
   std::uint32_t rpc_max_pending = 1024;
   std::string companion_path;  // empty: beside the plugin's .so
+  // Refuse what KubeMQ's MQTT side would refuse (docs/topic-mapping.md, "Strict mode").
+  bool kubemq_strict = false;
+  // /metrics: the N clients of highest publish and delivery rate (0 = off; at most 100).
+  std::uint32_t metrics_top_clients = 0;
 
   // Security (README, "Security"). The companion reads the token files itself: tokens never
   // enter the broker process or the shared region.

@@ -40,9 +40,10 @@ enum class Operation : std::uint8_t {
   kDeliverStore,
   kDeliverQueues,
   kRpcResponse,
+  kSubscribe,  // each SUBSCRIBE filter: made (success), refused by KubeMQ strict mode (error)
 };
 enum class OperationStatus : std::uint8_t { kSuccess, kError, kDropped };
-inline constexpr std::size_t kOperationCount = 9;
+inline constexpr std::size_t kOperationCount = 10;
 inline constexpr std::size_t kStatusCount = 3;
 
 // kubemq_mqtt_operation_duration_seconds: observed for rpc_command, rpc_query, rpc_response.

@@ -80,6 +80,52 @@ TEST_F(TrafficMeterTest, PublishesCountByPatternWithBytesAndPerConnectionStatist
   EXPECT_EQ(stats_.request_count.load(), 5u);
 }
 
+TEST_F(TrafficMeterTest, OnPublishSaysWhetherKubemqAcceptsTheMessage) {
+  EXPECT_TRUE(meter_.OnPublish(&requester_, &stats_, "events/a", 1, details_));
+  EXPECT_TRUE(meter_.OnPublish(&requester_, &stats_, "$reply/requester/1", 1, details_));
+  EXPECT_FALSE(meter_.OnPublish(&requester_, &stats_, "events//bad", 1, details_));
+  EXPECT_FALSE(meter_.OnPublish(&requester_, &stats_, "store", 1, details_));
+  EXPECT_FALSE(meter_.OnPublish(&requester_, &stats_, "$other/x", 1, details_));
+  // RPC requests: MQTT 5 with a ResponseTopic only; the others are the tracker's errors.
+  EXPECT_FALSE(meter_.OnPublish(&requester_, &stats_, "commands/svc", 1, details_));
+  details_.version = 4;
+  details_.has_response = true;
+  details_.response_topic = "$reply/requester/2";
+  EXPECT_FALSE(meter_.OnPublish(&requester_, &stats_, "queries/svc", 1, details_));
+  details_.version = 5;
+  EXPECT_TRUE(meter_.OnPublish(&requester_, &stats_, "commands/svc", 1, details_));
+  EXPECT_FALSE(meter_.OnPublish(&requester_, &stats_, "commands//svc", 1, details_));
+  EXPECT_EQ(Ops(Operation::kPublishEvents, OperationStatus::kError), 1u);
+  EXPECT_EQ(Ops(Operation::kPublishStore, OperationStatus::kError), 1u);
+  EXPECT_EQ(Ops(Operation::kRpcCommand, OperationStatus::kError), 2u);
+  EXPECT_EQ(Ops(Operation::kRpcQuery, OperationStatus::kError), 1u);
+  // Unprefixed under default_pattern none names no KubeMQ pattern.
+  TrafficMeter none(&counters_, DefaultPattern::kNone, rpc_);
+  EXPECT_FALSE(none.OnPublish(&requester_, nullptr, "site1/temp", 1, details_));
+  EXPECT_TRUE(none.OnPublish(&requester_, nullptr, "events/temp", 1, details_));
+}
+
+TEST_F(TrafficMeterTest, TheCachedTopicKeepsItsVerdictForTheFastPath) {
+  meter_.OnPublish(&requester_, &stats_, "events//bad", 1, details_);  // classified and cached
+  ASSERT_TRUE(meter_.TryPublishCached(&stats_, "events//bad", 1));
+  EXPECT_TRUE(meter_.cached_kubemq_refused());
+  EXPECT_EQ(Ops(Operation::kPublishEvents, OperationStatus::kError), 2u);
+  meter_.OnPublish(&requester_, &stats_, "events/good", 1, details_);
+  ASSERT_TRUE(meter_.TryPublishCached(&stats_, "events/good", 1));
+  EXPECT_FALSE(meter_.cached_kubemq_refused());
+  // A new topic is no cached one: the general path classifies it (and its verdict) first.
+  EXPECT_FALSE(meter_.TryPublishCached(&stats_, "events//other", 1));
+}
+
+TEST_F(TrafficMeterTest, SubscriptionsCountAsRequestsAndAsOperationSubscribe) {
+  meter_.OnSubscribe(&stats_, /*made=*/true);
+  meter_.OnSubscribe(&stats_, /*made=*/true);
+  meter_.OnSubscribe(nullptr, /*made=*/false);
+  EXPECT_EQ(Ops(Operation::kSubscribe, OperationStatus::kSuccess), 2u);
+  EXPECT_EQ(Ops(Operation::kSubscribe, OperationStatus::kError), 1u);
+  EXPECT_EQ(stats_.request_count.load(), 2u);
+}
+
 TEST_F(TrafficMeterTest, DefaultPatternDecidesUnprefixedTopics) {
   TrafficMeter store(&counters_, DefaultPattern::kStore, rpc_);
   store.OnPublish(&requester_, nullptr, "site1/temp", 1, details_);

@@ -152,6 +152,31 @@ TEST_F(ConnectionRegistryTest, SubscriptionsAreMappedAndUpdated) {
   EXPECT_EQ(registry_.Snapshot()[0].subscriptions.size(), 1u);
 }
 
+TEST_F(ConnectionRegistryTest, SubscriptionsSayWhetherKubemqAcceptsThem) {
+  ConnectionEvent open = Open(1, "s");
+  open.protocol_version = 5;
+  ApplyOpen(open);
+  ApplySub(EventType::kSubscribe, 1, "events/a", 0);
+  ApplySub(EventType::kSubscribe, 1, "store/#", 1);
+  ApplySub(EventType::kSubscribe, 1, "$share/g/queues/jobs", 0);
+  ApplySub(EventType::kSubscribe, 1, "$reply/s/#", 0);
+  auto subs = registry_.Snapshot()[0].subscriptions;
+  ASSERT_EQ(subs.size(), 4u);
+  EXPECT_EQ(subs[0].kubemq_error, "");
+  EXPECT_EQ(subs[1].kubemq_error, "KubeMQ's store pattern takes no wildcards");
+  EXPECT_EQ(subs[2].kubemq_error, "KubeMQ's queues subscriptions need QoS 1 or 2");
+  EXPECT_EQ(subs[3].kubemq_error, "");  // the client's own reply namespace
+  // A new QoS is a new verdict.
+  ApplySub(EventType::kSubscribe, 1, "$share/g/queues/jobs", 1);
+  EXPECT_EQ(registry_.Snapshot()[0].subscriptions[2].kubemq_error, "");
+  // So is a new default pattern.
+  ApplySub(EventType::kSubscribe, 1, "site/+", 0);
+  EXPECT_EQ(registry_.Snapshot()[0].subscriptions[4].kubemq_error, "");
+  Apply(EventType::kSettings, SettingsEvent{DefaultPattern::kStore, 10, 1000});
+  EXPECT_EQ(registry_.Snapshot()[0].subscriptions[4].kubemq_error,
+            "KubeMQ's store pattern takes no wildcards");
+}
+
 TEST_F(ConnectionRegistryTest, ReloadedSettingsRemapSubscriptionsAndTrimTheClosedList) {
   ApplyOpen(Open(1, "s"));
   ApplySub(EventType::kSubscribe, 1, "site1/temp", 0);
@@ -586,6 +611,39 @@ TEST_F(RegistryDetailsTest, RecentStatisticsAreThePreviousCompleteMinute) {
   EXPECT_EQ(Find(registry_->DetailedSnapshot(), 1).total_statistics.publish_count, 7u);
   registry_->RollStatisticsWindow(15 * kMinute);  // minutes were missed: no complete window
   EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics.publish_count, 0u);
+}
+
+TEST_F(RegistryDetailsTest, TopClientsRankThePreviousMinuteAndLeaveOutTheRest) {
+  for (std::uint32_t i = 0; i < 4; ++i) Open(i + 1, 1883, i, 10 * kMinute + 5);
+  registry_->RollStatisticsWindow(10 * kMinute + 6);
+  Bump(slots_[0].publish_count, 3);  // c1: 3 + 4
+  Bump(slots_[0].deliver_count, 4);
+  Bump(slots_[1].deliver_count, 9);  // c2: 9
+  Bump(slots_[2].publish_count, 7);  // c3: 7, ties with c1: the smaller id first
+  EXPECT_TRUE(registry_->TopClients(3).empty());  // the minute is not over: nothing known yet
+  registry_->RollStatisticsWindow(11 * kMinute);
+  auto top = registry_->TopClients(3);
+  ASSERT_EQ(top.size(), 3u);
+  EXPECT_EQ(top[0].client_id, "c2");
+  EXPECT_EQ(top[1].client_id, "c1");
+  EXPECT_EQ(top[1].recent.publish_count, 3u);
+  EXPECT_EQ(top[1].recent.deliver_count, 4u);
+  EXPECT_EQ(top[2].client_id, "c3");
+  EXPECT_EQ(registry_->TopClients(1).size(), 1u);
+  EXPECT_EQ(registry_->TopClients(1)[0].client_id, "c2");
+  EXPECT_TRUE(registry_->TopClients(0).empty());
+  // c4 (no traffic) is never listed, however many are asked for.
+  EXPECT_EQ(registry_->TopClients(100).size(), 3u);
+  // The next minute c4 talks and c2 does not: c2 leaves the list.
+  Bump(slots_[3].publish_count, 50);
+  Bump(slots_[0].publish_count, 1);
+  Bump(slots_[2].publish_count, 1);
+  registry_->RollStatisticsWindow(12 * kMinute);
+  top = registry_->TopClients(2);
+  ASSERT_EQ(top.size(), 2u);
+  EXPECT_EQ(top[0].client_id, "c4");
+  EXPECT_EQ(top[1].client_id, "c1");
+  EXPECT_EQ(registry_->TopClients(100).size(), 3u);
 }
 
 TEST_F(RegistryDetailsTest, AClosedConnectionKeepsTheTotalsAndIdleOfItsClose) {

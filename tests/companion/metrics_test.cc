@@ -29,9 +29,9 @@ using ::testing::IsSubsetOf;
 using ::testing::Not;
 using ::testing::UnorderedElementsAreArray;
 
-const char* const kOperations[] = {"publish_events", "publish_store",  "publish_queues",
-                                   "rpc_command",    "rpc_query",      "deliver_events",
-                                   "deliver_store",  "deliver_queues", "rpc_response"};
+const char* const kOperations[] = {
+    "publish_events", "publish_store", "publish_queues", "rpc_command",  "rpc_query",
+    "deliver_events", "deliver_store", "deliver_queues", "rpc_response", "subscribe"};
 const char* const kStatuses[] = {"success", "error", "dropped"};
 const char* const kBounds[] = {"0.01", "0.05", "0.1", "0.25", "0.5", "1",
                                "2.5",  "5",    "10",  "30",   "60",  "+Inf"};
@@ -177,7 +177,7 @@ TEST_F(MetricsTest, OperationsAreReadFromTheSharedCounters) {
   counters().operations[op(Operation::kDeliverStore)][st(OperationStatus::kDropped)] = 3;
   counters().operations[op(Operation::kRpcResponse)][st(OperationStatus::kError)] = 1;
   const auto samples = Samples(exporter_->Render(), "kubemq_mqtt_operations_total");
-  EXPECT_EQ(samples.size(), 27u);
+  EXPECT_EQ(samples.size(), 30u);  // 10 operations x 3 statuses
   EXPECT_THAT(
       samples,
       testing::IsSupersetOf({
@@ -466,6 +466,54 @@ TEST_F(MetricsTest, ScrapesRunConcurrentlyWithWritersAndEachOther) {
               testing::ElementsAre("kubemq_mqtt_http_requests_total{path=\"/api/mqtt/"
                                    "connections\",status=\"200\"} " +
                                    std::to_string(2 * kRequests)));
+}
+
+TEST_F(MetricsTest, TopClientsFamilyIsLeftOutByDefault) {
+  Apply(EventType::kConnection, Open(1, "talker"));
+  EXPECT_THAT(exporter_->Render(), Not(HasSubstr("kubemq_mqtt_top_client")));
+}
+
+TEST_F(MetricsTest, TopClientsFamilyShowsTheTopTalkersOnlyAndDropsThoseWhoLeave) {
+  ConnectionStatsSlot slots[3];
+  ConnectionRegistry registry(
+      ConnectionRegistryOptions{7, DefaultPattern::kEvents, 10, 1'000'000'000, {}, slots, 3});
+  MetricsExporter exporter(*region_->header(), registry, 7, /*top_clients=*/2);
+  const std::int64_t minute = 60'000'000'000;
+  for (std::uint64_t seq = 1; seq <= 3; ++seq) {
+    ConnectionEvent e = Open(seq, "client \"" + std::to_string(seq) + "\"");
+    e.stats_slot = static_cast<std::uint32_t>(seq - 1);
+    slots[seq - 1].seq.store(seq);
+    std::string bytes;
+    Encode(e, &bytes);
+    ASSERT_TRUE(registry.Apply(EventType::kConnection, bytes, 10 * minute + 1));
+  }
+  registry.RollStatisticsWindow(10 * minute + 2);
+  Bump(slots[0].publish_count, 60);  // client "1": 1/s out, 2/s in
+  Bump(slots[0].deliver_count, 120);
+  Bump(slots[1].publish_count, 600);  // client "2": 10/s
+  Bump(slots[2].publish_count, 6);    // client "3": the third, left out
+  registry.RollStatisticsWindow(11 * minute);
+  std::string text = exporter.Render();
+  EXPECT_THAT(text, HasSubstr("# TYPE kubemq_mqtt_top_client_messages_per_second gauge"));
+  std::vector<std::string> samples = Samples(text, "kubemq_mqtt_top_client_messages_per_second");
+  EXPECT_THAT(samples,
+              UnorderedElementsAreArray({"kubemq_mqtt_top_client_messages_per_second{client_id="
+                                         "\"client \\\"2\\\"\",direction=\"deliver\"} 0",
+                                         "kubemq_mqtt_top_client_messages_per_second{client_id="
+                                         "\"client \\\"2\\\"\",direction=\"publish\"} 10",
+                                         "kubemq_mqtt_top_client_messages_per_second{client_id="
+                                         "\"client \\\"1\\\"\",direction=\"deliver\"} 2",
+                                         "kubemq_mqtt_top_client_messages_per_second{client_id="
+                                         "\"client \\\"1\\\"\",direction=\"publish\"} 1"}));
+  // The next minute only client "3" talks: the others' series disappear.
+  Bump(slots[2].publish_count, 30);
+  registry.RollStatisticsWindow(12 * minute);
+  samples = Samples(exporter.Render(), "kubemq_mqtt_top_client_messages_per_second");
+  EXPECT_THAT(samples,
+              UnorderedElementsAreArray({"kubemq_mqtt_top_client_messages_per_second{client_id="
+                                         "\"client \\\"3\\\"\",direction=\"deliver\"} 0",
+                                         "kubemq_mqtt_top_client_messages_per_second{client_id="
+                                         "\"client \\\"3\\\"\",direction=\"publish\"} 0.5"}));
 }
 
 }  // namespace

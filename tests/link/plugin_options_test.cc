@@ -93,6 +93,9 @@ TEST(PluginOptionsTest, BadValuesAreRefusedNamingOptionValueAndWhatIsAccepted) {
       {"http_token_file", "tokens.txt", "absolute path"},
       {"http_admin_token_file", "", "absolute path"},
       {"metrics_public", "yes", "true or false"},
+      {"kubemq_strict", "on", "true or false"},
+      {"metrics_top_clients", "101", "from 0 to 100"},
+      {"metrics_top_clients", "-1", "from 0 to 100"},
       {"http_tls_cert", "cert.pem", "absolute path"},
       {"http_tls_key", "key.pem", "absolute path"},
       {"http_allow_anonymous", "1", "true or false"},
@@ -123,6 +126,18 @@ TEST(PluginOptionsTest, BadValuesAreRefusedNamingOptionValueAndWhatIsAccepted) {
     EXPECT_THAT(error, HasSubstr(c.message_part));
     EXPECT_EQ(options.http_port, 1234);  // untouched on error
   }
+}
+
+TEST(PluginOptionsTest, StrictAndTopClientsAreParsed) {
+  PluginOptions options;
+  EXPECT_FALSE(options.kubemq_strict);
+  EXPECT_EQ(options.metrics_top_clients, 0u);
+  std::string error;
+  ASSERT_TRUE(ParsePluginOptions({{"kubemq_strict", "true"}, {"metrics_top_clients", "100"}},
+                                 &options, &error))
+      << error;
+  EXPECT_TRUE(options.kubemq_strict);
+  EXPECT_EQ(options.metrics_top_clients, 100u);
 }
 
 TEST(PluginOptionsTest, SecurityOptionsAreParsed) {

@@ -413,6 +413,8 @@ CjsonPtr SubscriptionJson(const Subscription& subscription) {
   AddString(object.get(), "channel", subscription.mapping.channel);
   AddString(object.get(), "sharedGroup", subscription.mapping.shared_group);
   AddStringIfSet(object.get(), "mappingError", subscription.mapping.error);
+  cJSON_AddBoolToObject(object.get(), "kubemqValid", subscription.kubemq_error.empty());
+  AddStringIfSet(object.get(), "kubemqError", subscription.kubemq_error);
   return object;
 }
 

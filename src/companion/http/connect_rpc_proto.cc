@@ -122,6 +122,8 @@ void ConnectionToProto(const Connection& connection, connections_v1::Connection*
     out->set_channel(ToValidUtf8(subscription.mapping.channel));
     out->set_shared_group(ToValidUtf8(subscription.mapping.shared_group));
     out->set_mapping_error(ToValidUtf8(subscription.mapping.error));
+    out->set_kubemq_valid(subscription.kubemq_error.empty());
+    out->set_kubemq_error(ToValidUtf8(subscription.kubemq_error));
   }
   if (connection.idle_ns >= 0) SetDuration(connection.idle_ns, message->mutable_idle_duration());
   SetStatistics(connection.total_statistics, message->mutable_total_request_statistics());

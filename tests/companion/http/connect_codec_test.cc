@@ -67,6 +67,7 @@ Connection Open(std::string uid, std::string client_id, std::int64_t open_time_n
   Subscription broken;
   broken.filter = "a/+b";
   broken.mapping.error = "not a valid topic filter";
+  broken.kubemq_error = "no KubeMQ channel: not a valid topic filter";
   c.subscriptions = {plain, broken};
   c.idle_ns = 1'500'000'000;
   c.total_statistics = {3, 15, 2, 10, 5};
@@ -275,6 +276,10 @@ TEST_F(ConnectCodecTest, BinaryAnswerCarriesEveryField) {
   EXPECT_EQ(c.subscriptions(0).pattern(), "events");
   EXPECT_EQ(c.subscriptions(0).channel(), "site1.>");
   EXPECT_EQ(c.subscriptions(1).mapping_error(), "not a valid topic filter");
+  EXPECT_TRUE(c.subscriptions(0).kubemq_valid());
+  EXPECT_EQ(c.subscriptions(0).kubemq_error(), "");
+  EXPECT_FALSE(c.subscriptions(1).kubemq_valid());
+  EXPECT_EQ(c.subscriptions(1).kubemq_error(), "no KubeMQ channel: not a valid topic filter");
   EXPECT_EQ(c.idle_duration().seconds(), 1);
   EXPECT_EQ(c.idle_duration().nanos(), 500'000'000);
   EXPECT_EQ(c.total_request_statistics().publish_bytes(), 15u);

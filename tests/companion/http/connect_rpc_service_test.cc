@@ -216,6 +216,7 @@ Connection OpenExample() {
   Subscription broken;
   broken.filter = "events//x";
   broken.mapping.error = "empty level";
+  broken.kubemq_error = "no KubeMQ channel: empty level";
   c.subscriptions = {events, queue, broken};
   c.idle_ns = 1'500'000'000;
   c.network = {true, 41, 20, 2, 1024, 8, 1'500'000'000, 200'000'000};
@@ -252,11 +253,12 @@ constexpr char kOpenJson[] =
     R"("state":"AUTHENTICATION_STATE_SUCCESS","userPrincipal":"alice",)"
     R"("method":"SCRAM-SHA-256"},"subscriptions":[)"
     R"({"filter":"events/site1/#","qos":1,"pattern":"events","channel":"site1.>",)"
-    R"("sharedGroup":""},)"
+    R"("sharedGroup":"","kubemqValid":true},)"
     R"({"filter":"$share/workers/queues/jobs/email","qos":2,"pattern":"queues",)"
-    R"("channel":"jobs.email","sharedGroup":"workers"},)"
+    R"("channel":"jobs.email","sharedGroup":"workers","kubemqValid":true},)"
     R"({"filter":"events//x","qos":0,"pattern":"","channel":"","sharedGroup":"",)"
-    R"("mappingError":"empty level"}],)"
+    R"("mappingError":"empty level","kubemqValid":false,)"
+    R"("kubemqError":"no KubeMQ channel: empty level"}],)"
     R"("idleDuration":"1.500s",)"
     R"("networkInfo":{"rttMicros":41,"rttVarianceMicros":20,"retransmits":2,)"
     R"("sendQueueBytes":1024,"receiveQueueBytes":8,"sinceLastReceive":"1.500s",)"
