@@ -250,10 +250,13 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
                                                            std::move(arguments), LogToBroker);
 
   if (!RegisterBrokerEvents(state.get())) return MOSQ_ERR_UNKNOWN;
+  state->bans = std::make_unique<BanGate>(&state->region->header()->counters);
   BrokerLink* link = state->link.get();
-  const auto pump = [link] {
+  PluginState* raw_state = state.get();
+  const auto pump = [link, raw_state] {
     link->DrainCommands(
-        [](const LogCommand& command) { LogToBroker(command.level, command.text); });
+        [](const LogCommand& command) { LogToBroker(command.level, command.text); }, nullptr,
+        [raw_state](BansCommand&& command) { ApplyBans(raw_state, std::move(command)); });
   };
   if (!state->companion->StartAndWait(kCompanionStartTimeoutMs, pump, &error)) {
     LogError(error);
