@@ -8,7 +8,8 @@ input with a 400 naming the field; a read token lists but cannot change them.
 
 import json
 import os
-import time
+import subprocess
+import tempfile
 import unittest
 
 from harness import BROKER_VERSION, Broker, Client, disconnect_all, wait_for
@@ -19,6 +20,8 @@ RPC = "/mqtt.connections.v1.ConnectionsService/"
 # What a banned MQTT 5 CONNECT gets (README, "Supported brokers"; plugin/broker_events.cc).
 MQTT5_BANNED = 0x8A if BROKER_VERSION >= (2, 1, 0) else 0x87
 MQTT311_NOT_AUTHORISED = 5
+CLI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli",
+                   "mosquitto-connections")
 
 
 def bearer(token):
@@ -201,6 +204,44 @@ class BansTest(unittest.TestCase):
         self.assertEqual(self.connack("ban-persist", 5), MQTT5_BANNED)
         self.assertEqual([(b["who"], b["reason"]) for b in self.bans()], [("ban-persist", "kept")])
         self.assertRegex(self.broker.log(), r"1 ban in force")
+
+    def test_cli_bans_ban_and_unban(self):
+        folder = tempfile.mkdtemp(prefix="mqc-bans-cli-")
+        tokens = {}
+        for name, token in (("read", READ_TOKEN), ("admin", ADMIN_TOKEN)):
+            tokens[name] = os.path.join(folder, name)
+            with open(tokens[name], "w") as f:
+                f.write(token + "\n")
+        url = f"http://127.0.0.1:{self.broker.http_port}"
+
+        def cli(*args, token="admin"):
+            return subprocess.run([CLI, *args, "--url", url, "--token-file", tokens[token]],
+                                  capture_output=True, text=True, timeout=60)
+        try:
+            done = cli("ban", "peerhost_net", "10.9.0.0/16", "--duration", "2h", "--reason", "cli")
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertRegex(done.stdout, r'banned peerhost_net "10\.9\.0\.0/16" until \S+Z; '
+                                          r"0 open clients disconnected")
+            refused = cli("ban", "clientid", "x", token="read")
+            self.assertEqual(refused.returncode, 1)
+            self.assertIn("HTTP 403", refused.stderr)
+            bad = cli("ban", "peerhost_net", "10.9.0.0/40")
+            self.assertEqual(bad.returncode, 1)
+            self.assertIn("HTTP 400: who: '10.9.0.0/40' is not an address prefix", bad.stderr)
+            listed = cli("bans", token="read")
+            self.assertEqual(listed.returncode, 0, listed.stderr)
+            self.assertRegex(listed.stdout, r"peerhost_net\s+10\.9\.0\.0/16\s+\S+Z\s+admin token "
+                                            r"file line 1\s+cli")
+            self.assertEqual(json.loads(cli("bans", "-o", "json", token="read").stdout)[0]["who"],
+                             "10.9.0.0/16")
+            gone = cli("unban", "peerhost_net", "10.9.0.0/16")
+            self.assertEqual(gone.returncode, 0, gone.stderr)
+            self.assertIn('unbanned peerhost_net "10.9.0.0/16"', gone.stdout)
+            self.assertEqual(cli("unban", "peerhost_net", "10.9.0.0/16").returncode, 1)
+        finally:
+            for path in tokens.values():
+                os.unlink(path)
+            os.rmdir(folder)
 
 
 if __name__ == "__main__":

@@ -7,16 +7,19 @@
 //   is refused rather than made into a ban that never acts.
 // - A new ban on a target already banned replaces the old one (new reason, new until).
 // - `by` defaults to the caller's token line; every change is logged with the caller anyway.
-// - Only the JSON codec serves the ban RPCs; binary protobuf is answered `unimplemented`.
+// - The ban RPCs serve both codecs: binary protobuf is read into the same fields and checked by
+//   the same code (CheckBanRequest); its durationS 0 is "not given", as proto3 cannot tell.
 #include "companion/http/ban_view.h"
 
 #include <cjson/cJSON.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <utility>
 
 #include "companion/http/connect_codec.h"
+#include "companion/http/connect_rpc_proto.h"
 #include "companion/http/connect_rpc_service.h"
 #include "companion/http/json_util.h"
 #include "companion/http/view_util.h"
@@ -99,50 +102,66 @@ Status ReadTarget(std::string_view body, Ban* target) {
 
 }  // namespace
 
+Status CheckBanRequest(const BanRequestFields& fields, std::int64_t now_ns, bool connect_names,
+                       Ban* ban) {
+  Status status = ParseBanTarget(fields.as, fields.who, ban);
+  if (!status.ok()) return status;
+  ban->by = fields.by;
+  ban->reason = fields.reason;
+  status = CheckText("by", ban->by);
+  if (status.ok()) status = CheckText("reason", ban->reason);
+  if (!status.ok()) return status;
+  ban->at_ns = now_ns;
+  ban->until_ns = 0;
+  const char* duration_name = connect_names ? "durationS" : "duration_s";
+  if (fields.has_until && fields.has_duration) {
+    return Invalid(std::string("until, ") + duration_name + ": give at most one of them");
+  }
+  if (fields.has_until) {
+    if (fields.until_ns <= now_ns) return Invalid("until: must be in the future");
+    ban->until_ns = fields.until_ns;
+  }
+  if (fields.has_duration) {
+    if (fields.duration_s < 1 || fields.duration_s > kMaxDurationS) {
+      return Invalid(std::string(duration_name) + ": a whole number of seconds, 1 to " +
+                     std::to_string(kMaxDurationS));
+    }
+    ban->until_ns = now_ns + fields.duration_s * 1000000000;
+  }
+  return Status();
+}
+
 Status ReadBanRequest(std::string_view body, std::int64_t now_ns, bool connect_names, Ban* ban) {
   const CjsonPtr message = ParseJson(body.empty() ? "{}" : body);
   if (!message || !cJSON_IsObject(message.get())) {
     return Invalid("request body is not a JSON object");
   }
   const cJSON* root = message.get();
-  std::string as;
-  std::string who;
+  BanRequestFields fields;
   bool present = false;
-  Status status = ReadString(root, "as", &as, &present);
+  Status status = ReadString(root, "as", &fields.as, &present);
   if (!status.ok()) return status;
   if (!present) return Invalid("as: required ('clientid', 'username', 'peerhost', 'peerhost_net')");
-  status = ReadString(root, "who", &who, &present);
+  status = ReadString(root, "who", &fields.who, &present);
   if (!status.ok()) return status;
   if (!present) return Invalid("who: required");
-  status = ParseBanTarget(as, who, ban);
+  status = ReadString(root, "by", &fields.by, &present);
+  if (status.ok()) status = ReadString(root, "reason", &fields.reason, &present);
   if (!status.ok()) return status;
-  for (const auto& [field, into] : {std::pair<const char*, std::string*>{"by", &ban->by},
-                                    std::pair<const char*, std::string*>{"reason", &ban->reason}}) {
-    status = ReadString(root, field, into, &present);
-    if (status.ok()) status = CheckText(field, *into);
-    if (!status.ok()) return status;
-  }
-  ban->at_ns = now_ns;
-  ban->until_ns = 0;
   std::string until;
-  bool has_until = false;
-  status = ReadString(root, "until", &until, &has_until);
+  status = ReadString(root, "until", &until, &fields.has_until);
   if (!status.ok()) return status;
-  const char* duration_name = connect_names ? "durationS" : "duration_s";
-  const cJSON* duration = cJSON_GetObjectItemCaseSensitive(root, duration_name);
-  const bool has_duration = duration != nullptr && !cJSON_IsNull(duration);
-  if (has_until && has_duration) {
-    return Invalid(std::string("until, ") + duration_name + ": give at most one of them");
-  }
-  if (has_until) {
+  if (fields.has_until) {
     std::string why;
-    if (!ParseTimestamp(until, &ban->until_ns, &why)) {
+    if (!ParseTimestamp(until, &fields.until_ns, &why)) {
       return Invalid("until: " + QuoteForMessage(until) + ": " + why);
     }
-    if (ban->until_ns <= now_ns) return Invalid("until: must be in the future");
   }
-  if (has_duration) {
-    // Connect JSON may send an int64 as a string.
+  const char* duration_name = connect_names ? "durationS" : "duration_s";
+  const cJSON* duration = cJSON_GetObjectItemCaseSensitive(root, duration_name);
+  fields.has_duration = duration != nullptr && !cJSON_IsNull(duration);
+  if (fields.has_duration) {
+    // Connect JSON sends an int64 as a string (a number is accepted too).
     double seconds = -1;
     if (cJSON_IsNumber(duration)) {
       seconds = duration->valuedouble;
@@ -156,9 +175,9 @@ Status ReadBanRequest(std::string_view body, std::int64_t now_ns, bool connect_n
       return Invalid(std::string(duration_name) + ": a whole number of seconds, 1 to " +
                      std::to_string(kMaxDurationS));
     }
-    ban->until_ns = now_ns + static_cast<std::int64_t>(seconds) * 1000000000;
+    fields.duration_s = static_cast<std::int64_t>(seconds);
   }
-  return Status();
+  return CheckBanRequest(fields, now_ns, connect_names, ban);
 }
 
 HttpResponse KubeMqListBans(const BanAdmin& admin) {
@@ -209,12 +228,21 @@ HttpResponse ConnectRpcBans(const BanAdmin& admin, std::string_view method,
   HttpResponse error;
   ConnectCodec codec = ConnectCodec::kJson;
   if (!CheckConnectUnaryPost(request, &codec, &error)) return error;
-  if (codec == ConnectCodec::kProto) {
-    return ConnectRpcErrorResponse(Status(
-        StatusCode::kUnimplemented, std::string(method) + " is served with the JSON codec only"));
-  }
+  const bool proto = codec == ConnectCodec::kProto;
+  const auto answer_proto = [](std::string body) {
+    HttpResponse response;
+    response.status = kHttpOk;
+    response.content_type = kProtoContentType;
+    response.body = std::move(body);
+    return response;
+  };
   CjsonPtr answer = NewJsonObject();
   if (method == kListBansMethod) {
+    if (proto) {
+      const Status read = DecodeListBansRequestProto(request.body, "request body");
+      if (!read.ok()) return ConnectRpcErrorResponse(read);
+      return answer_proto(EncodeListBansResponseProto(admin.list(), admin.refused_total()));
+    }
     const CjsonPtr message = ParseJson(request.body.empty() ? "{}" : request.body);
     if (!message || !cJSON_IsObject(message.get())) {
       return ConnectRpcErrorResponse(Invalid("request body is not a JSON object"));
@@ -227,20 +255,38 @@ HttpResponse ConnectRpcBans(const BanAdmin& admin, std::string_view method,
   BanOutcome outcome;
   if (method == kBanClientMethod) {
     Ban ban;
-    const Status read = ReadBanRequest(request.body, admin.now_ns(), true, &ban);
+    Status read;
+    if (proto) {
+      BanRequestFields fields;
+      read = DecodeBanClientRequestProto(request.body, "request body", &fields);
+      if (read.ok()) read = CheckBanRequest(fields, admin.now_ns(), true, &ban);
+    } else {
+      read = ReadBanRequest(request.body, admin.now_ns(), true, &ban);
+    }
     if (!read.ok()) return ConnectRpcErrorResponse(read);
     outcome = admin.add(std::move(ban), caller);
   } else {
     Ban target;
-    const Status read = ReadTarget(request.body, &target);
+    Status read;
+    if (proto) {
+      std::string as;
+      std::string who;
+      read = DecodeUnbanClientRequestProto(request.body, "request body", &as, &who);
+      if (read.ok()) read = ParseBanTarget(as, who, &target);
+    } else {
+      read = ReadTarget(request.body, &target);
+    }
     if (!read.ok()) return ConnectRpcErrorResponse(read);
     outcome = admin.remove(target, caller);
   }
   if (!outcome.status.ok()) return ConnectRpcErrorResponse(outcome.status);
-  AddToJsonObject(answer.get(), "ban", BanJson(outcome.ban));
   if (method == kBanClientMethod) {
+    if (proto) return answer_proto(EncodeBanClientResponseProto(outcome.ban, outcome.kicked));
+    AddToJsonObject(answer.get(), "ban", BanJson(outcome.ban));
     AddToJsonObject(answer.get(), "kicked", NewJsonNumber(static_cast<double>(outcome.kicked)));
   } else {
+    if (proto) return answer_proto(EncodeUnbanClientResponseProto(outcome.ban));
+    AddToJsonObject(answer.get(), "ban", BanJson(outcome.ban));
     AddToJsonObject(answer.get(), "removed", NewJsonBool(true));
   }
   return JsonResponse(kHttpOk, *answer);

@@ -3,7 +3,7 @@
 //   GET    /api/mqtt/bans                       KubeMQ envelope, data {bans, count, refused_total}
 //   POST   /api/mqtt/bans                       {"as","who","reason","by","until"|"duration_s"}
 //   DELETE /api/mqtt/bans/{as}/{who}            (who may hold '/': "peerhost_net/10.0.0.0/8")
-//   POST /mqtt.connections.v1.ConnectionsService/ListBans     {} -> {"bans":[...]}
+//   POST /mqtt.connections.v1.ConnectionsService/ListBans     {} -> {"bans","refusedTotal"}
 //   POST .../BanClient    {"as","who","reason","by","until","durationS"} -> {"ban","kicked"}
 //   POST .../UnbanClient  {"as","who"} -> {"ban","removed":true}
 // Reading needs a read token, changes an admin token (the router checks). The work is a
@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "companion/http/connect_rpc_proto.h"
 #include "companion/http/disconnect_view.h"
 #include "companion/http/http_server.h"
 #include "link/ban_list.h"
@@ -49,8 +50,12 @@ inline constexpr char kBanClientMethod[] = "BanClient";
 inline constexpr char kUnbanClientMethod[] = "UnbanClient";
 
 // The new ban of a request body (JSON object), checked: kInvalidArgument naming the field.
-// `json_names`: the Connect JSON names (durationS) rather than the KubeMQ ones (duration_s).
+// `connect_names`: the Connect JSON names (durationS) rather than the KubeMQ ones (duration_s).
 Status ReadBanRequest(std::string_view body, std::int64_t now_ns, bool connect_names, Ban* ban);
+
+// The fields of a request (either codec) checked into *ban, at_ns = now_ns.
+Status CheckBanRequest(const BanRequestFields& fields, std::int64_t now_ns, bool connect_names,
+                       Ban* ban);
 
 HttpResponse KubeMqListBans(const BanAdmin& admin);
 HttpResponse KubeMqAddBan(const BanAdmin& admin, const HttpRequest& request,
