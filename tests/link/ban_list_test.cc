@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Bans: targets parsed and refused with the field named, matching by client id, username and
 // address prefix (v4, v6, v4 on a dual-stack listener), expiry, the record that carries the list
-// to the broker, and the broker's gate (with no ban it does nothing and counts nothing).
+// to the broker.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "broker/ban_gate.h"
 #include "link/ban_list.h"
 #include "link/event_records.h"
 #include "link/shared_region.h"
@@ -146,24 +145,6 @@ TEST(BansCommandTest, RoundTripAndBounds) {
   sent.bans.assign(kMaxBans, Target("clientid", std::string(kMaxBanWhoBytes, 'c')));
   Encode(sent, &bytes);
   EXPECT_LE(bytes.size(), SharedRegionSizes{}.commands_capacity / 2);
-}
-
-TEST(BanGateTest, CountsRefusalsAndNothingWithoutBans) {
-  BrokerCounters counters;
-  BanGate gate(&counters);
-  EXPECT_FALSE(gate.active());
-  EXPECT_EQ(gate.Refuses("c", "u", "10.0.0.1", 0), nullptr);
-  BansCommand command;
-  command.bans = {Target("clientid", "c"), Target("peerhost_net", "10.0.0.0/8")};
-  EXPECT_EQ(gate.Replace(std::move(command)), "mosquitto_connections: 2 bans in force");
-  EXPECT_TRUE(gate.active());
-  EXPECT_NE(gate.Refuses("c", nullptr, nullptr, 0), nullptr);
-  EXPECT_NE(gate.Refuses("d", nullptr, "10.9.9.9", 0), nullptr);
-  EXPECT_EQ(gate.Refuses("d", nullptr, "11.0.0.1", 0), nullptr);
-  EXPECT_EQ(counters.connects_banned.load(), 2u);
-  EXPECT_EQ(gate.Replace(BansCommand{}), "mosquitto_connections: 0 bans in force");
-  EXPECT_FALSE(gate.active());
-  EXPECT_EQ(gate.Refuses("c", nullptr, nullptr, 0), nullptr);
 }
 
 }  // namespace
