@@ -236,6 +236,8 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
       std::make_unique<TrafficMeter>(&state->region->header()->counters,
                                      state->options.default_pattern, RpcOptionsOf(state->options));
 
+  state->bans = std::make_unique<BanGate>(&state->region->header()->counters);
+
   const std::string companion = state->options.companion_path.empty()
                                     ? Directory(own_path) + "/" + kCompanionName
                                     : state->options.companion_path;
@@ -250,7 +252,6 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
                                                            std::move(arguments), LogToBroker);
 
   if (!RegisterBrokerEvents(state.get())) return MOSQ_ERR_UNKNOWN;
-  state->bans = std::make_unique<BanGate>(&state->region->header()->counters);
   BrokerLink* link = state->link.get();
   PluginState* raw_state = state.get();
   const auto pump = [link, raw_state] {
