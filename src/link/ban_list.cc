@@ -25,7 +25,8 @@ void ClearHostBits(AddressBytes* address, std::uint8_t prefix_len) {
   for (std::size_t i = 0; i < address->size(); ++i) {
     const int bits = static_cast<int>(prefix_len) - static_cast<int>(i) * 8;
     if (bits >= 8) continue;
-    (*address)[i] &= bits <= 0 ? 0 : static_cast<std::uint8_t>(0xff << (8 - bits));
+    const auto mask = static_cast<std::uint8_t>(bits <= 0 ? 0 : 0xff << (8 - bits));
+    (*address)[i] = static_cast<std::uint8_t>((*address)[i] & mask);
   }
 }
 
