@@ -34,6 +34,8 @@
 #include <tuple>
 #include <vector>
 
+#include "companion/ban_store.h"
+#include "companion/broker_bans.h"
 #include "companion/broker_disconnect.h"
 #include "companion/companion_link.h"
 #include "companion/connection_registry.h"
@@ -155,6 +157,25 @@ std::vector<ListenerConfig> ReadListeners(const std::string& path, CompanionLink
     config.listeners.push_back(local);
   }
   return config.listeners;
+}
+
+// Where the ban list is kept: beside the broker's persistence file, or nowhere (said once).
+std::string BanFile(const std::string& config_path, CompanionLink* link) {
+  BrokerConfig config;
+  std::string error;
+  if (config_path.empty() || !ReadBrokerConfig(config_path, &config, &error)) {
+    link->Log(LogLevel::kWarning, "bans are kept in memory only: the broker's configuration " +
+                                      (config_path.empty() ? std::string("is unknown")
+                                                           : "cannot be read: " + error));
+    return std::string();
+  }
+  const std::string path = BanFilePath(config.persistence, config.persistence_location);
+  if (path.empty()) {
+    link->Log(LogLevel::kNotice,
+              "bans are kept in memory only (the broker runs without persistence): a broker "
+              "restart forgets them");
+  }
+  return path;
 }
 
 // The token files named by the options, read whole (both or nothing). Tokens stay in this
@@ -322,6 +343,15 @@ int Run(int argc, char** argv) {
   router.SetHostCheck(HostCheck(options.http_allowed_hosts, options.http_bind));
   router.SetHealth([&registry] { return registry.current(); });
   router.SetErrorLog([&link](const std::string& line) { link.Log(LogLevel::kError, line); });
+  BanStore ban_store(BanFile(arguments.broker_config, &link),
+                     [&link](const std::vector<Ban>& bans) { return link.SendBans(bans); });
+  const Status bans_loaded = ban_store.Load(NowNs());
+  if (!bans_loaded.ok()) {
+    link.ReportFailed(bans_loaded.message());
+    return 1;
+  }
+  BrokerBans broker_bans(&ban_store, &registry, &link, &region->header()->counters);
+  router.SetBanAdmin(broker_bans.Admin());
   if (!options.http_admin_token_file.empty()) {
     router.SetDisconnector(
         [&registry, &link](const DisconnectTarget& target, const Caller& caller) {
@@ -355,6 +385,10 @@ int Run(int argc, char** argv) {
     return 1;
   }
   link.Begin();
+  // Before serving: the plugin reads the list while it waits for the companion, so the bans
+  // are in force before the broker accepts its first client (and again after a restart of
+  // this process).
+  if (!ban_store.SendAll()) link.Log(LogLevel::kError, "the ban list could not reach the broker");
   link.ReportServing(server->port());
   std::string tls_cert_pem = server_options.tls_cert_pem;  // what the server uses now
   std::string tls_key_pem = server_options.tls_key_pem;
@@ -381,6 +415,7 @@ int Run(int argc, char** argv) {
     }
     if (now >= next_expiry_ns) {
       registry.ExpireClosed(now);
+      if (registry.synced()) broker_bans.Sweep(now);
       next_expiry_ns = now + 1000000000;
     }
     registry.RollStatisticsWindow(now);

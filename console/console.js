@@ -9,10 +9,13 @@
 // With bearer tokens on (a 401 with WWW-Authenticate: Bearer), the page asks for a token and
 // keeps it in sessionStorage (this tab only). With a token it offers Disconnect on an open
 // connection; a 403 answer means the token is not an admin token, and the button goes away.
+// The ban list (ListBans) is shown below the tables; an admin token adds and removes bans
+// (BanClient, UnbanClient), a read token gets the server's 403 message.
 'use strict';
 
 const LIST_PATH = '/mqtt.connections.v1.ConnectionsService/ListConnections';
 const DISCONNECT_PATH = '/mqtt.connections.v1.ConnectionsService/DisconnectConnection';
+const SERVICE = '/mqtt.connections.v1.ConnectionsService/';
 const OPEN = 'MQTT_CONNECTION_STATE_OPEN';
 const CLOSED = 'MQTT_CONNECTION_STATE_CLOSED';
 const REFRESH_MS = 3000;
@@ -546,6 +549,57 @@ async function disconnect(button, clientId) {
   refresh();
 }
 
+// --- bans ----------------------------------------------------------------------------------
+
+async function refreshBans() {
+  const response = await request(SERVICE + 'ListBans', {});
+  if (!response.ok) throw new Error(await errorText(response));
+  const answer = await response.json();
+  const body = $('bans').tBodies[0];
+  body.replaceChildren();
+  for (const ban of answer.bans || []) {
+    const row = body.insertRow();
+    cell(row, 0, ban.as);
+    cell(row, 1, ban.who);
+    cell(row, 2, ban.until ? timeText(ban.until) : 'no end');
+    cell(row, 3, ban.by || '');
+    cell(row, 4, ban.reason || '');
+    const button = element('button', 'Unban');
+    button.type = 'button';
+    button.addEventListener('click', () => unban(button, ban.as, ban.who));
+    row.insertCell().append(button);
+  }
+}
+
+async function banAction(method, message, done) {
+  const status = $('ban-message');
+  try {
+    const response = await request(SERVICE + method, message);
+    status.textContent = response.ok ? done(await response.json())
+                                     : 'Not done: ' + await errorText(response);
+  } catch (error) {
+    if (!(error instanceof TokenNeeded)) status.textContent = 'Not done: ' + error.message;
+  }
+  refresh();
+}
+
+function ban(event) {
+  event.preventDefault();
+  const message = {as: $('ban-as').value, who: $('ban-who').value.trim()};
+  if ($('ban-duration').value) message.durationS = $('ban-duration').value;
+  if ($('ban-reason').value) message.reason = $('ban-reason').value;
+  banAction('BanClient', message, (answer) => {
+    $('ban-who').value = '';
+    return 'Banned ' + answer.ban.as + ' ' + answer.ban.who + '; ' + answer.kicked +
+           ' open client(s) disconnected.';
+  });
+}
+
+function unban(button, as, who) {
+  button.disabled = true;
+  banAction('UnbanClient', {as, who}, () => 'Unbanned ' + as + ' ' + who + '.');
+}
+
 // --- tokens --------------------------------------------------------------------------------
 
 function askForToken(text) {
@@ -589,7 +643,7 @@ async function refresh() {
   try {
     await refreshLists();
     $('error').hidden = true;
-    await Promise.all([refreshDetail(), refreshFigures()]);
+    await Promise.all([refreshDetail(), refreshFigures(), refreshBans()]);
     $('refreshed').textContent = 'updated ' + new Date().toLocaleTimeString();
   } catch (error) {
     showError(error);
@@ -627,6 +681,7 @@ function start() {
   });
   $('token-form').addEventListener('submit', useToken);
   $('forget-token').addEventListener('click', forgetToken);
+  $('ban-form').addEventListener('submit', ban);
   refresh();
 }
 

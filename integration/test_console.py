@@ -401,6 +401,48 @@ class ConsoleTokenTest(unittest.TestCase):
         finally:
             target.client.loop_stop()
 
+    def test_bans_are_listed_and_an_admin_token_adds_and_removes_them(self):
+        headers = {"Authorization": f"Bearer {ADMIN_TOKEN}", "Content-Type": "application/json"}
+        status, _, body = self.broker.http("/api/mqtt/bans", "POST", json.dumps(
+            {"as": "username", "who": "console-mallory", "reason": "spam"}).encode(), headers)
+        self.assertEqual(status, 200, body)
+        try:
+            with Chromium() as browser:
+                browser.open(page(self.broker))
+                self.enter_token(browser, READ_TOKEN)
+                rows = ("Array.from(document.querySelectorAll('#bans tbody tr'))"
+                        ".map(r => Array.from(r.cells).slice(0, 5).map(c => c.textContent)"
+                        ".join('|'))")
+                browser.wait(f"{rows}.includes('username|console-mallory|no end|admin token "
+                             "file line 1|spam')", what="the ban listed")
+                # A read token cannot ban: the server's 403 message is shown.
+                browser.evaluate("document.getElementById('ban-who').value = 'console-x';"
+                                 "document.getElementById('ban-form').requestSubmit()")
+                browser.wait("document.getElementById('ban-message').textContent.includes("
+                             "'permission_denied')", what="the read token's 403")
+                browser.evaluate("document.getElementById('forget-token').click()")
+                self.enter_token(browser, ADMIN_TOKEN)
+                browser.evaluate("document.getElementById('ban-as').value = 'peerhost_net';"
+                                 "document.getElementById('ban-who').value = '10.1.2.3/8';"
+                                 "document.getElementById('ban-duration').value = '600';"
+                                 "document.getElementById('ban-form').requestSubmit()")
+                browser.wait("document.getElementById('ban-message').textContent == "
+                             "'Banned peerhost_net 10.0.0.0/8; 0 open client(s) disconnected.'",
+                             what="the admin's ban")
+                browser.wait(f"{rows}.some(r => r.startsWith('peerhost_net|10.0.0.0/8|20'))",
+                             what="the new ban listed with its end")
+                browser.evaluate("Array.from(document.querySelectorAll('#bans tbody tr'))"
+                                 ".find(r => r.cells[1].textContent == 'console-mallory')"
+                                 ".querySelector('button').click()")
+                browser.wait(f"!{rows}.some(r => r.includes('console-mallory'))",
+                             what="the ban removed")
+            status, _, body = self.broker.http("/api/mqtt/bans", headers=headers)
+            self.assertEqual([b["who"] for b in json.loads(body)["data"]["bans"]],
+                             ["10.0.0.0/8"])
+        finally:
+            for as_, who in (("username", "console-mallory"), ("peerhost_net", "10.0.0.0/8")):
+                self.broker.http(f"/api/mqtt/bans/{as_}/{who}", "DELETE", headers=headers)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -22,6 +22,8 @@ CONNECT_HEADERS = {"Content-Type": "application/json", "Connect-Protocol-Version
 UNREACHABLE = {"500"}  # an internal error cannot be caused from outside
 DISCONNECT = "/mqtt.connections.v1.ConnectionsService/DisconnectConnection"
 CLIENT_PATH = "/api/mqtt/connections/{client_id}"
+BAN_PATH = "/api/mqtt/bans/{as}/{who}"
+SERVICE = "/mqtt.connections.v1.ConnectionsService/"
 # A broker that does not close a kicked client within 5 s cannot be arranged from outside.
 # /healthz's 503 needs a companion without the broker's state: test_operations.py stops the
 # broker for it.
@@ -55,6 +57,8 @@ class OpenApiTest(unittest.TestCase):
         paths = self.document["paths"]
         if path.startswith("/api/mqtt/connections/") and len(path) > len("/api/mqtt/connections/"):
             path = CLIENT_PATH
+        if path.startswith("/api/mqtt/bans/") and len(path) > len("/api/mqtt/bans/"):
+            path = BAN_PATH
         if path not in paths:
             path = LIST if path.startswith("/mqtt.connections.v1.") else "/api/mqtt/connections"
         method = method.lower()
@@ -157,6 +161,67 @@ class OpenApiTest(unittest.TestCase):
                        dict(CONNECT_HEADERS, **admin), expect=200)
             for c in (by_id, by_uid):
                 c.client.loop_stop()
+        finally:
+            self.broker = shared
+            broker.stop()
+            broker.cleanup_dir()
+
+    # Before test_every_endpoint_answers_as_documented too.
+    def test_bans_answer_as_documented(self):
+        broker = Broker(files={"read.tokens": READ_TOKEN + "\n",
+                               "admin.tokens": ADMIN_TOKEN + "\n"},
+                        options={"http_token_file": "{dir}/read.tokens",
+                                 "http_admin_token_file": "{dir}/admin.tokens"})
+        shared, self.broker = self.broker, broker
+        read = dict(CONNECT_HEADERS, Authorization=f"Bearer {READ_TOKEN}")
+        admin = dict(CONNECT_HEADERS, Authorization=f"Bearer {ADMIN_TOKEN}")
+        proto = dict(admin, **{"Content-Type": "application/proto"})
+        ban = json.dumps({"as": "clientid", "who": "oa-banned", "reason": "r"}).encode()
+        target = json.dumps({"as": "clientid", "who": "oa-banned"}).encode()
+        try:
+            broker.start()
+            victim = Client(broker, "oa-banned")
+            wait_for(lambda: self.list_rich({"filter": 'client_id = "oa-banned"'},
+                                            headers=read).get("connections"),
+                     what="oa-banned listed")
+            self.check("/api/mqtt/bans", expect=401)
+            self.check("/api/mqtt/bans", "POST", ban, expect=401)
+            self.check("/api/mqtt/bans/clientid/x", "DELETE", expect=401)
+            self.check("/api/mqtt/bans", "POST", ban, read, expect=403)
+            self.check("/api/mqtt/bans/clientid/x", "DELETE", headers=read, expect=403)
+            self.check("/api/mqtt/bans", "PUT", b"{}", admin, expect=405)
+            self.check("/api/mqtt/bans/clientid/x", "GET", headers=admin, expect=405)
+            self.check("/api/mqtt/bans", "POST", b'{"as":"ip","who":"x"}', admin, expect=400)
+            self.check("/api/mqtt/bans/peerhost/x", "DELETE", headers=admin, expect=400)
+            self.check("/api/mqtt/bans/clientid/x", "DELETE", headers=admin, expect=404)
+            _, added = self.check("/api/mqtt/bans", "POST", ban, admin, expect=200)
+            self.assertEqual(added["data"]["kicked"], 1)
+            victim.client.loop_stop()
+            _, listed = self.check("/api/mqtt/bans", headers=read, expect=200)
+            self.assertEqual(listed["data"]["count"], 1)
+            self.check("/api/mqtt/bans/clientid/oa-banned", "DELETE", headers=admin, expect=200)
+            for method in ("ListBans", "BanClient", "UnbanClient"):
+                path = SERVICE + method
+                self.check(path, "POST", b"{}", CONNECT_HEADERS, expect=401)
+                self.check(path, "POST", b"[]", admin, expect=400)
+                self.check(path, "POST", b"{}", dict(admin, **{"Content-Type": "text/plain"}),
+                           expect=415)
+                self.check(path, "GET", headers=admin, expect=405)
+                if method != "ListBans":
+                    self.check(path, "POST", target, read, expect=403)
+            self.check(SERVICE + "ListBans", "POST", b"{}", read, expect=200)
+            self.check(SERVICE + "ListBans", "POST", b"", proto, expect=200)
+            self.check(SERVICE + "BanClient", "POST", ban, admin, expect=200)
+            self.check(SERVICE + "UnbanClient", "POST", target, admin, expect=200)
+            self.check(SERVICE + "UnbanClient", "POST", target, admin, expect=404)
+            # 1000 bans at most (or the broker's queue full on the way): 429.
+            for i in range(1001):
+                status, _, body = broker.http("/api/mqtt/bans", "POST", json.dumps(
+                    {"as": "clientid", "who": f"oa-many-{i}"}).encode(), admin)
+                if status != 200:
+                    break
+            self.check("/api/mqtt/bans", "POST", ban, admin, expect=429)
+            self.check(SERVICE + "BanClient", "POST", ban, admin, expect=429)
         finally:
             self.broker = shared
             broker.stop()
@@ -275,7 +340,8 @@ class OpenApiTest(unittest.TestCase):
 
             # The Host check, on every operation: a foreign host 421, a malformed one 400.
             for doc_path, operations in self.document["paths"].items():
-                path = doc_path.replace("{client_id}", "oa-alice")
+                path = doc_path.replace("{client_id}", "oa-alice").replace(
+                    "{as}/{who}", "clientid/oa-alice")
                 for method in operations:
                     body = b"{}" if method == "post" else None
                     for host, status in (("attacker.example", 421), ("127.1", 400)):

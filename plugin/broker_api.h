@@ -33,6 +33,9 @@ constexpr int kEventMessageOut = 27;
 constexpr int kEventClientOffline = 28;
 // 2.1's answer "as if this plugin were not there" (MOSQ_ERR_PLUGIN_IGNORE).
 constexpr int kErrPluginIgnore = 32;
+// 2.1's MOSQ_ERR_BANNED: from BASIC_AUTH, CONNACK 0x8A (Banned) for MQTT 5 and 5 (not
+// authorised) for 3.1.1 (src/handle_connect.c, v2.1.0 on). 2.0 has no such answer.
+constexpr int kErrBanned = 138;
 
 // struct mosquitto_evt_connect (2.1).
 struct EventConnect21 {

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "broker_api.h"
 #include "client_reader.h"
@@ -89,8 +90,23 @@ class BrokerPublishDetails : public PublishDetails {
   const mosquitto_property* properties_;
 };
 
+// A CONNECT a ban refuses (BanGate): the broker's answer for it, else 0. Asked only while
+// bans are in force, for new CONNECTs (not a reload's re-check: a banned open client is kicked
+// by the companion instead). 2.1 answers MOSQ_ERR_BANNED (CONNACK 0x8A for MQTT 5); 2.0 has
+// no such answer, and MOSQ_ERR_AUTH is the closest (0x87 Not authorized; 3.1.1: 5, not
+// authorised, on both). Enhanced authentication (`enhanced`) answers MOSQ_ERR_AUTH on both:
+// 2.1 closes without a CONNACK for any other answer there.
+[[gnu::noinline]] int BanRefusal(PluginState* state, const mosquitto* client, bool enhanced) {
+  const Ban* ban = state->bans->Refuses(mosquitto_client_id(client),
+                                        mosquitto_client_username(client),
+                                        mosquitto_client_address(client), NowNs());
+  if (ban == nullptr) return 0;
+  return state->api.api_2_1() && !enhanced ? kErrBanned : MOSQ_ERR_AUTH;
+}
+
 int OnBasicAuth(int /*event*/, void* event_data, void* userdata) {
   auto* state = static_cast<PluginState*>(userdata);
+  int banned = 0;
   try {
     const auto* data = static_cast<mosquitto_evt_basic_auth*>(event_data);
     // At a configuration reload the broker re-checks every client it holds (docs/reload.md):
@@ -101,10 +117,12 @@ int OnBasicAuth(int /*event*/, void* event_data, void* userdata) {
         facts.credentials_checked = !state->decide_basic_auth;
       }
       state->sessions->BeginConnect(data->client, std::move(facts), NowNs());
+      if (state->bans->active()) banned = BanRefusal(state, data->client, false);
     }
   } catch (...) {
     // Watching must never change the outcome: fall through to the decision.
   }
+  if (banned != 0) return banned;
   if (state->api.api_2_1()) return kErrPluginIgnore;
   if (!state->decide_basic_auth) return MOSQ_ERR_PLUGIN_DEFER;
   // What mosquitto_unpwd_check() does when no plugin or password_file is configured.
@@ -125,6 +143,10 @@ int OnExtAuthStart(int /*event*/, void* event_data, void* userdata) {
     facts.mechanism = AuthMechanism::kEnhanced;
     facts.auth_method = OrEmpty(data->auth_method);
     state->sessions->BeginConnect(data->client, std::move(facts), NowNs());
+    if (state->bans->active()) {
+      const int banned = BanRefusal(state, data->client, true);
+      if (banned != 0) return banned;
+    }
   } catch (...) {
   }
   // With every callback deferring (2.1: ignoring) the broker answers "not supported", as with
@@ -487,7 +509,8 @@ int OnTick(int /*event*/, void* event_data, void* userdata) {
     SendSettingsIfPending(state);
     state->link->DrainCommands(
         [](const LogCommand& command) { LogToBroker(command.level, command.text); },
-        [state](const KickCommand& command) { Kick(state, command); });
+        [state](const KickCommand& command) { Kick(state, command); },
+        [state](BansCommand&& command) { ApplyBans(state, std::move(command)); });
     state->companion->Tick(now);  // delays and stall checks: no wall-clock jumps
     state->traffic->OnTick(now);
     state->sessions->ExpireOffline(NowNs());
@@ -594,6 +617,10 @@ std::pair<const EventHandler*, std::size_t> HandlersOf(const PluginState& state)
 
 void LogToBroker(LogLevel level, const std::string& text) {
   mosquitto_log_printf(static_cast<int>(level), "%s", text.c_str());
+}
+
+void ApplyBans(PluginState* state, BansCommand&& command) {
+  LogToBroker(LogLevel::kInfo, state->bans->Replace(std::move(command)));
 }
 
 bool RegisterBrokerEvents(PluginState* state) {

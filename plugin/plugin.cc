@@ -242,6 +242,8 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
       std::make_unique<TrafficMeter>(&state->region->header()->counters,
                                      state->options.default_pattern, RpcOptionsOf(state->options));
 
+  state->bans = std::make_unique<BanGate>(&state->region->header()->counters);
+
   const std::string companion = state->options.companion_path.empty()
                                     ? Directory(own_path) + "/" + kCompanionName
                                     : state->options.companion_path;
@@ -257,9 +259,11 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
 
   if (!RegisterBrokerEvents(state.get())) return MOSQ_ERR_UNKNOWN;
   BrokerLink* link = state->link.get();
-  const auto pump = [link] {
+  PluginState* raw_state = state.get();
+  const auto pump = [link, raw_state] {
     link->DrainCommands(
-        [](const LogCommand& command) { LogToBroker(command.level, command.text); });
+        [](const LogCommand& command) { LogToBroker(command.level, command.text); }, nullptr,
+        [raw_state](BansCommand&& command) { ApplyBans(raw_state, std::move(command)); });
   };
   if (!state->companion->StartAndWait(kCompanionStartTimeoutMs, pump, &error)) {
     LogError(error);

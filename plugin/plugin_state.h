@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "broker/acl_file.h"
+#include "broker/ban_gate.h"
 #include "broker/broker_link.h"
 #include "broker/companion_supervisor.h"
 #include "broker/presence.h"
@@ -54,6 +55,7 @@ struct PluginState {
   // Presence messages (presence.cc); null when off.
   std::unique_ptr<PresencePublisher> presence_publisher;
   std::unique_ptr<Presence> presence;
+  std::unique_ptr<BanGate> bans;  // the companion's ban list, asked at CONNECT (broker_events.cc)
   std::vector<std::string> companion_arguments;  // from the broker's configuration
 
   std::vector<std::size_t> registered_events;  // indexes into the API's handler table
@@ -78,6 +80,8 @@ std::string ServingUrl(const PluginOptions& options, int port);
 bool RegisterBrokerEvents(PluginState* state);
 void UnregisterBrokerEvents(PluginState* state);
 void LogToBroker(LogLevel level, const std::string& text);
+// Puts a ban list from the companion in force (at TICK, and while the companion starts).
+void ApplyBans(PluginState* state, BansCommand&& command);
 
 // Sets the auth-neutrality decisions from the configuration (at init and at a reload); the
 // plugin decides nothing on 2.1. Returns whether they changed.

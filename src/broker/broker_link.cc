@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <string_view>
+#include <utility>
 
 namespace mqc {
 
@@ -24,7 +25,8 @@ bool BrokerLink::Emit(EventType type, const std::string& payload) {
 }
 
 std::size_t BrokerLink::DrainCommands(const std::function<void(const LogCommand&)>& log,
-                                      const std::function<void(const KickCommand&)>& kick) {
+                                      const std::function<void(const KickCommand&)>& kick,
+                                      const std::function<void(BansCommand&&)>& bans) {
   std::size_t count = 0;
   RingRecord record;
   while (commands_.Peek(&record)) {
@@ -41,6 +43,15 @@ std::size_t BrokerLink::DrainCommands(const std::function<void(const LogCommand&
         log({LogLevel::kWarning,
              "mosquitto_connections: a malformed disconnect request from the companion was "
              "ignored"});
+      }
+    } else if (record.type == static_cast<std::uint16_t>(CommandType::kBans) && bans) {
+      BansCommand command;
+      if (Decode(bytes, &command)) {
+        bans(std::move(command));
+      } else {
+        log({LogLevel::kWarning,
+             "mosquitto_connections: a malformed ban list from the companion was ignored; the "
+             "bans in force stay"});
       }
     }
     commands_.Pop();

@@ -28,11 +28,13 @@ class BrokerLink : public EventSink {
   bool Emit(EventType type, const std::string& payload) override;
   bool Fits(const std::vector<std::size_t>& payload_sizes) const override;
 
-  // Hands every pending log command to `log` and every disconnect request to `kick` (at TICK;
-  // without `kick`, at init and cleanup, requests are dropped). A malformed request is not
+  // Hands every pending log command to `log`, every disconnect request to `kick` (at TICK;
+  // without `kick`, at init and cleanup, requests are dropped) and every ban list to `bans`
+  // (at TICK and while the companion starts; without it dropped). A malformed request is not
   // acted on: `log` gets a warning instead. Returns how many commands were read.
   std::size_t DrainCommands(const std::function<void(const LogCommand&)>& log,
-                            const std::function<void(const KickCommand&)>& kick = nullptr);
+                            const std::function<void(const KickCommand&)>& kick = nullptr,
+                            const std::function<void(BansCommand&&)>& bans = nullptr);
 
   // At TICK: starts a resync if the companion asked for one or events were lost since the
   // last, and carries an unfinished one on as far as the ring has room. Returns true when no

@@ -52,6 +52,9 @@ bool CompanionSupervisor::StartAndWait(int timeout_ms, const std::function<void(
     pump();
     switch (ReadState()) {
       case CompanionState::kServing:
+        // What the companion sent before it reported serving (its ban list) is read now, so
+        // that it is in force before the broker accepts its first client.
+        pump();
         serving_ = true;
         kept_http_port_ = http_port();
         SetOptionOverrides(overrides_);

@@ -47,6 +47,15 @@ bool CompanionLink::RequestKick(const KickCommand& command) {
                             static_cast<std::uint32_t>(buffer_.size()));
 }
 
+bool CompanionLink::SendBans(const std::vector<Ban>& bans) {
+  BansCommand command;
+  command.bans = bans;
+  std::lock_guard<std::mutex> lock(log_mutex_);
+  Encode(command, &buffer_);
+  return commands_.TryWrite(static_cast<std::uint16_t>(CommandType::kBans), buffer_.data(),
+                            static_cast<std::uint32_t>(buffer_.size()));
+}
+
 void CompanionLink::ReportServing(int port) {
   auto& companion = region_->header()->companion;
   companion.http_port.store(port, std::memory_order_relaxed);

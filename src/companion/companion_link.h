@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "companion/connection_registry.h"
 #include "link/event_records.h"
@@ -35,6 +36,11 @@ class CompanionLink {
   // Asks the broker thread to disconnect a client (acted on at its next TICK); false when the
   // commands ring is full. Any thread.
   bool RequestKick(const KickCommand& command);
+
+  // Sends the whole ban list to the broker thread (in force at its next TICK, or before it
+  // accepts clients when sent before ReportServing); false when the commands ring is full.
+  // Any thread.
+  bool SendBans(const std::vector<Ban>& bans);
 
   // How many settings records (sent at every configuration reload) Poll has read so far.
   std::uint64_t settings_seen() const { return settings_seen_; }

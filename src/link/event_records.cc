@@ -230,6 +230,33 @@ bool Decode(std::string_view bytes, KickCommand* c) {
          IsPrintableAscii(c->token_line);
 }
 
+void Encode(const BansCommand& c, std::string* out) {
+  ByteWriter w(out);
+  w.Put(static_cast<std::uint32_t>(c.bans.size()));
+  for (const Ban& ban : c.bans) {
+    w.PutString(ban.as());
+    w.PutString(ban.who);
+    w.Put(ban.until_ns);
+  }
+}
+
+bool Decode(std::string_view bytes, BansCommand* c) {
+  ByteReader r(bytes);
+  std::uint32_t count = 0;
+  if (!r.Get(&count) || count > kMaxBans) return false;
+  c->bans.clear();
+  c->bans.reserve(count);
+  std::string as;
+  std::string who;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    Ban ban;
+    if (!r.GetString(&as) || !r.GetString(&who) || !r.Get(&ban.until_ns)) return false;
+    if (!ParseBanTarget(as, who, &ban).ok() || ban.who != who || ban.as() != as) return false;
+    c->bans.push_back(std::move(ban));
+  }
+  return r.Done();
+}
+
 std::string FormatUuid(const Uuid& uuid) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;

@@ -12,7 +12,9 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "link/ban_list.h"
 #include "link/connection.h"
 
 namespace mqc {
@@ -34,6 +36,7 @@ enum class EventType : std::uint16_t {
 enum class CommandType : std::uint16_t {
   kLog = 1,   // a line for the broker's log
   kKick = 2,  // disconnect a client (an admin's request through the HTTP API)
+  kBans = 3,  // the whole ban list, replacing the one the broker holds (BansCommand)
 };
 
 using Uuid = std::array<std::uint8_t, 16>;
@@ -117,6 +120,12 @@ struct KickCommand {
 inline constexpr std::size_t kMaxKickClientIdBytes = 65535;
 inline constexpr std::size_t kMaxKickCallerBytes = 128;
 
+// kBans: every ban the broker refuses CONNECTs for, as a whole (at most kMaxBans), sent at every
+// change and when a companion starts. Only what the broker needs: kind, who, until.
+struct BansCommand {
+  std::vector<Ban> bans;
+};
+
 // Encoders append to *out (cleared first); decoders return false on a malformed record.
 void Encode(const ConnectionEvent& event, std::string* out);
 void Encode(const CloseEvent& event, std::string* out);
@@ -127,6 +136,7 @@ void Encode(const ResyncEvent& event, std::string* out);
 void Encode(const SettingsEvent& event, std::string* out);
 void Encode(const LogCommand& command, std::string* out);
 void Encode(const KickCommand& command, std::string* out);
+void Encode(const BansCommand& command, std::string* out);
 
 bool Decode(std::string_view bytes, ConnectionEvent* event);
 bool Decode(std::string_view bytes, CloseEvent* event);
@@ -139,6 +149,9 @@ bool Decode(std::string_view bytes, LogCommand* command);
 // Also false when a field is out of its bounds, or holds a NUL or (caller, token_line) a byte
 // that is not printable ASCII: what reaches the broker's log is one clean line.
 bool Decode(std::string_view bytes, KickCommand* command);
+// Also false for more than kMaxBans bans, or a ban whose target ParseBanTarget refuses or does
+// not give back as it was sent (the canonical form).
+bool Decode(std::string_view bytes, BansCommand* command);
 
 // "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx"
 std::string FormatUuid(const Uuid& uuid);

@@ -23,7 +23,7 @@ static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
               "shared counters must be lock-free to be shared between processes");
 
 inline constexpr std::uint64_t kSharedMagic = 0x6d71632d73686d31ULL;  // "mqc-shm1"
-inline constexpr std::uint32_t kSharedVersion = 7;
+inline constexpr std::uint32_t kSharedVersion = 8;
 
 // The companion's life cycle as the broker sees it.
 enum class CompanionState : std::uint32_t { kStarting = 0, kServing = 1, kFailed = 2 };
@@ -71,6 +71,7 @@ struct BrokerCounters {
   std::atomic<std::uint64_t> received_bytes{0};  // PUBLISH payload bytes from clients
   std::atomic<std::uint64_t> delivered_messages{0};
   std::atomic<std::uint64_t> delivered_bytes{0};  // payload bytes queued to subscribers
+  std::atomic<std::uint64_t> connects_banned{0};  // CONNECTs refused for a ban (also refused)
 };
 
 // Per-connection traffic, in a slot the broker assigns at CONNECT (ConnectionEvent::stats_slot).

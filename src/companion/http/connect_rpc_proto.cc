@@ -204,4 +204,80 @@ std::string EncodeDisconnectConnectionResponseProto(std::string_view client_id,
   return message.SerializeAsString();
 }
 
+namespace {
+
+void SetBan(const Ban& ban, connections_v1::Ban* message) {
+  message->set_as(std::string(ban.as()));
+  message->set_who(ToValidUtf8(ban.who));
+  message->set_by(ToValidUtf8(ban.by));
+  message->set_reason(ToValidUtf8(ban.reason));
+  SetTimestamp(ban.at_ns, message->mutable_at());
+  if (ban.until_ns != 0) SetTimestamp(ban.until_ns, message->mutable_until());
+}
+
+// Unix ns of a Timestamp, saturated (the view refuses a time out of range as in the past or
+// too far).
+std::int64_t UnixNs(const google::protobuf::Timestamp& t) {
+  constexpr std::int64_t kMaxSeconds = 9223372035;  // 2262-04-11
+  if (t.seconds() > kMaxSeconds) return std::numeric_limits<std::int64_t>::max();
+  if (t.seconds() < -kMaxSeconds) return std::numeric_limits<std::int64_t>::min();
+  return t.seconds() * 1000000000 + t.nanos();
+}
+
+}  // namespace
+
+Status DecodeListBansRequestProto(std::string_view bytes, std::string_view where) {
+  connections_v1::ListBansRequest message;
+  return ParseBinary(bytes, where, &message);
+}
+
+Status DecodeBanClientRequestProto(std::string_view bytes, std::string_view where,
+                                   BanRequestFields* fields) {
+  *fields = BanRequestFields();
+  connections_v1::BanClientRequest message;
+  Status status = ParseBinary(bytes, where, &message);
+  if (!status.ok()) return status;
+  fields->as = message.as();
+  fields->who = message.who();
+  fields->by = message.by();
+  fields->reason = message.reason();
+  fields->has_until = message.has_until();
+  if (fields->has_until) fields->until_ns = UnixNs(message.until());
+  fields->has_duration = message.duration_s() != 0;
+  fields->duration_s = message.duration_s();
+  return Status();
+}
+
+Status DecodeUnbanClientRequestProto(std::string_view bytes, std::string_view where,
+                                     std::string* as, std::string* who) {
+  connections_v1::UnbanClientRequest message;
+  Status status = ParseBinary(bytes, where, &message);
+  if (!status.ok()) return status;
+  *as = message.as();
+  *who = message.who();
+  return Status();
+}
+
+std::string EncodeListBansResponseProto(const std::vector<Ban>& bans,
+                                        std::uint64_t refused_total) {
+  connections_v1::ListBansResponse message;
+  for (const Ban& ban : bans) SetBan(ban, message.add_bans());
+  message.set_refused_total(static_cast<std::int64_t>(refused_total));
+  return message.SerializeAsString();
+}
+
+std::string EncodeBanClientResponseProto(const Ban& ban, std::size_t kicked) {
+  connections_v1::BanClientResponse message;
+  SetBan(ban, message.mutable_ban());
+  message.set_kicked(static_cast<std::int32_t>(kicked));
+  return message.SerializeAsString();
+}
+
+std::string EncodeUnbanClientResponseProto(const Ban& ban) {
+  connections_v1::UnbanClientResponse message;
+  SetBan(ban, message.mutable_ban());
+  message.set_removed(true);
+  return message.SerializeAsString();
+}
+
 }  // namespace mqc

@@ -5,11 +5,14 @@
 // the request's content type. Pure functions, safe on any thread.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "companion/http/connect_rpc_json.h"
 #include "companion/query/connection_query.h"
+#include "link/ban_list.h"
 #include "link/connection.h"
 #include "link/status.h"
 #include "mqtt/connections/v1/connections.pb.h"
@@ -43,5 +46,26 @@ Status DecodeDisconnectConnectionRequestProto(std::string_view bytes, std::strin
                                               std::string* client_id, std::string* uid);
 std::string EncodeDisconnectConnectionResponseProto(std::string_view client_id,
                                                     std::string_view uid, bool disconnected);
+
+// The ban RPCs (ban_view.h). A request's fields as sent, checked by the view.
+struct BanRequestFields {
+  std::string as;
+  std::string who;
+  std::string by;
+  std::string reason;
+  bool has_until = false;
+  std::int64_t until_ns = 0;
+  bool has_duration = false;
+  std::int64_t duration_s = 0;
+};
+Status DecodeListBansRequestProto(std::string_view bytes, std::string_view where);
+Status DecodeBanClientRequestProto(std::string_view bytes, std::string_view where,
+                                   BanRequestFields* fields);
+Status DecodeUnbanClientRequestProto(std::string_view bytes, std::string_view where,
+                                     std::string* as, std::string* who);
+std::string EncodeListBansResponseProto(const std::vector<Ban>& bans,
+                                        std::uint64_t refused_total);
+std::string EncodeBanClientResponseProto(const Ban& ban, std::size_t kicked);
+std::string EncodeUnbanClientResponseProto(const Ban& ban);
 
 }  // namespace mqc

@@ -32,6 +32,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "companion/http/embedded_files.h"
@@ -55,6 +56,7 @@ constexpr char kHealthPath[] = "/healthz";
 constexpr char kAuthenticateHeader[] = "WWW-Authenticate";
 constexpr char kAuthenticateChallenge[] = "Bearer realm=\"mosquitto-connections\"";
 constexpr char kDisconnectOff[] = "disconnecting is off: it needs plugin_opt_http_admin_token_file";
+constexpr char kBanningOff[] = "banning is off: it needs plugin_opt_http_admin_token_file";
 constexpr char kBodyTooLarge[] = "request body too large";
 // The whole message of every 500: the exception's text goes to the log only.
 constexpr char kInternalError[] = "internal error";
@@ -125,6 +127,26 @@ HttpRouter::HttpRouter(const ConnectionSource& connections, MetricsProvider metr
                        return KubeMqDisconnect(disconnector_, client_id, caller);
                      },
                      AccessLevel::kAdmin, ErrorFormat::kKubeMq, /*needs_rest=*/true});
+  // Bans: GET reads (read token), POST adds (admin); DELETE .../{as}/{who} removes (admin).
+  {
+    Route bans{kBansPath, kConnectRpcMethods, ErrorFormat::kKubeMq,
+               [this](const HttpRequest& request, std::string_view, const Caller& caller) {
+                 if (!ban_admin_.list) return KubeMqErrorResponse(kHttpForbidden, kBanningOff);
+                 if (IsGet(request)) return KubeMqListBans(ban_admin_);
+                 return KubeMqAddBan(ban_admin_, request, caller);
+               }};
+    bans.admin_writes = true;
+    bans.admin_off = kBanningOff;
+    routes_.push_back(std::move(bans));
+    Route unban{kBansPrefix, kDeleteMethod, ErrorFormat::kKubeMq,
+                [this](const HttpRequest&, std::string_view rest, const Caller& caller) {
+                  if (!ban_admin_.list) return KubeMqErrorResponse(kHttpForbidden, kBanningOff);
+                  return KubeMqRemoveBan(ban_admin_, rest, caller);
+                },
+                AccessLevel::kAdmin, ErrorFormat::kKubeMq, /*needs_rest=*/true};
+    unban.admin_off = kBanningOff;
+    routes_.push_back(std::move(unban));
+  }
   if (metrics) {
     Route route{
         kMetricsPath, kGetMethods, ErrorFormat::kKubeMq,
@@ -170,6 +192,28 @@ HttpRouter::HttpRouter(const ConnectionSource& connections, MetricsProvider metr
                        return ConnectRpcDisconnect(disconnector_, request, caller);
                      },
                      AccessLevel::kAdmin});
+  for (const auto& [path, method, needs] :
+       {std::tuple<const std::string&, const char*, AccessLevel>{list_bans_rpc_path_,
+                                                                 kListBansMethod,
+                                                                 AccessLevel::kRead},
+        std::tuple<const std::string&, const char*, AccessLevel>{ban_rpc_path_, kBanClientMethod,
+                                                                 AccessLevel::kAdmin},
+        std::tuple<const std::string&, const char*, AccessLevel>{
+            unban_rpc_path_, kUnbanClientMethod, AccessLevel::kAdmin}}) {
+    const char* const name = method;  // a structured binding cannot be captured in C++17
+    Route route{path, kPostMethod, ErrorFormat::kConnectRpc,
+                [this, name](const HttpRequest& request, std::string_view,
+                                        const Caller& caller) {
+                  if (!ban_admin_.list) {
+                    return ConnectRpcErrorResponse(
+                        Status(StatusCode::kPermissionDenied, kBanningOff));
+                  }
+                  return ConnectRpcBans(ban_admin_, name, request, caller);
+                },
+                needs};
+    route.admin_off = kBanningOff;
+    routes_.push_back(std::move(route));
+  }
   routes_.push_back({kConnectRpcServicePrefix, kConnectRpcMethods, ErrorFormat::kConnectRpc,
                      [connect = std::move(connect)](const HttpRequest& request,
                                                     std::string_view method, const Caller&) {
@@ -217,6 +261,8 @@ void HttpRouter::SetDisconnector(Disconnector disconnector) {
   disconnector_ = std::move(disconnector);
 }
 
+void HttpRouter::SetBanAdmin(BanAdmin admin) { ban_admin_ = std::move(admin); }
+
 void HttpRouter::SetHealth(std::function<bool()> current) { health_ = std::move(current); }
 
 void HttpRouter::SetHostCheck(HostCheck host_check) { host_check_ = std::move(host_check); }
@@ -239,10 +285,12 @@ bool HttpRouter::CheckHost(const Route* route, const HttpRequest& request,
 bool HttpRouter::Authorize(const Route& route, const HttpRequest& request, Caller* caller,
                            HttpResponse* refusal) const {
   caller->address = request.remote_address;
+  const AccessLevel needs =
+      route.admin_writes && !IsGet(request) ? AccessLevel::kAdmin : route.needs;
   const bool public_route =
-      route.needs == AccessLevel::kNone || (metrics_public_ && route.path == kMetricsPath);
+      needs == AccessLevel::kNone || (metrics_public_ && route.path == kMetricsPath);
   if (tokens_ == nullptr || public_route) {
-    if (route.needs != AccessLevel::kAdmin) return true;
+    if (needs != AccessLevel::kAdmin) return true;
   }
   AccessGrant grant;
   if (tokens_ != nullptr) {
@@ -260,10 +308,12 @@ bool HttpRouter::Authorize(const Route& route, const HttpRequest& request, Calle
     refusal->headers.emplace_back(kAuthenticateHeader, kAuthenticateChallenge);
     return false;
   }
-  if (route.needs == AccessLevel::kAdmin && grant.level != AccessLevel::kAdmin) {
-    // Without an admin token file there is no admin: say that disconnecting is off.
+  if (needs == AccessLevel::kAdmin && grant.level != AccessLevel::kAdmin) {
+    // Without an admin token file there is no admin: say that the action is off.
     *refusal = ErrorAnswer(route.auth_errors, StatusCode::kPermissionDenied,
-                           disconnector_ ? "this action needs an admin token" : kDisconnectOff,
+                           disconnector_ ? "this action needs an admin token"
+                           : route.admin_off != nullptr ? route.admin_off
+                                                        : kDisconnectOff,
                            kHttpForbidden);
     return false;
   }

@@ -2,8 +2,11 @@
 // Maps HTTP requests to the companion's views, from one route table:
 //   GET    /api/mqtt/connections                        KubeMQ connections endpoint
 //   DELETE /api/mqtt/connections/{client_id}            disconnect (admin)
+//   GET    /api/mqtt/bans, POST (admin)                 the ban list, a new ban (ban_view.h)
+//   DELETE /api/mqtt/bans/{as}/{who}                    unban (admin)
 //   GET    /metrics                                     Prometheus text (when a provider is set)
 //   POST   /mqtt.connections.v1.ConnectionsService/DisconnectConnection   disconnect (admin)
+//   POST   .../ListBans, .../BanClient (admin), .../UnbanClient (admin)     bans
 //   POST   /mqtt.connections.v1.ConnectionsService/<M>  Connect RPC unary (GET: Connect's GET form)
 //   GET    /, /console.css, /console.js                 the web console (console/, embedded; no
 //                                                       token: it holds no data, and asks for one)
@@ -31,6 +34,7 @@
 #include <vector>
 
 #include "companion/http/access_tokens.h"
+#include "companion/http/ban_view.h"
 #include "companion/http/disconnect_view.h"
 #include "companion/http/host_check.h"
 #include "companion/http/http_server.h"
@@ -65,6 +69,9 @@ class HttpRouter {
   void SetAccess(const AccessTokens* tokens, bool metrics_public);
   // Empty (the default): disconnecting is off, answered 403.
   void SetDisconnector(Disconnector disconnector);
+  // Unset (the default): the ban routes answer 404 as unknown paths would not; they answer 403
+  // "banning is off". Changes need an admin token either way.
+  void SetBanAdmin(BanAdmin admin);
   // Whether the companion's view is current (synchronised with the broker): /healthz answers
   // 200 then, else 503. Empty (the default): always 200. Called on MHD's threads.
   void SetHealth(std::function<bool()> current);
@@ -92,6 +99,8 @@ class HttpRouter {
     AccessLevel needs = AccessLevel::kRead;
     ErrorFormat auth_errors = errors;  // /metrics answers 401 in plain text
     bool needs_rest = false;           // a prefix route that needs something after the prefix
+    bool admin_writes = false;         // methods other than GET and HEAD need an admin token
+    const char* admin_off = nullptr;   // the 403 without an admin token file (null: disconnect's)
   };
 
   // True when the request may go on (*caller then names it for the views); else false with the
@@ -112,11 +121,15 @@ class HttpRouter {
   const AccessTokens* tokens_ = nullptr;
   bool metrics_public_ = false;
   Disconnector disconnector_;
+  BanAdmin ban_admin_;
   std::function<bool()> health_;
   HostCheck host_check_;
   std::function<void(const std::string&)> error_log_;
   const std::string disconnect_rpc_path_ =
       std::string(kConnectRpcServicePrefix) + kDisconnectConnectionMethod;
+  const std::string list_bans_rpc_path_ = std::string(kConnectRpcServicePrefix) + kListBansMethod;
+  const std::string ban_rpc_path_ = std::string(kConnectRpcServicePrefix) + kBanClientMethod;
+  const std::string unban_rpc_path_ = std::string(kConnectRpcServicePrefix) + kUnbanClientMethod;
   std::vector<Route> routes_;
 };
 

@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The ban views (see ban_view.h).
+//
+// Where EMQX and the spec are silent:
+// - `until` (RFC 3339) and `duration_s` (seconds, Connect JSON `durationS`) are each optional,
+//   never both; with neither the ban has no end (EMQX 5's "infinity"). An `until` in the past
+//   is refused rather than made into a ban that never acts.
+// - A new ban on a target already banned replaces the old one (new reason, new until).
+// - `by` defaults to the caller's token line; every change is logged with the caller anyway.
+// - The ban RPCs serve both codecs: binary protobuf is read into the same fields and checked by
+//   the same code (CheckBanRequest); its durationS 0 is "not given", as proto3 cannot tell.
+#include "companion/http/ban_view.h"
+
+#include <cjson/cJSON.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <utility>
+
+#include "companion/http/connect_codec.h"
+#include "companion/http/connect_rpc_proto.h"
+#include "companion/http/connect_rpc_service.h"
+#include "companion/http/json_util.h"
+#include "companion/http/view_util.h"
+#include "link/text_util.h"
+
+namespace mqc {
+namespace {
+
+constexpr std::int64_t kMaxDurationS = std::int64_t{10} * 366 * 24 * 3600;
+
+Status Invalid(std::string message) {
+  return Status(StatusCode::kInvalidArgument, std::move(message));
+}
+
+int HttpStatusOf(StatusCode code) {
+  return code == StatusCode::kInvalidArgument ? kHttpBadRequest : ConnectRpcHttpStatus(code);
+}
+
+Status ReadString(const cJSON* object, const char* field, std::string* out, bool* present) {
+  const cJSON* value = cJSON_GetObjectItemCaseSensitive(object, field);
+  *present = false;
+  if (value == nullptr || cJSON_IsNull(value)) return Status();
+  if (!cJSON_IsString(value)) return Invalid(std::string(field) + ": must be a string");
+  *out = value->valuestring;
+  *present = true;
+  return Status();
+}
+
+Status CheckText(const char* field, const std::string& text) {
+  if (text.size() > kMaxBanTextBytes) {
+    return Invalid(std::string(field) + ": at most " + std::to_string(kMaxBanTextBytes) +
+                   " bytes");
+  }
+  return Status();
+}
+
+CjsonPtr BanJson(const Ban& ban) {
+  CjsonPtr item = NewJsonObject();
+  AddToJsonObject(item.get(), "as", NewJsonString(ban.as()));
+  AddToJsonObject(item.get(), "who", NewJsonString(ban.who));
+  AddToJsonObject(item.get(), "by", NewJsonString(ban.by));
+  AddToJsonObject(item.get(), "reason", NewJsonString(ban.reason));
+  AddToJsonObject(item.get(), "at", NewJsonString(FormatRfc3339Seconds(ban.at_ns)));
+  AddToJsonObject(item.get(), "until", ban.until_ns == 0
+                                           ? NewJsonNull()
+                                           : NewJsonString(FormatRfc3339Seconds(ban.until_ns)));
+  return item;
+}
+
+CjsonPtr BanListJson(const std::vector<Ban>& bans) {
+  CjsonPtr list = NewJsonArray();
+  for (const Ban& ban : bans) AddToJsonArray(list.get(), BanJson(ban));
+  return list;
+}
+
+HttpResponse Envelope(CjsonPtr data) {
+  CjsonPtr envelope = NewJsonObject();
+  AddToJsonObject(envelope.get(), "error", NewJsonBool(false));
+  AddToJsonObject(envelope.get(), "error_string", NewJsonString(""));
+  AddToJsonObject(envelope.get(), "data", std::move(data));
+  return JsonResponse(kHttpOk, *envelope);
+}
+
+// The target of a removal from its JSON (`as`, `who`).
+Status ReadTarget(std::string_view body, Ban* target) {
+  const CjsonPtr message = ParseJson(body.empty() ? "{}" : body);
+  if (!message || !cJSON_IsObject(message.get())) {
+    return Invalid("request body is not a JSON object");
+  }
+  std::string as;
+  std::string who;
+  bool present = false;
+  Status status = ReadString(message.get(), "as", &as, &present);
+  if (status.ok() && !present) status = Invalid("as: required");
+  if (status.ok()) status = ReadString(message.get(), "who", &who, &present);
+  if (status.ok() && !present) status = Invalid("who: required");
+  if (status.ok()) status = ParseBanTarget(as, who, target);
+  return status;
+}
+
+}  // namespace
+
+Status CheckBanRequest(const BanRequestFields& fields, std::int64_t now_ns, bool connect_names,
+                       Ban* ban) {
+  Status status = ParseBanTarget(fields.as, fields.who, ban);
+  if (!status.ok()) return status;
+  ban->by = fields.by;
+  ban->reason = fields.reason;
+  status = CheckText("by", ban->by);
+  if (status.ok()) status = CheckText("reason", ban->reason);
+  if (!status.ok()) return status;
+  ban->at_ns = now_ns;
+  ban->until_ns = 0;
+  const char* duration_name = connect_names ? "durationS" : "duration_s";
+  if (fields.has_until && fields.has_duration) {
+    return Invalid(std::string("until, ") + duration_name + ": give at most one of them");
+  }
+  if (fields.has_until) {
+    if (fields.until_ns <= now_ns) return Invalid("until: must be in the future");
+    ban->until_ns = fields.until_ns;
+  }
+  if (fields.has_duration) {
+    if (fields.duration_s < 1 || fields.duration_s > kMaxDurationS) {
+      return Invalid(std::string(duration_name) + ": a whole number of seconds, 1 to " +
+                     std::to_string(kMaxDurationS));
+    }
+    ban->until_ns = now_ns + fields.duration_s * 1000000000;
+  }
+  return Status();
+}
+
+Status ReadBanRequest(std::string_view body, std::int64_t now_ns, bool connect_names, Ban* ban) {
+  const CjsonPtr message = ParseJson(body.empty() ? "{}" : body);
+  if (!message || !cJSON_IsObject(message.get())) {
+    return Invalid("request body is not a JSON object");
+  }
+  const cJSON* root = message.get();
+  BanRequestFields fields;
+  bool present = false;
+  Status status = ReadString(root, "as", &fields.as, &present);
+  if (!status.ok()) return status;
+  if (!present) return Invalid("as: required ('clientid', 'username', 'peerhost', 'peerhost_net')");
+  status = ReadString(root, "who", &fields.who, &present);
+  if (!status.ok()) return status;
+  if (!present) return Invalid("who: required");
+  status = ReadString(root, "by", &fields.by, &present);
+  if (status.ok()) status = ReadString(root, "reason", &fields.reason, &present);
+  if (!status.ok()) return status;
+  std::string until;
+  status = ReadString(root, "until", &until, &fields.has_until);
+  if (!status.ok()) return status;
+  if (fields.has_until) {
+    std::string why;
+    if (!ParseTimestamp(until, &fields.until_ns, &why)) {
+      return Invalid("until: " + QuoteForMessage(until) + ": " + why);
+    }
+  }
+  const char* duration_name = connect_names ? "durationS" : "duration_s";
+  const cJSON* duration = cJSON_GetObjectItemCaseSensitive(root, duration_name);
+  fields.has_duration = duration != nullptr && !cJSON_IsNull(duration);
+  if (fields.has_duration) {
+    // Connect JSON sends an int64 as a string (a number is accepted too).
+    double seconds = -1;
+    if (cJSON_IsNumber(duration)) {
+      seconds = duration->valuedouble;
+    } else if (connect_names && cJSON_IsString(duration)) {
+      char* end = nullptr;
+      seconds = std::strtod(duration->valuestring, &end);
+      if (end == duration->valuestring || *end != '\0') seconds = -1;
+    }
+    if (!(seconds >= 1 && seconds <= static_cast<double>(kMaxDurationS)) ||
+        std::floor(seconds) != seconds) {
+      return Invalid(std::string(duration_name) + ": a whole number of seconds, 1 to " +
+                     std::to_string(kMaxDurationS));
+    }
+    fields.duration_s = static_cast<std::int64_t>(seconds);
+  }
+  return CheckBanRequest(fields, now_ns, connect_names, ban);
+}
+
+HttpResponse KubeMqListBans(const BanAdmin& admin) {
+  const std::vector<Ban> bans = admin.list();
+  CjsonPtr data = NewJsonObject();
+  AddToJsonObject(data.get(), "bans", BanListJson(bans));
+  AddToJsonObject(data.get(), "count", NewJsonNumber(static_cast<double>(bans.size())));
+  AddToJsonObject(data.get(), "refused_total",
+                  NewJsonNumber(static_cast<double>(admin.refused_total())));
+  return Envelope(std::move(data));
+}
+
+HttpResponse KubeMqAddBan(const BanAdmin& admin, const HttpRequest& request,
+                          const Caller& caller) {
+  Ban ban;
+  const Status read = ReadBanRequest(request.body, admin.now_ns(), false, &ban);
+  if (!read.ok()) return KubeMqErrorResponse(kHttpBadRequest, read.message());
+  const BanOutcome outcome = admin.add(std::move(ban), caller);
+  if (!outcome.status.ok()) {
+    return KubeMqErrorResponse(HttpStatusOf(outcome.status.code()), outcome.status.message());
+  }
+  CjsonPtr data = BanJson(outcome.ban);
+  AddToJsonObject(data.get(), "kicked", NewJsonNumber(static_cast<double>(outcome.kicked)));
+  return Envelope(std::move(data));
+}
+
+HttpResponse KubeMqRemoveBan(const BanAdmin& admin, std::string_view rest, const Caller& caller) {
+  const std::size_t slash = rest.find('/');
+  if (slash == std::string_view::npos || slash + 1 >= rest.size()) {
+    return KubeMqErrorResponse(kHttpBadRequest,
+                               "path: expected /api/mqtt/bans/{as}/{who}, got " +
+                                   QuoteForMessage(rest));
+  }
+  Ban target;
+  const Status read = ParseBanTarget(rest.substr(0, slash), rest.substr(slash + 1), &target);
+  if (!read.ok()) return KubeMqErrorResponse(kHttpBadRequest, read.message());
+  const BanOutcome outcome = admin.remove(target, caller);
+  if (!outcome.status.ok()) {
+    return KubeMqErrorResponse(HttpStatusOf(outcome.status.code()), outcome.status.message());
+  }
+  CjsonPtr data = BanJson(outcome.ban);
+  AddToJsonObject(data.get(), "removed", NewJsonBool(true));
+  return Envelope(std::move(data));
+}
+
+HttpResponse ConnectRpcBans(const BanAdmin& admin, std::string_view method,
+                            const HttpRequest& request, const Caller& caller) {
+  HttpResponse error;
+  ConnectCodec codec = ConnectCodec::kJson;
+  if (!CheckConnectUnaryPost(request, &codec, &error)) return error;
+  const bool proto = codec == ConnectCodec::kProto;
+  const auto answer_proto = [](std::string body) {
+    HttpResponse response;
+    response.status = kHttpOk;
+    response.content_type = kProtoContentType;
+    response.body = std::move(body);
+    return response;
+  };
+  CjsonPtr answer = NewJsonObject();
+  if (method == kListBansMethod) {
+    if (proto) {
+      const Status read = DecodeListBansRequestProto(request.body, "request body");
+      if (!read.ok()) return ConnectRpcErrorResponse(read);
+      return answer_proto(EncodeListBansResponseProto(admin.list(), admin.refused_total()));
+    }
+    const CjsonPtr message = ParseJson(request.body.empty() ? "{}" : request.body);
+    if (!message || !cJSON_IsObject(message.get())) {
+      return ConnectRpcErrorResponse(Invalid("request body is not a JSON object"));
+    }
+    AddToJsonObject(answer.get(), "bans", BanListJson(admin.list()));
+    AddToJsonObject(answer.get(), "refusedTotal",
+                    NewJsonString(std::to_string(admin.refused_total())));
+    return JsonResponse(kHttpOk, *answer);
+  }
+  BanOutcome outcome;
+  if (method == kBanClientMethod) {
+    Ban ban;
+    Status read;
+    if (proto) {
+      BanRequestFields fields;
+      read = DecodeBanClientRequestProto(request.body, "request body", &fields);
+      if (read.ok()) read = CheckBanRequest(fields, admin.now_ns(), true, &ban);
+    } else {
+      read = ReadBanRequest(request.body, admin.now_ns(), true, &ban);
+    }
+    if (!read.ok()) return ConnectRpcErrorResponse(read);
+    outcome = admin.add(std::move(ban), caller);
+  } else {
+    Ban target;
+    Status read;
+    if (proto) {
+      std::string as;
+      std::string who;
+      read = DecodeUnbanClientRequestProto(request.body, "request body", &as, &who);
+      if (read.ok()) read = ParseBanTarget(as, who, &target);
+    } else {
+      read = ReadTarget(request.body, &target);
+    }
+    if (!read.ok()) return ConnectRpcErrorResponse(read);
+    outcome = admin.remove(target, caller);
+  }
+  if (!outcome.status.ok()) return ConnectRpcErrorResponse(outcome.status);
+  if (method == kBanClientMethod) {
+    if (proto) return answer_proto(EncodeBanClientResponseProto(outcome.ban, outcome.kicked));
+    AddToJsonObject(answer.get(), "ban", BanJson(outcome.ban));
+    AddToJsonObject(answer.get(), "kicked", NewJsonNumber(static_cast<double>(outcome.kicked)));
+  } else {
+    if (proto) return answer_proto(EncodeUnbanClientResponseProto(outcome.ban));
+    AddToJsonObject(answer.get(), "ban", BanJson(outcome.ban));
+    AddToJsonObject(answer.get(), "removed", NewJsonBool(true));
+  }
+  return JsonResponse(kHttpOk, *answer);
+}
+
+}  // namespace mqc

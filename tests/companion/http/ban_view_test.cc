@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The ban views over a fake BanAdmin: a request's fields checked with the field named, the
+// answers' shapes in both forms, both Connect codecs read into the same checks.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "companion/http/ban_view.h"
+#include "companion/http/connect_codec.h"
+#include "companion/http/json_util.h"
+#include "mqtt/connections/v1/connections.pb.h"
+
+namespace mqc {
+namespace {
+
+constexpr std::int64_t kSecond = 1000000000;
+constexpr std::int64_t kNow = 1780000000 * kSecond;
+
+class BanViewTest : public ::testing::Test {
+ protected:
+  BanViewTest() {
+    admin_.list = [this] { return bans_; };
+    admin_.add = [this](Ban ban, const Caller& caller) {
+      BanOutcome outcome;
+      if (ban.by.empty()) ban.by = caller.token_line;
+      bans_.push_back(ban);
+      outcome.ban = ban;
+      outcome.kicked = 2;
+      return outcome;
+    };
+    admin_.remove = [this](const Ban& target, const Caller&) {
+      BanOutcome outcome;
+      for (auto it = bans_.begin(); it != bans_.end(); ++it) {
+        if (SameTarget(*it, target)) {
+          outcome.ban = *it;
+          bans_.erase(it);
+          return outcome;
+        }
+      }
+      outcome.status = Status(StatusCode::kNotFound, "no ban on " + target.Describe());
+      return outcome;
+    };
+    admin_.refused_total = [] { return std::uint64_t{7}; };
+    admin_.now_ns = [] { return kNow; };
+    caller_.address = "127.0.0.1:5000";
+    caller_.token_line = "admin token file line 2";
+  }
+
+  std::string Refusal(const std::string& body) {
+    Ban ban;
+    const Status status = ReadBanRequest(body, kNow, false, &ban);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << body;
+    return status.message();
+  }
+
+  HttpRequest Connect(const std::string& body, const char* type = "application/json") {
+    HttpRequest request;
+    request.method = "POST";
+    request.body = body;
+    request.headers = {{"Content-Type", type}, {"Connect-Protocol-Version", "1"}};
+    return request;
+  }
+
+  BanAdmin admin_;
+  Caller caller_;
+  std::vector<Ban> bans_;
+};
+
+TEST_F(BanViewTest, RequestFieldsAreCheckedAndNamed) {
+  EXPECT_EQ(Refusal("[]"), "request body is not a JSON object");
+  EXPECT_EQ(Refusal("{\"who\":\"x\"}").rfind("as: required", 0), 0u);
+  EXPECT_EQ(Refusal("{\"as\":1,\"who\":\"x\"}"), "as: must be a string");
+  EXPECT_EQ(Refusal("{\"as\":\"clientid\"}"), "who: required");
+  EXPECT_EQ(Refusal("{\"as\":\"clientid\",\"who\":\"x\",\"until\":\"2001-01-01T00:00:00Z\"}"),
+            "until: must be in the future");
+  EXPECT_EQ(Refusal("{\"as\":\"clientid\",\"who\":\"x\",\"until\":\"x\"}").rfind("until: 'x'", 0),
+            0u);
+  EXPECT_EQ(Refusal("{\"as\":\"clientid\",\"who\":\"x\",\"duration_s\":1.5}")
+                .rfind("duration_s: a whole number", 0),
+            0u);
+  EXPECT_EQ(Refusal("{\"as\":\"clientid\",\"who\":\"x\",\"duration_s\":0}")
+                .rfind("duration_s:", 0),
+            0u);
+  EXPECT_EQ(Refusal("{\"as\":\"clientid\",\"who\":\"x\",\"duration_s\":5,"
+                    "\"until\":\"2100-01-01T00:00:00Z\"}"),
+            "until, duration_s: give at most one of them");
+  EXPECT_EQ(Refusal("{\"as\":\"clientid\",\"who\":\"x\",\"reason\":\"" + std::string(257, 'r') +
+                    "\"}"),
+            "reason: at most 256 bytes");
+  Ban ban;
+  ASSERT_TRUE(
+      ReadBanRequest("{\"as\":\"clientid\",\"who\":\"x\",\"duration_s\":60}", kNow, false, &ban)
+          .ok());
+  EXPECT_EQ(ban.until_ns, kNow + 60 * kSecond);
+  EXPECT_EQ(ban.at_ns, kNow);
+  ASSERT_TRUE(
+      ReadBanRequest("{\"as\":\"clientid\",\"who\":\"x\",\"durationS\":\"60\"}", kNow, true, &ban)
+          .ok());
+  EXPECT_EQ(ban.until_ns, kNow + 60 * kSecond);
+}
+
+TEST_F(BanViewTest, KubeMqAnswers) {
+  HttpRequest post;
+  post.method = "POST";
+  post.body = "{\"as\":\"peerhost_net\",\"who\":\"10.1.2.3/8\",\"reason\":\"r\"}";
+  HttpResponse response = KubeMqAddBan(admin_, post, caller_);
+  ASSERT_EQ(response.status, 200) << response.body;
+  EXPECT_EQ(response.body,
+            "{\"error\":false,\"error_string\":\"\",\"data\":{\"as\":\"peerhost_net\",\"who\":"
+            "\"10.0.0.0/8\",\"by\":\"admin token file line 2\",\"reason\":\"r\",\"at\":"
+            "\"2026-05-28T20:26:40Z\",\"until\":null,\"kicked\":2}}");
+  response = KubeMqListBans(admin_);
+  EXPECT_NE(response.body.find("\"count\":1,\"refused_total\":7"), std::string::npos);
+  post.body = "{\"as\":\"nope\",\"who\":\"x\"}";
+  response = KubeMqAddBan(admin_, post, caller_);
+  EXPECT_EQ(response.status, 400);
+  EXPECT_NE(response.body.find("\"error_string\":\"as: must be one of"), std::string::npos);
+  EXPECT_EQ(KubeMqRemoveBan(admin_, "peerhost_net", caller_).status, 400);
+  EXPECT_EQ(KubeMqRemoveBan(admin_, "clientid/x", caller_).status, 404);
+  response = KubeMqRemoveBan(admin_, "peerhost_net/10.0.0.0/8", caller_);
+  EXPECT_EQ(response.status, 200);
+  EXPECT_NE(response.body.find("\"removed\":true"), std::string::npos);
+  EXPECT_TRUE(bans_.empty());
+}
+
+TEST_F(BanViewTest, ConnectBothCodecs) {
+  HttpResponse response = ConnectRpcBans(
+      admin_, kBanClientMethod,
+      Connect("{\"as\":\"username\",\"who\":\"u\",\"durationS\":\"30\"}"), caller_);
+  ASSERT_EQ(response.status, 200) << response.body;
+  EXPECT_NE(response.body.find("\"kicked\":2"), std::string::npos);
+  mqtt::connections::v1::BanClientRequest request;
+  request.set_as("clientid");
+  request.set_who("c");
+  request.set_duration_s(10);
+  request.mutable_until()->set_seconds(kNow / kSecond + 100);
+  response = ConnectRpcBans(admin_, kBanClientMethod,
+                            Connect(request.SerializeAsString(), kProtoContentType), caller_);
+  EXPECT_EQ(response.status, 400);  // both until and duration
+  EXPECT_NE(response.body.find("until, durationS: give at most one"), std::string::npos);
+  request.clear_until();
+  response = ConnectRpcBans(admin_, kBanClientMethod,
+                            Connect(request.SerializeAsString(), kProtoContentType), caller_);
+  ASSERT_EQ(response.status, 200) << response.body;
+  EXPECT_EQ(response.content_type, kProtoContentType);
+  mqtt::connections::v1::BanClientResponse answer;
+  ASSERT_TRUE(answer.ParseFromString(response.body));
+  EXPECT_EQ(answer.ban().who(), "c");
+  EXPECT_EQ(answer.ban().until().seconds(), kNow / kSecond + 10);
+  EXPECT_EQ(answer.kicked(), 2);
+  response = ConnectRpcBans(admin_, kListBansMethod, Connect("", kProtoContentType), caller_);
+  mqtt::connections::v1::ListBansResponse list;
+  ASSERT_TRUE(list.ParseFromString(response.body));
+  EXPECT_EQ(list.bans_size(), 2);
+  EXPECT_EQ(list.refused_total(), 7);
+  EXPECT_FALSE(list.bans(0).has_until() && list.bans(0).until().seconds() == 0);
+  mqtt::connections::v1::UnbanClientRequest unban;
+  unban.set_as("clientid");
+  unban.set_who("c");
+  response = ConnectRpcBans(admin_, kUnbanClientMethod,
+                            Connect(unban.SerializeAsString(), kProtoContentType), caller_);
+  EXPECT_EQ(response.status, 200);
+  response = ConnectRpcBans(admin_, kUnbanClientMethod,
+                            Connect("{\"as\":\"clientid\",\"who\":\"c\"}"), caller_);
+  EXPECT_EQ(response.status, 404);
+  EXPECT_NE(response.body.find("\"code\":\"not_found\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mqc
