@@ -202,4 +202,32 @@ std::string EncodeDisconnectConnectionResponseProto(std::string_view client_id,
   return message.SerializeAsString();
 }
 
+Status DecodeWatchConnectionsRequestProto(std::string_view bytes, std::string_view where,
+                                          WatchConnectionsRequest* request) {
+  *request = WatchConnectionsRequest();
+  connections_v1::WatchConnectionsRequest message;
+  Status status = ParseBinary(bytes, where, &message);
+  if (!status.ok()) return status;
+  request->filter = message.filter();
+  request->resume_after = message.resume_after();
+  return Status();
+}
+
+std::string EncodeWatchConnectionsResponseProto(const WatchMessage& watch) {
+  connections_v1::WatchConnectionsResponse message;
+  message.set_sequence(watch.sequence);
+  message.set_kind(static_cast<connections_v1::ConnectionChangeKind>(watch.kind));
+  if (watch.connection != nullptr) ConnectionToProto(*watch.connection, message.mutable_connection());
+  if (watch.subscription != nullptr) {
+    connections_v1::Subscription* out = message.mutable_subscription();
+    out->set_filter(ToValidUtf8(watch.subscription->filter));
+    out->set_qos(watch.subscription->qos);
+    out->set_pattern(std::string(PatternName(watch.subscription->mapping.pattern)));
+    out->set_channel(ToValidUtf8(watch.subscription->mapping.channel));
+    out->set_shared_group(ToValidUtf8(watch.subscription->mapping.shared_group));
+    out->set_mapping_error(ToValidUtf8(watch.subscription->mapping.error));
+  }
+  return message.SerializeAsString();
+}
+
 }  // namespace mqc

@@ -44,4 +44,9 @@ Status DecodeDisconnectConnectionRequestProto(std::string_view bytes, std::strin
 std::string EncodeDisconnectConnectionResponseProto(std::string_view client_id,
                                                     std::string_view uid, bool disconnected);
 
+// WatchConnections in binary: the request, and one response message.
+Status DecodeWatchConnectionsRequestProto(std::string_view bytes, std::string_view where,
+                                          WatchConnectionsRequest* request);
+std::string EncodeWatchConnectionsResponseProto(const WatchMessage& message);
+
 }  // namespace mqc
