@@ -476,6 +476,9 @@ struct HttpServer::Streams {
   std::mutex mutex;
   std::condition_variable changed;
   std::unordered_set<std::shared_ptr<StreamSender>> live;  // guarded by mutex
+  // The server is stopping: a stream that starts now is stopped at once (it must not park:
+  // MHD stops next). Guarded by mutex.
+  bool closing = false;
 };
 
 // The C callbacks, befriended by HttpServer. None lets an exception out.
@@ -564,10 +567,13 @@ struct HttpServerCallbacks {
     sender->stream->SetWake([weak] {
       if (const auto alive = weak.lock()) alive->Wake();
     });
+    bool closing = false;
     {
       std::lock_guard<std::mutex> lock(server->streams_->mutex);
       server->streams_->live.insert(sender);
+      closing = server->streams_->closing;
     }
+    if (closing) sender->Stop();
     constexpr std::size_t kBlockSize = 32 * 1024;
     auto* holder = new std::shared_ptr<StreamSender>(sender);
     MHD_Response* mhd_response = MHD_create_response_from_callback(
@@ -792,6 +798,7 @@ void HttpServer::StopStreams(std::int64_t started_before_ns, int wait_ms) {
   std::vector<std::shared_ptr<StreamSender>> stopping;
   {
     std::lock_guard<std::mutex> lock(streams_->mutex);
+    if (started_before_ns == 0) streams_->closing = true;
     for (const auto& sender : streams_->live) {
       if (selected(*sender)) stopping.push_back(sender);
     }
