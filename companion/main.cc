@@ -290,10 +290,10 @@ int Run(int argc, char** argv) {
     return 1;
   }
   // Before the registry that publishes into it and the server whose streams read it.
-  // Kept for resumption: at least 4096 changes, and twice a stream's buffer, so that a stream
+  // Kept for resumption: at least 8192 changes, and twice a stream's buffer, so that a stream
   // is cut off for its lag before the changes it still needs are dropped.
   ConnectionChangesOptions changes_options;
-  changes_options.history = std::max<std::size_t>(4096, 2 * std::size_t{options.http_stream_buffer});
+  changes_options.history = std::max<std::size_t>(8192, 2 * std::size_t{options.http_stream_buffer});
   ConnectionChanges changes(changes_options);
   ConnectionRegistryOptions registry_options;
   registry_options.changes = &changes;

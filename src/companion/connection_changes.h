@@ -70,7 +70,7 @@ class LiveConnections {
 };
 
 struct ConnectionChangesOptions {
-  std::size_t history = 4096;  // changes kept for slow readers and resumption (at least 1)
+  std::size_t history = 8192;  // changes kept for slow readers and resumption (at least 1)
   // The number before the first change; 0: the microseconds of Unix time now.
   std::uint64_t start_sequence = 0;
 };

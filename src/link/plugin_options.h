@@ -25,7 +25,7 @@ struct PluginOptions {
   std::string companion_path;  // empty: beside the plugin's .so
   std::uint32_t http_max_streams = 8;  // WatchConnections streams at once (0: the method is off)
   // Changes a WatchConnections stream may fall behind the newest before it is cut off.
-  std::uint32_t http_stream_buffer = 1024;
+  std::uint32_t http_stream_buffer = 4096;
 
   // Security (README, "Security"). The companion reads the token files itself: tokens never
   // enter the broker process or the shared region.

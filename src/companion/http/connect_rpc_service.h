@@ -34,7 +34,7 @@ struct ConnectRpcServiceOptions {
   const LiveConnections* live = nullptr;
   ConnectionChanges* changes = nullptr;
   std::size_t max_streams = 8;       // plugin_opt_http_max_streams
-  std::size_t stream_buffer = 1024;  // changes a stream may fall behind before it is cut off
+  std::size_t stream_buffer = 4096;  // changes a stream may fall behind before it is cut off
 };
 
 // The checks every Connect unary POST passes before its body is read: Content-Type (415),

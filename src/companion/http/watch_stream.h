@@ -58,7 +58,7 @@ struct WatchStreamOptions {
   std::uint64_t resume_after = 0;
   // Connect-Timeout-Ms: the stream ends with deadline_exceeded at this time.
   std::optional<std::chrono::steady_clock::time_point> deadline;
-  std::size_t buffer = 1024;  // changes the stream may fall behind before it is cut off
+  std::size_t buffer = 4096;  // changes the stream may fall behind before it is cut off
 };
 
 // The 5-byte envelope prefix and `payload`, appended to *out.
