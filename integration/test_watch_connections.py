@@ -21,7 +21,7 @@ import threading
 import time
 import unittest
 
-from harness import Broker, Client, free_port, raw_connect, wait_for
+from harness import Broker, Client, close_reason, free_port, raw_connect, wait_for
 from test_connect_clients import DESCRIPTOR_SET, NODE_DIR, install_connect_es
 
 PATH = "/mqtt.connections.v1.ConnectionsService/WatchConnections"
@@ -165,7 +165,7 @@ class ConnectEsWatchTest(unittest.TestCase):
                           ("CONNECTION_CHANGE_KIND_SUBSCRIBED", f"{prefix}-a"),
                           ("CONNECTION_CHANGE_KIND_CLOSED", f"{prefix}-a")])
         self.assertEqual(changes[1]["subscription"], "watch/#")
-        self.assertEqual(changes[2]["closeReason"], "CLIENT_DISCONNECT")
+        self.assertEqual(changes[2]["closeReason"], close_reason("CLIENT_DISCONNECT"))
         sequences = [int(c["sequence"]) for c in changes]
         self.assertEqual(sequences, sorted(set(sequences)))
         self.assertGreater(sequences[0], int(synced["sequence"]))
@@ -198,6 +198,11 @@ class WatchLimitsTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.broker.stop()
         cls.broker.cleanup_dir()
+
+    def setUp(self):
+        # A companion that died shows in the broker's log: name it in the failure.
+        self.addCleanup(lambda: self.assertNotIn("companion exited", self.broker.log().replace(
+            "companion exited with status 0", "")[-20000:], self.broker.log()[-3000:]))
 
     def stream(self, *args, **kwargs):
         """A stream that got a slot: the streams of the tests before may still hold theirs

@@ -68,10 +68,18 @@ void ConnectionChanges::RemoveWaiter(std::uint64_t id) {
 
 void ConnectionChanges::WakeWaiters() {
   const std::uint64_t last = last_sequence();
-  std::lock_guard<std::mutex> lock(waiters_mutex_);
-  if (last == woken_at_) return;
-  woken_at_ = last;
-  for (auto& [id, wake] : waiters_) wake();
+  std::vector<std::function<void()>> wakes;
+  {
+    std::lock_guard<std::mutex> lock(waiters_mutex_);
+    if (last == woken_at_) return;
+    woken_at_ = last;
+    wakes.reserve(waiters_.size());
+    for (const auto& [id, wake] : waiters_) wakes.push_back(wake);
+  }
+  // Outside the lock: a wake-up may drop the last reference to its stream, whose destructor
+  // removes its waiter (the same mutex), and it takes libmicrohttpd's locks, under which
+  // libmicrohttpd may free another stream.
+  for (const auto& wake : wakes) wake();
 }
 
 }  // namespace mqc

@@ -18,8 +18,10 @@
 // Threads: Publish on the companion's event thread, under the registry's lock (it takes this
 // class's own mutex for a push and nothing more: it never waits for a reader, and never calls
 // one). ReadAfter, last_sequence and the waiter calls on any thread. WakeWaiters on the event
-// thread, outside the registry's lock: it calls each waiter (a stream's wake-up, which only
-// takes that stream's lock and asks libmicrohttpd to resume its connection).
+// thread, outside the registry's lock and its own: it calls each waiter (a stream's wake-up,
+// which only takes that stream's lock and asks libmicrohttpd to resume its connection). A waiter
+// may be called once more just after RemoveWaiter: it must stay safe to call (a stream's holds a
+// weak reference).
 #pragma once
 
 #include <cstddef>

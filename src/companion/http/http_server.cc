@@ -443,7 +443,8 @@ struct StreamSender {
     if (sent == pending.size() && !ended) {
       pending.clear();
       sent = 0;
-      if (PeerGone()) return MHD_CONTENT_READER_END_WITH_ERROR;
+      // The end, not an error: MHD logs an error as a failure of ours, and the peer is gone.
+      if (PeerGone()) return MHD_CONTENT_READER_END_OF_STREAM;
       constexpr int kMaxRounds = 16;  // each further round follows a Wake during the last
       for (int round = 0; round < kMaxRounds && pending.empty() && !ended; ++round) {
         {
