@@ -310,7 +310,14 @@ int Run(int argc, char** argv) {
     link.ReportFailed(error);
     return 1;
   }
+  // Before the registry that publishes into it and the server whose streams read it.
+  // Kept for resumption: at least 8192 changes, and twice a stream's buffer, so that a stream
+  // is cut off for its lag before the changes it still needs are dropped.
+  ConnectionChangesOptions changes_options;
+  changes_options.history = std::max<std::size_t>(8192, 2 * std::size_t{options.http_stream_buffer});
+  ConnectionChanges changes(changes_options);
   ConnectionRegistryOptions registry_options;
+  registry_options.changes = &changes;
   registry_options.node_id = options.node_id;
   registry_options.default_pattern = options.default_pattern;
   registry_options.closed_max = options.closed_max;
@@ -324,7 +331,14 @@ int Run(int argc, char** argv) {
   network_options.log = [&link](const std::string& line) { link.Log(LogLevel::kWarning, line); };
   NetworkInfoCache network(network_options);
   DetailedSource detailed_source(registry, &network);
-  const ConnectRpcService connect_service(detailed_source);
+  ConnectRpcServiceOptions connect_options;
+  if (options.http_max_streams > 0) {
+    connect_options.live = &registry;
+    connect_options.changes = &changes;
+    connect_options.max_streams = options.http_max_streams;
+    connect_options.stream_buffer = options.http_stream_buffer;
+  }
+  const ConnectRpcService connect_service(detailed_source, std::move(connect_options));
   MetricsExporter exporter(*region->header(), registry, options.node_id,
                            options.metrics_top_clients);
   exporter.SetBuildInfo(kPluginVersion, arguments.broker_version);
@@ -399,6 +413,8 @@ int Run(int argc, char** argv) {
   while (!g_stop.load() && getppid() == arguments.broker_pid) {
     const std::int64_t now = NowNs();
     const std::size_t applied = link.Poll(&registry, now);
+    // Outside the registry's lock: the streams waiting for changes go on.
+    if (applied > 0) changes.WakeWaiters();
     link.Heartbeat();
     if (link.settings_seen() != settings_seen) {
       // A configuration reload: the token files and the certificate are read again.

@@ -11,6 +11,12 @@
 // connection; a 403 answer means the token is not an admin token, and the button goes away.
 // The ban list (ListBans) is shown below the tables; an admin token adds and removes bans
 // (BanClient, UnbanClient), a read token gets the server's 403 message.
+//
+// Live: the page follows WatchConnections (Connect's server stream, JSON codec, read here from
+// the fetch body) and asks for the table again as soon as a change arrives, so a client shows up
+// the moment it connects; a slow refresh keeps the figures and rates current. Without the stream
+// (an older server, too many streams) it polls every 3 seconds. In a hidden tab it does neither:
+// the stream is closed and the timer stopped until the tab is shown again.
 'use strict';
 
 const LIST_PATH = '/mqtt.connections.v1.ConnectionsService/ListConnections';
@@ -18,7 +24,11 @@ const DISCONNECT_PATH = '/mqtt.connections.v1.ConnectionsService/DisconnectConne
 const SERVICE = '/mqtt.connections.v1.ConnectionsService/';
 const OPEN = 'MQTT_CONNECTION_STATE_OPEN';
 const CLOSED = 'MQTT_CONNECTION_STATE_CLOSED';
-const REFRESH_MS = 3000;
+const WATCH_PATH = '/mqtt.connections.v1.ConnectionsService/WatchConnections';
+const REFRESH_MS = 3000;        // polling, when there is no stream
+const LIVE_REFRESH_MS = 15000;  // with the stream: figures and rates only
+const CHANGE_DELAY_MS = 100;    // changes that come together are shown together
+const WATCH_RETRY_MS = 5000;
 const PAGE_SIZE = 1000;  // rows in the live table
 const CLOSED_PAGE_SIZE = 50;
 const RECENT_WINDOW_SECONDS = 60;  // recentRequestStatistics: the previous complete minute
@@ -29,6 +39,10 @@ const PROTOCOLS = {3: '3.1', 4: '3.1.1', 5: '5.0'};
 const view = {search: '', sortField: '', sortDesc: false, clientId: '', uid: ''};
 let timer = null;
 let waitingForToken = false;
+let watch = null;        // the AbortController of the running stream
+let watchLive = false;   // the stream has sent its current state (SYNCED)
+let watchRetry = null;
+let changeTimer = null;
 let confirmTimer = null;
 
 const $ = (id) => document.getElementById(id);
@@ -621,6 +635,7 @@ function useToken(event) {
   $('token-form').hidden = true;
   waitingForToken = false;
   refresh();
+  followChanges();
 }
 
 function forgetToken() {
@@ -648,7 +663,87 @@ async function refresh() {
   } catch (error) {
     showError(error);
   }
-  if (!waitingForToken) timer = setTimeout(refresh, REFRESH_MS);
+  if (!waitingForToken && !document.hidden) {
+    timer = setTimeout(refresh, watchLive ? LIVE_REFRESH_MS : REFRESH_MS);
+  }
+}
+
+// --- the stream of changes ------------------------------------------------------------------
+
+// Follows WatchConnections until it ends; each change after the current state refreshes the
+// table (the table's own filter and order stay the server's).
+async function followChanges() {
+  clearTimeout(watchRetry);
+  if (watch || document.hidden || waitingForToken) return;
+  const controller = new AbortController();
+  watch = controller;
+  try {
+    const headers = {'Content-Type': 'application/connect+json', 'Connect-Protocol-Version': '1'};
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (token) headers['Authorization'] = 'Bearer ' + token;
+    const message = new TextEncoder().encode('{}');
+    const body = new Uint8Array(5 + message.length);
+    new DataView(body.buffer).setUint32(1, message.length);
+    body.set(message, 5);
+    const response = await fetch(WATCH_PATH, {method: 'POST', headers, body, cache: 'no-store',
+                                              signal: controller.signal});
+    if (!response.ok || !response.body) throw new Error('no stream');
+    const reader = response.body.getReader();
+    let pending = new Uint8Array(0);
+    for (;;) {
+      const {done, value} = await reader.read();
+      if (done) break;
+      const joined = new Uint8Array(pending.length + value.length);
+      joined.set(pending);
+      joined.set(value, pending.length);
+      pending = joined;
+      while (pending.length >= 5) {
+        const size = new DataView(pending.buffer, pending.byteOffset).getUint32(1);
+        if (pending.length < 5 + size) break;
+        const flags = pending[0];
+        const payload = JSON.parse(new TextDecoder().decode(pending.subarray(5, 5 + size)));
+        pending = pending.slice(5 + size);
+        if (flags & 2) throw new Error(payload.error ? payload.error.message : 'stream ended');
+        onChange(payload.kind || '');
+      }
+    }
+  } catch (error) {
+    // Closed, refused or cut off: poll meanwhile, and try again later.
+  } finally {
+    if (watch === controller) watch = null;
+    watchLive = false;
+  }
+  if (!document.hidden) watchRetry = setTimeout(followChanges, WATCH_RETRY_MS);
+}
+
+function onChange(kind) {
+  if (kind.endsWith('_SYNCED')) {
+    watchLive = true;  // and once more: what changed before the stream began
+    $('live').hidden = false;
+  } else if (!watchLive) {
+    return;  // the current state: the table shows it
+  }
+  clearTimeout(changeTimer);
+  changeTimer = setTimeout(refresh, CHANGE_DELAY_MS);
+}
+
+function stopFollowing() {
+  clearTimeout(watchRetry);
+  clearTimeout(changeTimer);
+  clearTimeout(timer);
+  if (watch) watch.abort();
+  watch = null;
+  watchLive = false;
+  $('live').hidden = true;
+}
+
+function onVisibility() {
+  if (document.hidden) {
+    stopFollowing();
+  } else {
+    refresh();
+    followChanges();
+  }
 }
 
 function start() {
@@ -682,7 +777,9 @@ function start() {
   $('token-form').addEventListener('submit', useToken);
   $('forget-token').addEventListener('click', forgetToken);
   $('ban-form').addEventListener('submit', ban);
+  document.addEventListener('visibilitychange', onVisibility);
   refresh();
+  followChanges();
 }
 
 start();

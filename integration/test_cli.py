@@ -9,6 +9,7 @@ import json
 import re
 import os
 import shutil
+import signal
 import ssl
 import subprocess
 import tempfile
@@ -82,6 +83,39 @@ class TwoBrokersTest(unittest.TestCase):
         broker.wait_connections(
             lambda cs: set(client_ids) <= {c["client_id"] for c in cs},
             what=f"{client_ids} listed")
+
+    def test_watch_merges_both_brokers_one_json_line_per_change(self):
+        process = subprocess.Popen([CLI, "watch", "-o", "json", "--changes-only",
+                                    "--filter", 'client_id = "cli-watch-*"', *self.urls()],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lines = []
+        reader = threading.Thread(target=lambda: lines.extend(json.loads(line)
+                                                              for line in process.stdout),
+                                  daemon=True)
+        reader.start()
+        try:
+            time.sleep(1.5)  # both streams past their current state (left out here)
+            one = self.client(self.one, "cli-watch-one")
+            two = self.client(self.two, "cli-watch-two")
+            one.subscribe("events/a/#", 1)
+            wanted = {(node(self.one), "CONNECTION_CHANGE_KIND_OPENED", "cli-watch-one"),
+                      (node(self.two), "CONNECTION_CHANGE_KIND_OPENED", "cli-watch-two"),
+                      (node(self.one), "CONNECTION_CHANGE_KIND_SUBSCRIBED", "cli-watch-one")}
+            seen = wait_for(lambda: wanted <= {(m["node"], m["kind"], m["connection"]["clientId"])
+                                               for m in list(lines)} and list(lines),
+                            timeout=20, what="both brokers' changes")
+            self.assertTrue(all(m["kind"] not in ("CONNECTION_CHANGE_KIND_CURRENT",
+                                                  "CONNECTION_CHANGE_KIND_SYNCED") for m in seen))
+            subscribed = [m for m in seen if m["kind"].endswith("SUBSCRIBED")]
+            self.assertEqual(subscribed[0]["subscription"]["filter"], "events/a/#")
+        finally:
+            process.send_signal(signal.SIGINT)
+            process.wait(timeout=10)
+            reader.join(10)
+            errors = process.stderr.read()
+            process.stdout.close()
+            process.stderr.close()
+        self.assertEqual(process.returncode, 0, errors)
 
     def test_list_merges_both_brokers_with_a_node_column(self):
         a = self.client(self.one, "cli-a", username="alice")
@@ -534,6 +568,39 @@ class TopUnderTmuxTest(unittest.TestCase):
             finally:
                 subprocess.run(tmux + ["kill-server"], capture_output=True, timeout=30)
                 client.disconnect()
+                broker.cleanup_dir()
+
+    def test_watch_prints_a_line_per_change_and_quits_on_ctrl_c(self):
+        with Broker() as broker:
+            socket_name = f"mqc-cli-watch-{os.getpid()}"
+            tmux = ["tmux", "-L", socket_name, "-f", "/dev/null"]
+            try:
+                subprocess.run(tmux + ["new-session", "-d", "-s", "watch", "-x", "160", "-y", "30",
+                                       f"{CLI} watch --url {url(broker)}"],
+                               check=True, env=dict(os.environ, TERM="xterm"), timeout=30)
+
+                def screen():
+                    return subprocess.run(tmux + ["capture-pane", "-p", "-t", "watch"],
+                                          capture_output=True, text=True, timeout=30).stdout
+
+                time.sleep(1.5)  # the stream past its (empty) current state
+                client = Client(broker, "cli-watch-tmux")
+                client.subscribe("commands/#", 1)
+                client.disconnect()
+                text = wait_for(lambda: (lambda t: t if " CLOSED cli-watch-tmux" in t else None)(
+                    screen()), timeout=20, what="the CLOSED line")
+                lines = [line for line in text.splitlines() if "cli-watch-tmux" in line]
+                self.assertEqual([line.split()[2] for line in lines],
+                                 ["OPENED", "SUBSCRIBED", "CLOSED"], text)
+                self.assertIn(node(broker), lines[0])
+                self.assertIn("commands/# qos=1", lines[1])
+                self.assertIn(close_reason("CLIENT_DISCONNECT"), lines[2])
+                subprocess.run(tmux + ["send-keys", "-t", "watch", "C-c"], check=True, timeout=30)
+                wait_for(lambda: subprocess.run(tmux + ["has-session", "-t", "watch"],
+                                                capture_output=True).returncode != 0,
+                         timeout=30, what="watch to exit on Ctrl-C")
+            finally:
+                subprocess.run(tmux + ["kill-server"], capture_output=True, timeout=30)
                 broker.cleanup_dir()
 
 

@@ -9,6 +9,7 @@ With token files on, the page asks for a token and, with an admin token, offers 
 import json
 import os
 import tempfile
+import time
 import unittest
 import urllib.parse
 
@@ -331,6 +332,42 @@ class ConsoleTest(unittest.TestCase):
                 "'#connections tbody tr')).map(r => r.dataset.clientId);"
                 " return r[0] == 'console-fill-24' ? r : null; })()", what="descending order")
             self.assertEqual(order, sorted(self.open_ids, reverse=True))
+
+    def test_a_new_client_appears_without_a_reload_and_a_hidden_tab_stops(self):
+        with Chromium() as browser:
+            browser.open(page(self.broker))
+            browser.wait("!document.getElementById('live').hidden", what="the stream's SYNCED")
+            # With the stream the periodic refresh is 15 s: a row within 3 s came from it.
+            started = time.monotonic()
+            instant = Client(self.broker, "console-instant")
+            try:
+                browser.wait("!!document.querySelector('#connections tr[data-client-id="
+                             "\"console-instant\"]')", timeout=3,
+                             what="console-instant's row, from the stream")
+                self.assertLess(time.monotonic() - started, 3)
+            finally:
+                instant.disconnect()
+            browser.wait("!document.querySelector('#connections tr[data-client-id="
+                         "\"console-instant\"]')", timeout=3, what="its row gone on CLOSED")
+            # A hidden tab: no stream, no timer; nothing changes until it is shown again.
+            browser.evaluate("Object.defineProperty(document, 'hidden', {value: true, "
+                             "configurable: true});"
+                             "document.dispatchEvent(new Event('visibilitychange'))")
+            browser.wait("watch === null && document.getElementById('live').hidden",
+                         what="the stream closed in a hidden tab")
+            hidden = Client(self.broker, "console-hidden")
+            try:
+                time.sleep(4)  # past the 3 s polling too
+                self.assertFalse(browser.evaluate(
+                    "!!document.querySelector('#connections tr[data-client-id="
+                    "\"console-hidden\"]')"))
+                browser.evaluate("Object.defineProperty(document, 'hidden', {value: false, "
+                                 "configurable: true});"
+                                 "document.dispatchEvent(new Event('visibilitychange'))")
+                browser.wait("!!document.querySelector('#connections tr[data-client-id="
+                             "\"console-hidden\"]')", timeout=5, what="the row once shown")
+            finally:
+                hidden.disconnect()
 
 
 READ_TOKEN = "console-read-token-1"

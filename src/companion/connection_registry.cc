@@ -158,10 +158,12 @@ bool ConnectionRegistry::Apply(EventType type, std::string_view payload, std::in
       if (!Decode(payload, &event)) return false;
       Entry entry = FromEvent(event);
       if (entry.connection->state == ConnectionState::kClosed) {
+        Publish(ChangeKind::kClosed, nullptr, entry.connection);  // refused at CONNECT
         AddClosed(std::move(entry.connection));
       } else {
         // Traffic before this moment belongs to no complete window this companion saw.
         entry.window_start = ReadTotals(entry).value_or(RequestStatistics{});
+        Publish(ChangeKind::kOpened, nullptr, entry.connection);
         Put(&Target(), event.seq, std::move(entry));
       }
       return true;
@@ -188,6 +190,7 @@ bool ConnectionRegistry::Apply(EventType type, std::string_view payload, std::in
       connection->total_statistics = event.totals;
       connection->recent_statistics = recent;
       connection->idle_ns = event.idle_ns;
+      Publish(ChangeKind::kClosed, closing, connection);
       AddClosed(std::move(connection));
       ExpireClosedLocked(now_ns);
       return true;
@@ -195,14 +198,17 @@ bool ConnectionRegistry::Apply(EventType type, std::string_view payload, std::in
     case EventType::kOfflineSession: {
       OfflineSessionEvent event;
       if (!Decode(payload, &event)) return false;
-      Put(&Target(), event.seq, FromEvent(event));
+      Entry entry = FromEvent(event);
+      Publish(ChangeKind::kWentOffline, nullptr, entry.connection);
+      Put(&Target(), event.seq, std::move(entry));
       return true;
     }
     case EventType::kOfflineSessionEnd: {
       OfflineSessionEndEvent event;
       if (!Decode(payload, &event)) return false;
       if (staging_) Remove(&*staging_, event.seq);
-      Remove(&open_, event.seq);
+      ConnectionPtr ended = Remove(&open_, event.seq);
+      if (ended) Publish(ChangeKind::kExpired, std::move(ended), nullptr);
       return true;
     }
     case EventType::kSubscribe:
@@ -212,6 +218,7 @@ bool ConnectionRegistry::Apply(EventType type, std::string_view payload, std::in
       OpenMap& target = Target();
       auto it = target.find(event.seq);
       if (it == target.end()) return true;
+      const ConnectionPtr before = it->second.connection;
       Edit(&target, &it->second, [&](Connection* connection) {
         auto& subscriptions = connection->subscriptions;
         auto entry = std::find_if(subscriptions.begin(), subscriptions.end(),
@@ -226,6 +233,12 @@ bool ConnectionRegistry::Apply(EventType type, std::string_view payload, std::in
           MapSubscription(*connection, options_.default_pattern, &subscriptions.back());
         }
       });
+      if (&target == &open_) {
+        Subscription subscription{event.filter, event.qos,
+                                  MapTopicFilter(event.filter, options_.default_pattern)};
+        Publish(type == EventType::kSubscribe ? ChangeKind::kSubscribed : ChangeKind::kUnsubscribed,
+                before, it->second.connection, &subscription);
+      }
       return true;
     }
     case EventType::kSettings: {
@@ -257,11 +270,32 @@ bool ConnectionRegistry::Apply(EventType type, std::string_view payload, std::in
       RebuildIndex();
       staging_generation_.reset();
       synced_ = true;
+      Publish(ChangeKind::kReset, nullptr, nullptr);
       synced_changed_.notify_all();
       return true;
     }
   }
   return false;
+}
+
+void ConnectionRegistry::Publish(ChangeKind kind, ConnectionPtr before, ConnectionPtr after,
+                                 const Subscription* subscription) {
+  if (options_.changes == nullptr || (staging_ && kind != ChangeKind::kReset)) return;
+  ConnectionChange change;
+  change.kind = kind;
+  change.before = std::move(before);
+  change.after = std::move(after);
+  if (subscription != nullptr) change.subscription = *subscription;
+  options_.changes->Publish(std::move(change));
+}
+
+ConnectionList ConnectionRegistry::LiveSnapshot(std::uint64_t* as_of) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto live = std::make_shared<std::vector<ConnectionPtr>>();
+  live->reserve(open_.size());
+  for (const auto& [seq, entry] : open_) live->push_back(entry.connection);
+  *as_of = options_.changes != nullptr ? options_.changes->last_sequence() : 0;
+  return live;
 }
 
 std::optional<RequestStatistics> ConnectionRegistry::ReadTotals(const Entry& entry) const {

@@ -42,6 +42,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "companion/connection_changes.h"
 #include "link/broker_config.h"
 #include "link/connection.h"
 #include "link/event_records.h"
@@ -60,9 +61,12 @@ struct ConnectionRegistryOptions {
   std::vector<ListenerConfig> listeners;       // the broker's, to name a connection's listener
   const ConnectionStatsSlot* stats = nullptr;  // the shared statistics slots (may be null)
   std::size_t stats_count = 0;
+  // Where each change of the current view is published (under the lock), with a reset at the
+  // end of every resync; null: nowhere. Must outlive the registry.
+  ConnectionChanges* changes = nullptr;
 };
 
-class ConnectionRegistry : public ConnectionSource {
+class ConnectionRegistry : public ConnectionSource, public LiveConnections {
  public:
   explicit ConnectionRegistry(const ConnectionRegistryOptions& options);
 
@@ -93,6 +97,11 @@ class ConnectionRegistry : public ConnectionSource {
   // (copies from SharedSnapshot), found by seq; one that has closed since is left as it was.
   void AddDetails(std::vector<Connection>* connections) const override;
 
+  // The open connections and offline sessions (not the closed ones) as stored, and the
+  // sequence of the last change they include (taken together under the lock: a stream sends
+  // this state, then the changes after *as_of). *as_of is 0 without a `changes` option.
+  ConnectionList LiveSnapshot(std::uint64_t* as_of) const override;
+
   std::size_t open_count() const;
   std::size_t offline_count() const;
   // Subscriptions of open connections and of offline sessions (the broker still routes to
@@ -111,7 +120,7 @@ class ConnectionRegistry : public ConnectionSource {
   };
   std::vector<TopClient> TopClients(std::size_t n) const;
   std::size_t closed_count() const;
-  bool synced() const;
+  bool synced() const override;
   // Synced, and no resync under way (one follows events lost on a full ring): the view is the
   // broker's as of the last event read. /healthz answers 503 while this is false.
   bool current() const;
@@ -153,6 +162,9 @@ class ConnectionRegistry : public ConnectionSource {
   void ApplySettings(const SettingsEvent& settings, std::int64_t now_ns);
   void ExpireClosedLocked(std::int64_t now_ns);
   OpenMap& Target() { return staging_ ? *staging_ : open_; }
+  // Publishes a change of the current view (none while a resync is staged: its end is a reset).
+  void Publish(ChangeKind kind, ConnectionPtr before, ConnectionPtr after,
+               const Subscription* subscription = nullptr);
 
   ConnectionRegistryOptions
       options_;  // default_pattern, closed_max and closed_ttl_ns change (kSettings)

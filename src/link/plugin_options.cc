@@ -149,6 +149,18 @@ const std::vector<OptionSpec>& Specs() {
                     [](PluginOptions* o, std::uint64_t n) {
                       o->rpc_max_pending = static_cast<std::uint32_t>(n);
                     })},
+      {"http_max_streams",
+       "an integer from 0 to 256 (WatchConnections streams at once; 0 = none)",
+       UnsignedInto(0, 256,
+                    [](PluginOptions* o, std::uint64_t n) {
+                      o->http_max_streams = static_cast<std::uint32_t>(n);
+                    })},
+      {"http_stream_buffer",
+       "an integer from 16 to 1000000 (changes a WatchConnections stream may fall behind)",
+       UnsignedInto(16, 1000000,
+                    [](PluginOptions* o, std::uint64_t n) {
+                      o->http_stream_buffer = static_cast<std::uint32_t>(n);
+                    })},
       {"http_token_file", "the absolute path of a file of bearer tokens, one per line",
        AbsolutePathInto(&PluginOptions::http_token_file)},
       {"http_admin_token_file", "the absolute path of a file of bearer tokens, one per line",

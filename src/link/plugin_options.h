@@ -27,6 +27,9 @@ struct PluginOptions {
   bool kubemq_strict = false;
   // /metrics: the N clients of highest publish and delivery rate (0 = off; at most 100).
   std::uint32_t metrics_top_clients = 0;
+  std::uint32_t http_max_streams = 8;  // WatchConnections streams at once (0: the method is off)
+  // Changes a WatchConnections stream may fall behind the newest before it is cut off.
+  std::uint32_t http_stream_buffer = 4096;
 
   // Security (README, "Security"). The companion reads the token files itself: tokens never
   // enter the broker process or the shared region.

@@ -22,6 +22,7 @@ enum class StatusCode : std::uint8_t {
   kNotFound,
   kUnauthenticated,
   kPermissionDenied,
+  kUnavailable,
 };
 
 class Status {

@@ -24,6 +24,18 @@ TEST(PluginOptionsTest, DefaultsMatchTheContract) {
   EXPECT_FALSE(options.presence_events);
   EXPECT_FALSE(options.presence_retained);
   EXPECT_EQ(options.presence_node, "");
+  EXPECT_EQ(options.http_max_streams, 8u);
+  EXPECT_EQ(options.http_stream_buffer, 4096u);
+}
+
+TEST(PluginOptionsTest, StreamOptionsAreParsed) {
+  PluginOptions options;
+  std::string error;
+  ASSERT_TRUE(ParsePluginOptions({{"http_max_streams", "0"}, {"http_stream_buffer", "16"}},
+                                 &options, &error))
+      << error;
+  EXPECT_EQ(options.http_max_streams, 0u);
+  EXPECT_EQ(options.http_stream_buffer, 16u);
 }
 
 TEST(PluginOptionsTest, EveryOptionIsParsed) {
@@ -89,6 +101,9 @@ TEST(PluginOptionsTest, BadValuesAreRefusedNamingOptionValueAndWhatIsAccepted) {
       {"closed_ttl", "0", "from 1 to 604800"},
       {"rpc_timeout", "0", "from 1 to 3600"},
       {"rpc_max_pending", "0", "from 1 to 1000000"},
+      {"http_max_streams", "257", "from 0 to 256 (WatchConnections streams at once"},
+      {"http_max_streams", "many", "bad value 'many' for plugin_opt_http_max_streams"},
+      {"http_stream_buffer", "15", "from 16 to 1000000"},
       {"companion", "relative/path", "absolute path"},
       {"http_token_file", "tokens.txt", "absolute path"},
       {"http_admin_token_file", "", "absolute path"},

@@ -500,4 +500,102 @@ CjsonPtr ListConnectionsResponseJson(const ConnectionPage& page) {
   return object;
 }
 
+namespace {
+
+constexpr const char* kChangeKindNames[] = {
+    "CONNECTION_CHANGE_KIND_UNSPECIFIED",  "CONNECTION_CHANGE_KIND_RESET",
+    "CONNECTION_CHANGE_KIND_CURRENT",      "CONNECTION_CHANGE_KIND_SYNCED",
+    "CONNECTION_CHANGE_KIND_OPENED",       "CONNECTION_CHANGE_KIND_CLOSED",
+    "CONNECTION_CHANGE_KIND_SUBSCRIBED",   "CONNECTION_CHANGE_KIND_UNSUBSCRIBED",
+    "CONNECTION_CHANGE_KIND_WENT_OFFLINE", "CONNECTION_CHANGE_KIND_EXPIRED",
+};
+
+// A uint64 in JSON: a string of decimal digits, or a non-negative integral number (protobuf's
+// JSON mapping accepts both).
+bool ReadUint64(const cJSON& item, std::uint64_t* value) {
+  std::string_view text;
+  std::string number_text;
+  if (cJSON_IsString(&item)) {
+    text = item.valuestring;
+  } else if (cJSON_IsNumber(&item)) {
+    const double number = item.valuedouble;
+    if (number < 0 || number > 9007199254740992.0 || number != static_cast<double>(
+                                                                   static_cast<std::uint64_t>(number))) {
+      return false;
+    }
+    *value = static_cast<std::uint64_t>(number);
+    return true;
+  } else {
+    return false;
+  }
+  if (text.empty() || text.size() > 20) return false;
+  std::uint64_t result = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return false;
+    const std::uint64_t digit = static_cast<std::uint64_t>(c - '0');
+    if (result > (UINT64_MAX - digit) / 10) return false;
+    result = result * 10 + digit;
+  }
+  *value = result;
+  return true;
+}
+
+}  // namespace
+
+std::string_view ChangeKindName(ChangeKind kind) {
+  const auto index = static_cast<std::size_t>(kind);
+  return index < std::size(kChangeKindNames) ? kChangeKindNames[index] : kChangeKindNames[0];
+}
+
+Status DecodeWatchConnectionsRequest(std::string_view text, std::string_view where,
+                                     WatchConnectionsRequest* request) {
+  *request = WatchConnectionsRequest();
+  if (text.empty()) return Status();
+  const std::string what(where);
+  const auto fail = [&](const std::string& why) {
+    return Status(StatusCode::kInvalidArgument, what + " " + why);
+  };
+  if (text.find('\0') != std::string_view::npos || ToValidUtf8(text) != text) {
+    return fail("is not valid UTF-8 JSON");
+  }
+  const CjsonPtr root = ParseJson(text);
+  std::string why;
+  if (root == nullptr || !CheckJsonDetails(text, &why)) return fail("is not valid JSON");
+  if (!cJSON_IsObject(root.get())) {
+    return fail("must be a JSON object, got " + std::string(JsonTypeName(*root)));
+  }
+  const cJSON* item = nullptr;
+  bool filter_seen = false;
+  bool resume_seen = false;
+  cJSON_ArrayForEach(item, root.get()) {
+    const std::string_view name = item->string;
+    const bool filter = name == "filter";
+    const bool resume = name == "resumeAfter" || name == "resume_after";
+    if (!filter && !resume) continue;  // unknown fields are ignored
+    bool& seen = filter ? filter_seen : resume_seen;
+    if (seen) return fail(": " + FieldName(name) + " is given more than once; expected it once");
+    seen = true;
+    if (cJSON_IsNull(item)) continue;
+    if (filter && !ReadStringField(*item, name, &request->filter, &why)) return fail(": " + why);
+    if (resume && !ReadUint64(*item, &request->resume_after)) {
+      return fail(": " + FieldName(name) +
+                  " must be an unsigned 64-bit integer (a string of digits or a number)");
+    }
+  }
+  return Status();
+}
+
+CjsonPtr WatchConnectionsResponseJson(const WatchMessage& message) {
+  CjsonPtr object = NewJsonObject();
+  AddString(object.get(), "sequence", std::to_string(message.sequence));
+  AddString(object.get(), "kind", ChangeKindName(message.kind));
+  if (message.connection != nullptr) {
+    AddToJsonObject(object.get(), "connection", ConnectionJson(*message.connection));
+  }
+  if (message.subscription != nullptr) {
+    AddToJsonObject(object.get(), "subscription", SubscriptionJson(*message.subscription));
+  }
+  return object;
+}
+
 }  // namespace mqc

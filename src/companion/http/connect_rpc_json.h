@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "companion/connection_changes.h"
 #include "companion/http/json_util.h"
 #include "companion/query/connection_query.h"
 #include "link/status.h"
@@ -31,5 +32,30 @@ Status DecodeListConnectionsRequest(std::string_view text, std::string_view wher
 
 // The ListConnectionsResponse for `page`. Throws std::bad_alloc when out of memory.
 CjsonPtr ListConnectionsResponseJson(const ConnectionPage& page);
+
+// A decoded WatchConnectionsRequest.
+struct WatchConnectionsRequest {
+  std::string filter;
+  std::uint64_t resume_after = 0;  // 0: start with the current state
+};
+
+// One WatchConnectionsResponse, as both codecs write it. The pointers may be null (unset).
+struct WatchMessage {
+  std::uint64_t sequence = 0;
+  ChangeKind kind = ChangeKind::kUnspecified;
+  const Connection* connection = nullptr;
+  const Subscription* subscription = nullptr;
+};
+
+// "CONNECTION_CHANGE_KIND_OPENED", ...
+std::string_view ChangeKindName(ChangeKind kind);
+
+// Reads the message from JSON text (`resumeAfter` as a string of digits or a number); empty text
+// is the default message. kInvalidArgument naming the problem otherwise.
+Status DecodeWatchConnectionsRequest(std::string_view text, std::string_view where,
+                                     WatchConnectionsRequest* request);
+
+// The WatchConnectionsResponse for `message`. Throws std::bad_alloc when out of memory.
+CjsonPtr WatchConnectionsResponseJson(const WatchMessage& message);
 
 }  // namespace mqc

@@ -75,6 +75,17 @@ void SetNetworkInfo(const NetworkInfo& network, connections_v1::NetworkInfo* mes
   }
 }
 
+void SubscriptionToProto(const Subscription& subscription, connections_v1::Subscription* out) {
+  out->set_filter(ToValidUtf8(subscription.filter));
+  out->set_qos(subscription.qos);
+  out->set_pattern(std::string(PatternName(subscription.mapping.pattern)));
+  out->set_channel(ToValidUtf8(subscription.mapping.channel));
+  out->set_shared_group(ToValidUtf8(subscription.mapping.shared_group));
+  out->set_mapping_error(ToValidUtf8(subscription.mapping.error));
+  out->set_kubemq_valid(subscription.kubemq_error.empty());
+  out->set_kubemq_error(ToValidUtf8(subscription.kubemq_error));
+}
+
 }  // namespace
 
 void ConnectionToProto(const Connection& connection, connections_v1::Connection* message) {
@@ -115,15 +126,7 @@ void ConnectionToProto(const Connection& connection, connections_v1::Connection*
   authentication->set_method(ToValidUtf8(connection.authentication.method));
   message->mutable_subscriptions()->Reserve(static_cast<int>(connection.subscriptions.size()));
   for (const Subscription& subscription : connection.subscriptions) {
-    connections_v1::Subscription* out = message->add_subscriptions();
-    out->set_filter(ToValidUtf8(subscription.filter));
-    out->set_qos(subscription.qos);
-    out->set_pattern(std::string(PatternName(subscription.mapping.pattern)));
-    out->set_channel(ToValidUtf8(subscription.mapping.channel));
-    out->set_shared_group(ToValidUtf8(subscription.mapping.shared_group));
-    out->set_mapping_error(ToValidUtf8(subscription.mapping.error));
-    out->set_kubemq_valid(subscription.kubemq_error.empty());
-    out->set_kubemq_error(ToValidUtf8(subscription.kubemq_error));
+    SubscriptionToProto(subscription, message->add_subscriptions());
   }
   if (connection.idle_ns >= 0) SetDuration(connection.idle_ns, message->mutable_idle_duration());
   SetStatistics(connection.total_statistics, message->mutable_total_request_statistics());
@@ -277,6 +280,25 @@ std::string EncodeUnbanClientResponseProto(const Ban& ban) {
   connections_v1::UnbanClientResponse message;
   SetBan(ban, message.mutable_ban());
   message.set_removed(true);
+Status DecodeWatchConnectionsRequestProto(std::string_view bytes, std::string_view where,
+                                          WatchConnectionsRequest* request) {
+  *request = WatchConnectionsRequest();
+  connections_v1::WatchConnectionsRequest message;
+  Status status = ParseBinary(bytes, where, &message);
+  if (!status.ok()) return status;
+  request->filter = message.filter();
+  request->resume_after = message.resume_after();
+  return Status();
+}
+
+std::string EncodeWatchConnectionsResponseProto(const WatchMessage& watch) {
+  connections_v1::WatchConnectionsResponse message;
+  message.set_sequence(watch.sequence);
+  message.set_kind(static_cast<connections_v1::ConnectionChangeKind>(watch.kind));
+  if (watch.connection != nullptr) ConnectionToProto(*watch.connection, message.mutable_connection());
+  if (watch.subscription != nullptr) {
+    SubscriptionToProto(*watch.subscription, message.mutable_subscription());
+  }
   return message.SerializeAsString();
 }
 

@@ -67,5 +67,9 @@ std::string EncodeListBansResponseProto(const std::vector<Ban>& bans,
                                         std::uint64_t refused_total);
 std::string EncodeBanClientResponseProto(const Ban& ban, std::size_t kicked);
 std::string EncodeUnbanClientResponseProto(const Ban& ban);
+// WatchConnections in binary: the request, and one response message.
+Status DecodeWatchConnectionsRequestProto(std::string_view bytes, std::string_view where,
+                                          WatchConnectionsRequest* request);
+std::string EncodeWatchConnectionsResponseProto(const WatchMessage& message);
 
 }  // namespace mqc

@@ -50,6 +50,7 @@
 
 #include "companion/http/connect_codec.h"
 #include "companion/http/connect_rpc_json.h"
+#include "companion/http/connect_rpc_proto.h"
 #include "companion/http/json_util.h"
 #include "companion/http/view_util.h"
 #include "companion/query/connection_fields.h"
@@ -64,6 +65,7 @@ namespace {
 using Milliseconds = std::chrono::milliseconds;
 
 constexpr std::string_view kListConnections = "ListConnections";
+constexpr std::string_view kWatchConnections = "WatchConnections";
 
 // --- Connect errors ------------------------------------------------------------------------
 
@@ -71,6 +73,7 @@ constexpr std::string_view kListConnections = "ListConnections";
 constexpr StatusCode kInvalidArgument = StatusCode::kInvalidArgument;
 constexpr StatusCode kDeadlineExceeded = StatusCode::kDeadlineExceeded;
 constexpr StatusCode kUnimplemented = StatusCode::kUnimplemented;
+constexpr StatusCode kResourceExhausted = StatusCode::kResourceExhausted;
 
 // `status` 0: the code's own status.
 HttpResponse ConnectRpcError(StatusCode code, std::string_view message, int status = 0) {
@@ -278,14 +281,23 @@ ConnectRpcService::ConnectRpcService(const ConnectionSource& source,
     : source_(source),
       clock_(options.clock ? std::move(options.clock) : ConnectRpcServiceOptions::Clock([] {
         return std::chrono::steady_clock::now();
-      })) {}
+      })),
+      live_(options.live),
+      changes_(options.changes),
+      stream_buffer_(options.stream_buffer),
+      slots_(options.max_streams) {}
 
 HttpResponse ConnectRpcService::Handle(const std::string& method,
                                        const HttpRequest& request) const {
+  if (method == kWatchConnections && live_ != nullptr && changes_ != nullptr) {
+    return HandleWatchConnections(request);
+  }
   if (method != kListConnections) {
-    return ConnectRpcError(
-        kUnimplemented, "method " + QuoteForMessage(method) +
-                            " is not implemented; implemented: " + std::string(kListConnections));
+    const std::string implemented =
+        std::string(kListConnections) +
+        (live_ != nullptr && changes_ != nullptr ? ", " + std::string(kWatchConnections) : "");
+    return ConnectRpcError(kUnimplemented, "method " + QuoteForMessage(method) +
+                                               " is not implemented; implemented: " + implemented);
   }
   return HandleListConnections(request);
 }
@@ -339,6 +351,144 @@ HttpResponse ConnectRpcService::HandleListConnections(const HttpRequest& request
   }
   HttpResponse response = ListConnectionsResponseIn(codec, page);
   if (DeadlineExceeded(budget, clock_() - start, &error)) return error;
+  return response;
+}
+
+namespace {
+
+// --- the streaming protocol (WatchConnections) ---------------------------------------------
+
+constexpr std::string_view kStreamJsonContentType = "application/connect+json";
+constexpr std::string_view kStreamProtoContentType = "application/connect+proto";
+constexpr char kStreamContentTypes[] = "application/connect+json, application/connect+proto";
+constexpr std::string_view kStreamContentEncoding = "Connect-Content-Encoding";
+
+bool StreamCodecOf(std::string_view value, ConnectCodec* codec) {
+  const std::size_t semicolon = value.find(';');
+  const std::string_view media_type = TrimSpaces(value.substr(0, semicolon));
+  const std::string_view parameter =
+      semicolon == std::string_view::npos ? std::string_view() : TrimSpaces(value.substr(semicolon + 1));
+  if (EqualsIgnoreAsciiCase(media_type, kStreamJsonContentType)) {
+    if (!parameter.empty() && !EqualsIgnoreAsciiCase(parameter, "charset=utf-8")) return false;
+    *codec = ConnectCodec::kJson;
+    return true;
+  }
+  if (EqualsIgnoreAsciiCase(media_type, kStreamProtoContentType) && parameter.empty()) {
+    *codec = ConnectCodec::kProto;
+    return true;
+  }
+  return false;
+}
+
+// A stream that ends at once with `status`: HTTP 200 and the end-of-stream message, as the
+// streaming protocol reports errors.
+HttpResponse StreamError(ConnectCodec codec, const Status& status) {
+  HttpResponse response;
+  response.status = kHttpOk;
+  response.content_type =
+      std::string(codec == ConnectCodec::kProto ? kStreamProtoContentType : kStreamJsonContentType);
+  AppendEndOfStream(status, &response.body);
+  return response;
+}
+
+// The one enveloped request message of a server-streaming call.
+bool ReadRequestEnvelope(std::string_view body, std::string_view* message, Status* error) {
+  if (body.size() < 5) {
+    *error = Status(kInvalidArgument, "request body is " + std::to_string(body.size()) +
+                                          " bytes; expected one enveloped message (5-byte prefix)");
+    return false;
+  }
+  const auto flags = static_cast<std::uint8_t>(body[0]);
+  const std::uint32_t size = (std::uint32_t{static_cast<std::uint8_t>(body[1])} << 24) |
+                             (std::uint32_t{static_cast<std::uint8_t>(body[2])} << 16) |
+                             (std::uint32_t{static_cast<std::uint8_t>(body[3])} << 8) |
+                             std::uint32_t{static_cast<std::uint8_t>(body[4])};
+  if (flags != 0) {
+    *error = Status(kInvalidArgument, "request envelope has flags " + std::to_string(flags) +
+                                          "; expected 0 (uncompressed, not end-of-stream)");
+    return false;
+  }
+  if (size != body.size() - 5) {
+    *error = Status(kInvalidArgument, "request envelope says " + std::to_string(size) +
+                                          " bytes, the body has " +
+                                          std::to_string(body.size() - 5) + " after the prefix");
+    return false;
+  }
+  *message = body.substr(5);
+  return true;
+}
+
+}  // namespace
+
+HttpResponse ConnectRpcService::HandleWatchConnections(const HttpRequest& request) const {
+  if (request.method != "POST") {
+    HttpResponse error = ConnectRpcError(
+        kUnimplemented,
+        "method " + QuoteForMessage(request.method) + " is not allowed; allowed: POST",
+        kHttpMethodNotAllowed);
+    error.headers.emplace_back("Allow", "POST");
+    return error;
+  }
+  ConnectCodec codec = ConnectCodec::kJson;
+  const std::string* content_type = request.FindHeader(kContentType);
+  if (content_type == nullptr || !StreamCodecOf(*content_type, &codec)) {
+    HttpResponse error = ConnectRpcError(
+        kInvalidArgument,
+        (content_type == nullptr ? "missing " + HeaderName(kContentType)
+                                 : HeaderName(kContentType) + " is " +
+                                       QuoteForMessage(*content_type)) +
+            "; a server stream takes one of: " + kStreamContentTypes,
+        kHttpUnsupportedMediaType);
+    error.headers.emplace_back("Accept-Post", kStreamContentTypes);
+    return error;
+  }
+  HttpResponse error;
+  std::optional<Milliseconds> budget;
+  if (!CheckProtocolVersion(request, &error) || !ReadTimeout(request, &budget, &error)) {
+    // The header problem, as the end of an empty stream.
+    const CjsonPtr body = ParseJson(error.body);
+    const cJSON* message = body ? cJSON_GetObjectItemCaseSensitive(body.get(), "message") : nullptr;
+    return StreamError(codec, Status(kInvalidArgument, cJSON_IsString(message)
+                                                           ? message->valuestring
+                                                           : "invalid request headers"));
+  }
+  const std::string* encoding = request.FindHeader(kStreamContentEncoding);
+  if (encoding != nullptr && !TrimSpaces(*encoding).empty() && !IsIdentity(TrimSpaces(*encoding))) {
+    return StreamError(codec, Status(kUnimplemented, HeaderName(kStreamContentEncoding) + " " +
+                                                         QuoteForMessage(*encoding) +
+                                                         " is not supported; supported: identity"));
+  }
+  if (request.body_too_large) {
+    return StreamError(codec, Status(kResourceExhausted, "request body is too large"));
+  }
+  std::string_view bytes;
+  Status status;
+  if (!ReadRequestEnvelope(request.body, &bytes, &status)) return StreamError(codec, status);
+  WatchConnectionsRequest message;
+  status = codec == ConnectCodec::kProto
+               ? DecodeWatchConnectionsRequestProto(bytes, "request message", &message)
+               : DecodeWatchConnectionsRequest(bytes, "request message", &message);
+  if (!status.ok()) return StreamError(codec, status);
+  WatchStreamOptions options;
+  options.codec = codec;
+  status = ConnectionFilter::Parse(message.filter, &options.filter);
+  if (!status.ok()) return StreamError(codec, Status(kInvalidArgument, status.message()));
+  options.resume_after = message.resume_after;
+  options.buffer = stream_buffer_;
+  if (budget) options.deadline = std::chrono::steady_clock::now() + *budget;
+  std::shared_ptr<void> slot = slots_.TryTake();
+  if (!slot) {
+    return StreamError(codec, Status(kResourceExhausted,
+                                     "too many WatchConnections streams: " +
+                                         std::to_string(slots_.max()) +
+                                         " at most (plugin_opt_http_max_streams)"));
+  }
+  HttpResponse response;
+  response.status = kHttpOk;
+  response.content_type =
+      std::string(codec == ConnectCodec::kProto ? kStreamProtoContentType : kStreamJsonContentType);
+  response.stream = std::make_shared<WatchStream>(*live_, changes_, std::move(options),
+                                                  std::move(slot));
   return response;
 }
 

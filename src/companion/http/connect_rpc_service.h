@@ -14,10 +14,12 @@
 #include <functional>
 #include <string>
 
+#include "companion/connection_changes.h"
 #include "companion/http/connect_codec.h"
 #include "companion/http/connect_rpc_json.h"
 #include "companion/http/http_router.h"
 #include "companion/http/http_server.h"
+#include "companion/http/watch_stream.h"
 #include "link/connection.h"
 
 namespace mqc {
@@ -27,6 +29,12 @@ struct ConnectRpcServiceOptions {
   // Where Connect-Timeout-Ms budgets are measured. Empty: std::chrono::steady_clock::now. Tests
   // inject a clock they move forward, to make a request take longer than its budget.
   Clock clock;
+  // WatchConnections: the registry's live view and its changes (both null: the method answers
+  // unimplemented); both must outlive the service and its streams.
+  const LiveConnections* live = nullptr;
+  ConnectionChanges* changes = nullptr;
+  std::size_t max_streams = 8;       // plugin_opt_http_max_streams
+  std::size_t stream_buffer = 4096;  // changes a stream may fall behind before it is cut off
 };
 
 // The checks every Connect unary POST passes before its body is read: Content-Type (415),
@@ -47,14 +55,22 @@ class ConnectRpcService {
   // source or an allocation throws: HttpRouter answers that `internal` and logs it.
   HttpResponse Handle(const std::string& method, const HttpRequest& request) const;
 
+  // WatchConnections streams running now.
+  std::size_t watch_streams() const { return slots_.in_use(); }
+
   // Handle() bound to this service, for HttpRouter. The service must outlive the handler.
   ConnectRpcHandler Handler() const;
 
  private:
   HttpResponse HandleListConnections(const HttpRequest& request) const;
+  HttpResponse HandleWatchConnections(const HttpRequest& request) const;
 
   const ConnectionSource& source_;
   const ConnectRpcServiceOptions::Clock clock_;
+  const LiveConnections* const live_;
+  ConnectionChanges* const changes_;
+  const std::size_t stream_buffer_;
+  mutable WatchSlots slots_;
 };
 
 }  // namespace mqc

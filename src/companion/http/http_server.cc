@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -297,8 +298,11 @@ constexpr char kTlsPriorities[] = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2";
 // number shut down here is always still the connection's own.
 class RequestClock {
  public:
-  explicit RequestClock(unsigned limit_s)
-      : limit_ns_(std::int64_t{limit_s} * 1000000000), thread_([this] { Run(); }) {}
+  // `tick` runs on the clock's thread every second, outside its lock.
+  RequestClock(unsigned limit_s, std::function<void()> tick)
+      : limit_ns_(std::int64_t{limit_s} * 1000000000),
+        tick_(std::move(tick)),
+        thread_([this] { Run(); }) {}
   ~RequestClock() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -338,8 +342,16 @@ class RequestClock {
   }
   void Run() {
     std::unique_lock<std::mutex> lock(mutex_);
+    unsigned rounds = 0;
     while (!stop_) {
       wake_.wait_for(lock, std::chrono::milliseconds(500));
+      if (++rounds % 2 == 0 && tick_ && !stop_) {
+        // Outside the lock: a tick resumes parked connections, which takes MHD's own locks,
+        // and MHD's threads call Closed with those held.
+        lock.unlock();
+        tick_();
+        lock.lock();
+      }
       const std::int64_t now = MonotonicNs();
       for (ConnectionClock* clock : live_) {
         if (clock->shut || clock->deadline_ns == 0 || now < clock->deadline_ns) continue;
@@ -350,6 +362,7 @@ class RequestClock {
   }
 
   const std::int64_t limit_ns_;
+  const std::function<void()> tick_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;                          // guarded by mutex_
@@ -366,6 +379,108 @@ ConnectionClock* ClockOf(MHD_Connection* connection) {
 }
 
 }  // namespace
+
+// A response stream being sent on one connection (HttpBodyStream, http_server.h). MHD pulls
+// bytes through Read on the thread serving the connection; when the stream has nothing, the
+// connection is parked (MHD_suspend_connection, from inside the content reader as MHD
+// allows) until Wake resumes it. `parked` is flipped under `mutex` so that exactly one Wake
+// resumes a parked connection; a parked connection is never freed by MHD (it does not even see a
+// hang-up), so the resume outside the lock still reaches a live connection. The daemon must not
+// stop with a parked connection (MHD's rule): HttpServer::StopStreams wakes them all first.
+// Parked connections have no idle timeout (MHD's rule too): the request clock's tick wakes
+// them every second to look for a hung-up peer and a passed deadline.
+struct StreamSender {
+  HttpServer* server = nullptr;
+  std::shared_ptr<HttpBodyStream> stream;
+  MHD_Connection* connection = nullptr;
+  int fd = -1;
+  std::int64_t started_ns = 0;
+
+  std::mutex mutex;
+  bool parked = false;    // guarded by mutex
+  bool woken = false;     // a Wake came while running; guarded by mutex
+  bool stopping = false;  // guarded by mutex
+  bool done = false;      // MHD freed the response; guarded by mutex
+  // Only the MHD thread serving the connection:
+  std::string pending;
+  std::size_t sent = 0;
+  bool ended = false;
+
+  void Wake() {
+    bool resume = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (done) return;
+      if (parked) {
+        parked = false;
+        resume = true;
+      } else {
+        woken = true;
+      }
+    }
+    if (resume) MHD_resume_connection(connection);
+  }
+
+  void Stop() {
+    stream->Stop();
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stopping = true;
+    }
+    Wake();
+  }
+
+  // The peer hung up (end of file or a reset), seen without reading its data.
+  bool PeerGone() const {
+    if (fd < 0) return false;
+    char byte = 0;
+    const ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0) return true;
+    return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+  }
+
+  ssize_t Read(char* buffer, std::size_t max) {
+    if (sent == pending.size() && !ended) {
+      pending.clear();
+      sent = 0;
+      // The end, not an error: MHD logs an error as a failure of ours, and the peer is gone.
+      if (PeerGone()) return MHD_CONTENT_READER_END_OF_STREAM;
+      constexpr int kMaxRounds = 16;  // each further round follows a Wake during the last
+      for (int round = 0; round < kMaxRounds && pending.empty() && !ended; ++round) {
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          woken = false;
+        }
+        const HttpBodyStream::Pull pull = stream->Read(max, &pending);
+        if (pull == HttpBodyStream::Pull::kEnd) ended = true;
+        if (pull != HttpBodyStream::Pull::kWait || !pending.empty()) break;
+        std::lock_guard<std::mutex> lock(mutex);
+        if (stopping) {
+          ended = true;  // a stopped stream that has nothing more: end it here
+          break;
+        }
+        if (woken) continue;
+        parked = true;
+        MHD_suspend_connection(connection);
+        return 0;
+      }
+    }
+    if (sent == pending.size()) return ended ? MHD_CONTENT_READER_END_OF_STREAM : 0;
+    const std::size_t n = std::min(max, pending.size() - sent);
+    std::memcpy(buffer, pending.data() + sent, n);
+    sent += n;
+    return static_cast<ssize_t>(n);
+  }
+};
+
+struct HttpServer::Streams {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::unordered_set<std::shared_ptr<StreamSender>> live;  // guarded by mutex
+  // The server is stopping: a stream that starts now is stopped at once (it must not park:
+  // MHD stops next). Guarded by mutex.
+  bool closing = false;
+};
 
 // The C callbacks, befriended by HttpServer. None lets an exception out.
 struct HttpServerCallbacks {
@@ -404,10 +519,83 @@ struct HttpServerCallbacks {
       request.local_address = LocalAddress(connection);
       if (version != nullptr) request.version = version;
       server->request_clock_->Answered(ClockOf(connection));
-      return Queue(connection, server->Dispatch(request));
+      HttpResponse response = server->Dispatch(request);
+      if (response.stream) {
+        return QueueStream(const_cast<HttpServer*>(server), connection, std::move(response));
+      }
+      return Queue(connection, std::move(response));
     } catch (...) {
       return MHD_NO;  // out of memory: closing the connection is all that is left
     }
+  }
+
+  static ssize_t OnStreamRead(void* cls, uint64_t /*position*/, char* buffer,
+                              size_t max) noexcept {
+    try {
+      return (*static_cast<std::shared_ptr<StreamSender>*>(cls))->Read(buffer, max);
+    } catch (...) {
+      return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+  }
+
+  static void OnStreamFree(void* cls) noexcept {
+    auto* holder = static_cast<std::shared_ptr<StreamSender>*>(cls);
+    std::shared_ptr<StreamSender> sender = std::move(*holder);
+    delete holder;
+    {
+      std::lock_guard<std::mutex> lock(sender->mutex);
+      sender->done = true;
+    }
+    HttpServer::Streams& streams = *sender->server->streams_;
+    {
+      std::lock_guard<std::mutex> lock(streams.mutex);
+      streams.live.erase(sender);
+    }
+    streams.changed.notify_all();
+  }
+
+  static MHD_Result QueueStream(HttpServer* server, MHD_Connection* connection,
+                                HttpResponse response) {
+    auto sender = std::make_shared<StreamSender>();
+    sender->server = server;
+    sender->stream = std::move(response.stream);
+    sender->connection = connection;
+    sender->started_ns = MonotonicNs();
+    const MHD_ConnectionInfo* info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (info != nullptr) sender->fd = info->connect_fd;
+    const std::weak_ptr<StreamSender> weak = sender;
+    sender->stream->SetWake([weak] {
+      if (const auto alive = weak.lock()) alive->Wake();
+    });
+    bool closing = false;
+    {
+      std::lock_guard<std::mutex> lock(server->streams_->mutex);
+      server->streams_->live.insert(sender);
+      closing = server->streams_->closing;
+    }
+    if (closing) sender->Stop();
+    constexpr std::size_t kBlockSize = 32 * 1024;
+    auto* holder = new std::shared_ptr<StreamSender>(sender);
+    MHD_Response* mhd_response = MHD_create_response_from_callback(
+        MHD_SIZE_UNKNOWN, kBlockSize, &OnStreamRead, holder, &OnStreamFree);
+    if (mhd_response == nullptr) {
+      OnStreamFree(holder);
+      return MHD_NO;
+    }
+    const CSmartPtr<MHD_Response, MHD_destroy_response> owner(mhd_response);
+    if (!response.content_type.empty() &&
+        MHD_add_response_header(mhd_response, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                response.content_type.c_str()) != MHD_YES) {
+      return MHD_NO;
+    }
+    for (const auto& [name, value] : response.headers) {
+      if (MHD_add_response_header(mhd_response, name.c_str(), value.c_str()) != MHD_YES) {
+        return MHD_NO;
+      }
+    }
+    if (response.status < 100 || response.status > 999) return MHD_NO;
+    return MHD_queue_response(connection, static_cast<unsigned>(response.status), mhd_response);
   }
 
   static void OnCompleted(void* cls, MHD_Connection* connection, void** req_cls,
@@ -456,10 +644,12 @@ const std::string* HttpRequest::FindHeader(std::string_view name) const {
 void StopMhdDaemon(MHD_Daemon* daemon) noexcept { MHD_stop_daemon(daemon); }
 
 HttpServer::HttpServer(const HttpServerOptions& options, Handler handler)
-    : options_(options), handler_(std::move(handler)) {}
+    : streams_(std::make_unique<Streams>()), options_(options), handler_(std::move(handler)) {}
 
 HttpServer::~HttpServer() {
-  // MHD's threads stop before what they use; a retired daemon's socket is closed after it.
+  // Streams end with a last message (MHD must not stop with a parked connection); then MHD's
+  // threads stop before what they use; a retired daemon's socket is closed after it.
+  StopStreams(0, 2000);
   StopDaemon(&current_);
   for (Daemon& daemon : retired_) StopDaemon(&daemon);
 }
@@ -473,7 +663,9 @@ std::unique_ptr<HttpServer> HttpServer::Start(const HttpServerOptions& options, 
   server->port_ = listening.port;
   server->ipv6_ = listening.ipv6;
 
-  server->request_clock_ = std::make_unique<RequestClock>(options.request_time_limit_s);
+  HttpServer* raw = server.get();
+  server->request_clock_ =
+      std::make_unique<RequestClock>(options.request_time_limit_s, [raw] { raw->TickStreams(); });
 
   const bool tls = !options.tls_cert_pem.empty() && !options.tls_key_pem.empty();
   if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
@@ -501,7 +693,9 @@ MHD_Daemon* HttpServer::StartDaemon(int listen_fd, const std::string* cert_pem,
   // epoll where MHD has it (Debian's does), else poll; MHD's own threads. With epoll a silent
   // connection costs no thread and no poll slot, so floods of them do not delay the others.
   // MHD_USE_ITC: MHD_quiesce_daemon needs it with a thread pool (ReplaceTls).
-  unsigned flags = MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC;
+  // MHD_ALLOW_SUSPEND_RESUME: a response stream with nothing to send parks its connection.
+  unsigned flags =
+      MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME;
   if (ipv6_) flags |= MHD_USE_IPv6;
   if (options_.log) flags |= MHD_USE_ERROR_LOG;
   const bool tls = cert_pem != nullptr && key_pem != nullptr;
@@ -582,12 +776,54 @@ void HttpServer::StopRetired(unsigned grace_s) {
         MHD_get_daemon_info(it->daemon.get(), MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
     const bool idle = info != nullptr && info->num_connections == 0;
     if (idle || now - it->retired_ns >= std::int64_t{grace_s} * 1000000000) {
+      // Its streams started before it was retired (a later one is the new daemon's, or, in
+      // the moment both accepted, ends early and its client resumes).
+      StopStreams(it->retired_ns, 2000);
       StopDaemon(&*it);
       it = retired_.erase(it);
     } else {
       ++it;
     }
   }
+}
+
+std::size_t HttpServer::stream_count() const {
+  std::lock_guard<std::mutex> lock(streams_->mutex);
+  return streams_->live.size();
+}
+
+void HttpServer::StopStreams(std::int64_t started_before_ns, int wait_ms) {
+  const auto selected = [started_before_ns](const StreamSender& sender) {
+    return started_before_ns == 0 || sender.started_ns < started_before_ns;
+  };
+  std::vector<std::shared_ptr<StreamSender>> stopping;
+  {
+    std::lock_guard<std::mutex> lock(streams_->mutex);
+    if (started_before_ns == 0) streams_->closing = true;
+    for (const auto& sender : streams_->live) {
+      if (selected(*sender)) stopping.push_back(sender);
+    }
+  }
+  for (const auto& sender : stopping) sender->Stop();
+  stopping.clear();
+  std::unique_lock<std::mutex> lock(streams_->mutex);
+  streams_->changed.wait_for(lock, std::chrono::milliseconds(wait_ms), [&] {
+    for (const auto& sender : streams_->live) {
+      if (selected(*sender)) return false;
+    }
+    return true;
+  });
+  // A stream whose client reads nothing may still be sending: MHD closes it at stop. None is
+  // parked: Stop's wake resumed it, and a stopping stream never parks again.
+}
+
+void HttpServer::TickStreams() {
+  std::vector<std::shared_ptr<StreamSender>> live;
+  {
+    std::lock_guard<std::mutex> lock(streams_->mutex);
+    live.assign(streams_->live.begin(), streams_->live.end());
+  }
+  for (const auto& sender : live) sender->Wake();
 }
 
 HttpResponse HttpServer::Dispatch(const HttpRequest& request) const {

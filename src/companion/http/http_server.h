@@ -55,6 +55,25 @@ struct HttpRequest {
   const std::string* FindHeader(std::string_view name) const;
 };
 
+// A response body produced as it goes (a Connect server stream), sent with chunked encoding.
+// The server pulls from it on one of its threads at a time; Wake (given once, before the first
+// Read) may be called from any thread, any number of times, also after the stream has ended.
+class HttpBodyStream {
+ public:
+  enum class Pull : std::uint8_t {
+    kData,  // *out has bytes to send (more may follow)
+    kWait,  // nothing now: the server parks the connection until Wake is called
+    kEnd,   // the body is complete (*out may hold its last bytes)
+  };
+  virtual ~HttpBodyStream() = default;
+  virtual void SetWake(std::function<void()> wake) = 0;
+  // Appends about `max` bytes to *out (a little more is fine: the server keeps the rest).
+  virtual Pull Read(std::size_t max, std::string* out) = 0;
+  // The server is stopping (or retiring the daemon serving this stream): end soon, with a last
+  // message saying so. Any thread; Wake follows.
+  virtual void Stop() = 0;
+};
+
 struct HttpResponse {
   int status = 200;
   std::string content_type;  // no Content-Type header when empty
@@ -62,6 +81,8 @@ struct HttpResponse {
   // megabyte or more returns its memory to the system once sent (malloc_trim).
   std::string body;
   HttpHeaders headers;  // extra headers, e.g. Allow
+  // When set, the body comes from here instead of `body` (no Content-Length; chunked).
+  std::shared_ptr<HttpBodyStream> stream;
 };
 
 struct HttpServerOptions {
@@ -112,6 +133,9 @@ class HttpServer {
   // after they were retired. Call it now and then (the companion's event loop does).
   void StopRetired(unsigned grace_s = 30);
 
+  // Response streams being sent now.
+  std::size_t stream_count() const;
+
  private:
   // One MHD daemon with the TLS text it was given (MHD keeps pointers into it).
   struct Daemon {
@@ -126,7 +150,14 @@ class HttpServer {
   // Starts a daemon on `listen_fd` (which MHD then owns); null with *error on failure.
   MHD_Daemon* StartDaemon(int listen_fd, const std::string* cert_pem, const std::string* key_pem,
                           std::string* error);
-  static void StopDaemon(Daemon* daemon);
+  void StopDaemon(Daemon* daemon);
+  // Tells the streams that started before `started_before_ns` (monotonic; all when 0) to end,
+  // wakes them, and waits up to `wait_ms` for them to finish: libmicrohttpd must not be stopped
+  // with a connection parked.
+  void StopStreams(std::int64_t started_before_ns, int wait_ms);
+  // Wakes every stream: a parked one checks its peer and its deadline. The request clock's
+  // thread calls it every second.
+  void TickStreams();
 
   // Called on MHD threads only.
   HttpResponse Dispatch(const HttpRequest& request) const;
@@ -134,6 +165,10 @@ class HttpServer {
 
   friend struct HttpServerCallbacks;
   friend class RequestClock;
+  friend struct StreamSender;
+
+  struct Streams;  // every StreamSender alive, under a mutex
+  std::unique_ptr<Streams> streams_;
 
   const HttpServerOptions options_;
   const Handler handler_;

@@ -55,6 +55,8 @@ std::string_view ConnectRpcCodeName(StatusCode code) {
       return "unauthenticated";
     case StatusCode::kPermissionDenied:
       return "permission_denied";
+    case StatusCode::kUnavailable:
+      return "unavailable";
   }
   return "unknown";
 }
@@ -77,6 +79,8 @@ int ConnectRpcHttpStatus(StatusCode code) {
       return kHttpUnauthorized;
     case StatusCode::kPermissionDenied:
       return kHttpForbidden;
+    case StatusCode::kUnavailable:
+      return 503;
     case StatusCode::kInternal:
       break;
   }

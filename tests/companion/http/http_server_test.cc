@@ -15,6 +15,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -469,6 +471,132 @@ TEST(HttpServerTest, ConcurrentClientsThroughTheRouter) {
   }
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(ok.load(), 40);
+}
+
+// A body stream that sends what is queued, waits (parks) when nothing is, and ends on Stop.
+class QueueStream : public HttpBodyStream {
+ public:
+  void SetWake(std::function<void()> wake) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    wake_ = std::move(wake);
+  }
+  Pull Read(std::size_t /*max*/, std::string* out) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++reads_;
+    if (stopped_) {
+      out->append("stopped\n");
+      return Pull::kEnd;
+    }
+    if (queued_.empty()) return Pull::kWait;
+    out->append(queued_);
+    queued_.clear();
+    return Pull::kData;
+  }
+  void Stop() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopped_ = true;
+  }
+  void Push(const std::string& text) {
+    std::function<void()> wake;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queued_ += text;
+      wake = wake_;
+    }
+    if (wake) wake();  // the server resumes the parked connection
+  }
+  int reads() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return reads_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::function<void()> wake_;
+  std::string queued_;
+  bool stopped_ = false;
+  int reads_ = 0;
+};
+
+// Reads from `fd` until `text` has arrived (or the read times out).
+std::string ReadUntil(int fd, const std::string& text, std::string* data) {
+  char buffer[256];
+  while (data->find(text) == std::string::npos) {
+    const ssize_t got = recv(fd, buffer, sizeof(buffer), 0);
+    if (got <= 0) break;
+    data->append(buffer, static_cast<std::size_t>(got));
+  }
+  return *data;
+}
+
+TEST(HttpServerTest, AStreamParksUntilWokenOutlivesTheIdleTimeoutAndEndsAtStop) {
+  auto stream = std::make_shared<QueueStream>();
+  HttpServerOptions options = LoopbackAnyPort();
+  options.connection_timeout_s = 1;  // a parked stream must outlive it
+  auto server = StartOrFail(options, [stream](const HttpRequest&) {
+    HttpResponse response;
+    response.content_type = "text/plain";
+    response.stream = stream;
+    return response;
+  });
+  ASSERT_NE(server, nullptr);
+  // A plain socket, so that the test can read the raw chunks.
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  timeval timeout{};
+  timeout.tv_sec = 10;
+  ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout)), 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(server->port()));
+  inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  const std::string request = "GET /s HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_EQ(send(fd, request.data(), request.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(request.size()));
+  stream->Push("first\n");
+  std::string data;
+  ReadUntil(fd, "first\n", &data);
+  EXPECT_THAT(data, StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(data, HasSubstr("Transfer-Encoding: chunked"));
+  EXPECT_EQ(server->stream_count(), 1u);
+  // Parked past the idle timeout: a few ticks, no busy loop, and still served.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  const int reads_while_parked = stream->reads();
+  EXPECT_LT(reads_while_parked, 20);
+  stream->Push("second\n");
+  ReadUntil(fd, "second\n", &data);
+  EXPECT_THAT(data, HasSubstr("second\n"));
+  // Stopping the server ends the stream with its last words and the last chunk.
+  server.reset();
+  ReadUntil(fd, "0\r\n\r\n", &data);
+  EXPECT_THAT(data, HasSubstr("stopped\n"));
+  EXPECT_THAT(data, HasSubstr("0\r\n\r\n"));
+  close(fd);
+}
+
+TEST(HttpServerTest, AStreamWhosePeerHangsUpIsFreed) {
+  auto stream = std::make_shared<QueueStream>();
+  auto server = StartOrFail(LoopbackAnyPort(), [stream](const HttpRequest&) {
+    HttpResponse response;
+    response.stream = stream;
+    return response;
+  });
+  ASSERT_NE(server, nullptr);
+  {
+    Client client("127.0.0.1", server->port(), kReadTimeout);
+    ASSERT_TRUE(client.Send("GET /s HTTP/1.1\r\nHost: x\r\n\r\n"));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (server->stream_count() == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(server->stream_count(), 1u);
+  }  // hangs up while the stream is parked
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (server->stream_count() != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(server->stream_count(), 0u);  // seen at a tick, without a write
 }
 
 }  // namespace
