@@ -234,8 +234,8 @@ bool ConnectionRegistry::Apply(EventType type, std::string_view payload, std::in
         }
       });
       if (&target == &open_) {
-        Subscription subscription{event.filter, event.qos,
-                                  MapTopicFilter(event.filter, options_.default_pattern)};
+        Subscription subscription{event.filter, event.qos, {}, {}};
+        MapSubscription(*it->second.connection, options_.default_pattern, &subscription);
         Publish(type == EventType::kSubscribe ? ChangeKind::kSubscribed : ChangeKind::kUnsubscribed,
                 before, it->second.connection, &subscription);
       }

@@ -280,6 +280,9 @@ std::string EncodeUnbanClientResponseProto(const Ban& ban) {
   connections_v1::UnbanClientResponse message;
   SetBan(ban, message.mutable_ban());
   message.set_removed(true);
+  return message.SerializeAsString();
+}
+
 Status DecodeWatchConnectionsRequestProto(std::string_view bytes, std::string_view where,
                                           WatchConnectionsRequest* request) {
   *request = WatchConnectionsRequest();
