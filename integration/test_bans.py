@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import BROKER_VERSION, Broker, Client, disconnect_all, wait_for
+from harness import BROKER_VERSION, Client, SharedBrokerTestCase, disconnect_all, wait_for
 
 READ_TOKEN = "bans-read-token-1"
 ADMIN_TOKEN = "bans-admin-token-1"
@@ -29,25 +29,14 @@ def bearer(token):
             "Connect-Protocol-Version": "1"}
 
 
-class BansTest(unittest.TestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        cls.broker = Broker(files={"tokens": f"{READ_TOKEN}\n", "admin": f"{ADMIN_TOKEN}\n"},
-                            options={"http_token_file": "{dir}/tokens",
-                                     "http_admin_token_file": "{dir}/admin"},
-                            persistence=True)
-        cls.broker.start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.broker.stop()
-        cls.broker.cleanup_dir()
-
-    def setUp(self):
-        self.clients = []
+class BansTest(SharedBrokerTestCase):
+    broker_arguments = {"files": {"tokens": f"{READ_TOKEN}\n", "admin": f"{ADMIN_TOKEN}\n"},
+                        "options": {"http_token_file": "{dir}/tokens",
+                                    "http_admin_token_file": "{dir}/admin"},
+                        "persistence": True}
 
     def tearDown(self):
+        # Not the base's wait for an empty listing: the API needs a token here.
         disconnect_all(self.clients)
         for ban in self.bans():
             self.unban(ban["as"], ban["who"])

@@ -12,7 +12,7 @@ import socket
 import struct
 import unittest
 
-from harness import Broker, Client, disconnect_all, wait_for
+from harness import Broker, Client, SharedBrokerTestCase, wait_for
 from test_list_connections import by_client
 from test_metrics import Metrics, delta, v5_properties, wait_metrics
 
@@ -81,27 +81,8 @@ def subscription(broker, client_id, filter_):
     return found[0] if found else None
 
 
-class StrictModeTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.broker = Broker(options={"kubemq_strict": "true"})
-        cls.broker.start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.broker.stop()
-        cls.broker.cleanup_dir()
-
-    def setUp(self):
-        self.clients = []
-
-    def tearDown(self):
-        disconnect_all(self.clients)
-
-    def client(self, *args, **kwargs):
-        c = Client(self.broker, *args, **kwargs)
-        self.clients.append(c)
-        return c
+class StrictModeTest(SharedBrokerTestCase):
+    broker_arguments = {"options": {"kubemq_strict": "true"}}
 
     def test_subscribe_refusals_get_their_failure_code_and_count_as_errors(self):
         before = Metrics(self.broker)

@@ -70,22 +70,24 @@ std::string BanFilePath(bool persistence, const std::string& persistence_locatio
   return persistence_location + (persistence_location.back() == '/' ? "" : "/") + kBanFileName;
 }
 
+CjsonPtr BanJson(const Ban& ban) {
+  CjsonPtr item = NewJsonObject();
+  AddToJsonObject(item.get(), "as", NewJsonString(ban.as()));
+  AddToJsonObject(item.get(), "who", NewJsonString(ban.who));
+  AddToJsonObject(item.get(), "by", NewJsonString(ban.by));
+  AddToJsonObject(item.get(), "reason", NewJsonString(ban.reason));
+  AddToJsonObject(item.get(), "at", NewJsonString(FormatRfc3339Seconds(ban.at_ns)));
+  AddToJsonObject(item.get(), "until", ban.until_ns == 0
+                                           ? NewJsonNull()
+                                           : NewJsonString(FormatRfc3339Seconds(ban.until_ns)));
+  return item;
+}
+
 std::string SerializeBans(const std::vector<Ban>& bans) {
   CjsonPtr root = NewJsonObject();
   AddToJsonObject(root.get(), "version", NewJsonNumber(1));
   CjsonPtr list = NewJsonArray();
-  for (const Ban& ban : bans) {
-    CjsonPtr item = NewJsonObject();
-    AddToJsonObject(item.get(), "as", NewJsonString(ban.as()));
-    AddToJsonObject(item.get(), "who", NewJsonString(ban.who));
-    AddToJsonObject(item.get(), "by", NewJsonString(ban.by));
-    AddToJsonObject(item.get(), "reason", NewJsonString(ban.reason));
-    AddToJsonObject(item.get(), "at", NewJsonString(FormatRfc3339Seconds(ban.at_ns)));
-    AddToJsonObject(item.get(), "until", ban.until_ns == 0
-                                             ? NewJsonNull()
-                                             : NewJsonString(FormatRfc3339Seconds(ban.until_ns)));
-    AddToJsonArray(list.get(), std::move(item));
-  }
+  for (const Ban& ban : bans) AddToJsonArray(list.get(), BanJson(ban));
   AddToJsonObject(root.get(), "bans", std::move(list));
   return PrintJson(*root) + "\n";
 }

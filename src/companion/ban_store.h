@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "companion/http/json_util.h"
 #include "link/ban_list.h"
 #include "link/status.h"
 
@@ -31,8 +32,11 @@ inline constexpr char kBanFileName[] = "mosquitto-connections-bans.json";
 // directory) with persistence on, else empty (memory only).
 std::string BanFilePath(bool persistence, const std::string& persistence_location);
 
-// {"version":1,"bans":[{"as","who","by","reason","at","until"}]} with RFC 3339 times, until
-// null for a ban without end.
+// One ban as the file and the KubeMQ-style API write it: {"as","who","by","reason","at","until"}
+// with RFC 3339 times, until null for a ban without end.
+CjsonPtr BanJson(const Ban& ban);
+
+// {"version":1,"bans":[BanJson...]}.
 std::string SerializeBans(const std::vector<Ban>& bans);
 // kInvalidArgument with the position ("ban 3: who: ...") for anything out of shape.
 Status ParseBans(std::string_view text, std::vector<Ban>* bans);

@@ -18,6 +18,7 @@
 #include <string>
 #include <utility>
 
+#include "companion/ban_store.h"
 #include "companion/http/connect_codec.h"
 #include "companion/http/connect_rpc_proto.h"
 #include "companion/http/connect_rpc_service.h"
@@ -54,19 +55,6 @@ Status CheckText(const char* field, const std::string& text) {
                    " bytes");
   }
   return Status();
-}
-
-CjsonPtr BanJson(const Ban& ban) {
-  CjsonPtr item = NewJsonObject();
-  AddToJsonObject(item.get(), "as", NewJsonString(ban.as()));
-  AddToJsonObject(item.get(), "who", NewJsonString(ban.who));
-  AddToJsonObject(item.get(), "by", NewJsonString(ban.by));
-  AddToJsonObject(item.get(), "reason", NewJsonString(ban.reason));
-  AddToJsonObject(item.get(), "at", NewJsonString(FormatRfc3339Seconds(ban.at_ns)));
-  AddToJsonObject(item.get(), "until", ban.until_ns == 0
-                                           ? NewJsonNull()
-                                           : NewJsonString(FormatRfc3339Seconds(ban.until_ns)));
-  return item;
 }
 
 CjsonPtr BanListJson(const std::vector<Ban>& bans) {

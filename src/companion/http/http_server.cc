@@ -167,16 +167,10 @@ void FreeBody(void* cls) noexcept {
   if (big) malloc_trim(0);
 }
 
-// Queues `response` on `connection`. MHD_NO (close the connection) if MHD refuses any part.
-MHD_Result Queue(MHD_Connection* connection, HttpResponse response) {
-  // The body moves to the heap and MHD sends it from there, without a copy; FreeBody frees it.
-  auto* body = new std::string(std::move(response.body));
-  MHD_Response* mhd_response = MHD_create_response_from_buffer_with_free_callback_cls(
-      body->size(), body->data(), &FreeBody, body);
-  if (mhd_response == nullptr) {
-    FreeBody(body);
-    return MHD_NO;
-  }
+// Adds `response`'s content type and headers to `mhd_response` (owned from here on) and queues
+// it with `response`'s status. MHD_NO (close the connection) if MHD refuses any part.
+MHD_Result QueueWithHeaders(MHD_Connection* connection, MHD_Response* mhd_response,
+                            const HttpResponse& response) {
   const CSmartPtr<MHD_Response, MHD_destroy_response> owner(mhd_response);
   if (!response.content_type.empty() &&
       MHD_add_response_header(mhd_response, MHD_HTTP_HEADER_CONTENT_TYPE,
@@ -191,6 +185,19 @@ MHD_Result Queue(MHD_Connection* connection, HttpResponse response) {
   }
   if (response.status < 100 || response.status > 999) return MHD_NO;
   return MHD_queue_response(connection, static_cast<unsigned>(response.status), mhd_response);
+}
+
+// Queues `response` on `connection`. MHD_NO (close the connection) if MHD refuses any part.
+MHD_Result Queue(MHD_Connection* connection, HttpResponse response) {
+  // The body moves to the heap and MHD sends it from there, without a copy; FreeBody frees it.
+  auto* body = new std::string(std::move(response.body));
+  MHD_Response* mhd_response = MHD_create_response_from_buffer_with_free_callback_cls(
+      body->size(), body->data(), &FreeBody, body);
+  if (mhd_response == nullptr) {
+    FreeBody(body);
+    return MHD_NO;
+  }
+  return QueueWithHeaders(connection, mhd_response, response);
 }
 
 MHD_Result AppendPair(void* cls, MHD_ValueKind /*kind*/, const char* key, size_t key_size,
@@ -583,19 +590,7 @@ struct HttpServerCallbacks {
       OnStreamFree(holder);
       return MHD_NO;
     }
-    const CSmartPtr<MHD_Response, MHD_destroy_response> owner(mhd_response);
-    if (!response.content_type.empty() &&
-        MHD_add_response_header(mhd_response, MHD_HTTP_HEADER_CONTENT_TYPE,
-                                response.content_type.c_str()) != MHD_YES) {
-      return MHD_NO;
-    }
-    for (const auto& [name, value] : response.headers) {
-      if (MHD_add_response_header(mhd_response, name.c_str(), value.c_str()) != MHD_YES) {
-        return MHD_NO;
-      }
-    }
-    if (response.status < 100 || response.status > 999) return MHD_NO;
-    return MHD_queue_response(connection, static_cast<unsigned>(response.status), mhd_response);
+    return QueueWithHeaders(connection, mhd_response, response);
   }
 
   static void OnCompleted(void* cls, MHD_Connection* connection, void** req_cls,
