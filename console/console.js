@@ -514,8 +514,11 @@ async function refreshDetail() {
   const panel = $('detail');
   const keepMessage = panel.dataset.uid === (connection && connection.uid) &&
       $('action-message') ? $('action-message').textContent : '';
-  const confirming = $('disconnect') && $('disconnect').classList.contains('confirm');
-  if (confirming) return;  // do not redraw under a click in progress
+  // Do not redraw under a click in progress: an armed button, or a disconnect whose answer has
+  // not come yet (a redraw then would bring the button back and lose the answer's message).
+  const busy = $('disconnect') &&
+      ($('disconnect').classList.contains('confirm') || $('disconnect').disabled);
+  if (busy) return;
   renderDetail(connection);
   if (keepMessage && $('action-message')) $('action-message').textContent = keepMessage;
 }
