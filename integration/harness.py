@@ -35,7 +35,9 @@ import brokers
 
 PLUGIN = os.environ.get("MQC_PLUGIN", "")
 COMPANION = os.environ.get("MQC_COMPANION", "")
-SANITIZE = os.environ.get("MQC_SANITIZE", "")
+SANITIZE = os.environ.get("MQC_SANITIZE", "")  # the plugin's
+# The companion's sanitizers (a TSan build runs a TSan companion behind a plain plugin).
+COMPANION_SANITIZE = os.environ.get("MQC_COMPANION_SANITIZE", "")
 BROKER = brokers.load(os.environ.get("MQC_BROKER") or brokers.SYSTEM,
                       os.environ.get("MQC_BUILD_DIR", ""))
 BROKER_NAME = BROKER.name

@@ -21,7 +21,8 @@ import threading
 import time
 import unittest
 
-from harness import Broker, Client, close_reason, free_port, raw_connect, wait_for
+from harness import (COMPANION_SANITIZE, Broker, Client, close_reason, free_port, raw_connect,
+                     wait_for)
 from test_connect_clients import DESCRIPTOR_SET, NODE_DIR, install_connect_es
 
 PATH = "/mqtt.connections.v1.ConnectionsService/WatchConnections"
@@ -261,6 +262,11 @@ class WatchLimitsTest(unittest.TestCase):
                 self.assertEqual(pairs[2 * i:2 * i + 2],
                                  [("OPENED", f"storm-{i}"), ("CLOSED", f"storm-{i}")])
 
+    # The reader falls behind only while the storm outruns what the kernel's socket buffers
+    # absorb (on loopback they grow to megabytes); a sanitized companion produces the storm too
+    # slowly for that, and the stream then rightly delivers every change. The cut-off itself is
+    # pinned by watch_stream_test's ASlowReaderIsCutOffWithResourceExhausted.
+    @unittest.skipIf(COMPANION_SANITIZE, "a sanitized companion cannot outrun the socket buffers")
     def test_a_reader_too_slow_is_cut_off_with_resource_exhausted(self):
         stream = self.stream(filter_text='client_id = "slow-*"', receive_buffer=4096)
         stream.until_synced()
