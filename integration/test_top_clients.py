@@ -62,6 +62,9 @@ class TopClientsTest(unittest.TestCase):
         try:
             for client_id in TRAFFIC:
                 clients.append(Client(broker, client_id))
+            # A connection's statistics window starts when the registry sees it: publishing
+            # before that (a slow companion, under TSan) would leave messages out of the minute.
+            broker.wait_connections(lambda cs: len(cs) == len(TRAFFIC))
             wait_for_minute_start()
             minute = int(time.time() // 60)
             for client, count in zip(clients, TRAFFIC.values()):
