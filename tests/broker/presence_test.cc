@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "../support/client_facts_builder.h"
+
 namespace mqc {
 namespace {
 
@@ -39,19 +41,6 @@ class RecordingPublisher : public PresencePublisher {
 };
 
 std::int64_t FixedNow() { return 1700000000123456789; }
-
-ClientFacts Facts(const std::string& id, bool clean = true, std::uint8_t version = 4) {
-  ClientFacts facts;
-  facts.client_id = id;
-  facts.ip_address = "127.0.0.1";
-  facts.port = 50000;
-  facts.local_port = 1883;
-  facts.protocol_version = version;
-  facts.clean_session = clean;
-  facts.keep_alive = 60;
-  facts.mechanism = AuthMechanism::kAnonymous;
-  return facts;
-}
 
 // The field names of EMQX's "Client Online and Offline Events"
 // (https://docs.emqx.com/en/emqx/latest/observability/mqtt-system-topics.html), in its order

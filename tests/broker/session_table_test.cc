@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "../support/client_facts_builder.h"
+
 namespace mqc {
 namespace {
 
@@ -89,19 +91,6 @@ class RecordingSink : public EventSink {
   int refuse_after_ = -1;
   int room_ = -1;  // records that fit at a time; -1: unlimited
 };
-
-ClientFacts Facts(const std::string& id, bool clean = true, std::uint8_t version = 4) {
-  ClientFacts facts;
-  facts.client_id = id;
-  facts.ip_address = "127.0.0.1";
-  facts.port = 50000;
-  facts.local_port = 1883;
-  facts.protocol_version = version;
-  facts.clean_session = clean;
-  facts.keep_alive = 60;
-  facts.mechanism = AuthMechanism::kAnonymous;
-  return facts;
-}
 
 class SessionTableTest : public ::testing::Test {
  protected:
