@@ -495,6 +495,45 @@ class Client:
         self.client.socket().close()
 
 
+def mqtt_varint(n):
+    """MQTT's variable byte integer (remaining lengths, property lengths)."""
+    out = bytearray()
+    while True:
+        byte, n = n % 128, n // 128
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def mqtt_string(data):
+    """MQTT's length-prefixed UTF-8 string or binary data (str or bytes)."""
+    if isinstance(data, str):
+        data = data.encode()
+    return len(data).to_bytes(2, "big") + data
+
+
+def read_mqtt_packet(sock):
+    """(first byte, body) of the next packet on a plain socket; reads are bounded by the socket's
+    timeout, and a closed connection raises ConnectionError."""
+    def exactly(n):
+        data = b""
+        while len(data) < n:
+            chunk = sock.recv(n - len(data))
+            if not chunk:
+                raise ConnectionError("the broker closed the connection")
+            data += chunk
+        return data
+    first = exactly(1)[0]
+    length, shift = 0, 0
+    while True:
+        byte = exactly(1)[0]
+        length |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            break
+    return first, exactly(length)
+
+
 def raw_connect(broker, client_id, keepalive):
     """A bare MQTT 3.1.1 CONNECT on a plain socket, so that the client can then go silent."""
     sock = socket.create_connection(("127.0.0.1", broker.port), timeout=5)

@@ -14,7 +14,8 @@ import socket
 import time
 import unittest
 
-from harness import BROKER_VERSION, Broker, wait_for
+from harness import (BROKER_VERSION, Broker, mqtt_string, mqtt_varint, read_mqtt_packet,
+                     wait_for)
 
 PATH = "/mqtt.connections.v1.ConnectionsService/ListConnections"
 HEADERS = {"Content-Type": "application/json", "Connect-Protocol-Version": "1"}
@@ -29,24 +30,11 @@ PROP_AUTH_METHOD, PROP_AUTH_DATA = 0x15, 0x16
 CONTINUE_AUTHENTICATION, REAUTHENTICATE = 0x18, 0x19
 
 
-def varint(n):
-    out = bytearray()
-    while True:
-        byte, n = n % 128, n // 128
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def utf8(text):
-    return len(text).to_bytes(2, "big") + text
-
-
 def auth_properties(data=None):
-    props = bytes([PROP_AUTH_METHOD]) + utf8(METHOD)
+    props = bytes([PROP_AUTH_METHOD]) + mqtt_string(METHOD)
     if data is not None:
-        props += bytes([PROP_AUTH_DATA]) + utf8(data)
-    return varint(len(props)) + props
+        props += bytes([PROP_AUTH_DATA]) + mqtt_string(data)
+    return mqtt_varint(len(props)) + props
 
 
 def read_properties(body):
@@ -83,27 +71,11 @@ class EnhancedAuthClient:
         self.challenges = 0
 
     def send(self, first_byte, body):
-        self.sock.sendall(bytes([first_byte]) + varint(len(body)) + body)
+        self.sock.sendall(bytes([first_byte]) + mqtt_varint(len(body)) + body)
 
     def read_packet(self):
-        first = self._read_exactly(1)[0]
-        length, shift = 0, 0
-        while True:
-            byte = self._read_exactly(1)[0]
-            length |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                break
-        return first & 0xF0, self._read_exactly(length)
-
-    def _read_exactly(self, n):
-        data = b""
-        while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
-            if not chunk:
-                raise ConnectionError("the broker closed the connection")
-            data += chunk
-        return data
+        first, body = read_mqtt_packet(self.sock)
+        return first & 0xF0, body
 
     def _answer_challenges(self):
         """Answers AUTH 0x18 until the broker sends something else: returns that packet."""
@@ -120,8 +92,8 @@ class EnhancedAuthClient:
 
     def connect(self, keepalive=60):
         """Returns the CONNACK's reason code."""
-        variable = utf8(b"MQTT") + bytes([5, 0x02]) + keepalive.to_bytes(2, "big")
-        self.send(CONNECT, variable + auth_properties() + utf8(self.client_id))
+        variable = mqtt_string(b"MQTT") + bytes([5, 0x02]) + keepalive.to_bytes(2, "big")
+        self.send(CONNECT, variable + auth_properties() + mqtt_string(self.client_id))
         kind, body = self._answer_challenges()
         assert kind == CONNACK, (kind, body)
         return body[1]
@@ -135,7 +107,7 @@ class EnhancedAuthClient:
         return body[0] if body else 0
 
     def publish(self, topic, payload):
-        self.send(PUBLISH, utf8(topic) + varint(0) + payload)
+        self.send(PUBLISH, mqtt_string(topic) + mqtt_varint(0) + payload)
 
     def close(self):
         self.sock.close()

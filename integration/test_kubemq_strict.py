@@ -12,7 +12,8 @@ import socket
 import struct
 import unittest
 
-from harness import Broker, Client, SharedBrokerTestCase, wait_for
+from harness import (Broker, Client, SharedBrokerTestCase, mqtt_string, mqtt_varint,
+                     read_mqtt_packet, wait_for)
 from test_list_connections import by_client
 from test_metrics import Metrics, delta, v5_properties, wait_metrics
 
@@ -20,51 +21,19 @@ NOT_AUTHORIZED = 0x87  # MQTT 5
 FAILURE = 0x80  # MQTT 3.1.1
 
 
-def _remaining_length(n):
-    out = bytearray()
-    while True:
-        byte, n = n % 128, n // 128
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def _string(text):
-    data = text.encode()
-    return struct.pack("!H", len(data)) + data
-
-
-def _read_packet(sock):
-    header = sock.recv(1)
-    assert header, "connection closed"
-    length, shift = 0, 0
-    while True:
-        byte = sock.recv(1)[0]
-        length += (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            break
-    body = b""
-    while len(body) < length:
-        chunk = sock.recv(length - len(body))
-        assert chunk, "connection closed"
-        body += chunk
-    return header[0], body
-
-
 def v5_publish_reason(broker, client_id, topic, qos=1):
     """The reason code of the PUBACK (QoS 1) or PUBREC (QoS 2) an MQTT 5 PUBLISH gets: paho's
     on_publish does not report it, so this speaks the protocol on a plain socket."""
     sock = socket.create_connection(("127.0.0.1", broker.port), timeout=5)
     try:
-        variable = _string("MQTT") + bytes([5, 0x02]) + struct.pack("!H", 60) + b"\x00"
-        body = variable + _string(client_id)
-        sock.sendall(b"\x10" + _remaining_length(len(body)) + body)
-        kind, connack = _read_packet(sock)
+        variable = mqtt_string("MQTT") + bytes([5, 0x02]) + struct.pack("!H", 60) + b"\x00"
+        body = variable + mqtt_string(client_id)
+        sock.sendall(b"\x10" + mqtt_varint(len(body)) + body)
+        kind, connack = read_mqtt_packet(sock)
         assert kind == 0x20 and connack[1] == 0, (kind, connack)
-        body = _string(topic) + struct.pack("!H", 7) + b"\x00" + b"payload"
-        sock.sendall(bytes([0x30 | (qos << 1)]) + _remaining_length(len(body)) + body)
-        kind, ack = _read_packet(sock)
+        body = mqtt_string(topic) + struct.pack("!H", 7) + b"\x00" + b"payload"
+        sock.sendall(bytes([0x30 | (qos << 1)]) + mqtt_varint(len(body)) + body)
+        kind, ack = read_mqtt_packet(sock)
         assert kind == (0x40 if qos == 1 else 0x50), kind
         assert ack[:2] == struct.pack("!H", 7), ack
         reason = ack[2] if len(ack) > 2 else 0  # no reason code: success
