@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "broker/broker_events.h"
+
+#include <string>
+
+namespace mqc {
+
+std::string Printable(const std::string& text) {
+  std::string out = text;
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return out;
+}
+
+std::string KickLogLine(const KickCommand& command, int rc, const std::string& error_text) {
+  const std::string who = "client '" + Printable(command.client_id) + "' at the request of " +
+                          (command.caller.empty() ? "an unknown address" : command.caller) + " (" +
+                          (command.token_line.empty() ? "no token" : command.token_line) + ")";
+  if (rc == kBrokerSuccess) return "mosquitto_connections: disconnected " + who;
+  return "mosquitto_connections: cannot disconnect " + who + ": " + error_text;
+}
+
+}  // namespace mqc
