@@ -60,10 +60,7 @@ static_assert(kPropertyResponseTopic == MQTT_PROP_RESPONSE_TOPIC &&
 
 using Events = BrokerEvents<MosquittoBroker>;
 
-Events EventsOf(void* userdata) {
-  auto* state = static_cast<PluginState*>(userdata);
-  return Events(*state, state->broker);
-}
+Events EventsOf(void* userdata) { return Events(*static_cast<PluginState*>(userdata)); }
 
 BrokerClient* ClientOf(mosquitto* client) { return reinterpret_cast<BrokerClient*>(client); }
 
@@ -141,7 +138,7 @@ int OnTick(int /*event*/, void* event_data, void* userdata) {
     SendSettingsIfPending(state);
     state->link->DrainCommands(
         [](const LogCommand& command) { LogToBroker(command.level, command.text); },
-        [state](const KickCommand& command) { Events(*state, state->broker).Kick(command); },
+        [state](const KickCommand& command) { Events(*state).Kick(command); },
         [state](BansCommand&& command) { ApplyBans(state, std::move(command)); });
     state->companion->Tick(now);  // delays and stall checks: no wall-clock jumps
     state->traffic->OnTick(now);

@@ -21,12 +21,16 @@ namespace mqc {
 // BrokerEventsState (broker/broker_events.h) holds everything the decisions touch, in the order
 // it is torn down in; what only the entry points need is added here.
 struct PluginState : BrokerEventsState {
+  PluginState() { broker = &mosquitto; }
+  PluginState(const PluginState&) = delete;
+  PluginState& operator=(const PluginState&) = delete;
+
   mosquitto_plugin_id_t* identifier = nullptr;
   std::string config_path;        // the broker's configuration file, read again at every reload
   std::string own_path;           // this plugin's .so, to find its own plugin line
   bool settings_pending = false;  // reloaded options the running companion has not been sent
   BrokerApi api;  // the broker's plugin API (2.0 or 2.1) and the names it exports
-  MosquittoBroker broker{&api};  // the decisions' Broker (broker/broker.h)
+  MosquittoBroker mosquitto{&api};  // the decisions' Broker (BrokerEventsState::broker)
 
   std::vector<std::string> companion_arguments;  // from the broker's configuration
   std::vector<std::size_t> registered_events;    // indexes into the API's handler table

@@ -33,7 +33,7 @@ void SetUpPresence(PluginState* state) {
   presence.events = options.presence_events;
   presence.retained = options.presence_retained;
   presence.node = options.presence_node;
-  state->presence_publisher = std::make_unique<BrokerPresencePublisher>(&state->broker);
+  state->presence_publisher = std::make_unique<BrokerPresencePublisher>(state->broker);
   state->presence = std::make_unique<Presence>(presence, state->presence_publisher.get());
   state->presence->SetPersistentClientExpiration(
       state->broker_config.persistent_client_expiration_s);

@@ -16,8 +16,8 @@
 // it refuses what KubeMQ would refuse (a SUBSCRIBE at ACL_CHECK, a PUBLISH at MESSAGE), as
 // docs/topic-mapping.md says; with it off, every answer stays the neutral one above.
 //
-// BrokerEvents<B> is a view (two references) built per callback; B is a `final` Broker, so the
-// calls into it are direct. The per-message fast paths (OnAclCheck, OnMessage, OnMessageOut)
+// BrokerEvents<B> is a view (one reference) built per callback; B is a `final` Broker, so the
+// calls into it are direct, and it is reached only on the paths that call out. The per-message fast paths (OnAclCheck, OnMessage, OnMessageOut)
 // call nothing out and allocate nothing (tests/broker/per_message_test.cc).
 //
 // Threads: all of this runs on the broker thread.
@@ -47,6 +47,10 @@ namespace mqc {
 // The broker side's state that the decisions read and write (the plugin's PluginState extends
 // it with what only the entry points need). Touched by the broker thread only.
 struct BrokerEventsState {
+  // The broker (the plugin's MosquittoBroker, a test's FakeBroker); BrokerEvents<B> reaches it
+  // as the B it is, only on the paths that call out.
+  Broker* broker = nullptr;
+
   PluginOptions options;
   BrokerConfig broker_config;
 
@@ -113,7 +117,8 @@ std::string KickLogLine(const KickCommand& command, int rc, const std::string& e
 template <typename B>
 class BrokerEvents {
  public:
-  BrokerEvents(BrokerEventsState& state, B& broker) : state_(state), broker_(broker) {}
+  // `state.broker` is a B.
+  explicit BrokerEvents(BrokerEventsState& state) : state_(state) {}
 
   // ---- the per-message path ----
 
@@ -132,7 +137,7 @@ class BrokerEvents {
         }
       }
     }
-    return AclCheckInFull(data);
+    return AclCheckInFull(state_, data);
   }
 
   // MESSAGE (2.0 and 2.1's MESSAGE_IN). Most publishes: a connected client, no CONNECT
@@ -147,7 +152,7 @@ class BrokerEvents {
                    : kBrokerSuccess;
       }
     }
-    return MessageInFull(data);
+    return MessageInFull(state_, data);
   }
 
   // 2.1: a PUBLISH being sent to a client: a delivery, counted once per packet the broker sends
@@ -161,7 +166,7 @@ class BrokerEvents {
         return kBrokerSuccess;
       }
     }
-    return MessageOutInFull(data);
+    return MessageOutInFull(state_, data);
   }
 
   // 2.1: an ACL check the plugin only watches, registered only where no other ACL source exists
@@ -187,14 +192,14 @@ class BrokerEvents {
     if (data.access != kAclRead || !state_.watch_acl_21) return kBrokerErrPluginIgnore;
     try {
       SessionTable& sessions = *state_.sessions;
-      if (broker_.ClientSocket(data.client) < 0 && !sessions.IsOpen(data.client) &&
+      if (broker().ClientSocket(data.client) < 0 && !sessions.IsOpen(data.client) &&
           !sessions.IsPending(data.client)) {
         // The check carries the message's QoS; the session gets it at most at its
         // subscription's.
         const std::uint8_t qos = std::min<std::uint8_t>(
             data.qos, sessions.OfflineQos(data.client, IdOf(data.client), data.topic));
         if (qos == 0 && !IsPresenceDelivery(state_, data.topic)) {
-          Details clock(broker_, data.client, nullptr);
+          Details clock(broker(), data.client, nullptr);
           state_.traffic->OnDeliver(data.client, nullptr, /*online=*/false, data.topic,
                                     data.payloadlen, 0, clock);
         }
@@ -212,35 +217,35 @@ class BrokerEvents {
     try {
       // At a configuration reload the broker re-checks every client it holds (docs/reload.md):
       // the connection stays what it was, and the decision below is the broker's own again.
-      if (!state_.sessions->IsRecheck(client, broker_.ClientSocket(client) >= 0)) {
-        ClientFacts facts = broker_.ReadFacts(client, state_.broker_config);
+      if (!state_.sessions->IsRecheck(client, broker().ClientSocket(client) >= 0)) {
+        ClientFacts facts = broker().ReadFacts(client, state_.broker_config);
         if (facts.mechanism == AuthMechanism::kPassword) {
           facts.credentials_checked = !state_.decide_basic_auth;
         }
-        state_.sessions->BeginConnect(client, std::move(facts), broker_.NowNs());
+        state_.sessions->BeginConnect(client, std::move(facts), broker().NowNs());
         if (state_.bans->active()) banned = BanRefusal(client, false);
       }
     } catch (...) {
       // Watching must never change the outcome: fall through to the decision.
     }
     if (banned != 0) return banned;
-    return NeutralBasicAuthAnswer(broker_.api_2_1(), state_.decide_basic_auth,
+    return NeutralBasicAuthAnswer(broker().api_2_1(), state_.decide_basic_auth,
                                   state_.allow_anonymous);
   }
 
   // EXT_AUTH_START: a CONNECT with MQTT 5 enhanced authentication, or a re-authentication.
   int OnExtAuthStart(BrokerClient* client, const char* auth_method) {
-    const int neutral = broker_.api_2_1() ? kBrokerErrPluginIgnore : kBrokerErrPluginDefer;
+    const int neutral = broker().api_2_1() ? kBrokerErrPluginIgnore : kBrokerErrPluginDefer;
     try {
       // An AUTH with reason 0x19 on an open connection (re-authentication) is sent to plugins
       // as EXT_AUTH_START too (src/handle_auth.c, 2.0 and 2.1): the connection stays what it
       // was. On 2.0 a refused re-authentication ends the connection with the broker's
       // DISCONNECT.
-      if (state_.sessions->IsRecheck(client, broker_.ClientSocket(client) >= 0)) return neutral;
-      ClientFacts facts = broker_.ReadFacts(client, state_.broker_config);
+      if (state_.sessions->IsRecheck(client, broker().ClientSocket(client) >= 0)) return neutral;
+      ClientFacts facts = broker().ReadFacts(client, state_.broker_config);
       facts.mechanism = AuthMechanism::kEnhanced;
       facts.auth_method = auth_method != nullptr ? auth_method : "";
-      state_.sessions->BeginConnect(client, std::move(facts), broker_.NowNs());
+      state_.sessions->BeginConnect(client, std::move(facts), broker().NowNs());
       if (state_.bans->active()) {
         const int banned = BanRefusal(client, true);
         if (banned != 0) return banned;
@@ -260,8 +265,8 @@ class BrokerEvents {
       SessionTable& sessions = *state_.sessions;
       if (!sessions.IsPending(client) && !sessions.IsOpen(client)) {
         sessions.Settle();
-        sessions.BeginConnect(client, broker_.ReadFacts(client, state_.broker_config),
-                              broker_.NowNs());
+        sessions.BeginConnect(client, broker().ReadFacts(client, state_.broker_config),
+                              broker().NowNs());
       }
       sessions.Confirm(client);
     } catch (...) {
@@ -277,18 +282,18 @@ class BrokerEvents {
       SessionTable& sessions = *state_.sessions;
       const bool pending = sessions.IsPending(client);
       const bool refused =
-          IsRefusal(broker_.api_2_1(), pending, broker_.ClientId(client) != nullptr,
-                    pending ? broker_.ClientState(client) : -1);
-      const std::int64_t idle_ms = broker_.IdleMs(client);  // the socket is still open here
+          IsRefusal(broker().api_2_1(), pending, broker().ClientId(client) != nullptr,
+                    pending ? broker().ClientState(client) : -1);
+      const std::int64_t idle_ms = broker().IdleMs(client);  // the socket is still open here
       CloseReason reason = CloseReason::kUnspecified;
       if (state_.kicking) {
         reason = CloseReason::kKicked;
-      } else if (broker_.api_2_1()) {
+      } else if (broker().api_2_1()) {
         reason = CloseReasonFromBrokerReason(broker_reason);
       } else {
-        reason = CloseReasonFromClientState(broker_.ClientState(client));
+        reason = CloseReasonFromClientState(broker().ClientState(client));
       }
-      sessions.Disconnect(client, !refused, reason, broker_.NowNs(),
+      sessions.Disconnect(client, !refused, reason, broker().NowNs(),
                           idle_ms < 0 ? -1 : idle_ms * 1000000);
     } catch (...) {
     }
@@ -320,10 +325,10 @@ class BrokerEvents {
   // will is sent, and the client's DISCONNECT event comes before the call returns.
   void Kick(const KickCommand& command) {
     state_.kicking = true;
-    const int rc = broker_.Kick(command.client_id);
+    const int rc = broker().Kick(command.client_id);
     state_.kicking = false;
-    broker_.Log(rc == kBrokerSuccess ? LogLevel::kNotice : LogLevel::kWarning,
-                KickLogLine(command, rc, rc == kBrokerSuccess ? "" : broker_.ErrorText(rc)));
+    broker().Log(rc == kBrokerSuccess ? LogLevel::kNotice : LogLevel::kWarning,
+                KickLogLine(command, rc, rc == kBrokerSuccess ? "" : broker().ErrorText(rc)));
   }
 
  private:
@@ -348,7 +353,7 @@ class BrokerEvents {
   };
 
   const char* IdOf(const BrokerClient* client) const {
-    const char* id = broker_.ClientId(client);
+    const char* id = broker().ClientId(client);
     return id != nullptr ? id : "";
   }
 
@@ -360,12 +365,12 @@ class BrokerEvents {
   // find open.
   [[gnu::noinline, gnu::cold]] SessionTable::ClientView Discover(const BrokerClient* client) {
     SessionTable& sessions = *state_.sessions;
-    if (sessions.IsPending(client) || broker_.ClientSocket(client) < 0 ||
-        broker_.ClientId(client) == nullptr) {
+    if (sessions.IsPending(client) || broker().ClientSocket(client) < 0 ||
+        broker().ClientId(client) == nullptr) {
       return SessionTable::ClientView{};
     }
-    sessions.BeginConnect(client, broker_.ReadFacts(client, state_.broker_config),
-                          broker_.NowNs());
+    sessions.BeginConnect(client, broker().ReadFacts(client, state_.broker_config),
+                          broker().NowNs());
     sessions.Settle();
     return sessions.View(client);
   }
@@ -381,10 +386,10 @@ class BrokerEvents {
   // open client is kicked by the companion instead).
   [[gnu::noinline]] int BanRefusal(const BrokerClient* client, bool enhanced) {
     const Ban* ban =
-        state_.bans->Refuses(broker_.ClientId(client), broker_.ClientUsername(client),
-                             broker_.ClientAddress(client), broker_.NowNs());
+        state_.bans->Refuses(broker().ClientId(client), broker().ClientUsername(client),
+                             broker().ClientAddress(client), broker().NowNs());
     if (ban == nullptr) return 0;
-    return BanRefusalCode(broker_.api_2_1(), enhanced);
+    return BanRefusalCode(broker().api_2_1(), enhanced);
   }
 
   // The broker's answer to this check from every ACL source after this plugin (the acl_file
@@ -400,15 +405,15 @@ class BrokerEvents {
   // (UnreadAclSource, logged at start). The broker asks those sources itself: the callback then
   // defers.
   int AskLaterAclSources(const AclCheckEvent& data) {
-    if (!broker_.capabilities().acl_check) {
+    if (!broker().capabilities().acl_check) {
       if (state_.acl_file == nullptr || data.access != kAclRead) return kBrokerSuccess;
-      return state_.acl_file->Allows(IdOf(data.client), broker_.ClientUsername(data.client),
+      return state_.acl_file->Allows(IdOf(data.client), broker().ClientUsername(data.client),
                                      data.topic, AclFile::kRead)
                  ? kBrokerSuccess
                  : kBrokerErrAclDenied;
     }
     state_.acl_check_nested = true;
-    const int answer = broker_.AskLaterAclSources(data);
+    const int answer = broker().AskLaterAclSources(data);
     state_.acl_check_nested = false;
     return answer;
   }
@@ -440,7 +445,7 @@ class BrokerEvents {
     if constexpr (kAskLater) {
       const int later = AskLaterAclSources(data);
       // Unknown without mosquitto_acl_check: the others decide, and the check is recorded.
-      if (broker_.capabilities().acl_check) *answer = later;
+      if (broker().capabilities().acl_check) *answer = later;
       if (later != kBrokerSuccess) {
         if (data.access == kAclSubscribe) sessions.SubscribeDenied(data.client, data.topic);
         return;
@@ -457,7 +462,7 @@ class BrokerEvents {
           qos = std::min<std::uint8_t>(
               qos, sessions.OfflineQos(data.client, IdOf(data.client), data.topic));
         }
-        Details clock(broker_, data.client, nullptr);
+        Details clock(broker(), data.client, nullptr);
         state_.traffic->OnDeliver(data.client, view.stats, view.open, data.topic,
                                   data.payloadlen, qos, clock);
         break;
@@ -488,7 +493,7 @@ class BrokerEvents {
       }
       const std::string refusal = KubemqSubscribeRefusal(
           data.topic, MapTopicFilter(data.topic, state_.options.default_pattern), data.qos,
-          broker_.ProtocolVersion(data.client), IdOf(data.client));
+          broker().ProtocolVersion(data.client), IdOf(data.client));
       if (refusal.empty()) return false;
       const SessionTable::ClientView view = ViewOrDiscover(data.client);
       state_.traffic->OnSubscribe(view.stats, /*made=*/false);
@@ -498,9 +503,22 @@ class BrokerEvents {
     }
   }
 
-  // Every ACL check but the fast paths of OnAclCheck. Out of line, so that OnAclCheck's fast
-  // path saves no registers and ends here with a jump.
-  [[gnu::noinline]] int AclCheckInFull(const AclCheckEvent& data) {
+  // The slow paths of the per-message handlers, out of line and static: the fast path then
+  // keeps no BrokerEvents in memory, saves no registers and ends here with a jump.
+  [[gnu::noinline]] static int AclCheckInFull(BrokerEventsState& state,
+                                              const AclCheckEvent& data) {
+    return BrokerEvents(state).AclCheckInFull(data);
+  }
+  [[gnu::noinline]] static int MessageInFull(BrokerEventsState& state, const MessageEvent& data) {
+    return BrokerEvents(state).MessageInFull(data);
+  }
+  [[gnu::noinline]] static int MessageOutInFull(BrokerEventsState& state,
+                                                const MessageEvent& data) {
+    return BrokerEvents(state).MessageOutInFull(data);
+  }
+
+  // Every ACL check but the fast paths of OnAclCheck.
+  int AclCheckInFull(const AclCheckEvent& data) {
     // Strict mode answers before any other source is asked (this plugin's nested call
     // excepted: the outer call already decided).
     if (data.access == kAclSubscribe && state_.options.kubemq_strict &&
@@ -528,12 +546,12 @@ class BrokerEvents {
     return answer;
   }
 
-  // Every publish but the fast path of OnMessage, out of line for the same reason.
-  [[gnu::noinline]] int MessageInFull(const MessageEvent& data) {
+  // Every publish but the fast path of OnMessage.
+  int MessageInFull(const MessageEvent& data) {
     try {
       state_.sessions->Settle();
       const SessionTable::ClientView view = ViewOrDiscover(data.client);
-      Details details(broker_, data.client, data.properties);
+      Details details(broker(), data.client, data.properties);
       const bool kubemq_accepts = state_.traffic->OnPublish(data.client, view.stats, data.topic,
                                                             data.payloadlen, details);
       // Strict mode: not routed; QoS 1/2 get 0x87 under MQTT 5 (src/handle_publish.c, 2.0 and
@@ -544,7 +562,8 @@ class BrokerEvents {
     return kBrokerSuccess;  // anything else would refuse the message
   }
 
-  [[gnu::noinline]] int MessageOutInFull(const MessageEvent& data) {
+  // Every delivery but the fast path of OnMessageOut.
+  int MessageOutInFull(const MessageEvent& data) {
     try {
       // The queued messages of a resumed session go out before its CONNECT event: that CONNECT
       // passed authentication.
@@ -552,7 +571,7 @@ class BrokerEvents {
       state_.sessions->Settle();
       const SessionTable::ClientView view = ViewOrDiscover(data.client);
       if (IsPresenceDelivery(state_, data.topic)) return kBrokerSuccess;  // counted nowhere
-      Details clock(broker_, data.client, nullptr);
+      Details clock(broker(), data.client, nullptr);
       state_.traffic->OnDeliver(data.client, view.stats, /*online=*/true, data.topic,
                                 data.payloadlen, data.qos, clock);
     } catch (...) {
@@ -560,8 +579,9 @@ class BrokerEvents {
     return kBrokerSuccess;  // anything else would stop the message
   }
 
+  B& broker() const { return static_cast<B&>(*state_.broker); }
+
   BrokerEventsState& state_;
-  B& broker_;
 };
 
 }  // namespace mqc

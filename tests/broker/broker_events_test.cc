@@ -25,6 +25,7 @@ class BrokerEventsTest : public ::testing::Test {
  protected:
   void Use(FakeBroker broker) {
     broker_ = std::move(broker);
+    state_.broker = &broker_;
     state_.sessions = std::make_unique<SessionTable>(&sink_, 1, slots_.data(), slots_.size(),
                                                      &counters_);
     state_.sessions->SetConnectsConfirmed(broker_.api_2_1());
@@ -32,7 +33,7 @@ class BrokerEventsTest : public ::testing::Test {
                                                     RpcTracker::Options{});
     state_.bans = std::make_unique<BanGate>(&counters_);
   }
-  BrokerEvents<FakeBroker> Events() { return BrokerEvents<FakeBroker>(state_, broker_); }
+  BrokerEvents<FakeBroker> Events() { return BrokerEvents<FakeBroker>(state_); }
 
   // A client that connected: authenticated and settled (2.1: confirmed).
   void Connect(FakeClient* client) {

@@ -44,6 +44,7 @@ class PerMessageTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     broker_ = GetParam() ? FakeBroker::Api21() : FakeBroker::Api20();
+    state_.broker = &broker_;
     state_.decide_acl = true;
     state_.watch_acl_21 = GetParam();
     state_.sessions = std::make_unique<SessionTable>(&sink_, 1, slots_.data(), slots_.size(),
@@ -53,7 +54,7 @@ class PerMessageTest : public ::testing::TestWithParam<bool> {
                                                     RpcTracker::Options{});
     state_.bans = std::make_unique<BanGate>(&counters_);
     clients_.resize(1000);
-    BrokerEvents<FakeBroker> events(state_, broker_);
+    BrokerEvents<FakeBroker> events(state_);
     for (std::size_t i = 0; i < clients_.size(); ++i) {
       clients_[i] = Client("client-" + std::to_string(i));
       events.OnBasicAuth(clients_[i].handle());
@@ -87,7 +88,7 @@ TEST_P(PerMessageTest, DeliveriesAndPublishesAllocateNothing) {
   const char* topics[] = {"events/a", "store/b",     "queues/c",         "site/d",
                           "$SYS/x",   "events//bad", long_topic.c_str(), "events/a/much/longer"};
 
-  BrokerEvents<FakeBroker> events(state_, broker_);
+  BrokerEvents<FakeBroker> events(state_);
   std::uint64_t deliveries = 0;
   allocations = 0;
   counting = true;
