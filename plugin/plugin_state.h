@@ -51,8 +51,9 @@ void LogToBroker(LogLevel level, const std::string& text);
 // Puts a ban list from the companion in force (at TICK, and while the companion starts).
 void ApplyBans(PluginState* state, BansCommand&& command);
 
-// Sets the auth-neutrality decisions from the configuration (at init and at a reload); the
-// plugin decides nothing on 2.1. Returns whether they changed.
+// Sets the auth-neutrality decisions from the configuration (at init and at a reload: one
+// DecideAuth, broker/auth_decisions.h); the plugin decides nothing on 2.1. Returns whether they
+// changed.
 bool ApplyAuthDecisions(PluginState* state, const BrokerConfig& config);
 // Whether an ACL source after the plugin decides what the plugin cannot learn (2.0 without
 // mosquitto_acl_check, and an ACL plugin other than the acl_file).
