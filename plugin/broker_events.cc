@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The broker's events handed to the decisions (broker/broker_events.h: BrokerEvents): each
-// callback passes the broker's event on, and catches everything (no exception may cross into
-// the broker). Registration of the callbacks, per plugin API (broker_api.h).
+// callback passes the broker's event on; the handlers catch everything they call that can throw
+// (no exception may cross into the broker), and the fast paths call nothing that throws.
+// Registration of the callbacks, per plugin API (broker_api.h), and 2.1's request for the next
+// TICK (a field of its event).
 //
 // Threads: all of this runs on the broker thread.
 
@@ -11,7 +13,6 @@
 
 #include "broker/broker_events.h"
 #include "broker_api.h"
-#include "link/clock.h"
 #include "plugin_state.h"
 
 // clang-format off
@@ -127,27 +128,7 @@ void AskForTheNextTick21(mosquitto_evt_tick* tick) {
 int OnTick(int /*event*/, void* event_data, void* userdata) {
   auto* state = static_cast<PluginState*>(userdata);
   if (state->api.api_2_1()) AskForTheNextTick21(static_cast<mosquitto_evt_tick*>(event_data));
-  try {
-    state->sessions->Settle();
-    state->sessions->EndReload();  // the broker's re-check of its clients is over
-    // The broker calls TICK at every turn of its loop, which under load is every few
-    // microseconds: the rest is done at most once per kTickWorkIntervalNs (one clock read).
-    const std::int64_t now = MonotonicNs();
-    if (now - state->tick_work_ns < PluginState::kTickWorkIntervalNs) return MOSQ_ERR_SUCCESS;
-    state->tick_work_ns = now;
-    SendSettingsIfPending(state);
-    state->link->DrainCommands(
-        [](const LogCommand& command) { LogToBroker(command.level, command.text); },
-        [state](const KickCommand& command) { Events(*state).Kick(command); },
-        [state](BansCommand&& command) { ApplyBans(state, std::move(command)); });
-    state->companion->Tick(now);  // delays and stall checks: no wall-clock jumps
-    state->traffic->OnTick(now);
-    state->sessions->ExpireOffline(NowNs());
-    if (state->companion->serving()) state->link->ResyncStep(state->sessions.get());
-    state->link->ReleaseReadPages();
-  } catch (...) {
-  }
-  return MOSQ_ERR_SUCCESS;
+  return Events(*state).OnTick();
 }
 
 struct EventHandler {
@@ -206,7 +187,7 @@ void LogToBroker(LogLevel level, const std::string& text) {
 }
 
 void ApplyBans(PluginState* state, BansCommand&& command) {
-  LogToBroker(LogLevel::kInfo, state->bans->Replace(std::move(command)));
+  Events(*state).ApplyBans(std::move(command));
 }
 
 bool RegisterBrokerEvents(PluginState* state) {

@@ -28,7 +28,6 @@ struct PluginState : BrokerEventsState {
   mosquitto_plugin_id_t* identifier = nullptr;
   std::string config_path;        // the broker's configuration file, read again at every reload
   std::string own_path;           // this plugin's .so, to find its own plugin line
-  bool settings_pending = false;  // reloaded options the running companion has not been sent
   BrokerApi api;  // the broker's plugin API (2.0 or 2.1) and the names it exports
   MosquittoBroker mosquitto{&api};  // the decisions' Broker (BrokerEventsState::broker)
 
@@ -67,7 +66,5 @@ inline bool UnreadAclSource(const PluginState& state) {
 void SetUpPresence(PluginState* state);
 // reload.cc
 int OnReload(int event, void* event_data, void* userdata);
-// Sends reloaded registry options to the running companion; false while the ring is full.
-bool SendSettingsIfPending(PluginState* state);
 
 }  // namespace mqc

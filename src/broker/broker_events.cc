@@ -5,6 +5,18 @@
 
 namespace mqc {
 
+bool SendSettingsIfPending(BrokerEventsState* state) {
+  if (!state->settings_pending) return true;
+  SettingsEvent settings;
+  settings.default_pattern = state->options.default_pattern;
+  settings.closed_max = state->options.closed_max;
+  settings.closed_ttl_ns = std::int64_t{state->options.closed_ttl_s} * 1000000000;
+  std::string payload;
+  Encode(settings, &payload);
+  if (state->link->Emit(EventType::kSettings, payload)) state->settings_pending = false;
+  return !state->settings_pending;
+}
+
 std::string Printable(const std::string& text) {
   std::string out = text;
   for (char& c : out) {

@@ -81,6 +81,8 @@ struct BrokerEventsState {
   // 2.1: whether the plugin watches ACL checks (no other ACL source: its IGNORE is neutral).
   bool watch_acl_21 = false;
 
+  bool settings_pending = false;  // reloaded options the running companion has not been sent
+
   // The last TICK that did the periodic work (MonotonicNs).
   std::int64_t tick_work_ns = 0;
   static constexpr std::int64_t kTickWorkIntervalNs = 1000000;
@@ -107,6 +109,9 @@ inline int NeutralBasicAuthAnswer(bool api_2_1, bool decide_basic_auth, bool all
   if (!decide_basic_auth) return kBrokerErrPluginDefer;
   return allow_anonymous ? kBrokerSuccess : kBrokerErrAuth;
 }
+
+// Sends reloaded registry options to the running companion; false while the ring is full.
+bool SendSettingsIfPending(BrokerEventsState* state);
 
 // A client id for one log line: control characters (a newline could forge a line) become '?'.
 std::string Printable(const std::string& text);
@@ -329,6 +334,39 @@ class BrokerEvents {
     state_.kicking = false;
     broker().Log(rc == kBrokerSuccess ? LogLevel::kNotice : LogLevel::kWarning,
                 KickLogLine(command, rc, rc == kBrokerSuccess ? "" : broker().ErrorText(rc)));
+  }
+
+  // Puts a ban list from the companion in force (at TICK, and while the companion starts).
+  void ApplyBans(BansCommand&& command) {
+    broker().Log(LogLevel::kInfo, state_.bans->Replace(std::move(command)));
+  }
+
+  // TICK (2.0: every turn of the broker's loop; 2.1: when asked for, plugin/broker_events.cc).
+  // A TICK settles what the callbacks before it left open and ends a reload's re-check; the
+  // periodic work (the companion's commands, its supervision, resync, expiry) is done at most
+  // once per kTickWorkIntervalNs: under load the loop turns every few microseconds.
+  int OnTick() {
+    try {
+      state_.sessions->Settle();
+      state_.sessions->EndReload();  // the broker's re-check of its clients is over
+      const std::int64_t now = broker().MonotonicNs();
+      if (now - state_.tick_work_ns < BrokerEventsState::kTickWorkIntervalNs) {
+        return kBrokerSuccess;
+      }
+      state_.tick_work_ns = now;
+      SendSettingsIfPending(&state_);
+      state_.link->DrainCommands(
+          [this](const LogCommand& command) { broker().Log(command.level, command.text); },
+          [this](const KickCommand& command) { Kick(command); },
+          [this](BansCommand&& command) { ApplyBans(std::move(command)); });
+      state_.companion->Tick(now);  // delays and stall checks: no wall-clock jumps
+      state_.traffic->OnTick(now);
+      state_.sessions->ExpireOffline(broker().NowNs());
+      if (state_.companion->serving()) state_.link->ResyncStep(state_.sessions.get());
+      state_.link->ReleaseReadPages();
+    } catch (...) {
+    }
+    return kBrokerSuccess;
   }
 
  private:

@@ -267,15 +267,40 @@ TEST_F(BrokerEventsTest, AKicksDisconnectClosesAsKickedAndIsLogged) {
   EXPECT_FALSE(state_.kicking);
 }
 
-TEST_F(BrokerEventsTest, ADisconnectDuringAKickIsKicked) {
+TEST_F(BrokerEventsTest, TheDisconnectInsideAKickClosesAsKicked) {
   Use(FakeBroker::Api20());
   FakeClient client = Client("a");
+  FakeClient other = Client("b");
   Connect(&client);
-  state_.kicking = true;
-  EXPECT_EQ(Events().OnDisconnect(client.handle(), -1), kBrokerSuccess);
-  state_.kicking = false;
+  Connect(&other);
+  broker_.inside_kick = [&](const std::string&) {
+    EXPECT_EQ(Events().OnDisconnect(client.handle(), -1), kBrokerSuccess);
+  };
+  KickCommand command;
+  command.client_id = "a";
+  Events().Kick(command);
+  EXPECT_EQ(Events().OnDisconnect(other.handle(), -1), kBrokerSuccess);  // not a kick
   EXPECT_EQ(counters_.disconnects[static_cast<int>(CloseReason::kKicked)].load(), 1u);
   EXPECT_EQ(state_.sessions->open_count(), 0u);
+}
+
+// ---- TICK ----
+
+// Every TICK settles what the callbacks before it left open and ends a reload's re-check; the
+// periodic work waits for its interval (here not yet due: it would need the companion's link).
+TEST_F(BrokerEventsTest, ATickSettlesAndEndsAReload) {
+  Use(FakeBroker::Api20());
+  FakeClient client = Client("a");
+  state_.sessions->BeginReload();
+  Events().OnBasicAuth(client.handle());  // a new CONNECT during the reload
+  ASSERT_TRUE(state_.sessions->reloading());
+  ASSERT_TRUE(state_.sessions->has_unsettled());
+  state_.tick_work_ns = broker_.monotonic_ns;
+  EXPECT_EQ(Events().OnTick(), kBrokerSuccess);
+  EXPECT_FALSE(state_.sessions->reloading());
+  EXPECT_FALSE(state_.sessions->has_unsettled());
+  EXPECT_EQ(state_.tick_work_ns, broker_.monotonic_ns);  // the periodic work did not run
+  EXPECT_EQ(counters_.connects.load(), 1u);
 }
 
 }  // namespace

@@ -35,9 +35,11 @@ class FakeBroker final : public Broker {
   int later_acl_answer = kBrokerSuccess;
   std::vector<AclCheckEvent> later_acl_checks;
   std::function<void(const AclCheckEvent&)> inside_later_acl;
-  // What a kick answers; the client ids kicked.
+  // What a kick answers; the client ids kicked. `inside_kick` runs inside the kick, where the
+  // broker sends the client's DISCONNECT.
   int kick_answer = kBrokerSuccess;
   std::vector<std::string> kicked;
+  std::function<void(const std::string&)> inside_kick;
   std::vector<std::pair<LogLevel, std::string>> log;
   std::vector<std::string> published;
   std::int64_t now_ns = 1000;
@@ -92,6 +94,7 @@ class FakeBroker final : public Broker {
   bool ReadBinaryProperty(const void*, int, std::string*) const override { return false; }
   int Kick(const std::string& client_id) override {
     kicked.push_back(client_id);
+    if (inside_kick) inside_kick(client_id);
     return kick_answer;
   }
   bool Publish(const std::string& topic, const std::string&, bool) override {
