@@ -14,13 +14,13 @@
 #include <functional>
 #include <string>
 
+#include "companion/connection.h"
 #include "companion/connection_changes.h"
 #include "companion/http/connect_codec.h"
 #include "companion/http/connect_rpc_json.h"
 #include "companion/http/http_router.h"
 #include "companion/http/http_server.h"
 #include "companion/http/watch_stream.h"
-#include "link/connection.h"
 
 namespace mqc {
 

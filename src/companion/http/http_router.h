@@ -33,13 +33,13 @@
 #include <string_view>
 #include <vector>
 
+#include "companion/connection.h"
 #include "companion/http/access_tokens.h"
 #include "companion/http/ban_view.h"
 #include "companion/http/disconnect_view.h"
 #include "companion/http/host_check.h"
 #include "companion/http/http_server.h"
 #include "companion/http/kubemq_view.h"
-#include "link/connection.h"
 #include "link/status.h"
 
 namespace mqc {
