@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "companion/connection_changes.h"
-#include "companion/http/json_util.h"
+#include "companion/json_util.h"
 #include "companion/query/connection_query.h"
 #include "link/status.h"
 

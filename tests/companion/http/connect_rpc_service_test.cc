@@ -24,7 +24,7 @@
 
 #include "companion/connection.h"
 #include "companion/http/http_router.h"
-#include "companion/http/json_util.h"
+#include "companion/json_util.h"
 #include "link/topic_mapping.h"
 
 namespace mqc {

@@ -17,7 +17,7 @@
 #include "companion/http/access_tokens.h"
 #include "companion/http/connect_rpc_service.h"
 #include "companion/http/host_check.h"
-#include "companion/http/json_util.h"
+#include "companion/json_util.h"
 
 namespace mqc {
 namespace {

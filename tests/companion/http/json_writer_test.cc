@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "companion/connection.h"
-#include "companion/http/json_util.h"
 #include "companion/http/kubemq_view.h"
+#include "companion/json_util.h"
 #include "link/text_util.h"
 #include "link/topic_mapping.h"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "companion/connection.h"
-#include "companion/http/json_util.h"
+#include "companion/json_util.h"
 #include "link/topic_mapping.h"
 
 namespace mqc {
