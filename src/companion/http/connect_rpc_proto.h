@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "companion/connection.h"
-#include "companion/http/connect_rpc_json.h"
+#include "companion/http/connect_protocol.h"
 #include "companion/query/connection_query.h"
 #include "link/ban_list.h"
 #include "link/status.h"
