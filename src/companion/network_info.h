@@ -33,8 +33,8 @@
 #include <string_view>
 #include <vector>
 
+#include "companion/connection.h"
 #include "companion/sock_diag.h"
-#include "link/connection.h"
 
 namespace mqc {
 

@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "companion/connection.h"
 #include "companion/connection_registry.h"
-#include "link/connection.h"
 #include "link/event_records.h"
 #include "link/shared_region.h"
 

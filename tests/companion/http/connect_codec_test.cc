@@ -18,11 +18,11 @@
 #include <utility>
 #include <vector>
 
+#include "companion/connection.h"
 #include "companion/http/connect_rpc_proto.h"
 #include "companion/http/connect_rpc_service.h"
 #include "companion/http/http_router.h"
-#include "companion/http/json_util.h"
-#include "link/connection.h"
+#include "companion/json_util.h"
 #include "link/text_util.h"
 #include "link/topic_mapping.h"
 

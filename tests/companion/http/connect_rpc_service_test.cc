@@ -22,9 +22,9 @@
 #include <utility>
 #include <vector>
 
+#include "companion/connection.h"
 #include "companion/http/http_router.h"
-#include "companion/http/json_util.h"
-#include "link/connection.h"
+#include "companion/json_util.h"
 #include "link/topic_mapping.h"
 
 namespace mqc {

@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "companion/http/json_util.h"
-#include "link/connection.h"
+#include "companion/connection.h"
+#include "companion/json_util.h"
 #include "link/topic_mapping.h"
 
 namespace mqc {

@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
+#include "companion/connection.h"
 #include "companion/query/connection_fields.h"
 #include "companion/query/connection_query.h"
-#include "link/connection.h"
 #include "link/status.h"
 #include "link/topic_mapping.h"
 

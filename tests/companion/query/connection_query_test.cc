@@ -23,12 +23,12 @@
 #include <utility>
 #include <vector>
 
+#include "companion/connection.h"
 #include "companion/query/connection_fields.h"
 #include "companion/query/connection_filter.h"
 #include "companion/query/connection_order.h"
 #include "companion/query/connection_page_token.h"
 #include "companion/query/query_syntax.h"
-#include "link/connection.h"
 #include "link/status.h"
 #include "link/topic_mapping.h"
 
