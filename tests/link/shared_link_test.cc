@@ -199,37 +199,6 @@ TEST_F(SharedLinkTest, DisconnectRequestsReachTheBrokerCheckedAndNeverWithoutAHa
   EXPECT_TRUE(lines.empty());
 }
 
-TEST(KickCommandTest, TheDecoderChecksBoundsAndFormat) {
-  const auto decodes = [](const KickCommand& command) {
-    std::string bytes;
-    Encode(command, &bytes);
-    KickCommand decoded;
-    return Decode(bytes, &decoded) && decoded.client_id == command.client_id;
-  };
-  KickCommand good;
-  good.client_id = "c";
-  good.caller = "[::1]:5";
-  EXPECT_TRUE(decodes(good));
-  KickCommand bad = good;
-  bad.client_id = "";
-  EXPECT_FALSE(decodes(bad));
-  bad.client_id = std::string("a\0b", 3);  // the broker looks the id up as a C string
-  EXPECT_FALSE(decodes(bad));
-  bad.client_id = std::string(kMaxKickClientIdBytes + 1, 'a');
-  EXPECT_FALSE(decodes(bad));
-  bad = good;
-  bad.caller = "1.2.3.4:5\nforged log line";
-  EXPECT_FALSE(decodes(bad));
-  bad = good;
-  bad.token_line = std::string(kMaxKickCallerBytes + 1, 'x');
-  EXPECT_FALSE(decodes(bad));
-  std::string bytes;
-  Encode(good, &bytes);
-  KickCommand decoded;
-  EXPECT_FALSE(Decode(std::string_view(bytes).substr(0, bytes.size() - 1), &decoded));
-  EXPECT_FALSE(Decode(bytes + "x", &decoded));
-}
-
 TEST_F(SharedLinkTest, ACompanionReportsServingOrFailure) {
   companion_->ReportServing(18080);
   EXPECT_EQ(region_->header()->companion.state.load(),
