@@ -19,11 +19,11 @@
 #include <string>
 #include <vector>
 
+#include "companion/connection.h"
 #include "companion/http/connect_rpc_json.h"
 #include "companion/http/connect_rpc_proto.h"
-#include "companion/http/json_util.h"
+#include "companion/json_util.h"
 #include "companion/query/connection_query.h"
-#include "link/connection.h"
 #include "link/topic_mapping.h"
 
 namespace mqc {

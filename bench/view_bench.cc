@@ -37,7 +37,7 @@
 #include "companion/connection_registry.h"
 #include "companion/http/connect_rpc_service.h"
 #include "companion/http/http_router.h"
-#include "companion/http/json_util.h"
+#include "companion/json_util.h"
 #include "companion/metrics.h"
 #include "companion/query/connection_fields.h"
 #include "companion/query/connection_query.h"

@@ -30,11 +30,11 @@
 #include <utility>
 #include <vector>
 
+#include "companion/connection.h"
 #include "companion/http/connect_rpc_service.h"
 #include "companion/http/http_router.h"
 #include "companion/http/http_server.h"
-#include "companion/http/json_util.h"
-#include "link/connection.h"
+#include "companion/json_util.h"
 #include "link/topic_mapping.h"
 #include "mqtt/connections/v1/connections.pb.h"
 

@@ -22,10 +22,10 @@
 #include <utility>
 #include <vector>
 
+#include "companion/connection.h"
 #include "companion/query/connection_filter.h"
 #include "companion/query/connection_query.h"
 #include "companion/query/query_syntax.h"
-#include "link/connection.h"
 #include "link/status.h"
 #include "link/topic_mapping.h"
 

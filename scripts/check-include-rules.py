@@ -6,7 +6,11 @@ The two processes share only src/link/. So:
   src/broker/ (the plugin's library) never includes src/companion/,
   src/companion/ and companion/ never include src/broker/,
   src/link/ includes neither src/broker/ nor src/companion/,
-  plugin/ never includes src/companion/ or companion/.
+  plugin/ never includes src/companion/ or companion/,
+  the companion core (src/companion/ outside http/ and query/) never includes
+  src/companion/http/,
+  src/companion/query/ never includes src/companion/http/.
+The HTTP layer is on top: only it and companion/main.cc, where the parts are assembled, see it.
 Every quoted or angled #include of src/, plugin/ and companion/ is resolved the way the
 compiler would (first beside the including file, then from the include root src/) and, when it
 names a file of the repository, checked against those rules. Each violation is printed as
@@ -31,17 +35,25 @@ FORBIDDEN = (
     ("link", "broker", "link includes neither broker nor companion"),
     ("link", "companion", "link includes neither broker nor companion"),
     ("plugin", "companion", "plugin never includes companion"),
+    ("companion core", "companion http", "the companion core never includes http"),
+    ("companion query", "companion http", "query never includes http"),
 )
 
 
-def area(relative_path):
-    """The part of the plan a repository-relative path belongs to, or None."""
+def areas(relative_path):
+    """The parts of the plan a repository-relative path belongs to (a set, maybe empty): its
+    process side, and for src/companion/ also its layer (core, query or http)."""
     parts = relative_path.split("/")
     if parts[0] == "src" and len(parts) > 2:
-        return parts[1] if parts[1] in ("link", "broker", "companion") else None
+        if parts[1] in ("link", "broker"):
+            return {parts[1]}
+        if parts[1] == "companion":
+            layer = parts[2] if len(parts) > 3 and parts[2] in ("http", "query") else "core"
+            return {"companion", "companion " + layer}
+        return set()
     if parts[0] in ("plugin", "companion") and len(parts) > 1:
-        return parts[0]
-    return None
+        return {parts[0]}
+    return set()
 
 
 def resolve(root, including, name):
@@ -65,16 +77,16 @@ def violations(root):
                     continue
                 path = os.path.relpath(os.path.join(directory, file_name), root)
                 path = path.replace(os.sep, "/")
-                source_area = area(path)
+                source_areas = areas(path)
                 with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
                     for number, line in enumerate(f, 1):
                         match = INCLUDE.match(line)
                         if not match:
                             continue
                         target = resolve(root, path, match.group(1))
-                        target_area = area(target) if target else None
+                        target_areas = areas(target) if target else set()
                         for from_area, to_area, rule in FORBIDDEN:
-                            if source_area == from_area and target_area == to_area:
+                            if from_area in source_areas and to_area in target_areas:
                                 yield path, number, match.group(1), rule
 
 

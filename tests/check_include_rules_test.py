@@ -2,7 +2,8 @@
 """scripts/check-include-rules.py: this repository passes, and each rule fails when broken.
 
 The failing cases run the checker on a small tree in a temporary folder laid out like the
-repository (src/link, src/broker, src/companion, plugin/, companion/), with one bad include.
+repository (src/link, src/broker, src/companion with its query/ and http/, plugin/,
+companion/), with one bad include.
 """
 
 import os
@@ -21,7 +22,12 @@ CLEAN_TREE = {
     "src/broker/broker_link.h": '#pragma once\n#include "link/shared_region.h"\n',
     "src/broker/broker_link.cc": '#include "broker/broker_link.h"\n#include <string>\n',
     "src/companion/connection_registry.h": '#pragma once\n#include "link/shared_region.h"\n',
+    "src/companion/ban_store.h": '#pragma once\n#include "companion/connection_registry.h"\n',
+    "src/companion/query/connection_query.h":
+        '#pragma once\n#include "companion/connection_registry.h"\n',
     "src/companion/http/router.h": '#pragma once\n#include "companion/connection_registry.h"\n',
+    "src/companion/http/service.h": '#pragma once\n#include "companion/http/router.h"\n'
+                                    '#include "companion/query/connection_query.h"\n',
     "plugin/plugin.cc": '#include "broker/broker_link.h"\n#include "plugin_state.h"\n',
     "plugin/plugin_state.h": '#pragma once\n#include "link/shared_region.h"\n',
     "companion/main.cc": '#include "companion/http/router.h"\n',
@@ -95,6 +101,38 @@ class CheckIncludeRulesTest(unittest.TestCase):
             {"plugin/plugin_state.h": '#include "companion/connection_registry.h"\n'},
             'plugin/plugin_state.h:3: #include "companion/connection_registry.h": '
             "plugin never includes companion")
+
+    def test_companion_core_including_http_fails(self):
+        self.assert_violation(
+            {"src/companion/ban_store.h": '#include "companion/http/router.h"\n'},
+            'src/companion/ban_store.h:3: #include "companion/http/router.h": '
+            "the companion core never includes http")
+
+    def test_companion_core_including_http_by_a_relative_path_fails(self):
+        self.assert_violation(
+            {"src/companion/ban_store.h": '#include "http/router.h"\n'},
+            'src/companion/ban_store.h:3: #include "http/router.h": '
+            "the companion core never includes http")
+
+    def test_query_including_http_fails(self):
+        self.assert_violation(
+            {"src/companion/query/connection_query.h": '#include "companion/http/router.h"\n'},
+            'src/companion/query/connection_query.h:3: #include "companion/http/router.h": '
+            "query never includes http")
+
+    def test_http_and_main_may_include_the_core_query_and_http(self):
+        self.write({
+            "src/companion/http/view.h": '#pragma once\n#include "companion/http/router.h"\n'
+                                         '#include "companion/ban_store.h"\n'
+                                         '#include "companion/query/connection_query.h"\n',
+            "src/companion/query/connection_query.cc":
+                '#include "companion/query/connection_query.h"\n#include "companion/ban_store.h"\n',
+            "companion/main.cc": '#include "companion/http/view.h"\n'
+                                 '#include "companion/ban_store.h"\n',
+        })
+        result = run(self.temp.name)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertEqual(result.stdout, "")
 
     def test_a_relative_path_is_resolved_before_the_check(self):
         self.assert_violation(

@@ -12,7 +12,7 @@
 #include <iterator>
 #include <utility>
 
-#include "companion/http/json_util.h"
+#include "companion/json_util.h"
 #include "link/text_util.h"
 
 namespace mqc {

@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "companion/http/json_util.h"
+#include "companion/json_util.h"
 #include "link/ban_list.h"
 #include "link/status.h"
 

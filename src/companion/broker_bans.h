@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Bans as the companion carries them out (the BanAdmin of the HTTP views, ban_view.h): a change
-// goes to the BanStore (file, then the broker's copy through the commands ring, BansCommand),
-// is logged in the broker's log with the caller, and a new ban disconnects the open clients it
-// concerns: the companion finds them in its registry (its own thread's work, never the
+// Bans as the companion carries them out (the BanAdmin of the HTTP views, admin_actions.h): a
+// change goes to the BanStore (file, then the broker's copy through the commands ring,
+// BansCommand), is logged in the broker's log with the caller, and a new ban disconnects the open
+// clients it concerns: the companion finds them in its registry (its own thread's work, never the
 // broker's) and asks the broker to kick each by client id (KickCommand, the path of DELETE
-// /api/mqtt/connections/{id}: one lookup in the broker's client id index per client). Once a
-// second the event loop calls Sweep: bans that expired are dropped (and logged), and an open
-// client a ban concerns (one that connected before the broker had the list) is kicked, at
-// most once per connection.
+// /api/mqtt/connections/{id}: one lookup in the broker's client id index per client). Once a second
+// the event loop calls Sweep: bans that expired are dropped (and logged), and an open client a ban
+// concerns (one that connected before the broker had the list) is kicked, at most once per
+// connection.
 //
 // Threads: the BanAdmin's functions on any HTTP thread, several at once; Sweep on the event
 // loop. The store and the link are safe to call concurrently; `kicked_` has its own mutex.
@@ -18,10 +18,10 @@
 #include <string>
 #include <unordered_set>
 
+#include "companion/admin_actions.h"
 #include "companion/ban_store.h"
 #include "companion/companion_link.h"
 #include "companion/connection_registry.h"
-#include "companion/http/ban_view.h"
 #include "link/shared_region.h"
 
 namespace mqc {

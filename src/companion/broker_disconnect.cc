@@ -5,7 +5,7 @@
 #include <chrono>
 #include <thread>
 
-#include "companion/http/json_util.h"
+#include "companion/json_util.h"
 #include "link/event_records.h"
 
 namespace mqc {

@@ -33,7 +33,7 @@
 #include <mutex>
 #include <vector>
 
-#include "link/connection.h"
+#include "companion/connection.h"
 
 namespace mqc {
 

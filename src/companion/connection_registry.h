@@ -42,9 +42,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "companion/connection.h"
 #include "companion/connection_changes.h"
 #include "link/broker_config.h"
-#include "link/connection.h"
 #include "link/event_records.h"
 #include "link/shared_region.h"
 

@@ -19,9 +19,9 @@
 #include <string_view>
 #include <vector>
 
+#include "companion/connection.h"
 #include "companion/connection_registry.h"
 #include "companion/network_info.h"
-#include "link/connection.h"
 
 namespace mqc {
 

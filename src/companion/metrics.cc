@@ -29,8 +29,8 @@
 #include <utility>
 #include <vector>
 
+#include "companion/connection.h"
 #include "companion/connection_registry.h"
-#include "link/connection.h"
 #include "link/shared_region.h"
 #include "link/topic_mapping.h"
 

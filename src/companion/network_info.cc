@@ -160,11 +160,6 @@ void FillNetworkInfo(const SocketIndex& index, std::int64_t age_ns,
   }
 }
 
-void MatchSockets(const std::vector<TcpSocketInfo>& sockets, std::int64_t age_ns,
-                  std::vector<Connection>* connections) {
-  FillNetworkInfo(SocketIndex(sockets), age_ns, connections);
-}
-
 NetworkInfoCache::NetworkInfoCache(NetworkInfoCacheOptions options)
     : options_(std::move(options)) {}
 

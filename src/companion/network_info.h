@@ -18,7 +18,7 @@
 // the last is a second old (RefreshIfDue), so that only the first request after a quiet spell
 // waits for one.
 //
-// Threads: MatchSockets and SocketIndex are plain values. NetworkInfoCache::Fill from any
+// Threads: SocketIndex and FillNetworkInfo are plain values. NetworkInfoCache::Fill from any
 // thread, several at once: one dumps, the others wait for its result; RefreshIfDue from one
 // thread, dumping without the lock.
 #pragma once
@@ -33,8 +33,8 @@
 #include <string_view>
 #include <vector>
 
+#include "companion/connection.h"
 #include "companion/sock_diag.h"
-#include "link/connection.h"
 
 namespace mqc {
 
@@ -77,10 +77,6 @@ class SocketIndex {
 // the dump was taken). Other connections are left as they are.
 void FillNetworkInfo(const SocketIndex& index, std::int64_t age_ns,
                      std::vector<Connection>* connections);
-
-// The same over the records of a dump: what the matching does, in one call.
-void MatchSockets(const std::vector<TcpSocketInfo>& sockets, std::int64_t age_ns,
-                  std::vector<Connection>* connections);
 
 struct NetworkInfoCacheOptions {
   // A dump younger than this serves every request; an older one is taken again.

@@ -16,6 +16,7 @@
 
 #include "link/ban_list.h"
 #include "link/connection.h"
+#include "link/topic_mapping.h"
 
 namespace mqc {
 

@@ -16,8 +16,9 @@
 #include <utility>
 #include <vector>
 
+#include "../support/connection_builder.h"
+#include "companion/connection.h"
 #include "companion/connection_registry.h"
-#include "link/connection.h"
 #include "link/event_records.h"
 #include "link/shared_region.h"
 
@@ -72,14 +73,9 @@ std::vector<std::pair<std::string, std::string>> LabelsOf(const std::string& lin
 }
 
 ConnectionEvent Open(std::uint64_t seq, const std::string& client_id) {
-  ConnectionEvent e;
-  e.seq = seq;
-  e.uid[0] = static_cast<std::uint8_t>(seq);
-  e.open_time_ns = 1;
-  e.client_id = client_id;
+  ConnectionEvent e = TestConnectionRecord(seq, client_id);
   e.username = "user-" + client_id;
   e.ip_address = "192.0.2.7";
-  e.port = 40000;
   e.protocol_version = 5;
   return e;
 }
@@ -149,9 +145,8 @@ TEST_F(MetricsTest, BuildInfoNamesBothVersions) {
   exporter_->SetBuildInfo("9.8.7", "2.0.21");
   const std::string text = exporter_->Render();
   EXPECT_THAT(text, HasSubstr("# TYPE mosquitto_connections_build_info gauge\n"));
-  EXPECT_THAT(text, HasSubstr(
-                        "mosquitto_connections_build_info{broker_version=\"2.0.21\",version="
-                        "\"9.8.7\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("mosquitto_connections_build_info{broker_version=\"2.0.21\",version="
+                              "\"9.8.7\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("# TYPE mosquitto_connections_companion_start_time_seconds gauge"));
   MetricsExporter unknown(*region_->header(), registry_, 7);
   unknown.SetBuildInfo("9.8.7", "");

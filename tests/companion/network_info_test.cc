@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "../support/connection_builder.h"
+#include "../support/match_sockets.h"
+
 namespace mqc {
 namespace {
 
@@ -38,8 +41,7 @@ TcpSocketInfo Socket(int family, const std::string& remote, std::uint16_t remote
 }
 
 Connection Open(const std::string& ip, int port, int local_port) {
-  Connection c;
-  c.state = ConnectionState::kOpen;
+  Connection c = TestConnection(1);
   c.ip_address = ip;
   c.port = port;
   c.local_port = local_port;

@@ -1,15 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Bans: targets parsed and refused with the field named, matching by client id, username and
-// address prefix (v4, v6, v4 on a dual-stack listener), expiry, the record that carries the list
-// to the broker.
+// address prefix (v4, v6, v4 on a dual-stack listener), expiry. The record that carries the list
+// to the broker is tested in event_records_test.cc.
+#include "link/ban_list.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
-
-#include "link/ban_list.h"
-#include "link/event_records.h"
-#include "link/shared_region.h"
 
 namespace mqc {
 namespace {
@@ -53,8 +51,7 @@ TEST(BanTargetTest, RefusalsNameTheField) {
             "who: '10.0.0.0/33' is not an address prefix (prefix length 0..32 for IPv4)");
   EXPECT_EQ(Refusal("peerhost_net", "::/129"),
             "who: '::/129' is not an address prefix (prefix length 0..128 for IPv6)");
-  EXPECT_NE(Refusal("peerhost_net", "10.0.0.0/x").find("not an address prefix"),
-            std::string::npos);
+  EXPECT_NE(Refusal("peerhost_net", "10.0.0.0/x").find("not an address prefix"), std::string::npos);
   EXPECT_NE(Refusal("peerhost", "host.example").find("is not an IPv4 or IPv6 address"),
             std::string::npos);
   EXPECT_NE(Refusal("peerhost", "10.0.0.256").find("not an IPv4"), std::string::npos);
@@ -116,35 +113,6 @@ TEST(BanMatcherTest, SurvivesAMove) {
   BanMatcher first(std::move(bans));
   BanMatcher second = std::move(first);
   EXPECT_NE(second.Find("c7", nullptr, nullptr, 0), nullptr);  // short strings live inline
-}
-
-TEST(BansCommandTest, RoundTripAndBounds) {
-  BansCommand sent;
-  sent.bans = {Target("clientid", "c1", 5), Target("username", "u"),
-               Target("peerhost_net", "10.0.0.0/8"), Target("peerhost", "::1")};
-  std::string bytes;
-  Encode(sent, &bytes);
-  BansCommand read;
-  ASSERT_TRUE(Decode(bytes, &read));
-  ASSERT_EQ(read.bans.size(), 4u);
-  EXPECT_EQ(read.bans[0].until_ns, 5);
-  EXPECT_EQ(read.bans[2].who, "10.0.0.0/8");
-  EXPECT_EQ(read.bans[2].prefix_len, 104);
-  EXPECT_EQ(read.bans[3].as(), "peerhost");
-  EXPECT_FALSE(Decode(bytes.substr(0, bytes.size() - 1), &read));
-  EXPECT_FALSE(Decode(bytes + "x", &read));
-  // A target that is not canonical (host bits set) is not what the companion sends.
-  sent.bans = {Target("peerhost_net", "10.0.0.0/8")};
-  sent.bans[0].who = "10.1.0.0/8";
-  Encode(sent, &bytes);
-  EXPECT_FALSE(Decode(bytes, &read));
-  sent.bans.assign(kMaxBans + 1, Target("clientid", "c"));
-  Encode(sent, &bytes);
-  EXPECT_FALSE(Decode(bytes, &read));
-  // The largest list fits the commands ring (half of its default capacity).
-  sent.bans.assign(kMaxBans, Target("clientid", std::string(kMaxBanWhoBytes, 'c')));
-  Encode(sent, &bytes);
-  EXPECT_LE(bytes.size(), SharedRegionSizes{}.commands_capacity / 2);
 }
 
 }  // namespace

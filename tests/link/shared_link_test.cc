@@ -1,7 +1,18 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The two ends of the shared region in one process: what the broker thread writes reaches the
-// ConnectionRegistry, a full ring loses nothing for good (a resync repairs it), and log lines come
-// back.
+// An end-to-end test of the shared link, both ends in one process: the broker side
+// (SessionTable, BrokerLink) and the companion side (CompanionLink, ConnectionRegistry,
+// DetailedSource) joined by one real SharedRegion with its event and command rings. No unit is
+// stubbed; each unit has its own tests beside its source (event_ring_test, event_records_test,
+// session_table_test, connection_registry_test, ...). What it covers:
+// - a companion that starts late gets the whole state by a resync;
+// - a full event ring never blocks the broker, and the loss is repaired by a resync;
+// - pages of the event ring the companion has read are given back, unread records stay, also
+//   across the ring's wrap;
+// - log lines and disconnect requests travel the commands ring to the broker, and a request
+//   without a handler is dropped;
+// - the companion reports serving or failure in the region's header;
+// - a detailed API request writes nothing the broker reads;
+// - attaching checks the region's layout.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -15,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/client_facts_builder.h"
 #include "broker/broker_link.h"
 #include "broker/session_table.h"
 #include "companion/companion_link.h"
@@ -25,15 +37,6 @@
 
 namespace mqc {
 namespace {
-
-ClientFacts Facts(const std::string& id) {
-  ClientFacts facts;
-  facts.client_id = id;
-  facts.ip_address = "127.0.0.1";
-  facts.protocol_version = 5;
-  facts.mechanism = AuthMechanism::kAnonymous;
-  return facts;
-}
 
 class SharedLinkTest : public ::testing::Test {
  protected:
@@ -199,37 +202,6 @@ TEST_F(SharedLinkTest, DisconnectRequestsReachTheBrokerCheckedAndNeverWithoutAHa
   EXPECT_TRUE(lines.empty());
 }
 
-TEST(KickCommandTest, TheDecoderChecksBoundsAndFormat) {
-  const auto decodes = [](const KickCommand& command) {
-    std::string bytes;
-    Encode(command, &bytes);
-    KickCommand decoded;
-    return Decode(bytes, &decoded) && decoded.client_id == command.client_id;
-  };
-  KickCommand good;
-  good.client_id = "c";
-  good.caller = "[::1]:5";
-  EXPECT_TRUE(decodes(good));
-  KickCommand bad = good;
-  bad.client_id = "";
-  EXPECT_FALSE(decodes(bad));
-  bad.client_id = std::string("a\0b", 3);  // the broker looks the id up as a C string
-  EXPECT_FALSE(decodes(bad));
-  bad.client_id = std::string(kMaxKickClientIdBytes + 1, 'a');
-  EXPECT_FALSE(decodes(bad));
-  bad = good;
-  bad.caller = "1.2.3.4:5\nforged log line";
-  EXPECT_FALSE(decodes(bad));
-  bad = good;
-  bad.token_line = std::string(kMaxKickCallerBytes + 1, 'x');
-  EXPECT_FALSE(decodes(bad));
-  std::string bytes;
-  Encode(good, &bytes);
-  KickCommand decoded;
-  EXPECT_FALSE(Decode(std::string_view(bytes).substr(0, bytes.size() - 1), &decoded));
-  EXPECT_FALSE(Decode(bytes + "x", &decoded));
-}
-
 TEST_F(SharedLinkTest, ACompanionReportsServingOrFailure) {
   companion_->ReportServing(18080);
   EXPECT_EQ(region_->header()->companion.state.load(),
@@ -245,9 +217,7 @@ TEST_F(SharedLinkTest, ACompanionReportsServingOrFailure) {
 // it and the request waits for no TICK.
 TEST_F(SharedLinkTest, ADetailedRequestAsksNothingOfTheBroker) {
   SessionTable table(broker_.get(), 1, region_->stats(), region_->header()->stats_slots);
-  ClientFacts facts = Facts("detailed");
-  facts.port = 50000;
-  facts.local_port = 1883;
+  const ClientFacts facts = Facts("detailed");  // from 127.0.0.1:50000 to the listener on 1883
   table.BeginConnect(&clients_[0], facts, 1);
   table.Settle();
   ConnectionRegistryOptions options;

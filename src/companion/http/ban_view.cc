@@ -20,10 +20,10 @@
 
 #include "companion/ban_store.h"
 #include "companion/http/connect_codec.h"
+#include "companion/http/connect_protocol.h"
 #include "companion/http/connect_rpc_proto.h"
-#include "companion/http/connect_rpc_service.h"
-#include "companion/http/json_util.h"
 #include "companion/http/view_util.h"
+#include "companion/json_util.h"
 #include "link/text_util.h"
 
 namespace mqc {

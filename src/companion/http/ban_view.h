@@ -7,7 +7,8 @@
 //   POST .../BanClient    {"as","who","reason","by","until","durationS"} -> {"ban","kicked"}
 //   POST .../UnbanClient  {"as","who"} -> {"ban","removed":true}
 // Reading needs a read token, changes an admin token (the router checks). The work is a
-// BanAdmin's (the companion's BanStore and the broker, companion/ban_store.h).
+// BanAdmin's (companion/admin_actions.h; the companion's BanStore and the broker,
+// companion/broker_bans.h).
 //
 // Threads: MHD's threads, several at a time; the BanAdmin's functions must be safe to call
 // concurrently.
@@ -19,29 +20,13 @@
 #include <string_view>
 #include <vector>
 
+#include "companion/admin_actions.h"
 #include "companion/http/connect_rpc_proto.h"
-#include "companion/http/disconnect_view.h"
 #include "companion/http/http_server.h"
 #include "link/ban_list.h"
 #include "link/status.h"
 
 namespace mqc {
-
-struct BanOutcome {
-  Status status;
-  Ban ban;                 // as it is now in force (or as it was, for a removal)
-  std::size_t kicked = 0;  // open connections it concerned, asked to disconnect
-};
-
-struct BanAdmin {
-  std::function<std::vector<Ban>()> list;
-  // `ban` is checked (target, times, texts) and has at_ns; `by` empty: the caller's token line.
-  std::function<BanOutcome(Ban ban, const Caller& caller)> add;
-  // `target`: kind and canonical who.
-  std::function<BanOutcome(const Ban& target, const Caller& caller)> remove;
-  std::function<std::uint64_t()> refused_total;  // CONNECTs refused for a ban since start
-  std::function<std::int64_t()> now_ns;          // Unix ns (tests set it)
-};
 
 inline constexpr char kBansPath[] = "/api/mqtt/bans";
 inline constexpr char kBansPrefix[] = "/api/mqtt/bans/";

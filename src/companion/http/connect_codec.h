@@ -11,14 +11,12 @@
 #include <cstdint>
 #include <string_view>
 
-#include "companion/http/connect_rpc_json.h"
+#include "companion/http/connect_protocol.h"
 #include "companion/http/http_server.h"
 #include "companion/query/connection_query.h"
 #include "link/status.h"
 
 namespace mqc {
-
-enum class ConnectCodec : std::uint8_t { kJson, kProto };
 
 inline constexpr char kProtoContentType[] = "application/proto";
 // For Accept-Post and error messages: every content type a POST may carry.

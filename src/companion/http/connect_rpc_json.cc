@@ -44,7 +44,7 @@
 #include <string_view>
 #include <utility>
 
-#include "companion/http/json_util.h"
+#include "companion/json_util.h"
 #include "companion/query/connection_fields.h"
 #include "link/text_util.h"
 #include "link/topic_mapping.h"

@@ -10,19 +10,12 @@
 #include <string_view>
 
 #include "companion/connection_changes.h"
-#include "companion/http/json_util.h"
+#include "companion/http/connect_protocol.h"
+#include "companion/json_util.h"
 #include "companion/query/connection_query.h"
 #include "link/status.h"
 
 namespace mqc {
-
-// A decoded ListConnectionsRequest message (field names as in protobuf's JSON mapping).
-struct ListConnectionsRequest {
-  std::string filter;
-  std::string order_by;
-  std::int32_t page_size = 0;  // 0: the default page size
-  std::string page_token;
-};
 
 // Reads the message from JSON text; empty text is the default message. `where` names the text
 // in error messages ("request body"). kInvalidArgument naming the problem when it is not a valid
@@ -32,20 +25,6 @@ Status DecodeListConnectionsRequest(std::string_view text, std::string_view wher
 
 // The ListConnectionsResponse for `page`. Throws std::bad_alloc when out of memory.
 CjsonPtr ListConnectionsResponseJson(const ConnectionPage& page);
-
-// A decoded WatchConnectionsRequest.
-struct WatchConnectionsRequest {
-  std::string filter;
-  std::uint64_t resume_after = 0;  // 0: start with the current state
-};
-
-// One WatchConnectionsResponse, as both codecs write it. The pointers may be null (unset).
-struct WatchMessage {
-  std::uint64_t sequence = 0;
-  ChangeKind kind = ChangeKind::kUnspecified;
-  const Connection* connection = nullptr;
-  const Subscription* subscription = nullptr;
-};
 
 // "CONNECTION_CHANGE_KIND_OPENED", ...
 std::string_view ChangeKindName(ChangeKind kind);

@@ -26,7 +26,7 @@
 #include <string>
 #include <string_view>
 
-#include "companion/http/json_util.h"
+#include "companion/json_util.h"
 #include "link/topic_mapping.h"
 
 namespace mqc {

@@ -10,10 +10,10 @@
 #include <string_view>
 #include <vector>
 
-#include "companion/http/connect_rpc_json.h"
+#include "companion/connection.h"
+#include "companion/http/connect_protocol.h"
 #include "companion/query/connection_query.h"
 #include "link/ban_list.h"
-#include "link/connection.h"
 #include "link/status.h"
 #include "mqtt/connections/v1/connections.pb.h"
 

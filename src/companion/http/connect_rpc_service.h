@@ -14,13 +14,13 @@
 #include <functional>
 #include <string>
 
+#include "companion/connection.h"
 #include "companion/connection_changes.h"
 #include "companion/http/connect_codec.h"
+#include "companion/http/connect_protocol.h"
 #include "companion/http/connect_rpc_json.h"
-#include "companion/http/http_router.h"
 #include "companion/http/http_server.h"
 #include "companion/http/watch_stream.h"
-#include "link/connection.h"
 
 namespace mqc {
 
@@ -37,18 +37,12 @@ struct ConnectRpcServiceOptions {
   std::size_t stream_buffer = 4096;  // changes a stream may fall behind before it is cut off
 };
 
-// The checks every Connect unary POST passes before its body is read: Content-Type (415),
-// Connect-Protocol-Version (400), Connect-Timeout-Ms (400), Content-Encoding (501). False with
-// the Connect error in *error; *codec is the one the Content-Type names. For methods served
-// outside this class (DisconnectConnection).
-bool CheckConnectUnaryPost(const HttpRequest& request, ConnectCodec* codec, HttpResponse* error);
-
 class ConnectRpcService {
  public:
   // `source` must outlive the service.
   explicit ConnectRpcService(const ConnectionSource& source, ConnectRpcServiceOptions options = {});
 
-  // A ConnectRpcHandler (http_router.h): `method` is the path after the service prefix.
+  // A ConnectRpcHandler (connect_protocol.h): `method` is the path after the service prefix.
   // Answers 200 with the response message in the request's codec (`application/proto` or
   // `application/json`), or a Connect error `{"code":"...","message":"..."}` in JSON with the
   // code's HTTP status (415 for a content type or encoding that is neither). Throws what the

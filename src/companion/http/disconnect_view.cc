@@ -16,10 +16,10 @@
 #include <utility>
 
 #include "companion/http/connect_codec.h"
+#include "companion/http/connect_protocol.h"
 #include "companion/http/connect_rpc_proto.h"
-#include "companion/http/connect_rpc_service.h"
-#include "companion/http/json_util.h"
 #include "companion/http/view_util.h"
+#include "companion/json_util.h"
 
 namespace mqc {
 namespace {

@@ -4,40 +4,19 @@
 //   POST /mqtt.connections.v1.ConnectionsService/DisconnectConnection  Connect unary, JSON or
 //        binary protobuf (the same message),
 //        {"clientId":"..."} or {"uid":"..."} -> {"clientId","uid","disconnected":true}
-// The router checks the caller's token (admin) first; the work is a Disconnector's (the
-// companion asks the broker thread through the shared region, see companion_link.h).
+// The router checks the caller's token (admin) first; the work is a Disconnector's
+// (companion/admin_actions.h; the companion asks the broker thread through the shared region,
+// companion/broker_disconnect.h).
 //
 // Threads: MHD's threads, several at a time; the Disconnector must be safe to call concurrently.
 #pragma once
 
-#include <functional>
-#include <string>
 #include <string_view>
 
+#include "companion/admin_actions.h"
 #include "companion/http/http_server.h"
-#include "link/status.h"
 
 namespace mqc {
-
-// Who asks, for the broker's log line: never the token itself.
-struct Caller {
-  std::string address;     // "127.0.0.1:41234"
-  std::string token_line;  // "admin token file line 3"
-};
-
-struct DisconnectTarget {  // exactly one is set
-  std::string client_id;
-  std::string uid;
-};
-
-struct DisconnectOutcome {
-  Status status;  // kNotFound for an unknown (or not open) client
-  std::string client_id;
-  std::string uid;
-};
-
-using Disconnector =
-    std::function<DisconnectOutcome(const DisconnectTarget& target, const Caller& caller)>;
 
 inline constexpr char kDisconnectConnectionMethod[] = "DisconnectConnection";
 

@@ -36,8 +36,8 @@
 #include <utility>
 
 #include "companion/http/embedded_files.h"
-#include "companion/http/json_util.h"
 #include "companion/http/view_util.h"
+#include "companion/json_util.h"
 #include "link/status.h"
 #include "link/text_util.h"
 

@@ -33,27 +33,20 @@
 #include <string_view>
 #include <vector>
 
+#include "companion/connection.h"
 #include "companion/http/access_tokens.h"
 #include "companion/http/ban_view.h"
+#include "companion/http/connect_protocol.h"
 #include "companion/http/disconnect_view.h"
 #include "companion/http/host_check.h"
 #include "companion/http/http_server.h"
 #include "companion/http/kubemq_view.h"
-#include "link/connection.h"
 #include "link/status.h"
 
 namespace mqc {
 
 // Prometheus text exposition format 0.0.4.
 using MetricsProvider = std::function<std::string()>;
-// A Connect RPC unary call: `method` is the part after the service prefix ("ListConnections";
-// possibly unknown or empty: answer `unimplemented`), `request` is the whole HTTP request
-// (POST, or GET/HEAD for Connect's GET form).
-using ConnectRpcHandler =
-    std::function<HttpResponse(const std::string& method, const HttpRequest& request)>;
-
-inline constexpr char kConnectRpcServicePrefix[] = "/mqtt.connections.v1.ConnectionsService/";
-
 class HttpRouter {
  public:
   // `connections` must outlive the router. Empty `metrics`: /metrics is 404. Empty `connect`:

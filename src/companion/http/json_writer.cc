@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "companion/http/json_util.h"
+#include "companion/json_util.h"
 
 namespace mqc {
 

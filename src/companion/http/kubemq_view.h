@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "companion/connection.h"
 #include "companion/http/http_server.h"
-#include "link/connection.h"
 
 namespace mqc {
 

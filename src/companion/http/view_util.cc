@@ -5,8 +5,8 @@
 #include <string>
 #include <string_view>
 
-#include "companion/http/json_util.h"
 #include "companion/http/json_writer.h"
+#include "companion/json_util.h"
 
 namespace mqc {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "link/connection.h"
+#include "companion/connection.h"
 #include "link/topic_mapping.h"
 
 namespace mqc {

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "link/connection.h"
+#include "companion/connection.h"
 
 namespace mqc {
 

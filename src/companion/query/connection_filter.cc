@@ -14,9 +14,9 @@
 #include <utility>
 #include <vector>
 
+#include "companion/connection.h"
 #include "companion/query/connection_fields.h"
 #include "companion/query/query_syntax.h"
-#include "link/connection.h"
 #include "link/text_util.h"
 
 namespace mqc {

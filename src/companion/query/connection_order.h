@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "companion/connection.h"
 #include "companion/query/connection_fields.h"
-#include "link/connection.h"
 #include "link/status.h"
 
 namespace mqc {

@@ -19,11 +19,11 @@
 #include <utility>
 #include <vector>
 
+#include "companion/connection.h"
 #include "companion/query/connection_fields.h"
 #include "companion/query/connection_filter.h"
 #include "companion/query/connection_order.h"
 #include "companion/query/connection_page_token.h"
-#include "link/connection.h"
 
 namespace mqc {
 namespace {

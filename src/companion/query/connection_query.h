@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
+#include "companion/connection.h"
 #include "companion/query/connection_filter.h"
 #include "companion/query/connection_order.h"
-#include "link/connection.h"
 #include "link/status.h"
 
 namespace mqc {

@@ -8,7 +8,7 @@
 
 #include "companion/http/ban_view.h"
 #include "companion/http/connect_codec.h"
-#include "companion/http/json_util.h"
+#include "companion/json_util.h"
 #include "mqtt/connections/v1/connections.pb.h"
 
 namespace mqc {

@@ -18,11 +18,12 @@
 #include <utility>
 #include <vector>
 
+#include "../../support/connection_builder.h"
+#include "companion/connection.h"
 #include "companion/http/connect_rpc_proto.h"
 #include "companion/http/connect_rpc_service.h"
 #include "companion/http/http_router.h"
-#include "companion/http/json_util.h"
-#include "link/connection.h"
+#include "companion/json_util.h"
 #include "link/text_util.h"
 #include "link/topic_mapping.h"
 
@@ -42,10 +43,9 @@ class FakeSource : public ConnectionSource {
 };
 
 Connection Open(std::string uid, std::string client_id, std::int64_t open_time_ns) {
-  Connection c;
+  Connection c = TestConnection(0);
   c.uid = std::move(uid);
   c.client_id = std::move(client_id);
-  c.state = ConnectionState::kOpen;
   c.open_time_ns = open_time_ns;
   c.node_id = 3;
   c.protocol_version = 5;
@@ -60,10 +60,7 @@ Connection Open(std::string uid, std::string client_id, std::int64_t open_time_n
   c.authentication.mechanism = AuthMechanism::kMtls;
   c.authentication.state = AuthState::kSuccess;
   c.authentication.user_principal = "alice";
-  Subscription plain;
-  plain.filter = "events/site1/#";
-  plain.qos = 1;
-  plain.mapping = MapTopicFilter(plain.filter, DefaultPattern::kEvents);
+  const Subscription plain = MappedSubscription("events/site1/#", 1);
   Subscription broken;
   broken.filter = "a/+b";
   broken.mapping.error = "not a valid topic filter";

@@ -22,9 +22,10 @@
 #include <utility>
 #include <vector>
 
+#include "../../support/connection_builder.h"
+#include "companion/connection.h"
 #include "companion/http/http_router.h"
-#include "companion/http/json_util.h"
-#include "link/connection.h"
+#include "companion/json_util.h"
 #include "link/topic_mapping.h"
 
 namespace mqc {
@@ -178,15 +179,14 @@ std::string StringField(const HttpResponse& response, const char* name) {
 
 Connection MakeConnection(std::string uid, std::int64_t open_time_ns, std::string client_id) {
   static std::uint64_t next_seq = 1000;  // the engine's final tiebreak: unique per connection
-  Connection connection;
-  connection.seq = next_seq++;
+  Connection connection = TestConnection(next_seq++);
   connection.uid = std::move(uid);
-  connection.state = ConnectionState::kOpen;
   connection.open_time_ns = open_time_ns;
   connection.client_id = std::move(client_id);
-  connection.protocol_version = 4;
   connection.ip_address = "10.0.0.1";
-  connection.port = 40000;
+  // No listener and no authentication: the omission rules are tested on a bare connection.
+  connection.listener_name.clear();
+  connection.authentication = AuthenticationInfo();
   return connection;
 }
 

@@ -13,11 +13,11 @@
 #include <utility>
 #include <vector>
 
+#include "companion/connection.h"
 #include "companion/http/access_tokens.h"
 #include "companion/http/connect_rpc_service.h"
 #include "companion/http/host_check.h"
-#include "companion/http/json_util.h"
-#include "link/connection.h"
+#include "companion/json_util.h"
 
 namespace mqc {
 namespace {

@@ -24,8 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include "companion/connection.h"
 #include "companion/http/http_router.h"
-#include "link/connection.h"
 
 namespace mqc {
 namespace {

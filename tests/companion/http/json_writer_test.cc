@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
-#include "companion/http/json_util.h"
+#include "companion/connection.h"
 #include "companion/http/kubemq_view.h"
-#include "link/connection.h"
+#include "companion/json_util.h"
 #include "link/text_util.h"
 #include "link/topic_mapping.h"
 

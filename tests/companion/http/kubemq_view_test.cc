@@ -12,8 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "companion/http/json_util.h"
-#include "link/connection.h"
+#include "../../support/connection_builder.h"
+#include "companion/connection.h"
+#include "companion/json_util.h"
 #include "link/topic_mapping.h"
 
 namespace mqc {
@@ -24,22 +25,11 @@ using ::testing::ElementsAre;
 constexpr std::int64_t kSecond = 1'000'000'000;
 constexpr std::int64_t kJune12 = 1781260200 * kSecond;  // 2026-06-12T10:30:00Z
 
-Subscription MakeSubscription(std::string filter, int qos) {
-  Subscription subscription;
-  subscription.mapping = MapTopicFilter(filter, DefaultPattern::kEvents);
-  subscription.filter = std::move(filter);
-  subscription.qos = qos;
-  return subscription;
-}
-
 Connection MakeConnection(std::string client_id, std::int64_t open_time_ns) {
-  Connection connection;
-  connection.state = ConnectionState::kOpen;
+  Connection connection = TestConnection(0);
   connection.client_id = std::move(client_id);
   connection.open_time_ns = open_time_ns;
-  connection.protocol_version = 4;
   connection.ip_address = "10.0.0.1";
-  connection.port = 40000;
   return connection;
 }
 
@@ -50,7 +40,7 @@ Connection PageExample() {
   connection.ip_address = "127.0.0.1";
   connection.port = 55412;
   connection.clean_session = true;
-  connection.subscriptions.push_back(MakeSubscription("events/site1/#", 1));
+  connection.subscriptions.push_back(MappedSubscription("events/site1/#", 1));
   // The page shows the filter without its "$share/workers/" envelope; the mapping is the same.
   Subscription queue;
   queue.filter = "queues/jobs/email";
@@ -131,8 +121,8 @@ TEST(KubeMqViewTest, Ipv6UsernameLocalTopicAndNoSubscriptions) {
   v6.username = "alice";
   v6.clean_session = false;
   v6.protocol_version = 3;
-  v6.subscriptions.push_back(MakeSubscription("$reply/abc", 0));
-  v6.subscriptions.push_back(MakeSubscription("$share/g1/queues/q", 2));
+  v6.subscriptions.push_back(MappedSubscription("$reply/abc", 0));
+  v6.subscriptions.push_back(MappedSubscription("$share/g1/queues/q", 2));
   Connection bare = MakeConnection("bare", kJune12 + kSecond);
   EXPECT_EQ(List({v6, bare}).body,
             R"({"error":false,"error_string":"","data":{"connections":[)"
@@ -223,16 +213,16 @@ std::vector<Connection> SampleConnections() {
   Connection alpha = MakeConnection("sensor-1", kJune12 + 1 * kSecond);
   alpha.username = "alice";
   alpha.protocol_version = 5;
-  alpha.subscriptions.push_back(MakeSubscription("queues/jobs", 1));
+  alpha.subscriptions.push_back(MappedSubscription("queues/jobs", 1));
   Connection beta = MakeConnection("sensor-2", kJune12 + 2 * kSecond);
   beta.username = "bob";
   beta.protocol_version = 4;
-  beta.subscriptions.push_back(MakeSubscription("events/x/#", 0));
-  beta.subscriptions.push_back(MakeSubscription("$share/g/queues/jobs", 1));
+  beta.subscriptions.push_back(MappedSubscription("events/x/#", 0));
+  beta.subscriptions.push_back(MappedSubscription("$share/g/queues/jobs", 1));
   Connection gamma = MakeConnection("actuator", kJune12 + 3 * kSecond);
   gamma.username = "alice-admin";
   gamma.protocol_version = 3;
-  gamma.subscriptions.push_back(MakeSubscription("commands/door", 1));
+  gamma.subscriptions.push_back(MappedSubscription("commands/door", 1));
   Connection star = MakeConnection("sensor-*", kJune12 + 4 * kSecond);
   star.protocol_version = 5;
   return {alpha, beta, gamma, star};

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "companion/http/json_util.h"
+#include "companion/json_util.h"
 
 namespace mqc {
 namespace {

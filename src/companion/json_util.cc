@@ -7,7 +7,7 @@
 //   topics, so only odd inputs (query values in error messages, fuzzing) ever meet this.
 // - The nanosecond form always has nine digits, also for whole seconds, so that timestamps of
 //   one kind have one width (protobuf's JSON mapping would shorten to 0, 3 or 6 digits).
-#include "companion/http/json_util.h"
+#include "companion/json_util.h"
 
 #include <cjson/cJSON.h>
 

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The Connect protocol as every part of the Connect RPC service shares it: the handler the
+// router calls for a method (http_router.h), the two codecs (connect_codec.h), the decoded
+// request messages and the response both codecs write (connect_rpc_json.h, connect_rpc_proto.h),
+// and the checks of a unary POST that every unary method passes (connect_rpc_service.h, and the
+// admin views disconnect_view.h and ban_view.h). Nothing here reads or writes one codec.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "companion/connection.h"
+#include "companion/connection_changes.h"
+#include "companion/http/http_server.h"
+
+namespace mqc {
+
+// A Connect RPC unary call: `method` is the part after the service prefix ("ListConnections";
+// possibly unknown or empty: answer `unimplemented`), `request` is the whole HTTP request
+// (POST, or GET/HEAD for Connect's GET form).
+using ConnectRpcHandler =
+    std::function<HttpResponse(const std::string& method, const HttpRequest& request)>;
+
+inline constexpr char kConnectRpcServicePrefix[] = "/mqtt.connections.v1.ConnectionsService/";
+
+enum class ConnectCodec : std::uint8_t { kJson, kProto };
+
+// A decoded ListConnectionsRequest message (field names as in protobuf's JSON mapping).
+struct ListConnectionsRequest {
+  std::string filter;
+  std::string order_by;
+  std::int32_t page_size = 0;  // 0: the default page size
+  std::string page_token;
+};
+
+// A decoded WatchConnectionsRequest.
+struct WatchConnectionsRequest {
+  std::string filter;
+  std::uint64_t resume_after = 0;  // 0: start with the current state
+};
+
+// One WatchConnectionsResponse, as both codecs write it. The pointers may be null (unset).
+struct WatchMessage {
+  std::uint64_t sequence = 0;
+  ChangeKind kind = ChangeKind::kUnspecified;
+  const Connection* connection = nullptr;
+  const Subscription* subscription = nullptr;
+};
+
+// The checks every Connect unary POST passes before its body is read: Content-Type (415),
+// Connect-Protocol-Version (400), Connect-Timeout-Ms (400), Content-Encoding (501). False with
+// the Connect error in *error; *codec is the one the Content-Type names. For methods served
+// outside ConnectRpcService (DisconnectConnection, the ban methods). Defined in
+// connect_rpc_service.cc, beside the single checks it is made of, which the service's own
+// calls use one at a time.
+bool CheckConnectUnaryPost(const HttpRequest& request, ConnectCodec* codec, HttpResponse* error);
+
+}  // namespace mqc

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// What the tests of src/companion/query/ share: the filter fleet (four connections that differ in
+// every field the tests look at), a ConnectionQuery from its parts, and RunQuery, which runs one
+// through RunConnectionQuery and keeps what came back (the seqs in page order, the page's
+// connections, total, next token, error).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "companion/connection.h"
+#include "companion/query/connection_query.h"
+#include "connection_builder.h"
+#include "link/status.h"
+#include "link/topic_mapping.h"
+
+namespace mqc {
+
+inline constexpr std::uint64_t kTestMaxU64 = std::numeric_limits<std::uint64_t>::max();
+
+// Four connections that differ in every field the filter tests look at.
+inline std::vector<Connection> FilterFleet() {
+  Connection c1 = TestConnection(1);
+  c1.uid = "a1";
+  c1.node_id = 1;
+  c1.client_id = "sensor-1";
+  c1.username = "alice";
+  c1.keep_alive = 60;
+  c1.ip_address = "10.0.0.1";
+  c1.port = 50001;
+  c1.authentication = {AuthMechanism::kPassword, AuthState::kSuccess, "alice", ""};
+  c1.subscriptions = {TestSubscription("events/a", 1, Pattern::kEvents, "a"),
+                      TestSubscription("$share/g1/queues/q", 2, Pattern::kQueues, "q", "g1")};
+  c1.idle_ns = 5 * kTestSecond;
+  c1.total_statistics = {10, 1000, 20, 2000, 30};
+  c1.recent_statistics = {1, 100, 2, 200, 3};
+
+  Connection c2 = TestConnection(2);
+  c2.uid = "b2";
+  c2.node_id = 2;
+  c2.open_time_ns = kTestTime0 + 3600 * kTestSecond;
+  c2.client_id = "sensor-2";
+  c2.protocol_version = 5;
+  c2.clean_session = false;
+  c2.keep_alive = 30;
+  c2.ip_address = "10.0.0.2";
+  c2.port = 0;
+  c2.listener_name = "mqtts:8883";
+  c2.tls = {true, "TLSv1.3", "TLS_AES_256_GCM_SHA384", "CN=dev2"};
+  c2.authentication = {AuthMechanism::kMtls, AuthState::kSuccess, "CN=dev2", ""};
+  c2.subscriptions = {TestSubscription("store/b", 0, Pattern::kStore, "b")};
+  c2.idle_ns = -1;
+
+  Connection c3 = TestConnection(3);
+  c3.uid = "c3";
+  c3.node_id = 1;
+  c3.state = ConnectionState::kClosed;
+  c3.close_reason = CloseReason::kKicked;
+  c3.open_time_ns = kTestTime0 - 3600 * kTestSecond;
+  c3.close_time_ns = kTestTime0 + 1800 * kTestSecond;
+  c3.client_id = "actuator-3";
+  c3.username = "bob";
+  c3.protocol_version = 3;
+  c3.keep_alive = 0;
+  c3.ip_address = "::1";
+  c3.port = 60000;
+  c3.listener_name = "ws:8083";
+  c3.authentication = {AuthMechanism::kAnonymous, AuthState::kUnauthenticated, "", ""};
+  c3.idle_ns = 120 * kTestSecond;
+  c3.total_statistics = {5, 0, 0, 0, 0};
+
+  Connection c4 = TestConnection(4);
+  c4.uid = "d4";
+  c4.node_id = 1;
+  c4.state = ConnectionState::kClosed;
+  c4.close_reason = CloseReason::kClientDisconnect;
+  c4.close_time_ns = kTestTime0 + 7200 * kTestSecond;
+  c4.client_id = "sensor-4*";
+  c4.username = "carol";
+  c4.protocol_version = 5;
+  c4.keep_alive = 120;
+  c4.ip_address = "10.0.0.4";
+  c4.tls = {true, "TLSv1.2", "", ""};
+  c4.authentication = {AuthMechanism::kEnhanced, AuthState::kFailure, "", "SCRAM-SHA-1"};
+  c4.subscriptions = {TestSubscription("$SYS/#", 0, Pattern::kNone, ""),
+                      TestSubscription("commands/x", 1, Pattern::kCommands, "x")};
+  c4.idle_ns = 100 * kTestMilli;
+  c4.total_statistics = {7, kTestMaxU64, 0, 0, 0};
+  return {c1, c2, c3, c4};
+}
+
+inline ConnectionQuery MakeQuery(std::string filter, std::string order_by = "",
+                                 std::int64_t page_size = 0, std::string page_token = "",
+                                 std::int64_t offset = 0) {
+  ConnectionQuery query;
+  query.filter = std::move(filter);
+  query.order_by = std::move(order_by);
+  query.page_size = page_size;
+  query.page_token = std::move(page_token);
+  query.offset = offset;
+  return query;
+}
+
+struct Outcome {
+  bool ok = false;
+  std::vector<std::uint64_t> seqs;  // in page order
+  std::vector<Connection> connections;
+  std::int64_t total_size = 0;
+  std::string next_page_token;
+  std::string error;
+};
+
+inline Outcome RunQuery(const std::vector<Connection>& snapshot, const ConnectionQuery& query) {
+  Outcome outcome;
+  ConnectionPage page;
+  const Status status = RunConnectionQuery(snapshot, query, &page);
+  outcome.ok = status.ok();
+  outcome.error = status.message();
+  for (const Connection& c : page.connections) outcome.seqs.push_back(c.seq);
+  outcome.connections = std::move(page.connections);
+  outcome.total_size = page.total_size;
+  outcome.next_page_token = std::move(page.next_page_token);
+  return outcome;
+}
+
+inline std::string FilterError(const std::string& filter) {
+  const Outcome outcome = RunQuery(FilterFleet(), MakeQuery(filter));
+  return outcome.ok ? "(no error)" : outcome.error;
+}
+
+}  // namespace mqc
