@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/auth_decisions.h"
 #include "link/clock.h"
 #include "link/version.h"
 #include "plugin_state.h"
@@ -144,18 +145,13 @@ std::string PerListenerSettingsRefusal(const BrokerCapabilities& capabilities) {
 
 namespace {
 
-// Where the broker hides mosquitto_acl_check and the acl_file is the only ACL source besides
-// this plugin, the plugin reads that file itself to know which deliveries the broker allowed
-// (broker/acl_file.h). Read again at every reload, as the broker does.
-void ReadAclFile(PluginState* state, const BrokerConfig& config) {
+// The acl_file the plugin reads itself, where DecideAuth says so (broker/auth_decisions.h).
+// Read again at every reload, as the broker does.
+void ReadAclFile(PluginState* state, const BrokerAuth& auth) {
   state->acl_file.reset();
-  if (state->api.api_2_1() || state->api.capabilities().acl_check) return;
-  BrokerConfig scoped = ScopeOf(config, state->own_path);
-  if (!scoped.acl_file) return;
-  scoped.acl_file = false;
-  if (HasOtherAclSource(scoped, state->own_path)) return;  // another plugin decides first
+  if (!auth.read_acl_file) return;
   auto file = std::make_unique<AclFile>();
-  const Status status = AclFile::Read(scoped.acl_file_path, file.get());
+  const Status status = AclFile::Read(auth.acl_file_to_read, file.get());
   if (!status.ok()) {
     LogToBroker(LogLevel::kWarning,
                 "mosquitto_connections: cannot read the acl_file to count deliveries exactly (" +
@@ -169,10 +165,9 @@ void ReadAclFile(PluginState* state, const BrokerConfig& config) {
 }  // namespace
 
 bool ApplyAuthDecisions(PluginState* state, const BrokerConfig& config) {
-  ReadAclFile(state, config);
-  // Computed on 2.1 too, where the plugin decides nothing: whether anything checks a username
-  // tells an authenticated connection from an unauthenticated one.
-  const AuthDecisions decisions = DecideAuth(config, state->own_path);
+  const BrokerAuth auth = DecideAuth(config, state->own_path, state->api.capabilities());
+  ReadAclFile(state, auth);
+  const AuthDecisions& decisions = auth.decisions;
   const AuthDecisions before{state->decide_basic_auth, state->allow_anonymous, state->decide_acl};
   state->decide_basic_auth = decisions.decide_basic_auth;
   state->allow_anonymous = decisions.allow_anonymous;

@@ -7,65 +7,32 @@
 #include <string>
 #include <vector>
 
-#include "broker/acl_file.h"
-#include "broker/ban_gate.h"
-#include "broker/broker_link.h"
-#include "broker/companion_supervisor.h"
-#include "broker/presence.h"
-#include "broker/session_table.h"
-#include "broker/traffic_meter.h"
+#include "broker/broker_events.h"
 #include "broker_api.h"
 #include "client_reader.h"
 #include "link/broker_config.h"
 #include "link/plugin_options.h"
-#include "link/shared_region.h"
+#include "mosquitto_broker.h"
 
 struct mosquitto_plugin_id_t;
 
 namespace mqc {
 
-struct PluginState {
+// BrokerEventsState (broker/broker_events.h) holds everything the decisions touch, in the order
+// it is torn down in; what only the entry points need is added here.
+struct PluginState : BrokerEventsState {
+  PluginState() { broker = &mosquitto; }
+  PluginState(const PluginState&) = delete;
+  PluginState& operator=(const PluginState&) = delete;
+
   mosquitto_plugin_id_t* identifier = nullptr;
-  PluginOptions options;
-  BrokerConfig broker_config;
   std::string config_path;        // the broker's configuration file, read again at every reload
   std::string own_path;           // this plugin's .so, to find its own plugin line
-  bool settings_pending = false;  // reloaded options the running companion has not been sent
   BrokerApi api;  // the broker's plugin API (2.0 or 2.1) and the names it exports
+  MosquittoBroker mosquitto{&api};  // the decisions' Broker (BrokerEventsState::broker)
 
-  // Auth neutrality on 2.0: decide only where the broker has no other decision maker, and then
-  // exactly as the broker itself would without this plugin (DecideAuth). 2.1 never decides.
-  bool decide_basic_auth = false;
-  bool allow_anonymous = false;
-  bool decide_acl = false;
-  // The broker's acl_file as the plugin reads it, where it needs it (plugin.cc: ReadAclFile).
-  std::unique_ptr<AclFile> acl_file;
-  // Set while the ACL_CHECK callback asks the broker for the later sources' answer: the nested
-  // call reaches this plugin's callback again, which must then defer (broker_events.cc).
-  bool acl_check_nested = false;
-  // Set while the plugin kicks a client for an admin (broker_events.cc): the broker sends that
-  // client's DISCONNECT from inside mosquitto_kick_client_by_clientid, and it closes as KICKED.
-  bool kicking = false;
-
-  std::unique_ptr<SharedRegion> region;
-  std::unique_ptr<BrokerLink> link;
-  std::unique_ptr<SessionTable> sessions;
-  std::unique_ptr<TrafficMeter> traffic;
-  std::unique_ptr<CompanionSupervisor> companion;
-  // Presence messages (presence.cc); null when off.
-  std::unique_ptr<PresencePublisher> presence_publisher;
-  std::unique_ptr<Presence> presence;
-  std::unique_ptr<BanGate> bans;  // the companion's ban list, asked at CONNECT (broker_events.cc)
   std::vector<std::string> companion_arguments;  // from the broker's configuration
-
-  std::vector<std::size_t> registered_events;  // indexes into the API's handler table
-
-  // 2.1: whether the plugin watches ACL checks (no other ACL source: its IGNORE is neutral).
-  bool watch_acl_21 = false;
-
-  // The last TICK that did the periodic work (MonotonicNs); see OnTick.
-  std::int64_t tick_work_ns = 0;
-  static constexpr std::int64_t kTickWorkIntervalNs = 1000000;
+  std::vector<std::size_t> registered_events;    // indexes into the API's handler table
 };
 
 // plugin.cc
@@ -83,8 +50,9 @@ void LogToBroker(LogLevel level, const std::string& text);
 // Puts a ban list from the companion in force (at TICK, and while the companion starts).
 void ApplyBans(PluginState* state, BansCommand&& command);
 
-// Sets the auth-neutrality decisions from the configuration (at init and at a reload); the
-// plugin decides nothing on 2.1. Returns whether they changed.
+// Sets the auth-neutrality decisions from the configuration (at init and at a reload: one
+// DecideAuth, broker/auth_decisions.h); the plugin decides nothing on 2.1. Returns whether they
+// changed.
 bool ApplyAuthDecisions(PluginState* state, const BrokerConfig& config);
 // Whether an ACL source after the plugin decides what the plugin cannot learn (2.0 without
 // mosquitto_acl_check, and an ACL plugin other than the acl_file).
@@ -96,14 +64,7 @@ inline bool UnreadAclSource(const PluginState& state) {
 // presence.cc
 // Presence messages, when an option asks for them (after the session table exists).
 void SetUpPresence(PluginState* state);
-// A delivery of a presence message: counted nowhere (README, "Presence messages").
-inline bool IsPresenceDelivery(const PluginState& state, const char* topic) {
-  return state.presence != nullptr && topic[0] == '$' && state.presence->IsPresenceTopic(topic);
-}
-
 // reload.cc
 int OnReload(int event, void* event_data, void* userdata);
-// Sends reloaded registry options to the running companion; false while the ring is full.
-bool SendSettingsIfPending(PluginState* state);
 
 }  // namespace mqc

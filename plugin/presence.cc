@@ -8,25 +8,20 @@
 
 #include "plugin_state.h"
 
-// clang-format off
-#include <mosquitto.h>
-#include <mosquitto_broker.h>
-// clang-format on
-
 namespace mqc {
 
 namespace {
 
-// mosquitto_broker_publish_copy: exported by every supported broker (src/linker.syms of v2.0.11,
-// v2.0.21 and v2.1.2; tests/check_broker_symbols.py checks the binaries). It copies the payload
-// and appends the message to the broker's plugin message list, queued to subscribers at the
-// start of the main loop's next turn: safe from any callback (broker/presence.h).
+// Presence messages go out through the broker's publish (MosquittoBroker::Publish).
 class BrokerPresencePublisher : public PresencePublisher {
  public:
+  explicit BrokerPresencePublisher(Broker* broker) : broker_(broker) {}
   bool Publish(const std::string& topic, const std::string& payload, bool retain) override {
-    return mosquitto_broker_publish_copy(nullptr, topic.c_str(), static_cast<int>(payload.size()),
-                                         payload.data(), 0, retain, nullptr) == MOSQ_ERR_SUCCESS;
+    return broker_->Publish(topic, payload, retain);
   }
+
+ private:
+  Broker* broker_;
 };
 
 }  // namespace
@@ -38,7 +33,7 @@ void SetUpPresence(PluginState* state) {
   presence.events = options.presence_events;
   presence.retained = options.presence_retained;
   presence.node = options.presence_node;
-  state->presence_publisher = std::make_unique<BrokerPresencePublisher>();
+  state->presence_publisher = std::make_unique<BrokerPresencePublisher>(state->broker);
   state->presence = std::make_unique<Presence>(presence, state->presence_publisher.get());
   state->presence->SetPersistentClientExpiration(
       state->broker_config.persistent_client_expiration_s);

@@ -187,18 +187,6 @@ void Reload(PluginState* state) {
 
 }  // namespace
 
-bool SendSettingsIfPending(PluginState* state) {
-  if (!state->settings_pending) return true;
-  SettingsEvent settings;
-  settings.default_pattern = state->options.default_pattern;
-  settings.closed_max = state->options.closed_max;
-  settings.closed_ttl_ns = std::int64_t{state->options.closed_ttl_s} * 1000000000;
-  std::string payload;
-  Encode(settings, &payload);
-  if (state->link->Emit(EventType::kSettings, payload)) state->settings_pending = false;
-  return !state->settings_pending;
-}
-
 int OnReload(int /*event*/, void* /*event_data*/, void* userdata) {
   auto* state = static_cast<PluginState*>(userdata);
   try {

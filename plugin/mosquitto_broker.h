@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The Broker (broker/broker.h) of a running Mosquitto, 2.0 or 2.1: the broker's accessors and
+// calls, and the names not every build exports through BrokerApi (broker_api.h), whose
+// capabilities tell the two APIs apart. One class for both: every difference between them is
+// already a capability the decisions ask about.
+//
+// The accessors are defined here, inline: the handlers (BrokerEvents<MosquittoBroker>) call them
+// directly, as they called the broker before.
+//
+// Threads: the broker thread only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "broker/broker.h"
+#include "broker_api.h"
+#include "client_reader.h"
+#include "link/clock.h"
+
+// clang-format off
+#include <mosquitto.h>
+#include <mosquitto_broker.h>
+// clang-format on
+
+namespace mqc {
+
+class MosquittoBroker final : public Broker {
+ public:
+  explicit MosquittoBroker(const BrokerApi* api) : api_(api) {}
+
+  const BrokerCapabilities& capabilities() const override { return api_->capabilities(); }
+  const char* ClientId(const BrokerClient* client) const override {
+    return mosquitto_client_id(Native(client));
+  }
+  const char* ClientUsername(const BrokerClient* client) const override {
+    return mosquitto_client_username(Native(client));
+  }
+  const char* ClientAddress(const BrokerClient* client) const override {
+    return mosquitto_client_address(Native(client));
+  }
+  int ProtocolVersion(const BrokerClient* client) const override {
+    return mosquitto_client_protocol_version(Native(client));
+  }
+  int ClientSocket(const BrokerClient* client) const override {
+    return mqc::ClientSocket(Native(client));
+  }
+  ClientFacts ReadFacts(const BrokerClient* client, const BrokerConfig& config) const override {
+    return mqc::ReadFacts(Native(client), config);
+  }
+  std::int64_t IdleMs(const BrokerClient* client) const override {
+    return mqc::IdleMs(Native(client));
+  }
+  int ClientState(const BrokerClient* client) const override {
+    return api_->ClientState(Native(client));
+  }
+  int AskLaterAclSources(const AclCheckEvent& check) override;
+  bool ReadStringProperty(const void* properties, int identifier,
+                          std::string* value) const override;
+  bool ReadBinaryProperty(const void* properties, int identifier,
+                          std::string* value) const override;
+  int Kick(const std::string& client_id) override;
+  bool Publish(const std::string& topic, const std::string& payload, bool retain) override;
+  void Log(LogLevel level, const std::string& text) override;
+  std::string ErrorText(int code) const override { return api_->ErrorText(code); }
+  std::int64_t NowNs() const override { return mqc::NowNs(); }
+  std::int64_t MonotonicNs() const override { return mqc::MonotonicNs(); }
+
+  static const mosquitto* Native(const BrokerClient* client) {
+    return reinterpret_cast<const mosquitto*>(client);
+  }
+  static mosquitto* Native(BrokerClient* client) { return reinterpret_cast<mosquitto*>(client); }
+
+ private:
+  const BrokerApi* api_;
+};
+
+}  // namespace mqc

@@ -1,0 +1,625 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The broker's events, decided: what each callback records and what it answers the broker. The
+// callbacks themselves (plugin/broker_events.cc) only hand the broker's event over and catch
+// everything; every decision is here, over a Broker (broker.h), so that unit tests drive the
+// same code with a FakeBroker (tests/support/fake_broker.h).
+//
+// Two plugin APIs (docs/broker-versions.md):
+//   2.0: a CONNECT is seen at BASIC_AUTH and settled by the next callback; subscriptions and
+//        deliveries are ACL checks the broker allowed; the plugin decides authentication and
+//        ACLs only where no other source does, as the broker would without it.
+//   2.1: CONNECT, SUBSCRIBE, UNSUBSCRIBE, MESSAGE_OUT and CLIENT_OFFLINE report what happened;
+//        the plugin answers BASIC_AUTH with MOSQ_ERR_PLUGIN_IGNORE, registers ACL_CHECK only
+//        where no other ACL source exists (answering IGNORE too),
+//        so it decides nothing, whatever else is configured (global_plugin, plugin_load, ...).
+// KubeMQ strict mode (plugin_opt_kubemq_strict, off by default) is the one exception, on both:
+// it refuses what KubeMQ would refuse (a SUBSCRIBE at ACL_CHECK, a PUBLISH at MESSAGE), as
+// docs/topic-mapping.md says; with it off, every answer stays the neutral one above.
+//
+// BrokerEvents<B> is a view (one reference) built per callback; B is a `final` Broker, so the
+// calls into it are direct, and it is reached only on the paths that call out. The per-message fast paths (OnAclCheck, OnMessage, OnMessageOut)
+// call nothing out and allocate nothing (tests/broker/per_message_test.cc).
+//
+// Threads: all of this runs on the broker thread.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "broker/acl_file.h"
+#include "broker/ban_gate.h"
+#include "broker/broker.h"
+#include "broker/broker_link.h"
+#include "broker/companion_supervisor.h"
+#include "broker/presence.h"
+#include "broker/session_table.h"
+#include "broker/traffic_meter.h"
+#include "link/broker_config.h"
+#include "link/kubemq_strict.h"
+#include "link/plugin_options.h"
+#include "link/shared_region.h"
+
+namespace mqc {
+
+// The broker side's state that the decisions read and write (the plugin's PluginState extends
+// it with what only the entry points need). Touched by the broker thread only.
+struct BrokerEventsState {
+  // The broker (the plugin's MosquittoBroker, a test's FakeBroker); BrokerEvents<B> reaches it
+  // as the B it is, only on the paths that call out.
+  Broker* broker = nullptr;
+
+  PluginOptions options;
+  BrokerConfig broker_config;
+
+  // Auth neutrality on 2.0: decide only where the broker has no other decision maker, and then
+  // exactly as the broker itself would without this plugin (DecideAuth). 2.1 never decides.
+  bool decide_basic_auth = false;
+  bool allow_anonymous = false;
+  bool decide_acl = false;
+  // The broker's acl_file as the plugin reads it, where it needs it (plugin.cc: ReadAclFile).
+  std::unique_ptr<AclFile> acl_file;
+  // Set while the ACL_CHECK handler asks the broker for the later sources' answer: the nested
+  // call reaches this plugin's callback again, which must then defer.
+  bool acl_check_nested = false;
+  // Set while the plugin kicks a client for an admin: the broker sends that client's
+  // DISCONNECT from inside the kick, and it closes as KICKED.
+  bool kicking = false;
+
+  std::unique_ptr<SharedRegion> region;
+  std::unique_ptr<BrokerLink> link;
+  std::unique_ptr<SessionTable> sessions;
+  std::unique_ptr<TrafficMeter> traffic;
+  std::unique_ptr<CompanionSupervisor> companion;
+  // Presence messages; null when off.
+  std::unique_ptr<PresencePublisher> presence_publisher;
+  std::unique_ptr<Presence> presence;
+  std::unique_ptr<BanGate> bans;  // the companion's ban list, asked at CONNECT
+
+  // 2.1: whether the plugin watches ACL checks (no other ACL source: its IGNORE is neutral).
+  bool watch_acl_21 = false;
+
+  bool settings_pending = false;  // reloaded options the running companion has not been sent
+
+  // The last TICK that did the periodic work (MonotonicNs).
+  std::int64_t tick_work_ns = 0;
+  static constexpr std::int64_t kTickWorkIntervalNs = 1000000;
+};
+
+// A delivery of a presence message: counted nowhere (README, "Presence messages").
+inline bool IsPresenceDelivery(const BrokerEventsState& state, const char* topic) {
+  return state.presence != nullptr && topic[0] == '$' && state.presence->IsPresenceTopic(topic);
+}
+
+// The answer to a CONNECT a ban refuses. 2.1 answers MOSQ_ERR_BANNED (CONNACK 0x8A for MQTT 5);
+// 2.0 has no such answer, and MOSQ_ERR_AUTH is the closest (0x87 Not authorized; 3.1.1: 5, not
+// authorised, on both). Enhanced authentication (`enhanced`) answers MOSQ_ERR_AUTH on both:
+// 2.1 closes without a CONNACK for any other answer there.
+inline int BanRefusalCode(bool api_2_1, bool enhanced) {
+  return api_2_1 && !enhanced ? kBrokerErrBanned : kBrokerErrAuth;
+}
+
+// The answer to a CONNECT nothing refused, as the broker would give it without this plugin:
+// 2.1: IGNORE. 2.0: DEFER where another source decides, else what mosquitto_unpwd_check() does
+// when no plugin or password_file is configured.
+inline int NeutralBasicAuthAnswer(bool api_2_1, bool decide_basic_auth, bool allow_anonymous) {
+  if (api_2_1) return kBrokerErrPluginIgnore;
+  if (!decide_basic_auth) return kBrokerErrPluginDefer;
+  return allow_anonymous ? kBrokerSuccess : kBrokerErrAuth;
+}
+
+// Sends reloaded registry options to the running companion; false while the ring is full.
+bool SendSettingsIfPending(BrokerEventsState* state);
+
+// A client id for one log line: control characters (a newline could forge a line) become '?'.
+std::string Printable(const std::string& text);
+
+// The log line of an admin's kick, and whether it is a warning (the kick failed).
+std::string KickLogLine(const KickCommand& command, int rc, const std::string& error_text);
+
+template <typename B>
+class BrokerEvents {
+ public:
+  // `state.broker` is a B.
+  explicit BrokerEvents(BrokerEventsState& state) : state_(state) {}
+
+  // ---- the per-message path ----
+
+  // 2.0's ACL_CHECK. Most checks: a delivery to a connected client, no CONNECT pending, the
+  // message's topic already classified (TryDeliverCached), where no other ACL source decides.
+  // Counts what WatchAclCheck would, without it. A publish (WRITE) records nothing here: it is
+  // counted at MESSAGE. Nothing here throws or calls out.
+  int OnAclCheck(const AclCheckEvent& data) {
+    if (state_.decide_acl && !state_.sessions->has_unsettled()) {
+      if (data.access == kAclWrite) return kBrokerSuccess;
+      if (data.access == kAclRead) {
+        ConnectionStatsSlot* const* stats = state_.sessions->OpenStats(data.client);
+        if (stats != nullptr &&
+            state_.traffic->TryDeliverCached(*stats, data.topic, data.payloadlen)) {
+          return kBrokerSuccess;
+        }
+      }
+    }
+    return AclCheckInFull(state_, data);
+  }
+
+  // MESSAGE (2.0 and 2.1's MESSAGE_IN). Most publishes: a connected client, no CONNECT
+  // pending, a topic already classified. Nothing here throws.
+  int OnMessage(const MessageEvent& data) {
+    if (!state_.sessions->has_unsettled()) {
+      ConnectionStatsSlot* const* stats = state_.sessions->OpenStats(data.client);
+      if (stats != nullptr &&
+          state_.traffic->TryPublishCached(*stats, data.topic, data.payloadlen)) {
+        return state_.options.kubemq_strict && state_.traffic->cached_kubemq_refused()
+                   ? kBrokerErrAclDenied
+                   : kBrokerSuccess;
+      }
+    }
+    return MessageInFull(state_, data);
+  }
+
+  // 2.1: a PUBLISH being sent to a client: a delivery, counted once per packet the broker sends
+  // (every copy a client receives, none for a message dropped at max_queued_messages).
+  // Resent QoS 1/2 messages of a resumed session count again: each is sent again.
+  int OnMessageOut(const MessageEvent& data) {
+    if (!state_.sessions->has_unsettled()) {
+      ConnectionStatsSlot* const* stats = state_.sessions->OpenStats(data.client);
+      if (stats != nullptr &&
+          state_.traffic->TryDeliverCached(*stats, data.topic, data.payloadlen)) {
+        return kBrokerSuccess;
+      }
+    }
+    return MessageOutInFull(state_, data);
+  }
+
+  // 2.1: an ACL check the plugin only watches, registered only where no other ACL source exists
+  // (watch_acl_21, set once at init), so that its IGNORE is the broker's answer without it. It
+  // sees what MESSAGE_OUT cannot: a QoS 0 message for an offline session, which the broker
+  // throws away (counted as dropped, as on 2.0).
+  //
+  // Strict mode registers it also where other sources exist, to refuse a SUBSCRIBE that KubeMQ
+  // would refuse: 2.1's loop (src/plugin_acl_check.c: plugin__acl_check) ends at the first
+  // answer that is neither DEFER nor IGNORE, and handle_subscribe turns ACL_DENIED into 0x80
+  // (MQTT 3.1.1) or 0x87 (MQTT 5). Every other check still answers IGNORE: the acl_file's
+  // callback and those of plugins loaded later come after this one (src/plugin_init.c: plugins
+  // first, then mosquitto_security_init_default; callbacks are appended), so the last of them
+  // decides, and where no other ACL callback exists (a password-only plugin) IGNORE is the
+  // broker's own allow, where DEFER would turn every check into a denial. Behind an ACL plugin
+  // loaded before this one (the start log warns when it is not first) an IGNORE answered last
+  // would allow what that plugin deferred: strict mode assumes the plugin is loaded first.
+  // Watching READ checks stays for the case without other sources.
+  int OnAclCheck21(const AclCheckEvent& data) {
+    if (data.access == kAclSubscribe && state_.options.kubemq_strict) {
+      return StrictRefusesSubscribe(data) ? kBrokerErrAclDenied : kBrokerErrPluginIgnore;
+    }
+    if (data.access != kAclRead || !state_.watch_acl_21) return kBrokerErrPluginIgnore;
+    try {
+      SessionTable& sessions = *state_.sessions;
+      if (broker().ClientSocket(data.client) < 0 && !sessions.IsOpen(data.client) &&
+          !sessions.IsPending(data.client)) {
+        // The check carries the message's QoS; the session gets it at most at its
+        // subscription's.
+        const std::uint8_t qos = std::min<std::uint8_t>(
+            data.qos, sessions.OfflineQos(data.client, IdOf(data.client), data.topic));
+        if (qos == 0 && !IsPresenceDelivery(state_, data.topic)) {
+          Details clock(broker(), data.client, nullptr);
+          state_.traffic->OnDeliver(data.client, nullptr, /*online=*/false, data.topic,
+                                    data.payloadlen, 0, clock);
+        }
+      }
+    } catch (...) {
+    }
+    return kBrokerErrPluginIgnore;
+  }
+
+  // ---- connections ----
+
+  // BASIC_AUTH: a CONNECT begins (or, at a reload, the broker re-checks a client it holds).
+  int OnBasicAuth(BrokerClient* client) {
+    int banned = 0;
+    try {
+      // At a configuration reload the broker re-checks every client it holds (docs/reload.md):
+      // the connection stays what it was, and the decision below is the broker's own again.
+      if (!state_.sessions->IsRecheck(client, broker().ClientSocket(client) >= 0)) {
+        ClientFacts facts = broker().ReadFacts(client, state_.broker_config);
+        if (facts.mechanism == AuthMechanism::kPassword) {
+          facts.credentials_checked = !state_.decide_basic_auth;
+        }
+        state_.sessions->BeginConnect(client, std::move(facts), broker().NowNs());
+        if (state_.bans->active()) banned = BanRefusal(client, false);
+      }
+    } catch (...) {
+      // Watching must never change the outcome: fall through to the decision.
+    }
+    if (banned != 0) return banned;
+    return NeutralBasicAuthAnswer(broker().api_2_1(), state_.decide_basic_auth,
+                                  state_.allow_anonymous);
+  }
+
+  // EXT_AUTH_START: a CONNECT with MQTT 5 enhanced authentication, or a re-authentication.
+  int OnExtAuthStart(BrokerClient* client, const char* auth_method) {
+    const int neutral = broker().api_2_1() ? kBrokerErrPluginIgnore : kBrokerErrPluginDefer;
+    try {
+      // An AUTH with reason 0x19 on an open connection (re-authentication) is sent to plugins
+      // as EXT_AUTH_START too (src/handle_auth.c, 2.0 and 2.1): the connection stays what it
+      // was. On 2.0 a refused re-authentication ends the connection with the broker's
+      // DISCONNECT.
+      if (state_.sessions->IsRecheck(client, broker().ClientSocket(client) >= 0)) return neutral;
+      ClientFacts facts = broker().ReadFacts(client, state_.broker_config);
+      facts.mechanism = AuthMechanism::kEnhanced;
+      facts.auth_method = auth_method != nullptr ? auth_method : "";
+      state_.sessions->BeginConnect(client, std::move(facts), broker().NowNs());
+      if (state_.bans->active()) {
+        const int banned = BanRefusal(client, true);
+        if (banned != 0) return banned;
+      }
+    } catch (...) {
+    }
+    // With every callback deferring (2.1: ignoring) the broker answers "not supported", as
+    // with none.
+    return neutral;
+  }
+
+  // 2.1: a CONNECT the broker accepted (after its CONNACK). It settles the CONNECT that
+  // BASIC_AUTH began; a client whose authentication the plugin did not see (use_identity_as_
+  // username listeners) is added here.
+  int OnConnect21(BrokerClient* client) {
+    try {
+      SessionTable& sessions = *state_.sessions;
+      if (!sessions.IsPending(client) && !sessions.IsOpen(client)) {
+        sessions.Settle();
+        sessions.BeginConnect(client, broker().ReadFacts(client, state_.broker_config),
+                              broker().NowNs());
+      }
+      sessions.Confirm(client);
+    } catch (...) {
+    }
+    return kBrokerSuccess;
+  }
+
+  // DISCONNECT (2.0: every connection; 2.1: sessions that end with it) and 2.1's
+  // CLIENT_OFFLINE (a persistent session's connection ends, the session stays). 2.1 passes the
+  // reason; 2.0 passes -1, and the client's state tells (mosquitto__get_state, where exported).
+  int OnDisconnect(BrokerClient* client, int broker_reason) {
+    try {
+      SessionTable& sessions = *state_.sessions;
+      const bool pending = sessions.IsPending(client);
+      const bool refused =
+          IsRefusal(broker().api_2_1(), pending, broker().ClientId(client) != nullptr,
+                    pending ? broker().ClientState(client) : -1);
+      const std::int64_t idle_ms = broker().IdleMs(client);  // the socket is still open here
+      CloseReason reason = CloseReason::kUnspecified;
+      if (state_.kicking) {
+        reason = CloseReason::kKicked;
+      } else if (broker().api_2_1()) {
+        reason = CloseReasonFromBrokerReason(broker_reason);
+      } else {
+        reason = CloseReasonFromClientState(broker().ClientState(client));
+      }
+      sessions.Disconnect(client, !refused, reason, broker().NowNs(),
+                          idle_ms < 0 ? -1 : idle_ms * 1000000);
+    } catch (...) {
+    }
+    return kBrokerSuccess;
+  }
+
+  // 2.1: a subscription the broker made (`made`), or removed (after every ACL source allowed
+  // it). `qos`: the granted QoS.
+  int OnSubscribe21(BrokerClient* client, bool made, const char* topic_filter, std::uint8_t qos) {
+    try {
+      SessionTable& sessions = *state_.sessions;
+      sessions.Settle();
+      if (topic_filter == nullptr) return kBrokerSuccess;
+      const SessionTable::ClientView view = ViewOrDiscover(client);
+      if (made) {
+        sessions.Subscribe(client, topic_filter, qos, /*may_be_recheck=*/false);
+        state_.traffic->OnSubscribe(view.stats, /*made=*/true);
+      } else {
+        sessions.Unsubscribe(client, topic_filter);
+        TrafficMeter::OnRequest(view.stats);
+      }
+    } catch (...) {
+    }
+    return kBrokerSuccess;  // anything else would refuse the subscription
+  }
+
+  // An admin's disconnect request from the companion (already bounds-checked by its decoder).
+  // The broker's own kick: an MQTT 5 client gets DISCONNECT 0x98 (administrative action), no
+  // will is sent, and the client's DISCONNECT event comes before the call returns.
+  void Kick(const KickCommand& command) {
+    state_.kicking = true;
+    const int rc = broker().Kick(command.client_id);
+    state_.kicking = false;
+    broker().Log(rc == kBrokerSuccess ? LogLevel::kNotice : LogLevel::kWarning,
+                KickLogLine(command, rc, rc == kBrokerSuccess ? "" : broker().ErrorText(rc)));
+  }
+
+  // Puts a ban list from the companion in force (at TICK, and while the companion starts).
+  void ApplyBans(BansCommand&& command) {
+    broker().Log(LogLevel::kInfo, state_.bans->Replace(std::move(command)));
+  }
+
+  // TICK (2.0: every turn of the broker's loop; 2.1: when asked for, plugin/broker_events.cc).
+  // A TICK settles what the callbacks before it left open and ends a reload's re-check; the
+  // periodic work (the companion's commands, its supervision, resync, expiry) is done at most
+  // once per kTickWorkIntervalNs: under load the loop turns every few microseconds.
+  int OnTick() {
+    try {
+      state_.sessions->Settle();
+      state_.sessions->EndReload();  // the broker's re-check of its clients is over
+      const std::int64_t now = broker().MonotonicNs();
+      if (now - state_.tick_work_ns < BrokerEventsState::kTickWorkIntervalNs) {
+        return kBrokerSuccess;
+      }
+      state_.tick_work_ns = now;
+      SendSettingsIfPending(&state_);
+      state_.link->DrainCommands(
+          [this](const LogCommand& command) { broker().Log(command.level, command.text); },
+          [this](const KickCommand& command) { Kick(command); },
+          [this](BansCommand&& command) { ApplyBans(std::move(command)); });
+      state_.companion->Tick(now);  // delays and stall checks: no wall-clock jumps
+      state_.traffic->OnTick(now);
+      state_.sessions->ExpireOffline(broker().NowNs());
+      if (state_.companion->serving()) state_.link->ResyncStep(state_.sessions.get());
+      state_.link->ReleaseReadPages();
+    } catch (...) {
+    }
+    return kBrokerSuccess;
+  }
+
+ private:
+  // MQTT 5 properties and the clock, read only for the messages that need them (RPC).
+  class Details : public PublishDetails {
+   public:
+    Details(B& broker, const BrokerClient* client, const void* properties)
+        : broker_(broker), client_(client), properties_(properties) {}
+    int ProtocolVersion() override { return broker_.ProtocolVersion(client_); }
+    bool ResponseTopic(std::string* topic) override {
+      return broker_.ReadStringProperty(properties_, kPropertyResponseTopic, topic);
+    }
+    bool CorrelationData(std::string* data) override {
+      return broker_.ReadBinaryProperty(properties_, kPropertyCorrelationData, data);
+    }
+    std::int64_t MonotonicNs() override { return broker_.MonotonicNs(); }
+
+   private:
+    B& broker_;
+    const BrokerClient* client_;
+    const void* properties_;
+  };
+
+  const char* IdOf(const BrokerClient* client) const {
+    const char* id = broker().ClientId(client);
+    return id != nullptr ? id : "";
+  }
+
+  // A client the session table never saw connect, added now: on listeners with
+  // use_identity_as_username or use_subject_as_username the broker skips BASIC_AUTH. Such a
+  // client is listed from its first message or subscription on (its connect time is then that
+  // moment). Offline sessions (no socket) and a client whose CONNECT is being handled are not
+  // such clients. Out of line: the per-message path only calls it for a client it does not
+  // find open.
+  [[gnu::noinline, gnu::cold]] SessionTable::ClientView Discover(const BrokerClient* client) {
+    SessionTable& sessions = *state_.sessions;
+    if (sessions.IsPending(client) || broker().ClientSocket(client) < 0 ||
+        broker().ClientId(client) == nullptr) {
+      return SessionTable::ClientView{};
+    }
+    sessions.BeginConnect(client, broker().ReadFacts(client, state_.broker_config),
+                          broker().NowNs());
+    sessions.Settle();
+    return sessions.View(client);
+  }
+
+  // The client as the session table knows it, discovered first when it is not (Discover).
+  SessionTable::ClientView ViewOrDiscover(const BrokerClient* client) {
+    const SessionTable::ClientView view = state_.sessions->View(client);
+    return view.open ? view : Discover(client);
+  }
+
+  // A CONNECT a ban refuses (BanGate): the broker's answer for it (BanRefusalCode), else 0.
+  // Asked only while bans are in force, for new CONNECTs (not a reload's re-check: a banned
+  // open client is kicked by the companion instead).
+  [[gnu::noinline]] int BanRefusal(const BrokerClient* client, bool enhanced) {
+    const Ban* ban =
+        state_.bans->Refuses(broker().ClientId(client), broker().ClientUsername(client),
+                             broker().ClientAddress(client), broker().NowNs());
+    if (ban == nullptr) return 0;
+    return BanRefusalCode(broker().api_2_1(), enhanced);
+  }
+
+  // The broker's answer to this check from every ACL source after this plugin (the acl_file
+  // check, plugins loaded later): the broker's own mosquitto_acl_check runs the callback chain
+  // again, and this plugin's callback steps aside in that nested call (`acl_check_nested`).
+  // Returning that answer to the outer call ends its loop, so every other callback still runs
+  // once per check: the nested call takes the place of the rest of the outer loop. When every
+  // later source defers, the nested call answers ACL_DENIED, which is what the outer loop would
+  // have answered after them. mosquitto_acl_check never answers DEFER.
+  // Where the broker does not export mosquitto_acl_check, the acl_file's answer is worked out
+  // from the file (the acl_file allows every SUBSCRIBE and UNSUBSCRIBE in 2.0); with another
+  // ACL plugin the answer stays unknown, and the check is recorded as if allowed
+  // (UnreadAclSource, logged at start). The broker asks those sources itself: the callback then
+  // defers.
+  int AskLaterAclSources(const AclCheckEvent& data) {
+    if (!broker().capabilities().acl_check) {
+      if (state_.acl_file == nullptr || data.access != kAclRead) return kBrokerSuccess;
+      return state_.acl_file->Allows(IdOf(data.client), broker().ClientUsername(data.client),
+                                     data.topic, AclFile::kRead)
+                 ? kBrokerSuccess
+                 : kBrokerErrAclDenied;
+    }
+    state_.acl_check_nested = true;
+    const int answer = broker().AskLaterAclSources(data);
+    state_.acl_check_nested = false;
+    return answer;
+  }
+
+  // What an ACL check tells once the broker allows it: a delivery queued (READ), a
+  // subscription made or removed (SUBSCRIBE, UNSUBSCRIBE). Publishes are counted at MESSAGE,
+  // once they passed every check. With kAskLater (another ACL source decides), that source is
+  // asked first (AskLaterAclSources), `*answer` becomes its answer, and nothing is recorded
+  // unless it allows; otherwise the answer is the broker's without plugins (allow) and `answer`
+  // is not used. One template, so that the path without another source stays what it was.
+  template <bool kAskLater>
+  [[gnu::noinline]] void WatchAclCheck(const AclCheckEvent& data, int* answer) {
+    SessionTable& sessions = *state_.sessions;
+    // A READ or WRITE check for the client whose CONNECT is being handled is the broker
+    // re-checking the messages of the session it resumes (src/handle_connect.c:
+    // connection_check_acl, 2.0.12 on: the client's unfinished QoS 2 PUBLISHes as WRITE, then
+    // the messages queued or in flight to it as READ): they were counted when first queued,
+    // and that CONNECT is not over yet, so none of them settles it.
+    if ((data.access == kAclRead || data.access == kAclWrite) &&
+        sessions.IsPending(data.client)) {
+      return;
+    }
+    if (data.access == kAclSubscribe) {
+      sessions.SettleExceptHeldOf(data.client);  // a kick re-checks them all in a row
+    } else {
+      sessions.Settle();
+    }
+    if (data.access == kAclWrite) return;
+    if constexpr (kAskLater) {
+      const int later = AskLaterAclSources(data);
+      // Unknown without mosquitto_acl_check: the others decide, and the check is recorded.
+      if (broker().capabilities().acl_check) *answer = later;
+      if (later != kBrokerSuccess) {
+        if (data.access == kAclSubscribe) sessions.SubscribeDenied(data.client, data.topic);
+        return;
+      }
+    }
+    const SessionTable::ClientView view = ViewOrDiscover(data.client);
+    switch (data.access) {
+      case kAclRead: {
+        if (IsPresenceDelivery(state_, data.topic)) break;  // counted nowhere
+        // The check carries the message's QoS; an offline session gets it at most at its
+        // subscription's QoS, and the broker throws a QoS 0 message for it away.
+        std::uint8_t qos = data.qos;
+        if (!view.open && qos > 0) {
+          qos = std::min<std::uint8_t>(
+              qos, sessions.OfflineQos(data.client, IdOf(data.client), data.topic));
+        }
+        Details clock(broker(), data.client, nullptr);
+        state_.traffic->OnDeliver(data.client, view.stats, view.open, data.topic,
+                                  data.payloadlen, qos, clock);
+        break;
+      }
+      case kAclSubscribe:
+        sessions.Subscribe(data.client, data.topic, data.qos);
+        state_.traffic->OnSubscribe(view.stats, /*made=*/true);
+        break;
+      case kAclUnsubscribe:
+        sessions.Unsubscribe(data.client, data.topic);
+        TrafficMeter::OnRequest(view.stats);
+        break;
+      default:
+        break;
+    }
+  }
+
+  // Strict mode (plugin_opt_kubemq_strict, docs/topic-mapping.md): whether KubeMQ would refuse
+  // this SUBSCRIBE filter (KubemqSubscribeRefusal decides); a refused one is counted as an
+  // error of operation `subscribe`. A filter the client already holds is a re-check (a kick's,
+  // 2.0.12 on) or a renewal of a subscription accepted when it was made: never refused here.
+  [[gnu::noinline, gnu::cold]] bool StrictRefusesSubscribe(const AclCheckEvent& data) {
+    try {
+      SessionTable& sessions = *state_.sessions;
+      sessions.SettleExceptHeldOf(data.client);
+      if (data.topic == nullptr || sessions.HoldsSubscription(data.client, data.topic)) {
+        return false;
+      }
+      const std::string refusal = KubemqSubscribeRefusal(
+          data.topic, MapTopicFilter(data.topic, state_.options.default_pattern), data.qos,
+          broker().ProtocolVersion(data.client), IdOf(data.client));
+      if (refusal.empty()) return false;
+      const SessionTable::ClientView view = ViewOrDiscover(data.client);
+      state_.traffic->OnSubscribe(view.stats, /*made=*/false);
+      return true;
+    } catch (...) {
+      return false;  // unknown: the broker decides as without strict mode
+    }
+  }
+
+  // The slow paths of the per-message handlers, out of line and static: the fast path then
+  // keeps no BrokerEvents in memory, saves no registers and ends here with a jump.
+  [[gnu::noinline]] static int AclCheckInFull(BrokerEventsState& state,
+                                              const AclCheckEvent& data) {
+    return BrokerEvents(state).AclCheckInFull(data);
+  }
+  [[gnu::noinline]] static int MessageInFull(BrokerEventsState& state, const MessageEvent& data) {
+    return BrokerEvents(state).MessageInFull(data);
+  }
+  [[gnu::noinline]] static int MessageOutInFull(BrokerEventsState& state,
+                                                const MessageEvent& data) {
+    return BrokerEvents(state).MessageOutInFull(data);
+  }
+
+  // Every ACL check but the fast paths of OnAclCheck.
+  int AclCheckInFull(const AclCheckEvent& data) {
+    // Strict mode answers before any other source is asked (this plugin's nested call
+    // excepted: the outer call already decided).
+    if (data.access == kAclSubscribe && state_.options.kubemq_strict &&
+        !state_.acl_check_nested && StrictRefusesSubscribe(data)) {
+      return kBrokerErrAclDenied;
+    }
+    if (state_.decide_acl) {
+      // No other ACL source: the broker allows everything (mosquitto_acl_check()).
+      try {
+        WatchAclCheck<false>(data, nullptr);
+      } catch (...) {
+        // Watching must never change the outcome.
+      }
+      return kBrokerSuccess;
+    }
+    // This plugin's own nested call (AskLaterAclSources): let the rest of the chain decide.
+    if (state_.acl_check_nested) return kBrokerErrPluginDefer;
+    // A check that records nothing is left to the other sources.
+    int answer = kBrokerErrPluginDefer;
+    try {
+      WatchAclCheck<true>(data, &answer);
+    } catch (...) {
+      // Watching must never change the outcome: the answer is set before anything can throw.
+    }
+    return answer;
+  }
+
+  // Every publish but the fast path of OnMessage.
+  int MessageInFull(const MessageEvent& data) {
+    try {
+      state_.sessions->Settle();
+      const SessionTable::ClientView view = ViewOrDiscover(data.client);
+      Details details(broker(), data.client, data.properties);
+      const bool kubemq_accepts = state_.traffic->OnPublish(data.client, view.stats, data.topic,
+                                                            data.payloadlen, details);
+      // Strict mode: not routed; QoS 1/2 get 0x87 under MQTT 5 (src/handle_publish.c, 2.0 and
+      // 2.1: a MESSAGE callback's MOSQ_ERR_ACL_DENIED is a denied PUBLISH).
+      if (!kubemq_accepts && state_.options.kubemq_strict) return kBrokerErrAclDenied;
+    } catch (...) {
+    }
+    return kBrokerSuccess;  // anything else would refuse the message
+  }
+
+  // Every delivery but the fast path of OnMessageOut.
+  int MessageOutInFull(const MessageEvent& data) {
+    try {
+      // The queued messages of a resumed session go out before its CONNECT event: that CONNECT
+      // passed authentication.
+      state_.sessions->Confirm(data.client);
+      state_.sessions->Settle();
+      const SessionTable::ClientView view = ViewOrDiscover(data.client);
+      if (IsPresenceDelivery(state_, data.topic)) return kBrokerSuccess;  // counted nowhere
+      Details clock(broker(), data.client, nullptr);
+      state_.traffic->OnDeliver(data.client, view.stats, /*online=*/true, data.topic,
+                                data.payloadlen, data.qos, clock);
+    } catch (...) {
+    }
+    return kBrokerSuccess;  // anything else would stop the message
+  }
+
+  B& broker() const { return static_cast<B&>(*state_.broker); }
+
+  BrokerEventsState& state_;
+};
+
+}  // namespace mqc

@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The broker-side decisions (BrokerEvents) through a FakeBroker: what the plugin answers the
+// broker on 2.0 and 2.1 (auth neutrality, bans), and what it records from the ACL checks of a
+// resumed session, a reload's re-check and the nested check of the later ACL sources.
+#include "broker/broker_events.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../support/fake_broker.h"
+
+namespace mqc {
+namespace {
+
+class NullSink : public EventSink {
+ public:
+  bool Emit(EventType, const std::string&) override { return true; }
+  bool Fits(const std::vector<std::size_t>&) const override { return true; }
+};
+
+class BrokerEventsTest : public ::testing::Test {
+ protected:
+  void Use(FakeBroker broker) {
+    broker_ = std::move(broker);
+    state_.broker = &broker_;
+    state_.sessions = std::make_unique<SessionTable>(&sink_, 1, slots_.data(), slots_.size(),
+                                                     &counters_);
+    state_.sessions->SetConnectsConfirmed(broker_.api_2_1());
+    state_.traffic = std::make_unique<TrafficMeter>(&counters_, DefaultPattern::kEvents,
+                                                    RpcTracker::Options{});
+    state_.bans = std::make_unique<BanGate>(&counters_);
+  }
+  BrokerEvents<FakeBroker> Events() { return BrokerEvents<FakeBroker>(state_); }
+
+  // A client that connected: authenticated and settled (2.1: confirmed).
+  void Connect(FakeClient* client) {
+    Events().OnBasicAuth(client->handle());
+    if (broker_.api_2_1()) Events().OnConnect21(client->handle());
+    state_.sessions->Settle();
+  }
+
+  void Ban(BanKind kind, const std::string& who) {
+    BansCommand command;
+    mqc::Ban ban;
+    ban.kind = kind;
+    ban.who = who;
+    command.bans.push_back(ban);
+    state_.bans->Replace(std::move(command));
+  }
+
+  NullSink sink_;
+  std::vector<ConnectionStatsSlot> slots_ = std::vector<ConnectionStatsSlot>(8);
+  BrokerCounters counters_;
+  BrokerEventsState state_;
+  FakeBroker broker_;
+};
+
+// ---- auth neutrality ----
+
+TEST_F(BrokerEventsTest, BasicAuthOn21IgnoresWhateverIsConfigured) {
+  Use(FakeBroker::Api21());
+  FakeClient client = Client("a");
+  for (bool decide : {false, true}) {
+    for (bool anonymous : {false, true}) {
+      state_.decide_basic_auth = decide;
+      state_.allow_anonymous = anonymous;
+      EXPECT_EQ(Events().OnBasicAuth(client.handle()), kBrokerErrPluginIgnore);
+    }
+  }
+}
+
+TEST_F(BrokerEventsTest, BasicAuthOn20DecidesOnlyWithoutAnotherSourceAsTheBrokerWould) {
+  Use(FakeBroker::Api20());
+  FakeClient a = Client("a");
+  FakeClient b = Client("b");
+  FakeClient c = Client("c");
+  state_.decide_basic_auth = false;
+  EXPECT_EQ(Events().OnBasicAuth(a.handle()), kBrokerErrPluginDefer);
+  state_.decide_basic_auth = true;
+  state_.allow_anonymous = true;
+  EXPECT_EQ(Events().OnBasicAuth(b.handle()), kBrokerSuccess);
+  state_.allow_anonymous = false;
+  EXPECT_EQ(Events().OnBasicAuth(c.handle()), kBrokerErrAuth);
+}
+
+TEST_F(BrokerEventsTest, EnhancedAuthStartIsNeutralOnBoth) {
+  Use(FakeBroker::Api20());
+  FakeClient a = Client("a", 5);
+  EXPECT_EQ(Events().OnExtAuthStart(a.handle(), "SCRAM"), kBrokerErrPluginDefer);
+  Use(FakeBroker::Api21());
+  FakeClient b = Client("b", 5);
+  EXPECT_EQ(Events().OnExtAuthStart(b.handle(), "SCRAM"), kBrokerErrPluginIgnore);
+}
+
+// The pure answers the handlers give, for every case.
+TEST(BrokerAnswersTest, NeutralBasicAuthAnswer) {
+  EXPECT_EQ(NeutralBasicAuthAnswer(true, true, false), kBrokerErrPluginIgnore);
+  EXPECT_EQ(NeutralBasicAuthAnswer(false, false, false), kBrokerErrPluginDefer);
+  EXPECT_EQ(NeutralBasicAuthAnswer(false, true, true), kBrokerSuccess);
+  EXPECT_EQ(NeutralBasicAuthAnswer(false, true, false), kBrokerErrAuth);
+}
+
+// ---- bans ----
+
+TEST_F(BrokerEventsTest, ABanRefusesWithBannedOn21AndNotAuthorizedOn20) {
+  Use(FakeBroker::Api21());
+  Ban(BanKind::kClientId, "bad");
+  FakeClient bad = Client("bad");
+  FakeClient good = Client("good");
+  EXPECT_EQ(Events().OnBasicAuth(bad.handle()), kBrokerErrBanned);
+  EXPECT_EQ(Events().OnBasicAuth(good.handle()), kBrokerErrPluginIgnore);
+
+  Use(FakeBroker::Api20());
+  Ban(BanKind::kClientId, "bad");
+  state_.decide_basic_auth = true;
+  state_.allow_anonymous = true;
+  EXPECT_EQ(Events().OnBasicAuth(bad.handle()), kBrokerErrAuth);
+  EXPECT_EQ(counters_.connects_banned.load(), 2u);
+}
+
+TEST_F(BrokerEventsTest, ABanInEnhancedAuthenticationIsNotAuthorizedOnBoth) {
+  Use(FakeBroker::Api21());
+  Ban(BanKind::kUsername, "mallory");
+  FakeClient client = Client("x", 5);
+  client.facts.username = "mallory";
+  EXPECT_EQ(Events().OnExtAuthStart(client.handle(), "SCRAM"), kBrokerErrAuth);
+  EXPECT_EQ(BanRefusalCode(false, true), kBrokerErrAuth);
+  EXPECT_EQ(BanRefusalCode(false, false), kBrokerErrAuth);
+  EXPECT_EQ(BanRefusalCode(true, false), kBrokerErrBanned);
+}
+
+// A reload re-checks the clients the broker holds: no new CONNECT, and no ban refuses them.
+TEST_F(BrokerEventsTest, AReloadsRecheckKeepsTheConnectionAndAnswersAsTheBroker) {
+  Use(FakeBroker::Api20());
+  state_.decide_basic_auth = true;
+  state_.allow_anonymous = false;
+  FakeClient client = Client("a");
+  Connect(&client);
+  ASSERT_EQ(counters_.connects.load(), 1u);
+  Ban(BanKind::kClientId, "a");
+  state_.sessions->BeginReload();
+  EXPECT_EQ(Events().OnBasicAuth(client.handle()), kBrokerErrAuth);  // the broker's own answer
+  state_.sessions->Settle();
+  EXPECT_EQ(state_.sessions->open_count(), 1u);
+  EXPECT_EQ(counters_.connects.load(), 1u);
+  EXPECT_EQ(counters_.connects_banned.load(), 0u);
+}
+
+// ---- ACL checks ----
+
+// A resumed session's queued messages are re-checked (READ) and its unfinished QoS 2 publishes
+// too (WRITE) while its CONNECT is being handled: counted when first queued, not again.
+TEST_F(BrokerEventsTest, AResumedSessionsRechecksCountNothing) {
+  Use(FakeBroker::Api20());
+  state_.decide_acl = true;
+  FakeClient client = Client("a");
+  EXPECT_EQ(Events().OnBasicAuth(client.handle()), kBrokerErrPluginDefer);
+  ASSERT_TRUE(state_.sessions->IsPending(client.handle()));
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclWrite, "events/a", 2)), kBrokerSuccess);
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclRead, "events/a", 1)), kBrokerSuccess);
+  EXPECT_TRUE(state_.sessions->IsPending(client.handle()));  // the CONNECT is not settled
+  EXPECT_EQ(counters_.delivered_messages.load(), 0u);
+  // Once settled, a delivery counts.
+  state_.sessions->Settle();
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclRead, "events/a", 1)), kBrokerSuccess);
+  EXPECT_EQ(counters_.delivered_messages.load(), 1u);
+}
+
+// 2.0 with another ACL source and mosquitto_acl_check: the later sources are asked once, in a
+// nested call where this plugin defers, and their answer is the plugin's.
+TEST_F(BrokerEventsTest, TheLaterAclSourcesAnswerThroughTheNestedCheck) {
+  Use(FakeBroker::Api20(/*acl_check=*/true));
+  state_.decide_acl = false;
+  FakeClient client = Client("a");
+  Connect(&client);
+  std::vector<int> nested_answers;
+  broker_.inside_later_acl = [&](const AclCheckEvent& check) {
+    EXPECT_TRUE(state_.acl_check_nested);
+    nested_answers.push_back(Events().OnAclCheck(check));
+  };
+  broker_.later_acl_answer = kBrokerErrAclDenied;
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclRead, "events/a")), kBrokerErrAclDenied);
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclSubscribe, "events/#")),
+            kBrokerErrAclDenied);
+  EXPECT_FALSE(state_.sessions->HoldsSubscription(client.handle(), "events/#"));
+  broker_.later_acl_answer = kBrokerSuccess;
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclRead, "events/a")), kBrokerSuccess);
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclSubscribe, "events/#")), kBrokerSuccess);
+  EXPECT_TRUE(state_.sessions->HoldsSubscription(client.handle(), "events/#"));
+  EXPECT_FALSE(state_.acl_check_nested);
+
+  EXPECT_EQ(broker_.later_acl_checks.size(), 4u);
+  EXPECT_EQ(nested_answers, std::vector<int>(4, kBrokerErrPluginDefer));
+  EXPECT_EQ(counters_.delivered_messages.load(), 1u);  // the denied delivery is not counted
+  // A publish (WRITE) is left to the other sources, asked nothing: it is counted at MESSAGE.
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclWrite, "events/a")),
+            kBrokerErrPluginDefer);
+  EXPECT_EQ(broker_.later_acl_checks.size(), 4u);
+}
+
+// 2.0 without mosquitto_acl_check: the acl_file's answer is worked out from the file; the
+// broker asks it itself, so the plugin defers, and counts only what the file allows.
+TEST_F(BrokerEventsTest, WithoutTheNestedCheckTheAclFileDecidesWhatIsCounted) {
+  Use(FakeBroker::Api20(/*acl_check=*/false));
+  state_.decide_acl = false;
+  state_.acl_file = std::make_unique<AclFile>();
+  ASSERT_TRUE(AclFile::Parse("topic read events/open\n", "acl", state_.acl_file.get()).ok());
+  FakeClient client = Client("a");
+  Connect(&client);
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclRead, "events/open")),
+            kBrokerErrPluginDefer);
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclRead, "events/closed")),
+            kBrokerErrPluginDefer);
+  EXPECT_EQ(counters_.delivered_messages.load(), 1u);
+  EXPECT_TRUE(broker_.later_acl_checks.empty());
+}
+
+// The plugin decides ACLs (no other source on 2.0): it allows everything, as the broker.
+TEST_F(BrokerEventsTest, WithoutAnotherAclSourceEveryCheckIsAllowed) {
+  Use(FakeBroker::Api20());
+  state_.decide_acl = true;
+  FakeClient client = Client("a");
+  Connect(&client);
+  for (int access : {kAclRead, kAclWrite, kAclSubscribe, kAclUnsubscribe}) {
+    EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, access, "events/a")), kBrokerSuccess);
+  }
+  EXPECT_TRUE(broker_.later_acl_checks.empty());
+}
+
+// 2.1's ACL_CHECK only watches: IGNORE for every access, a SUBSCRIBE included.
+TEST_F(BrokerEventsTest, AclCheckOn21IgnoresEveryCheck) {
+  Use(FakeBroker::Api21());
+  state_.watch_acl_21 = true;
+  FakeClient client = Client("a");
+  Connect(&client);
+  for (int access : {kAclRead, kAclWrite, kAclSubscribe, kAclUnsubscribe}) {
+    EXPECT_EQ(Events().OnAclCheck21(AclCheck(&client, access, "events/a")),
+              kBrokerErrPluginIgnore);
+  }
+  EXPECT_FALSE(state_.sessions->HoldsSubscription(client.handle(), "events/a"));
+}
+
+// ---- kicks ----
+
+TEST_F(BrokerEventsTest, AKicksDisconnectClosesAsKickedAndIsLogged) {
+  Use(FakeBroker::Api20());
+  FakeClient client = Client("a");
+  Connect(&client);
+  broker_.kick_answer = kBrokerSuccess;
+  KickCommand command;
+  command.client_id = "a\nforged";
+  command.caller = "127.0.0.1:4000";
+  Events().Kick(command);
+  ASSERT_EQ(broker_.kicked, std::vector<std::string>{"a\nforged"});
+  ASSERT_EQ(broker_.log.size(), 1u);
+  EXPECT_EQ(broker_.log[0].first, LogLevel::kNotice);
+  EXPECT_EQ(broker_.log[0].second,
+            "mosquitto_connections: disconnected client 'a?forged' at the request of "
+            "127.0.0.1:4000 (no token)");
+  broker_.kick_answer = 3;
+  Events().Kick(command);
+  EXPECT_EQ(broker_.log.back().first, LogLevel::kWarning);
+  EXPECT_NE(broker_.log.back().second.find("cannot disconnect"), std::string::npos);
+  EXPECT_FALSE(state_.kicking);
+}
+
+TEST_F(BrokerEventsTest, TheDisconnectInsideAKickClosesAsKicked) {
+  Use(FakeBroker::Api20());
+  FakeClient client = Client("a");
+  FakeClient other = Client("b");
+  Connect(&client);
+  Connect(&other);
+  broker_.inside_kick = [&](const std::string&) {
+    EXPECT_EQ(Events().OnDisconnect(client.handle(), -1), kBrokerSuccess);
+  };
+  KickCommand command;
+  command.client_id = "a";
+  Events().Kick(command);
+  EXPECT_EQ(Events().OnDisconnect(other.handle(), -1), kBrokerSuccess);  // not a kick
+  EXPECT_EQ(counters_.disconnects[static_cast<int>(CloseReason::kKicked)].load(), 1u);
+  EXPECT_EQ(state_.sessions->open_count(), 0u);
+}
+
+// ---- TICK ----
+
+// Every TICK settles what the callbacks before it left open and ends a reload's re-check; the
+// periodic work waits for its interval (here not yet due: it would need the companion's link).
+TEST_F(BrokerEventsTest, ATickSettlesAndEndsAReload) {
+  Use(FakeBroker::Api20());
+  FakeClient client = Client("a");
+  state_.sessions->BeginReload();
+  Events().OnBasicAuth(client.handle());  // a new CONNECT during the reload
+  ASSERT_TRUE(state_.sessions->reloading());
+  ASSERT_TRUE(state_.sessions->has_unsettled());
+  state_.tick_work_ns = broker_.monotonic_ns;
+  EXPECT_EQ(Events().OnTick(), kBrokerSuccess);
+  EXPECT_FALSE(state_.sessions->reloading());
+  EXPECT_FALSE(state_.sessions->has_unsettled());
+  EXPECT_EQ(state_.tick_work_ns, broker_.monotonic_ns);  // the periodic work did not run
+  EXPECT_EQ(counters_.connects.load(), 1u);
+}
+
+}  // namespace
+}  // namespace mqc

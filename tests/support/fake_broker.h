@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// A Broker (broker/broker.h) for the broker-side unit tests: clients are FakeClient objects the
+// test fills in, the later ACL sources answer what the test sets, kicks, publishes and log lines
+// are recorded, the clocks are the test's. `final`, as the plugin's MosquittoBroker is, so that
+// BrokerEvents<FakeBroker> makes the same direct calls the plugin's handlers make.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "broker/broker.h"
+#include "client_facts_builder.h"
+
+namespace mqc {
+
+// A test client; its address is the BrokerClient the handlers see.
+struct FakeClient {
+  ClientFacts facts;
+  bool has_id = true;  // false: the broker reports no client id (null)
+  int socket = 7;      // -1: an offline session
+  int state = -1;      // mosquitto__get_state, -1: unknown
+  std::int64_t idle_ms = -1;
+
+  BrokerClient* handle() { return reinterpret_cast<BrokerClient*>(this); }
+};
+
+class FakeBroker final : public Broker {
+ public:
+  BrokerCapabilities caps;
+  // What mosquitto_acl_check answers, and the checks it was asked. `inside_later_acl` runs
+  // inside it, as the broker's nested callback chain would (it may call the handler again).
+  int later_acl_answer = kBrokerSuccess;
+  std::vector<AclCheckEvent> later_acl_checks;
+  std::function<void(const AclCheckEvent&)> inside_later_acl;
+  // What a kick answers; the client ids kicked. `inside_kick` runs inside the kick, where the
+  // broker sends the client's DISCONNECT.
+  int kick_answer = kBrokerSuccess;
+  std::vector<std::string> kicked;
+  std::function<void(const std::string&)> inside_kick;
+  std::vector<std::pair<LogLevel, std::string>> log;
+  std::vector<std::string> published;
+  std::int64_t now_ns = 1000;
+  std::int64_t monotonic_ns = 1000;
+
+  static FakeBroker Api20(bool acl_check = true) {
+    FakeBroker broker;
+    broker.caps.acl_check = acl_check;
+    broker.caps.get_state = acl_check;
+    broker.caps.property_readers = acl_check;
+    return broker;
+  }
+  static FakeBroker Api21() {
+    FakeBroker broker;
+    broker.caps.api_2_1 = true;
+    broker.caps.property_readers = true;
+    return broker;
+  }
+
+  static const FakeClient& Of(const BrokerClient* client) {
+    return *reinterpret_cast<const FakeClient*>(client);
+  }
+
+  const BrokerCapabilities& capabilities() const override { return caps; }
+  const char* ClientId(const BrokerClient* client) const override {
+    return Of(client).has_id ? Of(client).facts.client_id.c_str() : nullptr;
+  }
+  const char* ClientUsername(const BrokerClient* client) const override {
+    const std::string& name = Of(client).facts.username;
+    return name.empty() ? nullptr : name.c_str();
+  }
+  const char* ClientAddress(const BrokerClient* client) const override {
+    return Of(client).facts.ip_address.c_str();
+  }
+  int ProtocolVersion(const BrokerClient* client) const override {
+    return Of(client).facts.protocol_version;
+  }
+  int ClientSocket(const BrokerClient* client) const override { return Of(client).socket; }
+  ClientFacts ReadFacts(const BrokerClient* client, const BrokerConfig&) const override {
+    ClientFacts facts = Of(client).facts;
+    facts.has_socket = Of(client).socket >= 0;
+    return facts;
+  }
+  std::int64_t IdleMs(const BrokerClient* client) const override { return Of(client).idle_ms; }
+  int ClientState(const BrokerClient* client) const override { return Of(client).state; }
+  int AskLaterAclSources(const AclCheckEvent& check) override {
+    later_acl_checks.push_back(check);
+    if (inside_later_acl) inside_later_acl(check);
+    return later_acl_answer;
+  }
+  bool ReadStringProperty(const void*, int, std::string*) const override { return false; }
+  bool ReadBinaryProperty(const void*, int, std::string*) const override { return false; }
+  int Kick(const std::string& client_id) override {
+    kicked.push_back(client_id);
+    if (inside_kick) inside_kick(client_id);
+    return kick_answer;
+  }
+  bool Publish(const std::string& topic, const std::string&, bool) override {
+    published.push_back(topic);
+    return true;
+  }
+  void Log(LogLevel level, const std::string& text) override { log.emplace_back(level, text); }
+  std::string ErrorText(int code) const override { return "error " + std::to_string(code); }
+  std::int64_t NowNs() const override { return now_ns; }
+  std::int64_t MonotonicNs() const override { return monotonic_ns; }
+};
+
+// A test client with the plain facts (client_facts_builder.h).
+inline FakeClient Client(const std::string& id, std::uint8_t version = 4) {
+  FakeClient client;
+  client.facts = Facts(id, true, version);
+  return client;
+}
+
+// The events a test hands to the handlers, as the broker lays them out.
+inline AclCheckEvent AclCheck(FakeClient* client, int access, const char* topic,
+                              std::uint8_t qos = 0, std::uint32_t payloadlen = 64) {
+  AclCheckEvent event{};
+  event.client = client->handle();
+  event.topic = topic;
+  event.access = access;
+  event.payloadlen = payloadlen;
+  event.qos = qos;
+  return event;
+}
+
+inline MessageEvent Message(FakeClient* client, const char* topic, std::uint32_t payloadlen = 64,
+                            std::uint8_t qos = 0) {
+  MessageEvent event{};
+  event.client = client->handle();
+  event.topic = const_cast<char*>(topic);  // the broker's field is not const; nothing writes it
+  event.payloadlen = payloadlen;
+  event.qos = qos;
+  return event;
+}
+
+}  // namespace mqc
