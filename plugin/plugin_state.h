@@ -56,7 +56,6 @@ struct PluginState {
   std::unique_ptr<PresencePublisher> presence_publisher;
   std::unique_ptr<Presence> presence;
   std::unique_ptr<BanGate> bans;  // the companion's ban list, asked at CONNECT (broker_events.cc)
-  std::vector<std::string> companion_arguments;  // from the broker's configuration
 
   std::vector<std::size_t> registered_events;  // indexes into the API's handler table
 

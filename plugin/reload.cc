@@ -146,9 +146,9 @@ void ApplyOptions(PluginState* state, PluginOptions reloaded) {
   // full ring is retried); a restarted one from its arguments.
   state->settings_pending = true;
   state->companion->SetOptionOverrides(
-      {std::string("default_pattern=") + PatternName(reloaded.default_pattern),
-       "closed_max=" + std::to_string(reloaded.closed_max),
-       "closed_ttl=" + std::to_string(reloaded.closed_ttl_s)});
+      {{"default_pattern", PatternName(reloaded.default_pattern)},
+       {"closed_max", std::to_string(reloaded.closed_max)},
+       {"closed_ttl", std::to_string(reloaded.closed_ttl_s)}});
   state->options = reloaded;
   std::string text = "applied";
   for (const auto& change : changes) text += " " + change + ",";
