@@ -17,6 +17,7 @@
 
 #include "link/clock.h"
 #include "link/companion_arguments.h"
+#include "link/host_names.h"
 #include "link/version.h"
 #include "plugin_state.h"
 
@@ -188,10 +189,8 @@ RpcTracker::Options RpcOptionsOf(const PluginOptions& options) {
 }
 
 std::string ServingUrl(const PluginOptions& options, int port) {
-  const std::string& bind = options.http_bind;
-  const std::string host = bind.find(':') == std::string::npos ? bind : "[" + bind + "]";
   const char* scheme = options.http_tls_cert.empty() ? "http://" : "https://";
-  return scheme + host + ":" + std::to_string(port);
+  return scheme + HostPort(options.http_bind, port);
 }
 
 namespace {

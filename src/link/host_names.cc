@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -220,6 +221,23 @@ bool ParseAllowedHosts(std::string_view value, std::vector<std::string>* hosts, 
   }
   *hosts = std::move(parsed);
   return true;
+}
+
+void AppendHostPort(std::string_view host, int port, std::string* text) {
+  const bool v6 = host.find(':') != std::string_view::npos;
+  if (v6) text->push_back('[');
+  text->append(host);
+  if (v6) text->push_back(']');
+  char digits[12];
+  const auto end = std::to_chars(digits, digits + sizeof(digits), port).ptr;
+  text->push_back(':');
+  text->append(digits, end);
+}
+
+std::string HostPort(std::string_view host, int port) {
+  std::string text;
+  AppendHostPort(host, port, &text);
+  return text;
 }
 
 }  // namespace mqc

@@ -41,4 +41,10 @@ bool SplitHostHeader(std::string_view value, std::string_view* host, std::string
 // with *why saying so. *hosts gets the canonical texts, without repeats, in the order given.
 bool ParseAllowedHosts(std::string_view value, std::vector<std::string>* hosts, std::string* why);
 
+// An address and a port as URLs and messages write them: "127.0.0.1:8080", "api.example:80",
+// "[::1]:8080" (an address with a ':' is IPv6, and goes in brackets before its port).
+std::string HostPort(std::string_view host, int port);
+// The same appended to *text, for a caller that reuses its buffer.
+void AppendHostPort(std::string_view host, int port, std::string* text);
+
 }  // namespace mqc

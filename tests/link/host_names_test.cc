@@ -103,6 +103,19 @@ TEST(HostNamesTest, HostHeaderLosesItsPort) {
   EXPECT_THAT(SplitRefusal("[::1"), HasSubstr("closing ']'"));
 }
 
+TEST(HostNamesTest, HostPortBracketsOnlyIPv6) {
+  EXPECT_EQ(HostPort("127.0.0.1", 8080), "127.0.0.1:8080");
+  EXPECT_EQ(HostPort("api.example", 80), "api.example:80");
+  EXPECT_EQ(HostPort("::1", 8080), "[::1]:8080");
+  EXPECT_EQ(HostPort("::ffff:10.0.0.1", 65535), "[::ffff:10.0.0.1]:65535");
+  EXPECT_EQ(HostPort("0.0.0.0", 0), "0.0.0.0:0");
+  // The appending form adds to what the buffer holds; SplitHostHeader reads the host back.
+  std::string text = "remote ";
+  AppendHostPort("2001:db8::7", 1883, &text);
+  EXPECT_EQ(text, "remote [2001:db8::7]:1883");
+  EXPECT_EQ(HostOf(HostPort("2001:db8::7", 1883)), "[2001:db8::7]");
+}
+
 TEST(HostNamesTest, AllowedHostsList) {
   std::vector<std::string> hosts;
   std::string why;

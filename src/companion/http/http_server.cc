@@ -52,6 +52,7 @@
 #include <vector>
 
 #include "link/clock.h"
+#include "link/host_names.h"
 #include "link/text_util.h"
 
 namespace mqc {
@@ -65,12 +66,6 @@ struct RequestState {
 };
 
 std::string ErrnoMessage(int error_number) { return std::system_category().message(error_number); }
-
-// "127.0.0.1:8080" or "[::1]:8080", for messages.
-std::string HostPort(const std::string& address, int port) {
-  const bool v6 = address.find(':') != std::string::npos;
-  return (v6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
-}
 
 // Closes a socket unless released (handed to MHD).
 class SocketCloser {
