@@ -118,16 +118,7 @@ const std::vector<OptionSpec>& Specs() {
            [](PluginOptions* o, std::uint64_t n) { o->node_id = static_cast<std::uint32_t>(n); })},
       {"default_pattern", "events, store or none",
        [](std::string_view value, PluginOptions* o, std::string*) {
-         if (value == "events") {
-           o->default_pattern = DefaultPattern::kEvents;
-         } else if (value == "store") {
-           o->default_pattern = DefaultPattern::kStore;
-         } else if (value == "none") {
-           o->default_pattern = DefaultPattern::kNone;
-         } else {
-           return false;
-         }
-         return true;
+         return ParseDefaultPattern(value, &o->default_pattern);
        }},
       {"closed_max", "an integer from 0 to 1000000 (0 = keep no closed connection)",
        UnsignedInto(0, 1000000,
