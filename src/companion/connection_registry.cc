@@ -300,16 +300,10 @@ ConnectionList ConnectionRegistry::LiveSnapshot(std::uint64_t* as_of) const {
 
 std::optional<RequestStatistics> ConnectionRegistry::ReadTotals(const Entry& entry) const {
   if (options_.stats == nullptr || entry.stats_slot == kNoStatsSlot) return std::nullopt;
-  StatsSlotValues slot;
-  if (!ReadStatsSlot(options_.stats[entry.stats_slot], entry.connection->seq, &slot)) {
+  RequestStatistics totals;
+  if (!ReadStatsSlot(options_.stats[entry.stats_slot], entry.connection->seq, &totals)) {
     return std::nullopt;
   }
-  RequestStatistics totals;
-  totals.publish_count = slot.publish_count;
-  totals.publish_bytes = slot.publish_bytes;
-  totals.deliver_count = slot.deliver_count;
-  totals.deliver_bytes = slot.deliver_bytes;
-  totals.request_count = slot.request_count;
   return totals;
 }
 
