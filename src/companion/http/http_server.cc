@@ -41,6 +41,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -817,11 +818,18 @@ void HttpServer::TickStreams() {
 }
 
 HttpResponse HttpServer::Dispatch(const HttpRequest& request) const {
+  // The answer is a fixed text: an exception's message names the code's insides (an address,
+  // a library's wording) and goes to the log only.
   try {
     return handler_(request);
+  } catch (const std::exception& e) {
+    Log("HTTP " + PrintableExcerpt(request.method) + " " + PrintableExcerpt(request.path) +
+        " failed: " + e.what());
   } catch (...) {
-    return InternalError();  // if even this throws, OnRequest closes the connection
+    Log("HTTP " + PrintableExcerpt(request.method) + " " + PrintableExcerpt(request.path) +
+        " failed: an exception of unknown type");
   }
+  return InternalError();  // if even this throws, OnRequest closes the connection
 }
 
 void HttpServer::Log(const std::string& message) const noexcept {
