@@ -166,7 +166,13 @@ const std::vector<OptionSpec>& Specs() {
        "host names or IP addresses separated by commas or spaces, such as "
        "'mqtt-api.example.com, 192.0.2.10, [2001:db8::10]'",
        [](std::string_view value, PluginOptions* o, std::string* why) {
-         return ParseAllowedHosts(value, &o->http_allowed_hosts, why);
+         StatusOr<std::vector<std::string>> hosts = ParseAllowedHosts(value);
+         if (!hosts.ok()) {
+           *why = hosts.status().message();
+           return false;
+         }
+         o->http_allowed_hosts = std::move(hosts).value();
+         return true;
        }},
       {"presence_events", "true or false", BoolInto(&PluginOptions::presence_events)},
       {"presence_retained", "true or false", BoolInto(&PluginOptions::presence_retained)},
