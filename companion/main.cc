@@ -7,9 +7,7 @@
 // Threads: main() runs the event loop (ring -> ConnectionRegistry, and the sock_diag dumps kept
 // fresh while the rich API is in use); libmicrohttpd's threads serve HTTP.
 //
-// Usage (the plugin starts it): mosquitto_connections_companion --shared-fd=3 --broker-pid=PID
-//   [--broker-config=PATH] [--broker-version=2.0.21] -- key=value ...   (the plugin_opt_ options
-//   of mosquitto.conf)
+// Usage: the plugin starts it with the command line of link/companion_arguments.h.
 
 #include <malloc.h>
 #include <signal.h>
@@ -50,6 +48,7 @@
 #include "companion/network_info.h"
 #include "link/broker_config.h"
 #include "link/clock.h"
+#include "link/companion_arguments.h"
 #include "link/plugin_options.h"
 #include "link/shared_region.h"
 #include "link/version.h"
@@ -60,55 +59,6 @@ namespace {
 std::atomic<bool> g_stop{false};  // set by SIGTERM/SIGINT; read by the event loop
 
 void OnStopSignal(int /*signal*/) { g_stop.store(true); }
-
-struct Arguments {
-  int shared_fd = -1;
-  pid_t broker_pid = 0;
-  std::string broker_config;
-  std::string broker_version;  // as the plugin read it from the broker's binary
-  OptionPairs options;
-};
-
-bool StartsWith(const std::string& s, const char* prefix, std::string* rest) {
-  const std::string p(prefix);
-  if (s.compare(0, p.size(), p) != 0) return false;
-  *rest = s.substr(p.size());
-  return true;
-}
-
-bool ParseArguments(int argc, char** argv, Arguments* out, std::string* error) {
-  bool options = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string argument = argv[i];
-    std::string value;
-    if (options) {
-      const std::size_t equals = argument.find('=');
-      if (equals == std::string::npos) {
-        *error = "option without '=': " + argument;
-        return false;
-      }
-      out->options.emplace_back(argument.substr(0, equals), argument.substr(equals + 1));
-    } else if (argument == "--") {
-      options = true;
-    } else if (StartsWith(argument, "--shared-fd=", &value)) {
-      out->shared_fd = std::atoi(value.c_str());
-    } else if (StartsWith(argument, "--broker-pid=", &value)) {
-      out->broker_pid = static_cast<pid_t>(std::atoi(value.c_str()));
-    } else if (StartsWith(argument, "--broker-config=", &value)) {
-      out->broker_config = value;
-    } else if (StartsWith(argument, "--broker-version=", &value)) {
-      out->broker_version = value;
-    } else {
-      *error = "unknown argument: " + argument;
-      return false;
-    }
-  }
-  if (out->shared_fd < 0 || out->broker_pid <= 0) {
-    *error = "--shared-fd and --broker-pid are required (the plugin starts this program)";
-    return false;
-  }
-  return true;
-}
 
 // The companion yields the CPU to the broker: on a busy machine, API requests wait rather than
 // MQTT messages. Its nice value is set to the broker's + 10 (at most 19, the lowest priority).
@@ -278,12 +228,14 @@ rlim_t RaiseDescriptorLimit() {
 }
 
 int Run(int argc, char** argv) {
-  Arguments arguments;
-  std::string error;
-  if (!ParseArguments(argc, argv, &arguments, &error)) {
-    std::fprintf(stderr, "mosquitto_connections_companion: %s\n", error.c_str());
+  CompanionArguments arguments;
+  const Status parsed =
+      ParseCompanionArguments(std::vector<std::string>(argv + 1, argv + argc), &arguments);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "mosquitto_connections_companion: %s\n", parsed.message().c_str());
     return 2;
   }
+  std::string error;
   // Die with the broker; and if it is already gone, do not start at all.
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != arguments.broker_pid) return 1;
   // Nothing this process runs may gain privileges (setuid programs, file capabilities): it

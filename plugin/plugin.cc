@@ -17,6 +17,8 @@
 
 #include "broker/auth_decisions.h"
 #include "link/clock.h"
+#include "link/companion_arguments.h"
+#include "link/host_names.h"
 #include "link/version.h"
 #include "plugin_state.h"
 
@@ -100,7 +102,6 @@ bool ApplyBrokerConfig(PluginState* state, const std::string& own_path) {
                 "loaded earlier that decides authentication or ACLs hides connections and "
                 "subscriptions from it");
   }
-  state->companion_arguments.push_back("--broker-config=" + config_path);
   return true;
 }
 
@@ -183,10 +184,8 @@ RpcTracker::Options RpcOptionsOf(const PluginOptions& options) {
 }
 
 std::string ServingUrl(const PluginOptions& options, int port) {
-  const std::string& bind = options.http_bind;
-  const std::string host = bind.find(':') == std::string::npos ? bind : "[" + bind + "]";
   const char* scheme = options.http_tls_cert.empty() ? "http://" : "https://";
-  return scheme + host + ":" + std::to_string(port);
+  return scheme + HostPort(options.http_bind, port);
 }
 
 namespace {
@@ -242,15 +241,15 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
   const std::string companion = state->options.companion_path.empty()
                                     ? Directory(own_path) + "/" + kCompanionName
                                     : state->options.companion_path;
-  std::vector<std::string> arguments = state->companion_arguments;
-  arguments.push_back("--shared-fd=" + std::to_string(kCompanionSharedFd));
-  arguments.push_back("--broker-pid=" + std::to_string(getpid()));
+  CompanionArguments arguments;
+  arguments.shared_fd = kCompanionSharedFd;
+  arguments.broker_pid = getpid();
+  arguments.broker_config = state->config_path;
   // For mosquitto_connections_build_info: the companion cannot read the broker's binary.
-  arguments.push_back("--broker-version=" + state->api.capabilities().version.Text());
-  arguments.push_back("--");
-  for (const auto& [key, value] : pairs) arguments.push_back(key + "=" + value);
-  state->companion = std::make_unique<CompanionSupervisor>(state->region.get(), companion,
-                                                           std::move(arguments), LogToBroker);
+  arguments.broker_version = state->api.capabilities().version.Text();
+  arguments.options = pairs;
+  state->companion = std::make_unique<CompanionSupervisor>(
+      state->region.get(), companion, WriteCompanionArguments(arguments), LogToBroker);
 
   if (!RegisterBrokerEvents(state.get())) return MOSQ_ERR_UNKNOWN;
   BrokerLink* link = state->link.get();

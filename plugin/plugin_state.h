@@ -31,8 +31,7 @@ struct PluginState : BrokerEventsState {
   BrokerApi api;  // the broker's plugin API (2.0 or 2.1) and the names it exports
   MosquittoBroker mosquitto{&api};  // the decisions' Broker (BrokerEventsState::broker)
 
-  std::vector<std::string> companion_arguments;  // from the broker's configuration
-  std::vector<std::size_t> registered_events;    // indexes into the API's handler table
+  std::vector<std::size_t> registered_events;  // indexes into the API's handler table
 };
 
 // plugin.cc

@@ -27,18 +27,6 @@ constexpr char kPrefix[] = "mosquitto_connections: reload: ";
 
 void Log(LogLevel level, const std::string& text) { LogToBroker(level, kPrefix + text); }
 
-const char* PatternName(DefaultPattern pattern) {
-  switch (pattern) {
-    case DefaultPattern::kEvents:
-      return "events";
-    case DefaultPattern::kStore:
-      return "store";
-    case DefaultPattern::kNone:
-      return "none";
-  }
-  return "?";
-}
-
 const char* YesNo(bool value) { return value ? "yes" : "no"; }
 
 // The auth-neutrality decisions from the configuration as it is now: the broker loads a
@@ -125,7 +113,8 @@ void ApplyOptions(PluginState* state, PluginOptions reloaded) {
 
   std::vector<std::string> changes;
   if (reloaded.default_pattern != old.default_pattern) {
-    changes.push_back(std::string("default_pattern ") + PatternName(reloaded.default_pattern));
+    changes.push_back("default_pattern " +
+                      std::string(DefaultPatternName(reloaded.default_pattern)));
   }
   if (reloaded.closed_max != old.closed_max) {
     changes.push_back("closed_max " + std::to_string(reloaded.closed_max));
@@ -146,9 +135,9 @@ void ApplyOptions(PluginState* state, PluginOptions reloaded) {
   // full ring is retried); a restarted one from its arguments.
   state->settings_pending = true;
   state->companion->SetOptionOverrides(
-      {std::string("default_pattern=") + PatternName(reloaded.default_pattern),
-       "closed_max=" + std::to_string(reloaded.closed_max),
-       "closed_ttl=" + std::to_string(reloaded.closed_ttl_s)});
+      {{"default_pattern", std::string(DefaultPatternName(reloaded.default_pattern))},
+       {"closed_max", std::to_string(reloaded.closed_max)},
+       {"closed_ttl", std::to_string(reloaded.closed_ttl_s)}});
   state->options = reloaded;
   std::string text = "applied";
   for (const auto& change : changes) text += " " + change + ",";

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "link/clock.h"
+#include "link/companion_arguments.h"
 
 namespace mqc {
 
@@ -25,12 +26,12 @@ CompanionState CompanionSupervisor::ReadState() const {
       region_->header()->companion.state.load(std::memory_order_acquire));
 }
 
-void CompanionSupervisor::SetOptionOverrides(std::vector<std::string> overrides) {
+void CompanionSupervisor::SetOptionOverrides(OptionPairs overrides) {
   overrides_ = std::move(overrides);
-  std::vector<std::string> extra = overrides_;
+  OptionPairs extra = overrides_;
   // The last plugin option wins: restarts keep this port.
-  if (kept_http_port_ >= 0) extra.push_back("http_port=" + std::to_string(kept_http_port_));
-  process_.SetExtraArguments(std::move(extra));
+  if (kept_http_port_ >= 0) extra.emplace_back("http_port", std::to_string(kept_http_port_));
+  process_.SetExtraArguments(WriteOptionArguments(extra));
 }
 
 int CompanionSupervisor::http_port() const {

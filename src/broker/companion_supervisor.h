@@ -19,6 +19,7 @@
 
 #include "broker/companion_process.h"
 #include "link/event_records.h"
+#include "link/plugin_options.h"
 #include "link/shared_region.h"
 
 namespace mqc {
@@ -46,7 +47,7 @@ class CompanionSupervisor {
   // Options changed by a configuration reload ("key=value"), given to every later start of the
   // companion after its original ones (the last value of an option wins). The running companion
   // learns them from the events ring instead.
-  void SetOptionOverrides(std::vector<std::string> overrides);
+  void SetOptionOverrides(OptionPairs overrides);
 
   bool serving() const { return serving_; }
   int http_port() const;
@@ -60,7 +61,7 @@ class CompanionSupervisor {
   SharedRegion* region_;
   CompanionProcess process_;
   Logger log_;
-  std::vector<std::string> overrides_;
+  OptionPairs overrides_;
   int kept_http_port_ = -1;  // the port the first start bound: restarts keep it
   bool serving_ = false;
   std::int64_t next_start_ns_ = 0;

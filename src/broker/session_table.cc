@@ -308,12 +308,7 @@ void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_
   if (counters_ != nullptr) Bump(counters_->disconnects[static_cast<std::size_t>(reason)]);
   const std::uint32_t slot = connection.stats_slot;
   if (slot != kNoStatsSlot) {
-    const ConnectionStatsSlot& stats = stats_[slot];
-    close.totals.publish_count = stats.publish_count.load(std::memory_order_relaxed);
-    close.totals.publish_bytes = stats.publish_bytes.load(std::memory_order_relaxed);
-    close.totals.deliver_count = stats.deliver_count.load(std::memory_order_relaxed);
-    close.totals.deliver_bytes = stats.deliver_bytes.load(std::memory_order_relaxed);
-    close.totals.request_count = stats.request_count.load(std::memory_order_relaxed);
+    close.totals = LoadStatsSlot(stats_[slot]);  // this thread is the slot's writer
     free_stats_.push_back(slot);
   }
   Encode(close, &buffer_);

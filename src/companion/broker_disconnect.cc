@@ -3,7 +3,6 @@
 #include "companion/broker_disconnect.h"
 
 #include <chrono>
-#include <thread>
 
 #include "companion/json_util.h"
 #include "link/event_records.h"
@@ -48,13 +47,10 @@ DisconnectOutcome DisconnectThroughBroker(const ConnectionRegistry& registry, Co
     outcome.status = Status(StatusCode::kResourceExhausted, "the broker's request queue is full");
     return outcome;
   }
+  // Woken by every change of the registry, not by a clock: the answer goes out as soon as
+  // the close is applied.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  for (;;) {
-    const ConnectionPtr now = find_open();
-    if (!now || now->uid != found->uid) return outcome;
-    if (std::chrono::steady_clock::now() >= deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  if (registry.WaitUntilNotOpen(found->seq, deadline)) return outcome;
   outcome.status =
       Status(StatusCode::kDeadlineExceeded, "the broker has not closed the connection within 5 s");
   return outcome;

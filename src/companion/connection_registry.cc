@@ -42,13 +42,20 @@ RequestStatistics Minus(const RequestStatistics& a, const RequestStatistics& b) 
 ConnectionRegistry::ConnectionRegistry(const ConnectionRegistryOptions& options)
     : options_(options) {}
 
-void ConnectionRegistry::Index(const ConnectionPtr& connection) {
+void ConnectionRegistry::ViewChanged() {
   shared_snapshot_.reset();
+  // Cheap without waiters; with some, the first call moves them all to the mutex, so a resync's
+  // many calls wake each waiter once.
+  view_changed_.notify_all();
+}
+
+void ConnectionRegistry::Index(const ConnectionPtr& connection) {
+  ViewChanged();
   by_client_id_.emplace(connection->client_id, connection);
 }
 
 void ConnectionRegistry::Unindex(const Connection* connection) {
-  shared_snapshot_.reset();
+  ViewChanged();
   auto [it, end] = by_client_id_.equal_range(connection->client_id);
   for (; it != end; ++it) {
     if (it->second.get() == connection) {
@@ -59,7 +66,7 @@ void ConnectionRegistry::Unindex(const Connection* connection) {
 }
 
 void ConnectionRegistry::RebuildIndex() {
-  shared_snapshot_.reset();
+  ViewChanged();
   by_client_id_.clear();
   by_client_id_.reserve(open_.size() + closed_.size());
   for (const auto& [seq, entry] : open_) Index(entry.connection);
@@ -300,16 +307,10 @@ ConnectionList ConnectionRegistry::LiveSnapshot(std::uint64_t* as_of) const {
 
 std::optional<RequestStatistics> ConnectionRegistry::ReadTotals(const Entry& entry) const {
   if (options_.stats == nullptr || entry.stats_slot == kNoStatsSlot) return std::nullopt;
-  StatsSlotValues slot;
-  if (!ReadStatsSlot(options_.stats[entry.stats_slot], entry.connection->seq, &slot)) {
+  RequestStatistics totals;
+  if (!ReadStatsSlot(options_.stats[entry.stats_slot], entry.connection->seq, &totals)) {
     return std::nullopt;
   }
-  RequestStatistics totals;
-  totals.publish_count = slot.publish_count;
-  totals.publish_bytes = slot.publish_bytes;
-  totals.deliver_count = slot.deliver_count;
-  totals.deliver_bytes = slot.deliver_bytes;
-  totals.request_count = slot.request_count;
   return totals;
 }
 
@@ -503,6 +504,15 @@ bool ConnectionRegistry::current() const {
 bool ConnectionRegistry::WaitUntilSynced(std::chrono::milliseconds timeout) const {
   std::unique_lock<std::mutex> lock(mutex_);
   return synced_changed_.wait_for(lock, timeout, [this] { return synced_; });
+}
+
+bool ConnectionRegistry::WaitUntilNotOpen(std::uint64_t seq,
+                                          std::chrono::steady_clock::time_point deadline) const {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return view_changed_.wait_until(lock, deadline, [this, seq] {
+    const auto it = open_.find(seq);
+    return it == open_.end() || it->second.connection->state != ConnectionState::kOpen;
+  });
 }
 
 }  // namespace mqc

@@ -24,9 +24,10 @@
 // resync still being staged), so that a lookup by client id reads no other connection.
 //
 // Threads: Apply, ExpireClosed and RollStatisticsWindow on the companion's event thread;
-// snapshots and the accessors on any thread. One mutex guards everything; the first
-// SharedSnapshot after a change copies pointers under it, later ones share that copy, and
-// nothing slow runs there.
+// snapshots, the accessors and the waits on any thread (a wait blocks its thread on a condition
+// variable of the mutex, which the event thread notifies). One mutex guards everything; the
+// first SharedSnapshot after a change copies pointers under it, later ones share that copy,
+// and nothing slow runs there.
 #pragma once
 
 #include <array>
@@ -126,6 +127,10 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   bool current() const;
   // Waits until the first resync has completed, or `timeout` has passed; returns synced().
   bool WaitUntilSynced(std::chrono::milliseconds timeout) const;
+  // Waits until connection `seq` is no longer open in the current view (closed, an offline
+  // session now, or gone), or `deadline` has passed; returns whether it is no longer open.
+  // Woken by every change of the view, it answers as soon as the close is applied.
+  bool WaitUntilNotOpen(std::uint64_t seq, std::chrono::steady_clock::time_point deadline) const;
 
  private:
   struct Entry {
@@ -156,6 +161,9 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   // Replaces an entry's connection by an edited copy, keeping the index right.
   template <typename Edit>
   void Edit(OpenMap* map, Entry* entry, Edit edit);
+  // Every change of the current view (Index, Unindex, RebuildIndex): drops the shared
+  // snapshot and wakes WaitUntilNotOpen.
+  void ViewChanged();
   void Index(const ConnectionPtr& connection);
   void Unindex(const Connection* connection);
   void RebuildIndex();
@@ -170,6 +178,7 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
       options_;  // default_pattern, closed_max and closed_ttl_ns change (kSettings)
   mutable std::mutex mutex_;
   mutable std::condition_variable synced_changed_;
+  mutable std::condition_variable view_changed_;  // see ViewChanged
   OpenMap open_;
   std::deque<ConnectionPtr> closed_;  // oldest close first
   ClientIdIndex by_client_id_;        // open_ and closed_

@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -88,20 +89,21 @@ bool IsPortDigits(std::string_view port) {
   return port.size() <= kMaxPortDigits && std::all_of(port.begin(), port.end(), IsAsciiDigit);
 }
 
+Status Refuse(std::string why) { return Status(StatusCode::kInvalidArgument, std::move(why)); }
+
 }  // namespace
 
-bool CanonicalizeHost(std::string_view host, bool bare_ipv6, CanonicalHost* out, std::string* why) {
+StatusOr<CanonicalHost> CanonicalizeHost(std::string_view host, bool bare_ipv6) {
+  CanonicalHost out;
   if (host.empty()) {
-    *why = "empty";
-    return false;
+    return Refuse("empty");
   }
   const bool bracketed = host.front() == '[';
   if (bracketed || (bare_ipv6 && host.find(':') != std::string_view::npos)) {
     std::string_view address = host;
     if (bracketed) {
       if (host.size() < 2 || host.back() != ']') {
-        *why = "an IPv6 address without its closing ']'";
-        return false;
+        return Refuse("an IPv6 address without its closing ']'");
       }
       address = host.substr(1, host.size() - 2);
     }
@@ -110,68 +112,65 @@ bool CanonicalizeHost(std::string_view host, bool bare_ipv6, CanonicalHost* out,
     char canonical[INET6_ADDRSTRLEN] = {};
     if (inet_pton(AF_INET6, text.c_str(), bytes) != 1 ||
         inet_ntop(AF_INET6, bytes, canonical, sizeof(canonical)) == nullptr) {
-      *why = bracketed ? "not an IPv6 address (zones such as %eth0 are not accepted)"
-                       : "not a host name (letters, digits, '-', '_' and dots) or an IP address";
-      return false;
+      return Refuse(bracketed
+                        ? "not an IPv6 address (zones such as %eth0 are not accepted)"
+                        : "not a host name (letters, digits, '-', '_' and dots) or an IP address");
     }
-    out->kind = HostKind::kIPv6;
-    out->text = canonical;
-    return true;
+    out.kind = HostKind::kIPv6;
+    out.text = canonical;
+    return out;
   }
   std::string name = Lower(host);
   if (name.back() == '.') name.pop_back();
   unsigned char bytes[4];
   if (inet_pton(AF_INET, name.c_str(), bytes) == 1) {
-    out->kind = HostKind::kIPv4;
-    out->text = std::move(name);  // inet_pton takes only the dotted-quad form: already canonical
-    return true;
+    out.kind = HostKind::kIPv4;
+    out.text = std::move(name);  // inet_pton takes only the dotted-quad form: already canonical
+    return out;
   }
-  if (!CheckName(name, why)) return false;
+  std::string why;
+  if (!CheckName(name, &why)) return Refuse(std::move(why));
   if (EndsInNumber(name)) {
-    *why =
+    return Refuse(
         "an IPv4 address in a form other than four decimal numbers (write 127.0.0.1, not "
-        "127.1): browsers send only that form";
-    return false;
+        "127.1): browsers send only that form");
   }
-  out->kind = HostKind::kName;
-  out->text = std::move(name);
-  return true;
+  out.kind = HostKind::kName;
+  out.text = std::move(name);
+  return out;
 }
 
-bool SplitHostHeader(std::string_view value, std::string_view* host, std::string* why) {
+StatusOr<std::string_view> SplitHostHeader(std::string_view value) {
+  std::string_view host;
   std::string_view port;
   if (!value.empty() && value.front() == '[') {
     const std::size_t close = value.find(']');
     if (close == std::string_view::npos) {
-      *why = "an IPv6 address without its closing ']'";
-      return false;
+      return Refuse("an IPv6 address without its closing ']'");
     }
-    *host = value.substr(0, close + 1);
+    host = value.substr(0, close + 1);
     const std::string_view rest = value.substr(close + 1);
     if (!rest.empty() && rest.front() != ':') {
-      *why = "text after the IPv6 address that is not a port";
-      return false;
+      return Refuse("text after the IPv6 address that is not a port");
     }
     port = rest.empty() ? rest : rest.substr(1);
   } else {
     const std::size_t colon = value.find(':');
-    *host = value.substr(0, colon);
+    host = value.substr(0, colon);
     if (colon != std::string_view::npos) {
       port = value.substr(colon + 1);
       if (port.find(':') != std::string_view::npos) {
-        *why = "more than one ':' (an IPv6 address must be in brackets)";
-        return false;
+        return Refuse("more than one ':' (an IPv6 address must be in brackets)");
       }
     }
   }
   if (!IsPortDigits(port)) {
-    *why = "a port that is not a number";
-    return false;
+    return Refuse("a port that is not a number");
   }
-  return true;
+  return host;
 }
 
-bool ParseAllowedHosts(std::string_view value, std::vector<std::string>* hosts, std::string* why) {
+StatusOr<std::vector<std::string>> ParseAllowedHosts(std::string_view value) {
   std::vector<std::string> parsed;
   std::size_t start = 0;
   const auto separator = [](char c) { return c == ',' || c == ' ' || c == '\t'; };
@@ -186,11 +185,11 @@ bool ParseAllowedHosts(std::string_view value, std::vector<std::string>* hosts, 
     start = end;
     const std::string quoted = "'" + PrintableExcerpt(entry) + "'";
     if (entry.find('*') != std::string_view::npos) {
-      *why = quoted +
-             ": wildcards are not accepted: a name that matches any host is what a DNS "
-             "rebinding page needs to read the API through a browser; list each name the API "
-             "is reached by";
-      return false;
+      return Refuse(
+          quoted +
+          ": wildcards are not accepted: a name that matches any host is what a DNS "
+          "rebinding page needs to read the API through a browser; list each name the API "
+          "is reached by");
     }
     // A port after a name or an IPv4 address, or after a bracketed IPv6 address.
     const std::size_t close = entry.rfind(']');
@@ -201,25 +200,35 @@ bool ParseAllowedHosts(std::string_view value, std::vector<std::string>* hosts, 
         (bracketed ? close != std::string_view::npos && colon > close
                    : entry.find(':') == colon && IsPortDigits(entry.substr(colon + 1)));
     if (has_port) {
-      *why = quoted + ": give the host without a port (every port of it is accepted)";
-      return false;
+      return Refuse(quoted + ": give the host without a port (every port of it is accepted)");
     }
-    CanonicalHost host;
-    std::string reason;
-    if (!CanonicalizeHost(entry, /*bare_ipv6=*/true, &host, &reason)) {
-      *why = quoted + ": " + reason;
-      return false;
-    }
-    if (std::find(parsed.begin(), parsed.end(), host.text) == parsed.end()) {
-      parsed.push_back(std::move(host.text));
+    StatusOr<CanonicalHost> host = CanonicalizeHost(entry, /*bare_ipv6=*/true);
+    if (!host.ok()) return Refuse(quoted + ": " + host.status().message());
+    if (std::find(parsed.begin(), parsed.end(), host->text) == parsed.end()) {
+      parsed.push_back(std::move(host->text));
     }
   }
   if (parsed.empty()) {
-    *why = "no host given";
-    return false;
+    return Refuse("no host given");
   }
-  *hosts = std::move(parsed);
-  return true;
+  return parsed;
+}
+
+void AppendHostPort(std::string_view host, int port, std::string* text) {
+  const bool v6 = host.find(':') != std::string_view::npos;
+  if (v6) text->push_back('[');
+  text->append(host);
+  if (v6) text->push_back(']');
+  char digits[12];
+  const auto end = std::to_chars(digits, digits + sizeof(digits), port).ptr;
+  text->push_back(':');
+  text->append(digits, end);
+}
+
+std::string HostPort(std::string_view host, int port) {
+  std::string text;
+  AppendHostPort(host, port, &text);
+  return text;
 }
 
 }  // namespace mqc

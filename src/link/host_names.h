@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "link/status.h"
+
 namespace mqc {
 
 enum class HostKind { kName, kIPv4, kIPv6 };
@@ -27,18 +29,24 @@ inline constexpr std::size_t kMaxHostNameLength = 253;
 
 // `host` without a port: a DNS name (labels of letters, digits, '-' and '_', 1 to 63 bytes
 // each), a dotted-quad IPv4 address, or an IPv6 address in brackets (also without them when
-// `bare_ipv6`: option values, never Host). One trailing dot is dropped. False with *why, which
-// does not repeat `host`.
-bool CanonicalizeHost(std::string_view host, bool bare_ipv6, CanonicalHost* out, std::string* why);
+// `bare_ipv6`: option values, never Host). One trailing dot is dropped. A refusal
+// (kInvalidArgument) says why without repeating `host`.
+StatusOr<CanonicalHost> CanonicalizeHost(std::string_view host, bool bare_ipv6);
 
 // The host part of a Host header value (RFC 9110 section 7.2: uri-host [":" port]):
 // "[::1]:8080" -> "[::1]", "api.example:80" -> "api.example", "localhost" -> "localhost". The
-// port, if any, must be digits (it is not otherwise looked at). False with *why.
-bool SplitHostHeader(std::string_view value, std::string_view* host, std::string* why);
+// port, if any, must be digits (it is not otherwise looked at). The host views `value`.
+StatusOr<std::string_view> SplitHostHeader(std::string_view value);
 
 // plugin_opt_http_allowed_hosts: host names and IP addresses (IPv6 with or without brackets)
 // separated by commas and/or white space; at least one. `*` and entries with a port are refused
-// with *why saying so. *hosts gets the canonical texts, without repeats, in the order given.
-bool ParseAllowedHosts(std::string_view value, std::vector<std::string>* hosts, std::string* why);
+// with a refusal saying so. The canonical texts, without repeats, in the order given.
+StatusOr<std::vector<std::string>> ParseAllowedHosts(std::string_view value);
+
+// An address and a port as URLs and messages write them: "127.0.0.1:8080", "api.example:80",
+// "[::1]:8080" (an address with a ':' is IPv6, and goes in brackets before its port).
+std::string HostPort(std::string_view host, int port);
+// The same appended to *text, for a caller that reuses its buffer.
+void AppendHostPort(std::string_view host, int port, std::string* text);
 
 }  // namespace mqc

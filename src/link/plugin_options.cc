@@ -118,16 +118,7 @@ const std::vector<OptionSpec>& Specs() {
            [](PluginOptions* o, std::uint64_t n) { o->node_id = static_cast<std::uint32_t>(n); })},
       {"default_pattern", "events, store or none",
        [](std::string_view value, PluginOptions* o, std::string*) {
-         if (value == "events") {
-           o->default_pattern = DefaultPattern::kEvents;
-         } else if (value == "store") {
-           o->default_pattern = DefaultPattern::kStore;
-         } else if (value == "none") {
-           o->default_pattern = DefaultPattern::kNone;
-         } else {
-           return false;
-         }
-         return true;
+         return ParseDefaultPattern(value, &o->default_pattern);
        }},
       {"closed_max", "an integer from 0 to 1000000 (0 = keep no closed connection)",
        UnsignedInto(0, 1000000,
@@ -175,7 +166,13 @@ const std::vector<OptionSpec>& Specs() {
        "host names or IP addresses separated by commas or spaces, such as "
        "'mqtt-api.example.com, 192.0.2.10, [2001:db8::10]'",
        [](std::string_view value, PluginOptions* o, std::string* why) {
-         return ParseAllowedHosts(value, &o->http_allowed_hosts, why);
+         StatusOr<std::vector<std::string>> hosts = ParseAllowedHosts(value);
+         if (!hosts.ok()) {
+           *why = hosts.status().message();
+           return false;
+         }
+         o->http_allowed_hosts = std::move(hosts).value();
+         return true;
        }},
       {"presence_events", "true or false", BoolInto(&PluginOptions::presence_events)},
       {"presence_retained", "true or false", BoolInto(&PluginOptions::presence_retained)},

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "link/connection.h"
 #include "link/event_ring.h"
 
 namespace mqc {
@@ -107,14 +108,18 @@ struct ConnectionStatsSlot {
   // request makes the broker thread touch every connection.
 };
 
-// The counters of a ConnectionStatsSlot as one owner left them (see ReadStatsSlot).
-struct StatsSlotValues {
-  std::uint64_t publish_count = 0;
-  std::uint64_t publish_bytes = 0;
-  std::uint64_t deliver_count = 0;
-  std::uint64_t deliver_bytes = 0;
-  std::uint64_t request_count = 0;
-};
+// The counters of a slot as plain values (RequestStatistics, the connection model's), each
+// loaded on its own (relaxed): the one copy from the shared words. The broker thread, the slot's
+// writer, calls it directly; any other thread through ReadStatsSlot.
+inline RequestStatistics LoadStatsSlot(const ConnectionStatsSlot& slot) noexcept {
+  RequestStatistics values;
+  values.publish_count = slot.publish_count.load(std::memory_order_relaxed);
+  values.publish_bytes = slot.publish_bytes.load(std::memory_order_relaxed);
+  values.deliver_count = slot.deliver_count.load(std::memory_order_relaxed);
+  values.deliver_bytes = slot.deliver_bytes.load(std::memory_order_relaxed);
+  values.request_count = slot.request_count.load(std::memory_order_relaxed);
+  return values;
+}
 
 // The seqlock's two fences. GCC warns (-Wtsan) that ThreadSanitizer does not model standalone
 // fences: under TSan they still execute, but TSan derives no ordering from them. That loses
@@ -148,14 +153,9 @@ inline void AssignStatsSlot(ConnectionStatsSlot& slot, std::uint64_t owner) noex
 // reads (so every value is the owner's, as said above); false if the slot belongs to someone else
 // or is being handed over.
 inline bool ReadStatsSlot(const ConnectionStatsSlot& slot, std::uint64_t owner,
-                          StatsSlotValues* values) noexcept {
+                          RequestStatistics* values) noexcept {
   if (slot.seq.load(std::memory_order_acquire) != owner) return false;
-  StatsSlotValues read;
-  read.publish_count = slot.publish_count.load(std::memory_order_relaxed);
-  read.publish_bytes = slot.publish_bytes.load(std::memory_order_relaxed);
-  read.deliver_count = slot.deliver_count.load(std::memory_order_relaxed);
-  read.deliver_bytes = slot.deliver_bytes.load(std::memory_order_relaxed);
-  read.request_count = slot.request_count.load(std::memory_order_relaxed);
+  const RequestStatistics read = LoadStatsSlot(slot);
   SeqlockAcquireFence();  // std::atomic_thread_fence(std::memory_order_acquire)
   if (slot.seq.load(std::memory_order_relaxed) != owner) return false;
   *values = read;

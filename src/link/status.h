@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -37,6 +38,35 @@ class Status {
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
+};
+
+// StatusOr<T>: a value, or the Status that says why there is none (absl::StatusOr's pattern),
+// for an operation that can fail and gives something back. Both constructors are implicit, so
+// a function returns either `value` or `Status(code, message)`. An OK Status given without a
+// value is a caller's mistake and becomes kInternal. value() on a failure is undefined, as
+// dereferencing an empty std::optional is: check ok() first.
+template <typename T>
+class StatusOr {
+ public:
+  StatusOr(T value) : value_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  StatusOr(Status status)                          // NOLINT(google-explicit-constructor)
+      : status_(status.ok() ? Status(StatusCode::kInternal, "an OK status without a value")
+                            : std::move(status)) {}
+
+  bool ok() const { return value_.has_value(); }
+  const Status& status() const { return status_; }  // OK when there is a value
+
+  const T& value() const& { return *value_; }
+  T& value() & { return *value_; }
+  T&& value() && { return *std::move(value_); }
+  const T& operator*() const& { return *value_; }
+  T& operator*() & { return *value_; }
+  const T* operator->() const { return &*value_; }
+  T* operator->() { return &*value_; }
+
+ private:
+  Status status_;
+  std::optional<T> value_;
 };
 
 }  // namespace mqc

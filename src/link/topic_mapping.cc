@@ -209,6 +209,29 @@ std::string BuildChannel(std::string_view levels) {
 
 }  // namespace
 
+std::string_view DefaultPatternName(DefaultPattern pattern) noexcept {
+  switch (pattern) {
+    case DefaultPattern::kEvents:
+      return "events";
+    case DefaultPattern::kStore:
+      return "store";
+    case DefaultPattern::kNone:
+      break;
+  }
+  return "none";
+}
+
+bool ParseDefaultPattern(std::string_view name, DefaultPattern* out) noexcept {
+  for (const DefaultPattern pattern :
+       {DefaultPattern::kEvents, DefaultPattern::kStore, DefaultPattern::kNone}) {
+    if (name == DefaultPatternName(pattern)) {
+      *out = pattern;
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string_view PatternName(Pattern pattern) noexcept {
   switch (pattern) {
     case Pattern::kNone:

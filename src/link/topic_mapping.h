@@ -12,6 +12,11 @@ namespace mqc {
 // The pattern of topics with no recognised prefix (plugin_opt_default_pattern).
 enum class DefaultPattern : std::uint8_t { kEvents, kStore, kNone };
 
+// "events", "store" or "none": the values of plugin_opt_default_pattern.
+std::string_view DefaultPatternName(DefaultPattern pattern) noexcept;
+// One of those names into *out; false (and *out untouched) for any other text.
+bool ParseDefaultPattern(std::string_view name, DefaultPattern* out) noexcept;
+
 // KubeMQ patterns. kNone is the empty pattern ("": $reply, other $ topics, invalid mappings).
 enum class Pattern : std::uint8_t { kNone, kEvents, kStore, kQueues, kCommands, kQueries };
 

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -213,6 +216,42 @@ TEST_F(ConnectionRegistryTest, AResyncReplacesTheOpenSetOnlyWhenComplete) {
   EXPECT_EQ(registry_.Snapshot()[0].subscriptions.size(), 1u);
   EXPECT_TRUE(registry_.synced());
   EXPECT_TRUE(registry_.WaitUntilSynced(std::chrono::milliseconds(0)));
+}
+
+TEST_F(ConnectionRegistryTest, WaitUntilNotOpenAnswersWhenTheCloseIsApplied) {
+  using Clock = std::chrono::steady_clock;
+  ApplyOpen(Open(1, "kicked"));
+  const Clock::time_point far = Clock::now() + std::chrono::seconds(30);
+  std::atomic<std::int64_t> woke_ns{0};
+  std::future<bool> waited = std::async(std::launch::async, [&] {
+    const bool closed = registry_.WaitUntilNotOpen(1, far);
+    woke_ns.store(Clock::now().time_since_epoch().count());
+    return closed;
+  });
+  // Other changes of the view wake the waiter, which waits on: connection 1 is still open.
+  ApplyOpen(Open(2, "bystander"));
+  ApplySub(EventType::kSubscribe, 1, "events/a", 0);
+  EXPECT_EQ(waited.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
+  const std::int64_t closed_ns = Clock::now().time_since_epoch().count();
+  ApplyClose(1, 20, CloseReason::kKicked);
+  ASSERT_EQ(waited.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_TRUE(waited.get());
+  // Long before the deadline: woken by the close, not by a clock (generous for a loaded host).
+  EXPECT_LT(woke_ns.load() - closed_ns, std::int64_t{2'000'000'000});
+}
+
+TEST_F(ConnectionRegistryTest, WaitUntilNotOpenKeepsItsDeadline) {
+  using Clock = std::chrono::steady_clock;
+  ApplyOpen(Open(1, "stays"));
+  const Clock::time_point start = Clock::now();
+  EXPECT_FALSE(registry_.WaitUntilNotOpen(1, start + std::chrono::milliseconds(100)));
+  const auto waited = Clock::now() - start;
+  EXPECT_GE(waited, std::chrono::milliseconds(100));
+  EXPECT_LT(waited, std::chrono::seconds(10));
+  // A connection that is not open (never seen, or closed) answers at once, deadline or not.
+  EXPECT_TRUE(registry_.WaitUntilNotOpen(7, start));
+  ApplyClose(1, 20, CloseReason::kClientDisconnect);
+  EXPECT_TRUE(registry_.WaitUntilNotOpen(1, start));
 }
 
 TEST_F(ConnectionRegistryTest, AnAbandonedResyncIsReplacedByTheNextOne) {

@@ -14,17 +14,16 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 CanonicalHost Canonical(const std::string& host, bool bare_ipv6 = false) {
-  CanonicalHost out;
-  std::string why;
-  EXPECT_TRUE(CanonicalizeHost(host, bare_ipv6, &out, &why)) << host << ": " << why;
-  return out;
+  const StatusOr<CanonicalHost> out = CanonicalizeHost(host, bare_ipv6);
+  EXPECT_TRUE(out.ok()) << host << ": " << out.status().message();
+  return out.ok() ? *out : CanonicalHost();
 }
 
 std::string Refusal(const std::string& host, bool bare_ipv6 = false) {
-  CanonicalHost out;
-  std::string why;
-  EXPECT_FALSE(CanonicalizeHost(host, bare_ipv6, &out, &why)) << host << " -> " << out.text;
-  return why;
+  const StatusOr<CanonicalHost> out = CanonicalizeHost(host, bare_ipv6);
+  EXPECT_FALSE(out.ok()) << host << " -> " << (out.ok() ? out->text : "");
+  EXPECT_EQ(out.status().code(), out.ok() ? StatusCode::kOk : StatusCode::kInvalidArgument);
+  return out.status().message();
 }
 
 TEST(HostNamesTest, NamesAreLowerCaseWithoutTheTrailingDot) {
@@ -75,17 +74,15 @@ TEST(HostNamesTest, OtherSpellingsAndNonHostsAreRefused) {
 }
 
 std::string HostOf(const std::string& value) {
-  std::string_view host;
-  std::string why;
-  EXPECT_TRUE(SplitHostHeader(value, &host, &why)) << value << ": " << why;
-  return std::string(host);
+  const StatusOr<std::string_view> host = SplitHostHeader(value);
+  EXPECT_TRUE(host.ok()) << value << ": " << host.status().message();
+  return host.ok() ? std::string(*host) : std::string();
 }
 
 std::string SplitRefusal(const std::string& value) {
-  std::string_view host;
-  std::string why;
-  EXPECT_FALSE(SplitHostHeader(value, &host, &why)) << value;
-  return why;
+  const StatusOr<std::string_view> host = SplitHostHeader(value);
+  EXPECT_FALSE(host.ok()) << value;
+  return host.status().message();
 }
 
 TEST(HostNamesTest, HostHeaderLosesItsPort) {
@@ -103,24 +100,40 @@ TEST(HostNamesTest, HostHeaderLosesItsPort) {
   EXPECT_THAT(SplitRefusal("[::1"), HasSubstr("closing ']'"));
 }
 
+TEST(HostNamesTest, HostPortBracketsOnlyIPv6) {
+  EXPECT_EQ(HostPort("127.0.0.1", 8080), "127.0.0.1:8080");
+  EXPECT_EQ(HostPort("api.example", 80), "api.example:80");
+  EXPECT_EQ(HostPort("::1", 8080), "[::1]:8080");
+  EXPECT_EQ(HostPort("::ffff:10.0.0.1", 65535), "[::ffff:10.0.0.1]:65535");
+  EXPECT_EQ(HostPort("0.0.0.0", 0), "0.0.0.0:0");
+  // The appending form adds to what the buffer holds; SplitHostHeader reads the host back.
+  std::string text = "remote ";
+  AppendHostPort("2001:db8::7", 1883, &text);
+  EXPECT_EQ(text, "remote [2001:db8::7]:1883");
+  EXPECT_EQ(HostOf(HostPort("2001:db8::7", 1883)), "[2001:db8::7]");
+}
+
 TEST(HostNamesTest, AllowedHostsList) {
-  std::vector<std::string> hosts;
-  std::string why;
-  ASSERT_TRUE(ParseAllowedHosts("b.example", &hosts, &why)) << why;
-  EXPECT_THAT(hosts, ElementsAre("b.example"));
-  ASSERT_TRUE(ParseAllowedHosts(" A.example.,a.example  ::1 [::1] 192.0.2.1,", &hosts, &why));
-  EXPECT_THAT(hosts, ElementsAre("a.example", "::1", "192.0.2.1"));
-  hosts = {"kept"};
-  EXPECT_FALSE(ParseAllowedHosts("a.example,*", &hosts, &why));
-  EXPECT_THAT(why, HasSubstr("'*': wildcards are not accepted"));
-  EXPECT_THAT(hosts, ElementsAre("kept"));  // untouched on error
-  EXPECT_FALSE(ParseAllowedHosts("a.example:80", &hosts, &why));
-  EXPECT_THAT(why, HasSubstr("without a port"));
-  EXPECT_FALSE(
-      ParseAllowedHosts("a.\x01"
-                        "example",
-                        &hosts, &why));
-  EXPECT_THAT(why, HasSubstr("'a.?example'"));  // no control character in the message
+  StatusOr<std::vector<std::string>> hosts = ParseAllowedHosts("b.example");
+  ASSERT_TRUE(hosts.ok()) << hosts.status().message();
+  EXPECT_THAT(*hosts, ElementsAre("b.example"));
+  hosts = ParseAllowedHosts(" A.example.,a.example  ::1 [::1] 192.0.2.1,");
+  ASSERT_TRUE(hosts.ok()) << hosts.status().message();
+  EXPECT_THAT(*hosts, ElementsAre("a.example", "::1", "192.0.2.1"));
+  hosts = ParseAllowedHosts("a.example,*");
+  EXPECT_FALSE(hosts.ok());
+  EXPECT_EQ(hosts.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(hosts.status().message(), HasSubstr("'*': wildcards are not accepted"));
+  hosts = ParseAllowedHosts("a.example:80");
+  EXPECT_FALSE(hosts.ok());
+  EXPECT_THAT(hosts.status().message(), HasSubstr("without a port"));
+  hosts = ParseAllowedHosts(
+      "a.\x01"
+      "example");
+  EXPECT_FALSE(hosts.ok());
+  // No control character in the message.
+  EXPECT_THAT(hosts.status().message(), HasSubstr("'a.?example'"));
+  EXPECT_EQ(ParseAllowedHosts(" , ").status().message(), "no host given");
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ namespace {
 // certainly another owner's (the check misses some mixes, it never reports a false one).
 constexpr std::uint64_t kFirstOwner = 1'000'003;
 
-std::array<std::uint64_t, 5> Fields(const StatsSlotValues& v) {
+std::array<std::uint64_t, 5> Fields(const RequestStatistics& v) {
   return {v.publish_count, v.publish_bytes, v.deliver_count, v.deliver_bytes, v.request_count};
 }
 
@@ -62,7 +62,7 @@ TEST(StatsSeqlockTest, ReadersNeverSeeAnotherOwnersValuesOrAResetUnderAnOldSeq) 
       std::array<std::uint64_t, 5> last{};
       while (!done.load(std::memory_order_acquire) && outcome.violations.size() < 5) {
         const std::uint64_t owner = slot.seq.load(std::memory_order_relaxed);
-        StatsSlotValues values;
+        RequestStatistics values;
         if (owner == 0 || !ReadStatsSlot(slot, owner, &values)) {
           ++outcome.refused;
           continue;
@@ -102,7 +102,7 @@ TEST(StatsSeqlockTest, AHandOverZeroesTheCountersAndNamesTheNewOwner) {
   AssignStatsSlot(slot, 7);
   Bump(slot.publish_count, 3);
   Bump(slot.deliver_bytes, 40);
-  StatsSlotValues values;
+  RequestStatistics values;
   ASSERT_TRUE(ReadStatsSlot(slot, 7, &values));
   EXPECT_EQ(values.publish_count, 3u);
   EXPECT_EQ(values.deliver_bytes, 40u);
@@ -113,6 +113,21 @@ TEST(StatsSeqlockTest, AHandOverZeroesTheCountersAndNamesTheNewOwner) {
   ASSERT_TRUE(ReadStatsSlot(slot, 9, &values));
   EXPECT_EQ(values.publish_count, 0u);
   EXPECT_EQ(values.deliver_bytes, 0u);
+}
+
+TEST(StatsSeqlockTest, EachCounterIsCopiedIntoItsOwnField) {
+  ConnectionStatsSlot slot;
+  AssignStatsSlot(slot, 5);
+  Bump(slot.publish_count, 1);
+  Bump(slot.publish_bytes, 2);
+  Bump(slot.deliver_count, 3);
+  Bump(slot.deliver_bytes, 4);
+  Bump(slot.request_count, 5);
+  const std::array<std::uint64_t, 5> want = {1, 2, 3, 4, 5};
+  EXPECT_EQ(Fields(LoadStatsSlot(slot)), want);  // the writer's own read
+  RequestStatistics values;
+  ASSERT_TRUE(ReadStatsSlot(slot, 5, &values));  // another thread's
+  EXPECT_EQ(Fields(values), want);
 }
 
 }  // namespace

@@ -105,6 +105,24 @@ TEST(TopicMappingTest, PatternNameNamesEveryPattern) {
 }
 
 // The "Examples" paragraph and the Channel section of the spec, verbatim.
+TEST(TopicMappingTest, DefaultPatternNamesParseBack) {
+  EXPECT_EQ(DefaultPatternName(DefaultPattern::kEvents), "events");
+  EXPECT_EQ(DefaultPatternName(DefaultPattern::kStore), "store");
+  EXPECT_EQ(DefaultPatternName(DefaultPattern::kNone), "none");
+  for (const DefaultPattern pattern :
+       {DefaultPattern::kEvents, DefaultPattern::kStore, DefaultPattern::kNone}) {
+    DefaultPattern parsed =
+        pattern == DefaultPattern::kEvents ? DefaultPattern::kNone : DefaultPattern::kEvents;
+    ASSERT_TRUE(ParseDefaultPattern(DefaultPatternName(pattern), &parsed));
+    EXPECT_EQ(parsed, pattern);
+  }
+  DefaultPattern untouched = DefaultPattern::kStore;
+  for (const char* other : {"", "Events", "queues", "none ", "event"}) {
+    EXPECT_FALSE(ParseDefaultPattern(other, &untouched)) << other;
+  }
+  EXPECT_EQ(untouched, DefaultPattern::kStore);
+}
+
 TEST(TopicMappingTest, SpecExamples) {
   ExpectMappings({
       {"events/site1/temp", kEv, Pattern::kEvents, "site1.temp", "", ""},

@@ -40,11 +40,10 @@ HostCheck::Result Refuse(HostCheck::Verdict verdict, std::string message) {
 
 HostCheck::HostCheck(std::vector<std::string> allowed, const std::string& bind_address)
     : allowed_(std::move(allowed)) {
-  CanonicalHost bind;
-  std::string why;
-  if (CanonicalizeHost(bind_address, /*bare_ipv6=*/true, &bind, &why) && !IsWildcardAddress(bind) &&
-      std::find(allowed_.begin(), allowed_.end(), bind.text) == allowed_.end()) {
-    allowed_.push_back(bind.text);
+  const StatusOr<CanonicalHost> bind = CanonicalizeHost(bind_address, /*bare_ipv6=*/true);
+  if (bind.ok() && !IsWildcardAddress(*bind) &&
+      std::find(allowed_.begin(), allowed_.end(), bind->text) == allowed_.end()) {
+    allowed_.push_back(bind->text);
   }
 }
 
@@ -79,19 +78,20 @@ HostCheck::Result HostCheck::Check(const HttpRequest& request) const {
                       kAllowedHostsOption + ")");
   }
   const std::string_view header = Trim(*value);
-  std::string_view host_part;
-  std::string why;
-  CanonicalHost host;
-  if (!SplitHostHeader(header, &host_part, &why) ||
-      !CanonicalizeHost(host_part, /*bare_ipv6=*/false, &host, &why)) {
+  const StatusOr<std::string_view> host_part = SplitHostHeader(header);
+  const StatusOr<CanonicalHost> host = host_part.ok()
+                                           ? CanonicalizeHost(*host_part, /*bare_ipv6=*/false)
+                                           : StatusOr<CanonicalHost>(host_part.status());
+  if (!host.ok()) {
     return Refuse(Verdict::kMalformed, "Host " + Quoted(header) + " is not a host name or IP " +
-                                           "address: " + why + "; " + kAllowedHostsOption +
+                                           "address: " + host.status().message() + "; " +
+                                           kAllowedHostsOption +
                                            " lists the hosts this server answers to");
   }
-  if (Allows(host, request.local_address)) return Result();
+  if (Allows(*host, request.local_address)) return Result();
   return Refuse(Verdict::kNotAllowed, "Host " + Quoted(header) +
                                           " is not a host this server answers to: add " +
-                                          Quoted(host.text) + " to " + kAllowedHostsOption +
+                                          Quoted(host->text) + " to " + kAllowedHostsOption +
                                           " if the API is meant to be reached by that name");
 }
 

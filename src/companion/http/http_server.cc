@@ -41,6 +41,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -52,6 +53,7 @@
 #include <vector>
 
 #include "link/clock.h"
+#include "link/host_names.h"
 #include "link/text_util.h"
 
 namespace mqc {
@@ -65,12 +67,6 @@ struct RequestState {
 };
 
 std::string ErrnoMessage(int error_number) { return std::system_category().message(error_number); }
-
-// "127.0.0.1:8080" or "[::1]:8080", for messages.
-std::string HostPort(const std::string& address, int port) {
-  const bool v6 = address.find(':') != std::string::npos;
-  return (v6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
-}
 
 // Closes a socket unless released (handed to MHD).
 class SocketCloser {
@@ -822,11 +818,18 @@ void HttpServer::TickStreams() {
 }
 
 HttpResponse HttpServer::Dispatch(const HttpRequest& request) const {
+  // The answer is a fixed text: an exception's message names the code's insides (an address,
+  // a library's wording) and goes to the log only.
   try {
     return handler_(request);
+  } catch (const std::exception& e) {
+    Log("HTTP " + PrintableExcerpt(request.method) + " " + PrintableExcerpt(request.path) +
+        " failed: " + e.what());
   } catch (...) {
-    return InternalError();  // if even this throws, OnRequest closes the connection
+    Log("HTTP " + PrintableExcerpt(request.method) + " " + PrintableExcerpt(request.path) +
+        " failed: an exception of unknown type");
   }
+  return InternalError();  // if even this throws, OnRequest closes the connection
 }
 
 void HttpServer::Log(const std::string& message) const noexcept {

@@ -42,6 +42,7 @@
 #include "companion/query/connection_filter.h"
 #include "companion/query/connection_order.h"
 #include "companion/query/connection_query.h"
+#include "link/host_names.h"
 #include "link/status.h"
 
 namespace mqc {
@@ -202,14 +203,7 @@ void RemoteAddress(const Connection& connection, std::string* text) {
     text->append(connection.ip_address);
     return;
   }
-  const bool v6 = connection.ip_address.find(':') != std::string::npos;
-  if (v6) text->push_back('[');
-  text->append(connection.ip_address);
-  if (v6) text->push_back(']');
-  char digits[8];
-  const auto end = std::to_chars(digits, digits + sizeof(digits), connection.port).ptr;
-  text->push_back(':');
-  text->append(digits, end);
+  AppendHostPort(connection.ip_address, connection.port, text);
 }
 
 // What WriteConnection reuses from one connection to the next of a list: the text buffer of

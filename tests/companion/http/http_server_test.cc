@@ -293,16 +293,26 @@ TEST(HttpServerTest, OtherMethodsAreAnsweredWithoutReadingTheirBody) {
   EXPECT_THAT(Body(response), ::testing::Not(HasSubstr("hello")));
 }
 
-TEST(HttpServerTest, HandlerExceptionIs500) {
-  const auto server = StartOrFail(LoopbackAnyPort(), [](const HttpRequest&) -> HttpResponse {
-    throw std::runtime_error("boom");
+TEST(HttpServerTest, HandlerExceptionIs500WithAFixedTextAndALogLine) {
+  HttpServerOptions options = LoopbackAnyPort();
+  std::mutex mutex;
+  std::vector<std::string> logged;
+  options.log = [&](const std::string& line) {
+    std::lock_guard<std::mutex> lock(mutex);
+    logged.push_back(line);
+  };
+  const auto server = StartOrFail(options, [](const HttpRequest&) -> HttpResponse {
+    throw std::runtime_error("boom at 0x7ffd1234");
   });
   ASSERT_NE(server, nullptr);
   Client client("127.0.0.1", server->port(), kReadTimeout);
-  ASSERT_TRUE(client.Send("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  ASSERT_TRUE(client.Send("GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
   const std::string response = client.ReadToEnd();
   EXPECT_THAT(response, StartsWith("HTTP/1.1 500 "));
   EXPECT_EQ(Body(response), "internal error\n");
+  EXPECT_THAT(response, ::testing::Not(HasSubstr("boom")));
+  std::lock_guard<std::mutex> lock(mutex);
+  EXPECT_THAT(logged, ::testing::Contains("HTTP GET /x failed: boom at 0x7ffd1234"));
 }
 
 TEST(HttpServerTest, RequestStartingWithNulIsDroppedWithinTheTimeout) {
