@@ -31,11 +31,8 @@ constexpr int kEventSubscribe = 12;
 constexpr int kEventUnsubscribe = 13;
 constexpr int kEventMessageOut = 27;
 constexpr int kEventClientOffline = 28;
-// 2.1's answer "as if this plugin were not there" (MOSQ_ERR_PLUGIN_IGNORE).
-constexpr int kErrPluginIgnore = 32;
-// 2.1's MOSQ_ERR_BANNED: from BASIC_AUTH, CONNACK 0x8A (Banned) for MQTT 5 and 5 (not
-// authorised) for 3.1.1 (src/handle_connect.c, v2.1.0 on). 2.0 has no such answer.
-constexpr int kErrBanned = 138;
+// 2.1's answer codes the 2.0 headers lack are in broker/broker.h (kBrokerErrPluginIgnore,
+// kBrokerErrBanned).
 
 // struct mosquitto_evt_connect (2.1).
 struct EventConnect21 {
@@ -81,8 +78,8 @@ class BrokerApi {
   bool api_2_1() const { return capabilities_.api_2_1; }
 
   // mosquitto_acl_check of 2.0; only when capabilities().acl_check.
-  int AclCheck(mosquitto* client, const char* topic, std::uint32_t payload_length,
-               void* payload, std::uint8_t qos, bool retain, int access) const;
+  int AclCheck(mosquitto* client, const char* topic, std::uint32_t payload_length, void* payload,
+               std::uint8_t qos, bool retain, int access) const;
   // MQTT 5 string and binary properties of a message; false when absent.
   bool ReadStringProperty(const void* properties, int identifier, std::string* value) const;
   bool ReadBinaryProperty(const void* properties, int identifier, std::string* value) const;

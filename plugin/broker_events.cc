@@ -7,11 +7,12 @@
 //
 // Threads: all of this runs on the broker thread.
 
+#include "broker/broker_events.h"
+
 #include <cstddef>
 #include <string>
 #include <utility>
 
-#include "broker/broker_events.h"
 #include "broker_api.h"
 #include "plugin_state.h"
 
@@ -28,9 +29,9 @@ namespace {
 
 // The event layouts and codes broker/broker.h mirrors, checked against the real headers: the
 // callbacks hand the broker's structs over as they are.
-#define MQC_SAME_FIELD(ours, theirs, field)                                  \
-  static_assert(offsetof(ours, field) == offsetof(theirs, field) &&         \
-                    sizeof(ours::field) == sizeof(theirs::field),             \
+#define MQC_SAME_FIELD(ours, theirs, field)                         \
+  static_assert(offsetof(ours, field) == offsetof(theirs, field) && \
+                    sizeof(ours::field) == sizeof(theirs::field),   \
                 #ours "::" #field " is laid out as " #theirs "::" #field)
 static_assert(sizeof(AclCheckEvent) == sizeof(mosquitto_evt_acl_check));
 MQC_SAME_FIELD(AclCheckEvent, mosquitto_evt_acl_check, client);
@@ -52,8 +53,10 @@ MQC_SAME_FIELD(MessageEvent, mosquitto_evt_message, retain);
 #undef MQC_SAME_FIELD
 static_assert(kBrokerSuccess == MOSQ_ERR_SUCCESS && kBrokerErrAuth == MOSQ_ERR_AUTH &&
               kBrokerErrAclDenied == MOSQ_ERR_ACL_DENIED &&
-              kBrokerErrPluginDefer == MOSQ_ERR_PLUGIN_DEFER &&
-              kBrokerErrPluginIgnore == kErrPluginIgnore && kBrokerErrBanned == kErrBanned);
+              kBrokerErrPluginDefer == MOSQ_ERR_PLUGIN_DEFER);
+// kBrokerErrPluginIgnore and kBrokerErrBanned are 2.1's alone and the 2.0 headers built against
+// here lack them: the 2.1 brokers' integration runs pin them (test_bans: CONNACK 0x8A;
+// test_auth_neutrality: IGNORE).
 static_assert(kAclRead == MOSQ_ACL_READ && kAclWrite == MOSQ_ACL_WRITE &&
               kAclSubscribe == MOSQ_ACL_SUBSCRIBE && kAclUnsubscribe == MOSQ_ACL_UNSUBSCRIBE);
 static_assert(kPropertyResponseTopic == MQTT_PROP_RESPONSE_TOPIC &&

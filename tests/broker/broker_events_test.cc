@@ -11,26 +11,21 @@
 #include <vector>
 
 #include "../support/fake_broker.h"
+#include "../support/null_sink.h"
 
 namespace mqc {
 namespace {
-
-class NullSink : public EventSink {
- public:
-  bool Emit(EventType, const std::string&) override { return true; }
-  bool Fits(const std::vector<std::size_t>&) const override { return true; }
-};
 
 class BrokerEventsTest : public ::testing::Test {
  protected:
   void Use(FakeBroker broker) {
     broker_ = std::move(broker);
     state_.broker = &broker_;
-    state_.sessions = std::make_unique<SessionTable>(&sink_, 1, slots_.data(), slots_.size(),
-                                                     &counters_);
+    state_.sessions =
+        std::make_unique<SessionTable>(&sink_, 1, slots_.data(), slots_.size(), &counters_);
     state_.sessions->SetConnectsConfirmed(broker_.api_2_1());
-    state_.traffic = std::make_unique<TrafficMeter>(&counters_, DefaultPattern::kEvents,
-                                                    RpcTracker::Options{});
+    state_.traffic =
+        std::make_unique<TrafficMeter>(&counters_, DefaultPattern::kEvents, RpcTracker::Options{});
     state_.bans = std::make_unique<BanGate>(&counters_);
   }
   BrokerEvents<FakeBroker> Events() { return BrokerEvents<FakeBroker>(state_); }
@@ -183,8 +178,7 @@ TEST_F(BrokerEventsTest, TheLaterAclSourcesAnswerThroughTheNestedCheck) {
   };
   broker_.later_acl_answer = kBrokerErrAclDenied;
   EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclRead, "events/a")), kBrokerErrAclDenied);
-  EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclSubscribe, "events/#")),
-            kBrokerErrAclDenied);
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclSubscribe, "events/#")), kBrokerErrAclDenied);
   EXPECT_FALSE(state_.sessions->HoldsSubscription(client.handle(), "events/#"));
   broker_.later_acl_answer = kBrokerSuccess;
   EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclRead, "events/a")), kBrokerSuccess);
@@ -196,8 +190,7 @@ TEST_F(BrokerEventsTest, TheLaterAclSourcesAnswerThroughTheNestedCheck) {
   EXPECT_EQ(nested_answers, std::vector<int>(4, kBrokerErrPluginDefer));
   EXPECT_EQ(counters_.delivered_messages.load(), 1u);  // the denied delivery is not counted
   // A publish (WRITE) is left to the other sources, asked nothing: it is counted at MESSAGE.
-  EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclWrite, "events/a")),
-            kBrokerErrPluginDefer);
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclWrite, "events/a")), kBrokerErrPluginDefer);
   EXPECT_EQ(broker_.later_acl_checks.size(), 4u);
 }
 
@@ -210,8 +203,7 @@ TEST_F(BrokerEventsTest, WithoutTheNestedCheckTheAclFileDecidesWhatIsCounted) {
   ASSERT_TRUE(AclFile::Parse("topic read events/open\n", "acl", state_.acl_file.get()).ok());
   FakeClient client = Client("a");
   Connect(&client);
-  EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclRead, "events/open")),
-            kBrokerErrPluginDefer);
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclRead, "events/open")), kBrokerErrPluginDefer);
   EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclRead, "events/closed")),
             kBrokerErrPluginDefer);
   EXPECT_EQ(counters_.delivered_messages.load(), 1u);
@@ -237,8 +229,7 @@ TEST_F(BrokerEventsTest, AclCheckOn21IgnoresEveryCheck) {
   FakeClient client = Client("a");
   Connect(&client);
   for (int access : {kAclRead, kAclWrite, kAclSubscribe, kAclUnsubscribe}) {
-    EXPECT_EQ(Events().OnAclCheck21(AclCheck(&client, access, "events/a")),
-              kBrokerErrPluginIgnore);
+    EXPECT_EQ(Events().OnAclCheck21(AclCheck(&client, access, "events/a")), kBrokerErrPluginIgnore);
   }
   EXPECT_FALSE(state_.sessions->HoldsSubscription(client.handle(), "events/a"));
 }

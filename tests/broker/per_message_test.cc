@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../support/fake_broker.h"
+#include "../support/null_sink.h"
 #include "broker/broker_events.h"
 
 namespace {
@@ -31,12 +32,6 @@ void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 namespace mqc {
 namespace {
 
-class NullSink : public EventSink {
- public:
-  bool Emit(EventType, const std::string&) override { return true; }
-  bool Fits(const std::vector<std::size_t>&) const override { return true; }
-};
-
 // The plugin's state as the broker sees it on 2.0 without another ACL source (the plugin
 // decides ACLs) or on 2.1, with many clients, so that the lookups walk grown, colliding probe
 // chains, and some clients without a statistics slot.
@@ -47,11 +42,11 @@ class PerMessageTest : public ::testing::TestWithParam<bool> {
     state_.broker = &broker_;
     state_.decide_acl = true;
     state_.watch_acl_21 = GetParam();
-    state_.sessions = std::make_unique<SessionTable>(&sink_, 1, slots_.data(), slots_.size(),
-                                                     &counters_);
+    state_.sessions =
+        std::make_unique<SessionTable>(&sink_, 1, slots_.data(), slots_.size(), &counters_);
     state_.sessions->SetConnectsConfirmed(GetParam());
-    state_.traffic = std::make_unique<TrafficMeter>(&counters_, DefaultPattern::kEvents,
-                                                    RpcTracker::Options{});
+    state_.traffic =
+        std::make_unique<TrafficMeter>(&counters_, DefaultPattern::kEvents, RpcTracker::Options{});
     state_.bans = std::make_unique<BanGate>(&counters_);
     clients_.resize(1000);
     BrokerEvents<FakeBroker> events(state_);

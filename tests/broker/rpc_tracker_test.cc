@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 
+#include "../support/operation_counts.h"
 #include "link/shared_region.h"
 #include "link/topic_mapping.h"
 
@@ -24,17 +25,9 @@ constexpr std::int64_t kMs = 1'000'000;
 class RpcTrackerTest : public ::testing::Test {
  protected:
   std::uint64_t Ops(Operation operation, OperationStatus status) const {
-    return counters_
-        .operations[static_cast<std::size_t>(operation)][static_cast<std::size_t>(status)]
-        .load();
+    return OperationCount(counters_, operation, status);
   }
-  std::uint64_t Total() const {
-    std::uint64_t total = 0;
-    for (const auto& row : counters_.operations) {
-      for (const auto& cell : row) total += cell.load();
-    }
-    return total;
-  }
+  std::uint64_t Total() const { return OperationTotal(counters_); }
   // durations[0] rpc_command, [1] rpc_query, [2] rpc_response.
   const SharedHistogram& Histogram(std::size_t i) const { return counters_.durations[i]; }
   // A command from `requester` with a ResponseTopic, as MQTT 5 sends it; `correlation` null: none.

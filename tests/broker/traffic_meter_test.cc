@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "../support/operation_counts.h"
 #include "broker/rpc_tracker.h"
 
 namespace mqc {
@@ -39,17 +40,9 @@ constexpr std::int64_t kMs = 1000000;
 class TrafficMeterTest : public ::testing::Test {
  protected:
   std::uint64_t Ops(Operation operation, OperationStatus status) const {
-    return counters_
-        .operations[static_cast<std::size_t>(operation)][static_cast<std::size_t>(status)]
-        .load();
+    return OperationCount(counters_, operation, status);
   }
-  std::uint64_t Total() const {
-    std::uint64_t total = 0;
-    for (const auto& row : counters_.operations) {
-      for (const auto& cell : row) total += cell.load();
-    }
-    return total;
-  }
+  std::uint64_t Total() const { return OperationTotal(counters_); }
   const SharedHistogram& Histogram(std::size_t i) const { return counters_.durations[i]; }
 
   BrokerCounters counters_;

@@ -9,16 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "../support/ban_target.h"
+
 namespace mqc {
 namespace {
-
-Ban Target(const std::string& as, const std::string& who, std::int64_t until_ns = 0) {
-  Ban ban;
-  const Status status = ParseBanTarget(as, who, &ban);
-  EXPECT_TRUE(status.ok()) << status.message();
-  ban.until_ns = until_ns;
-  return ban;
-}
 
 std::string Refusal(const std::string& as, const std::string& who) {
   Ban ban;

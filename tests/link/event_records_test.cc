@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "../support/ban_target.h"
 #include "../support/connection_builder.h"
 #include "link/ban_list.h"
 #include "link/connection.h"
@@ -370,14 +371,6 @@ TEST(KickCommandTest, TheLongestFieldsPassWhole) {
   sent.token_line = "line\x7f";  // DEL is no printable ASCII
   Encode(sent, &bytes);
   EXPECT_FALSE(Decode(bytes, &back));
-}
-
-Ban Target(const std::string& as, const std::string& who, std::int64_t until_ns = 0) {
-  Ban ban;
-  const Status status = ParseBanTarget(as, who, &ban);
-  EXPECT_TRUE(status.ok()) << status.message();
-  ban.until_ns = until_ns;
-  return ban;
 }
 
 TEST(BansCommandTest, RoundTripAndBounds) {
