@@ -113,10 +113,9 @@ struct Outcome {
   std::string error;
 };
 
-inline Outcome RunQuery(const std::vector<Connection>& snapshot, const ConnectionQuery& query) {
+// A query's page and status as one Outcome.
+inline Outcome OutcomeOf(const Status& status, ConnectionPage page) {
   Outcome outcome;
-  ConnectionPage page;
-  const Status status = RunConnectionQuery(snapshot, query, &page);
   outcome.ok = status.ok();
   outcome.error = status.message();
   for (const Connection& c : page.connections) outcome.seqs.push_back(c.seq);
@@ -124,6 +123,12 @@ inline Outcome RunQuery(const std::vector<Connection>& snapshot, const Connectio
   outcome.total_size = page.total_size;
   outcome.next_page_token = std::move(page.next_page_token);
   return outcome;
+}
+
+inline Outcome RunQuery(const std::vector<Connection>& snapshot, const ConnectionQuery& query) {
+  ConnectionPage page;
+  const Status status = RunConnectionQuery(snapshot, query, &page);
+  return OutcomeOf(status, std::move(page));
 }
 
 inline std::string FilterError(const std::string& filter) {

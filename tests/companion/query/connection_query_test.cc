@@ -356,16 +356,9 @@ class FleetSource : public ConnectionSource {
 };
 
 Outcome RunOnSource(const ConnectionSource& source, const ConnectionQuery& query) {
-  Outcome outcome;
   ConnectionPage page;
   const Status status = RunConnectionQuery(source, query, &page);
-  outcome.ok = status.ok();
-  outcome.error = status.message();
-  for (const Connection& c : page.connections) outcome.seqs.push_back(c.seq);
-  outcome.connections = std::move(page.connections);
-  outcome.total_size = page.total_size;
-  outcome.next_page_token = std::move(page.next_page_token);
-  return outcome;
+  return OutcomeOf(status, std::move(page));
 }
 
 TEST(ConnectionSourceQueryTest, AnswersAsTheSnapshotDoesPageForPage) {
