@@ -72,6 +72,15 @@ def broker_arguments(acl_file, floor=False, strict=False):
     return arguments
 
 
+def write_payload_file(workdir, messages, name="payload"):
+    """A file of `messages` lines, one message each, for mosquitto_pub -l; returns its path."""
+    path = os.path.join(workdir, name)
+    with open(path, "w") as f:
+        for i in range(messages):
+            f.write(f"reading {i:08d} value 21.5\n")
+    return path
+
+
 def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
@@ -173,16 +182,12 @@ def main():
         sys.exit(str(e))
     print(f"broker {build.name}: Mosquitto {build.version} ({build.build}) {build.mosquitto}",
           flush=True)
-    harness.PLUGIN = os.path.join(args.build_dir, "mosquitto_connections.so")
-    harness.COMPANION = os.path.join(args.build_dir, "mosquitto_connections_companion")
+    harness.use_build(args.build_dir)
     global FLOOR_PLUGIN
     FLOOR_PLUGIN = os.path.abspath(os.path.join(args.build_dir, "mqc_floor_plugin.so"))
     workdir = tempfile.mkdtemp(prefix="mqc-bench-")
     os.chmod(workdir, 0o755)
-    payload_file = os.path.join(workdir, "payload")
-    with open(payload_file, "w") as f:
-        for i in range(args.messages):
-            f.write(f"reading {i:08d} value 21.5\n")
+    payload_file = write_payload_file(workdir, args.messages)
     deliveries = args.messages * args.subscribers
     results = {False: [], True: [], "strict": []}
     kinds = [False, True] + (["strict"] if args.strict else [])

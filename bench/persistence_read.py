@@ -66,8 +66,7 @@ def offline_total(broker):
 
 
 def run(build, sessions, plugin):
-    harness.PLUGIN = os.path.join(build, "mosquitto_connections.so")
-    harness.COMPANION = os.path.join(build, "mosquitto_connections_companion")
+    harness.use_build(build)
     broker = harness.Broker(plugin=plugin, persistence=True, log_types=("error", "warning",
                                                                         "notice"))
     broker.start()

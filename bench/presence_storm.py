@@ -41,7 +41,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import brokers  # noqa: E402
 import harness  # noqa: E402
-from broker_overhead import LOG_TYPES, cpu_seconds, run_workload  # noqa: E402
+from broker_overhead import LOG_TYPES, cpu_seconds, run_workload, write_payload_file  # noqa: E402
 from mqtt_load import IdleClients, connect_packet, raise_file_limit  # noqa: E402
 from run_all import settle_rss  # noqa: E402
 
@@ -163,10 +163,7 @@ def callgrind_figures(build, cycles, watchers, messages, subscribers, workdir, o
     difference between a run of 2N and one of N, which cancels start-up and shutdown."""
     payloads = {}
     for n in (messages, 2 * messages):
-        payloads[n] = os.path.join(workdir, f"payload-{n}")
-        with open(payloads[n], "w") as f:
-            for i in range(n):
-                f.write(f"reading {i:08d} value 21.5\n")
+        payloads[n] = write_payload_file(workdir, n, f"payload-{n}")
     figures = {}
     for on in (False, True):
         options = dict(on_options) if on else {}
@@ -216,14 +213,10 @@ def main():
     raise_file_limit()
     print(f"broker {build.name}: Mosquitto {build.version} ({build.build}) {build.mosquitto}",
           flush=True)
-    harness.PLUGIN = os.path.join(args.build_dir, "mosquitto_connections.so")
-    harness.COMPANION = os.path.join(args.build_dir, "mosquitto_connections_companion")
+    harness.use_build(args.build_dir)
     workdir = tempfile.mkdtemp(prefix="mqc-bench-")
     os.chmod(workdir, 0o755)
-    payload_file = os.path.join(workdir, "payload")
-    with open(payload_file, "w") as f:
-        for i in range(args.messages):
-            f.write(f"reading {i:08d} value 21.5\n")
+    payload_file = write_payload_file(workdir, args.messages)
     deliveries = args.messages * args.subscribers
     rate = {False: [], True: []}
     cpu_cycle = {False: [], True: []}

@@ -669,8 +669,7 @@ def main():
                         help="only the ratio figures, on each of these builds, one row each")
     args = parser.parse_args()
     build = os.path.abspath(args.build_dir)
-    harness.PLUGIN = os.path.join(build, "mosquitto_connections.so")
-    harness.COMPANION = os.path.join(build, "mosquitto_connections_companion")
+    harness.use_build(build)
     sock_diag_bench = os.path.join(build, "mqc_sock_diag_bench")
     view_bench = os.path.join(build, "mqc_view_bench")
     needed = [harness.PLUGIN, harness.COMPANION]

@@ -71,8 +71,7 @@ def main():
     parser.add_argument("--pairs", type=int, default=10000)
     parser.add_argument("--streams", type=int, default=3)
     args = parser.parse_args()
-    harness.PLUGIN = os.path.join(args.build, "mosquitto_connections.so")
-    harness.COMPANION = os.path.join(args.build, "mosquitto_connections_companion")
+    harness.use_build(args.build)
     broker = harness.Broker(log_types=("error", "warning", "notice"))
     broker.start()
     processes = []

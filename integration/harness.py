@@ -38,6 +38,15 @@ COMPANION = os.environ.get("MQC_COMPANION", "")
 SANITIZE = os.environ.get("MQC_SANITIZE", "")  # the plugin's
 # The companion's sanitizers (a TSan build runs a TSan companion behind a plain plugin).
 COMPANION_SANITIZE = os.environ.get("MQC_COMPANION_SANITIZE", "")
+
+
+def use_build(build_dir):
+    """Runs the plugin and companion of build_dir (the benchmarks' way; tests use MQC_PLUGIN)."""
+    global PLUGIN, COMPANION
+    PLUGIN = os.path.join(build_dir, "mosquitto_connections.so")
+    COMPANION = os.path.join(build_dir, "mosquitto_connections_companion")
+
+
 BROKER = brokers.load(os.environ.get("MQC_BROKER") or brokers.SYSTEM,
                       os.environ.get("MQC_BUILD_DIR", ""))
 BROKER_NAME = BROKER.name

@@ -9,18 +9,13 @@
 #include <vector>
 
 #include "../support/client_facts_builder.h"
+#include "../support/null_sink.h"
 
 namespace mqc {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
-
-class NoEvents : public EventSink {
- public:
-  bool Emit(EventType, const std::string&) override { return true; }
-  bool Fits(const std::vector<std::size_t>&) const override { return true; }
-};
 
 // Records every message as "<topic after the prefix> [retained] <payload>".
 class RecordingPublisher : public PresencePublisher {
@@ -100,7 +95,7 @@ class PresenceTest : public ::testing::Test {
   const void* const a_ = &slots_[0];
   const void* const b_ = &slots_[1];
   int slots_[2] = {};
-  NoEvents sink_;
+  NullSink sink_;
   SessionTable table_{&sink_, 42};
   RecordingPublisher publisher_;
   std::unique_ptr<Presence> presence_;
@@ -293,7 +288,7 @@ TEST_F(PresenceTest, PresenceTopicsAreRecognisedByTheirPrefix) {
 
 TEST(PresenceOptionsTest, EventsAloneOrStateAloneCanBeOn) {
   RecordingPublisher publisher;
-  NoEvents sink;
+  NullSink sink;
   SessionTable table(&sink, 1);
   PresenceOptions options;
   options.node = "node1";
