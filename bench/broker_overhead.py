@@ -116,18 +116,26 @@ def callgrind_instructions(with_plugin, messages, subscribers, payload_file, wor
     """Instructions the broker executes over its whole life for the workload (callgrind);
     `build` is the Mosquitto build (brokers.BrokerBuild; the harness's default if None)."""
     kind = "floor" if floor else "strict" if strict else "plugin" if with_plugin else "plain"
-    out = os.path.join(workdir, f"callgrind.{kind}.{messages}.out")
+    return callgrind_broker_total(
+        os.path.join(workdir, f"callgrind.{kind}.{messages}.out"),
+        lambda broker: run_workload(broker, messages, subscribers, payload_file),
+        plugin=with_plugin, build=build, **broker_arguments(acl_file, floor, strict))
+
+
+def callgrind_broker_total(out, workload, **broker_options):
+    """Instructions a broker (harness.Broker(**broker_options)) executes over its whole life
+    under callgrind, written to `out`, while `workload(broker)` runs."""
     # The broker drops to user mosquitto, and callgrind writes its totals as that user at exit.
     with open(out, "w"):
         pass
     os.chmod(out, 0o666)
-    broker = harness.Broker(plugin=with_plugin, log_types=LOG_TYPES,
+    broker = harness.Broker(log_types=LOG_TYPES,
                             command_prefix=["valgrind", "--tool=callgrind",
                                             f"--callgrind-out-file={out}"],
-                            build=build, **broker_arguments(acl_file, floor, strict))
+                            **broker_options)
     broker.start()
     try:
-        run_workload(broker, messages, subscribers, payload_file)
+        workload(broker)
     finally:
         broker.stop()  # callgrind writes its totals when the broker exits
         broker.cleanup_dir()

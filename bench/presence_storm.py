@@ -41,7 +41,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import brokers  # noqa: E402
 import harness  # noqa: E402
-from broker_overhead import LOG_TYPES, cpu_seconds, run_workload, write_payload_file  # noqa: E402
+from broker_overhead import (LOG_TYPES, callgrind_broker_total, cpu_seconds,  # noqa: E402
+                             run_workload, write_payload_file)
 from mqtt_load import IdleClients, connect_packet, raise_file_limit  # noqa: E402
 from run_all import settle_rss  # noqa: E402
 
@@ -138,24 +139,8 @@ def retained_cost(build, count):
 def callgrind_total(build, options, workdir, name, workload):
     """Instructions the broker executes over its whole life (callgrind) with plugin `options`
     while `workload(broker)` runs."""
-    out = os.path.join(workdir, f"callgrind.{name}.out")
-    with open(out, "w"):
-        pass
-    os.chmod(out, 0o666)  # the broker drops to user mosquitto and writes it at exit
-    broker = harness.Broker(options=options, log_types=LOG_TYPES, build=build,
-                            command_prefix=["valgrind", "--tool=callgrind",
-                                            f"--callgrind-out-file={out}"])
-    broker.start()
-    try:
-        workload(broker)
-    finally:
-        broker.stop()
-        broker.cleanup_dir()
-    with open(out) as f:
-        for line in f:
-            if line.startswith("totals:") or line.startswith("summary:"):
-                return int(line.split()[1])
-    raise RuntimeError(f"no totals in {out}")
+    return callgrind_broker_total(os.path.join(workdir, f"callgrind.{name}.out"), workload,
+                                  options=options, build=build)
 
 
 def callgrind_figures(build, cycles, watchers, messages, subscribers, workdir, on_options):
