@@ -15,10 +15,8 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "companion/admin_actions.h"
 #include "companion/http/connect_rpc_proto.h"
