@@ -114,9 +114,9 @@ std::string BanFile(const std::string& config_path, CompanionLink* link) {
   BrokerConfig config;
   std::string error;
   if (config_path.empty() || !ReadBrokerConfig(config_path, &config, &error)) {
-    link->Log(LogLevel::kWarning, "bans are kept in memory only: the broker's configuration " +
-                                      (config_path.empty() ? std::string("is unknown")
-                                                           : "cannot be read: " + error));
+    link->Log(LogLevel::kWarning,
+              "bans are kept in memory only: the broker's configuration " +
+                  (config_path.empty() ? std::string("is unknown") : "cannot be read: " + error));
     return std::string();
   }
   const std::string path = BanFilePath(config.persistence, config.persistence_location);
@@ -200,19 +200,20 @@ void RereadSecrets(const PluginOptions& options, AccessTokens* tokens, HttpServe
     return;
   }
   if (cert_pem == *tls_cert_pem && key_pem == *tls_key_pem) {
-    link->Log(LogLevel::kInfo, "reload: HTTPS certificate unchanged (" + options.http_tls_cert + ")");
+    link->Log(LogLevel::kInfo,
+              "reload: HTTPS certificate unchanged (" + options.http_tls_cert + ")");
     return;
   }
   if (!server->ReplaceTls(cert_pem, key_pem, &error)) {
-    link->Log(LogLevel::kError, "reload: HTTPS certificate " + options.http_tls_cert + " not used: " +
-                                    error + "; keeping the one read before");
+    link->Log(LogLevel::kError, "reload: HTTPS certificate " + options.http_tls_cert +
+                                    " not used: " + error + "; keeping the one read before");
     return;
   }
   *tls_cert_pem = std::move(cert_pem);
   *tls_key_pem = std::move(key_pem);
-  link->Log(LogLevel::kNotice,
-            "reload: HTTPS certificate read again from " + options.http_tls_cert +
-                " and " + options.http_tls_key + "; new connections use it");
+  link->Log(LogLevel::kNotice, "reload: HTTPS certificate read again from " +
+                                   options.http_tls_cert + " and " + options.http_tls_key +
+                                   "; new connections use it");
 }
 
 // Silent and trickling HTTP connections each hold a descriptor until they are closed: take the
@@ -266,7 +267,8 @@ int Run(int argc, char** argv) {
   // Kept for resumption: at least 8192 changes, and twice a stream's buffer, so that a stream
   // is cut off for its lag before the changes it still needs are dropped.
   ConnectionChangesOptions changes_options;
-  changes_options.history = std::max<std::size_t>(8192, 2 * std::size_t{options.http_stream_buffer});
+  changes_options.history =
+      std::max<std::size_t>(8192, 2 * std::size_t{options.http_stream_buffer});
   ConnectionChanges changes(changes_options);
   ConnectionRegistryOptions registry_options;
   registry_options.changes = &changes;

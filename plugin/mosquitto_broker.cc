@@ -28,8 +28,7 @@ int MosquittoBroker::Kick(const std::string& client_id) {
 // v2.0.21 and v2.1.2; tests/check_broker_symbols.py checks the binaries). It copies the payload
 // and appends the message to the broker's plugin message list, queued to subscribers at the
 // start of the main loop's next turn: safe from any callback (broker/presence.h).
-bool MosquittoBroker::Publish(const std::string& topic, const std::string& payload,
-                              bool retain) {
+bool MosquittoBroker::Publish(const std::string& topic, const std::string& payload, bool retain) {
   return mosquitto_broker_publish_copy(nullptr, topic.c_str(), static_cast<int>(payload.size()),
                                        payload.data(), 0, retain, nullptr) == MOSQ_ERR_SUCCESS;
 }

@@ -156,8 +156,7 @@ void ReadAclFile(PluginState* state, const BrokerAuth& auth) {
   if (!status.ok()) {
     LogToBroker(LogLevel::kWarning,
                 "mosquitto_connections: cannot read the acl_file to count deliveries exactly (" +
-                    status.message() +
-                    "): a delivery it denies still counts as delivered");
+                    status.message() + "): a delivery it denies still counts as delivered");
     return;
   }
   state->acl_file = std::move(file);

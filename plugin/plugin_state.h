@@ -26,9 +26,9 @@ struct PluginState : BrokerEventsState {
   PluginState& operator=(const PluginState&) = delete;
 
   mosquitto_plugin_id_t* identifier = nullptr;
-  std::string config_path;        // the broker's configuration file, read again at every reload
-  std::string own_path;           // this plugin's .so, to find its own plugin line
-  BrokerApi api;  // the broker's plugin API (2.0 or 2.1) and the names it exports
+  std::string config_path;          // the broker's configuration file, read again at every reload
+  std::string own_path;             // this plugin's .so, to find its own plugin line
+  BrokerApi api;                    // the broker's plugin API (2.0 or 2.1) and the names it exports
   MosquittoBroker mosquitto{&api};  // the decisions' Broker (BrokerEventsState::broker)
 
   std::vector<std::size_t> registered_events;  // indexes into the API's handler table

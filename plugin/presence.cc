@@ -38,12 +38,11 @@ void SetUpPresence(PluginState* state) {
   state->presence->SetPersistentClientExpiration(
       state->broker_config.persistent_client_expiration_s);
   state->sessions->SetObserver(state->presence.get());
-  LogToBroker(LogLevel::kNotice,
-              std::string("mosquitto_connections: presence messages on ") +
-                  state->presence->prefix() + "<client id>/" +
-                  (presence.events ? "connected, disconnected" : "") +
-                  (presence.events && presence.retained ? " and " : "") +
-                  (presence.retained ? "state (retained)" : ""));
+  LogToBroker(LogLevel::kNotice, std::string("mosquitto_connections: presence messages on ") +
+                                     state->presence->prefix() + "<client id>/" +
+                                     (presence.events ? "connected, disconnected" : "") +
+                                     (presence.events && presence.retained ? " and " : "") +
+                                     (presence.retained ? "state (retained)" : ""));
 }
 
 }  // namespace mqc

@@ -39,8 +39,8 @@ void ApplyBrokerConfig(PluginState* state, BrokerConfig config) {
   config.plugins = state->broker_config.plugins;
   config.plugin_options = state->broker_config.plugin_options;
   // Which plugin sits in which listener block is not read again either.
-  for (std::size_t i = 0; i < config.listener_security.size() &&
-                          i < state->broker_config.listener_security.size();
+  for (std::size_t i = 0;
+       i < config.listener_security.size() && i < state->broker_config.listener_security.size();
        ++i) {
     config.listener_security[i].plugins = state->broker_config.listener_security[i].plugins;
   }
@@ -154,9 +154,8 @@ void Reload(PluginState* state) {
   }
   if (config.per_listener_settings &&
       !state->api.capabilities().SendsTickWithPerListenerSettings()) {
-    Log(LogLevel::kError,
-        PerListenerSettingsRefusal(state->api.capabilities()) +
-            "; keeping the configuration read before");
+    Log(LogLevel::kError, PerListenerSettingsRefusal(state->api.capabilities()) +
+                              "; keeping the configuration read before");
     return;
   }
   ApplyBrokerConfig(state, config);

@@ -17,8 +17,9 @@
 // docs/topic-mapping.md says; with it off, every answer stays the neutral one above.
 //
 // BrokerEvents<B> is a view (one reference) built per callback; B is a `final` Broker, so the
-// calls into it are direct, and it is reached only on the paths that call out. The per-message fast paths (OnAclCheck, OnMessage, OnMessageOut)
-// call nothing out and allocate nothing (tests/broker/per_message_test.cc).
+// calls into it are direct, and it is reached only on the paths that call out. The per-message fast
+// paths (OnAclCheck, OnMessage, OnMessageOut) call nothing out and allocate nothing
+// (tests/broker/per_message_test.cc).
 //
 // Threads: all of this runs on the broker thread.
 #pragma once
@@ -333,7 +334,7 @@ class BrokerEvents {
     const int rc = broker().Kick(command.client_id);
     state_.kicking = false;
     broker().Log(rc == kBrokerSuccess ? LogLevel::kNotice : LogLevel::kWarning,
-                KickLogLine(command, rc, rc == kBrokerSuccess ? "" : broker().ErrorText(rc)));
+                 KickLogLine(command, rc, rc == kBrokerSuccess ? "" : broker().ErrorText(rc)));
   }
 
   // Puts a ban list from the companion in force (at TICK, and while the companion starts).
@@ -470,8 +471,7 @@ class BrokerEvents {
     // connection_check_acl, 2.0.12 on: the client's unfinished QoS 2 PUBLISHes as WRITE, then
     // the messages queued or in flight to it as READ): they were counted when first queued,
     // and that CONNECT is not over yet, so none of them settles it.
-    if ((data.access == kAclRead || data.access == kAclWrite) &&
-        sessions.IsPending(data.client)) {
+    if ((data.access == kAclRead || data.access == kAclWrite) && sessions.IsPending(data.client)) {
       return;
     }
     if (data.access == kAclSubscribe) {
@@ -501,8 +501,8 @@ class BrokerEvents {
               qos, sessions.OfflineQos(data.client, IdOf(data.client), data.topic));
         }
         Details clock(broker(), data.client, nullptr);
-        state_.traffic->OnDeliver(data.client, view.stats, view.open, data.topic,
-                                  data.payloadlen, qos, clock);
+        state_.traffic->OnDeliver(data.client, view.stats, view.open, data.topic, data.payloadlen,
+                                  qos, clock);
         break;
       }
       case kAclSubscribe:
@@ -543,8 +543,7 @@ class BrokerEvents {
 
   // The slow paths of the per-message handlers, out of line and static: the fast path then
   // keeps no BrokerEvents in memory, saves no registers and ends here with a jump.
-  [[gnu::noinline]] static int AclCheckInFull(BrokerEventsState& state,
-                                              const AclCheckEvent& data) {
+  [[gnu::noinline]] static int AclCheckInFull(BrokerEventsState& state, const AclCheckEvent& data) {
     return BrokerEvents(state).AclCheckInFull(data);
   }
   [[gnu::noinline]] static int MessageInFull(BrokerEventsState& state, const MessageEvent& data) {
@@ -559,8 +558,8 @@ class BrokerEvents {
   int AclCheckInFull(const AclCheckEvent& data) {
     // Strict mode answers before any other source is asked (this plugin's nested call
     // excepted: the outer call already decided).
-    if (data.access == kAclSubscribe && state_.options.kubemq_strict &&
-        !state_.acl_check_nested && StrictRefusesSubscribe(data)) {
+    if (data.access == kAclSubscribe && state_.options.kubemq_strict && !state_.acl_check_nested &&
+        StrictRefusesSubscribe(data)) {
       return kBrokerErrAclDenied;
     }
     if (state_.decide_acl) {
@@ -590,8 +589,8 @@ class BrokerEvents {
       state_.sessions->Settle();
       const SessionTable::ClientView view = ViewOrDiscover(data.client);
       Details details(broker(), data.client, data.properties);
-      const bool kubemq_accepts = state_.traffic->OnPublish(data.client, view.stats, data.topic,
-                                                            data.payloadlen, details);
+      const bool kubemq_accepts =
+          state_.traffic->OnPublish(data.client, view.stats, data.topic, data.payloadlen, details);
       // Strict mode: not routed; QoS 1/2 get 0x87 under MQTT 5 (src/handle_publish.c, 2.0 and
       // 2.1: a MESSAGE callback's MOSQ_ERR_ACL_DENIED is a denied PUBLISH).
       if (!kubemq_accepts && state_.options.kubemq_strict) return kBrokerErrAclDenied;

@@ -77,9 +77,9 @@ CjsonPtr BanJson(const Ban& ban) {
   AddToJsonObject(item.get(), "by", NewJsonString(ban.by));
   AddToJsonObject(item.get(), "reason", NewJsonString(ban.reason));
   AddToJsonObject(item.get(), "at", NewJsonString(FormatRfc3339Seconds(ban.at_ns)));
-  AddToJsonObject(item.get(), "until", ban.until_ns == 0
-                                           ? NewJsonNull()
-                                           : NewJsonString(FormatRfc3339Seconds(ban.until_ns)));
+  AddToJsonObject(
+      item.get(), "until",
+      ban.until_ns == 0 ? NewJsonNull() : NewJsonString(FormatRfc3339Seconds(ban.until_ns)));
   return item;
 }
 
@@ -112,8 +112,7 @@ Status ParseBans(std::string_view text, std::vector<Ban>* bans) {
     if (!status.ok()) return Invalid("ban " + std::to_string(index) + ": " + status.message());
     for (Ban& earlier : read) {
       if (SameTarget(earlier, ban)) {
-        return Invalid("ban " + std::to_string(index) + ": " + ban.Describe() +
-                       " is listed twice");
+        return Invalid("ban " + std::to_string(index) + ": " + ban.Describe() + " is listed twice");
       }
     }
     read.push_back(std::move(ban));
@@ -149,8 +148,8 @@ Status WriteFileAtomically(const std::string& path, const std::string& text) {
   if (std::rename(temporary.c_str(), path.c_str()) != 0) {
     const int error = errno;
     unlink(temporary.c_str());
-    return Status(StatusCode::kInternal, "cannot rename " + temporary + " to " + path + ": " +
-                                             std::strerror(error));
+    return Status(StatusCode::kInternal,
+                  "cannot rename " + temporary + " to " + path + ": " + std::strerror(error));
   }
   return Status();
 }

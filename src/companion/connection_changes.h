@@ -55,8 +55,8 @@ enum class ChangeKind : std::uint8_t {
 struct ConnectionChange {
   std::uint64_t sequence = 0;
   ChangeKind kind = ChangeKind::kUnspecified;  // kReset: a resync replaced the whole view
-  ConnectionPtr before;  // as it was (null for kOpened, kWentOffline and kReset)
-  ConnectionPtr after;   // as it is now (null for kExpired and kReset)
+  ConnectionPtr before;       // as it was (null for kOpened, kWentOffline and kReset)
+  ConnectionPtr after;        // as it is now (null for kExpired and kReset)
   Subscription subscription;  // kSubscribed, kUnsubscribed: the filter concerned
 };
 using ConnectionChangePtr = std::shared_ptr<const ConnectionChange>;

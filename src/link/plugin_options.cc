@@ -140,8 +140,7 @@ const std::vector<OptionSpec>& Specs() {
                     [](PluginOptions* o, std::uint64_t n) {
                       o->rpc_max_pending = static_cast<std::uint32_t>(n);
                     })},
-      {"http_max_streams",
-       "an integer from 0 to 256 (WatchConnections streams at once; 0 = none)",
+      {"http_max_streams", "an integer from 0 to 256 (WatchConnections streams at once; 0 = none)",
        UnsignedInto(0, 256,
                     [](PluginOptions* o, std::uint64_t n) {
                       o->http_max_streams = static_cast<std::uint32_t>(n);

@@ -45,9 +45,8 @@ TEST(AuthDecisionsTest, WithoutOtherSourcesThePluginDecidesAsTheBroker) {
 }
 
 TEST(AuthDecisionsTest, APasswordFileOrAnotherPluginDecides) {
-  const BrokerAuth password =
-      DecideAuth(Parse("listener 1883\npassword_file /etc/p\nplugin " + kOwn + "\n"), kOwn,
-                 Api20(true));
+  const BrokerAuth password = DecideAuth(
+      Parse("listener 1883\npassword_file /etc/p\nplugin " + kOwn + "\n"), kOwn, Api20(true));
   EXPECT_FALSE(password.decisions.decide_basic_auth);
   EXPECT_TRUE(password.decisions.decide_acl);
   const BrokerAuth dynsec = DecideAuth(
@@ -75,8 +74,10 @@ TEST(AuthDecisionsTest, TheAclFileIsReadOnlyWhereTheBrokerCannotBeAsked) {
 // plugin's own decision off, one removed turns it on again.
 TEST(AuthDecisionsTest, AReloadDecidesAgainFromTheNewFile) {
   const BrokerConfig before = Parse("listener 1883\nallow_anonymous true\nplugin " + kOwn + "\n");
-  const BrokerConfig after = Parse("listener 1883\nallow_anonymous true\npassword_file /etc/p\n"
-                                   "plugin " + kOwn + "\n");
+  const BrokerConfig after = Parse(
+      "listener 1883\nallow_anonymous true\npassword_file /etc/p\n"
+      "plugin " +
+      kOwn + "\n");
   EXPECT_TRUE(DecideAuth(before, kOwn, Api20(false)).decisions.decide_basic_auth);
   EXPECT_FALSE(DecideAuth(after, kOwn, Api20(false)).decisions.decide_basic_auth);
   EXPECT_FALSE(DecideAuth(before, kOwn, Api20(false)).decisions ==

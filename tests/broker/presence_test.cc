@@ -41,11 +41,12 @@ std::int64_t FixedNow() { return 1700000000123456789; }
 // (https://docs.emqx.com/en/emqx/latest/observability/mqtt-system-topics.html), in its order
 // of listing there; every one must be in the payload, and no other.
 const std::set<std::string> kEmqxConnected = {
-    "username",        "ts",           "sockport", "proto_ver", "proto_name", "keepalive",
-    "ipaddress",       "expiry_interval", "connected_at", "connack", "clientid", "clean_start"};
-const std::set<std::string> kEmqxDisconnected = {"username",  "ts",        "sockport",
-                                                 "reason",    "proto_ver", "proto_name",
-                                                 "ipaddress", "disconnected_at", "clientid"};
+    "username",     "ts",        "sockport",  "proto_ver",
+    "proto_name",   "keepalive", "ipaddress", "expiry_interval",
+    "connected_at", "connack",   "clientid",  "clean_start"};
+const std::set<std::string> kEmqxDisconnected = {
+    "username",   "ts",        "sockport",        "reason",  "proto_ver",
+    "proto_name", "ipaddress", "disconnected_at", "clientid"};
 
 // The keys of a flat JSON object (the payloads have no nesting and no ':' in keys).
 std::set<std::string> Keys(const std::string& json) {
@@ -144,7 +145,10 @@ TEST(PresencePayloadTest, DisconnectedHasEmqxsFieldsAndOmitsAMissingUsername) {
 
 TEST(PresencePayloadTest, StringsAreEscapedAsJsonNeeds) {
   ObservedConnection c;
-  c.client_id = std::string_view("a\"b\\c\x01" "d\x7f\xc3\xa9", 10);
+  c.client_id = std::string_view(
+      "a\"b\\c\x01"
+      "d\x7f\xc3\xa9",
+      10);
   c.username = "u";
   std::string out;
   BuildDisconnectedPayload(c, CloseReason::kClientDisconnect, 0, 0, &out);
@@ -185,9 +189,8 @@ TEST_F(PresenceTest, AnAcceptedConnectPublishesConnectedThenOnlineAndItsCloseDis
   EXPECT_THAT(publisher_.lines, IsEmpty());  // not yet accepted
   table_.Settle();
   table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2000000000);
-  EXPECT_THAT(publisher_.short_lines,
-              ElementsAre("s1/connected", "s1/state retained", "s1/disconnected",
-                          "s1/state retained"));
+  EXPECT_THAT(publisher_.short_lines, ElementsAre("s1/connected", "s1/state retained",
+                                                  "s1/disconnected", "s1/state retained"));
   EXPECT_EQ(publisher_.lines[1], "s1/state retained online");
   EXPECT_EQ(publisher_.lines[3], "s1/state retained ");  // a clean session ends: cleared
   EXPECT_NE(publisher_.lines[2].find("\"reason\":\"normal\",\"disconnected_at\":2000,"),
@@ -236,9 +239,8 @@ TEST_F(PresenceTest, AKicksHeldRecheckDoesNotDelayTheDisconnected) {
   table_.Subscribe(a_, "events/x", 1);
   table_.Subscribe(a_, "events/x", 0);  // a kick's re-check: held
   table_.Disconnect(a_, true, CloseReason::kKicked, 2);
-  EXPECT_THAT(publisher_.short_lines,
-              ElementsAre("s1/connected", "s1/state retained", "s1/disconnected",
-                          "s1/state retained"));
+  EXPECT_THAT(publisher_.short_lines, ElementsAre("s1/connected", "s1/state retained",
+                                                  "s1/disconnected", "s1/state retained"));
   EXPECT_NE(publisher_.lines[2].find("\"reason\":\"kicked\""), std::string::npos);
   EXPECT_EQ(publisher_.lines[3], "s1/state retained offline");  // the session stays
 }

@@ -51,8 +51,7 @@ Status ReadString(const cJSON* object, const char* field, std::string* out, bool
 
 Status CheckText(const char* field, const std::string& text) {
   if (text.size() > kMaxBanTextBytes) {
-    return Invalid(std::string(field) + ": at most " + std::to_string(kMaxBanTextBytes) +
-                   " bytes");
+    return Invalid(std::string(field) + ": at most " + std::to_string(kMaxBanTextBytes) + " bytes");
   }
   return Status();
 }
@@ -178,8 +177,7 @@ HttpResponse KubeMqListBans(const BanAdmin& admin) {
   return Envelope(std::move(data));
 }
 
-HttpResponse KubeMqAddBan(const BanAdmin& admin, const HttpRequest& request,
-                          const Caller& caller) {
+HttpResponse KubeMqAddBan(const BanAdmin& admin, const HttpRequest& request, const Caller& caller) {
   Ban ban;
   const Status read = ReadBanRequest(request.body, admin.now_ns(), false, &ban);
   if (!read.ok()) return KubeMqErrorResponse(kHttpBadRequest, read.message());
@@ -195,9 +193,8 @@ HttpResponse KubeMqAddBan(const BanAdmin& admin, const HttpRequest& request,
 HttpResponse KubeMqRemoveBan(const BanAdmin& admin, std::string_view rest, const Caller& caller) {
   const std::size_t slash = rest.find('/');
   if (slash == std::string_view::npos || slash + 1 >= rest.size()) {
-    return KubeMqErrorResponse(kHttpBadRequest,
-                               "path: expected /api/mqtt/bans/{as}/{who}, got " +
-                                   QuoteForMessage(rest));
+    return KubeMqErrorResponse(
+        kHttpBadRequest, "path: expected /api/mqtt/bans/{as}/{who}, got " + QuoteForMessage(rest));
   }
   Ban target;
   const Status read = ParseBanTarget(rest.substr(0, slash), rest.substr(slash + 1), &target);

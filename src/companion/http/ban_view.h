@@ -41,8 +41,7 @@ Status CheckBanRequest(const BanRequestFields& fields, std::int64_t now_ns, bool
                        Ban* ban);
 
 HttpResponse KubeMqListBans(const BanAdmin& admin);
-HttpResponse KubeMqAddBan(const BanAdmin& admin, const HttpRequest& request,
-                          const Caller& caller);
+HttpResponse KubeMqAddBan(const BanAdmin& admin, const HttpRequest& request, const Caller& caller);
 // `rest`: what follows /api/mqtt/bans/ ("clientid/c1").
 HttpResponse KubeMqRemoveBan(const BanAdmin& admin, std::string_view rest, const Caller& caller);
 

@@ -519,8 +519,8 @@ bool ReadUint64(const cJSON& item, std::uint64_t* value) {
     text = item.valuestring;
   } else if (cJSON_IsNumber(&item)) {
     const double number = item.valuedouble;
-    if (number < 0 || number > 9007199254740992.0 || number != static_cast<double>(
-                                                                   static_cast<std::uint64_t>(number))) {
+    if (number < 0 || number > 9007199254740992.0 ||
+        number != static_cast<double>(static_cast<std::uint64_t>(number))) {
       return false;
     }
     *value = static_cast<std::uint64_t>(number);

@@ -261,8 +261,7 @@ Status DecodeUnbanClientRequestProto(std::string_view bytes, std::string_view wh
   return Status();
 }
 
-std::string EncodeListBansResponseProto(const std::vector<Ban>& bans,
-                                        std::uint64_t refused_total) {
+std::string EncodeListBansResponseProto(const std::vector<Ban>& bans, std::uint64_t refused_total) {
   connections_v1::ListBansResponse message;
   for (const Ban& ban : bans) SetBan(ban, message.add_bans());
   message.set_refused_total(static_cast<std::int64_t>(refused_total));
@@ -298,7 +297,8 @@ std::string EncodeWatchConnectionsResponseProto(const WatchMessage& watch) {
   connections_v1::WatchConnectionsResponse message;
   message.set_sequence(watch.sequence);
   message.set_kind(static_cast<connections_v1::ConnectionChangeKind>(watch.kind));
-  if (watch.connection != nullptr) ConnectionToProto(*watch.connection, message.mutable_connection());
+  if (watch.connection != nullptr)
+    ConnectionToProto(*watch.connection, message.mutable_connection());
   if (watch.subscription != nullptr) {
     SubscriptionToProto(*watch.subscription, message.mutable_subscription());
   }

@@ -63,8 +63,7 @@ Status DecodeBanClientRequestProto(std::string_view bytes, std::string_view wher
                                    BanRequestFields* fields);
 Status DecodeUnbanClientRequestProto(std::string_view bytes, std::string_view where,
                                      std::string* as, std::string* who);
-std::string EncodeListBansResponseProto(const std::vector<Ban>& bans,
-                                        std::uint64_t refused_total);
+std::string EncodeListBansResponseProto(const std::vector<Ban>& bans, std::uint64_t refused_total);
 std::string EncodeBanClientResponseProto(const Ban& ban, std::size_t kicked);
 std::string EncodeUnbanClientResponseProto(const Ban& ban);
 // WatchConnections in binary: the request, and one response message.

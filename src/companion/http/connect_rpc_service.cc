@@ -366,8 +366,9 @@ constexpr std::string_view kStreamContentEncoding = "Connect-Content-Encoding";
 bool StreamCodecOf(std::string_view value, ConnectCodec* codec) {
   const std::size_t semicolon = value.find(';');
   const std::string_view media_type = TrimSpaces(value.substr(0, semicolon));
-  const std::string_view parameter =
-      semicolon == std::string_view::npos ? std::string_view() : TrimSpaces(value.substr(semicolon + 1));
+  const std::string_view parameter = semicolon == std::string_view::npos
+                                         ? std::string_view()
+                                         : TrimSpaces(value.substr(semicolon + 1));
   if (EqualsIgnoreAsciiCase(media_type, kStreamJsonContentType)) {
     if (!parameter.empty() && !EqualsIgnoreAsciiCase(parameter, "charset=utf-8")) return false;
     *codec = ConnectCodec::kJson;
@@ -432,13 +433,13 @@ HttpResponse ConnectRpcService::HandleWatchConnections(const HttpRequest& reques
   ConnectCodec codec = ConnectCodec::kJson;
   const std::string* content_type = request.FindHeader(kContentType);
   if (content_type == nullptr || !StreamCodecOf(*content_type, &codec)) {
-    HttpResponse error = ConnectRpcError(
-        kInvalidArgument,
-        (content_type == nullptr ? "missing " + HeaderName(kContentType)
-                                 : HeaderName(kContentType) + " is " +
-                                       QuoteForMessage(*content_type)) +
-            "; a server stream takes one of: " + kStreamContentTypes,
-        kHttpUnsupportedMediaType);
+    HttpResponse error =
+        ConnectRpcError(kInvalidArgument,
+                        (content_type == nullptr
+                             ? "missing " + HeaderName(kContentType)
+                             : HeaderName(kContentType) + " is " + QuoteForMessage(*content_type)) +
+                            "; a server stream takes one of: " + kStreamContentTypes,
+                        kHttpUnsupportedMediaType);
     error.headers.emplace_back("Accept-Post", kStreamContentTypes);
     return error;
   }
@@ -448,9 +449,9 @@ HttpResponse ConnectRpcService::HandleWatchConnections(const HttpRequest& reques
     // The header problem, as the end of an empty stream.
     const CjsonPtr body = ParseJson(error.body);
     const cJSON* message = body ? cJSON_GetObjectItemCaseSensitive(body.get(), "message") : nullptr;
-    return StreamError(codec, Status(kInvalidArgument, cJSON_IsString(message)
-                                                           ? message->valuestring
-                                                           : "invalid request headers"));
+    return StreamError(
+        codec, Status(kInvalidArgument,
+                      cJSON_IsString(message) ? message->valuestring : "invalid request headers"));
   }
   const std::string* encoding = request.FindHeader(kStreamContentEncoding);
   if (encoding != nullptr && !TrimSpaces(*encoding).empty() && !IsIdentity(TrimSpaces(*encoding))) {
@@ -478,17 +479,17 @@ HttpResponse ConnectRpcService::HandleWatchConnections(const HttpRequest& reques
   if (budget) options.deadline = std::chrono::steady_clock::now() + *budget;
   std::shared_ptr<void> slot = slots_.TryTake();
   if (!slot) {
-    return StreamError(codec, Status(kResourceExhausted,
-                                     "too many WatchConnections streams: " +
-                                         std::to_string(slots_.max()) +
-                                         " at most (plugin_opt_http_max_streams)"));
+    return StreamError(codec,
+                       Status(kResourceExhausted,
+                              "too many WatchConnections streams: " + std::to_string(slots_.max()) +
+                                  " at most (plugin_opt_http_max_streams)"));
   }
   HttpResponse response;
   response.status = kHttpOk;
   response.content_type =
       std::string(codec == ConnectCodec::kProto ? kStreamProtoContentType : kStreamJsonContentType);
-  response.stream = std::make_shared<WatchStream>(*live_, changes_, std::move(options),
-                                                  std::move(slot));
+  response.stream =
+      std::make_shared<WatchStream>(*live_, changes_, std::move(options), std::move(slot));
   return response;
 }
 

@@ -138,12 +138,16 @@ HttpRouter::HttpRouter(const ConnectionSource& connections, MetricsProvider metr
     bans.admin_writes = true;
     bans.admin_off = kBanningOff;
     routes_.push_back(std::move(bans));
-    Route unban{kBansPrefix, kDeleteMethod, ErrorFormat::kKubeMq,
+    Route unban{kBansPrefix,
+                kDeleteMethod,
+                ErrorFormat::kKubeMq,
                 [this](const HttpRequest&, std::string_view rest, const Caller& caller) {
                   if (!ban_admin_.list) return KubeMqErrorResponse(kHttpForbidden, kBanningOff);
                   return KubeMqRemoveBan(ban_admin_, rest, caller);
                 },
-                AccessLevel::kAdmin, ErrorFormat::kKubeMq, /*needs_rest=*/true};
+                AccessLevel::kAdmin,
+                ErrorFormat::kKubeMq,
+                /*needs_rest=*/true};
     unban.admin_off = kBanningOff;
     routes_.push_back(std::move(unban));
   }
@@ -193,24 +197,22 @@ HttpRouter::HttpRouter(const ConnectionSource& connections, MetricsProvider metr
                      },
                      AccessLevel::kAdmin});
   for (const auto& [path, method, needs] :
-       {std::tuple<const std::string&, const char*, AccessLevel>{list_bans_rpc_path_,
-                                                                 kListBansMethod,
-                                                                 AccessLevel::kRead},
+       {std::tuple<const std::string&, const char*, AccessLevel>{
+            list_bans_rpc_path_, kListBansMethod, AccessLevel::kRead},
         std::tuple<const std::string&, const char*, AccessLevel>{ban_rpc_path_, kBanClientMethod,
                                                                  AccessLevel::kAdmin},
         std::tuple<const std::string&, const char*, AccessLevel>{
             unban_rpc_path_, kUnbanClientMethod, AccessLevel::kAdmin}}) {
     const char* const name = method;  // a structured binding cannot be captured in C++17
-    Route route{path, kPostMethod, ErrorFormat::kConnectRpc,
-                [this, name](const HttpRequest& request, std::string_view,
-                                        const Caller& caller) {
-                  if (!ban_admin_.list) {
-                    return ConnectRpcErrorResponse(
-                        Status(StatusCode::kPermissionDenied, kBanningOff));
-                  }
-                  return ConnectRpcBans(ban_admin_, name, request, caller);
-                },
-                needs};
+    Route route{
+        path, kPostMethod, ErrorFormat::kConnectRpc,
+        [this, name](const HttpRequest& request, std::string_view, const Caller& caller) {
+          if (!ban_admin_.list) {
+            return ConnectRpcErrorResponse(Status(StatusCode::kPermissionDenied, kBanningOff));
+          }
+          return ConnectRpcBans(ban_admin_, name, request, caller);
+        },
+        needs};
     route.admin_off = kBanningOff;
     routes_.push_back(std::move(route));
   }
@@ -311,7 +313,7 @@ bool HttpRouter::Authorize(const Route& route, const HttpRequest& request, Calle
   if (needs == AccessLevel::kAdmin && grant.level != AccessLevel::kAdmin) {
     // Without an admin token file there is no admin: say that the action is off.
     *refusal = ErrorAnswer(route.auth_errors, StatusCode::kPermissionDenied,
-                           disconnector_ ? "this action needs an admin token"
+                           disconnector_                ? "this action needs an admin token"
                            : route.admin_off != nullptr ? route.admin_off
                                                         : kDisconnectOff,
                            kHttpForbidden);

@@ -532,8 +532,7 @@ struct HttpServerCallbacks {
     }
   }
 
-  static ssize_t OnStreamRead(void* cls, uint64_t /*position*/, char* buffer,
-                              size_t max) noexcept {
+  static ssize_t OnStreamRead(void* cls, uint64_t /*position*/, char* buffer, size_t max) noexcept {
     try {
       return (*static_cast<std::shared_ptr<StreamSender>*>(cls))->Read(buffer, max);
     } catch (...) {
@@ -709,10 +708,9 @@ MHD_Daemon* HttpServer::StartDaemon(int listen_fd, const std::string* cert_pem,
     items.push_back({MHD_OPTION_HTTPS_PRIORITIES, 0, const_cast<char*>(kTlsPriorities)});
   }
   items.push_back({MHD_OPTION_END, 0, nullptr});
-  MHD_Daemon* daemon =
-      MHD_start_daemon(flags, static_cast<std::uint16_t>(port_), nullptr, nullptr,
-                       &HttpServerCallbacks::OnRequest, this, MHD_OPTION_ARRAY, items.data(),
-                       MHD_OPTION_END);
+  MHD_Daemon* daemon = MHD_start_daemon(flags, static_cast<std::uint16_t>(port_), nullptr, nullptr,
+                                        &HttpServerCallbacks::OnRequest, this, MHD_OPTION_ARRAY,
+                                        items.data(), MHD_OPTION_END);
   if (daemon == nullptr) {
     *error = tls ? "libmicrohttpd could not start HTTPS: check that plugin_opt_http_tls_cert "
                    "and plugin_opt_http_tls_key are a matching PEM certificate and key"

@@ -146,10 +146,9 @@ HttpBodyStream::Pull WatchStream::Read(std::size_t max, std::string* out) {
       const bool matches = (change->before && options_.filter.Matches(*change->before)) ||
                            (change->after && options_.filter.Matches(*change->after));
       if (!matches) continue;
-      const Connection* connection =
-          change->after ? change->after.get() : change->before.get();
-      const bool subscription_change = change->kind == ChangeKind::kSubscribed ||
-                                       change->kind == ChangeKind::kUnsubscribed;
+      const Connection* connection = change->after ? change->after.get() : change->before.get();
+      const bool subscription_change =
+          change->kind == ChangeKind::kSubscribed || change->kind == ChangeKind::kUnsubscribed;
       Append(change->sequence, change->kind, connection,
              subscription_change ? &change->subscription : nullptr, out);
     }

@@ -72,8 +72,9 @@ Status RunConnectionQuery(const std::vector<Connection>& snapshot,
 // exact ids (`client_id = "<id>"`, `client_id IN (...)` without prefixes, through AND, OR and
 // parentheses: ConnectionFilter::ClientIdCandidates), else from its shared snapshot; the page's
 // copies then get their details (AddDetails). A filter or order on a detail field
-// (FieldDef::detail) reads source.Snapshot() instead, every connection with its details. Same answers and errors as the snapshot overloads; an exception
-// from the source passes through unchanged.
+// (FieldDef::detail) reads source.Snapshot() instead, every connection with its details. Same
+// answers and errors as the snapshot overloads; an exception from the source passes through
+// unchanged.
 Status RunConnectionQuery(const ConnectionSource& source, const ConnectionQuery& query,
                           ConnectionPage* page);
 

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The ban views over a fake BanAdmin: a request's fields checked with the field named, the
 // answers' shapes in both forms, both Connect codecs read into the same checks.
+#include "companion/http/ban_view.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "companion/http/ban_view.h"
 #include "companion/http/connect_codec.h"
 #include "companion/json_util.h"
 #include "mqtt/connections/v1/connections.pb.h"
@@ -79,15 +80,14 @@ TEST_F(BanViewTest, RequestFieldsAreCheckedAndNamed) {
   EXPECT_EQ(Refusal("{\"as\":\"clientid\",\"who\":\"x\",\"duration_s\":1.5}")
                 .rfind("duration_s: a whole number", 0),
             0u);
-  EXPECT_EQ(Refusal("{\"as\":\"clientid\",\"who\":\"x\",\"duration_s\":0}")
-                .rfind("duration_s:", 0),
+  EXPECT_EQ(Refusal("{\"as\":\"clientid\",\"who\":\"x\",\"duration_s\":0}").rfind("duration_s:", 0),
             0u);
   EXPECT_EQ(Refusal("{\"as\":\"clientid\",\"who\":\"x\",\"duration_s\":5,"
                     "\"until\":\"2100-01-01T00:00:00Z\"}"),
             "until, duration_s: give at most one of them");
-  EXPECT_EQ(Refusal("{\"as\":\"clientid\",\"who\":\"x\",\"reason\":\"" + std::string(257, 'r') +
-                    "\"}"),
-            "reason: at most 256 bytes");
+  EXPECT_EQ(
+      Refusal("{\"as\":\"clientid\",\"who\":\"x\",\"reason\":\"" + std::string(257, 'r') + "\"}"),
+      "reason: at most 256 bytes");
   Ban ban;
   ASSERT_TRUE(
       ReadBanRequest("{\"as\":\"clientid\",\"who\":\"x\",\"duration_s\":60}", kNow, false, &ban)
@@ -125,9 +125,9 @@ TEST_F(BanViewTest, KubeMqAnswers) {
 }
 
 TEST_F(BanViewTest, ConnectBothCodecs) {
-  HttpResponse response = ConnectRpcBans(
-      admin_, kBanClientMethod,
-      Connect("{\"as\":\"username\",\"who\":\"u\",\"durationS\":\"30\"}"), caller_);
+  HttpResponse response =
+      ConnectRpcBans(admin_, kBanClientMethod,
+                     Connect("{\"as\":\"username\",\"who\":\"u\",\"durationS\":\"30\"}"), caller_);
   ASSERT_EQ(response.status, 200) << response.body;
   EXPECT_NE(response.body.find("\"kicked\":2"), std::string::npos);
   mqtt::connections::v1::BanClientRequest request;

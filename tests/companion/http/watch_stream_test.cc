@@ -63,7 +63,8 @@ std::vector<Message> Parse(const std::string& bytes) {
     message.kind = text(cJSON_GetObjectItem(json.get(), "kind"));
     message.sequence = text(cJSON_GetObjectItem(json.get(), "sequence"));
     const cJSON* connection = cJSON_GetObjectItem(json.get(), "connection");
-    if (connection != nullptr) message.client_id = text(cJSON_GetObjectItem(connection, "clientId"));
+    if (connection != nullptr)
+      message.client_id = text(cJSON_GetObjectItem(connection, "clientId"));
     const cJSON* error = cJSON_GetObjectItem(json.get(), "error");
     if (error != nullptr) message.error_code = text(cJSON_GetObjectItem(error, "code"));
     messages.push_back(message);
