@@ -89,8 +89,12 @@ async function request(path, message) {
   const response = await fetch(path, init);
   if (response.status === 401 &&
       /^bearer/i.test(response.headers.get('WWW-Authenticate') || '')) {
-    askForToken(token ? 'The token was refused. Enter another one.'
-                      : 'This broker\'s API asks for a bearer token.');
+    // Only when the refused token is still the one in use: a token entered while this request
+    // was on its way is not the one refused.
+    if (sessionStorage.getItem(TOKEN_KEY) === token) {
+      askForToken(token ? 'The token was refused. Enter another one.'
+                        : 'This broker\'s API asks for a bearer token.');
+    }
     throw new TokenNeeded();
   }
   return response;

@@ -398,6 +398,21 @@ class ConsoleTokenTest(unittest.TestCase):
         browser.evaluate(f"document.getElementById('token-input').value = {json.dumps(token)};"
                          "document.getElementById('token-form').requestSubmit()")
 
+    def test_a_late_refusal_does_not_forget_a_token_entered_since(self):
+        # A request sent without a token (or with an older one) is answered 401 after the user
+        # has entered a token: the answer is about the old token and must not drop the new one.
+        with Chromium() as browser:
+            browser.open(page(self.broker))
+            browser.wait("!document.getElementById('token-form').hidden", what="the token prompt")
+            kept = browser.evaluate(
+                "(async () => {"
+                "  const late = request('/api/mqtt/connections').catch(() => {});"
+                f"  sessionStorage.setItem(TOKEN_KEY, {json.dumps(ADMIN_TOKEN)});"
+                "  await late;"
+                "  return sessionStorage.getItem(TOKEN_KEY);"
+                "})()")
+            self.assertEqual(kept, ADMIN_TOKEN)
+
     def test_token_is_kept_for_the_tab_and_only_an_admin_token_disconnects(self):
         target = Client(self.broker, "console-target")
         try:
