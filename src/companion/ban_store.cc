@@ -18,19 +18,16 @@
 namespace mqc {
 namespace {
 
-Status Invalid(std::string message) {
-  return Status(StatusCode::kInvalidArgument, std::move(message));
-}
-
 // An optional string member: absent or null is empty.
 Status ReadText(const cJSON* object, const char* field, std::size_t max_bytes, std::string* out) {
   const cJSON* value = cJSON_GetObjectItemCaseSensitive(object, field);
   out->clear();
   if (value == nullptr || cJSON_IsNull(value)) return Status();
-  if (!cJSON_IsString(value)) return Invalid(std::string(field) + ": must be a string");
+  if (!cJSON_IsString(value)) return InvalidArgument(std::string(field) + ": must be a string");
   *out = value->valuestring;
   if (out->size() > max_bytes) {
-    return Invalid(std::string(field) + ": at most " + std::to_string(max_bytes) + " bytes");
+    return InvalidArgument(std::string(field) + ": at most " + std::to_string(max_bytes) +
+                           " bytes");
   }
   return Status();
 }
@@ -43,13 +40,13 @@ Status ReadTime(const cJSON* object, const char* field, std::int64_t* ns) {
   if (text.empty()) return Status();
   std::string why;
   if (!ParseTimestamp(text, ns, &why)) {
-    return Invalid(std::string(field) + ": " + QuoteForMessage(text) + ": " + why);
+    return InvalidArgument(std::string(field) + ": " + QuoteForMessage(text) + ": " + why);
   }
   return Status();
 }
 
 Status ParseOne(const cJSON* item, Ban* ban) {
-  if (!cJSON_IsObject(item)) return Invalid("not an object");
+  if (!cJSON_IsObject(item)) return InvalidArgument("not an object");
   std::string as;
   std::string who;
   Status status = ReadText(item, "as", 32, &as);
@@ -94,25 +91,27 @@ std::string SerializeBans(const std::vector<Ban>& bans) {
 
 Status ParseBans(std::string_view text, std::vector<Ban>* bans) {
   const CjsonPtr root = ParseJson(text);
-  if (!root || !cJSON_IsObject(root.get())) return Invalid("not a JSON object");
+  if (!root || !cJSON_IsObject(root.get())) return InvalidArgument("not a JSON object");
   const cJSON* version = cJSON_GetObjectItemCaseSensitive(root.get(), "version");
   if (!cJSON_IsNumber(version) || version->valuedouble != 1) {
-    return Invalid("'version' must be 1");
+    return InvalidArgument("'version' must be 1");
   }
   const cJSON* list = cJSON_GetObjectItemCaseSensitive(root.get(), "bans");
-  if (!cJSON_IsArray(list)) return Invalid("'bans' must be an array");
+  if (!cJSON_IsArray(list)) return InvalidArgument("'bans' must be an array");
   std::vector<Ban> read;
   std::size_t index = 0;
   for (const cJSON* item = list->child; item != nullptr; item = item->next, ++index) {
     if (read.size() >= kMaxBans) {
-      return Invalid("more than " + std::to_string(kMaxBans) + " bans");
+      return InvalidArgument("more than " + std::to_string(kMaxBans) + " bans");
     }
     Ban ban;
     const Status status = ParseOne(item, &ban);
-    if (!status.ok()) return Invalid("ban " + std::to_string(index) + ": " + status.message());
+    if (!status.ok())
+      return InvalidArgument("ban " + std::to_string(index) + ": " + status.message());
     for (Ban& earlier : read) {
       if (SameTarget(earlier, ban)) {
-        return Invalid("ban " + std::to_string(index) + ": " + ban.Describe() + " is listed twice");
+        return InvalidArgument("ban " + std::to_string(index) + ": " + ban.Describe() +
+                               " is listed twice");
       }
     }
     read.push_back(std::move(ban));

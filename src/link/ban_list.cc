@@ -17,10 +17,6 @@ constexpr std::uint8_t kV4MappedPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff
 // A value for an error message: quoted, cut, control characters as '?'.
 std::string Quote(std::string_view text) { return "'" + PrintableExcerpt(text) + "'"; }
 
-Status Invalid(std::string message) {
-  return Status(StatusCode::kInvalidArgument, std::move(message));
-}
-
 void ClearHostBits(AddressBytes* address, std::uint8_t prefix_len) {
   for (std::size_t i = 0; i < address->size(); ++i) {
     const int bits = static_cast<int>(prefix_len) - static_cast<int>(i) * 8;
@@ -96,12 +92,13 @@ std::string Ban::Describe() const {
 }
 
 Status ParseBanTarget(std::string_view as, std::string_view who, Ban* ban) {
-  if (who.empty()) return Invalid("who: must not be empty");
+  if (who.empty()) return InvalidArgument("who: must not be empty");
   if (who.size() > kMaxBanWhoBytes) {
-    return Invalid("who: at most " + std::to_string(kMaxBanWhoBytes) + " bytes, got " +
-                   std::to_string(who.size()));
+    return InvalidArgument("who: at most " + std::to_string(kMaxBanWhoBytes) + " bytes, got " +
+                           std::to_string(who.size()));
   }
-  if (who.find('\0') != std::string_view::npos) return Invalid("who: must not hold a NUL byte");
+  if (who.find('\0') != std::string_view::npos)
+    return InvalidArgument("who: must not hold a NUL byte");
   if (as == "clientid" || as == "username") {
     ban->kind = as == "clientid" ? BanKind::kClientId : BanKind::kUsername;
     ban->who = std::string(who);
@@ -112,16 +109,17 @@ Status ParseBanTarget(std::string_view as, std::string_view who, Ban* ban) {
   }
   const bool single = as == "peerhost";
   if (!single && as != "peerhost_net") {
-    return Invalid("as: must be one of 'clientid', 'username', 'peerhost', 'peerhost_net', got " +
-                   Quote(as));
+    return InvalidArgument(
+        "as: must be one of 'clientid', 'username', 'peerhost', 'peerhost_net', got " + Quote(as));
   }
   std::string_view address_text = who;
   int prefix = -1;
   const std::size_t slash = who.find('/');
   if (slash != std::string_view::npos) {
     if (single) {
-      return Invalid("who: " + Quote(who) +
-                     " is a prefix; 'peerhost' takes one address ('peerhost_net' takes a prefix)");
+      return InvalidArgument(
+          "who: " + Quote(who) +
+          " is a prefix; 'peerhost' takes one address ('peerhost_net' takes a prefix)");
     }
     address_text = who.substr(0, slash);
     const std::string_view digits = who.substr(slash + 1);
@@ -131,21 +129,21 @@ Status ParseBanTarget(std::string_view as, std::string_view who, Ban* ban) {
     }
     if (prefix != 999) prefix = std::stoi(std::string(digits));
   } else if (!single) {
-    return Invalid("who: " + Quote(who) +
-                   " has no prefix length; 'peerhost_net' takes address/length, e.g. "
-                   "'10.0.0.0/8'");
+    return InvalidArgument("who: " + Quote(who) +
+                           " has no prefix length; 'peerhost_net' takes address/length, e.g. "
+                           "'10.0.0.0/8'");
   }
   AddressBytes address{};
   bool v4 = false;
   if (!ParseAddress(address_text, &address, &v4) || address_text.find('%') != std::string::npos) {
-    return Invalid("who: " + Quote(who) + " is not an IPv4 or IPv6 address" +
-                   (single ? "" : " prefix"));
+    return InvalidArgument("who: " + Quote(who) + " is not an IPv4 or IPv6 address" +
+                           (single ? "" : " prefix"));
   }
   const int max_len = v4 ? 32 : 128;
   if (single) prefix = max_len;
   if (prefix < 0 || prefix > max_len) {
-    return Invalid("who: " + Quote(who) + " is not an address prefix (prefix length 0.." +
-                   std::to_string(max_len) + " for IPv" + (v4 ? "4" : "6") + ")");
+    return InvalidArgument("who: " + Quote(who) + " is not an address prefix (prefix length 0.." +
+                           std::to_string(max_len) + " for IPv" + (v4 ? "4" : "6") + ")");
   }
   const auto mapped_len = static_cast<std::uint8_t>(v4 ? prefix + 96 : prefix);
   ClearHostBits(&address, mapped_len);

@@ -28,8 +28,6 @@ bool ParseNumber(std::string_view text, Number* out) {
   return !text.empty() && error == std::errc() && stop == end;
 }
 
-Status Refuse(const std::string& message) { return Status(StatusCode::kInvalidArgument, message); }
-
 }  // namespace
 
 std::vector<std::string> WriteCompanionArguments(const CompanionArguments& arguments) {
@@ -64,28 +62,29 @@ Status ParseCompanionArguments(const std::vector<std::string>& list, CompanionAr
     std::string_view value;
     if (options) {
       const std::size_t equals = argument.find('=');
-      if (equals == std::string::npos) return Refuse("option without '=': " + argument);
+      if (equals == std::string::npos) return InvalidArgument("option without '=': " + argument);
       parsed.options.emplace_back(argument.substr(0, equals), argument.substr(equals + 1));
     } else if (argument == kOptionsFollow) {
       options = true;
     } else if (TakePrefix(argument, kSharedFd, &value)) {
       if (!ParseNumber(value, &parsed.shared_fd) || parsed.shared_fd < 0) {
-        return Refuse("not a descriptor: " + argument);
+        return InvalidArgument("not a descriptor: " + argument);
       }
     } else if (TakePrefix(argument, kBrokerPid, &value)) {
       if (!ParseNumber(value, &parsed.broker_pid) || parsed.broker_pid <= 0) {
-        return Refuse("not a process id: " + argument);
+        return InvalidArgument("not a process id: " + argument);
       }
     } else if (TakePrefix(argument, kBrokerConfig, &value)) {
       parsed.broker_config = std::string(value);
     } else if (TakePrefix(argument, kBrokerVersion, &value)) {
       parsed.broker_version = std::string(value);
     } else {
-      return Refuse("unknown argument: " + argument);
+      return InvalidArgument("unknown argument: " + argument);
     }
   }
   if (parsed.shared_fd < 0 || parsed.broker_pid <= 0) {
-    return Refuse("--shared-fd and --broker-pid are required (the plugin starts this program)");
+    return InvalidArgument(
+        "--shared-fd and --broker-pid are required (the plugin starts this program)");
   }
   *out = std::move(parsed);
   return Status();

@@ -89,21 +89,19 @@ bool IsPortDigits(std::string_view port) {
   return port.size() <= kMaxPortDigits && std::all_of(port.begin(), port.end(), IsAsciiDigit);
 }
 
-Status Refuse(std::string why) { return Status(StatusCode::kInvalidArgument, std::move(why)); }
-
 }  // namespace
 
 StatusOr<CanonicalHost> CanonicalizeHost(std::string_view host, bool bare_ipv6) {
   CanonicalHost out;
   if (host.empty()) {
-    return Refuse("empty");
+    return InvalidArgument("empty");
   }
   const bool bracketed = host.front() == '[';
   if (bracketed || (bare_ipv6 && host.find(':') != std::string_view::npos)) {
     std::string_view address = host;
     if (bracketed) {
       if (host.size() < 2 || host.back() != ']') {
-        return Refuse("an IPv6 address without its closing ']'");
+        return InvalidArgument("an IPv6 address without its closing ']'");
       }
       address = host.substr(1, host.size() - 2);
     }
@@ -112,9 +110,9 @@ StatusOr<CanonicalHost> CanonicalizeHost(std::string_view host, bool bare_ipv6) 
     char canonical[INET6_ADDRSTRLEN] = {};
     if (inet_pton(AF_INET6, text.c_str(), bytes) != 1 ||
         inet_ntop(AF_INET6, bytes, canonical, sizeof(canonical)) == nullptr) {
-      return Refuse(bracketed
-                        ? "not an IPv6 address (zones such as %eth0 are not accepted)"
-                        : "not a host name (letters, digits, '-', '_' and dots) or an IP address");
+      return InvalidArgument(
+          bracketed ? "not an IPv6 address (zones such as %eth0 are not accepted)"
+                    : "not a host name (letters, digits, '-', '_' and dots) or an IP address");
     }
     out.kind = HostKind::kIPv6;
     out.text = canonical;
@@ -129,9 +127,9 @@ StatusOr<CanonicalHost> CanonicalizeHost(std::string_view host, bool bare_ipv6) 
     return out;
   }
   std::string why;
-  if (!CheckName(name, &why)) return Refuse(std::move(why));
+  if (!CheckName(name, &why)) return InvalidArgument(std::move(why));
   if (EndsInNumber(name)) {
-    return Refuse(
+    return InvalidArgument(
         "an IPv4 address in a form other than four decimal numbers (write 127.0.0.1, not "
         "127.1): browsers send only that form");
   }
@@ -146,12 +144,12 @@ StatusOr<std::string_view> SplitHostHeader(std::string_view value) {
   if (!value.empty() && value.front() == '[') {
     const std::size_t close = value.find(']');
     if (close == std::string_view::npos) {
-      return Refuse("an IPv6 address without its closing ']'");
+      return InvalidArgument("an IPv6 address without its closing ']'");
     }
     host = value.substr(0, close + 1);
     const std::string_view rest = value.substr(close + 1);
     if (!rest.empty() && rest.front() != ':') {
-      return Refuse("text after the IPv6 address that is not a port");
+      return InvalidArgument("text after the IPv6 address that is not a port");
     }
     port = rest.empty() ? rest : rest.substr(1);
   } else {
@@ -160,12 +158,12 @@ StatusOr<std::string_view> SplitHostHeader(std::string_view value) {
     if (colon != std::string_view::npos) {
       port = value.substr(colon + 1);
       if (port.find(':') != std::string_view::npos) {
-        return Refuse("more than one ':' (an IPv6 address must be in brackets)");
+        return InvalidArgument("more than one ':' (an IPv6 address must be in brackets)");
       }
     }
   }
   if (!IsPortDigits(port)) {
-    return Refuse("a port that is not a number");
+    return InvalidArgument("a port that is not a number");
   }
   return host;
 }
@@ -185,7 +183,7 @@ StatusOr<std::vector<std::string>> ParseAllowedHosts(std::string_view value) {
     start = end;
     const std::string quoted = "'" + PrintableExcerpt(entry) + "'";
     if (entry.find('*') != std::string_view::npos) {
-      return Refuse(
+      return InvalidArgument(
           quoted +
           ": wildcards are not accepted: a name that matches any host is what a DNS "
           "rebinding page needs to read the API through a browser; list each name the API "
@@ -200,16 +198,17 @@ StatusOr<std::vector<std::string>> ParseAllowedHosts(std::string_view value) {
         (bracketed ? close != std::string_view::npos && colon > close
                    : entry.find(':') == colon && IsPortDigits(entry.substr(colon + 1)));
     if (has_port) {
-      return Refuse(quoted + ": give the host without a port (every port of it is accepted)");
+      return InvalidArgument(quoted +
+                             ": give the host without a port (every port of it is accepted)");
     }
     StatusOr<CanonicalHost> host = CanonicalizeHost(entry, /*bare_ipv6=*/true);
-    if (!host.ok()) return Refuse(quoted + ": " + host.status().message());
+    if (!host.ok()) return InvalidArgument(quoted + ": " + host.status().message());
     if (std::find(parsed.begin(), parsed.end(), host->text) == parsed.end()) {
       parsed.push_back(std::move(host->text));
     }
   }
   if (parsed.empty()) {
-    return Refuse("no host given");
+    return InvalidArgument("no host given");
   }
   return parsed;
 }

@@ -40,6 +40,11 @@ class Status {
   std::string message_;
 };
 
+// The refusal of a caller's input: kInvalidArgument with a message naming what was wrong.
+inline Status InvalidArgument(std::string message) {
+  return Status(StatusCode::kInvalidArgument, std::move(message));
+}
+
 // StatusOr<T>: a value, or the Status that says why there is none (absl::StatusOr's pattern),
 // for an operation that can fail and gives something back. Both constructors are implicit, so
 // a function returns either `value` or `Status(code, message)`. An OK Status given without a

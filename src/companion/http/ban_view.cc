@@ -31,10 +31,6 @@ namespace {
 
 constexpr std::int64_t kMaxDurationS = std::int64_t{10} * 366 * 24 * 3600;
 
-Status Invalid(std::string message) {
-  return Status(StatusCode::kInvalidArgument, std::move(message));
-}
-
 int HttpStatusOf(StatusCode code) {
   return code == StatusCode::kInvalidArgument ? kHttpBadRequest : ConnectRpcHttpStatus(code);
 }
@@ -43,7 +39,7 @@ Status ReadString(const cJSON* object, const char* field, std::string* out, bool
   const cJSON* value = cJSON_GetObjectItemCaseSensitive(object, field);
   *present = false;
   if (value == nullptr || cJSON_IsNull(value)) return Status();
-  if (!cJSON_IsString(value)) return Invalid(std::string(field) + ": must be a string");
+  if (!cJSON_IsString(value)) return InvalidArgument(std::string(field) + ": must be a string");
   *out = value->valuestring;
   *present = true;
   return Status();
@@ -51,7 +47,8 @@ Status ReadString(const cJSON* object, const char* field, std::string* out, bool
 
 Status CheckText(const char* field, const std::string& text) {
   if (text.size() > kMaxBanTextBytes) {
-    return Invalid(std::string(field) + ": at most " + std::to_string(kMaxBanTextBytes) + " bytes");
+    return InvalidArgument(std::string(field) + ": at most " + std::to_string(kMaxBanTextBytes) +
+                           " bytes");
   }
   return Status();
 }
@@ -74,15 +71,15 @@ HttpResponse Envelope(CjsonPtr data) {
 Status ReadTarget(std::string_view body, Ban* target) {
   const CjsonPtr message = ParseJson(body.empty() ? "{}" : body);
   if (!message || !cJSON_IsObject(message.get())) {
-    return Invalid("request body is not a JSON object");
+    return InvalidArgument("request body is not a JSON object");
   }
   std::string as;
   std::string who;
   bool present = false;
   Status status = ReadString(message.get(), "as", &as, &present);
-  if (status.ok() && !present) status = Invalid("as: required");
+  if (status.ok() && !present) status = InvalidArgument("as: required");
   if (status.ok()) status = ReadString(message.get(), "who", &who, &present);
-  if (status.ok() && !present) status = Invalid("who: required");
+  if (status.ok() && !present) status = InvalidArgument("who: required");
   if (status.ok()) status = ParseBanTarget(as, who, target);
   return status;
 }
@@ -102,16 +99,16 @@ Status CheckBanRequest(const BanRequestFields& fields, std::int64_t now_ns, bool
   ban->until_ns = 0;
   const char* duration_name = connect_names ? "durationS" : "duration_s";
   if (fields.has_until && fields.has_duration) {
-    return Invalid(std::string("until, ") + duration_name + ": give at most one of them");
+    return InvalidArgument(std::string("until, ") + duration_name + ": give at most one of them");
   }
   if (fields.has_until) {
-    if (fields.until_ns <= now_ns) return Invalid("until: must be in the future");
+    if (fields.until_ns <= now_ns) return InvalidArgument("until: must be in the future");
     ban->until_ns = fields.until_ns;
   }
   if (fields.has_duration) {
     if (fields.duration_s < 1 || fields.duration_s > kMaxDurationS) {
-      return Invalid(std::string(duration_name) + ": a whole number of seconds, 1 to " +
-                     std::to_string(kMaxDurationS));
+      return InvalidArgument(std::string(duration_name) + ": a whole number of seconds, 1 to " +
+                             std::to_string(kMaxDurationS));
     }
     ban->until_ns = now_ns + fields.duration_s * 1000000000;
   }
@@ -121,17 +118,18 @@ Status CheckBanRequest(const BanRequestFields& fields, std::int64_t now_ns, bool
 Status ReadBanRequest(std::string_view body, std::int64_t now_ns, bool connect_names, Ban* ban) {
   const CjsonPtr message = ParseJson(body.empty() ? "{}" : body);
   if (!message || !cJSON_IsObject(message.get())) {
-    return Invalid("request body is not a JSON object");
+    return InvalidArgument("request body is not a JSON object");
   }
   const cJSON* root = message.get();
   BanRequestFields fields;
   bool present = false;
   Status status = ReadString(root, "as", &fields.as, &present);
   if (!status.ok()) return status;
-  if (!present) return Invalid("as: required ('clientid', 'username', 'peerhost', 'peerhost_net')");
+  if (!present)
+    return InvalidArgument("as: required ('clientid', 'username', 'peerhost', 'peerhost_net')");
   status = ReadString(root, "who", &fields.who, &present);
   if (!status.ok()) return status;
-  if (!present) return Invalid("who: required");
+  if (!present) return InvalidArgument("who: required");
   status = ReadString(root, "by", &fields.by, &present);
   if (status.ok()) status = ReadString(root, "reason", &fields.reason, &present);
   if (!status.ok()) return status;
@@ -141,7 +139,7 @@ Status ReadBanRequest(std::string_view body, std::int64_t now_ns, bool connect_n
   if (fields.has_until) {
     std::string why;
     if (!ParseTimestamp(until, &fields.until_ns, &why)) {
-      return Invalid("until: " + QuoteForMessage(until) + ": " + why);
+      return InvalidArgument("until: " + QuoteForMessage(until) + ": " + why);
     }
   }
   const char* duration_name = connect_names ? "durationS" : "duration_s";
@@ -159,8 +157,8 @@ Status ReadBanRequest(std::string_view body, std::int64_t now_ns, bool connect_n
     }
     if (!(seconds >= 1 && seconds <= static_cast<double>(kMaxDurationS)) ||
         std::floor(seconds) != seconds) {
-      return Invalid(std::string(duration_name) + ": a whole number of seconds, 1 to " +
-                     std::to_string(kMaxDurationS));
+      return InvalidArgument(std::string(duration_name) + ": a whole number of seconds, 1 to " +
+                             std::to_string(kMaxDurationS));
     }
     fields.duration_s = static_cast<std::int64_t>(seconds);
   }
@@ -230,7 +228,7 @@ HttpResponse ConnectRpcBans(const BanAdmin& admin, std::string_view method,
     }
     const CjsonPtr message = ParseJson(request.body.empty() ? "{}" : request.body);
     if (!message || !cJSON_IsObject(message.get())) {
-      return ConnectRpcErrorResponse(Invalid("request body is not a JSON object"));
+      return ConnectRpcErrorResponse(InvalidArgument("request body is not a JSON object"));
     }
     AddToJsonObject(answer.get(), "bans", BanListJson(admin.list()));
     AddToJsonObject(answer.get(), "refusedTotal",
