@@ -546,11 +546,8 @@ def read_mqtt_packet(sock):
 def raw_connect(broker, client_id, keepalive):
     """A bare MQTT 3.1.1 CONNECT on a plain socket, so that the client can then go silent."""
     sock = socket.create_connection(("127.0.0.1", broker.port), timeout=5)
-    ident = client_id.encode()
-    variable = b"\x00\x04MQTT\x04\x02" + keepalive.to_bytes(2, "big")
-    payload = len(ident).to_bytes(2, "big") + ident
-    body = variable + payload
-    sock.sendall(b"\x10" + bytes([len(body)]) + body)
+    body = b"\x00\x04MQTT\x04\x02" + keepalive.to_bytes(2, "big") + mqtt_string(client_id)
+    sock.sendall(b"\x10" + mqtt_varint(len(body)) + body)
     connack = sock.recv(4)
     assert connack[:2] == b"\x20\x02", connack
     return sock, connack[3]

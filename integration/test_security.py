@@ -250,6 +250,10 @@ class AnonymousLoopbackTest(unittest.TestCase):
         with Broker() as broker:
             try:
                 c = Client(broker, "anonymous-victim")
+                # The registry learns of the connection just after its CONNACK: wait for it, so
+                # that the refusals below are for a listed client.
+                broker.wait_connections(lambda cs: any(x["client_id"] == "anonymous-victim"
+                                                       for x in cs), what="the victim listed")
                 status, _, _ = broker.http("/api/mqtt/connections")
                 self.assertEqual(status, 200)
                 status, _, body = broker.http("/api/mqtt/connections/anonymous-victim",
