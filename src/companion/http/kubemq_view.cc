@@ -32,6 +32,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -246,24 +247,41 @@ void WriteConnection(const Connection& connection, ConnectionScratch* scratch, J
   json->EndObject();
 }
 
-// A ConnectionSource over copies the caller holds.
+// A ConnectionSource over copies the caller holds, with an index by client id as the registry
+// has: N repeated client_id values cost N lookups, not N scans of every connection.
 class CopiesSource : public ConnectionSource {
  public:
   explicit CopiesSource(std::vector<Connection> connections)
-      : connections_(std::move(connections)) {}
+      : connections_(std::move(connections)) {
+    by_client_id_.reserve(connections_.size());
+    for (const Connection& connection : connections_) {
+      by_client_id_.emplace(connection.client_id, &connection);
+    }
+  }
+  CopiesSource(const CopiesSource&) = delete;  // the index views into connections_
+  CopiesSource& operator=(const CopiesSource&) = delete;
   std::vector<Connection> Snapshot() const override { return connections_; }
   ConnectionList SharedSnapshot() const override {
     auto shared = std::make_shared<std::vector<ConnectionPtr>>();
     shared->reserve(connections_.size());
-    for (const Connection& connection : connections_) {
-      // Aliasing pointers: no copy, owned by this source.
-      shared->emplace_back(std::shared_ptr<const Connection>(), &connection);
-    }
+    for (const Connection& connection : connections_) shared->push_back(Alias(connection));
     return shared;
+  }
+  std::vector<ConnectionPtr> FindByClientId(std::string_view client_id) const override {
+    std::vector<ConnectionPtr> found;
+    auto [it, end] = by_client_id_.equal_range(client_id);
+    for (; it != end; ++it) found.push_back(Alias(*it->second));
+    return found;
   }
 
  private:
+  // An aliasing pointer: no copy, owned by this source.
+  static ConnectionPtr Alias(const Connection& connection) {
+    return ConnectionPtr(std::shared_ptr<const Connection>(), &connection);
+  }
+
   std::vector<Connection> connections_;
+  std::unordered_multimap<std::string_view, const Connection*> by_client_id_;
 };
 
 }  // namespace
