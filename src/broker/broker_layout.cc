@@ -65,8 +65,8 @@ constexpr BrokerLayout Layout20Old(const char* name, std::uint16_t protocol,
   return BrokerLayout{name,
                       ProtocolEncoding::k20,
                       {F(protocol, 4), F(keepalive, 2), F(clean_start, 1), F(sub_count, 4),
-                       F(expiry, 8), F(expiry + 8, 4), F(expiry + 14, 1), kAbsent, kAbsent,
-                       kAbsent, kAbsent, F(msgs_in, 4), F(msgs_in + 48, 4)}};
+                       F(expiry, 8), F(expiry + 8, 4), F(expiry + 14, 1), kAbsent, kAbsent, kAbsent,
+                       kAbsent, F(msgs_in, 4), F(msgs_in + 48, 4)}};
 }
 
 // 2.0.13 on and 2.1: in-flight and queued counts per direction (struct mosquitto_msg_data is
@@ -238,7 +238,7 @@ std::optional<std::int64_t> ReadLayoutField(const Broker& broker, const BrokerCl
   }
 }
 
-BrokerLayoutVerifier::BrokerLayoutVerifier(std::vector<const BrokerLayout*> candidates,
+BrokerLayoutVerifier::BrokerLayoutVerifier(const std::vector<const BrokerLayout*>& candidates,
                                            BrokerVersion version)
     : version_(version) {
   for (const BrokerLayout* layout : candidates) {
@@ -258,8 +258,8 @@ std::string BrokerLayoutVerifier::Disagreement(const Broker& broker, const Broke
                                                const BrokerLayout& layout) {
   const std::size_t allocation = broker.ClientAllocationSize(client);
   if (allocation < layout.End()) {
-    return "it reads up to byte " + std::to_string(layout.End()) + ", the client's allocation has " +
-           std::to_string(allocation);
+    return "it reads up to byte " + std::to_string(layout.End()) +
+           ", the client's allocation has " + std::to_string(allocation);
   }
   std::int64_t raw[kLayoutFieldCount] = {};
   for (std::size_t i = 0; i < kLayoutFieldCount; ++i) {
@@ -370,12 +370,13 @@ void BrokerLayoutVerifier::Decide(Broker& broker) {
   }
   chosen_ = ready->layout;
   state_ = State::kVerified;
-  broker.Log(LogLevel::kNotice,
-             "broker layout: verified " + std::string(chosen_->name) + " for Mosquitto " +
-                 version_.Text() + " (" + std::to_string(ready->agreements) +
-                 " observations of " + std::to_string(ready->clients.size()) + " clients, " +
-                 std::to_string(ready->changes) + " subscription changes agreed with the "
-                 "broker's accessors)");
+  broker.Log(LogLevel::kNotice, "broker layout: verified " + std::string(chosen_->name) +
+                                    " for Mosquitto " + version_.Text() + " (" +
+                                    std::to_string(ready->agreements) + " observations of " +
+                                    std::to_string(ready->clients.size()) + " clients, " +
+                                    std::to_string(ready->changes) +
+                                    " subscription changes agreed with the "
+                                    "broker's accessors)");
   candidates_.clear();
   last_seen_.clear();
 }

@@ -98,7 +98,7 @@ class BrokerLayoutVerifier {
   enum class State { kVerifying, kVerified, kUnknown };
 
   // `candidates` from BrokerLayoutCandidates; `version` names the broker in log lines.
-  BrokerLayoutVerifier(std::vector<const BrokerLayout*> candidates, BrokerVersion version);
+  BrokerLayoutVerifier(const std::vector<const BrokerLayout*>& candidates, BrokerVersion version);
 
   // Logs why nothing will be read when there is no candidate at all. Call once, at start.
   void Start(Broker& broker);

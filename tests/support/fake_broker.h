@@ -25,7 +25,7 @@ struct FakeClient {
   int socket = 7;      // -1: an offline session
   int state = -1;      // mosquitto__get_state, -1: unknown
   std::int64_t idle_ms = -1;
-  int sub_count = 0;                 // mosquitto_client_sub_count
+  int sub_count = 0;                  // mosquitto_client_sub_count
   std::vector<unsigned char> memory;  // the broker's struct, as broker/broker_layout.h reads it
 
   BrokerClient* handle() { return reinterpret_cast<BrokerClient*>(this); }
