@@ -370,11 +370,11 @@ void BrokerLayoutVerifier::Decide(Broker& broker) {
   }
   chosen_ = ready->layout;
   state_ = State::kVerified;
-  broker.Log(LogLevel::kNotice, "broker layout: verified " + std::string(chosen_->name) +
-                                    " for Mosquitto " + version_.Text() + " (" +
-                                    std::to_string(ready->agreements) + " observations of " +
-                                    std::to_string(ready->clients.size()) + " clients, " +
-                                    std::to_string(ready->changes) +
+  broker.Log(LogLevel::kNotice, "mosquitto_connections: broker layout: verified " +
+                                    std::string(chosen_->name) + " for Mosquitto " +
+                                    version_.Text() + " (" + std::to_string(ready->agreements) +
+                                    " observations of " + std::to_string(ready->clients.size()) +
+                                    " clients, " + std::to_string(ready->changes) +
                                     " subscription changes agreed with the "
                                     "broker's accessors)");
   candidates_.clear();
@@ -387,7 +387,7 @@ void BrokerLayoutVerifier::Fail(Broker& broker, const std::string& why) {
   candidates_.clear();
   last_seen_.clear();
   broker.Log(LogLevel::kWarning,
-             "broker layout: unknown: " + why +
+             "mosquitto_connections: broker layout: unknown: " + why +
                  "; session expiry, bridges and message queues are shown as unknown");
 }
 
