@@ -2,6 +2,7 @@
 #include "client_reader.h"
 
 #include <arpa/inet.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/x509.h>
@@ -94,6 +95,19 @@ int ClientSocket(const mosquitto* client) {
   int sock = -1;
   std::memcpy(&sock, reinterpret_cast<const char*>(client) + sizeof(int), sizeof(sock));
   return sock;
+}
+
+std::size_t ClientAllocationSize(const mosquitto* client) {
+  if (client == nullptr) return 0;
+  // The function takes a non-const pointer but only reads the allocator's header.
+  return malloc_usable_size(const_cast<mosquitto*>(client));
+}
+
+bool ReadClientBytes(const mosquitto* client, std::size_t offset, std::size_t size, void* out) {
+  const std::size_t allocation = ClientAllocationSize(client);
+  if (size == 0 || offset > allocation || size > allocation - offset) return false;
+  std::memcpy(out, reinterpret_cast<const char*>(client) + offset, size);
+  return true;
 }
 
 ClientFacts ReadFacts(const mosquitto* client, const BrokerConfig& config) {

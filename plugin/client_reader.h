@@ -6,6 +6,7 @@
 // Threads: the broker thread only (the socket belongs to it).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -21,6 +22,14 @@ namespace mqc {
 // with epoll, so struct mosquitto starts with `int ident; int sock;` (its source says ident
 // must stay first).
 int ClientSocket(const mosquitto* client);
+
+// The usable size of the client's allocation (glibc's malloc_usable_size; ASan intercepts it):
+// the broker allocates each client with calloc (src/context.c: context__init).
+std::size_t ClientAllocationSize(const mosquitto* client);
+
+// Copies bytes of the client's struct at `offset`, only inside its allocation (broker.h:
+// Broker::ReadClientBytes). Never follows a pointer, never writes.
+bool ReadClientBytes(const mosquitto* client, std::size_t offset, std::size_t size, void* out);
 
 // Everything known at CONNECT (BASIC_AUTH / EXT_AUTH_START), or when a client is first seen.
 ClientFacts ReadFacts(const mosquitto* client, const BrokerConfig& config);

@@ -54,6 +54,22 @@ class MosquittoBroker final : public Broker {
   int ClientState(const BrokerClient* client) const override {
     return api_->ClientState(Native(client));
   }
+  int SubCount(const BrokerClient* client) const override {
+    return mosquitto_client_sub_count(Native(client));
+  }
+  bool CleanSession(const BrokerClient* client) const override {
+    return mosquitto_client_clean_session(Native(client));
+  }
+  int Keepalive(const BrokerClient* client) const override {
+    return mosquitto_client_keepalive(Native(client));
+  }
+  std::size_t ClientAllocationSize(const BrokerClient* client) const override {
+    return mqc::ClientAllocationSize(Native(client));
+  }
+  bool ReadClientBytes(const BrokerClient* client, std::size_t offset, std::size_t size,
+                       void* out) const override {
+    return mqc::ReadClientBytes(Native(client), offset, size, out);
+  }
   int AskLaterAclSources(const AclCheckEvent& check) override;
   bool ReadStringProperty(const void* properties, int identifier,
                           std::string* value) const override;

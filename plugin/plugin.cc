@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "broker/auth_decisions.h"
+#include "broker/broker_layout.h"
 #include "link/clock.h"
 #include "link/companion_arguments.h"
 #include "link/host_names.h"
@@ -236,6 +237,9 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
                                      state->options.default_pattern, RpcOptionsOf(state->options));
 
   state->bans = std::make_unique<BanGate>(&state->region->header()->counters);
+  state->layout = std::make_unique<BrokerLayoutVerifier>(
+      BrokerLayoutCandidates(state->api.capabilities().version), state->api.capabilities().version);
+  state->layout->Start(state->mosquitto);
 
   const std::string companion = state->options.companion_path.empty()
                                     ? Directory(own_path) + "/" + kCompanionName

@@ -17,6 +17,7 @@
 // Threads: the broker thread only.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -102,6 +103,19 @@ class Broker {
   virtual std::int64_t IdleMs(const BrokerClient* client) const = 0;
   // The broker's state of a client (2.0: mosquitto__get_state), or -1 where unknown.
   virtual int ClientState(const BrokerClient* client) const = 0;
+  // mosquitto_client_sub_count, mosquitto_client_clean_session, mosquitto_client_keepalive:
+  // what broker/broker_layout.h checks its reads against.
+  virtual int SubCount(const BrokerClient* client) const = 0;
+  virtual bool CleanSession(const BrokerClient* client) const = 0;
+  virtual int Keepalive(const BrokerClient* client) const = 0;
+  // The usable size of the client's allocation (the broker callocs each client), 0 when it
+  // cannot tell.
+  virtual std::size_t ClientAllocationSize(const BrokerClient* client) const = 0;
+  // Copies `size` bytes at `offset` inside the client's own struct to `out`; false, and nothing
+  // read, unless they lie inside its allocation. Integers only: broker/broker_layout.h decides
+  // what to read, and only once its layout agreed with the accessors above.
+  virtual bool ReadClientBytes(const BrokerClient* client, std::size_t offset, std::size_t size,
+                               void* out) const = 0;
 
   // The answer of the ACL sources after this plugin (2.0's mosquitto_acl_check); only when
   // capabilities().acl_check. The broker calls this plugin's ACL callback again inside it.

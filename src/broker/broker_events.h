@@ -33,6 +33,7 @@
 #include "broker/acl_file.h"
 #include "broker/ban_gate.h"
 #include "broker/broker.h"
+#include "broker/broker_layout.h"
 #include "broker/broker_link.h"
 #include "broker/companion_supervisor.h"
 #include "broker/presence.h"
@@ -78,6 +79,9 @@ struct BrokerEventsState {
   std::unique_ptr<PresencePublisher> presence_publisher;
   std::unique_ptr<Presence> presence;
   std::unique_ptr<BanGate> bans;  // the companion's ban list, asked at CONNECT
+  // Where struct mosquitto's integers lie, trusted once verified (broker_layout.h); fed at
+  // CONNECT, SUBSCRIBE and UNSUBSCRIBE until it decides. Null: not set up (nothing is read).
+  std::unique_ptr<BrokerLayoutVerifier> layout;
 
   // 2.1: whether the plugin watches ACL checks (no other ACL source: its IGNORE is neutral).
   bool watch_acl_21 = false;
@@ -231,6 +235,7 @@ class BrokerEvents {
         state_.sessions->BeginConnect(client, std::move(facts), broker().NowNs());
         if (state_.bans->active()) banned = BanRefusal(client, false);
       }
+      ObserveLayout(client);
     } catch (...) {
       // Watching must never change the outcome: fall through to the decision.
     }
@@ -252,6 +257,7 @@ class BrokerEvents {
       facts.mechanism = AuthMechanism::kEnhanced;
       facts.auth_method = auth_method != nullptr ? auth_method : "";
       state_.sessions->BeginConnect(client, std::move(facts), broker().NowNs());
+      ObserveLayout(client);
       if (state_.bans->active()) {
         const int banned = BanRefusal(client, true);
         if (banned != 0) return banned;
@@ -275,6 +281,7 @@ class BrokerEvents {
                               broker().NowNs());
       }
       sessions.Confirm(client);
+      ObserveLayout(client);
     } catch (...) {
     }
     return kBrokerSuccess;
@@ -321,6 +328,7 @@ class BrokerEvents {
         sessions.Unsubscribe(client, topic_filter);
         TrafficMeter::OnRequest(view.stats);
       }
+      ObserveLayout(client);
     } catch (...) {
     }
     return kBrokerSuccess;  // anything else would refuse the subscription
@@ -508,10 +516,12 @@ class BrokerEvents {
       case kAclSubscribe:
         sessions.Subscribe(data.client, data.topic, data.qos);
         state_.traffic->OnSubscribe(view.stats, /*made=*/true);
+        ObserveLayout(data.client);
         break;
       case kAclUnsubscribe:
         sessions.Unsubscribe(data.client, data.topic);
         TrafficMeter::OnRequest(view.stats);
+        ObserveLayout(data.client);
         break;
       default:
         break;
@@ -617,6 +627,13 @@ class BrokerEvents {
   }
 
   B& broker() const { return static_cast<B&>(*state_.broker); }
+
+  // Feeds the layout verifier a client the handler touches anyway; nothing once it decided.
+  void ObserveLayout(const BrokerClient* client) {
+    if (state_.layout != nullptr && state_.layout->verifying()) {
+      state_.layout->Observe(broker(), client);
+    }
+  }
 
   BrokerEventsState& state_;
 };

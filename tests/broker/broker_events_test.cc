@@ -275,6 +275,60 @@ TEST_F(BrokerEventsTest, TheDisconnectInsideAKickClosesAsKicked) {
   EXPECT_EQ(state_.sessions->open_count(), 0u);
 }
 
+// ---- the client layout ----
+
+// The layout verifier (broker_layout.h) is fed at CONNECT, SUBSCRIBE and UNSUBSCRIBE, never by a
+// delivery or a publish. A client whose allocation is too small for every candidate makes the
+// first observation decide (unknown), which shows where it happened.
+TEST_F(BrokerEventsTest, TheLayoutIsFedAtConnectAndSubscriptionsNeverPerMessage) {
+  BrokerVersion version;
+  version.major = 2;
+  version.minor = 0;
+  version.patch = 21;
+  for (int access : {kAclSubscribe, kAclUnsubscribe}) {
+    Use(FakeBroker::Api20());
+    FakeClient client = Client("a");
+    client.memory.assign(16, 0);
+    Connect(&client);
+    state_.layout =
+        std::make_unique<BrokerLayoutVerifier>(BrokerLayoutCandidates(version), version);
+    const auto delivered = counters_.delivered_messages.load();
+    Events().OnAclCheck(AclCheck(&client, kAclRead, "events/a", 1));
+    Events().OnAclCheck(AclCheck(&client, kAclWrite, "events/a", 1));
+    EXPECT_EQ(Events().OnMessage(Message(&client, "events/a")), kBrokerSuccess);
+    EXPECT_EQ(counters_.delivered_messages.load(), delivered + 1);  // the delivery was seen
+    EXPECT_TRUE(state_.layout->verifying());
+    EXPECT_TRUE(broker_.log.empty());
+    Events().OnAclCheck(AclCheck(&client, access, "events/a"));  // the broker's own answer
+    EXPECT_EQ(state_.layout->state(), BrokerLayoutVerifier::State::kUnknown);
+    ASSERT_EQ(broker_.log.size(), 1u);
+    EXPECT_NE(broker_.log[0].second.find("broker layout: unknown: "), std::string::npos);
+  }
+  // At CONNECT (2.0: BASIC_AUTH), and 2.1's CONNECT and SUBSCRIBE events.
+  Use(FakeBroker::Api20());
+  FakeClient client = Client("b");
+  state_.layout = std::make_unique<BrokerLayoutVerifier>(BrokerLayoutCandidates(version), version);
+  Events().OnBasicAuth(client.handle());
+  EXPECT_EQ(state_.layout->state(), BrokerLayoutVerifier::State::kUnknown);
+  version.minor = 1;
+  version.patch = 2;
+  for (int step = 0; step < 2; ++step) {
+    Use(FakeBroker::Api21());
+    FakeClient other = Client("c");
+    Connect(&other);
+    state_.layout =
+        std::make_unique<BrokerLayoutVerifier>(BrokerLayoutCandidates(version), version);
+    EXPECT_EQ(Events().OnMessageOut(Message(&other, "events/a")), kBrokerSuccess);
+    EXPECT_TRUE(state_.layout->verifying());
+    if (step == 0) {
+      Events().OnConnect21(other.handle());
+    } else {
+      Events().OnSubscribe21(other.handle(), true, "events/a", 0);
+    }
+    EXPECT_EQ(state_.layout->state(), BrokerLayoutVerifier::State::kUnknown);
+  }
+}
+
 // ---- TICK ----
 
 // Every TICK settles what the callbacks before it left open and ends a reload's re-check; the

@@ -5,7 +5,9 @@
 // BrokerEvents<FakeBroker> makes the same direct calls the plugin's handlers make.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <utility>
@@ -23,6 +25,8 @@ struct FakeClient {
   int socket = 7;      // -1: an offline session
   int state = -1;      // mosquitto__get_state, -1: unknown
   std::int64_t idle_ms = -1;
+  int sub_count = 0;                  // mosquitto_client_sub_count
+  std::vector<unsigned char> memory;  // the broker's struct, as broker/broker_layout.h reads it
 
   BrokerClient* handle() { return reinterpret_cast<BrokerClient*>(this); }
 };
@@ -44,6 +48,7 @@ class FakeBroker final : public Broker {
   std::vector<std::string> published;
   std::int64_t now_ns = 1000;
   std::int64_t monotonic_ns = 1000;
+  mutable int bytes_reads = 0;  // ReadClientBytes calls that read
 
   static FakeBroker Api20(bool acl_check = true) {
     FakeBroker broker;
@@ -85,6 +90,22 @@ class FakeBroker final : public Broker {
   }
   std::int64_t IdleMs(const BrokerClient* client) const override { return Of(client).idle_ms; }
   int ClientState(const BrokerClient* client) const override { return Of(client).state; }
+  int SubCount(const BrokerClient* client) const override { return Of(client).sub_count; }
+  bool CleanSession(const BrokerClient* client) const override {
+    return Of(client).facts.clean_session;
+  }
+  int Keepalive(const BrokerClient* client) const override { return Of(client).facts.keep_alive; }
+  std::size_t ClientAllocationSize(const BrokerClient* client) const override {
+    return Of(client).memory.size();
+  }
+  bool ReadClientBytes(const BrokerClient* client, std::size_t offset, std::size_t size,
+                       void* out) const override {
+    const std::vector<unsigned char>& memory = Of(client).memory;
+    if (size == 0 || offset > memory.size() || size > memory.size() - offset) return false;
+    std::memcpy(out, memory.data() + offset, size);
+    ++bytes_reads;
+    return true;
+  }
   int AskLaterAclSources(const AclCheckEvent& check) override {
     later_acl_checks.push_back(check);
     if (inside_later_acl) inside_later_acl(check);

@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "broker/broker_layout.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../support/fake_broker.h"
+
+namespace mqc {
+namespace {
+
+using ::testing::HasSubstr;
+
+BrokerVersion Version(int major, int minor, int patch) {
+  BrokerVersion version;
+  version.major = major;
+  version.minor = minor;
+  version.patch = patch;
+  return version;
+}
+
+const BrokerLayout* Named(const std::vector<const BrokerLayout*>& layouts,
+                          const std::string& name) {
+  for (const BrokerLayout* layout : layouts) {
+    if (name == layout->name) return layout;
+  }
+  return nullptr;
+}
+
+void Put(FakeClient* client, const BrokerLayout& layout, LayoutField field, std::int64_t value) {
+  const FieldPlace& place = layout.place(field);
+  ASSERT_NE(place.size, 0);
+  ASSERT_LE(place.offset + place.size, client->memory.size());
+  const auto le = static_cast<std::uint64_t>(value);
+  // The fake stands for a broker of this machine's byte order, as the plugin's reads assume.
+  if (place.size == 1) {
+    const auto v = static_cast<std::uint8_t>(le);
+    std::memcpy(client->memory.data() + place.offset, &v, 1);
+  } else if (place.size == 2) {
+    const auto v = static_cast<std::uint16_t>(le);
+    std::memcpy(client->memory.data() + place.offset, &v, 2);
+  } else if (place.size == 4) {
+    const auto v = static_cast<std::uint32_t>(le);
+    std::memcpy(client->memory.data() + place.offset, &v, 4);
+  } else {
+    std::memcpy(client->memory.data() + place.offset, &le, 8);
+  }
+}
+
+// A client whose struct is laid out as `truth` says, with pointer-like noise everywhere else
+// (a real struct holds addresses and strings' lengths around these fields).
+FakeClient LaidOut(const BrokerLayout& truth, const std::string& id, bool clean,
+                   std::uint16_t keepalive, std::size_t allocation = 0) {
+  FakeClient client = Client(id, 4);
+  client.facts.clean_session = clean;
+  client.facts.keep_alive = keepalive;
+  client.memory.assign(allocation != 0 ? allocation : truth.End() + 64, 0);
+  for (std::size_t i = 0; i < client.memory.size(); ++i) {
+    client.memory[i] = static_cast<unsigned char>((i * 37 + 11) & 0xff);
+  }
+  Put(&client, truth, LayoutField::kProtocol, truth.protocol == ProtocolEncoding::k20 ? 2 : 4);
+  Put(&client, truth, LayoutField::kKeepalive, keepalive);
+  Put(&client, truth, LayoutField::kCleanStart, clean ? 1 : 0);
+  Put(&client, truth, LayoutField::kSubCount, 0);
+  Put(&client, truth, LayoutField::kSessionExpiryTime, 0);
+  Put(&client, truth, LayoutField::kSessionExpiryInterval, clean ? 0 : 3600);
+  Put(&client, truth, LayoutField::kIsBridge, 0);
+  for (LayoutField field : {LayoutField::kMsgsInInflightCount, LayoutField::kMsgsInQueuedCount,
+                            LayoutField::kMsgsOutInflightCount, LayoutField::kMsgsOutQueuedCount,
+                            LayoutField::kMsgsInCount, LayoutField::kMsgsOutCount}) {
+    if (truth.place(field).size != 0) Put(&client, truth, field, 0);
+  }
+  return client;
+}
+
+// The subscription count changes, in the struct and in the accessor alike.
+void SetSubCount(FakeClient* client, const BrokerLayout& truth, int count) {
+  client->sub_count = count;
+  Put(client, truth, LayoutField::kSubCount, count);
+}
+
+// Three clients connect, each subscribes twice and unsubscribes once: 12 observations, 9
+// subscription changes.
+void Traffic(FakeBroker* broker, BrokerLayoutVerifier* verifier, std::vector<FakeClient>* clients,
+             const BrokerLayout& truth) {
+  for (FakeClient& client : *clients) {
+    verifier->Observe(*broker, client.handle());
+    for (int count : {1, 2, 1}) {
+      SetSubCount(&client, truth, count);
+      verifier->Observe(*broker, client.handle());
+    }
+  }
+}
+
+// The layout with every offset moved 8 bytes on: what a table off by one pointer looks like.
+BrokerLayout Shifted(const BrokerLayout& layout) {
+  BrokerLayout shifted = layout;
+  shifted.name = "shifted";
+  for (FieldPlace& place : shifted.fields) {
+    if (place.size != 0) place.offset = static_cast<std::uint16_t>(place.offset + 8);
+  }
+  return shifted;
+}
+
+const BrokerLayout& Debian2021() {
+  return *Named(BrokerLayoutCandidates(Version(2, 0, 21)), "2.0.15-2.0.22 TLS ADNS");
+}
+
+TEST(BrokerLayoutTable, CandidatesPerVersion) {
+  EXPECT_EQ(BrokerLayoutCandidates(Version(2, 0, 11)).size(), 8u);  // Debian's and upstream's
+  EXPECT_EQ(BrokerLayoutCandidates(Version(2, 0, 12)).size(), 4u);
+  EXPECT_EQ(BrokerLayoutCandidates(Version(2, 0, 14)).size(), 4u);
+  EXPECT_EQ(BrokerLayoutCandidates(Version(2, 0, 22)).size(), 4u);
+  EXPECT_EQ(BrokerLayoutCandidates(Version(2, 1, 2)).size(), 8u);
+  EXPECT_TRUE(BrokerLayoutCandidates(Version(2, 0, 10)).empty());
+  EXPECT_TRUE(BrokerLayoutCandidates(Version(2, 0, 23)).empty());
+  EXPECT_TRUE(BrokerLayoutCandidates(Version(2, 2, 0)).empty());
+  EXPECT_TRUE(BrokerLayoutCandidates(BrokerVersion{}).empty());
+}
+
+// A few places the matrix's brokers use, as measured with offsetof() against upstream's header
+// (broker_layout.cc says how).
+TEST(BrokerLayoutTable, MatrixBrokersPlaces) {
+  const BrokerLayout* debian_2011 =
+      Named(BrokerLayoutCandidates(Version(2, 0, 11)), "2.0.12 TLS ADNS");
+  ASSERT_NE(debian_2011, nullptr);
+  EXPECT_EQ(debian_2011->place(LayoutField::kProtocol).offset, 24);
+  EXPECT_EQ(debian_2011->place(LayoutField::kKeepalive).offset, 64);
+  EXPECT_EQ(debian_2011->place(LayoutField::kCleanStart).offset, 326);
+  EXPECT_EQ(debian_2011->place(LayoutField::kSubCount).offset, 488);
+  EXPECT_EQ(debian_2011->place(LayoutField::kMsgsOutCount).offset, 432);
+  EXPECT_EQ(debian_2011->place(LayoutField::kMsgsOutQueuedCount).size, 0);
+
+  EXPECT_EQ(Debian2021().place(LayoutField::kCleanStart).offset, 325);
+  EXPECT_EQ(Debian2021().place(LayoutField::kSessionExpiryInterval).offset, 336);
+  EXPECT_EQ(Debian2021().place(LayoutField::kMsgsOutQueuedCount).offset, 480);
+  EXPECT_EQ(Debian2021().place(LayoutField::kSubCount).offset, 536);
+
+  const BrokerLayout* builtin_21 =
+      Named(BrokerLayoutCandidates(Version(2, 1, 2)), "2.1 TLS builtin WebSockets");
+  ASSERT_NE(builtin_21, nullptr);
+  EXPECT_EQ(builtin_21->place(LayoutField::kProtocol).offset, 80);
+  EXPECT_EQ(builtin_21->place(LayoutField::kIsBridge).offset, 438);
+  EXPECT_EQ(builtin_21->place(LayoutField::kSubCount).offset, 636);
+  EXPECT_EQ(builtin_21->End(), 640u);
+}
+
+TEST(BrokerLayoutTable, ProtocolEncodings) {
+  EXPECT_EQ(ProtocolVersionOf(ProtocolEncoding::k20, 1), 3);
+  EXPECT_EQ(ProtocolVersionOf(ProtocolEncoding::k20, 2), 4);
+  EXPECT_EQ(ProtocolVersionOf(ProtocolEncoding::k20, 4), 0);
+  EXPECT_EQ(ProtocolVersionOf(ProtocolEncoding::k21, 4), 4);
+  EXPECT_EQ(ProtocolVersionOf(ProtocolEncoding::k21, 1), 0);  // 2.1's mqtts
+  EXPECT_EQ(ProtocolVersionOf(ProtocolEncoding::k21, 5), 5);
+}
+
+TEST(BrokerLayoutVerifier, TheRightCandidateVerifiesAmongTheOthers) {
+  FakeBroker broker = FakeBroker::Api20();
+  const BrokerLayout& truth = Debian2021();
+  BrokerLayoutVerifier verifier(BrokerLayoutCandidates(Version(2, 0, 21)), Version(2, 0, 21));
+  verifier.Start(broker);
+  EXPECT_TRUE(broker.log.empty());
+  std::vector<FakeClient> clients{LaidOut(truth, "a", true, 60), LaidOut(truth, "b", false, 30),
+                                  LaidOut(truth, "c", true, 15)};
+  EXPECT_FALSE(verifier.Read(broker, clients[0].handle(), LayoutField::kSubCount).has_value());
+  Traffic(&broker, &verifier, &clients, truth);
+
+  ASSERT_TRUE(verifier.verified());
+  EXPECT_EQ(verifier.layout(), &truth);
+  ASSERT_EQ(broker.log.size(), 1u);
+  EXPECT_THAT(broker.log[0].second,
+              HasSubstr("broker layout: verified 2.0.15-2.0.22 TLS ADNS for Mosquitto 2.0.21"));
+  // The values a later reader gets.
+  EXPECT_EQ(verifier.Read(broker, clients[1].handle(), LayoutField::kSessionExpiryInterval), 3600);
+  Put(&clients[2], truth, LayoutField::kMsgsOutQueuedCount, 42);
+  EXPECT_EQ(verifier.Read(broker, clients[2].handle(), LayoutField::kMsgsOutQueuedCount), 42);
+  EXPECT_FALSE(verifier.Read(broker, clients[2].handle(), LayoutField::kMsgsOutCount).has_value());
+  // Decided: observing reads nothing more.
+  const int reads = broker.bytes_reads;
+  verifier.Observe(broker, clients[0].handle());
+  EXPECT_EQ(broker.bytes_reads, reads);
+}
+
+TEST(BrokerLayoutVerifier, DebiansBackportIsToldFromUpstreams2011) {
+  FakeBroker broker = FakeBroker::Api20();
+  const std::vector<const BrokerLayout*> candidates = BrokerLayoutCandidates(Version(2, 0, 11));
+  const BrokerLayout& truth = *Named(candidates, "2.0.11 TLS ADNS");  // upstream's own tag
+  BrokerLayoutVerifier verifier(candidates, Version(2, 0, 11));
+  std::vector<FakeClient> clients{LaidOut(truth, "a", true, 60), LaidOut(truth, "b", true, 60),
+                                  LaidOut(truth, "c", true, 60)};
+  Traffic(&broker, &verifier, &clients, truth);
+  ASSERT_TRUE(verifier.verified());
+  EXPECT_STREQ(verifier.layout()->name, "2.0.11 TLS ADNS");
+}
+
+TEST(BrokerLayoutVerifier, AShiftedLayoutIsSwitchedOffAndReadsNothingMore) {
+  FakeBroker broker = FakeBroker::Api20();
+  const BrokerLayout& truth = Debian2021();
+  const BrokerLayout shifted = Shifted(truth);
+  BrokerLayoutVerifier verifier({&shifted}, Version(2, 0, 21));
+  std::vector<FakeClient> clients{LaidOut(truth, "a", true, 60), LaidOut(truth, "b", true, 60),
+                                  LaidOut(truth, "c", true, 60)};
+  verifier.Observe(broker, clients[0].handle());
+
+  EXPECT_EQ(verifier.state(), BrokerLayoutVerifier::State::kUnknown);
+  ASSERT_EQ(broker.log.size(), 1u);
+  EXPECT_EQ(broker.log[0].first, LogLevel::kWarning);
+  EXPECT_THAT(broker.log[0].second, HasSubstr("broker layout: unknown: "));
+  EXPECT_THAT(broker.log[0].second, HasSubstr("shifted: "));
+  EXPECT_THAT(broker.log[0].second, HasSubstr("shown as unknown"));
+  const int reads = broker.bytes_reads;
+  Traffic(&broker, &verifier, &clients, truth);
+  EXPECT_FALSE(verifier.Read(broker, clients[1].handle(), LayoutField::kSubCount).has_value());
+  EXPECT_EQ(broker.bytes_reads, reads);
+  EXPECT_EQ(broker.log.size(), 1u);  // one line, once
+}
+
+// A layout that agrees at first (the shifted place happens to hold what the accessor says)
+// is dropped at the first client where it does not.
+TEST(BrokerLayoutVerifier, ALayoutThatAgreesByChanceIsDroppedLater) {
+  FakeBroker broker = FakeBroker::Api20();
+  const BrokerLayout& truth = Debian2021();
+  const BrokerLayout shifted = Shifted(truth);
+  BrokerLayoutVerifier verifier({&shifted}, Version(2, 0, 21));
+  FakeClient lucky = LaidOut(truth, "a", true, 60);
+  // What the shifted layout reads, set to what the accessors say.
+  Put(&lucky, shifted, LayoutField::kProtocol, 2);
+  Put(&lucky, shifted, LayoutField::kKeepalive, 60);
+  Put(&lucky, shifted, LayoutField::kCleanStart, 1);
+  Put(&lucky, shifted, LayoutField::kSubCount, 0);
+  Put(&lucky, shifted, LayoutField::kIsBridge, 0);
+  Put(&lucky, shifted, LayoutField::kSessionExpiryTime, 0);
+  for (LayoutField field : {LayoutField::kMsgsInInflightCount, LayoutField::kMsgsInQueuedCount,
+                            LayoutField::kMsgsOutInflightCount, LayoutField::kMsgsOutQueuedCount}) {
+    Put(&lucky, shifted, field, 0);
+  }
+  verifier.Observe(broker, lucky.handle());
+  EXPECT_TRUE(verifier.verifying());
+  FakeClient other = LaidOut(truth, "b", true, 60);
+  verifier.Observe(broker, other.handle());
+  EXPECT_EQ(verifier.state(), BrokerLayoutVerifier::State::kUnknown);
+}
+
+TEST(BrokerLayoutVerifier, OneClientIsNotEnough) {
+  FakeBroker broker = FakeBroker::Api20();
+  const BrokerLayout& truth = Debian2021();
+  BrokerLayoutVerifier verifier({&truth}, Version(2, 0, 21));
+  FakeClient client = LaidOut(truth, "a", true, 60);
+  for (int i = 0; i < 40; ++i) {
+    SetSubCount(&client, truth, i % 3);
+    verifier.Observe(broker, client.handle());
+  }
+  EXPECT_TRUE(verifier.verifying());
+  EXPECT_FALSE(verifier.Read(broker, client.handle(), LayoutField::kSubCount).has_value());
+  EXPECT_TRUE(broker.log.empty());
+}
+
+TEST(BrokerLayoutVerifier, ClientsWithoutChangesAreNotEnough) {
+  FakeBroker broker = FakeBroker::Api20();
+  const BrokerLayout& truth = Debian2021();
+  BrokerLayoutVerifier verifier({&truth}, Version(2, 0, 21));
+  std::vector<FakeClient> clients{LaidOut(truth, "a", true, 60), LaidOut(truth, "b", true, 60),
+                                  LaidOut(truth, "c", true, 60)};
+  for (int round = 0; round < 10; ++round) {
+    for (FakeClient& client : clients) verifier.Observe(broker, client.handle());
+  }
+  EXPECT_TRUE(verifier.verifying());
+  // One change is still not enough; the second decides.
+  SetSubCount(&clients[0], truth, 1);
+  verifier.Observe(broker, clients[0].handle());
+  EXPECT_TRUE(verifier.verifying());
+  SetSubCount(&clients[1], truth, 1);
+  verifier.Observe(broker, clients[1].handle());
+  EXPECT_TRUE(verifier.verified());
+}
+
+TEST(BrokerLayoutVerifier, ALayoutReachingPastTheAllocationIsRefusedUnread) {
+  FakeBroker broker = FakeBroker::Api20();
+  const BrokerLayout& truth = Debian2021();
+  // The struct as the table says, in an allocation 4 bytes short of the last field's end.
+  FakeClient client = LaidOut(truth, "a", true, 60, truth.End() + 16);
+  client.memory.resize(truth.End() - 4);
+  BrokerLayoutVerifier verifier({&truth}, Version(2, 0, 21));
+  verifier.Observe(broker, client.handle());
+  EXPECT_EQ(verifier.state(), BrokerLayoutVerifier::State::kUnknown);
+  EXPECT_EQ(broker.bytes_reads, 0);
+  ASSERT_EQ(broker.log.size(), 1u);
+  EXPECT_THAT(broker.log[0].second, HasSubstr("allocation has " + std::to_string(truth.End() - 4)));
+}
+
+TEST(BrokerLayoutVerifier, NoCandidateSaysWhyAtStart) {
+  FakeBroker broker = FakeBroker::Api20();
+  BrokerLayoutVerifier verifier(BrokerLayoutCandidates(BrokerVersion{}), BrokerVersion{});
+  verifier.Start(broker);
+  EXPECT_EQ(verifier.state(), BrokerLayoutVerifier::State::kUnknown);
+  ASSERT_EQ(broker.log.size(), 1u);
+  EXPECT_THAT(broker.log[0].second,
+              HasSubstr("broker layout: unknown: no layout is known for Mosquitto unknown"));
+}
+
+// A shifted table beside the right one: the right one wins, the shifted one is gone.
+TEST(BrokerLayoutVerifier, AShiftedCandidateBesideTheRightOneIsDropped) {
+  FakeBroker broker = FakeBroker::Api21();
+  const std::vector<const BrokerLayout*> candidates = BrokerLayoutCandidates(Version(2, 1, 2));
+  const BrokerLayout& truth = *Named(candidates, "2.1 TLS builtin WebSockets");
+  const BrokerLayout shifted = Shifted(truth);
+  BrokerLayoutVerifier verifier({&shifted, &truth}, Version(2, 1, 2));
+  std::vector<FakeClient> clients{LaidOut(truth, "a", true, 60), LaidOut(truth, "b", false, 20),
+                                  LaidOut(truth, "c", true, 5)};
+  Traffic(&broker, &verifier, &clients, truth);
+  ASSERT_TRUE(verifier.verified());
+  EXPECT_EQ(verifier.layout(), &truth);
+}
+
+}  // namespace
+}  // namespace mqc
