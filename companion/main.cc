@@ -95,12 +95,12 @@ std::string YieldToBroker(pid_t broker_pid) {
 // the broker's user, which could read the file when the plugin started.
 std::vector<ListenerConfig> ReadListeners(const std::string& path, CompanionLink* link) {
   if (path.empty()) return {};
-  BrokerConfig config;
-  std::string error;
-  if (!ReadBrokerConfig(path, &config, &error)) {
-    link->Log(LogLevel::kWarning, "listener names unknown: " + error);
+  StatusOr<BrokerConfig> read = ReadBrokerConfig(path);
+  if (!read.ok()) {
+    link->Log(LogLevel::kWarning, "listener names unknown: " + read.status().message());
     return {};
   }
+  BrokerConfig config = std::move(read).value();
   if (config.listeners.empty()) {  // local-only mode: the default listener on 1883
     ListenerConfig local;
     local.port = 1883;
@@ -111,15 +111,18 @@ std::vector<ListenerConfig> ReadListeners(const std::string& path, CompanionLink
 
 // Where the ban list is kept: beside the broker's persistence file, or nowhere (said once).
 std::string BanFile(const std::string& config_path, CompanionLink* link) {
-  BrokerConfig config;
-  std::string error;
-  if (config_path.empty() || !ReadBrokerConfig(config_path, &config, &error)) {
-    link->Log(LogLevel::kWarning,
-              "bans are kept in memory only: the broker's configuration " +
-                  (config_path.empty() ? std::string("is unknown") : "cannot be read: " + error));
+  const char* const kMemoryOnly = "bans are kept in memory only: the broker's configuration ";
+  if (config_path.empty()) {
+    link->Log(LogLevel::kWarning, std::string(kMemoryOnly) + "is unknown");
     return std::string();
   }
-  const std::string path = BanFilePath(config.persistence, config.persistence_location);
+  const StatusOr<BrokerConfig> config = ReadBrokerConfig(config_path);
+  if (!config.ok()) {
+    link->Log(LogLevel::kWarning,
+              std::string(kMemoryOnly) + "cannot be read: " + config.status().message());
+    return std::string();
+  }
+  const std::string path = BanFilePath(config->persistence, config->persistence_location);
   if (path.empty()) {
     link->Log(LogLevel::kNotice,
               "bans are kept in memory only (the broker runs without persistence): a broker "
@@ -258,11 +261,12 @@ int Run(int argc, char** argv) {
   CompanionLink link(region.get());
   if (!priority_warning.empty()) link.Log(LogLevel::kWarning, priority_warning);
 
-  PluginOptions options;
-  if (!ParsePluginOptions(arguments.options, &options, &error)) {
-    link.ReportFailed(error);
+  StatusOr<PluginOptions> parsed_options = ParsePluginOptions(arguments.options);
+  if (!parsed_options.ok()) {
+    link.ReportFailed(parsed_options.status().message());
     return 1;
   }
+  const PluginOptions options = std::move(parsed_options).value();
   // Before the registry that publishes into it and the server whose streams read it.
   // Kept for resumption: at least 8192 changes, and twice a stream's buffer, so that a stream
   // is cut off for its lag before the changes it still needs are dropped.

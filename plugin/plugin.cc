@@ -79,12 +79,12 @@ bool ApplyBrokerConfig(PluginState* state, const std::string& own_path) {
     LogError("cannot find the broker's configuration file on its command line (-c)");
     return false;
   }
-  BrokerConfig config;
-  std::string error;
-  if (!ReadBrokerConfig(config_path, &config, &error)) {
-    LogError(error);
+  StatusOr<BrokerConfig> read = ReadBrokerConfig(config_path);
+  if (!read.ok()) {
+    LogError(read.status().message());
     return false;
   }
+  const BrokerConfig config = std::move(read).value();
   if (config.per_listener_settings &&
       !state->api.capabilities().SendsTickWithPerListenerSettings()) {
     LogError(PerListenerSettingsRefusal(state->api.capabilities()));
@@ -200,16 +200,18 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
     pairs.emplace_back(options[i].key != nullptr ? options[i].key : "",
                        options[i].value != nullptr ? options[i].value : "");
   }
-  std::string error;
-  if (!ParsePluginOptions(pairs, &state->options, &error)) {
-    LogError(error);
+  StatusOr<PluginOptions> parsed = ParsePluginOptions(pairs);
+  if (!parsed.ok()) {
+    LogError(parsed.status().message());
     return MOSQ_ERR_INVAL;
   }
+  state->options = std::move(parsed).value();
   const std::string own_path = OwnPath();
   if (!ApplyBrokerConfig(state.get(), own_path)) return MOSQ_ERR_INVAL;
   // Fixed at start: the callbacks are registered once (a reload adds no plugin before this one).
   state->watch_acl_21 = state->api.api_2_1() && state->decide_acl;
 
+  std::string error;
   state->region = SharedRegion::Create(SharedRegionSizes{}, &error);
   if (!state->region) {
     LogError("cannot create the shared memory: " + error);
