@@ -114,18 +114,17 @@ void RestorePersistedSessions(PluginState* state) {
   if (path.empty()) return;
   PersistenceLimits limits;
   limits.max_sessions = SessionTable::kMaxOfflineSessions;
-  std::vector<PersistedSession> sessions;
-  bool missing = false;
-  std::string error;
   const std::int64_t started = MonotonicNs();
-  if (!ReadPersistenceFile(path, limits, &sessions, &missing, &error)) {
+  const StatusOr<PersistenceFile> file = ReadPersistenceFile(path, limits);
+  if (!file.ok()) {
     LogToBroker(LogLevel::kWarning,
                 "mosquitto_connections: the broker's persistence file is not used, its sessions "
                 "are listed from their next connection on: " +
-                    error);
+                    file.status().message());
     return;
   }
-  if (missing) return;
+  if (file->missing) return;
+  const std::vector<PersistedSession>& sessions = file->sessions;
   std::size_t subscriptions = 0;
   for (const auto& session : sessions) subscriptions += session.subscriptions.size();
   state->sessions->RestoreOffline(sessions, NowNs());
