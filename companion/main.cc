@@ -253,11 +253,13 @@ int Run(int argc, char** argv) {
   signal(SIGINT, OnStopSignal);
   const std::string priority_warning = YieldToBroker(arguments.broker_pid);
 
-  std::unique_ptr<SharedRegion> region = SharedRegion::Attach(arguments.shared_fd, &error);
-  if (!region) {
-    std::fprintf(stderr, "mosquitto_connections_companion: %s\n", error.c_str());
+  StatusOr<std::unique_ptr<SharedRegion>> attached = SharedRegion::Attach(arguments.shared_fd);
+  if (!attached.ok()) {
+    std::fprintf(stderr, "mosquitto_connections_companion: %s\n",
+                 attached.status().message().c_str());
     return 1;
   }
+  const std::unique_ptr<SharedRegion> region = std::move(attached).value();
   CompanionLink link(region.get());
   if (!priority_warning.empty()) link.Log(LogLevel::kWarning, priority_warning);
 

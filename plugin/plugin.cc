@@ -210,12 +210,12 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
   // Fixed at start: the callbacks are registered once (a reload adds no plugin before this one).
   state->watch_acl_21 = state->api.api_2_1() && state->decide_acl;
 
-  std::string error;
-  state->region = SharedRegion::Create(SharedRegionSizes{}, &error);
-  if (!state->region) {
-    LogError("cannot create the shared memory: " + error);
+  StatusOr<std::unique_ptr<SharedRegion>> region = SharedRegion::Create(SharedRegionSizes{});
+  if (!region.ok()) {
+    LogError("cannot create the shared memory: " + region.status().message());
     return MOSQ_ERR_NOMEM;
   }
+  state->region = std::move(region).value();
   state->link = std::make_unique<BrokerLink>(state->region.get());
   LogToBroker(LogLevel::kNotice, state->api.capabilities().Describe(UnreadAclSource(*state)));
   if (state->options.kubemq_strict) {
@@ -259,8 +259,9 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
         [](const LogCommand& command) { LogToBroker(command.level, command.text); }, nullptr,
         [raw_state](BansCommand&& command) { ApplyBans(raw_state, std::move(command)); });
   };
-  if (!state->companion->StartAndWait(kCompanionStartTimeoutMs, pump, &error)) {
-    LogError(error);
+  const Status started = state->companion->StartAndWait(kCompanionStartTimeoutMs, pump);
+  if (!started.ok()) {
+    LogError(started.message());
     UnregisterBrokerEvents(state.get());
     return MOSQ_ERR_UNKNOWN;
   }
