@@ -274,22 +274,16 @@ NumberStatus ParseInt64(std::string_view text, std::int64_t* value) {
   return NumberStatus::kOk;
 }
 
-bool ParseDuration(std::string_view text, std::int64_t* nanos, std::string* why) {
-  if (text == "0") {
-    *nanos = 0;
-    return true;
-  }
-  if (text.empty()) {
-    *why = "empty";
-    return false;
-  }
+StatusOr<std::int64_t> ParseDuration(std::string_view text) {
+  if (text == "0") return std::int64_t{0};
+  if (text.empty()) return InvalidArgument("empty");
   std::int64_t total = 0;
   std::size_t pos = 0;
   while (pos < text.size()) {
-    if (!ReadDurationTerm(text, &pos, &total, why)) return false;
+    std::string why;
+    if (!ReadDurationTerm(text, &pos, &total, &why)) return InvalidArgument(std::move(why));
   }
-  *nanos = total;
-  return true;
+  return total;
 }
 
 bool ReadStringLiteral(std::string_view text, std::size_t start, StringLiteral* literal,
