@@ -207,9 +207,11 @@ void RereadSecrets(const PluginOptions& options, AccessTokens* tokens, HttpServe
               "reload: HTTPS certificate unchanged (" + options.http_tls_cert + ")");
     return;
   }
-  if (!server->ReplaceTls(cert_pem, key_pem, &error)) {
+  const Status replaced = server->ReplaceTls(cert_pem, key_pem);
+  if (!replaced.ok()) {
     link->Log(LogLevel::kError, "reload: HTTPS certificate " + options.http_tls_cert +
-                                    " not used: " + error + "; keeping the one read before");
+                                    " not used: " + replaced.message() +
+                                    "; keeping the one read before");
     return;
   }
   *tls_cert_pem = std::move(cert_pem);
@@ -346,18 +348,17 @@ int Run(int argc, char** argv) {
     return 1;
   }
   server_options.log = [&link](const std::string& line) { link.Log(LogLevel::kWarning, line); };
-  std::unique_ptr<HttpServer> server = HttpServer::Start(
-      server_options,
-      [&router, &exporter](const HttpRequest& request) {
+  StatusOr<std::unique_ptr<HttpServer>> started =
+      HttpServer::Start(server_options, [&router, &exporter](const HttpRequest& request) {
         HttpResponse response = router.Handle(request);
         exporter.CountHttpRequest(request.path, response.status);
         return response;
-      },
-      &error);
-  if (!server) {
-    link.ReportFailed(error);
+      });
+  if (!started.ok()) {
+    link.ReportFailed(started.status().message());
     return 1;
   }
+  const std::unique_ptr<HttpServer> server = std::move(started).value();
   link.Begin();
   // Before serving: the plugin reads the list while it waits for the companion, so the bans
   // are in force before the broker accepts its first client (and again after a restart of
