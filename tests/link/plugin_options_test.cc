@@ -117,6 +117,7 @@ TEST(PluginOptionsTest, BadValuesAreRefusedNamingOptionValueAndWhatIsAccepted) {
       {"presence_node", "a/b", "one MQTT topic level"},
       {"presence_node", "node+", "one MQTT topic level"},
       {"presence_node", "#", "one MQTT topic level"},
+      {"presence_node", "", "one MQTT topic level"},
       {"http_allowed_hosts", "*", "wildcards are not accepted"},
       {"http_allowed_hosts", "*.example.com", "DNS rebinding"},
       {"http_allowed_hosts", "api.example.com:8080", "without a port"},
@@ -137,6 +138,12 @@ TEST(PluginOptionsTest, BadValuesAreRefusedNamingOptionValueAndWhatIsAccepted) {
     EXPECT_THAT(parsed.status().message(), HasSubstr(std::string("plugin_opt_") + c.key));
     EXPECT_THAT(parsed.status().message(), HasSubstr(c.message_part));
   }
+}
+
+TEST(PluginOptionsTest, PresenceNodeIsAtMost255BytesWithoutNul) {
+  EXPECT_TRUE(ParsePluginOptions({{"presence_node", std::string(255, 'n')}}).ok());
+  EXPECT_FALSE(ParsePluginOptions({{"presence_node", std::string(256, 'n')}}).ok());
+  EXPECT_FALSE(ParsePluginOptions({{"presence_node", std::string("a\0b", 3)}}).ok());
 }
 
 TEST(PluginOptionsTest, StrictAndTopClientsAreParsed) {
