@@ -34,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../tests/support/quote_filter_string.h"
 #include "companion/connection_registry.h"
 #include "companion/http/connect_rpc_service.h"
 #include "companion/http/http_router.h"

@@ -18,6 +18,7 @@
 
 #include "../../support/connection_builder.h"
 #include "../../support/query_fleet.h"
+#include "../../support/quote_filter_string.h"
 #include "companion/connection.h"
 
 namespace mqc {
