@@ -34,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../tests/support/quote_filter_string.h"
 #include "companion/connection_registry.h"
 #include "companion/http/connect_rpc_service.h"
 #include "companion/http/http_router.h"
@@ -243,9 +244,9 @@ int TopClientsBench(long count, int repeat) {
     return Fail("top clients: wrong ranking");
   }
   const double top10_ms = MedianMs(repeat, [&] { top = registry.TopClients(10); });
-  std::string error;
-  const auto region = SharedRegion::Create(SharedRegionSizes{1 << 12, 1 << 12, 16}, &error);
-  if (region == nullptr) return Fail("shared region: " + error);
+  auto created = SharedRegion::Create(SharedRegionSizes{1 << 12, 1 << 12, 16});
+  if (!created.ok()) return Fail("shared region: " + created.status().message());
+  const std::unique_ptr<SharedRegion> region = std::move(created).value();
   MetricsExporter without(*region->header(), registry, 0, 0);
   MetricsExporter with(*region->header(), registry, 0, 100);
   std::string text;

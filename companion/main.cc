@@ -95,12 +95,12 @@ std::string YieldToBroker(pid_t broker_pid) {
 // the broker's user, which could read the file when the plugin started.
 std::vector<ListenerConfig> ReadListeners(const std::string& path, CompanionLink* link) {
   if (path.empty()) return {};
-  BrokerConfig config;
-  std::string error;
-  if (!ReadBrokerConfig(path, &config, &error)) {
-    link->Log(LogLevel::kWarning, "listener names unknown: " + error);
+  StatusOr<BrokerConfig> read = ReadBrokerConfig(path);
+  if (!read.ok()) {
+    link->Log(LogLevel::kWarning, "listener names unknown: " + read.status().message());
     return {};
   }
+  BrokerConfig config = std::move(read).value();
   if (config.listeners.empty()) {  // local-only mode: the default listener on 1883
     ListenerConfig local;
     local.port = 1883;
@@ -111,15 +111,18 @@ std::vector<ListenerConfig> ReadListeners(const std::string& path, CompanionLink
 
 // Where the ban list is kept: beside the broker's persistence file, or nowhere (said once).
 std::string BanFile(const std::string& config_path, CompanionLink* link) {
-  BrokerConfig config;
-  std::string error;
-  if (config_path.empty() || !ReadBrokerConfig(config_path, &config, &error)) {
-    link->Log(LogLevel::kWarning,
-              "bans are kept in memory only: the broker's configuration " +
-                  (config_path.empty() ? std::string("is unknown") : "cannot be read: " + error));
+  const char* const kMemoryOnly = "bans are kept in memory only: the broker's configuration ";
+  if (config_path.empty()) {
+    link->Log(LogLevel::kWarning, std::string(kMemoryOnly) + "is unknown");
     return std::string();
   }
-  const std::string path = BanFilePath(config.persistence, config.persistence_location);
+  const StatusOr<BrokerConfig> config = ReadBrokerConfig(config_path);
+  if (!config.ok()) {
+    link->Log(LogLevel::kWarning,
+              std::string(kMemoryOnly) + "cannot be read: " + config.status().message());
+    return std::string();
+  }
+  const std::string path = BanFilePath(config->persistence, config->persistence_location);
   if (path.empty()) {
     link->Log(LogLevel::kNotice,
               "bans are kept in memory only (the broker runs without persistence): a broker "
@@ -204,9 +207,11 @@ void RereadSecrets(const PluginOptions& options, AccessTokens* tokens, HttpServe
               "reload: HTTPS certificate unchanged (" + options.http_tls_cert + ")");
     return;
   }
-  if (!server->ReplaceTls(cert_pem, key_pem, &error)) {
+  const Status replaced = server->ReplaceTls(cert_pem, key_pem);
+  if (!replaced.ok()) {
     link->Log(LogLevel::kError, "reload: HTTPS certificate " + options.http_tls_cert +
-                                    " not used: " + error + "; keeping the one read before");
+                                    " not used: " + replaced.message() +
+                                    "; keeping the one read before");
     return;
   }
   *tls_cert_pem = std::move(cert_pem);
@@ -250,19 +255,22 @@ int Run(int argc, char** argv) {
   signal(SIGINT, OnStopSignal);
   const std::string priority_warning = YieldToBroker(arguments.broker_pid);
 
-  std::unique_ptr<SharedRegion> region = SharedRegion::Attach(arguments.shared_fd, &error);
-  if (!region) {
-    std::fprintf(stderr, "mosquitto_connections_companion: %s\n", error.c_str());
+  StatusOr<std::unique_ptr<SharedRegion>> attached = SharedRegion::Attach(arguments.shared_fd);
+  if (!attached.ok()) {
+    std::fprintf(stderr, "mosquitto_connections_companion: %s\n",
+                 attached.status().message().c_str());
     return 1;
   }
+  const std::unique_ptr<SharedRegion> region = std::move(attached).value();
   CompanionLink link(region.get());
   if (!priority_warning.empty()) link.Log(LogLevel::kWarning, priority_warning);
 
-  PluginOptions options;
-  if (!ParsePluginOptions(arguments.options, &options, &error)) {
-    link.ReportFailed(error);
+  StatusOr<PluginOptions> parsed_options = ParsePluginOptions(arguments.options);
+  if (!parsed_options.ok()) {
+    link.ReportFailed(parsed_options.status().message());
     return 1;
   }
+  const PluginOptions options = std::move(parsed_options).value();
   // Before the registry that publishes into it and the server whose streams read it.
   // Kept for resumption: at least 8192 changes, and twice a stream's buffer, so that a stream
   // is cut off for its lag before the changes it still needs are dropped.
@@ -340,18 +348,17 @@ int Run(int argc, char** argv) {
     return 1;
   }
   server_options.log = [&link](const std::string& line) { link.Log(LogLevel::kWarning, line); };
-  std::unique_ptr<HttpServer> server = HttpServer::Start(
-      server_options,
-      [&router, &exporter](const HttpRequest& request) {
+  StatusOr<std::unique_ptr<HttpServer>> started =
+      HttpServer::Start(server_options, [&router, &exporter](const HttpRequest& request) {
         HttpResponse response = router.Handle(request);
         exporter.CountHttpRequest(request.path, response.status);
         return response;
-      },
-      &error);
-  if (!server) {
-    link.ReportFailed(error);
+      });
+  if (!started.ok()) {
+    link.ReportFailed(started.status().message());
     return 1;
   }
+  const std::unique_ptr<HttpServer> server = std::move(started).value();
   link.Begin();
   // Before serving: the plugin reads the list while it waits for the companion, so the bans
   // are in force before the broker accepts its first client (and again after a restart of

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "../tests/support/quote_filter_string.h"
 #include "companion/connection.h"
 #include "companion/query/connection_filter.h"
 #include "companion/query/connection_query.h"

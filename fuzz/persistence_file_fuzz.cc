@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Fuzz target for the reader of Mosquitto's persistence file (mosquitto.db). The input is a
-// whole file. Besides crashes and sanitizer reports, it aborts when a refused file changed the
-// caller's sessions, or an accepted one holds an entry the broker could not have restored.
+// whole file. Besides crashes and sanitizer reports, it aborts when a file is refused without a
+// message or with a code the reader does not promise, or an accepted one holds an entry the
+// broker could not have restored.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -27,14 +28,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   limits.max_sessions = 1000;
   limits.max_subscriptions = 1000;
   limits.max_chunks = 10000;
-  std::vector<mqc::PersistedSession> sessions(1);
-  sessions[0].client_id = "before";
-  std::string error;
-  if (!mqc::ReadPersistedSessions(in, limits, &sessions, &error)) {
-    if (error.empty()) Fail("refused without a message");
-    if (sessions.size() != 1 || sessions[0].client_id != "before") Fail("refused, yet changed");
+  const mqc::StatusOr<std::vector<mqc::PersistedSession>> read =
+      mqc::ReadPersistedSessions(in, limits);
+  if (!read.ok()) {
+    if (read.status().message().empty()) Fail("refused without a message");
+    const mqc::StatusCode code = read.status().code();
+    if (code != mqc::StatusCode::kInvalidArgument && code != mqc::StatusCode::kResourceExhausted &&
+        code != mqc::StatusCode::kUnavailable) {
+      Fail("refused with a code the reader does not promise");
+    }
     return 0;
   }
+  const std::vector<mqc::PersistedSession>& sessions = *read;
   std::size_t subscriptions = 0;
   for (const auto& session : sessions) {
     if (session.client_id.empty()) Fail("a session without a client id");

@@ -80,12 +80,12 @@ bool ApplyBrokerConfig(PluginState* state, const std::string& own_path) {
     LogError("cannot find the broker's configuration file on its command line (-c)");
     return false;
   }
-  BrokerConfig config;
-  std::string error;
-  if (!ReadBrokerConfig(config_path, &config, &error)) {
-    LogError(error);
+  StatusOr<BrokerConfig> read = ReadBrokerConfig(config_path);
+  if (!read.ok()) {
+    LogError(read.status().message());
     return false;
   }
+  const BrokerConfig config = std::move(read).value();
   if (config.per_listener_settings &&
       !state->api.capabilities().SendsTickWithPerListenerSettings()) {
     LogError(PerListenerSettingsRefusal(state->api.capabilities()));
@@ -115,18 +115,17 @@ void RestorePersistedSessions(PluginState* state) {
   if (path.empty()) return;
   PersistenceLimits limits;
   limits.max_sessions = SessionTable::kMaxOfflineSessions;
-  std::vector<PersistedSession> sessions;
-  bool missing = false;
-  std::string error;
   const std::int64_t started = MonotonicNs();
-  if (!ReadPersistenceFile(path, limits, &sessions, &missing, &error)) {
+  const StatusOr<PersistenceFile> file = ReadPersistenceFile(path, limits);
+  if (!file.ok()) {
     LogToBroker(LogLevel::kWarning,
                 "mosquitto_connections: the broker's persistence file is not used, its sessions "
                 "are listed from their next connection on: " +
-                    error);
+                    file.status().message());
     return;
   }
-  if (missing) return;
+  if (file->missing) return;
+  const std::vector<PersistedSession>& sessions = file->sessions;
   std::size_t subscriptions = 0;
   for (const auto& session : sessions) subscriptions += session.subscriptions.size();
   state->sessions->RestoreOffline(sessions, NowNs());
@@ -201,21 +200,23 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
     pairs.emplace_back(options[i].key != nullptr ? options[i].key : "",
                        options[i].value != nullptr ? options[i].value : "");
   }
-  std::string error;
-  if (!ParsePluginOptions(pairs, &state->options, &error)) {
-    LogError(error);
+  StatusOr<PluginOptions> parsed = ParsePluginOptions(pairs);
+  if (!parsed.ok()) {
+    LogError(parsed.status().message());
     return MOSQ_ERR_INVAL;
   }
+  state->options = std::move(parsed).value();
   const std::string own_path = OwnPath();
   if (!ApplyBrokerConfig(state.get(), own_path)) return MOSQ_ERR_INVAL;
   // Fixed at start: the callbacks are registered once (a reload adds no plugin before this one).
   state->watch_acl_21 = state->api.api_2_1() && state->decide_acl;
 
-  state->region = SharedRegion::Create(SharedRegionSizes{}, &error);
-  if (!state->region) {
-    LogError("cannot create the shared memory: " + error);
+  StatusOr<std::unique_ptr<SharedRegion>> region = SharedRegion::Create(SharedRegionSizes{});
+  if (!region.ok()) {
+    LogError("cannot create the shared memory: " + region.status().message());
     return MOSQ_ERR_NOMEM;
   }
+  state->region = std::move(region).value();
   state->link = std::make_unique<BrokerLink>(state->region.get());
   LogToBroker(LogLevel::kNotice, state->api.capabilities().Describe(UnreadAclSource(*state)));
   if (state->options.kubemq_strict) {
@@ -262,8 +263,9 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
         [](const LogCommand& command) { LogToBroker(command.level, command.text); }, nullptr,
         [raw_state](BansCommand&& command) { ApplyBans(raw_state, std::move(command)); });
   };
-  if (!state->companion->StartAndWait(kCompanionStartTimeoutMs, pump, &error)) {
-    LogError(error);
+  const Status started = state->companion->StartAndWait(kCompanionStartTimeoutMs, pump);
+  if (!started.ok()) {
+    LogError(started.message());
     UnregisterBrokerEvents(state.get());
     return MOSQ_ERR_UNKNOWN;
   }

@@ -146,12 +146,12 @@ void ApplyOptions(PluginState* state, PluginOptions reloaded) {
 }
 
 void Reload(PluginState* state) {
-  BrokerConfig config;
-  std::string error;
-  if (!ReadBrokerConfig(state->config_path, &config, &error)) {
-    Log(LogLevel::kError, error + "; keeping the configuration read before");
+  StatusOr<BrokerConfig> read = ReadBrokerConfig(state->config_path);
+  if (!read.ok()) {
+    Log(LogLevel::kError, read.status().message() + "; keeping the configuration read before");
     return;
   }
+  const BrokerConfig config = std::move(read).value();
   if (config.per_listener_settings &&
       !state->api.capabilities().SendsTickWithPerListenerSettings()) {
     Log(LogLevel::kError, PerListenerSettingsRefusal(state->api.capabilities()) +
@@ -165,12 +165,12 @@ void Reload(PluginState* state) {
     Log(LogLevel::kWarning, "no plugin line names this plugin any more; keeping its options");
     return;
   }
-  PluginOptions reloaded;
-  if (!ParsePluginOptions(*pairs, &reloaded, &error)) {
-    Log(LogLevel::kError, error + "; keeping every option as it was");
+  const StatusOr<PluginOptions> reloaded = ParsePluginOptions(*pairs);
+  if (!reloaded.ok()) {
+    Log(LogLevel::kError, reloaded.status().message() + "; keeping every option as it was");
     return;
   }
-  ApplyOptions(state, reloaded);
+  ApplyOptions(state, *reloaded);
 }
 
 }  // namespace

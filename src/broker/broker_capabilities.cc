@@ -88,7 +88,7 @@ std::string BrokerCapabilities::Describe(bool unread_acl_source) const {
                      (api_2_1 ? "2.1" : "2.0");
   std::vector<std::string> missing;
   if (!api_2_1) {
-    if (!acl_check && unread_acl_source) {
+    if (!ExactDeliveries(unread_acl_source)) {
       missing.push_back(
           "mosquitto_acl_check (deliveries are counted before the ACL plugins after this one "
           "decide: a message they deny still counts as delivered, a subscription they deny is "

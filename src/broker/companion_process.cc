@@ -55,13 +55,10 @@ CompanionProcess::CompanionProcess(std::string executable, std::vector<std::stri
 
 CompanionProcess::~CompanionProcess() { Stop(2000); }
 
-bool CompanionProcess::Start(std::string* error) {
-  if (running()) return true;
+Status CompanionProcess::Start() {
+  if (running()) return Status();
   SpawnSetup setup;
-  if (!setup.ok()) {
-    *error = "posix_spawn set-up failed";
-    return false;
-  }
+  if (!setup.ok()) return Status(StatusCode::kInternal, "posix_spawn set-up failed");
   sigset_t all;
   sigset_t none;
   sigfillset(&all);
@@ -87,8 +84,8 @@ bool CompanionProcess::Start(std::string* error) {
     rc = posix_spawn_file_actions_addclosefrom_np(&setup.actions_, kCompanionSharedFd + 1);
   if (rc != 0) {
     if (extra_fd >= 0) close(extra_fd);
-    *error = std::string("posix_spawn set-up failed: ") + std::strerror(rc);
-    return false;
+    return Status(StatusCode::kInternal,
+                  std::string("posix_spawn set-up failed: ") + std::strerror(rc));
   }
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(executable_.c_str()));
@@ -99,11 +96,11 @@ bool CompanionProcess::Start(std::string* error) {
   rc = posix_spawn(&pid, executable_.c_str(), &setup.actions_, &setup.attr_, argv.data(), environ);
   if (extra_fd >= 0) close(extra_fd);
   if (rc != 0) {
-    *error = "cannot start the companion " + executable_ + ": " + std::strerror(rc);
-    return false;
+    return Status(StatusCode::kUnavailable,
+                  "cannot start the companion " + executable_ + ": " + std::strerror(rc));
   }
   pid_ = pid;
-  return true;
+  return Status();
 }
 
 bool CompanionProcess::Exited(std::string* how) {

@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "link/status.h"
+
 namespace mqc {
 
 inline constexpr int kCompanionSharedFd = 3;
@@ -28,7 +30,10 @@ class CompanionProcess {
   CompanionProcess(const CompanionProcess&) = delete;
   CompanionProcess& operator=(const CompanionProcess&) = delete;
 
-  bool Start(std::string* error);
+  // Starts the process unless it runs already. A failed posix_spawn set-up (attributes, file
+  // actions, the descriptor copy) is kInternal; a spawn the system refuses (no such executable,
+  // no permission, no resources) is kUnavailable.
+  Status Start();
 
   // Arguments added after the constructor's at the next Start (replacing earlier extras).
   void SetExtraArguments(std::vector<std::string> extra) { extra_arguments_ = std::move(extra); }

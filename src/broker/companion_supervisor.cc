@@ -38,17 +38,17 @@ int CompanionSupervisor::http_port() const {
   return region_->header()->companion.http_port.load(std::memory_order_relaxed);
 }
 
-bool CompanionSupervisor::Launch(std::string* error) {
+Status CompanionSupervisor::Launch() {
   serving_ = false;
   last_heartbeat_ns_ = 0;  // the stall clock starts with the new process
   region_->header()->companion.state.store(static_cast<std::uint32_t>(CompanionState::kStarting),
                                            std::memory_order_release);
-  return process_.Start(error);
+  return process_.Start();
 }
 
-bool CompanionSupervisor::StartAndWait(int timeout_ms, const std::function<void()>& pump,
-                                       std::string* error) {
-  if (!Launch(error)) return false;
+Status CompanionSupervisor::StartAndWait(int timeout_ms, const std::function<void()>& pump) {
+  Status launched = Launch();
+  if (!launched.ok()) return launched;
   for (int waited = 0; waited <= timeout_ms; waited += 5) {
     pump();
     switch (ReadState()) {
@@ -59,25 +59,25 @@ bool CompanionSupervisor::StartAndWait(int timeout_ms, const std::function<void(
         serving_ = true;
         kept_http_port_ = http_port();
         SetOptionOverrides(overrides_);
-        return true;
-      case CompanionState::kFailed:
-        *error = region_->header()->companion.failure;
+        return Status();
+      case CompanionState::kFailed: {
+        Status failed(StatusCode::kUnavailable, region_->header()->companion.failure);
         process_.Stop(2000);
-        return false;
+        return failed;
+      }
       case CompanionState::kStarting:
         break;
     }
     std::string how;
     if (process_.Exited(&how)) {
       pump();
-      *error = "the companion " + how + " before it was ready";
-      return false;
+      return Status(StatusCode::kUnavailable, "the companion " + how + " before it was ready");
     }
     SleepMs(5);
   }
   process_.Stop(2000);
-  *error = "the companion did not report ready within " + std::to_string(timeout_ms) + " ms";
-  return false;
+  return Status(StatusCode::kDeadlineExceeded,
+                "the companion did not report ready within " + std::to_string(timeout_ms) + " ms");
 }
 
 void CompanionSupervisor::ScheduleRestart(std::int64_t now_ns) {
@@ -122,9 +122,9 @@ void CompanionSupervisor::Tick(std::int64_t now_ns) {
     return;
   }
   if (now_ns < next_start_ns_) return;
-  std::string error;
-  if (!Launch(&error)) {
-    log_(LogLevel::kError, "mosquitto_connections: " + error);
+  const Status launched = Launch();
+  if (!launched.ok()) {
+    log_(LogLevel::kError, "mosquitto_connections: " + launched.message());
     ScheduleRestart(now_ns);
   }
 }

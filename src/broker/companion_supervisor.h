@@ -34,9 +34,11 @@ class CompanionSupervisor {
                       std::vector<std::string> arguments, Logger log);
 
   // Starts the companion and waits up to `timeout_ms` for it to serve. `pump` runs while
-  // waiting (the plugin drains the companion's log lines there). False with *error when it
-  // failed, ended or did not answer in time.
-  bool StartAndWait(int timeout_ms, const std::function<void()>& pump, std::string* error);
+  // waiting (the plugin drains the companion's log lines there). A companion that reported a
+  // failure (its message, as it reported it) or ended before it was ready is kUnavailable, as is
+  // one that could not be started (CompanionProcess::Start's code otherwise); one that did not
+  // report ready in time is kDeadlineExceeded.
+  Status StartAndWait(int timeout_ms, const std::function<void()>& pump);
 
   // At TICK: notices an ended, failed or stalled companion and restarts it when its delay has
   // passed. `now_ns` is a monotonic clock.
@@ -54,7 +56,8 @@ class CompanionSupervisor {
   pid_t pid() const { return process_.pid(); }
 
  private:
-  bool Launch(std::string* error);
+  // Marks the companion starting and starts its process: CompanionProcess::Start's Status.
+  Status Launch();
   void ScheduleRestart(std::int64_t now_ns);
   CompanionState ReadState() const;
 

@@ -44,27 +44,27 @@ class Reader {
  public:
   Reader(std::istream& in, const PersistenceLimits& limits) : in_(in), limits_(limits) {}
 
-  bool Read(std::vector<PersistedSession>* sessions, std::string* error) {
+  StatusOr<std::vector<PersistedSession>> Read() {
     in_.seekg(0, std::ios::end);
     const std::streamoff end = in_.tellg();
     in_.seekg(0, std::ios::beg);
-    if (!in_ || end < 0) return Fail(0, "cannot read the file", error);
+    if (!in_ || end < 0) return Fail(StatusCode::kUnavailable, 0, "cannot read the file");
     size_ = static_cast<std::uint64_t>(end);
 
     unsigned char header[kHeaderSize];
     if (size_ < kHeaderSize || !Bytes(header, kHeaderSize)) {
-      return Fail(0, "shorter than the " + std::to_string(kHeaderSize) + "-byte file header",
-                  error);
+      return Fail(StatusCode::kInvalidArgument, 0,
+                  "shorter than the " + std::to_string(kHeaderSize) + "-byte file header");
     }
     if (std::memcmp(header, kMagic, sizeof(kMagic)) != 0) {
-      return Fail(0, "not a Mosquitto persistence file (wrong magic bytes)", error);
+      return Fail(StatusCode::kInvalidArgument, 0,
+                  "not a Mosquitto persistence file (wrong magic bytes)");
     }
     const std::uint32_t version = Be32(header + sizeof(kMagic) + 4);
     if (version != kPersistenceVersion) {
-      return Fail(sizeof(kMagic) + 4,
+      return Fail(StatusCode::kInvalidArgument, sizeof(kMagic) + 4,
                   "format version " + std::to_string(version) + ", this plugin reads version " +
-                      std::to_string(kPersistenceVersion) + " (Mosquitto 2.0)",
-                  error);
+                      std::to_string(kPersistenceVersion) + " (Mosquitto 2.0)");
     }
 
     std::uint64_t position = kHeaderSize;
@@ -72,43 +72,44 @@ class Reader {
     std::vector<unsigned char> body;
     while (position < size_) {
       if (++chunks > limits_.max_chunks) {
-        return Fail(position, "more than " + std::to_string(limits_.max_chunks) + " chunks", error);
+        return Fail(StatusCode::kResourceExhausted, position,
+                    "more than " + std::to_string(limits_.max_chunks) + " chunks");
       }
       unsigned char chunk_header[8];
       if (size_ - position < sizeof(chunk_header)) {
-        return Fail(position, "truncated chunk header", error);
+        return Fail(StatusCode::kInvalidArgument, position, "truncated chunk header");
       }
-      if (!Bytes(chunk_header, sizeof(chunk_header))) return Fail(position, "read error", error);
+      if (!Bytes(chunk_header, sizeof(chunk_header))) {
+        return Fail(StatusCode::kUnavailable, position, "read error");
+      }
       const std::uint32_t type = Be32(chunk_header);
       const std::uint32_t length = Be32(chunk_header + 4);
       const std::uint64_t body_start = position + sizeof(chunk_header);
       if (length > size_ - body_start) {
-        return Fail(position,
+        return Fail(StatusCode::kInvalidArgument, position,
                     "truncated chunk: " + std::to_string(length) + " bytes announced, " +
-                        std::to_string(size_ - body_start) + " left in the file",
-                    error);
+                        std::to_string(size_ - body_start) + " left in the file");
       }
       if (type == kChunkClient || type == kChunkSub) {
         const std::uint32_t fixed = type == kChunkClient ? kClientFixed : kSubFixed;
         if (length < fixed || length > fixed + kMaxStringsChunk) {
           return Fail(
-              position,
-              "bad length " + std::to_string(length) + " of a " + ChunkName(type) + " chunk",
-              error);
+              StatusCode::kInvalidArgument, position,
+              "bad length " + std::to_string(length) + " of a " + ChunkName(type) + " chunk");
         }
         body.resize(length);
-        if (!Bytes(body.data(), length)) return Fail(position, "read error", error);
-        std::string what;
-        const bool ok = type == kChunkClient ? Client(body, &what) : Sub(body, &what);
-        if (!ok) return Fail(position, what, error);
+        if (!Bytes(body.data(), length)) {
+          return Fail(StatusCode::kUnavailable, position, "read error");
+        }
+        const Status chunk = type == kChunkClient ? Client(body) : Sub(body);
+        if (!chunk.ok()) return Fail(chunk.code(), position, chunk.message());
       } else {
         in_.seekg(static_cast<std::streamoff>(length), std::ios::cur);
-        if (!in_) return Fail(position, "read error", error);
+        if (!in_) return Fail(StatusCode::kUnavailable, position, "read error");
       }
       position = body_start + length;
     }
-    *sessions = std::move(sessions_);
-    return true;
+    return std::move(sessions_);
   }
 
  private:
@@ -121,9 +122,8 @@ class Reader {
     return static_cast<std::size_t>(in_.gcount()) == count;
   }
 
-  bool Fail(std::uint64_t offset, const std::string& what, std::string* error) const {
-    *error = "at byte " + std::to_string(offset) + ": " + what;
-    return false;
+  static Status Fail(StatusCode code, std::uint64_t offset, const std::string& what) {
+    return Status(code, "at byte " + std::to_string(offset) + ": " + what);
   }
 
   // The session of `client_id`, added when new; null when the limit is reached.
@@ -137,7 +137,7 @@ class Reader {
     return &sessions_.back();
   }
 
-  bool Client(const std::vector<unsigned char>& body, std::string* what) {
+  Status Client(const std::vector<unsigned char>& body) {
     const unsigned char* p = body.data();
     std::int64_t expiry_time = 0;  // the broker's own byte order
     std::memcpy(&expiry_time, p, sizeof(expiry_time));
@@ -145,19 +145,16 @@ class Reader {
     const std::uint16_t id_len = Be16(p + 14);
     const std::uint16_t username_len = Be16(p + 18);
     if (std::uint64_t{kClientFixed} + id_len + username_len != body.size()) {
-      *what = "CLIENT chunk of " + std::to_string(body.size()) + " bytes does not hold its " +
-              std::to_string(id_len) + "-byte client id and " + std::to_string(username_len) +
-              "-byte username";
-      return false;
+      return InvalidArgument("CLIENT chunk of " + std::to_string(body.size()) +
+                             " bytes does not hold its " + std::to_string(id_len) +
+                             "-byte client id and " + std::to_string(username_len) +
+                             "-byte username");
     }
     const std::string client_id = CString(p + kClientFixed, id_len);
     // The broker skips a client with an empty id (with a warning), and so does this reader.
-    if (client_id.empty()) return true;
+    if (client_id.empty()) return Status();
     PersistedSession* session = Session(client_id);
-    if (session == nullptr) {
-      *what = "more than " + std::to_string(limits_.max_sessions) + " sessions";
-      return false;
-    }
+    if (session == nullptr) return TooManySessions();
     session->session_expiry_time = expiry_time;
     session->session_expiry_interval = interval;
     // Mosquitto 2.0.11 writes a client without a username after one with a username with the
@@ -166,10 +163,10 @@ class Reader {
     if (username_len > 0 && session->username.empty()) {
       session->username = CString(p + kClientFixed + id_len, username_len);
     }
-    return true;
+    return Status();
   }
 
-  bool Sub(const std::vector<unsigned char>& body, std::string* what) {
+  Status Sub(const std::vector<unsigned char>& body) {
     const unsigned char* p = body.data();
     PersistedSubscription subscription;
     subscription.identifier = Be32(p);
@@ -178,31 +175,32 @@ class Reader {
     subscription.qos = p[8];
     subscription.options = p[9];
     if (std::uint64_t{kSubFixed} + id_len + topic_len != body.size()) {
-      *what = "SUB chunk of " + std::to_string(body.size()) + " bytes does not hold its " +
-              std::to_string(id_len) + "-byte client id and " + std::to_string(topic_len) +
-              "-byte topic filter";
-      return false;
+      return InvalidArgument("SUB chunk of " + std::to_string(body.size()) +
+                             " bytes does not hold its " + std::to_string(id_len) +
+                             "-byte client id and " + std::to_string(topic_len) +
+                             "-byte topic filter");
     }
     if (subscription.qos > 2) {
-      *what = "SUB chunk with QoS " + std::to_string(subscription.qos);
-      return false;
+      return InvalidArgument("SUB chunk with QoS " + std::to_string(subscription.qos));
     }
     const std::string client_id = CString(p + kSubFixed, id_len);
     subscription.filter = CString(p + kSubFixed + id_len, topic_len);
     // The broker ignores such a chunk and restores the rest (2.0.19 on; src/persist_read.c:
     // persist__restore_sub). Earlier brokers fail to restore the file at all.
-    if (client_id.empty() || subscription.filter.empty()) return true;
+    if (client_id.empty() || subscription.filter.empty()) return Status();
     if (++subscriptions_ > limits_.max_subscriptions) {
-      *what = "more than " + std::to_string(limits_.max_subscriptions) + " subscriptions";
-      return false;
+      return Status(StatusCode::kResourceExhausted,
+                    "more than " + std::to_string(limits_.max_subscriptions) + " subscriptions");
     }
     PersistedSession* session = Session(client_id);
-    if (session == nullptr) {
-      *what = "more than " + std::to_string(limits_.max_sessions) + " sessions";
-      return false;
-    }
+    if (session == nullptr) return TooManySessions();
     session->subscriptions.push_back(std::move(subscription));
-    return true;
+    return Status();
+  }
+
+  Status TooManySessions() const {
+    return Status(StatusCode::kResourceExhausted,
+                  "more than " + std::to_string(limits_.max_sessions) + " sessions");
   }
 
   std::istream& in_;
@@ -215,29 +213,28 @@ class Reader {
 
 }  // namespace
 
-bool ReadPersistedSessions(std::istream& in, const PersistenceLimits& limits,
-                           std::vector<PersistedSession>* sessions, std::string* error) {
-  return Reader(in, limits).Read(sessions, error);
+StatusOr<std::vector<PersistedSession>> ReadPersistedSessions(std::istream& in,
+                                                              const PersistenceLimits& limits) {
+  return Reader(in, limits).Read();
 }
 
-bool ReadPersistenceFile(const std::string& path, const PersistenceLimits& limits,
-                         std::vector<PersistedSession>* sessions, bool* missing,
-                         std::string* error) {
-  *missing = false;
+StatusOr<PersistenceFile> ReadPersistenceFile(const std::string& path,
+                                              const PersistenceLimits& limits) {
+  PersistenceFile file;
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     if (errno == ENOENT) {
-      *missing = true;
-      return true;
+      file.missing = true;
+      return file;
     }
-    *error = path + ": cannot open it: " + std::strerror(errno);
-    return false;
+    return Status(StatusCode::kUnavailable, path + ": cannot open it: " + std::strerror(errno));
   }
-  if (!ReadPersistedSessions(in, limits, sessions, error)) {
-    *error = path + ": " + *error;
-    return false;
+  StatusOr<std::vector<PersistedSession>> sessions = ReadPersistedSessions(in, limits);
+  if (!sessions.ok()) {
+    return Status(sessions.status().code(), path + ": " + sessions.status().message());
   }
-  return true;
+  file.sessions = std::move(sessions).value();
+  return file;
 }
 
 }  // namespace mqc

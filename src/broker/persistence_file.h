@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "link/status.h"
+
 namespace mqc {
 
 struct PersistedSubscription {
@@ -52,16 +54,22 @@ struct PersistenceLimits {
 // The version of the format this reader understands: what Mosquitto 2.0 writes.
 inline constexpr std::uint32_t kPersistenceVersion = 6;
 
-// Reads every persistent session from `in`. On success *sessions holds them in file order (a
-// client first named by a SUB chunk is a session too: the broker restores it so); on failure
-// *sessions is left as it was and *error says what was wrong and where.
-bool ReadPersistedSessions(std::istream& in, const PersistenceLimits& limits,
-                           std::vector<PersistedSession>* sessions, std::string* error);
+// Reads every persistent session from `in`, in file order (a client first named by a SUB chunk
+// is a session too: the broker restores it so). A failure says what was wrong and where ("at
+// byte N: ..."): kInvalidArgument when the bytes do not follow the format, kResourceExhausted
+// when they hold more than `limits`, kUnavailable when the stream cannot be read.
+StatusOr<std::vector<PersistedSession>> ReadPersistedSessions(std::istream& in,
+                                                              const PersistenceLimits& limits);
 
-// The same for the file at `path`. A missing file is no error (*missing is set): the broker has
-// not saved one yet.
-bool ReadPersistenceFile(const std::string& path, const PersistenceLimits& limits,
-                         std::vector<PersistedSession>* sessions, bool* missing,
-                         std::string* error);
+// What ReadPersistenceFile found.
+struct PersistenceFile {
+  bool missing = false;  // no file: the broker has not saved one yet (no error)
+  std::vector<PersistedSession> sessions;
+};
+
+// The same for the file at `path`, each message starting with the path. A file that exists but
+// cannot be opened is kUnavailable; the other failures are ReadPersistedSessions's.
+StatusOr<PersistenceFile> ReadPersistenceFile(const std::string& path,
+                                              const PersistenceLimits& limits);
 
 }  // namespace mqc

@@ -81,14 +81,6 @@ std::string DefaultPresenceNode() {
   return node;
 }
 
-bool IsValidPresenceNode(std::string_view node) {
-  if (node.empty() || node.size() > 255) return false;
-  for (const char c : node) {
-    if (c == '/' || c == '+' || c == '#' || c == '\0') return false;
-  }
-  return true;
-}
-
 const char* PresenceReason(CloseReason reason) {
   switch (reason) {
     case CloseReason::kClientDisconnect:
@@ -147,8 +139,7 @@ void BuildDisconnectedPayload(const ObservedConnection& connection, CloseReason 
   out->push_back('}');
 }
 
-Presence::Presence(PresenceOptions options, PresencePublisher* publisher,
-                   std::int64_t (*now_ns)())
+Presence::Presence(PresenceOptions options, PresencePublisher* publisher, std::int64_t (*now_ns)())
     : options_(std::move(options)), publisher_(publisher), now_ns_(now_ns) {
   if (options_.node.empty()) options_.node = DefaultPresenceNode();
   if (now_ns_ == nullptr) now_ns_ = NowNs;

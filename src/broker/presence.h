@@ -46,10 +46,9 @@ struct PresenceOptions {
   std::string node;       // plugin_opt_presence_node; DefaultPresenceNode() when unset
 };
 
-// "mosquitto@<host name>", as EMQX names its nodes "emqx@<host>".
+// "mosquitto@<host name>", as EMQX names its nodes "emqx@<host>": one topic level, as
+// plugin_opt_presence_node must be (link/plugin_options.cc checks that option).
 std::string DefaultPresenceNode();
-// A node name is one topic level: not empty, no '/', '+', '#' or NUL, at most 255 bytes.
-bool IsValidPresenceNode(std::string_view node);
 
 // EMQX's word for why a connection closed, where one matches; the registry's own otherwise
 // (docs/presence.md has the table).

@@ -38,10 +38,12 @@ Status ReadTime(const cJSON* object, const char* field, std::int64_t* ns) {
   if (!read.ok()) return read;
   *ns = 0;
   if (text.empty()) return Status();
-  std::string why;
-  if (!ParseTimestamp(text, ns, &why)) {
-    return InvalidArgument(std::string(field) + ": " + QuoteForMessage(text) + ": " + why);
+  const StatusOr<std::int64_t> parsed = ParseTimestamp(text);
+  if (!parsed.ok()) {
+    return InvalidArgument(std::string(field) + ": " + QuoteForMessage(text) + ": " +
+                           parsed.status().message());
   }
+  *ns = *parsed;
   return Status();
 }
 

@@ -73,24 +73,19 @@ std::string Canonical(const std::string& path) {
   return realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : path;
 }
 
-bool ReadFile(const std::string& path, std::string* text, std::string* error) {
+StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    *error = "cannot read the broker configuration file " + path;
-    return false;
+    return Status(StatusCode::kUnavailable, "cannot read the broker configuration file " + path);
   }
   std::ostringstream buffer;
   buffer << in.rdbuf();
-  *text = buffer.str();
-  return true;
+  return buffer.str();
 }
 
-bool IncludeDir(const std::string& dir, BrokerConfig* config, std::string* error) {
+Status IncludeDir(const std::string& dir, BrokerConfig* config) {
   const CSmartPtr<DIR, closedir> handle(opendir(dir.c_str()));
-  if (handle == nullptr) {
-    *error = "cannot open include_dir " + dir;
-    return false;
-  }
+  if (handle == nullptr) return Status(StatusCode::kUnavailable, "cannot open include_dir " + dir);
   std::vector<std::string> files;
   while (const dirent* entry = readdir(handle.get())) {
     const std::string name = entry->d_name;
@@ -100,17 +95,18 @@ bool IncludeDir(const std::string& dir, BrokerConfig* config, std::string* error
   }
   std::sort(files.begin(), files.end());
   for (const auto& file : files) {
-    std::string text;
-    if (!ReadFile(file, &text, error)) return false;
-    if (!ParseBrokerConfig(text, file, false, config, error)) return false;
+    const StatusOr<std::string> text = ReadFile(file);
+    if (!text.ok()) return text.status();
+    Status parsed = ParseBrokerConfig(*text, file, false, config);
+    if (!parsed.ok()) return parsed;
   }
-  return true;
+  return Status();
 }
 
 }  // namespace
 
-bool ParseBrokerConfig(std::string_view text, const std::string& path, bool follow_includes,
-                       BrokerConfig* config, std::string* error) {
+Status ParseBrokerConfig(std::string_view text, const std::string& path, bool follow_includes,
+                         BrokerConfig* config) {
   // Options before the first listener line configure the default listener (port, bind_address).
   ListenerConfig default_listener;
   bool default_listener_used = false;
@@ -127,8 +123,7 @@ bool ParseBrokerConfig(std::string_view text, const std::string& path, bool foll
     std::string_view value;
     SplitOption(line, &key, &value);
     const auto bad = [&](const char* what) {
-      *error = path + ":" + std::to_string(line_number) + ": " + what;
-      return false;
+      return InvalidArgument(path + ":" + std::to_string(line_number) + ": " + what);
     };
     bool flag = false;
     BrokerConfig::ListenerSecurity& block = config->listener_security.back();
@@ -220,7 +215,8 @@ bool ParseBrokerConfig(std::string_view text, const std::string& path, bool foll
             "persistent_client_expiration needs a number and a unit h, d, w, m or y (e.g. 14d)");
       }
     } else if (key == "include_dir" && follow_includes) {
-      if (!IncludeDir(std::string(value), config, error)) return false;
+      Status included = IncludeDir(std::string(value), config);
+      if (!included.ok()) return included;
       current = config->listeners.empty() ? &default_listener : &config->listeners.back();
     }
   }
@@ -228,7 +224,7 @@ bool ParseBrokerConfig(std::string_view text, const std::string& path, bool foll
     if (default_listener.port == 0) default_listener.port = 1883;
     config->listeners.insert(config->listeners.begin(), default_listener);
   }
-  return true;
+  return Status();
 }
 
 std::string BrokerConfig::PersistenceFilePath() const {
@@ -237,10 +233,13 @@ std::string BrokerConfig::PersistenceFilePath() const {
   return persistence_location + "/" + persistence_file;
 }
 
-bool ReadBrokerConfig(const std::string& path, BrokerConfig* config, std::string* error) {
-  std::string text;
-  if (!ReadFile(path, &text, error)) return false;
-  return ParseBrokerConfig(text, path, true, config, error);
+StatusOr<BrokerConfig> ReadBrokerConfig(const std::string& path) {
+  const StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  BrokerConfig config;
+  Status parsed = ParseBrokerConfig(*text, path, true, &config);
+  if (!parsed.ok()) return parsed;
+  return config;
 }
 
 std::string ConfigPathFromArguments(const std::vector<std::string>& arguments) {
@@ -273,10 +272,9 @@ BrokerConfig ScopeOf(const BrokerConfig& config, const std::string& own_plugin) 
   if (!config.per_listener_settings) return config;
   BrokerConfig scoped = config;
   for (const BrokerConfig::ListenerSecurity& block : config.listener_security) {
-    const bool own = std::any_of(block.plugins.begin(), block.plugins.end(),
-                                 [&](const std::string& plugin) {
-                                   return IsSameFile(plugin, own_plugin);
-                                 });
+    const bool own =
+        std::any_of(block.plugins.begin(), block.plugins.end(),
+                    [&](const std::string& plugin) { return IsSameFile(plugin, own_plugin); });
     if (!own) continue;
     scoped.allow_anonymous = block.allow_anonymous;
     scoped.password_file = block.password_file;

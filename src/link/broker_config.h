@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // What the plugin needs to know of the broker's own configuration file, which the plugin API
 // does not expose: whether any other authentication or ACL source exists (auth neutrality, see
-// docs/broker-versions.md, "Mosquitto 2.0"), allow_anonymous, the listeners (names, TLS, protocol), and where the
-// broker keeps its persistence file.
-// Read the way Mosquitto 2.0 reads it: one option per line, '#' lines are comments, include_dir
-// (main file only) adds its *.conf files in alphabetical order.
+// docs/broker-versions.md, "Mosquitto 2.0"), allow_anonymous, the listeners (names, TLS, protocol),
+// and where the broker keeps its persistence file. Read the way Mosquitto 2.0 reads it: one option
+// per line, '#' lines are comments, include_dir (main file only) adds its *.conf files in
+// alphabetical order.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "link/status.h"
 
 namespace mqc {
 
@@ -44,7 +46,7 @@ struct BrokerConfig {
     std::vector<std::string> plugins;
   };
   std::vector<ListenerSecurity> listener_security{1};
-  bool local_only = true;               // no listener, port or bind_address line
+  bool local_only = true;  // no listener, port or bind_address line
   bool password_file = false;
   bool acl_file = false;
   std::string acl_file_path;  // the last acl_file line's, as written
@@ -68,13 +70,16 @@ struct BrokerConfig {
   std::string PersistenceFilePath() const;
 };
 
-// Parses one file's text. `path` names it in error messages; include_dir is followed when
-// `follow_includes` (only the main file's are).
-bool ParseBrokerConfig(std::string_view text, const std::string& path, bool follow_includes,
-                       BrokerConfig* config, std::string* error);
+// Parses one file's text into *config, adding to what earlier files set there. `path` names it
+// in error messages; include_dir is followed when `follow_includes` (only the main file's are).
+// A bad line is kInvalidArgument ("<path>:<line>: ..."); an include_dir or a file in it that
+// cannot be read is kUnavailable. On failure *config holds the lines read before the bad one.
+Status ParseBrokerConfig(std::string_view text, const std::string& path, bool follow_includes,
+                         BrokerConfig* config);
 
-// Reads and parses the file at `path` with its include_dir files.
-bool ReadBrokerConfig(const std::string& path, BrokerConfig* config, std::string* error);
+// Reads and parses the file at `path` with its include_dir files. A file that cannot be read is
+// kUnavailable; a bad line is kInvalidArgument, as in ParseBrokerConfig.
+StatusOr<BrokerConfig> ReadBrokerConfig(const std::string& path);
 
 // The configuration file named on the broker's command line (-c or --config-file), from the
 // process's arguments; empty when there is none.

@@ -75,25 +75,24 @@ ApplyOption BoolInto(bool PluginOptions::*field) {
   };
 }
 
-// The checks that involve more than one option; false with *error naming them.
-bool CheckCombinations(const PluginOptions& options, std::string* error) {
+// The checks that involve more than one option; kInvalidArgument naming them.
+Status CheckCombinations(const PluginOptions& options) {
   if (options.http_tls_cert.empty() != options.http_tls_key.empty()) {
-    *error = std::string("plugin_opt_") +
-             (options.http_tls_cert.empty() ? "http_tls_key" : "http_tls_cert") +
-             " is set without plugin_opt_" +
-             (options.http_tls_cert.empty() ? "http_tls_cert" : "http_tls_key") +
-             ": HTTPS needs both the certificate and its key";
-    return false;
+    return InvalidArgument(std::string("plugin_opt_") +
+                           (options.http_tls_cert.empty() ? "http_tls_key" : "http_tls_cert") +
+                           " is set without plugin_opt_" +
+                           (options.http_tls_cert.empty() ? "http_tls_cert" : "http_tls_key") +
+                           ": HTTPS needs both the certificate and its key");
   }
   if (!IsLoopbackAddress(options.http_bind) && !options.RequiresToken() &&
       !options.http_allow_anonymous) {
-    *error = "plugin_opt_http_bind " + options.http_bind +
-             " exposes the API beyond this machine without a token: set "
-             "plugin_opt_http_token_file (see README, Security), or "
-             "plugin_opt_http_allow_anonymous true to serve it to anyone who can reach the port";
-    return false;
+    return InvalidArgument(
+        "plugin_opt_http_bind " + options.http_bind +
+        " exposes the API beyond this machine without a token: set "
+        "plugin_opt_http_token_file (see README, Security), or "
+        "plugin_opt_http_allow_anonymous true to serve it to anyone who can reach the port");
   }
-  return true;
+  return Status();
 }
 
 const std::vector<OptionSpec>& Specs() {
@@ -203,7 +202,7 @@ const std::vector<OptionSpec>& Specs() {
 
 }  // namespace
 
-bool ParsePluginOptions(const OptionPairs& pairs, PluginOptions* options, std::string* error) {
+StatusOr<PluginOptions> ParsePluginOptions(const OptionPairs& pairs) {
   PluginOptions parsed;
   for (const auto& [raw_key, raw_value] : pairs) {
     const std::string_view key = Trim(raw_key);
@@ -218,19 +217,19 @@ bool ParsePluginOptions(const OptionPairs& pairs, PluginOptions* options, std::s
         known += known.empty() ? "" : ", ";
         known += candidate.name;
       }
-      *error = "unknown option plugin_opt_" + std::string(key) + " (known: " + known + ")";
-      return false;
+      return InvalidArgument("unknown option plugin_opt_" + std::string(key) + " (known: " + known +
+                             ")");
     }
     std::string why;
     if (!spec->apply(value, &parsed, &why)) {
-      *error = "bad value " + Quoted(value) + " for plugin_opt_" + std::string(key) + ": " +
-               (why.empty() ? "" : why + "; ") + "expected " + spec->accepted + CommentHint(value);
-      return false;
+      return InvalidArgument("bad value " + Quoted(value) + " for plugin_opt_" + std::string(key) +
+                             ": " + (why.empty() ? "" : why + "; ") + "expected " + spec->accepted +
+                             CommentHint(value));
     }
   }
-  if (!CheckCombinations(parsed, error)) return false;
-  *options = parsed;
-  return true;
+  Status combinations = CheckCombinations(parsed);
+  if (!combinations.ok()) return combinations;
+  return parsed;
 }
 
 bool IsLoopbackAddress(const std::string& address) {

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "link/status.h"
 #include "link/topic_mapping.h"
 
 namespace mqc {
@@ -56,8 +57,9 @@ bool IsLoopbackAddress(const std::string& address);
 
 using OptionPairs = std::vector<std::pair<std::string, std::string>>;
 
-// Parses every pair; on the first unknown option or bad value returns false and sets *error to a
-// line naming the option, the value and what is accepted.
-bool ParsePluginOptions(const OptionPairs& pairs, PluginOptions* options, std::string* error);
+// Parses every pair into options (the defaults above where a pair is absent). The first unknown
+// option or bad value, or a bad combination of options, is kInvalidArgument with a line naming
+// the option, the value and what is accepted.
+StatusOr<PluginOptions> ParsePluginOptions(const OptionPairs& pairs);
 
 }  // namespace mqc

@@ -51,11 +51,9 @@ bool SharedRegion::ReleaseEventBytes(std::uint64_t offset, std::uint64_t length)
                    static_cast<off_t>(length)) == 0;
 }
 
-std::unique_ptr<SharedRegion> SharedRegion::Create(const SharedRegionSizes& sizes,
-                                                   std::string* error) {
+StatusOr<std::unique_ptr<SharedRegion>> SharedRegion::Create(const SharedRegionSizes& sizes) {
   if (!IsPowerOfTwo(sizes.events_capacity) || !IsPowerOfTwo(sizes.commands_capacity)) {
-    *error = "ring capacities must be powers of two of at least 64 bytes";
-    return nullptr;
+    return InvalidArgument("ring capacities must be powers of two of at least 64 bytes");
   }
   const std::uint64_t events_offset = (sizeof(SharedHeader) + 4095) & ~std::uint64_t{4095};
   const std::uint64_t commands_offset = events_offset + sizes.events_capacity;
@@ -63,20 +61,17 @@ std::unique_ptr<SharedRegion> SharedRegion::Create(const SharedRegionSizes& size
   const std::uint64_t total = stats_offset + sizes.stats_slots * sizeof(ConnectionStatsSlot);
 
   const int fd = memfd_create("mosquitto_connections", MFD_CLOEXEC);
-  if (fd < 0) {
-    *error = Errno("memfd_create");
-    return nullptr;
-  }
+  if (fd < 0) return Status(StatusCode::kUnavailable, Errno("memfd_create"));
   if (ftruncate(fd, static_cast<off_t>(total)) != 0) {
-    *error = Errno("ftruncate");
+    Status failed(StatusCode::kUnavailable, Errno("ftruncate"));
     close(fd);
-    return nullptr;
+    return failed;
   }
   void* base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) {
-    *error = Errno("mmap");
+    Status failed(StatusCode::kUnavailable, Errno("mmap"));
     close(fd);
-    return nullptr;
+    return failed;
   }
   auto* header = new (base) SharedHeader();
   header->total_size = total;
@@ -90,21 +85,18 @@ std::unique_ptr<SharedRegion> SharedRegion::Create(const SharedRegionSizes& size
   return std::unique_ptr<SharedRegion>(new SharedRegion(fd, true, base, total));
 }
 
-std::unique_ptr<SharedRegion> SharedRegion::Attach(int fd, std::string* error) {
+StatusOr<std::unique_ptr<SharedRegion>> SharedRegion::Attach(int fd) {
   struct stat st;
   if (fstat(fd, &st) != 0) {
-    *error = Errno("fstat of the shared memory descriptor");
-    return nullptr;
+    return Status(StatusCode::kUnavailable, Errno("fstat of the shared memory descriptor"));
   }
   const auto size = static_cast<std::size_t>(st.st_size);
   if (size < sizeof(SharedHeader)) {
-    *error = "shared memory is smaller than its header";
-    return nullptr;
+    return InvalidArgument("shared memory is smaller than its header");
   }
   void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) {
-    *error = Errno("mmap of the shared memory");
-    return nullptr;
+    return Status(StatusCode::kUnavailable, Errno("mmap of the shared memory"));
   }
   const auto* header = static_cast<const SharedHeader*>(base);
   const bool valid =
@@ -116,8 +108,8 @@ std::unique_ptr<SharedRegion> SharedRegion::Attach(int fd, std::string* error) {
       header->stats_offset + header->stats_slots * sizeof(ConnectionStatsSlot) <= size;
   if (!valid) {
     munmap(base, size);
-    *error = "shared memory has another layout (plugin and companion from different builds?)";
-    return nullptr;
+    return InvalidArgument(
+        "shared memory has another layout (plugin and companion from different builds?)");
   }
   return std::unique_ptr<SharedRegion>(new SharedRegion(fd, false, base, size));
 }

@@ -17,6 +17,7 @@
 
 #include "link/connection.h"
 #include "link/event_ring.h"
+#include "link/status.h"
 
 namespace mqc {
 
@@ -207,10 +208,13 @@ struct SharedRegionSizes {
 // A mapping of the region. Move-only; unmaps on destruction (the descriptor is owned apart).
 class SharedRegion {
  public:
-  // Creates a new region in a memfd. On failure returns nullptr and sets *error.
-  static std::unique_ptr<SharedRegion> Create(const SharedRegionSizes& sizes, std::string* error);
-  // Maps a region created by another process; checks magic, version and sizes.
-  static std::unique_ptr<SharedRegion> Attach(int fd, std::string* error);
+  // Creates a new region in a memfd. Ring capacities that are no powers of two are
+  // kInvalidArgument; a memfd, its size or its mapping refused by the system is kUnavailable.
+  static StatusOr<std::unique_ptr<SharedRegion>> Create(const SharedRegionSizes& sizes);
+  // Maps a region created by another process; checks magic, version and sizes. A descriptor the
+  // system cannot stat or map is kUnavailable; a region of another layout (or too small for its
+  // header) is kInvalidArgument.
+  static StatusOr<std::unique_ptr<SharedRegion>> Attach(int fd);
 
   ~SharedRegion();
   SharedRegion(const SharedRegion&) = delete;

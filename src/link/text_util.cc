@@ -274,13 +274,15 @@ std::string FormatRfc3339Nanos(std::int64_t unix_ns) {
   return text + fraction;
 }
 
-bool ParseTimestamp(std::string_view text, std::int64_t* nanos, std::string* why) {
+StatusOr<std::int64_t> ParseTimestamp(std::string_view text) {
   DateTime t;
   if (text.size() < 20 || !ReadDateAndTime(text, &t)) {
-    *why = "expected YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)";
-    return false;
+    return InvalidArgument("expected YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)");
   }
-  if (!ReadFractionAndZone(text, 19, &t, why) || !CheckRanges(t, why)) return false;
+  std::string why;
+  if (!ReadFractionAndZone(text, 19, &t, &why) || !CheckRanges(t, &why)) {
+    return InvalidArgument(std::move(why));
+  }
   const std::int64_t seconds = DaysFromCivil(t.year, t.month, t.day) * 86400 +
                                std::int64_t{t.hour} * 3600 + std::int64_t{t.minute} * 60 +
                                t.second - t.offset_seconds;
@@ -289,11 +291,10 @@ bool ParseTimestamp(std::string_view text, std::int64_t* nanos, std::string* why
   constexpr std::int64_t kMaxNanosAtMax = kMaxInt64 % kNanosPerSecond;
   if (seconds < -kMaxSeconds || seconds > kMaxSeconds ||
       (seconds == kMaxSeconds && t.nanos > kMaxNanosAtMax)) {
-    *why = "out of the supported range (1677-09-21T00:12:44Z to 2262-04-11T23:47:16.854775807Z)";
-    return false;
+    return InvalidArgument(
+        "out of the supported range (1677-09-21T00:12:44Z to 2262-04-11T23:47:16.854775807Z)");
   }
-  *nanos = seconds * kNanosPerSecond + t.nanos;
-  return true;
+  return seconds * kNanosPerSecond + t.nanos;
 }
 
 }  // namespace mqc

@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "link/status.h"
+
 namespace mqc {
 
 // `s` without leading and trailing white space.
@@ -57,8 +59,9 @@ std::string FormatRfc3339Nanos(std::int64_t unix_ns);
 // An RFC 3339 date-time (`2026-01-01T00:00:00Z`, `...T10:30:00.123456789+02:00`; 'T' and 'Z'
 // also lower case; fractions beyond nanoseconds are cut off) as Unix nanoseconds. Times outside
 // what int64 nanoseconds hold (1677-09-21T00:12:44Z to 2262-04-11T23:47:16.854775807Z)
-// are an error.
-bool ParseTimestamp(std::string_view text, std::int64_t* nanos, std::string* why);
+// are an error. Every failure is kInvalidArgument, its message saying what is wrong without
+// repeating the text (callers quote it in theirs).
+StatusOr<std::int64_t> ParseTimestamp(std::string_view text);
 
 // --- C handles -------------------------------------------------------------------------------
 

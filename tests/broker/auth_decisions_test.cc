@@ -12,8 +12,8 @@ const std::string kOwn = "/usr/lib/mosquitto_connections.so";
 
 BrokerConfig Parse(const std::string& text) {
   BrokerConfig config;
-  std::string error;
-  EXPECT_TRUE(ParseBrokerConfig(text, "test.conf", true, &config, &error)) << error;
+  const Status parsed = ParseBrokerConfig(text, "test.conf", true, &config);
+  EXPECT_TRUE(parsed.ok()) << parsed.message();
   return config;
 }
 

@@ -61,8 +61,8 @@ TEST_F(CompanionProcessTest, OnlyTheSharedDescriptorIsInheritedAsFd3) {
   ASSERT_EQ(pipe(leaked), 0);  // no close-on-exec: a broker's sockets may look like this
   // ls lists its own descriptors: 0-2, 3, and the one it reads /proc/self/fd with.
   CompanionProcess process("/bin/sh", {"-c", "exec ls -l /proc/self/fd > " + out_}, shared_fd_);
-  std::string error;
-  ASSERT_TRUE(process.Start(&error)) << error;
+  const Status started = process.Start();
+  ASSERT_TRUE(started.ok()) << started.message();
   std::string how;
   ASSERT_TRUE(WaitExited(&process, &how));
   EXPECT_EQ(how, "exited with status 0");
@@ -92,15 +92,16 @@ TEST_F(CompanionProcessTest, OnlyTheSharedDescriptorIsInheritedAsFd3) {
 
 TEST_F(CompanionProcessTest, ExitStatusAndSignalAreReported) {
   CompanionProcess exits("/bin/sh", {"-c", "exit 7"}, shared_fd_);
-  std::string error;
-  ASSERT_TRUE(exits.Start(&error)) << error;
+  const Status started = exits.Start();
+  ASSERT_TRUE(started.ok()) << started.message();
   std::string how;
   ASSERT_TRUE(WaitExited(&exits, &how));
   EXPECT_EQ(how, "exited with status 7");
   EXPECT_FALSE(exits.running());
 
   CompanionProcess killed("/bin/sh", {"-c", "kill -9 $$"}, shared_fd_);
-  ASSERT_TRUE(killed.Start(&error)) << error;
+  const Status killed_started = killed.Start();
+  ASSERT_TRUE(killed_started.ok()) << killed_started.message();
   ASSERT_TRUE(WaitExited(&killed, &how));
   EXPECT_THAT(how, ::testing::StartsWith("killed by signal 9"));
 }
@@ -109,8 +110,8 @@ TEST_F(CompanionProcessTest, StopEndsARunningProcessEvenIfItIgnoresSigterm) {
   // The child says "ready" once SIGTERM is ignored (a shell's `exec` keeps that for `sleep`).
   CompanionProcess stubborn(
       "/bin/sh", {"-c", "trap '' TERM; echo ready > " + out_ + "; exec sleep 30"}, shared_fd_);
-  std::string error;
-  ASSERT_TRUE(stubborn.Start(&error)) << error;
+  const Status spawned = stubborn.Start();
+  ASSERT_TRUE(spawned.ok()) << spawned.message();
   const pid_t pid = stubborn.pid();
   ASSERT_TRUE(WaitForFile(out_, "ready\n")) << "the child never installed its trap";
   const auto started = std::chrono::steady_clock::now();
@@ -122,16 +123,16 @@ TEST_F(CompanionProcessTest, StopEndsARunningProcessEvenIfItIgnoresSigterm) {
 
 TEST_F(CompanionProcessTest, AMissingExecutableIsAnErrorNamingIt) {
   CompanionProcess missing("/nonexistent/companion", {}, shared_fd_);
-  std::string error;
-  EXPECT_FALSE(missing.Start(&error));
-  EXPECT_THAT(error, ::testing::HasSubstr("/nonexistent/companion"));
+  const Status started = missing.Start();
+  EXPECT_EQ(started.code(), StatusCode::kUnavailable);
+  EXPECT_THAT(started.message(), ::testing::HasSubstr("/nonexistent/companion"));
 }
 
 TEST_F(CompanionProcessTest, ExtraArgumentsFollowTheOthers) {
   CompanionProcess process("/bin/sh", {"-c", "echo \"$0 $1\" > " + out_, "first"}, shared_fd_);
   process.SetExtraArguments({"second"});
-  std::string error;
-  ASSERT_TRUE(process.Start(&error)) << error;
+  const Status started = process.Start();
+  ASSERT_TRUE(started.ok()) << started.message();
   std::string how;
   ASSERT_TRUE(WaitExited(&process, &how));
   EXPECT_EQ(ReadFile(out_), "first second\n");

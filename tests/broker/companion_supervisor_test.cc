@@ -32,9 +32,9 @@ std::vector<std::string> ReadLines(const std::string& path) {
 class CompanionSupervisorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string error;
-    region_ = SharedRegion::Create(SharedRegionSizes{4096, 4096, 16}, &error);
-    ASSERT_TRUE(region_) << error;
+    auto created = SharedRegion::Create(SharedRegionSizes{4096, 4096, 16});
+    ASSERT_TRUE(created.ok()) << created.status().message();
+    region_ = std::move(created).value();
     const std::string base = ::testing::TempDir() + "supervisor-" + std::to_string(getpid());
     starts_ = base + ".starts";
     mode_ = base + ".mode";
@@ -71,9 +71,8 @@ class CompanionSupervisorTest : public ::testing::Test {
     }
     return false;
   }
-  bool StartAndWait(std::string* error) {
-    return supervisor_->StartAndWait(
-        5000, [] {}, error);
+  Status StartAndWait(int timeout_ms = 5000) {
+    return supervisor_->StartAndWait(timeout_ms, [] {});
   }
 
   std::unique_ptr<SharedRegion> region_;
@@ -84,8 +83,8 @@ class CompanionSupervisorTest : public ::testing::Test {
 };
 
 TEST_F(CompanionSupervisorTest, StartsAndWaitsForTheCompanionToServe) {
-  std::string error;
-  ASSERT_TRUE(StartAndWait(&error)) << error;
+  const Status started = StartAndWait();
+  ASSERT_TRUE(started.ok()) << started.message();
   EXPECT_TRUE(supervisor_->serving());
   EXPECT_EQ(supervisor_->http_port(), 41234);
   EXPECT_TRUE(WaitStarts(1));
@@ -93,23 +92,32 @@ TEST_F(CompanionSupervisorTest, StartsAndWaitsForTheCompanionToServe) {
 
 TEST_F(CompanionSupervisorTest, AFailureReportedAtStartIsTheError) {
   SetMode("fail");
-  std::string error;
-  EXPECT_FALSE(StartAndWait(&error));
-  EXPECT_EQ(error, "fake failure");
+  const Status started = StartAndWait();
+  EXPECT_EQ(started.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(started.message(), "fake failure");
   EXPECT_FALSE(supervisor_->serving());
 }
 
 TEST_F(CompanionSupervisorTest, ACompanionEndingBeforeItServesIsTheError) {
   SetMode("exit");
-  std::string error;
-  EXPECT_FALSE(StartAndWait(&error));
-  EXPECT_THAT(error, ::testing::HasSubstr("exited with status 3 before it was ready"));
+  const Status started = StartAndWait();
+  EXPECT_EQ(started.code(), StatusCode::kUnavailable);
+  EXPECT_THAT(started.message(), ::testing::HasSubstr("exited with status 3 before it was ready"));
+}
+
+TEST_F(CompanionSupervisorTest, ACompanionSilentPastTheTimeoutIsStoppedAndTheError) {
+  SetMode("silent");
+  const Status started = StartAndWait(200);
+  EXPECT_EQ(started.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(started.message(), "the companion did not report ready within 200 ms");
+  EXPECT_FALSE(supervisor_->serving());
+  EXPECT_FALSE(supervisor_->pid() > 0);  // stopped and reaped
 }
 
 TEST_F(CompanionSupervisorTest, AStalledCompanionIsKilledAndStartedAgain) {
   SetMode("stall");
-  std::string error;
-  ASSERT_TRUE(StartAndWait(&error)) << error;
+  const Status started = StartAndWait();
+  ASSERT_TRUE(started.ok()) << started.message();
   const pid_t first = supervisor_->pid();
   const std::int64_t t0 = 1000 * kMs;
   supervisor_->Tick(t0);  // the stall clock starts
@@ -128,8 +136,8 @@ TEST_F(CompanionSupervisorTest, AStalledCompanionIsKilledAndStartedAgain) {
 }
 
 TEST_F(CompanionSupervisorTest, RestartsBackOffWhileTheyFailAndKeepThePort) {
-  std::string error;
-  ASSERT_TRUE(StartAndWait(&error)) << error;
+  const Status started = StartAndWait();
+  ASSERT_TRUE(started.ok()) << started.message();
   ASSERT_EQ(supervisor_->http_port(), 41234);  // chosen by the companion (http_port=0)
   SetMode("exit");
   const std::int64_t t = 1000 * kMs;
@@ -163,8 +171,8 @@ TEST_F(CompanionSupervisorTest, RestartsBackOffWhileTheyFailAndKeepThePort) {
 }
 
 TEST_F(CompanionSupervisorTest, StopEndsTheCompanion) {
-  std::string error;
-  ASSERT_TRUE(StartAndWait(&error)) << error;
+  const Status started = StartAndWait();
+  ASSERT_TRUE(started.ok()) << started.message();
   const pid_t pid = supervisor_->pid();
   ASSERT_GT(pid, 0);
   supervisor_->Stop();

@@ -8,6 +8,7 @@
 //   stall   report serving, never beat
 //   fail    report failed, with the failure "fake failure"
 //   exit    exit with status 3 at once
+//   silent  map the region and report nothing
 // Every mode but exit ends by itself after 30 s, so a lost child cannot linger.
 #include <unistd.h>
 
@@ -45,15 +46,15 @@ int main(int argc, char** argv) {
   mode_file >> mode;
   if (mode == "exit") return 3;
 
-  std::string error;
-  auto region = mqc::SharedRegion::Attach(3, &error);
-  if (!region) return 4;
+  auto attached = mqc::SharedRegion::Attach(3);
+  if (!attached.ok()) return 4;
+  const std::unique_ptr<mqc::SharedRegion> region = std::move(attached).value();
   mqc::CompanionControl& control = region->header()->companion;
   if (mode == "fail") {
     std::strncpy(control.failure, "fake failure", sizeof(control.failure) - 1);
     control.state.store(static_cast<std::uint32_t>(mqc::CompanionState::kFailed),
                         std::memory_order_release);
-  } else {
+  } else if (mode != "silent") {
     const int port = std::atoi(Value(argc, argv, "http_port").c_str());
     control.http_port.store(port != 0 ? port : 41234, std::memory_order_relaxed);
     control.state.store(static_cast<std::uint32_t>(mqc::CompanionState::kServing),

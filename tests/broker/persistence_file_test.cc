@@ -5,8 +5,10 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -50,30 +52,27 @@ std::size_t FindChunk(const std::string& bytes, unsigned char type) {
   return 0;
 }
 
-bool Read(const std::string& bytes, std::vector<PersistedSession>* sessions, std::string* error,
-          const PersistenceLimits& limits = PersistenceLimits{}) {
+StatusOr<std::vector<PersistedSession>> Read(
+    const std::string& bytes, const PersistenceLimits& limits = PersistenceLimits{}) {
   std::istringstream in(bytes);
-  return ReadPersistedSessions(in, limits, sessions, error);
+  return ReadPersistedSessions(in, limits);
 }
 
-// A refused file leaves the caller's sessions as they were.
 void ExpectRefused(const std::string& bytes, const std::string& message,
-                   const PersistenceLimits& limits = PersistenceLimits{}) {
-  std::vector<PersistedSession> sessions(1);
-  sessions[0].client_id = "untouched";
-  std::string error;
-  EXPECT_FALSE(Read(bytes, &sessions, &error, limits));
-  EXPECT_THAT(error, HasSubstr(message));
-  ASSERT_EQ(sessions.size(), 1u);
-  EXPECT_EQ(sessions[0].client_id, "untouched");
+                   const PersistenceLimits& limits = PersistenceLimits{},
+                   StatusCode code = StatusCode::kInvalidArgument) {
+  const StatusOr<std::vector<PersistedSession>> read = Read(bytes, limits);
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), code);
+  EXPECT_THAT(read.status().message(), HasSubstr(message));
 }
 
 TEST(PersistenceFileTest, ReadsTheSessionsMosquittoWrote) {
   const std::string bytes = RealFile();
   ASSERT_EQ(bytes.size(), 402u);
-  std::vector<PersistedSession> sessions;
-  std::string error;
-  ASSERT_TRUE(Read(bytes, &sessions, &error)) << error;
+  const StatusOr<std::vector<PersistedSession>> read = Read(bytes);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  const std::vector<PersistedSession>& sessions = *read;
   // The clean publisher left no session; the shared subscription is not saved by 2.0.
   ASSERT_EQ(sessions.size(), 2u);
   const PersistedSession& v4 = sessions[0];
@@ -113,9 +112,8 @@ TEST(PersistenceFileTest, EveryTruncationInsideAChunkIsRefused) {
       ExpectRefused(cut, "truncated");
     } else {
       // Cut between two chunks: a well-formed (shorter) file, as the broker would read it too.
-      std::vector<PersistedSession> sessions;
-      std::string error;
-      EXPECT_TRUE(Read(cut, &sessions, &error)) << error;
+      const StatusOr<std::vector<PersistedSession>> read = Read(cut);
+      EXPECT_TRUE(read.ok()) << read.status().message();
     }
   }
 }
@@ -137,9 +135,9 @@ TEST(PersistenceFileTest, TheCrcFieldIsNotChecked) {
   // Mosquitto 2.0 writes 0 there and never reads it back: there is no CRC to check.
   std::string bytes = RealFile();
   for (std::size_t i = 15; i < 19; ++i) bytes[i] = '\x5a';
-  std::vector<PersistedSession> sessions;
-  std::string error;
-  EXPECT_TRUE(Read(bytes, &sessions, &error)) << error;
+  const StatusOr<std::vector<PersistedSession>> read = Read(bytes);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  const std::vector<PersistedSession>& sessions = *read;
   EXPECT_EQ(sessions.size(), 2u);
 }
 
@@ -173,9 +171,9 @@ TEST(PersistenceFileTest, SkipsChunksItDoesNotRead) {
   std::string bytes = RealFile();
   const std::string unknown("\x00\x00\x00\x63\x00\x00\x00\x03xyz", 11);
   bytes.insert(kHeaderSize, unknown);
-  std::vector<PersistedSession> sessions;
-  std::string error;
-  ASSERT_TRUE(Read(bytes, &sessions, &error)) << error;
+  const StatusOr<std::vector<PersistedSession>> read = Read(bytes);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  const std::vector<PersistedSession>& sessions = *read;
   EXPECT_EQ(sessions.size(), 2u);
 }
 
@@ -183,16 +181,20 @@ TEST(PersistenceFileTest, SkipsChunksItDoesNotRead) {
 // and restores the rest (src/persist_read.c: persist__restore_sub); so does this reader.
 TEST(PersistenceFileTest, ASubChunkWithoutClientIdOrFilterIsSkippedAsTheBrokerDoes) {
   std::string bytes = RealFile();
-  const std::string no_client("\x00\x00\x00\x05\x00\x00\x00\x0f"  // SUB, 15 bytes
-                              "\x00\x00\x00\x00\x00\x00\x00\x03\x01\x00\x00\x00" "abc",
-                              23);
-  const std::string no_filter("\x00\x00\x00\x05\x00\x00\x00\x0f"
-                              "\x00\x00\x00\x00\x00\x03\x00\x00\x01\x00\x00\x00" "xyz",
-                              23);
+  const std::string no_client(
+      "\x00\x00\x00\x05\x00\x00\x00\x0f"  // SUB, 15 bytes
+      "\x00\x00\x00\x00\x00\x00\x00\x03\x01\x00\x00\x00"
+      "abc",
+      23);
+  const std::string no_filter(
+      "\x00\x00\x00\x05\x00\x00\x00\x0f"
+      "\x00\x00\x00\x00\x00\x03\x00\x00\x01\x00\x00\x00"
+      "xyz",
+      23);
   bytes.insert(kHeaderSize, no_client + no_filter);
-  std::vector<PersistedSession> sessions;
-  std::string error;
-  ASSERT_TRUE(Read(bytes, &sessions, &error)) << error;
+  const StatusOr<std::vector<PersistedSession>> read = Read(bytes);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  const std::vector<PersistedSession>& sessions = *read;
   ASSERT_EQ(sessions.size(), 2u);
   EXPECT_EQ(sessions[0].client_id, "db-v4");
   EXPECT_EQ(sessions[0].subscriptions.size(), 2u);
@@ -202,13 +204,13 @@ TEST(PersistenceFileTest, RefusesMoreThanItsLimits) {
   const std::string bytes = RealFile();
   PersistenceLimits sessions;
   sessions.max_sessions = 1;
-  ExpectRefused(bytes, "more than 1 sessions", sessions);
+  ExpectRefused(bytes, "more than 1 sessions", sessions, StatusCode::kResourceExhausted);
   PersistenceLimits subscriptions;
   subscriptions.max_subscriptions = 2;
-  ExpectRefused(bytes, "more than 2 subscriptions", subscriptions);
+  ExpectRefused(bytes, "more than 2 subscriptions", subscriptions, StatusCode::kResourceExhausted);
   PersistenceLimits chunks;
   chunks.max_chunks = 5;
-  ExpectRefused(bytes, "more than 5 chunks", chunks);
+  ExpectRefused(bytes, "more than 5 chunks", chunks, StatusCode::kResourceExhausted);
 }
 
 TEST(PersistenceFileTest, AnyCorruptedByteIsReadOrRefusedSafely) {
@@ -219,30 +221,40 @@ TEST(PersistenceFileTest, AnyCorruptedByteIsReadOrRefusedSafely) {
     for (int value : {0x00, 0x01, 0x7f, 0xff}) {
       std::string copy = bytes;
       copy[i] = static_cast<char>(value);
-      std::vector<PersistedSession> sessions;
-      std::string error;
-      if (Read(copy, &sessions, &error)) {
-        for (const auto& session : sessions) EXPECT_FALSE(session.client_id.empty());
+      const StatusOr<std::vector<PersistedSession>> read = Read(copy);
+      if (read.ok()) {
+        for (const auto& session : *read) EXPECT_FALSE(session.client_id.empty());
       } else {
-        EXPECT_FALSE(error.empty());
+        EXPECT_FALSE(read.status().message().empty());
       }
     }
   }
 }
 
 TEST(PersistenceFileTest, AMissingFileIsNoError) {
-  std::vector<PersistedSession> sessions;
-  bool missing = false;
-  std::string error;
-  EXPECT_TRUE(ReadPersistenceFile("/nonexistent/mosquitto.db", PersistenceLimits{}, &sessions,
-                                  &missing, &error));
-  EXPECT_TRUE(missing);
-  EXPECT_TRUE(ReadPersistenceFile(std::string(MQC_TEST_DATA_DIR) + "/mosquitto-2.0.11.db",
-                                  PersistenceLimits{}, &sessions, &missing, &error))
-      << error;
-  EXPECT_FALSE(missing);
-  EXPECT_THAT(std::vector<std::string>({sessions[0].client_id, sessions[1].client_id}),
+  StatusOr<PersistenceFile> file =
+      ReadPersistenceFile("/nonexistent/mosquitto.db", PersistenceLimits{});
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  EXPECT_TRUE(file->missing);
+  EXPECT_TRUE(file->sessions.empty());
+  file = ReadPersistenceFile(std::string(MQC_TEST_DATA_DIR) + "/mosquitto-2.0.11.db",
+                             PersistenceLimits{});
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  EXPECT_FALSE(file->missing);
+  ASSERT_EQ(file->sessions.size(), 2u);
+  EXPECT_THAT(std::vector<std::string>({file->sessions[0].client_id, file->sessions[1].client_id}),
               ElementsAre("db-v4", "db-v5"));
+}
+
+TEST(PersistenceFileTest, ARefusedFileIsNamedInTheMessage) {
+  const std::string path =
+      ::testing::TempDir() + "persistence-file-test-" + std::to_string(::getpid()) + ".db";
+  std::ofstream(path, std::ios::binary) << "not a db";
+  const StatusOr<PersistenceFile> file = ReadPersistenceFile(path, PersistenceLimits{});
+  std::remove(path.c_str());
+  ASSERT_FALSE(file.ok());
+  EXPECT_EQ(file.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(file.status().message(), path + ": at byte 0: shorter than the 23-byte file header");
 }
 
 }  // namespace

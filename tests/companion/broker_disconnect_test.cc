@@ -32,13 +32,13 @@ using ::testing::HasSubstr;
 class BrokerDisconnectTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string error;
     SharedRegionSizes sizes;
     sizes.events_capacity = 4096;
     sizes.commands_capacity = 4096;
     sizes.stats_slots = 0;
-    region_ = SharedRegion::Create(sizes, &error);
-    ASSERT_TRUE(region_) << error;
+    auto created = SharedRegion::Create(sizes);
+    ASSERT_TRUE(created.ok()) << created.status().message();
+    region_ = std::move(created).value();
     companion_ = std::make_unique<CompanionLink>(region_.get());
     broker_ = std::make_unique<BrokerLink>(region_.get());
     Apply(EventType::kResyncBegin, ResyncEvent{1});

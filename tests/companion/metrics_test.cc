@@ -83,9 +83,9 @@ ConnectionEvent Open(std::uint64_t seq, const std::string& client_id) {
 class MetricsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string error;
-    region_ = SharedRegion::Create(SharedRegionSizes{1 << 12, 1 << 12, 16}, &error);
-    ASSERT_NE(region_, nullptr) << error;
+    auto created = SharedRegion::Create(SharedRegionSizes{1 << 12, 1 << 12, 16});
+    ASSERT_TRUE(created.ok()) << created.status().message();
+    region_ = std::move(created).value();
     exporter_ = std::make_unique<MetricsExporter>(*region_->header(), registry_, 7);
   }
 

@@ -14,8 +14,8 @@ namespace {
 
 BrokerConfig Parse(const std::string& text) {
   BrokerConfig config;
-  std::string error;
-  EXPECT_TRUE(ParseBrokerConfig(text, "test.conf", true, &config, &error)) << error;
+  const Status parsed = ParseBrokerConfig(text, "test.conf", true, &config);
+  EXPECT_TRUE(parsed.ok()) << parsed.message();
   return config;
 }
 
@@ -55,7 +55,9 @@ TEST(BrokerConfigTest, PerListenerSettingsScopeTheSecurityToThePluginsListener) 
   const std::string own = "/usr/lib/mosquitto_connections.so";
   const BrokerConfig config = Parse(
       "per_listener_settings true\n"
-      "listener 1883\nallow_anonymous true\nplugin " + own + "\n"
+      "listener 1883\nallow_anonymous true\nplugin " +
+      own +
+      "\n"
       "listener 1884\npassword_file /etc/p\nacl_file /etc/a\nallow_anonymous false\n"
       "plugin /usr/lib/dynamic-security.so\n");
   // The file as a whole has other sources; the plugin's listener has none.
@@ -71,13 +73,15 @@ TEST(BrokerConfigTest, PerListenerSettingsScopeTheSecurityToThePluginsListener) 
   const BrokerConfig second = Parse(
       "per_listener_settings true\n"
       "listener 1883\nallow_anonymous true\n"
-      "listener 1884\npassword_file /etc/p\nplugin " + own + "\n");
+      "listener 1884\npassword_file /etc/p\nplugin " +
+      own + "\n");
   const BrokerConfig scoped_second = ScopeOf(second, own);
   EXPECT_TRUE(HasOtherAuthSource(scoped_second, own));
   EXPECT_FALSE(HasOtherAclSource(scoped_second, own));
   EXPECT_FALSE(scoped_second.EffectiveAllowAnonymous());
   // Without per_listener_settings the whole file counts.
-  const BrokerConfig global = Parse("listener 1883\nplugin " + own + "\nlistener 1884\nacl_file /a\n");
+  const BrokerConfig global =
+      Parse("listener 1883\nplugin " + own + "\nlistener 1884\nacl_file /a\n");
   EXPECT_TRUE(HasOtherAclSource(ScopeOf(global, own), own));
 }
 
@@ -88,16 +92,17 @@ TEST(BrokerConfigTest, The21PluginLinesAreOtherSourcesWithTheirOwnOptions) {
       "global_plugin /usr/lib/mosquitto_password_file.so\nplugin_opt_password_file /etc/p\n"
       "plugin_load acl /usr/lib/mosquitto_acl_file.so\nplugin_opt_acl_file /etc/a\n"
       "listener 1883\nplugin_use acl\nlistener_allow_anonymous false\n"
-      "plugin " + own + "\nplugin_opt_http_port 0\n");
+      "plugin " +
+      own + "\nplugin_opt_http_port 0\n");
   ASSERT_EQ(config.plugins.size(), 3u);
   EXPECT_EQ(config.plugins[1], "/usr/lib/mosquitto_acl_file.so");
   EXPECT_TRUE(HasOtherAuthSource(config, own));
   ASSERT_NE(OptionsOfPlugin(config, own), nullptr);
   EXPECT_EQ(OptionsOfPlugin(config, own)->size(), 1u);
   BrokerConfig ignored;
-  std::string error;
-  EXPECT_FALSE(ParseBrokerConfig("plugin_load lonely\n", "x.conf", false, &ignored, &error));
-  EXPECT_THAT(error, ::testing::HasSubstr("plugin_load needs a name and a path"));
+  const Status refused = ParseBrokerConfig("plugin_load lonely\n", "x.conf", false, &ignored);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.message(), ::testing::HasSubstr("plugin_load needs a name and a path"));
 }
 
 TEST(BrokerConfigTest, EachPluginKeepsTheOptionsWrittenAfterIt) {
@@ -111,9 +116,9 @@ TEST(BrokerConfigTest, EachPluginKeepsTheOptionsWrittenAfterIt) {
   EXPECT_EQ(config.plugin_options[1], (Pairs{{"closed_max", "5"}, {"default_pattern", "store"}}));
   EXPECT_EQ(OptionsOfPlugin(config, "/nowhere/else.so"), nullptr);
   BrokerConfig refused;
-  std::string error;
-  EXPECT_FALSE(ParseBrokerConfig("plugin_opt_a 1\n", "test.conf", true, &refused, &error));
-  EXPECT_THAT(error, ::testing::HasSubstr("test.conf:1"));
+  const Status status = ParseBrokerConfig("plugin_opt_a 1\n", "test.conf", true, &refused);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), ::testing::HasSubstr("test.conf:1"));
 }
 
 TEST(BrokerConfigTest, ListenersAndTheirSettings) {
@@ -136,12 +141,12 @@ TEST(BrokerConfigTest, ListenersAndTheirSettings) {
 
 TEST(BrokerConfigTest, BadBooleansAreRefusedWithFileAndLine) {
   BrokerConfig config;
-  std::string error;
-  EXPECT_FALSE(
-      ParseBrokerConfig("listener 1\nallow_anonymous yes\n", "m.conf", true, &config, &error));
-  EXPECT_EQ(error, "m.conf:2: allow_anonymous needs true or false");
-  EXPECT_FALSE(ParseBrokerConfig("per_listener_settings 1\n", "m.conf", true, &config, &error));
-  EXPECT_THAT(error, ::testing::HasSubstr("per_listener_settings"));
+  Status status = ParseBrokerConfig("listener 1\nallow_anonymous yes\n", "m.conf", true, &config);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(), "m.conf:2: allow_anonymous needs true or false");
+  status = ParseBrokerConfig("per_listener_settings 1\n", "m.conf", true, &config);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), ::testing::HasSubstr("per_listener_settings"));
 }
 
 TEST(BrokerConfigTest, PersistenceFileAsTheBrokerBuildsItsPath) {
@@ -156,13 +161,12 @@ TEST(BrokerConfigTest, PersistenceFileAsTheBrokerBuildsItsPath) {
                 .PersistenceFilePath(),
             "/d/s.db");
   BrokerConfig config;
-  std::string error;
-  EXPECT_FALSE(ParseBrokerConfig("persistence on\n", "m.conf", true, &config, &error));
-  EXPECT_EQ(error, "m.conf:1: persistence needs true or false");
-  EXPECT_FALSE(ParseBrokerConfig("persistence_file\n", "m.conf", true, &config, &error));
-  EXPECT_EQ(error, "m.conf:1: persistence_file needs a file name");
-  EXPECT_FALSE(ParseBrokerConfig("persistence_location\n", "m.conf", true, &config, &error));
-  EXPECT_EQ(error, "m.conf:1: persistence_location needs a folder");
+  EXPECT_EQ(ParseBrokerConfig("persistence on\n", "m.conf", true, &config).message(),
+            "m.conf:1: persistence needs true or false");
+  EXPECT_EQ(ParseBrokerConfig("persistence_file\n", "m.conf", true, &config).message(),
+            "m.conf:1: persistence_file needs a file name");
+  EXPECT_EQ(ParseBrokerConfig("persistence_location\n", "m.conf", true, &config).message(),
+            "m.conf:1: persistence_location needs a folder");
 }
 
 TEST(BrokerConfigTest, PersistentClientExpirationInTheBrokersUnits) {
@@ -175,9 +179,10 @@ TEST(BrokerConfigTest, PersistentClientExpirationInTheBrokersUnits) {
                           "persistent_client_expiration d\n", "persistent_client_expiration x1d\n",
                           "persistent_client_expiration 10s\n"}) {
     BrokerConfig config;
-    std::string error;
-    EXPECT_FALSE(ParseBrokerConfig(bad, "m.conf", true, &config, &error)) << bad;
-    EXPECT_THAT(error, ::testing::HasSubstr("persistent_client_expiration needs")) << bad;
+    const Status status = ParseBrokerConfig(bad, "m.conf", true, &config);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(status.message(), ::testing::HasSubstr("persistent_client_expiration needs"))
+        << bad;
   }
 }
 
@@ -190,20 +195,20 @@ TEST(BrokerConfigTest, IncludeDirIsReadInAlphabeticalOrder) {
   std::ofstream(dir / "c.txt") << "acl_file /ignored\n";
   const auto main_file = dir / "main.conf.main";
   std::ofstream(main_file) << "listener 1883\ninclude_dir " << dir.string() << "\n";
-  BrokerConfig config;
-  std::string error;
-  ASSERT_TRUE(ReadBrokerConfig(main_file.string(), &config, &error)) << error;
-  EXPECT_TRUE(config.password_file);
-  EXPECT_FALSE(config.acl_file);
-  EXPECT_EQ(config.allow_anonymous, false);  // b.conf after a.conf
+  const StatusOr<BrokerConfig> config = ReadBrokerConfig(main_file.string());
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_TRUE(config->password_file);
+  EXPECT_FALSE(config->acl_file);
+  EXPECT_EQ(config->allow_anonymous, false);  // b.conf after a.conf
   std::filesystem::remove_all(dir);
 }
 
 TEST(BrokerConfigTest, MissingFileIsAnError) {
-  BrokerConfig config;
-  std::string error;
-  EXPECT_FALSE(ReadBrokerConfig("/nonexistent/mosquitto.conf", &config, &error));
-  EXPECT_THAT(error, ::testing::HasSubstr("/nonexistent/mosquitto.conf"));
+  const StatusOr<BrokerConfig> config = ReadBrokerConfig("/nonexistent/mosquitto.conf");
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(config.status().message(),
+            "cannot read the broker configuration file /nonexistent/mosquitto.conf");
 }
 
 TEST(BrokerConfigTest, ConfigPathComesFromDashC) {

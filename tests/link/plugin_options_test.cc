@@ -10,9 +10,9 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(PluginOptionsTest, DefaultsMatchTheContract) {
-  PluginOptions options;
-  std::string error;
-  ASSERT_TRUE(ParsePluginOptions({}, &options, &error));
+  const StatusOr<PluginOptions> parsed = ParsePluginOptions({});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  const PluginOptions& options = *parsed;
   EXPECT_EQ(options.http_port, 8080);
   EXPECT_EQ(options.http_bind, "127.0.0.1");
   EXPECT_EQ(options.node_id, 0u);
@@ -29,32 +29,30 @@ TEST(PluginOptionsTest, DefaultsMatchTheContract) {
 }
 
 TEST(PluginOptionsTest, StreamOptionsAreParsed) {
-  PluginOptions options;
-  std::string error;
-  ASSERT_TRUE(ParsePluginOptions({{"http_max_streams", "0"}, {"http_stream_buffer", "16"}},
-                                 &options, &error))
-      << error;
+  const StatusOr<PluginOptions> parsed =
+      ParsePluginOptions({{"http_max_streams", "0"}, {"http_stream_buffer", "16"}});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  const PluginOptions& options = *parsed;
   EXPECT_EQ(options.http_max_streams, 0u);
   EXPECT_EQ(options.http_stream_buffer, 16u);
 }
 
 TEST(PluginOptionsTest, EveryOptionIsParsed) {
-  PluginOptions options;
-  std::string error;
-  ASSERT_TRUE(ParsePluginOptions({{"http_port", "0"},
-                                  {"http_bind", "::1"},
-                                  {"node_id", "7"},
-                                  {"default_pattern", "none"},
-                                  {"closed_max", "0"},
-                                  {"closed_ttl", "60"},
-                                  {"rpc_timeout", "5"},
-                                  {"rpc_max_pending", "10"},
-                                  {"companion", "/opt/x/companion"},
-                                  {"presence_events", "true"},
-                                  {"presence_retained", "true"},
-                                  {"presence_node", "mosquitto@edge-1"}},
-                                 &options, &error))
-      << error;
+  const StatusOr<PluginOptions> parsed =
+      ParsePluginOptions({{"http_port", "0"},
+                          {"http_bind", "::1"},
+                          {"node_id", "7"},
+                          {"default_pattern", "none"},
+                          {"closed_max", "0"},
+                          {"closed_ttl", "60"},
+                          {"rpc_timeout", "5"},
+                          {"rpc_max_pending", "10"},
+                          {"companion", "/opt/x/companion"},
+                          {"presence_events", "true"},
+                          {"presence_retained", "true"},
+                          {"presence_node", "mosquitto@edge-1"}});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  const PluginOptions& options = *parsed;
   EXPECT_EQ(options.http_port, 0);
   EXPECT_EQ(options.http_bind, "::1");
   EXPECT_EQ(options.node_id, 7u);
@@ -70,10 +68,10 @@ TEST(PluginOptionsTest, EveryOptionIsParsed) {
 }
 
 TEST(PluginOptionsTest, SurroundingSpaceIsIgnored) {
-  PluginOptions options;
-  std::string error;
-  ASSERT_TRUE(ParsePluginOptions({{"http_port", " 9090  "}, {"default_pattern", "store\t"}},
-                                 &options, &error));
+  const StatusOr<PluginOptions> parsed =
+      ParsePluginOptions({{"http_port", " 9090  "}, {"default_pattern", "store\t"}});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  const PluginOptions& options = *parsed;
   EXPECT_EQ(options.http_port, 9090);
   EXPECT_EQ(options.default_pattern, DefaultPattern::kStore);
 }
@@ -119,6 +117,7 @@ TEST(PluginOptionsTest, BadValuesAreRefusedNamingOptionValueAndWhatIsAccepted) {
       {"presence_node", "a/b", "one MQTT topic level"},
       {"presence_node", "node+", "one MQTT topic level"},
       {"presence_node", "#", "one MQTT topic level"},
+      {"presence_node", "", "one MQTT topic level"},
       {"http_allowed_hosts", "*", "wildcards are not accepted"},
       {"http_allowed_hosts", "*.example.com", "DNS rebinding"},
       {"http_allowed_hosts", "api.example.com:8080", "without a port"},
@@ -133,39 +132,41 @@ TEST(PluginOptionsTest, BadValuesAreRefusedNamingOptionValueAndWhatIsAccepted) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string(c.key) + "=" + c.value);
-    PluginOptions options;
-    options.http_port = 1234;
-    std::string error;
-    EXPECT_FALSE(ParsePluginOptions({{c.key, c.value}}, &options, &error));
-    EXPECT_THAT(error, HasSubstr(std::string("plugin_opt_") + c.key));
-    EXPECT_THAT(error, HasSubstr(c.message_part));
-    EXPECT_EQ(options.http_port, 1234);  // untouched on error
+    const StatusOr<PluginOptions> parsed = ParsePluginOptions({{c.key, c.value}});
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(parsed.status().message(), HasSubstr(std::string("plugin_opt_") + c.key));
+    EXPECT_THAT(parsed.status().message(), HasSubstr(c.message_part));
   }
 }
 
+TEST(PluginOptionsTest, PresenceNodeIsAtMost255BytesWithoutNul) {
+  EXPECT_TRUE(ParsePluginOptions({{"presence_node", std::string(255, 'n')}}).ok());
+  EXPECT_FALSE(ParsePluginOptions({{"presence_node", std::string(256, 'n')}}).ok());
+  EXPECT_FALSE(ParsePluginOptions({{"presence_node", std::string("a\0b", 3)}}).ok());
+}
+
 TEST(PluginOptionsTest, StrictAndTopClientsAreParsed) {
-  PluginOptions options;
-  EXPECT_FALSE(options.kubemq_strict);
-  EXPECT_EQ(options.metrics_top_clients, 0u);
-  std::string error;
-  ASSERT_TRUE(ParsePluginOptions({{"kubemq_strict", "true"}, {"metrics_top_clients", "100"}},
-                                 &options, &error))
-      << error;
+  EXPECT_FALSE(PluginOptions{}.kubemq_strict);
+  EXPECT_EQ(PluginOptions{}.metrics_top_clients, 0u);
+  const StatusOr<PluginOptions> parsed =
+      ParsePluginOptions({{"kubemq_strict", "true"}, {"metrics_top_clients", "100"}});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  const PluginOptions& options = *parsed;
   EXPECT_TRUE(options.kubemq_strict);
   EXPECT_EQ(options.metrics_top_clients, 100u);
 }
 
 TEST(PluginOptionsTest, SecurityOptionsAreParsed) {
-  PluginOptions options;
-  std::string error;
-  ASSERT_TRUE(ParsePluginOptions({{"http_token_file", "/etc/read"},
-                                  {"http_admin_token_file", "/etc/admin"},
-                                  {"metrics_public", "true"},
-                                  {"http_tls_cert", "/etc/cert.pem"},
-                                  {"http_tls_key", "/etc/key.pem"},
-                                  {"http_allow_anonymous", "false"}},
-                                 &options, &error))
-      << error;
+  const StatusOr<PluginOptions> parsed =
+      ParsePluginOptions({{"http_token_file", "/etc/read"},
+                          {"http_admin_token_file", "/etc/admin"},
+                          {"metrics_public", "true"},
+                          {"http_tls_cert", "/etc/cert.pem"},
+                          {"http_tls_key", "/etc/key.pem"},
+                          {"http_allow_anonymous", "false"}});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  const PluginOptions& options = *parsed;
   EXPECT_EQ(options.http_token_file, "/etc/read");
   EXPECT_EQ(options.http_admin_token_file, "/etc/admin");
   EXPECT_TRUE(options.metrics_public);
@@ -177,57 +178,53 @@ TEST(PluginOptionsTest, SecurityOptionsAreParsed) {
 }
 
 TEST(PluginOptionsTest, AllowedHostsAreCanonicalWhateverTheSeparator) {
-  PluginOptions options;
-  std::string error;
-  EXPECT_TRUE(options.http_allowed_hosts.empty());
-  ASSERT_TRUE(ParsePluginOptions(
+  EXPECT_TRUE(PluginOptions{}.http_allowed_hosts.empty());
+  const StatusOr<PluginOptions> parsed = ParsePluginOptions(
       {{"http_allowed_hosts",
-        "API.Example.com., 192.0.2.10 [2001:DB8::10],,2001:db8::11\tapi.example.com"}},
-      &options, &error))
-      << error;
-  EXPECT_THAT(options.http_allowed_hosts, ::testing::ElementsAre("api.example.com", "192.0.2.10",
+        "API.Example.com., 192.0.2.10 [2001:DB8::10],,2001:db8::11\tapi.example.com"}});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_THAT(parsed->http_allowed_hosts, ::testing::ElementsAre("api.example.com", "192.0.2.10",
                                                                  "2001:db8::10", "2001:db8::11"));
 }
 
 TEST(PluginOptionsTest, TlsCertificateAndKeyComeTogether) {
-  PluginOptions options;
-  std::string error;
-  EXPECT_FALSE(ParsePluginOptions({{"http_tls_cert", "/c.pem"}}, &options, &error));
-  EXPECT_THAT(error, HasSubstr("plugin_opt_http_tls_cert is set without plugin_opt_http_tls_key"));
-  EXPECT_FALSE(ParsePluginOptions({{"http_tls_key", "/k.pem"}}, &options, &error));
-  EXPECT_THAT(error, HasSubstr("plugin_opt_http_tls_key is set without plugin_opt_http_tls_cert"));
+  StatusOr<PluginOptions> parsed = ParsePluginOptions({{"http_tls_cert", "/c.pem"}});
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(parsed.status().message(),
+              HasSubstr("plugin_opt_http_tls_cert is set without plugin_opt_http_tls_key"));
+  parsed = ParsePluginOptions({{"http_tls_key", "/k.pem"}});
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(parsed.status().message(),
+              HasSubstr("plugin_opt_http_tls_key is set without plugin_opt_http_tls_cert"));
 }
 
 TEST(PluginOptionsTest, ExposedBindNeedsATokenFileOrAllowAnonymous) {
   for (const char* bind : {"0.0.0.0", "::", "192.0.2.1", "2001:db8::1"}) {
     SCOPED_TRACE(bind);
-    PluginOptions options;
-    std::string error;
-    EXPECT_FALSE(ParsePluginOptions({{"http_bind", bind}}, &options, &error));
-    EXPECT_THAT(error, HasSubstr("plugin_opt_http_token_file"));
-    EXPECT_THAT(error, HasSubstr("plugin_opt_http_allow_anonymous"));
-    EXPECT_TRUE(ParsePluginOptions({{"http_bind", bind}, {"http_allow_anonymous", "true"}},
-                                   &options, &error));
-    EXPECT_TRUE(
-        ParsePluginOptions({{"http_bind", bind}, {"http_token_file", "/t"}}, &options, &error));
-    EXPECT_TRUE(ParsePluginOptions({{"http_bind", bind}, {"http_admin_token_file", "/t"}}, &options,
-                                   &error));
+    const StatusOr<PluginOptions> refused = ParsePluginOptions({{"http_bind", bind}});
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(refused.status().message(), HasSubstr("plugin_opt_http_token_file"));
+    EXPECT_THAT(refused.status().message(), HasSubstr("plugin_opt_http_allow_anonymous"));
+    EXPECT_TRUE(ParsePluginOptions({{"http_bind", bind}, {"http_allow_anonymous", "true"}}).ok());
+    EXPECT_TRUE(ParsePluginOptions({{"http_bind", bind}, {"http_token_file", "/t"}}).ok());
+    EXPECT_TRUE(ParsePluginOptions({{"http_bind", bind}, {"http_admin_token_file", "/t"}}).ok());
   }
   for (const char* bind : {"127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"}) {
     SCOPED_TRACE(bind);
-    PluginOptions options;
-    std::string error;
-    EXPECT_TRUE(ParsePluginOptions({{"http_bind", bind}}, &options, &error)) << error;
+    const StatusOr<PluginOptions> parsed = ParsePluginOptions({{"http_bind", bind}});
+    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
   }
 }
 
 TEST(PluginOptionsTest, UnknownOptionIsRefusedWithTheKnownOnes) {
-  PluginOptions options;
-  std::string error;
-  EXPECT_FALSE(ParsePluginOptions({{"http_prot", "8080"}}, &options, &error));
-  EXPECT_THAT(error, HasSubstr("unknown option plugin_opt_http_prot"));
-  EXPECT_THAT(error, HasSubstr("http_port"));
-  EXPECT_THAT(error, HasSubstr("rpc_max_pending"));
+  const StatusOr<PluginOptions> parsed = ParsePluginOptions({{"http_prot", "8080"}});
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(parsed.status().message(), HasSubstr("unknown option plugin_opt_http_prot"));
+  EXPECT_THAT(parsed.status().message(), HasSubstr("http_port"));
+  EXPECT_THAT(parsed.status().message(), HasSubstr("rpc_max_pending"));
 }
 
 }  // namespace

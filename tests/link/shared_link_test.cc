@@ -41,12 +41,12 @@ namespace {
 class SharedLinkTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string error;
     SharedRegionSizes sizes;
     sizes.events_capacity = 4096;  // small, to fill it
     sizes.commands_capacity = 4096;
-    region_ = SharedRegion::Create(sizes, &error);
-    ASSERT_TRUE(region_) << error;
+    auto created = SharedRegion::Create(sizes);
+    ASSERT_TRUE(created.ok()) << created.status().message();
+    region_ = std::move(created).value();
     broker_ = std::make_unique<BrokerLink>(region_.get());
     table_ = std::make_unique<SessionTable>(broker_.get(), 1);
     companion_ = std::make_unique<CompanionLink>(region_.get());
@@ -114,13 +114,13 @@ TEST_F(SharedLinkTest, AFullRingNeverBlocksAndTheLossIsRepairedByAResync) {
 // Pages of the event ring the companion has read go back to the system; what it has not read
 // yet stays intact, also across the ring's wrap.
 TEST(SharedLinkReleaseTest, ReadPagesOfTheRingAreGivenBackAndUnreadRecordsStay) {
-  std::string error;
   SharedRegionSizes sizes;
   sizes.events_capacity = 256 * 1024;
   sizes.commands_capacity = 4096;
   sizes.stats_slots = 0;
-  auto region = SharedRegion::Create(sizes, &error);
-  ASSERT_TRUE(region) << error;
+  auto created = SharedRegion::Create(sizes);
+  ASSERT_TRUE(created.ok()) << created.status().message();
+  const std::unique_ptr<SharedRegion> region = std::move(created).value();
   BrokerLink broker(region.get());
   SessionTable table(&broker, 1);
   CompanionLink companion(region.get());
@@ -261,18 +261,24 @@ TEST_F(SharedLinkTest, ADetailedRequestAsksNothingOfTheBroker) {
 }
 
 TEST(SharedRegionTest, AttachChecksTheLayout) {
-  std::string error;
-  auto region = SharedRegion::Create(SharedRegionSizes{}, &error);
-  ASSERT_TRUE(region) << error;
-  auto attached = SharedRegion::Attach(region->fd(), &error);
-  ASSERT_TRUE(attached) << error;
-  EXPECT_EQ(attached->header()->events_capacity, region->header()->events_capacity);
+  auto created = SharedRegion::Create(SharedRegionSizes{});
+  ASSERT_TRUE(created.ok()) << created.status().message();
+  const std::unique_ptr<SharedRegion>& region = *created;
+  auto attached = SharedRegion::Attach(region->fd());
+  ASSERT_TRUE(attached.ok()) << attached.status().message();
+  EXPECT_EQ((*attached)->header()->events_capacity, region->header()->events_capacity);
   region->header()->version = 99;
-  EXPECT_FALSE(SharedRegion::Attach(region->fd(), &error));
-  EXPECT_THAT(error, ::testing::HasSubstr("another layout"));
+  attached = SharedRegion::Attach(region->fd());
+  ASSERT_FALSE(attached.ok());
+  EXPECT_EQ(attached.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(attached.status().message(), ::testing::HasSubstr("another layout"));
   SharedRegionSizes bad;
   bad.events_capacity = 1000;
-  EXPECT_FALSE(SharedRegion::Create(bad, &error));
+  const auto refused = SharedRegion::Create(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.status().message(),
+            "ring capacities must be powers of two of at least 64 bytes");
 }
 
 }  // namespace

@@ -137,10 +137,12 @@ Status ReadBanRequest(std::string_view body, std::int64_t now_ns, bool connect_n
   status = ReadString(root, "until", &until, &fields.has_until);
   if (!status.ok()) return status;
   if (fields.has_until) {
-    std::string why;
-    if (!ParseTimestamp(until, &fields.until_ns, &why)) {
-      return InvalidArgument("until: " + QuoteForMessage(until) + ": " + why);
+    const StatusOr<std::int64_t> until_ns = ParseTimestamp(until);
+    if (!until_ns.ok()) {
+      return InvalidArgument("until: " + QuoteForMessage(until) + ": " +
+                             until_ns.status().message());
     }
+    fields.until_ns = *until_ns;
   }
   const char* duration_name = connect_names ? "durationS" : "duration_s";
   const cJSON* duration = cJSON_GetObjectItemCaseSensitive(root, duration_name);

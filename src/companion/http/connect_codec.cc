@@ -71,10 +71,6 @@ bool CodecOfEncoding(std::string_view value, ConnectCodec* codec) {
   return false;
 }
 
-std::string_view ContentTypeOf(ConnectCodec codec) {
-  return codec == ConnectCodec::kProto ? kProtoContentType : kJsonContentType;
-}
-
 Status ReadListConnectionsRequest(ConnectCodec codec, std::string_view bytes,
                                   std::string_view where, ListConnectionsRequest* request) {
   if (codec == ConnectCodec::kProto) {

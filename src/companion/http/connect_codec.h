@@ -31,9 +31,6 @@ bool CodecOfContentType(std::string_view value, ConnectCodec* codec);
 // The codec of a GET's `encoding` parameter: exactly `json` or `proto`.
 bool CodecOfEncoding(std::string_view value, ConnectCodec* codec);
 
-// `application/json` or `application/proto`.
-std::string_view ContentTypeOf(ConnectCodec codec);
-
 // Reads a ListConnectionsRequest in `codec`; empty bytes are the default message. `where` names
 // the bytes in error messages ("request body"). kInvalidArgument naming the problem otherwise.
 Status ReadListConnectionsRequest(ConnectCodec codec, std::string_view bytes,

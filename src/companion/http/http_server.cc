@@ -89,13 +89,15 @@ struct ListenResult {
   bool ipv6 = false;
 };
 
-// Creates a listening socket; on failure returns false and sets *error (address, port, reason).
-bool Listen(const HttpServerOptions& options, ListenResult* result, std::string* error) {
+// Creates a listening socket. A failure names address, port and reason: kInvalidArgument for
+// an address or port that cannot be one, kUnavailable when the system refuses (port taken,
+// address not of this machine).
+StatusOr<ListenResult> Listen(const HttpServerOptions& options) {
   const std::string where = "cannot listen on " + HostPort(options.bind_address, options.port);
   if (options.port < 0 || options.port > 65535) {
-    *error = where + ": port out of range (0 to 65535)";
-    return false;
+    return InvalidArgument(where + ": port out of range (0 to 65535)");
   }
+  ListenResult result;
   sockaddr_storage storage{};
   socklen_t length = 0;
   auto* v4 = reinterpret_cast<sockaddr_in*>(&storage);
@@ -109,15 +111,13 @@ bool Listen(const HttpServerOptions& options, ListenResult* result, std::string*
     v6->sin6_family = AF_INET6;
     v6->sin6_port = port;
     length = sizeof(sockaddr_in6);
-    result->ipv6 = true;
+    result.ipv6 = true;
   } else {
-    *error = where + ": not an IPv4 or IPv6 address";
-    return false;
+    return InvalidArgument(where + ": not an IPv4 or IPv6 address");
   }
 
   const auto fail = [&](const char* step) {
-    *error = where + ": " + step + ErrnoMessage(errno);
-    return false;
+    return Status(StatusCode::kUnavailable, where + ": " + step + ErrnoMessage(errno));
   };
   const int fd = socket(storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   SocketCloser closer(fd);
@@ -127,7 +127,7 @@ bool Listen(const HttpServerOptions& options, ListenResult* result, std::string*
     return fail("SO_REUSEADDR: ");
   }
   const int off = 0;
-  if (result->ipv6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off)) != 0) {
+  if (result.ipv6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off)) != 0) {
     return fail("IPV6_V6ONLY: ");
   }
   if (bind(fd, reinterpret_cast<const sockaddr*>(&storage), length) != 0) return fail("");
@@ -137,10 +137,10 @@ bool Listen(const HttpServerOptions& options, ListenResult* result, std::string*
   if (getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &bound_length) != 0) {
     return fail("getsockname: ");
   }
-  result->port = ntohs(result->ipv6 ? reinterpret_cast<const sockaddr_in6*>(&bound)->sin6_port
-                                    : reinterpret_cast<const sockaddr_in*>(&bound)->sin_port);
-  result->fd = closer.release();
-  return true;
+  result.port = ntohs(result.ipv6 ? reinterpret_cast<const sockaddr_in6*>(&bound)->sin6_port
+                                  : reinterpret_cast<const sockaddr_in*>(&bound)->sin_port);
+  result.fd = closer.release();
+  return result;
 }
 
 HttpResponse InternalError() {
@@ -644,10 +644,11 @@ HttpServer::~HttpServer() {
   for (Daemon& daemon : retired_) StopDaemon(&daemon);
 }
 
-std::unique_ptr<HttpServer> HttpServer::Start(const HttpServerOptions& options, Handler handler,
-                                              std::string* error) {
-  ListenResult listening;
-  if (!Listen(options, &listening, error)) return nullptr;
+StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
+                                                        Handler handler) {
+  const StatusOr<ListenResult> listen_result = Listen(options);
+  if (!listen_result.ok()) return listen_result.status();
+  const ListenResult& listening = *listen_result;
   // Private constructor: no make_unique.
   std::unique_ptr<HttpServer> server(new HttpServer(options, std::move(handler)));
   server->port_ = listening.port;
@@ -659,27 +660,27 @@ std::unique_ptr<HttpServer> HttpServer::Start(const HttpServerOptions& options, 
 
   const bool tls = !options.tls_cert_pem.empty() && !options.tls_key_pem.empty();
   if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
-    *error = "plugin_opt_http_tls_cert: this libmicrohttpd is built without TLS support";
     (void)close(listening.fd);  // not handed to MHD yet
-    return nullptr;
+    return Status(StatusCode::kUnimplemented,
+                  "plugin_opt_http_tls_cert: this libmicrohttpd is built without TLS support");
   }
   if (tls) {
     server->current_.cert_pem = std::make_unique<std::string>(options.tls_cert_pem);
     server->current_.key_pem = std::make_unique<std::string>(options.tls_key_pem);
   }
-  std::string reason;
-  MHD_Daemon* daemon = server->StartDaemon(listening.fd, server->current_.cert_pem.get(),
-                                           server->current_.key_pem.get(), &reason);
-  if (daemon == nullptr) {
-    *error = "cannot listen on " + HostPort(options.bind_address, listening.port) + ": " + reason;
-    return nullptr;
+  const StatusOr<MHD_Daemon*> daemon = server->StartDaemon(
+      listening.fd, server->current_.cert_pem.get(), server->current_.key_pem.get());
+  if (!daemon.ok()) {
+    return Status(daemon.status().code(), "cannot listen on " +
+                                              HostPort(options.bind_address, listening.port) +
+                                              ": " + daemon.status().message());
   }
-  server->current_.daemon.reset(daemon);
+  server->current_.daemon.reset(*daemon);
   return server;
 }
 
-MHD_Daemon* HttpServer::StartDaemon(int listen_fd, const std::string* cert_pem,
-                                    const std::string* key_pem, std::string* error) {
+StatusOr<MHD_Daemon*> HttpServer::StartDaemon(int listen_fd, const std::string* cert_pem,
+                                              const std::string* key_pem) {
   // epoll where MHD has it (Debian's does), else poll; MHD's own threads. With epoll a silent
   // connection costs no thread and no poll slot, so floods of them do not delay the others.
   // MHD_USE_ITC: MHD_quiesce_daemon needs it with a thread pool (ReplaceTls).
@@ -712,44 +713,46 @@ MHD_Daemon* HttpServer::StartDaemon(int listen_fd, const std::string* cert_pem,
                                         &HttpServerCallbacks::OnRequest, this, MHD_OPTION_ARRAY,
                                         items.data(), MHD_OPTION_END);
   if (daemon == nullptr) {
-    *error = tls ? "libmicrohttpd could not start HTTPS: check that plugin_opt_http_tls_cert "
-                   "and plugin_opt_http_tls_key are a matching PEM certificate and key"
-                 : "libmicrohttpd could not start";
+    // MHD says no more than that it failed: with HTTPS, a certificate and key that are no
+    // matching pair are what an operator can fix, and what is then assumed.
+    if (tls) {
+      return InvalidArgument(
+          "libmicrohttpd could not start HTTPS: check that plugin_opt_http_tls_cert "
+          "and plugin_opt_http_tls_key are a matching PEM certificate and key");
+    }
+    return Status(StatusCode::kUnavailable, "libmicrohttpd could not start");
   }
   return daemon;
 }
 
-bool HttpServer::ReplaceTls(std::string cert_pem, std::string key_pem, std::string* error) {
-  if (!current_.cert_pem) {
-    *error = "this server was started without HTTPS";
-    return false;
-  }
+Status HttpServer::ReplaceTls(std::string cert_pem, std::string key_pem) {
+  if (!current_.cert_pem) return InvalidArgument("this server was started without HTTPS");
   const MHD_DaemonInfo* info =
       MHD_get_daemon_info(current_.daemon.get(), MHD_DAEMON_INFO_LISTEN_FD);
   if (info == nullptr) {
-    *error = "libmicrohttpd does not name its listening socket";
-    return false;
+    return Status(StatusCode::kInternal, "libmicrohttpd does not name its listening socket");
   }
   // The new daemon gets its own descriptor of the same socket: a failed start may close the
   // one it was given, and the running daemon must keep its own.
   const int listen_fd = fcntl(info->listen_fd, F_DUPFD_CLOEXEC, 0);
   if (listen_fd < 0) {
-    *error = "cannot duplicate the listening socket: " + ErrnoMessage(errno);
-    return false;
+    return Status(StatusCode::kUnavailable,
+                  "cannot duplicate the listening socket: " + ErrnoMessage(errno));
   }
   Daemon next;
   next.cert_pem = std::make_unique<std::string>(std::move(cert_pem));
   next.key_pem = std::make_unique<std::string>(std::move(key_pem));
-  MHD_Daemon* daemon = StartDaemon(listen_fd, next.cert_pem.get(), next.key_pem.get(), error);
-  if (daemon == nullptr) return false;  // like Start: never close a descriptor MHD was given
-  next.daemon.reset(daemon);
+  const StatusOr<MHD_Daemon*> daemon =
+      StartDaemon(listen_fd, next.cert_pem.get(), next.key_pem.get());
+  if (!daemon.ok()) return daemon.status();  // like Start: never close a descriptor MHD was given
+  next.daemon.reset(*daemon);
   // Both accept for a moment, either answers; then the old one stops accepting and keeps the
   // connections it has until they end (StopRetired).
   current_.quiesced_fd = MHD_quiesce_daemon(current_.daemon.get());
   current_.retired_ns = MonotonicNs();
   retired_.push_back(std::move(current_));
   current_ = std::move(next);
-  return true;
+  return Status();
 }
 
 void HttpServer::StopDaemon(Daemon* daemon) {

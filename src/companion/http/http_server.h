@@ -2,11 +2,11 @@
 // The companion's HTTP server: libmicrohttpd (MHD) behind plain request/response values, so that
 // routing and views are testable without sockets.
 //
-// Threads: Start(), ReplaceTls(), StopRetired() and the destructor run on the owner's thread. MHD's own threads (a small
-// pool) accept connections, parse requests and call the handler and the log function, several
-// requests at a time: both must be safe to call concurrently. The server's own state is set
-// before MHD starts and only read afterwards; each request's state belongs to the one MHD
-// thread serving that connection. The destructor waits for MHD's threads to finish.
+// Threads: Start(), ReplaceTls(), StopRetired() and the destructor run on the owner's thread. MHD's
+// own threads (a small pool) accept connections, parse requests and call the handler and the log
+// function, several requests at a time: both must be safe to call concurrently. The server's own
+// state is set before MHD starts and only read afterwards; each request's state belongs to the one
+// MHD thread serving that connection. The destructor waits for MHD's threads to finish.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "link/status.h"
 #include "link/text_util.h"
 
 struct MHD_Daemon;
@@ -112,10 +113,14 @@ class HttpServer {
  public:
   using Handler = std::function<HttpResponse(const HttpRequest&)>;
 
-  // Binds, listens and starts serving. On failure returns null and sets *error to a line that
-  // names address, port and reason: "cannot listen on 127.0.0.1:8080: Address already in use".
-  static std::unique_ptr<HttpServer> Start(const HttpServerOptions& options, Handler handler,
-                                           std::string* error);
+  // Binds, listens and starts serving. A failure is a line that names address, port and
+  // reason: "cannot listen on 127.0.0.1:8080: Address already in use". Its code:
+  // kInvalidArgument for an address or port that cannot be one, or HTTPS that MHD would not
+  // start (taken as a certificate and key that are no pair, as the message says);
+  // kUnimplemented for HTTPS with an MHD built without TLS; kUnavailable when the system
+  // refuses the socket (port taken, address not of this machine) or MHD does not start.
+  static StatusOr<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
+                                                     Handler handler);
 
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
@@ -126,9 +131,10 @@ class HttpServer {
 
   // HTTPS with another certificate and key (PEM), without closing the port: a second MHD
   // daemon starts on the same listening socket with them, then the first stops accepting and
-  // finishes the connections it has (StopRetired). On failure (a key that does not match, a
-  // server started without TLS) returns false with *error, and the running one serves on.
-  bool ReplaceTls(std::string cert_pem, std::string key_pem, std::string* error);
+  // finishes the connections it has (StopRetired). On failure the running one serves on: a key
+  // that does not match (as Start) or a server started without TLS is kInvalidArgument; a
+  // listening socket that cannot be duplicated is kUnavailable, one MHD does not name kInternal.
+  Status ReplaceTls(std::string cert_pem, std::string key_pem);
   // Stops the daemons ReplaceTls retired once their last connection is gone, or `grace_s`
   // after they were retired. Call it now and then (the companion's event loop does).
   void StopRetired(unsigned grace_s = 30);
@@ -147,9 +153,10 @@ class HttpServer {
   };
 
   HttpServer(const HttpServerOptions& options, Handler handler);
-  // Starts a daemon on `listen_fd` (which MHD then owns); null with *error on failure.
-  MHD_Daemon* StartDaemon(int listen_fd, const std::string* cert_pem, const std::string* key_pem,
-                          std::string* error);
+  // Starts a daemon on `listen_fd` (which MHD then owns). Fails as Start says of MHD: with
+  // HTTPS kInvalidArgument, else kUnavailable.
+  StatusOr<MHD_Daemon*> StartDaemon(int listen_fd, const std::string* cert_pem,
+                                    const std::string* key_pem);
   void StopDaemon(Daemon* daemon);
   // Tells the streams that started before `started_before_ns` (monotonic; all when 0) to end,
   // wakes them, and waits up to `wait_ms` for them to finish: libmicrohttpd must not be stopped

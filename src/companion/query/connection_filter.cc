@@ -507,7 +507,6 @@ bool Parser::ParseWordValue(FilterClause* clause) {
   const std::string field = "'" + std::string(field_) + "'";
   const std::string got = "'" + Excerpt(word) + "'";
   NumberStatus status = NumberStatus::kOk;
-  std::string why;
   switch (def.kind) {
     case FieldKind::kInt:
       status = ParseInt64(word, &clause->number);
@@ -533,14 +532,24 @@ bool Parser::ParseWordValue(FilterClause* clause) {
                       (def.short_prefix.empty() ? std::string()
                                                 : " (the " + std::string(def.short_prefix) +
                                                       " prefix may be left out)"));
-    case FieldKind::kTimestamp:
-      if (ParseTimestamp(word, &clause->number, &why)) return true;
-      return Fail(token_.offset, "Invalid timestamp " + got + " for field " + field + ": " + why +
-                                     " (e.g. 2026-01-01T00:00:00Z)");
-    case FieldKind::kDuration:
-      if (ParseDuration(word, &clause->number, &why)) return true;
-      return Fail(token_.offset, "Invalid duration " + got + " for field " + field + ": " + why +
-                                     " (e.g. 30s, 100ms, 1.5s, 2m, 1h)");
+    case FieldKind::kTimestamp: {
+      const StatusOr<std::int64_t> nanos = ParseTimestamp(word);
+      if (nanos.ok()) {
+        clause->number = *nanos;
+        return true;
+      }
+      return Fail(token_.offset, "Invalid timestamp " + got + " for field " + field + ": " +
+                                     nanos.status().message() + " (e.g. 2026-01-01T00:00:00Z)");
+    }
+    case FieldKind::kDuration: {
+      const StatusOr<std::int64_t> nanos = ParseDuration(word);
+      if (nanos.ok()) {
+        clause->number = *nanos;
+        return true;
+      }
+      return Fail(token_.offset, "Invalid duration " + got + " for field " + field + ": " +
+                                     nanos.status().message() + " (e.g. 30s, 100ms, 1.5s, 2m, 1h)");
+    }
     case FieldKind::kString:
       break;  // handled by ParseValue
   }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // RunConnectionQuery: check the paging values, parse filter and order_by, then filter, sort and
 // cut one keyset page. The grammars live in connection_filter / connection_order, the token
-// format in connection_page_token, QuoteFilterString beside the literal reader in query_syntax.
+// format in connection_page_token.
 //
 // Where the spec is silent: page_size and offset are checked before the filter, the filter
 // before order_by, order_by before the token (the first problem is the one reported); offset is

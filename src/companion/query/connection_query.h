@@ -88,7 +88,4 @@ struct SharedConnectionPage {
 Status RunConnectionQuery(const ConnectionSource& source, const TypedConnectionQuery& query,
                           SharedConnectionPage* page);
 
-// A string as a quoted filter literal (JSON escapes), for building filters from other inputs.
-std::string QuoteFilterString(std::string_view value);
-
 }  // namespace mqc

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Lexical pieces of the filter and order_by grammars; see query_syntax.h. Also QuoteFilterString,
-// the inverse of ReadStringLiteral, kept beside it so the two stay in step.
+// Lexical pieces of the filter and order_by grammars; see query_syntax.h.
 #include "companion/query/query_syntax.h"
 
 #include <cstddef>
@@ -8,8 +7,6 @@
 #include <limits>
 #include <string>
 #include <string_view>
-
-#include "companion/query/connection_query.h"
 
 namespace mqc {
 namespace {
@@ -274,22 +271,16 @@ NumberStatus ParseInt64(std::string_view text, std::int64_t* value) {
   return NumberStatus::kOk;
 }
 
-bool ParseDuration(std::string_view text, std::int64_t* nanos, std::string* why) {
-  if (text == "0") {
-    *nanos = 0;
-    return true;
-  }
-  if (text.empty()) {
-    *why = "empty";
-    return false;
-  }
+StatusOr<std::int64_t> ParseDuration(std::string_view text) {
+  if (text == "0") return std::int64_t{0};
+  if (text.empty()) return InvalidArgument("empty");
   std::int64_t total = 0;
   std::size_t pos = 0;
   while (pos < text.size()) {
-    if (!ReadDurationTerm(text, &pos, &total, why)) return false;
+    std::string why;
+    if (!ReadDurationTerm(text, &pos, &total, &why)) return InvalidArgument(std::move(why));
   }
-  *nanos = total;
-  return true;
+  return total;
 }
 
 bool ReadStringLiteral(std::string_view text, std::size_t start, StringLiteral* literal,
@@ -319,50 +310,6 @@ bool ReadStringLiteral(std::string_view text, std::size_t start, StringLiteral* 
   }
   *error = {start, "Unterminated string literal"};
   return false;
-}
-
-std::string QuoteFilterString(std::string_view value) {
-  try {
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string out = "\"";
-    for (const char c : value) {
-      const auto byte = static_cast<unsigned char>(c);
-      switch (c) {
-        case '"':
-          out += "\\\"";
-          break;
-        case '\\':
-          out += "\\\\";
-          break;
-        case '*':  // every star, so that a trailing one cannot turn into a prefix match
-          out += "\\*";
-          break;
-        case '\n':
-          out += "\\n";
-          break;
-        case '\r':
-          out += "\\r";
-          break;
-        case '\t':
-          out += "\\t";
-          break;
-        default:
-          if (byte < 0x20 || byte == 0x7F) {
-            out += "\\u00";
-            out += kHex[byte >> 4];
-            out += kHex[byte & 0xF];
-          } else {
-            out += c;
-          }
-      }
-    }
-    out += '"';
-    return out;
-  } catch (...) {
-    // Only std::bad_alloc can get here. An empty result is not a literal, so a filter built
-    // from it fails to parse instead of matching something else.
-    return std::string();
-  }
 }
 
 }  // namespace mqc

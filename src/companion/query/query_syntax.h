@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "link/status.h"
 #include "link/text_util.h"  // Excerpt for error messages, ParseTimestamp
 
 namespace mqc {
@@ -28,9 +29,9 @@ NumberStatus ParseInt64(std::string_view text, std::int64_t* value);
 NumberStatus ParseUint64(std::string_view text, std::uint64_t* value);
 
 // A Go-style duration: one or more `<digits>[.<digits>]<unit>` (units ns, us, µs, ms, s, m, h;
-// "1h30m", "1.5s"), or a bare "0". Fractions finer than a nanosecond are cut off. On failure,
-// *why says what is wrong.
-bool ParseDuration(std::string_view text, std::int64_t* nanos, std::string* why);
+// "1h30m", "1.5s"), or a bare "0", as nanoseconds. Fractions finer than a nanosecond are cut
+// off. Every failure is kInvalidArgument, its message saying what is wrong.
+StatusOr<std::int64_t> ParseDuration(std::string_view text);
 
 // A quoted string literal as the filter grammar reads it.
 struct StringLiteral {

@@ -142,10 +142,9 @@ HttpServerOptions LoopbackAnyPort() {
 
 std::unique_ptr<HttpServer> StartOrFail(const HttpServerOptions& options,
                                         HttpServer::Handler handler) {
-  std::string error;
-  std::unique_ptr<HttpServer> server = HttpServer::Start(options, std::move(handler), &error);
-  EXPECT_NE(server, nullptr) << error;
-  return server;
+  StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Start(options, std::move(handler));
+  EXPECT_TRUE(server.ok()) << server.status().message();
+  return server.ok() ? std::move(server).value() : nullptr;
 }
 
 constexpr std::chrono::seconds kReadTimeout(10);
@@ -389,27 +388,37 @@ TEST(HttpServerTest, PortTakenGivesAddressPortAndReason) {
   ASSERT_NE(first, nullptr);
   HttpServerOptions options = LoopbackAnyPort();
   options.port = first->port();
-  std::string error;
-  EXPECT_EQ(HttpServer::Start(options, &Echo, &error), nullptr);
-  EXPECT_EQ(error, "cannot listen on 127.0.0.1:" + std::to_string(first->port()) +
-                       ": Address already in use");
+  const StatusOr<std::unique_ptr<HttpServer>> second = HttpServer::Start(options, &Echo);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(
+      second.status().message(),
+      "cannot listen on 127.0.0.1:" + std::to_string(first->port()) + ": Address already in use");
 }
 
 TEST(HttpServerTest, BadAddressOrPortIsRefused) {
   HttpServerOptions options;
   options.bind_address = "localhost";
   options.port = 8080;
-  std::string error;
-  EXPECT_EQ(HttpServer::Start(options, &Echo, &error), nullptr);
-  EXPECT_EQ(error, "cannot listen on localhost:8080: not an IPv4 or IPv6 address");
+  StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Start(options, &Echo);
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(server.status().message(),
+            "cannot listen on localhost:8080: not an IPv4 or IPv6 address");
   options.bind_address = "::1";
   options.port = 65536;
-  EXPECT_EQ(HttpServer::Start(options, &Echo, &error), nullptr);
-  EXPECT_EQ(error, "cannot listen on [::1]:65536: port out of range (0 to 65535)");
+  server = HttpServer::Start(options, &Echo);
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(server.status().message(),
+            "cannot listen on [::1]:65536: port out of range (0 to 65535)");
   options.bind_address = "192.0.2.1";  // TEST-NET-1: not an address of this machine
   options.port = 0;
-  EXPECT_EQ(HttpServer::Start(options, &Echo, &error), nullptr);
-  EXPECT_EQ(error, "cannot listen on 192.0.2.1:0: Cannot assign requested address");
+  server = HttpServer::Start(options, &Echo);
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(server.status().message(),
+            "cannot listen on 192.0.2.1:0: Cannot assign requested address");
 }
 
 bool HasIpv6Loopback() {

@@ -18,6 +18,7 @@
 
 #include "../../support/connection_builder.h"
 #include "../../support/query_fleet.h"
+#include "../../support/quote_filter_string.h"
 #include "companion/connection.h"
 
 namespace mqc {
@@ -50,10 +51,9 @@ TEST(QuerySyntaxTest, Durations) {
   };
   for (const auto& [text, nanos] : good) {
     SCOPED_TRACE(text);
-    std::int64_t parsed = -7;
-    std::string why;
-    EXPECT_TRUE(ParseDuration(text, &parsed, &why)) << why;
-    EXPECT_EQ(parsed, nanos);
+    const StatusOr<std::int64_t> parsed = ParseDuration(text);
+    ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+    EXPECT_EQ(*parsed, nanos);
   }
   const std::pair<const char*, const char*> bad[] = {
       {"", "empty"},
@@ -73,11 +73,10 @@ TEST(QuerySyntaxTest, Durations) {
   };
   for (const auto& [text, expected_why] : bad) {
     SCOPED_TRACE(text);
-    std::int64_t parsed = -7;
-    std::string why;
-    EXPECT_FALSE(ParseDuration(text, &parsed, &why));
-    EXPECT_EQ(why, expected_why);
-    EXPECT_EQ(parsed, -7);
+    const StatusOr<std::int64_t> parsed = ParseDuration(text);
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(parsed.status().message(), expected_why);
   }
 }
 
@@ -101,10 +100,9 @@ TEST(QuerySyntaxTest, Timestamps) {
   };
   for (const auto& [text, nanos] : good) {
     SCOPED_TRACE(text);
-    std::int64_t parsed = -7;
-    std::string why;
-    EXPECT_TRUE(ParseTimestamp(text, &parsed, &why)) << why;
-    EXPECT_EQ(parsed, nanos);
+    const StatusOr<std::int64_t> parsed = ParseTimestamp(text);
+    ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+    EXPECT_EQ(*parsed, nanos);
   }
   const std::string format = "expected YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)";
   const std::pair<const char*, std::string> bad[] = {
@@ -135,11 +133,10 @@ TEST(QuerySyntaxTest, Timestamps) {
   };
   for (const auto& [text, expected_why] : bad) {
     SCOPED_TRACE(text);
-    std::int64_t parsed = -7;
-    std::string why;
-    EXPECT_FALSE(ParseTimestamp(text, &parsed, &why));
-    EXPECT_EQ(why, expected_why);
-    EXPECT_EQ(parsed, -7);
+    const StatusOr<std::int64_t> parsed = ParseTimestamp(text);
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(parsed.status().message(), expected_why);
   }
 }
 
