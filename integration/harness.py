@@ -423,16 +423,20 @@ class Broker:
 
 
 class Client:
-    """A paho MQTT client (3.1.1 or 5) connected to a broker, with its outcome recorded."""
+    """A paho MQTT client (3.1.1 or 5) connected to a broker, with its outcome recorded.
+
+    An MQTT 5 client with clean start false asks for a Session Expiry Interval of
+    `session_expiry` seconds (one hour unless told; 0 sends none, which means 0)."""
 
     def __init__(self, broker, client_id, version=4, clean=True, username=None, password=None,
-                 keepalive=60, connect=True):
+                 keepalive=60, connect=True, session_expiry=3600):
         self.protocol = mqtt.MQTTv5 if version == 5 else mqtt.MQTTv311
         kwargs = {"client_id": client_id, "protocol": self.protocol}
         if version != 5:
             kwargs["clean_session"] = clean
         self.client = mqtt.Client(**kwargs)
         self.clean = clean
+        self.session_expiry = session_expiry
         self.version = version
         self.broker = broker
         self.keepalive = keepalive
@@ -464,9 +468,9 @@ class Client:
             from paho.mqtt.properties import Properties
             from paho.mqtt.packettypes import PacketTypes
             kwargs["clean_start"] = self.clean
-            if not self.clean:
+            if not self.clean and self.session_expiry:
                 props = Properties(PacketTypes.CONNECT)
-                props.SessionExpiryInterval = 3600
+                props.SessionExpiryInterval = self.session_expiry
                 kwargs["properties"] = props
         self.client.connect("127.0.0.1", self.broker.port, keepalive=self.keepalive, **kwargs)
         self.client.loop_start()
@@ -494,8 +498,15 @@ class Client:
             info.wait_for_publish(timeout=10)
         return info
 
-    def disconnect(self):
-        self.client.disconnect()
+    def disconnect(self, session_expiry=None):
+        """A DISCONNECT packet; MQTT 5: with a Session Expiry Interval when one is given."""
+        properties = None
+        if session_expiry is not None:
+            from paho.mqtt.properties import Properties
+            from paho.mqtt.packettypes import PacketTypes
+            properties = Properties(PacketTypes.DISCONNECT)
+            properties.SessionExpiryInterval = session_expiry
+        self.client.disconnect(properties=properties)
         self.client.loop_stop()
 
     def drop(self):

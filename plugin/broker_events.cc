@@ -94,9 +94,13 @@ int OnMessageOut(int /*event*/, void* event_data, void* userdata) {
   return EventsOf(userdata).OnMessageOut(*static_cast<const MessageEvent*>(event_data));
 }
 
-int OnDisconnect(int /*event*/, void* event_data, void* userdata) {
+// DISCONNECT and 2.1's CLIENT_OFFLINE: which one came tells whether the session ends.
+int OnDisconnect(int event, void* event_data, void* userdata) {
   const auto* data = static_cast<const EventDisconnect21*>(event_data);
-  return EventsOf(userdata).OnDisconnect(ClientOf(data->client), data->reason);
+  return EventsOf(userdata).OnDisconnect(ClientOf(data->client), data->reason,
+                                         event == kEventClientOffline
+                                             ? DisconnectEvent::kClientOffline
+                                             : DisconnectEvent::kDisconnect);
 }
 
 int OnConnect(int /*event*/, void* event_data, void* userdata) {

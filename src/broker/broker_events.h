@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -91,6 +92,12 @@ struct BrokerEventsState {
   // The last TICK that did the periodic work (MonotonicNs).
   std::int64_t tick_work_ns = 0;
   static constexpr std::int64_t kTickWorkIntervalNs = 1000000;
+};
+
+// The event that reports a connection's end.
+enum class DisconnectEvent : std::uint8_t {
+  kDisconnect,     // 2.0's DISCONNECT (every connection); 2.1's (its session ends with it)
+  kClientOffline,  // 2.1's CLIENT_OFFLINE (its session stays)
 };
 
 // A delivery of a presence message: counted nowhere (README, "Presence messages").
@@ -290,7 +297,9 @@ class BrokerEvents {
   // DISCONNECT (2.0: every connection; 2.1: sessions that end with it) and 2.1's
   // CLIENT_OFFLINE (a persistent session's connection ends, the session stays). 2.1 passes the
   // reason; 2.0 passes -1, and the client's state tells (mosquitto__get_state, where exported).
-  int OnDisconnect(BrokerClient* client, int broker_reason) {
+  // What becomes of the session: ExpiryAtClose.
+  int OnDisconnect(BrokerClient* client, int broker_reason,
+                   DisconnectEvent event = DisconnectEvent::kDisconnect) {
     try {
       SessionTable& sessions = *state_.sessions;
       const bool pending = sessions.IsPending(client);
@@ -307,7 +316,7 @@ class BrokerEvents {
         reason = CloseReasonFromClientState(broker().ClientState(client));
       }
       sessions.Disconnect(client, !refused, reason, broker().NowNs(),
-                          idle_ms < 0 ? -1 : idle_ms * 1000000);
+                          idle_ms < 0 ? -1 : idle_ms * 1000000, ExpiryAtClose(client, event));
     } catch (...) {
     }
     return kBrokerSuccess;
@@ -627,6 +636,33 @@ class BrokerEvents {
   }
 
   B& broker() const { return static_cast<B&>(*state_.broker); }
+
+  // What the broker tells of a closing connection's session expiry interval (SessionExpiry).
+  // Both versions call the plugins from src/context.c: context__disconnect before they put the
+  // session on the expiry list (session_expiry__add) or free it, and after a DISCONNECT packet's
+  // Session Expiry Interval was applied (src/property_broker.c: property__process_disconnect).
+  // 2.1's event tells whether the interval is 0 (DISCONNECT) or not (CLIENT_OFFLINE); where the
+  // client layout is verified (broker_layout.h), session_expiry_interval gives its value on
+  // both. A bridge's own client (the broker keeps it whatever its interval) gets the events'
+  // word only.
+  SessionExpiry ExpiryAtClose(const BrokerClient* client, DisconnectEvent event) {
+    SessionExpiry expiry;
+    if (broker().api_2_1()) {
+      if (event == DisconnectEvent::kDisconnect) return SessionExpiry::Interval(0);
+      expiry.known = SessionExpiry::Known::kOutlives;
+    }
+    const BrokerLayoutVerifier* layout = state_.layout.get();
+    if (layout == nullptr || !layout->verified()) return expiry;
+    const std::optional<std::int64_t> bridge =
+        layout->Read(broker(), client, LayoutField::kIsBridge);
+    if (!bridge || *bridge != 0) return expiry;
+    const std::optional<std::int64_t> interval =
+        layout->Read(broker(), client, LayoutField::kSessionExpiryInterval);
+    if (!interval || *interval < 0 || *interval > 0xffffffff) return expiry;
+    // CLIENT_OFFLINE comes for an interval above 0 only.
+    if (*interval == 0 && expiry.known == SessionExpiry::Known::kOutlives) return expiry;
+    return SessionExpiry::Interval(static_cast<std::uint32_t>(*interval));
+  }
 
   // Feeds the layout verifier a client the handler touches anyway; nothing once it decided.
   void ObserveLayout(const BrokerClient* client) {

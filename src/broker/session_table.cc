@@ -10,7 +10,8 @@ namespace {
 
 // A session outlives its connection when the client asked for one (MQTT 3.1/3.1.1 clean session
 // false). MQTT 5 clients set a session expiry the plugin API does not show, so theirs are kept
-// too; the broker's own behaviour at the next CONNECT decides whether they are handed over.
+// too, unless the broker says their interval is 0 (SessionExpiry); the broker's own behaviour at
+// the next CONNECT decides whether they are handed over.
 template <typename Connection>
 bool MayOutliveConnection(const Connection& event) {
   return !event.clean_session || event.protocol_version == 5;
@@ -18,8 +19,9 @@ bool MayOutliveConnection(const Connection& event) {
 
 // Whether the client asked for a session to resume: clean session false (MQTT 3.1/3.1.1), clean
 // start false (MQTT 5). These are the sessions Mosquitto 2.0 writes to its persistence file,
-// and the ones listed as offline. An MQTT 5 clean start client may have a session expiry too,
-// but nothing shows it: its session is kept for a resume, not listed.
+// and the ones listed as offline (but for an MQTT 5 one whose interval the broker says is 0).
+// An MQTT 5 clean start client may have a session expiry too: its session is kept for a resume,
+// not listed.
 template <typename Connection>
 bool AskedForSession(const Connection& event) {
   return !event.clean_session;
@@ -262,7 +264,7 @@ void SessionTable::Refuse(std::int64_t now_ns) {
 }
 
 void SessionTable::Disconnect(const void* client, bool has_client_id, CloseReason reason,
-                              std::int64_t now_ns, std::int64_t idle_ns) {
+                              std::int64_t now_ns, std::int64_t idle_ns, SessionExpiry expiry) {
   if (held_client_ != nullptr) ResolveHeld(/*disconnecting=*/held_client_ == client);
   if (pending_ && pending_->client == client) {
     if (!has_client_id) {
@@ -274,11 +276,11 @@ void SessionTable::Disconnect(const void* client, bool has_client_id, CloseReaso
   // A pending CONNECT stays pending: when this DISCONNECT is its takeover of the old client,
   // the broker re-checks the resumed session's queued messages next, and those checks must
   // still be recognised as happening inside that CONNECT (IsPending).
-  CloseOpen(client, reason, now_ns, idle_ns);
+  CloseOpen(client, reason, now_ns, idle_ns, expiry);
 }
 
 void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_t now_ns,
-                             std::int64_t idle_ns) {
+                             std::int64_t idle_ns, SessionExpiry expiry) {
   OpenEntry* const entry = open_.Find(client);
   if (entry == nullptr) {
     // The offline client object of a session that a pending CONNECT resumes.
@@ -294,7 +296,8 @@ void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_
     return;
   }
   OpenConnection& connection = *entry->connection;
-  if (pending_ && pending_->facts.client_id == connection.client_id()) {
+  const bool taken_over = pending_ && pending_->facts.client_id == connection.client_id();
+  if (taken_over) {
     reason = CloseReason::kSessionTakenOver;
     pending_->resumes_session = true;
   } else if (reloading_) {
@@ -313,23 +316,26 @@ void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_
   }
   Encode(close, &buffer_);
   sink_->Emit(EventType::kClose, buffer_);
+  // A takeover's old client: the broker zeroed its interval to hand its session over.
+  if (taken_over) expiry = SessionExpiry{};
   const bool keep = MayOutliveConnection(connection) &&
-                    (AskedForSession(connection) || !connection.subscriptions.empty());
+                    (AskedForSession(connection) || !connection.subscriptions.empty()) &&
+                    expiry.known != SessionExpiry::Known::kEnds;
   if (observer_ != nullptr) {
     SessionAfterClose after = SessionAfterClose::kEnds;
-    if (pending_ && pending_->facts.client_id == connection.client_id()) {
+    if (taken_over) {
       after = SessionAfterClose::kTakenOver;
     } else if (keep && AskedForSession(connection)) {
       after = SessionAfterClose::kKeptOffline;
     }
     observer_->Closed(connection.Observed(), reason, now_ns, after);
   }
-  if (keep) KeepOffline(connection, client, now_ns);
+  if (keep) KeepOffline(connection, client, now_ns, expiry);
   open_.Erase(client);
 }
 
 void SessionTable::KeepOffline(const OpenConnection& connection, const void* client,
-                               std::int64_t now_ns) {
+                               std::int64_t now_ns, SessionExpiry expiry) {
   OfflineSession session;
   session.client = client;
   session.subscriptions = connection.subscriptions;
@@ -344,10 +350,23 @@ void SessionTable::KeepOffline(const OpenConnection& connection, const void* cli
     session.event.username = connection.username();
     session.observed = observer_ != nullptr;
   }
-  if (persistent_expiration_s_ > 0) {
-    session.gone_by_ns = now_ns + persistent_expiration_s_ * 1000000000;
-    // MQTT 3.1.1 sessions ask never to expire: the broker's limit is their exact expiry.
-    if (connection.protocol_version < 5) session.event.expiry_time_ns = session.gone_by_ns;
+  // The interval the broker holds, where known: the broker's word, else MQTT 3.1/3.1.1's
+  // "never" (0xffffffff, src/handle_connect.c). An MQTT 5 session's unknown interval is bounded
+  // by persistent_client_expiration alone, and its time stays unknown.
+  std::optional<std::uint32_t> interval;
+  if (expiry.known == SessionExpiry::Known::kInterval) {
+    interval = expiry.interval_s;
+  } else if (connection.protocol_version < 5) {
+    interval = 0xffffffff;
+  }
+  if (interval) {
+    if (const std::optional<ExpiryTimes> times =
+            BrokerExpiry(now_ns, *interval, persistent_expiration_s_)) {
+      session.gone_by_ns = times->gone_by_ns;
+      session.event.expiry_time_ns = times->expiry_time_ns;
+    }
+  } else if (persistent_expiration_s_ > 0) {
+    session.gone_by_ns = BrokerExpiry(now_ns, 0xffffffff, persistent_expiration_s_)->gone_by_ns;
   }
   AddOffline(std::string(connection.client_id()), std::move(session));
 }
@@ -405,9 +424,22 @@ void SessionTable::EraseOffline(std::unordered_map<std::string, OfflineSession>:
   offline_.erase(it);
 }
 
+std::optional<SessionTable::ExpiryTimes> SessionTable::BrokerExpiry(
+    std::int64_t now_ns, std::uint32_t interval_s, std::int64_t persistent_expiration_s) {
+  constexpr std::int64_t kSecond = 1000000000;
+  std::int64_t seconds = interval_s;
+  if (persistent_expiration_s > 0) {
+    seconds = std::min(seconds, persistent_expiration_s);
+  } else if (interval_s == 0xffffffff) {
+    return std::nullopt;  // never
+  }
+  const std::int64_t expiry_s = now_ns / kSecond + seconds;
+  return ExpiryTimes{expiry_s * kSecond, (expiry_s + 1) * kSecond};
+}
+
 void SessionTable::ExpireOffline(std::int64_t now_ns) {
-  // The broker expires a session once its expiry time is in the past (whole seconds).
-  while (!offline_by_expiry_.empty() && offline_by_expiry_.begin()->first < now_ns) {
+  // The broker expires a session in the first second past its expiry time (BrokerExpiry).
+  while (!offline_by_expiry_.empty() && offline_by_expiry_.begin()->first <= now_ns) {
     const auto due = offline_by_expiry_.begin();
     auto it = offline_.find(due->second);
     if (it == offline_.end() || it->second.gone_by_ns != due->first) {

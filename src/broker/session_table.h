@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The broker thread's own record of connections, and the events it sends to the companion.
 //
-// Mosquitto 2.0 has no connect, subscribe or unsubscribe event (docs/broker-versions.md, "Mosquitto 2.0"). So:
+// Mosquitto 2.0 has no connect, subscribe or unsubscribe event (docs/broker-versions.md,
+// "Mosquitto 2.0"). So:
 //   - a CONNECT is seen at BASIC_AUTH (or EXT_AUTH_START), before the broker's decision. It stays
 //     pending until the next broker callback of any kind: by then the broker has finished
 //     handling that CONNECT, and had it refused the client, the pending client's own DISCONNECT
@@ -62,6 +63,26 @@ enum class SessionAfterClose : std::uint8_t {
   kEnds,         // nothing outlives the connection (or nothing the registry lists)
   kKeptOffline,  // a listed offline session (the client asked for one)
   kTakenOver,    // a new connection of the same client id takes it over at once
+};
+
+// What the broker tells of a closing connection's session expiry interval: what the CONNECT
+// asked for (MQTT 3.1.1: 0 for clean session true, 0xffffffff, never, for false), or what the
+// client's DISCONNECT changed it to. Both versions read it at the connection's end
+// (src/context.c: context__disconnect calls the plugins before session_expiry__add).
+struct SessionExpiry {
+  enum class Known : std::uint8_t {
+    kNothing,   // the broker did not say (2.0 without a verified client layout)
+    kEnds,      // 0: the session ends with its connection (2.1's DISCONNECT event)
+    kOutlives,  // above 0, how far unknown (2.1's CLIENT_OFFLINE without the layout)
+    kInterval,  // `interval_s`, above 0 (the client layout's session_expiry_interval)
+  };
+  Known known = Known::kNothing;
+  std::uint32_t interval_s = 0;  // with kInterval; 0xffffffff never expires
+
+  // An interval the layout read: 0 ends the session with its connection.
+  static SessionExpiry Interval(std::uint32_t seconds) {
+    return seconds == 0 ? SessionExpiry{Known::kEnds, 0} : SessionExpiry{Known::kInterval, seconds};
+  }
 };
 
 // A connection as an observer sees it: views into the table's own record, valid during the
@@ -178,8 +199,14 @@ class SessionTable {
   // A DISCONNECT of another client while a CONNECT is pending happens inside that CONNECT (a
   // takeover or a session resume): the old connection is closed, and the new one stays pending
   // until the next callback settles it.
+  // `expiry`: what the broker tells of the session's expiry interval. kEnds: nothing is kept
+  // (neither listed offline nor kept for a resume); an interval: the session is kept until the
+  // broker expires it (ExpireOffline), and listed with that time when it is listed at all;
+  // kNothing and kOutlives: kept as the client asked (clean session / clean start false), with
+  // no time unless persistent_client_expiration bounds it. A takeover's old connection hands
+  // its session over whatever it says (the broker zeroes the old client's interval for it).
   void Disconnect(const void* client, bool has_client_id, CloseReason reason, std::int64_t now_ns,
-                  std::int64_t idle_ns = -1);
+                  std::int64_t idle_ns = -1, SessionExpiry expiry = {});
 
   // At start, before the first client: the sessions the broker restored from its persistence
   // file become offline sessions with their subscriptions (at most kMaxOfflineSessions). Not
@@ -189,12 +216,26 @@ class SessionTable {
 
   // The broker's persistent_client_expiration (0: none). With it, the broker expires a session
   // that goes offline after that long at most (an MQTT 3.1.1 one after exactly that long; an
-  // MQTT 5 one sooner when its own interval is shorter, which is not visible). Sessions restored
-  // from the persistence file are never expired by Mosquitto 2.0.11.
+  // MQTT 5 one sooner when its own interval is shorter, visible only through the client
+  // layout). Sessions restored from the persistence file are never expired by Mosquitto 2.0.11.
   void SetPersistentClientExpiration(std::int64_t seconds) { persistent_expiration_s_ = seconds; }
   // At TICK: ends the offline sessions the broker has expired by now. Nothing to do costs one
   // comparison.
   void ExpireOffline(std::int64_t now_ns);
+
+  // When the broker expires a session that goes offline at `now_ns` (Unix time) with this
+  // expiry interval, as src/session_expiry.c (2.0.11 to 2.1.2) does: its session_expiry_time
+  // is the loop's whole second (db.now_real_s) plus the interval, or plus
+  // persistent_client_expiration when that is set and shorter; an interval of 0xffffffff
+  // without persistent_client_expiration never expires (nothing). `gone_by_ns`: the broker
+  // drops the session at the first second past that time (session_expiry__check compares
+  // whole seconds, once a second), so by the start of the next second.
+  struct ExpiryTimes {
+    std::int64_t expiry_time_ns = 0;  // session_expiry_time, in nanoseconds
+    std::int64_t gone_by_ns = 0;
+  };
+  static std::optional<ExpiryTimes> BrokerExpiry(std::int64_t now_ns, std::uint32_t interval_s,
+                                                 std::int64_t persistent_expiration_s);
 
   // A subscription the broker allowed. Mosquitto 2.0.12 on (and Debian's 2.0.11) re-checks
   // each subscription of a persistent client it kicks as a SUBSCRIBE ACL check with QoS 0, right
@@ -339,7 +380,8 @@ class SessionTable {
   bool EmitConnection(const ConnectionEvent& event);
   bool EmitSubscription(EventType type, std::uint64_t seq, std::string_view filter,
                         std::uint8_t qos);
-  void KeepOffline(const OpenConnection& connection, const void* client, std::int64_t now_ns);
+  void KeepOffline(const OpenConnection& connection, const void* client, std::int64_t now_ns,
+                   SessionExpiry expiry);
   // Adds an offline session (replacing one of that id, forgetting the oldest when full) and
   // announces it when it is listed.
   void AddOffline(const std::string& id, OfflineSession session, bool announce = true);
@@ -347,7 +389,8 @@ class SessionTable {
   bool EmitOffline(const OfflineSession& session);
   bool EmitOfflineInFull(const std::string& id);
   Uuid NewUuid();
-  void CloseOpen(const void* client, CloseReason reason, std::int64_t now_ns, std::int64_t idle_ns);
+  void CloseOpen(const void* client, CloseReason reason, std::int64_t now_ns, std::int64_t idle_ns,
+                 SessionExpiry expiry);
 
   EventSink* sink_;
   ConnectionObserver* observer_ = nullptr;

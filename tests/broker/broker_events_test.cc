@@ -11,10 +11,22 @@
 #include <vector>
 
 #include "../support/fake_broker.h"
+#include "../support/laid_out_client.h"
 #include "../support/null_sink.h"
 
 namespace mqc {
 namespace {
+
+// Keeps the offline sessions announced; takes every other event.
+class OfflineSink : public NullSink {
+ public:
+  bool Emit(EventType type, const std::string& payload) override {
+    OfflineSessionEvent event;
+    if (type == EventType::kOfflineSession && Decode(payload, &event)) offline.push_back(event);
+    return true;
+  }
+  std::vector<OfflineSessionEvent> offline;
+};
 
 class BrokerEventsTest : public ::testing::Test {
  protected:
@@ -46,7 +58,7 @@ class BrokerEventsTest : public ::testing::Test {
     state_.bans->Replace(std::move(command));
   }
 
-  NullSink sink_;
+  OfflineSink sink_;
   std::vector<ConnectionStatsSlot> slots_ = std::vector<ConnectionStatsSlot>(8);
   BrokerCounters counters_;
   BrokerEventsState state_;
@@ -327,6 +339,152 @@ TEST_F(BrokerEventsTest, TheLayoutIsFedAtConnectAndSubscriptionsNeverPerMessage)
     }
     EXPECT_EQ(state_.layout->state(), BrokerLayoutVerifier::State::kUnknown);
   }
+}
+
+// ---- the session expiry interval at a connection's end ----
+
+constexpr std::int64_t kSecond = 1000000000;
+
+BrokerVersion Version(int major, int minor, int patch) {
+  BrokerVersion version;
+  version.major = major;
+  version.minor = minor;
+  version.patch = patch;
+  return version;
+}
+
+// An MQTT 5 client laid out as `truth` says, with this Session Expiry Interval.
+FakeClient Mqtt5(const BrokerLayout& truth, const std::string& id, std::uint32_t interval) {
+  FakeClient client = LaidOut(truth, id, /*clean=*/false, 60);
+  client.facts.protocol_version = 5;
+  Put(&client, truth, LayoutField::kProtocol, 5);
+  Put(&client, truth, LayoutField::kSessionExpiryInterval, interval);
+  return client;
+}
+
+class SessionExpiryEventsTest : public BrokerEventsTest {
+ protected:
+  // A verifier for `version` that trusts `truth` after three other clients' traffic.
+  void VerifyLayout(const BrokerVersion& version, const BrokerLayout& truth) {
+    state_.layout =
+        std::make_unique<BrokerLayoutVerifier>(BrokerLayoutCandidates(version), version);
+    std::vector<FakeClient> others{LaidOut(truth, "v1", true, 60), LaidOut(truth, "v2", false, 30),
+                                   LaidOut(truth, "v3", true, 15)};
+    Traffic(&broker_, state_.layout.get(), &others, truth);
+    ASSERT_TRUE(state_.layout->verified());
+  }
+  // Connected with one subscription, then its connection ends at 100.25 s (2.0's DISCONNECT,
+  // or the 2.1 event given).
+  void ConnectSubscribeAndLeave(FakeClient* client,
+                                DisconnectEvent event = DisconnectEvent::kDisconnect) {
+    Connect(client);
+    if (broker_.api_2_1()) {
+      Events().OnSubscribe21(client->handle(), true, "events/a", 1);
+    } else {
+      Events().OnAclCheck(AclCheck(client, kAclSubscribe, "events/a", 1));
+    }
+    broker_.now_ns = 100 * kSecond + 250000000;
+    Events().OnDisconnect(client->handle(), broker_.api_2_1() ? 0 : -1, event);
+  }
+};
+
+// 2.0 with the layout verified: interval 0 ends the session with its connection; a finite one
+// is listed with the broker's expiry time and goes at the TICK that follows the broker's expiry.
+TEST_F(SessionExpiryEventsTest, On20TheVerifiedLayoutTellsTheInterval) {
+  Use(FakeBroker::Api20());
+  const BrokerLayout& truth =
+      *Named(BrokerLayoutCandidates(Version(2, 0, 21)), "2.0.15-2.0.22 TLS ADNS");
+  VerifyLayout(Version(2, 0, 21), truth);
+  FakeClient zero = Mqtt5(truth, "zero", 0);
+  ConnectSubscribeAndLeave(&zero);
+  EXPECT_EQ(state_.sessions->offline_count(), 0u);
+  EXPECT_TRUE(sink_.offline.empty());
+
+  FakeClient three = Mqtt5(truth, "three", 3);
+  ConnectSubscribeAndLeave(&three);
+  ASSERT_EQ(sink_.offline.size(), 1u);
+  EXPECT_EQ(sink_.offline[0].client_id, "three");
+  EXPECT_EQ(sink_.offline[0].expiry_time_ns, 103 * kSecond);
+  state_.sessions->ExpireOffline(104 * kSecond - 1);  // what TICK calls
+  EXPECT_EQ(state_.sessions->offline_count(), 1u);
+  state_.sessions->ExpireOffline(104 * kSecond);
+  EXPECT_EQ(state_.sessions->offline_count(), 0u);
+}
+
+// A DISCONNECT packet's Session Expiry Interval is in the client's struct before the plugin's
+// DISCONNECT event (src/handle_disconnect.c): it is the one followed.
+TEST_F(SessionExpiryEventsTest, ADisconnectThatChangesTheIntervalIsFollowed) {
+  Use(FakeBroker::Api20());
+  const BrokerLayout& truth =
+      *Named(BrokerLayoutCandidates(Version(2, 0, 21)), "2.0.15-2.0.22 TLS ADNS");
+  VerifyLayout(Version(2, 0, 21), truth);
+  FakeClient shortened = Mqtt5(truth, "shortened", 3600);
+  Connect(&shortened);
+  Put(&shortened, truth, LayoutField::kSessionExpiryInterval, 5);
+  broker_.now_ns = 100 * kSecond;
+  Events().OnDisconnect(shortened.handle(), -1);
+  ASSERT_EQ(sink_.offline.size(), 1u);
+  EXPECT_EQ(sink_.offline[0].expiry_time_ns, 105 * kSecond);
+
+  FakeClient ended = Mqtt5(truth, "ended", 3600);
+  Connect(&ended);
+  Put(&ended, truth, LayoutField::kSessionExpiryInterval, 0);
+  Events().OnDisconnect(ended.handle(), -1);
+  EXPECT_EQ(sink_.offline.size(), 1u);
+  EXPECT_EQ(state_.sessions->offline_count(), 1u);  // "shortened" alone
+}
+
+// Until the layout is verified nothing is read: the session is listed as the client asked,
+// with no time. A bridge's own client is left so too.
+TEST_F(SessionExpiryEventsTest, AnUnverifiedLayoutOrABridgeKeepsTheSessionAsBefore) {
+  Use(FakeBroker::Api20());
+  const BrokerLayout& truth =
+      *Named(BrokerLayoutCandidates(Version(2, 0, 21)), "2.0.15-2.0.22 TLS ADNS");
+  state_.layout = std::make_unique<BrokerLayoutVerifier>(BrokerLayoutCandidates(Version(2, 0, 21)),
+                                                         Version(2, 0, 21));
+  FakeClient zero = Mqtt5(truth, "zero", 0);
+  Connect(&zero);
+  ASSERT_TRUE(state_.layout->verifying());
+  const int reads = broker_.bytes_reads;
+  Events().OnDisconnect(zero.handle(), -1);
+  EXPECT_EQ(broker_.bytes_reads, reads);
+  ASSERT_EQ(sink_.offline.size(), 1u);
+  EXPECT_EQ(sink_.offline[0].expiry_time_ns, 0);
+
+  VerifyLayout(Version(2, 0, 21), truth);
+  FakeClient bridge = Mqtt5(truth, "bridge", 0);
+  Put(&bridge, truth, LayoutField::kIsBridge, 1);
+  ConnectSubscribeAndLeave(&bridge);
+  ASSERT_EQ(sink_.offline.size(), 2u);
+  EXPECT_EQ(sink_.offline[1].expiry_time_ns, 0);
+}
+
+// 2.1 tells interval 0 by its event: DISCONNECT ends the session, CLIENT_OFFLINE keeps it,
+// with its time where the layout is verified.
+TEST_F(SessionExpiryEventsTest, On21TheEventTellsWhetherTheSessionEnds) {
+  Use(FakeBroker::Api21());
+  FakeClient ends = Client("ends", 5);
+  ends.facts.clean_session = false;
+  ConnectSubscribeAndLeave(&ends, DisconnectEvent::kDisconnect);
+  EXPECT_EQ(state_.sessions->offline_count(), 0u);
+  FakeClient stays = Client("stays", 5);
+  stays.facts.clean_session = false;
+  ConnectSubscribeAndLeave(&stays, DisconnectEvent::kClientOffline);
+  ASSERT_EQ(sink_.offline.size(), 1u);
+  EXPECT_EQ(sink_.offline[0].expiry_time_ns, 0);  // how long: unknown without the layout
+
+  const BrokerLayout& truth =
+      *Named(BrokerLayoutCandidates(Version(2, 1, 2)), "2.1 TLS builtin WebSockets");
+  VerifyLayout(Version(2, 1, 2), truth);
+  FakeClient three = Mqtt5(truth, "three", 3);
+  ConnectSubscribeAndLeave(&three, DisconnectEvent::kClientOffline);
+  ASSERT_EQ(sink_.offline.size(), 2u);
+  EXPECT_EQ(sink_.offline[1].expiry_time_ns, 103 * kSecond);
+  // A 0 read against CLIENT_OFFLINE's word is not believed: listed with no time.
+  FakeClient odd = Mqtt5(truth, "odd", 0);
+  ConnectSubscribeAndLeave(&odd, DisconnectEvent::kClientOffline);
+  ASSERT_EQ(sink_.offline.size(), 3u);
+  EXPECT_EQ(sink_.offline[2].expiry_time_ns, 0);
 }
 
 // ---- TICK ----

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../support/fake_broker.h"
+#include "../support/laid_out_client.h"
 
 namespace mqc {
 namespace {
@@ -22,79 +23,6 @@ BrokerVersion Version(int major, int minor, int patch) {
   version.minor = minor;
   version.patch = patch;
   return version;
-}
-
-const BrokerLayout* Named(const std::vector<const BrokerLayout*>& layouts,
-                          const std::string& name) {
-  for (const BrokerLayout* layout : layouts) {
-    if (name == layout->name) return layout;
-  }
-  return nullptr;
-}
-
-void Put(FakeClient* client, const BrokerLayout& layout, LayoutField field, std::int64_t value) {
-  const FieldPlace& place = layout.place(field);
-  ASSERT_NE(place.size, 0);
-  ASSERT_LE(place.offset + place.size, client->memory.size());
-  const auto le = static_cast<std::uint64_t>(value);
-  // The fake stands for a broker of this machine's byte order, as the plugin's reads assume.
-  if (place.size == 1) {
-    const auto v = static_cast<std::uint8_t>(le);
-    std::memcpy(client->memory.data() + place.offset, &v, 1);
-  } else if (place.size == 2) {
-    const auto v = static_cast<std::uint16_t>(le);
-    std::memcpy(client->memory.data() + place.offset, &v, 2);
-  } else if (place.size == 4) {
-    const auto v = static_cast<std::uint32_t>(le);
-    std::memcpy(client->memory.data() + place.offset, &v, 4);
-  } else {
-    std::memcpy(client->memory.data() + place.offset, &le, 8);
-  }
-}
-
-// A client whose struct is laid out as `truth` says, with pointer-like noise everywhere else
-// (a real struct holds addresses and strings' lengths around these fields).
-FakeClient LaidOut(const BrokerLayout& truth, const std::string& id, bool clean,
-                   std::uint16_t keepalive, std::size_t allocation = 0) {
-  FakeClient client = Client(id, 4);
-  client.facts.clean_session = clean;
-  client.facts.keep_alive = keepalive;
-  client.memory.assign(allocation != 0 ? allocation : truth.End() + 64, 0);
-  for (std::size_t i = 0; i < client.memory.size(); ++i) {
-    client.memory[i] = static_cast<unsigned char>((i * 37 + 11) & 0xff);
-  }
-  Put(&client, truth, LayoutField::kProtocol, truth.protocol == ProtocolEncoding::k20 ? 2 : 4);
-  Put(&client, truth, LayoutField::kKeepalive, keepalive);
-  Put(&client, truth, LayoutField::kCleanStart, clean ? 1 : 0);
-  Put(&client, truth, LayoutField::kSubCount, 0);
-  Put(&client, truth, LayoutField::kSessionExpiryTime, 0);
-  Put(&client, truth, LayoutField::kSessionExpiryInterval, clean ? 0 : 3600);
-  Put(&client, truth, LayoutField::kIsBridge, 0);
-  for (LayoutField field : {LayoutField::kMsgsInInflightCount, LayoutField::kMsgsInQueuedCount,
-                            LayoutField::kMsgsOutInflightCount, LayoutField::kMsgsOutQueuedCount,
-                            LayoutField::kMsgsInCount, LayoutField::kMsgsOutCount}) {
-    if (truth.place(field).size != 0) Put(&client, truth, field, 0);
-  }
-  return client;
-}
-
-// The subscription count changes, in the struct and in the accessor alike.
-void SetSubCount(FakeClient* client, const BrokerLayout& truth, int count) {
-  client->sub_count = count;
-  Put(client, truth, LayoutField::kSubCount, count);
-}
-
-// Three clients connect, each subscribes twice and unsubscribes once: 12 observations, 9
-// subscription changes.
-void Traffic(FakeBroker* broker, BrokerLayoutVerifier* verifier, std::vector<FakeClient>* clients,
-             const BrokerLayout& truth) {
-  for (FakeClient& client : *clients) {
-    verifier->Observe(*broker, client.handle());
-    for (int count : {1, 2, 1}) {
-      SetSubCount(&client, truth, count);
-      verifier->Observe(*broker, client.handle());
-    }
-  }
 }
 
 // The layout with every offset moved 8 bytes on: what a table off by one pointer looks like.

@@ -261,9 +261,9 @@ TEST_F(SessionTableTest, AKicksQosZeroRecheckKeepsTheSubscriptionsQos) {
   table_.SettleExceptHeldOf(a_);
   table_.Subscribe(a_, "events/y", 0);
   table_.Disconnect(a_, true, CloseReason::kKicked, 2);
-  EXPECT_THAT(sink_.lines, ElementsAre("open 1 p", "sub 1 events/x 1", "sub 1 events/y 2",
-                                       "close 1 reason 5", "offline 2 p", "sub 2 events/x 1",
-                                       "sub 2 events/y 2"));
+  EXPECT_THAT(sink_.lines,
+              ElementsAre("open 1 p", "sub 1 events/x 1", "sub 1 events/y 2", "close 1 reason 5",
+                          "offline 2 p", "sub 2 events/x 1", "sub 2 events/y 2"));
 }
 
 TEST_F(SessionTableTest, AKicksDeniedRecheckRemovesTheSubscription) {
@@ -276,9 +276,9 @@ TEST_F(SessionTableTest, AKicksDeniedRecheckRemovesTheSubscription) {
   table_.SettleExceptHeldOf(a_);
   table_.Subscribe(a_, "events/y", 0);
   table_.Disconnect(a_, true, CloseReason::kKicked, 2);
-  EXPECT_THAT(sink_.lines, ElementsAre("open 1 p", "sub 1 events/x 1", "sub 1 events/y 1",
-                                       "unsub 1 events/x 1", "close 1 reason 5", "offline 2 p",
-                                       "sub 2 events/y 1"));
+  EXPECT_THAT(sink_.lines,
+              ElementsAre("open 1 p", "sub 1 events/x 1", "sub 1 events/y 1", "unsub 1 events/x 1",
+                          "close 1 reason 5", "offline 2 p", "sub 2 events/y 1"));
 }
 
 // A client that really downgrades a subscription to QoS 0 (or is refused a new QoS) is not
@@ -505,15 +505,169 @@ TEST_F(SessionTableTest, PersistentClientExpirationEndsOfflineSessionsWhenTheBro
   table_.Disconnect(c_, true, CloseReason::kUnspecified, 150 * kSecond);
   table_.Settle();
   sink_.lines.clear();
-  table_.ExpireOffline(3700 * kSecond);  // not yet past
+  // The broker drops a session in the first whole second past its expiry time.
+  table_.ExpireOffline(3701 * kSecond - 1);
   EXPECT_THAT(sink_.lines, IsEmpty());
-  table_.ExpireOffline(3700 * kSecond + 1);
+  table_.ExpireOffline(3701 * kSecond);
   EXPECT_THAT(sink_.lines, ElementsAre("offline-end 4"));
-  table_.ExpireOffline(3800 * kSecond + 1);
+  table_.ExpireOffline(3801 * kSecond);
   EXPECT_THAT(sink_.lines, ElementsAre("offline-end 4", "offline-end 6"));
   table_.ExpireOffline(std::int64_t{1} << 62);
   EXPECT_EQ(sink_.lines.size(), 2u);
   EXPECT_EQ(table_.offline_count(), 2u);  // the two restored sessions
+}
+
+// ---- the session expiry interval the broker tells at the connection's end ----
+
+constexpr std::int64_t kSecond = 1000000000;
+
+// src/session_expiry.c: the loop's whole second plus the interval (or the broker's limit when
+// shorter); dropped in the first second past it; 0xffffffff without a limit never.
+TEST(SessionTableExpiryTest, TheBrokersExpiryTimeIsInWholeSeconds) {
+  const auto times = SessionTable::BrokerExpiry(100 * kSecond + 999999999, 3, 0);
+  ASSERT_TRUE(times.has_value());
+  EXPECT_EQ(times->expiry_time_ns, 103 * kSecond);
+  EXPECT_EQ(times->gone_by_ns, 104 * kSecond);
+  EXPECT_EQ(SessionTable::BrokerExpiry(100 * kSecond, 3600, 60)->expiry_time_ns, 160 * kSecond);
+  EXPECT_EQ(SessionTable::BrokerExpiry(100 * kSecond, 30, 60)->expiry_time_ns, 130 * kSecond);
+  EXPECT_FALSE(SessionTable::BrokerExpiry(100 * kSecond, 0xffffffff, 0).has_value());
+  EXPECT_EQ(SessionTable::BrokerExpiry(100 * kSecond, 0xffffffff, 60)->expiry_time_ns,
+            160 * kSecond);
+  // The largest interval, in nanoseconds, stays far from overflowing.
+  EXPECT_EQ(SessionTable::BrokerExpiry(2000000000 * kSecond, 0xfffffffe, 0)->gone_by_ns,
+            (std::int64_t{2000000000} + 0xfffffffe + 1) * kSecond);
+}
+
+// An MQTT 5 clean start false client without a Session Expiry Interval: the broker frees its
+// session at the disconnect (src/context.c: context__disconnect), so nothing is listed or kept,
+// and its next connection resumes nothing.
+TEST_F(SessionTableTest, AnMqtt5SessionWhoseIntervalIsZeroEndsWithItsConnection) {
+  table_.BeginConnect(a_, Facts("z", /*clean=*/false, 5), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/x", 1);
+  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2, -1, SessionExpiry::Interval(0));
+  EXPECT_EQ(table_.offline_count(), 0u);
+  table_.BeginConnect(b_, Facts("z", false, 5), 3);
+  table_.Settle();
+  EXPECT_THAT(sink_.lines,
+              ElementsAre("open 1 z", "sub 1 events/x 1", "close 1 reason 1", "open 2 z"));
+  // 2.1's DISCONNECT event says as much without the layout: the same.
+  SessionExpiry ends;
+  ends.known = SessionExpiry::Known::kEnds;
+  table_.Subscribe(b_, "events/y", 0);
+  table_.Disconnect(b_, true, CloseReason::kConnectionLost, 4, -1, ends);
+  EXPECT_EQ(table_.offline_count(), 0u);
+}
+
+// A finite interval: listed with the broker's session_expiry_time, and gone (with its
+// subscriptions, which the gauges count) at the first TICK past it.
+TEST_F(SessionTableTest, AFiniteIntervalIsListedWithItsTimeAndEndsWhenTheBrokerExpiresIt) {
+  table_.BeginConnect(a_, Facts("f", /*clean=*/false, 5), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/x", 1);
+  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond + 250000000, -1,
+                    SessionExpiry::Interval(3));
+  ASSERT_EQ(sink_.offline.size(), 1u);
+  EXPECT_EQ(sink_.offline[0].expiry_time_ns, 103 * kSecond);
+  EXPECT_EQ(table_.offline_count(), 1u);
+  sink_.lines.clear();
+  table_.ExpireOffline(104 * kSecond - 1);  // the broker still holds it
+  EXPECT_THAT(sink_.lines, IsEmpty());
+  table_.ExpireOffline(104 * kSecond);
+  EXPECT_THAT(sink_.lines, ElementsAre("offline-end 2"));
+  EXPECT_EQ(table_.offline_count(), 0u);
+  // A session that resumes in time is not expired afterwards.
+  table_.BeginConnect(b_, Facts("g", false, 5), 200 * kSecond);
+  table_.Settle();
+  table_.Disconnect(b_, true, CloseReason::kClientDisconnect, 200 * kSecond, -1,
+                    SessionExpiry::Interval(3));
+  table_.BeginConnect(c_, Facts("g", false, 5), 201 * kSecond);
+  table_.Disconnect(b_, true, CloseReason::kUnspecified, 201 * kSecond);  // the resume
+  table_.Settle();
+  sink_.lines.clear();
+  table_.ExpireOffline(300 * kSecond);
+  EXPECT_THAT(sink_.lines, IsEmpty());
+  EXPECT_EQ(table_.open_count(), 1u);
+}
+
+// The broker's persistent_client_expiration caps a known interval, and the time shown.
+TEST_F(SessionTableTest, PersistentClientExpirationCapsAKnownInterval) {
+  table_.SetPersistentClientExpiration(60);
+  table_.BeginConnect(a_, Facts("long", /*clean=*/false, 5), 1);
+  table_.Settle();
+  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
+                    SessionExpiry::Interval(3600));
+  table_.BeginConnect(b_, Facts("short", false, 5), 1);
+  table_.Settle();
+  table_.Disconnect(b_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
+                    SessionExpiry::Interval(10));
+  ASSERT_EQ(sink_.offline.size(), 2u);
+  EXPECT_EQ(sink_.offline[0].expiry_time_ns, 160 * kSecond);
+  EXPECT_EQ(sink_.offline[1].expiry_time_ns, 110 * kSecond);
+  sink_.lines.clear();
+  table_.ExpireOffline(111 * kSecond);
+  EXPECT_THAT(sink_.lines, ElementsAre("offline-end 4"));
+  table_.ExpireOffline(161 * kSecond);
+  EXPECT_THAT(sink_.lines, ElementsAre("offline-end 4", "offline-end 2"));
+}
+
+// Never expiring (0xffffffff) without a limit: listed with no time, never swept.
+TEST_F(SessionTableTest, AnIntervalThatNeverExpiresHasNoTime) {
+  table_.BeginConnect(a_, Facts("n", /*clean=*/false, 5), 1);
+  table_.Settle();
+  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
+                    SessionExpiry::Interval(0xffffffff));
+  ASSERT_EQ(sink_.offline.size(), 1u);
+  EXPECT_EQ(sink_.offline[0].expiry_time_ns, 0);
+  table_.ExpireOffline(std::int64_t{1} << 62);
+  EXPECT_EQ(table_.offline_count(), 1u);
+}
+
+// An MQTT 5 clean start client with an interval: kept for a resume (not listed), and forgotten
+// when the broker expires it.
+TEST_F(SessionTableTest, AnUnlistedMqtt5SessionIsForgottenWhenItExpires) {
+  table_.BeginConnect(a_, Facts("v5c", /*clean=*/true, 5), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/x", 1);
+  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
+                    SessionExpiry::Interval(5));
+  EXPECT_TRUE(sink_.offline.empty());
+  EXPECT_EQ(table_.offline_count(), 1u);
+  table_.ExpireOffline(106 * kSecond);
+  EXPECT_EQ(table_.offline_count(), 0u);
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 v5c", "sub 1 events/x 1", "close 1 reason 1"));
+}
+
+// Without the broker's word (2.0 before the layout is verified), or with 2.1's CLIENT_OFFLINE
+// alone (above 0, how far unknown): kept and listed as the client asked, with no time.
+TEST_F(SessionTableTest, WithoutAKnownIntervalAnMqtt5SessionIsListedWithNoTime) {
+  SessionExpiry outlives;
+  outlives.known = SessionExpiry::Known::kOutlives;
+  for (SessionExpiry expiry : {SessionExpiry{}, outlives}) {
+    RecordingSink sink;
+    SessionTable table(&sink, 1);
+    table.BeginConnect(a_, Facts("u", /*clean=*/false, 5), 1);
+    table.Settle();
+    table.Subscribe(a_, "events/x", 1);
+    table.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1, expiry);
+    ASSERT_EQ(sink.offline.size(), 1u);
+    EXPECT_EQ(sink.offline[0].expiry_time_ns, 0);
+    table.ExpireOffline(std::int64_t{1} << 62);
+    EXPECT_EQ(table.offline_count(), 1u);
+  }
+}
+
+// A takeover's old client has its interval zeroed by the broker for the hand-over
+// (src/handle_connect.c): its subscriptions still pass to the new connection.
+TEST_F(SessionTableTest, ATakeoverHandsTheSessionOverWhateverTheIntervalReads) {
+  table_.BeginConnect(a_, Facts("t", /*clean=*/false, 5), 1);
+  table_.Settle();
+  table_.Subscribe(a_, "events/x", 1);
+  table_.BeginConnect(b_, Facts("t", false, 5), 2);
+  table_.Disconnect(a_, true, CloseReason::kUnspecified, 2, -1, SessionExpiry::Interval(0));
+  table_.Settle();
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 t", "sub 1 events/x 1", "close 1 reason 3",
+                                       "open 2 t", "sub 2 events/x 1"));
 }
 
 TEST_F(SessionTableTest, FullStateListsOfflineSessionsWithTheirSubscriptions) {

@@ -1,0 +1,136 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""MQTT 5 session expiry on the real broker, once the client layout is verified.
+
+Neither version calls plugins when it frees a session at its disconnect (interval 0) or expires
+one later (src/context.c: context__disconnect, src/session_expiry.c: session_expiry__check), and
+no accessor gives the interval. The plugin reads it at the connection's end (2.1 also tells 0
+apart by DISCONNECT against CLIENT_OFFLINE): a session with interval 0 is neither listed nor
+counted after its disconnect; a finite one is listed with the broker's expiry time and leaves the
+list and kubemq_mqtt_subscriptions in the second after it, when the broker drops it; a DISCONNECT
+packet's Session Expiry Interval is the one followed."""
+
+import calendar
+import json
+import math
+import re
+import time
+import unittest
+import urllib.request
+
+from harness import Client, SharedBrokerTestCase, wait_for
+
+RPC = "/mqtt.connections.v1.ConnectionsService/ListConnections"
+OFFLINE = "MQTT_CONNECTION_STATE_OFFLINE"
+
+
+def unix_seconds(rfc3339):
+    """Whole seconds of an RFC 3339 UTC time ("2026-12-02T02:30:03Z", fraction ignored)."""
+    match = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?Z", rfc3339)
+    assert match, rfc3339
+    return calendar.timegm(time.strptime(match.group(1), "%Y-%m-%dT%H:%M:%S"))
+
+
+class SessionExpiryTest(SharedBrokerTestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        try:
+            # The verifier's 12 observations over 3 clients with subscription changes
+            # (test_broker_layout.py); clean sessions, so that nothing of them stays listed.
+            clients = [Client(cls.broker, "expiry-layout-a", version=4),
+                       Client(cls.broker, "expiry-layout-b", version=5),
+                       Client(cls.broker, "expiry-layout-c", version=4, keepalive=30)]
+            for client in clients:
+                for topic in ("layout/1", "layout/2", "layout/3"):
+                    client.subscribe(topic)
+                client.unsubscribe("layout/1")
+            wait_for(lambda: "broker layout: verified" in cls.broker.log(), timeout=10,
+                     what="the client layout verified")
+            for client in clients:
+                client.disconnect()
+            wait_for(lambda: cls.broker.connections() == [], what="the layout's clients gone")
+        except BaseException:
+            super().tearDownClass()  # tearDownClass is not called when setUpClass fails
+            raise
+
+    def entries(self, client_id):
+        status, _, body = self.broker.http(
+            RPC, method="POST", body=json.dumps({"filter": f'client_id = "{client_id}"'}).encode(),
+            headers={"Content-Type": "application/json", "Connect-Protocol-Version": "1"})
+        assert status == 200, body
+        return json.loads(body)["connections"]
+
+    def offline(self, client_id):
+        return [c for c in self.entries(client_id) if c["state"] == OFFLINE]
+
+    def closed(self, client_id):
+        return [c for c in self.entries(client_id) if c["state"] == "MQTT_CONNECTION_STATE_CLOSED"]
+
+    def events_gauge(self):
+        url = f"http://127.0.0.1:{self.broker.http_port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            text = response.read().decode()
+        values = re.findall(r'^kubemq_mqtt_subscriptions\{pattern="events"\} (\S+)$', text, re.M)
+        return float(values[0]) if values else 0.0
+
+    def subscribed_session(self, client_id, session_expiry):
+        client = Client(self.broker, client_id, version=5, clean=False,
+                        session_expiry=session_expiry)
+        client.subscribe(f"events/expiry/{client_id}", qos=1)
+        return client
+
+    def test_a_session_with_interval_0_ends_with_its_connection(self):
+        baseline = self.events_gauge()
+        client = self.subscribed_session("expiry-zero", 0)
+        wait_for(lambda: self.events_gauge() == baseline + 1, what="the subscription counted")
+        client.disconnect()
+        wait_for(lambda: self.closed("expiry-zero"), what="the connection closed")
+        self.assertEqual(self.offline("expiry-zero"), [])
+        self.assertEqual(self.events_gauge(), baseline)
+        # The broker agrees: nothing to resume.
+        again = self.subscribed_session("expiry-zero", 0)
+        self.clients.append(again)
+        self.assertFalse(again.session_present)
+
+    def test_a_finite_interval_is_listed_with_its_time_until_the_broker_expires_it(self):
+        baseline = self.events_gauge()
+        client = self.subscribed_session("expiry-three", 3)
+        before = time.time()
+        client.disconnect()
+        listed = wait_for(lambda: self.offline("expiry-three"), what="the offline session")
+        seen = time.time()
+        # The broker's session_expiry_time: its loop's whole second at the disconnect + 3.
+        expiry = unix_seconds(listed[0]["sessionExpiryTime"])
+        self.assertGreaterEqual(expiry, math.floor(before) + 3)
+        self.assertLessEqual(expiry, math.floor(seen) + 3)
+        self.assertEqual([s["filter"] for s in listed[0]["subscriptions"]],
+                         ["events/expiry/expiry-three"])
+        self.assertEqual(self.events_gauge(), baseline + 1)
+        # Gone in the second after it, list and gauge alike, as the broker drops it.
+        wait_for(lambda: not self.offline("expiry-three"), timeout=expiry + 4 - time.time(),
+                 what="the expired session gone")
+        self.assertGreaterEqual(time.time(), expiry + 1 - 0.2)
+        self.assertEqual(self.events_gauge(), baseline)
+        wait_for(lambda: "Expiring client expiry-three due to timeout." in self.broker.log(),
+                 timeout=2, what="the broker's own expiry")
+
+    def test_a_disconnect_that_changes_the_interval_is_followed(self):
+        baseline = self.events_gauge()
+        shortened = self.subscribed_session("expiry-shortened", 3600)
+        ended = self.subscribed_session("expiry-ended", 3600)
+        before = time.time()
+        shortened.disconnect(session_expiry=1)
+        ended.disconnect(session_expiry=0)
+        listed = wait_for(lambda: self.offline("expiry-shortened"), what="the offline session")
+        wait_for(lambda: self.closed("expiry-ended"), what="the other connection closed")
+        self.assertEqual(self.offline("expiry-ended"), [])
+        expiry = unix_seconds(listed[0]["sessionExpiryTime"])
+        self.assertGreaterEqual(expiry, math.floor(before) + 1)
+        self.assertLess(expiry, math.floor(before) + 60)  # not the hour it connected with
+        wait_for(lambda: not self.offline("expiry-shortened"), timeout=expiry + 4 - time.time(),
+                 what="the expired session gone")
+        self.assertEqual(self.events_gauge(), baseline)
+
+
+if __name__ == "__main__":
+    unittest.main()
