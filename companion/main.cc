@@ -351,7 +351,7 @@ int Run(int argc, char** argv) {
   StatusOr<std::unique_ptr<HttpServer>> started =
       HttpServer::Start(server_options, [&router, &exporter](const HttpRequest& request) {
         HttpResponse response = router.Handle(request);
-        exporter.CountHttpRequest(request.path, response.status);
+        exporter.CountHttpRequest(HttpPathLabel(request.path), response.status);
         return response;
       });
   if (!started.ok()) {

@@ -68,11 +68,6 @@ static_assert(static_cast<std::size_t>(Pattern::kNone) == 0 &&
                   static_cast<std::size_t>(Pattern::kQueries) == 5,
               "kPatternLabels follows Pattern");
 
-constexpr char kConnectionsPath[] = "/api/mqtt/connections";
-constexpr char kMetricsPath[] = "/metrics";
-constexpr char kListConnectionsPath[] = "/mqtt.connections.v1.ConnectionsService/ListConnections";
-constexpr char kHealthPath[] = "/healthz";
-
 std::uint64_t Load(const std::atomic<std::uint64_t>& value) {
   return value.load(std::memory_order_relaxed);
 }
@@ -126,14 +121,6 @@ ClientMetric DurationMetric(const char* operation, const SharedHistogram& shared
 }
 
 }  // namespace
-
-std::string_view HttpPathLabel(std::string_view path) noexcept {
-  for (std::string_view known :
-       {kConnectionsPath, kMetricsPath, kListConnectionsPath, kHealthPath}) {
-    if (path == known) return known;
-  }
-  return "other";
-}
 
 // Reads the broker's counters and the ConnectionRegistry at each scrape; holds no state of its own.
 class MetricsExporter::BrokerCollector : public prometheus::Collectable {
@@ -305,13 +292,12 @@ std::string MetricsExporter::Render() {
   return text;
 }
 
-void MetricsExporter::CountHttpRequest(std::string_view path, int status) noexcept {
+void MetricsExporter::CountHttpRequest(std::string_view path_label, int status) noexcept {
   try {
     // A status outside HTTP's range would be a bug elsewhere; it must not add series.
     const std::string status_label =
         status >= 100 && status <= 599 ? std::to_string(status) : "other";
-    http_requests_->Add({{"path", std::string(HttpPathLabel(path))}, {"status", status_label}})
-        .Increment();
+    http_requests_->Add({{"path", std::string(path_label)}, {"status", status_label}}).Increment();
   } catch (...) {
     // Out of memory: the request is answered anyway, only its count is lost.
   }

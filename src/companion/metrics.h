@@ -40,10 +40,6 @@ namespace mqc {
 class ConnectionRegistry;
 struct SharedHeader;
 
-// The label value of kubemq_mqtt_http_requests_total{path}: one of the API's paths or /healthz, else
-// "other", so that scanners probing random paths cannot add series.
-std::string_view HttpPathLabel(std::string_view path) noexcept;
-
 class MetricsExporter {
  public:
   // `shared` and `registry` must outlive the exporter. `node_id` goes into the help text of
@@ -65,8 +61,10 @@ class MetricsExporter {
   // (now). Once, before the HTTP server starts.
   void SetBuildInfo(const std::string& version, const std::string& broker_version);
 
-  // Counts one answered HTTP request. Never throws: a request is not failed for its metric.
-  void CountHttpRequest(std::string_view path, int status) noexcept;
+  // Counts one answered HTTP request. `path_label`: HttpPathLabel(path) (http_router.h), one of
+  // a few fixed values, so that scanners probing random paths cannot add series. Never throws: a
+  // request is not failed for its metric.
+  void CountHttpRequest(std::string_view path_label, int status) noexcept;
 
   // Sets kubemq_mqtt_scrape_duration_seconds; Render() calls it with its own time.
   void ObserveScrape(double seconds) noexcept;

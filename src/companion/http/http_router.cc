@@ -53,6 +53,10 @@ constexpr char kConnectionsPath[] = "/api/mqtt/connections";
 constexpr char kConnectionsPrefix[] = "/api/mqtt/connections/";
 constexpr char kMetricsPath[] = "/metrics";
 constexpr char kHealthPath[] = "/healthz";
+constexpr char kListConnectionsPath[] = "/mqtt.connections.v1.ConnectionsService/ListConnections";
+static_assert(std::string_view(kListConnectionsPath)
+                      .substr(0, sizeof kConnectRpcServicePrefix - 1) == kConnectRpcServicePrefix,
+              "ListConnections is a method of the service");
 constexpr char kAuthenticateHeader[] = "WWW-Authenticate";
 constexpr char kAuthenticateChallenge[] = "Bearer realm=\"mosquitto-connections\"";
 constexpr char kDisconnectOff[] = "disconnecting is off: it needs plugin_opt_http_admin_token_file";
@@ -112,6 +116,14 @@ HttpResponse EmbeddedFileResponse(const EmbeddedRoute& route) {
 }
 
 }  // namespace
+
+std::string_view HttpPathLabel(std::string_view path) noexcept {
+  for (std::string_view known :
+       {kConnectionsPath, kMetricsPath, kListConnectionsPath, kHealthPath}) {
+    if (path == known) return known;
+  }
+  return "other";
+}
 
 HttpRouter::HttpRouter(const ConnectionSource& connections, MetricsProvider metrics,
                        ConnectRpcHandler connect)

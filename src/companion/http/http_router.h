@@ -47,6 +47,11 @@ namespace mqc {
 
 // Prometheus text exposition format 0.0.4.
 using MetricsProvider = std::function<std::string()>;
+// The label value of kubemq_mqtt_http_requests_total{path} for a request's path: the path itself
+// for the API's reading paths (/api/mqtt/connections, ListConnections, /metrics) and /healthz,
+// else "other", so that scanners probing random paths cannot add series.
+std::string_view HttpPathLabel(std::string_view path) noexcept;
+
 class HttpRouter {
  public:
   // `connections` must outlive the router. Empty `metrics`: /metrics is 404. Empty `connect`:

@@ -377,5 +377,34 @@ TEST_F(HttpRouterTest, EchoedPathIsShortAndValidUtf8) {
             "unknown path '/\xEF\xBF\xBD" + std::string(62, 'a') + "...'");
 }
 
+TEST(HttpPathLabelTest, OnlyServedPathsAreLabelValues) {
+  EXPECT_EQ(HttpPathLabel("/api/mqtt/connections"), "/api/mqtt/connections");
+  EXPECT_EQ(HttpPathLabel("/metrics"), "/metrics");
+  EXPECT_EQ(HttpPathLabel("/healthz"), "/healthz");
+  EXPECT_EQ(HttpPathLabel("/mqtt.connections.v1.ConnectionsService/ListConnections"),
+            "/mqtt.connections.v1.ConnectionsService/ListConnections");
+  EXPECT_EQ(HttpPathLabel("/mqtt.connections.v1.ConnectionsService/Kick"), "other");
+  EXPECT_EQ(HttpPathLabel("/metrics/"), "other");
+  EXPECT_EQ(HttpPathLabel("/METRICS"), "other");
+  EXPECT_EQ(HttpPathLabel(""), "other");
+}
+
+TEST_F(HttpRouterTest, EveryLabelledPathIsServed) {
+  ConnectRpcService service(source_);
+  const HttpRouter router(
+      source_, [] { return std::string(); }, service.Handler());
+  for (const char* path : {"/api/mqtt/connections", "/metrics", "/healthz",
+                           "/mqtt.connections.v1.ConnectionsService/ListConnections"}) {
+    ASSERT_EQ(HttpPathLabel(path), path);
+    HttpRequest request = Request("POST", path);
+    request.headers = {{"Content-Type", "application/json"}, {"Connect-Protocol-Version", "1"}};
+    request.body = "{}";
+    const HttpResponse get = router.Handle(Request("GET", path));
+    const HttpResponse post = router.Handle(request);
+    EXPECT_TRUE(get.status == 200 || post.status == 200)
+        << path << ": GET " << get.status << ", POST " << post.status;
+  }
+}
+
 }  // namespace
 }  // namespace mqc
