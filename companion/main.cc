@@ -150,29 +150,33 @@ Status ReadTokens(const PluginOptions& options, TokenSet* set, CompanionLink* li
   return Status();
 }
 
-// A PEM file for HTTPS; false with *error naming the option.
-bool ReadPem(const std::string& path, const char* option, const char* marker, std::string* pem,
-             std::string* error) {
+// A PEM file for HTTPS; a failure names the option.
+StatusOr<std::string> ReadPem(const std::string& path, const char* option, const char* marker) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    *error = std::string("plugin_opt_") + option + " " + path + ": cannot read it";
-    return false;
+    return InvalidArgument(std::string("plugin_opt_") + option + " " + path + ": cannot read it");
   }
-  pem->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  if (pem->find(marker) == std::string::npos) {
-    *error =
-        std::string("plugin_opt_") + option + " " + path + ": no PEM '" + marker + "' block in it";
-    return false;
+  std::string pem{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (pem.find(marker) == std::string::npos) {
+    return InvalidArgument(std::string("plugin_opt_") + option + " " + path + ": no PEM '" +
+                           marker + "' block in it");
   }
-  return true;
+  return pem;
 }
 
+struct TlsPems {
+  std::string cert;
+  std::string key;
+};
+
 // The HTTPS certificate and key named by the options, both or neither.
-bool ReadTls(const PluginOptions& options, std::string* cert_pem, std::string* key_pem,
-             std::string* error) {
-  return ReadPem(options.http_tls_cert, "http_tls_cert", "-----BEGIN CERTIFICATE-----", cert_pem,
-                 error) &&
-         ReadPem(options.http_tls_key, "http_tls_key", "PRIVATE KEY-----", key_pem, error);
+StatusOr<TlsPems> ReadTls(const PluginOptions& options) {
+  StatusOr<std::string> cert =
+      ReadPem(options.http_tls_cert, "http_tls_cert", "-----BEGIN CERTIFICATE-----");
+  if (!cert.ok()) return cert.status();
+  StatusOr<std::string> key = ReadPem(options.http_tls_key, "http_tls_key", "PRIVATE KEY-----");
+  if (!key.ok()) return key.status();
+  return TlsPems{*std::move(cert), *std::move(key)};
 }
 
 // At a configuration reload (a settings record): the token files and the HTTPS certificate are
@@ -195,13 +199,14 @@ void RereadSecrets(const PluginOptions& options, AccessTokens* tokens, HttpServe
     }
   }
   if (options.http_tls_cert.empty()) return;
-  std::string cert_pem;
-  std::string key_pem;
-  std::string error;
-  if (!ReadTls(options, &cert_pem, &key_pem, &error)) {
-    link->Log(LogLevel::kError, "reload: " + error + "; keeping the HTTPS certificate read before");
+  StatusOr<TlsPems> read = ReadTls(options);
+  if (!read.ok()) {
+    link->Log(LogLevel::kError,
+              "reload: " + read.status().message() + "; keeping the HTTPS certificate read before");
     return;
   }
+  std::string& cert_pem = read->cert;
+  std::string& key_pem = read->key;
   if (cert_pem == *tls_cert_pem && key_pem == *tls_key_pem) {
     link->Log(LogLevel::kInfo,
               "reload: HTTPS certificate unchanged (" + options.http_tls_cert + ")");
@@ -241,7 +246,6 @@ int Run(int argc, char** argv) {
     std::fprintf(stderr, "mosquitto_connections_companion: %s\n", parsed.message().c_str());
     return 2;
   }
-  std::string error;
   // Die with the broker; and if it is already gone, do not start at all.
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != arguments.broker_pid) return 1;
   // Nothing this process runs may gain privileges (setuid programs, file capabilities): it
@@ -342,10 +346,14 @@ int Run(int argc, char** argv) {
   // Room for the region, the log and MHD's own descriptors besides the connections.
   server_options.connection_limit = static_cast<unsigned>(
       std::min<rlim_t>(server_options.connection_limit, descriptors > 128 ? descriptors - 64 : 64));
-  if (!options.http_tls_cert.empty() &&
-      !ReadTls(options, &server_options.tls_cert_pem, &server_options.tls_key_pem, &error)) {
-    link.ReportFailed(error);
-    return 1;
+  if (!options.http_tls_cert.empty()) {
+    StatusOr<TlsPems> read = ReadTls(options);
+    if (!read.ok()) {
+      link.ReportFailed(read.status().message());
+      return 1;
+    }
+    server_options.tls_cert_pem = std::move(read->cert);
+    server_options.tls_key_pem = std::move(read->key);
   }
   server_options.log = [&link](const std::string& line) { link.Log(LogLevel::kWarning, line); };
   StatusOr<std::unique_ptr<HttpServer>> started =
