@@ -31,6 +31,13 @@ COMPANION_ONLY = ("test_allowed_hosts", "test_cli", "test_connect_clients", "tes
                   "test_flood", "test_grafana_dashboard", "test_network_info", "test_openapi",
                   "test_top_clients")
 
+# Brokers built for the client layout alone (scripts/prepare-brokers.py: 2.1-bare, the broker
+# without TLS or WebSockets and without plugins of its own): its struct differs from the other
+# 2.1 builds', which is what they are for; the layout's suites run on them, nothing else (the
+# rest is the same code on 2.1-make's broker).
+LAYOUT_BROKERS = ("2.1-bare",)
+LAYOUT_SUITES = ("test_broker_layout", "test_session_expiry")
+
 NOT_APPLICABLE = [
     *((suite, beside_system, "the suite tests the companion's side, the same with every broker; "
        "it runs on system (integration/broker_matrix.py: COMPANION_ONLY)")
@@ -61,6 +68,9 @@ NOT_APPLICABLE = [
 
 def skip_reason(test_id, broker):
     """The reason `test_id` cannot run on `broker`, or None when it can."""
+    if broker.name in LAYOUT_BROKERS and test_id.split(".")[0] not in LAYOUT_SUITES:
+        return (f"not on {broker.name}: a broker built for the client layout's suites alone "
+                "(integration/broker_matrix.py: LAYOUT_BROKERS)")
     for prefix, applies_to, reason in NOT_APPLICABLE:
         if (test_id == prefix or test_id.startswith(prefix + ".")) and applies_to(broker):
             return f"not on {broker.name}: {reason}"

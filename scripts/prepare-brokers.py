@@ -10,6 +10,10 @@
                  images): it exports only the names of src/linker.syms
   2.1-cmake      the same source built with upstream's CMake (the recipe of the official 2.1
                  images, LTO included): ENABLE_EXPORTS, so it exports every name
+  2.1-bare       the same source built with its Makefile without TLS and WebSockets, the broker
+                 alone: its client struct lies otherwise than the other 2.1 builds', so the
+                 client layout's verification must reject the tables of those and pick its own
+                 (integration/broker_matrix.py runs only the layout's suites on it)
 
 Packages come from Debian's archive by name, through a private apt configuration under
 BUILD_DIR/brokers/apt (its own sources.list, lists, cache, and no /etc/apt/apt.conf.d hooks):
@@ -55,6 +59,8 @@ MAKE_FLAGS = ["WITH_DOCS=no", "WITH_ADNS=no", "WITH_SRV=no", "WITH_STRIP=no",
               "CFLAGS=-Wall -O2"]
 MAKE_DIRS = ["libcommon", "src", "plugins/dynamic-security", "plugins/acl-file",
              "plugins/password-file", "plugins/persist-sqlite", "apps/mosquitto_passwd"]
+BARE_MAKE_FLAGS = ["WITH_DOCS=no", "WITH_TLS=no", "WITH_WEBSOCKETS=no", "WITH_ADNS=no",
+                   "WITH_SRV=no", "WITH_STRIP=no", "WITH_SQLITE=no", "CFLAGS=-Wall -O2"]
 CMAKE_FLAGS = ["-DCMAKE_BUILD_TYPE=Release", "-DWITH_TESTS=OFF", "-DWITH_DOCS=OFF",
                "-DWITH_CLIENTS=OFF", "-DWITH_SRV=OFF", "-DWITH_CTRL_SHELL=OFF"]
 CMAKE_TARGETS = ["mosquitto", "mosquitto_dynamic_security", "mosquitto_acl_file",
@@ -63,6 +69,8 @@ RECIPES = {
     "2.0.21-debian": {"revision": 1, "line": "2.0", "suite": BACKPORTS,
                       "packages": ["mosquitto", "libmosquitto1"]},
     "2.1-make": {"revision": 1, "line": "2.1", "suite": UNSTABLE, "make": MAKE_FLAGS, "dirs": MAKE_DIRS},
+    "2.1-bare": {"revision": 1, "line": "2.1", "suite": UNSTABLE, "make": BARE_MAKE_FLAGS,
+                 "dirs": ["libcommon", "src"]},
     "2.1-cmake": {"revision": 1, "line": "2.1", "suite": UNSTABLE, "cmake": CMAKE_FLAGS,
                   "targets": CMAKE_TARGETS},
 }
@@ -287,7 +295,7 @@ class Preparer:
         self._source = (tree, f"mosquitto {package_version} ({UNSTABLE}, upstream tarball)")
         return self._source
 
-    def built_entry(self, name, build, tree, mosquitto, passwd):
+    def built_entry(self, name, build, tree, mosquitto, passwd, plugins=PLUGIN_FILES):
         entry = {
             "build": build,
             "mosquitto": mosquitto,
@@ -299,20 +307,20 @@ class Preparer:
         }
         # One folder holding the built plugins, as an installed broker's plugin folder would.
         os.makedirs(entry["plugin_dir"], exist_ok=True)
-        for plugin, where in PLUGIN_FILES.items():
+        for plugin, where in plugins.items():
             target = os.path.join(entry["plugin_dir"], plugin)
             if os.path.lexists(target):
                 os.remove(target)
             os.symlink(os.path.join(tree, where, plugin), target)
         self.check_libraries(name, entry, [mosquitto, passwd] + [
-            os.path.join(entry["plugin_dir"], p) for p in PLUGIN_FILES])
+            os.path.join(entry["plugin_dir"], p) for p in plugins])
         entry["version"] = brokers.broker_version(mosquitto)
         self.check_version(name, entry["version"])
-        self.write_stamp(name, entry, list(PLUGIN_FILES))
+        self.write_stamp(name, entry, list(plugins))
         return entry
 
-    def make_21(self):
-        name = "2.1-make"
+    def make_21(self, name="2.1-make"):
+        recipe = RECIPES[name]
         source, _ = self.source_tree()
         folder = os.path.join(self.root, name)
         shutil.rmtree(folder, ignore_errors=True)
@@ -320,8 +328,12 @@ class Preparer:
         tree = os.path.join(folder, "tree")  # make builds in its source tree: a copy of its own
         shutil.copytree(source, tree, symlinks=True)
         log = os.path.join(folder, "build.log")
-        for directory in MAKE_DIRS:
-            run(["make", f"-j{JOBS}", "-C", directory] + MAKE_FLAGS, log=log, cwd=tree)
+        for directory in recipe["dirs"]:
+            run(["make", f"-j{JOBS}", "-C", directory] + recipe["make"], log=log, cwd=tree)
+        if "apps/mosquitto_passwd" not in recipe["dirs"]:
+            # The broker alone: no plugins of its own; password files from the system's tool.
+            return self.built_entry(name, "make", tree, os.path.join(tree, "src/mosquitto"),
+                                    "/usr/bin/mosquitto_passwd", plugins={})
         # PLUGIN_FILES lie in the source tree's plugins/... folders, where make leaves them.
         return self.built_entry(name, "make", tree, os.path.join(tree, "src/mosquitto"),
                                 os.path.join(tree, "apps/mosquitto_passwd/mosquitto_passwd"))
@@ -377,7 +389,7 @@ class Preparer:
     def prepare(self):
         manifest = {brokers.SYSTEM: brokers.system_entry()}
         steps = {"2.0.21-debian": self.debian_2021, "2.1-make": self.make_21,
-                 "2.1-cmake": self.cmake_21}
+                 "2.1-cmake": self.cmake_21, "2.1-bare": lambda: self.make_21("2.1-bare")}
         fresh = set()
         for name, step in steps.items():
             entry = self.cached(name)

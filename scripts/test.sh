@@ -3,7 +3,8 @@
 # Builds and runs every test, three times over:
 #   build-release  RelWithDebInfo, warnings as errors: unit, fuzz-corpus replay, integration
 #                  against every broker of the matrix (scripts/prepare-brokers.py: the system's
-#                  2.0.11, Debian's 2.0.21, 2.1 built with make and with CMake), and the
+#                  2.0.11, Debian's 2.0.21, 2.1 built with make and with CMake, and 2.1
+#                  without TLS and WebSockets for the client layout's suites), and the
 #                  benchmarks' quick run (label bench: every tool runs, no timing asserted)
 #   build-asan     ASan + UBSan: the same on the system broker (the broker runs with the ASan
 #                  runtime preloaded)
@@ -21,7 +22,7 @@ scripts/install-deps.sh
 # are the system broker's.
 unset MQC_BROKER
 # Every broker the release build's integration suites run against.
-matrix="system;2.0.21-debian;2.1-make;2.1-cmake"
+matrix="system;2.0.21-debian;2.1-make;2.1-cmake;2.1-bare"
 jobs=$(nproc)
 variants=("$@")
 [ ${#variants[@]} -gt 0 ] || variants=(release asan tsan)
