@@ -67,7 +67,7 @@ struct ConnectionRegistryOptions {
   ConnectionChanges* changes = nullptr;
   // The broker's bridges (client ids filled in: FillBridgeClientIds), to name its own bridge
   // connections.
-  std::vector<BridgeConfig> bridges;
+  std::vector<BridgeConfig> bridges = {};
 };
 
 class ConnectionRegistry : public ConnectionSource, public LiveConnections {
