@@ -503,8 +503,9 @@ TEST_F(SessionExpiryEventsTest, On21TheEventTellsWhetherTheSessionEnds) {
 FakeClient OwnBridge(const BrokerLayout& truth) {
   FakeClient client = LaidOut(truth, "local.host.to-remote", /*clean=*/false, 60);
   Put(&client, truth, LayoutField::kIsBridge, 1);
-  client.facts.ip_address.clear();
+  client.facts.ip_address.clear();  // and so no port nor listener (ReadSocketPorts)
   client.facts.port = 0;
+  client.facts.local_port = 0;
   client.peer_ip = "192.0.2.7";
   client.peer_port = 1884;
   return client;
