@@ -91,14 +91,17 @@ std::string YieldToBroker(pid_t broker_pid) {
   return std::string();
 }
 
-// The broker's listeners name each connection's listener (and tell TLS). The companion runs as
-// the broker's user, which could read the file when the plugin started.
-std::vector<ListenerConfig> ReadListeners(const std::string& path, CompanionLink* link) {
-  if (path.empty()) return {};
+// The broker's listeners name each connection's listener (and tell TLS), its bridges the
+// broker's own bridge connections. The companion runs as the broker's user, which could read
+// the file when the plugin started, on the broker's host (the bridges' default client ids
+// name it).
+void ReadListeners(const std::string& path, CompanionLink* link,
+                   ConnectionRegistryOptions* options) {
+  if (path.empty()) return;
   StatusOr<BrokerConfig> read = ReadBrokerConfig(path);
   if (!read.ok()) {
     link->Log(LogLevel::kWarning, "listener names unknown: " + read.status().message());
-    return {};
+    return;
   }
   BrokerConfig config = std::move(read).value();
   if (config.listeners.empty()) {  // local-only mode: the default listener on 1883
@@ -106,7 +109,11 @@ std::vector<ListenerConfig> ReadListeners(const std::string& path, CompanionLink
     local.port = 1883;
     config.listeners.push_back(local);
   }
-  return config.listeners;
+  char hostname[256] = {};
+  if (gethostname(hostname, sizeof(hostname) - 1) != 0) hostname[0] = '\0';
+  FillBridgeClientIds(hostname, &config);
+  options->listeners = std::move(config.listeners);
+  options->bridges = std::move(config.bridges);
 }
 
 // Where the ban list is kept: beside the broker's persistence file, or nowhere (said once).
@@ -288,7 +295,7 @@ int Run(int argc, char** argv) {
   registry_options.default_pattern = options.default_pattern;
   registry_options.closed_max = options.closed_max;
   registry_options.closed_ttl_ns = std::int64_t{options.closed_ttl_s} * 1000000000;
-  registry_options.listeners = ReadListeners(arguments.broker_config, &link);
+  ReadListeners(arguments.broker_config, &link, &registry_options);
   registry_options.stats = region->stats();
   registry_options.stats_count = region->header()->stats_slots;
   ConnectionRegistry registry(registry_options);

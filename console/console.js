@@ -405,7 +405,14 @@ function table(parent, header, rows, id) {
 const SHOWN = new Set(['nodeId', 'uid', 'state', 'openTime', 'closeTime', 'closeReason',
   'sessionExpiryTime', 'clientId', 'username', 'protocolVersion', 'cleanSession', 'keepAlive',
   'source', 'listenerName', 'tlsInfo', 'authenticationInfo', 'subscriptions', 'idleDuration',
-  'totalRequestStatistics', 'recentRequestStatistics', 'networkInfo']);
+  'totalRequestStatistics', 'recentRequestStatistics', 'networkInfo', 'bridgeRole', 'bridgeName']);
+
+// Which end of a bridge: "outgoing to-remote", "incoming", "no"; unknown when the API has none.
+function bridgeText(connection) {
+  if (!connection.bridgeRole) return undefined;
+  const role = shortEnum(connection.bridgeRole, 'BRIDGE_ROLE_').toLowerCase();
+  return connection.bridgeName ? `${role} ${connection.bridgeName}` : role;
+}
 
 function renderDetail(connection) {
   const panel = $('detail');
@@ -468,6 +475,7 @@ function renderDetail(connection) {
     ['protocol', PROTOCOLS[connection.protocolVersion] || connection.protocolVersion],
     ['clean session', connection.cleanSession], ['keep alive', connection.keepAlive],
     ['address', address(connection)], ['listener', connection.listenerName],
+    ['bridge', bridgeText(connection)],
     ['opened', connection.openTime], ['closed', connection.closeTime],
     ['close reason', connection.closeReason],
     ['session expiry', connection.sessionExpiryTime],

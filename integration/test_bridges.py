@@ -3,20 +3,25 @@
 local one, `topic ... both`, `cleansession false`), messages both ways, and both restarted.
 
 What each end can show (README, "What cannot be known"; docs/broker-versions.md, "Bridges"):
-- the remote broker: the bridge is an ordinary client that connected (BASIC_AUTH, CONNECT), with
-  its remote client id, its subscription and its session;
+- the remote broker: the bridge is a client that connected (BASIC_AUTH, CONNECT), with its remote
+  client id, its subscription and its session, and listed in the KubeMQ view as any client; once
+  the client layout is verified (a few clients' traffic), it is an incoming bridge
+  (`bridgeRole` BRIDGE_ROLE_INCOMING: `is_bridge`, set by the CONNECT's bridge bit), also when it
+  connected before;
 - the local broker: the bridge's own outgoing connection passes no authentication event (it
   sends, not receives, the CONNECT) and no ACL check (src/security.c and src/plugin_acl_check.c
   return early for `context->bridge`), so it is seen from its first message on (MESSAGE; on 2.1
-  MESSAGE_OUT too), as a client without address or listener. Its session, saved in mosquitto.db,
-  is read at start as an offline session, and listed so while the bridge is connected again,
-  until its next message. These tests pin that.
+  MESSAGE_OUT too), without listener, as an outgoing bridge named by the configuration's
+  `connection`, with the remote broker's address (its socket's peer), and left out of the KubeMQ
+  view. Its session, saved in mosquitto.db, is read at start as an offline session, and listed so
+  while the bridge is connected again, until its next message. These tests pin that.
 """
 
 import json
 import unittest
 
-from harness import BROKER_VERSION, Broker, Client, wait_for
+from harness import BROKER_NAME, BROKER_VERSION, Broker, Client, wait_for
+from test_broker_layout import readme_layout
 
 ON_2_1 = BROKER_VERSION >= (2, 1, 0)
 REMOTE_ID = "bridge-local-to-remote"
@@ -68,6 +73,17 @@ class BridgeTest(unittest.TestCase):
         return wait_for(lambda: in_state(self.remote, REMOTE_ID, "OPEN"), timeout=20,
                         what="the bridge connected to the remote broker")[0]
 
+    def verify_layout(self, broker):
+        """Traffic that verifies the client layout (as test_broker_layout.py): three clients of
+        different keep-alives and sessions, each changing its subscriptions."""
+        for n, (version, clean, keepalive) in enumerate([(4, True, 60), (5, False, 30),
+                                                         (4, False, 15)]):
+            c = Client(broker, f"layout-{n}", version=version, clean=clean, keepalive=keepalive)
+            self.clients.append(c)
+            for topic in ("layout/1", "layout/2", "layout/3"):
+                c.subscribe(topic)
+            c.unsubscribe("layout/1")
+
     def exchange(self, tag):
         """One message each way; returns the two receivers' clients."""
         on_local = self.client(self.local, f"on-local-{tag}")
@@ -91,13 +107,31 @@ class BridgeTest(unittest.TestCase):
         self.assertEqual([s["filter"] for s in bridge["subscriptions"]], ["events/bridge/#"])
         self.assertEqual(bridge["authenticationInfo"]["mechanism"],
                          "AUTHENTICATION_MECHANISM_ANONYMOUS")
+        # It connected before the layout was verified: its role is unknown until then, and
+        # known as an incoming bridge once it is (where the README says this build verifies).
+        self.assertNotIn("bridgeRole", bridge)
+        self.verify_layout(self.remote)
+        if readme_layout(BROKER_NAME).startswith("2."):
+            role = wait_for(lambda: in_state(self.remote, REMOTE_ID, "OPEN")[0].get("bridgeRole"),
+                            what="the remote end's bridge role")
+            self.assertEqual(role, "BRIDGE_ROLE_INCOMING")
+            for n in range(3):  # the layout's own clients are no bridges
+                self.assertEqual(in_state(self.remote, f"layout-{n}", "OPEN")[0]["bridgeRole"],
+                                 "BRIDGE_ROLE_NONE")
+        else:  # no layout: unknown, not a guess
+            self.assertNotIn("bridgeRole", in_state(self.remote, REMOTE_ID, "OPEN")[0])
+        # A network client of the remote broker: listed in its KubeMQ view.
+        self.assertIn(REMOTE_ID, [c["client_id"] for c in self.remote.connections()])
 
         self.exchange("1")
-        # The local end: seen from its first message, without address, listener or
-        # subscriptions (its local subscription is made without an ACL check).
+        # The local end: seen from its first message, an outgoing bridge with the remote
+        # broker's address, without listener or subscriptions (its local subscription is made
+        # without an ACL check), on every build (no layout needed).
         own = wait_for(lambda: in_state(self.local, LOCAL_ID, "OPEN"),
                        what="the bridge's own connection listed")[0]
-        self.assertNotIn("ipAddress", own["source"])
+        self.assertEqual(own.get("bridgeRole"), "BRIDGE_ROLE_OUTGOING", own)
+        self.assertEqual(own.get("bridgeName"), "to-remote", own)
+        self.assertEqual(own["source"], {"ipAddress": "127.0.0.1", "port": self.remote.port})
         self.assertNotIn("listenerName", own)
         self.assertEqual(own["subscriptions"], [])
         self.assertEqual(own["cleanSession"], False)
@@ -105,7 +139,9 @@ class BridgeTest(unittest.TestCase):
         # Deliveries to it: 2.0 asks no ACL for a bridge; 2.1 sends MESSAGE_OUT.
         delivered = int(own["totalRequestStatistics"]["deliverCount"])
         self.assertTrue(delivered >= 1 if ON_2_1 else delivered == 0, own)
-        self.assertIn(LOCAL_ID, [c["client_id"] for c in self.local.connections()])
+        # The broker's internal bridge client: not in the KubeMQ view (the contract).
+        self.assertNotIn(LOCAL_ID, [c["client_id"] for c in self.local.connections()])
+        self.assertIn("on-local-1", [c["client_id"] for c in self.local.connections()])
 
         # The remote broker restarts: the bridge's session there is restored and resumed.
         first_uid = bridge["uid"]

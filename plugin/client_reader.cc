@@ -134,6 +134,15 @@ ClientFacts ReadFacts(const mosquitto* client, const BrokerConfig& config) {
   return facts;
 }
 
+bool PeerAddress(const mosquitto* client, std::string* ip, std::uint16_t* port) {
+  const int sock = ClientSocket(client);
+  if (sock < 0) return false;
+  sockaddr_storage peer{};
+  socklen_t length = sizeof(peer);
+  return getpeername(sock, reinterpret_cast<sockaddr*>(&peer), &length) == 0 &&
+         AddressOf(peer, ip, port);
+}
+
 std::int64_t IdleMs(const mosquitto* client) {
   const int sock = ClientSocket(client);
   if (sock < 0) return -1;

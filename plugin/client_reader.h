@@ -34,6 +34,9 @@ bool ReadClientBytes(const mosquitto* client, std::size_t offset, std::size_t si
 // Everything known at CONNECT (BASIC_AUTH / EXT_AUTH_START), or when a client is first seen.
 ClientFacts ReadFacts(const mosquitto* client, const BrokerConfig& config);
 
+// The IP and port of the socket's peer (getpeername); false without a socket or an IP peer.
+bool PeerAddress(const mosquitto* client, std::string* ip, std::uint16_t* port);
+
 // Milliseconds since the client last sent data (TCP_INFO), or -1 when the socket cannot tell.
 std::int64_t IdleMs(const mosquitto* client);
 

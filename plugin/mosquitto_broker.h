@@ -48,6 +48,10 @@ class MosquittoBroker final : public Broker {
   ClientFacts ReadFacts(const BrokerClient* client, const BrokerConfig& config) const override {
     return mqc::ReadFacts(Native(client), config);
   }
+  bool PeerAddress(const BrokerClient* client, std::string* ip,
+                   std::uint16_t* port) const override {
+    return mqc::PeerAddress(Native(client), ip, port);
+  }
   std::int64_t IdleMs(const BrokerClient* client) const override {
     return mqc::IdleMs(Native(client));
   }

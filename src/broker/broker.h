@@ -99,6 +99,10 @@ class Broker {
   virtual int ClientSocket(const BrokerClient* client) const = 0;
   // Everything known about the client at CONNECT (plugin/client_reader.h).
   virtual ClientFacts ReadFacts(const BrokerClient* client, const BrokerConfig& config) const = 0;
+  // The peer of the client's socket (getpeername): for the broker's own bridge context, the
+  // remote broker. False when there is no socket or it has no IP peer.
+  virtual bool PeerAddress(const BrokerClient* client, std::string* ip,
+                           std::uint16_t* port) const = 0;
   // Milliseconds since the client last sent data, or -1 when the socket cannot tell.
   virtual std::int64_t IdleMs(const BrokerClient* client) const = 0;
   // The broker's state of a client (2.0: mosquitto__get_state), or -1 where unknown.

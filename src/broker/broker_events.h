@@ -234,15 +234,17 @@ class BrokerEvents {
     try {
       // At a configuration reload the broker re-checks every client it holds (docs/reload.md):
       // the connection stays what it was, and the decision below is the broker's own again.
+      // Observed first: the observation that verifies the layout tells this client's bridge bit.
+      ObserveLayout(client);
       if (!state_.sessions->IsRecheck(client, broker().ClientSocket(client) >= 0)) {
         ClientFacts facts = broker().ReadFacts(client, state_.broker_config);
         if (facts.mechanism == AuthMechanism::kPassword) {
           facts.credentials_checked = !state_.decide_basic_auth;
         }
+        facts.bridge = BridgeAtConnect(client);
         state_.sessions->BeginConnect(client, std::move(facts), broker().NowNs());
         if (state_.bans->active()) banned = BanRefusal(client, false);
       }
-      ObserveLayout(client);
     } catch (...) {
       // Watching must never change the outcome: fall through to the decision.
     }
@@ -260,11 +262,12 @@ class BrokerEvents {
       // was. On 2.0 a refused re-authentication ends the connection with the broker's
       // DISCONNECT.
       if (state_.sessions->IsRecheck(client, broker().ClientSocket(client) >= 0)) return neutral;
+      ObserveLayout(client);
       ClientFacts facts = broker().ReadFacts(client, state_.broker_config);
       facts.mechanism = AuthMechanism::kEnhanced;
       facts.auth_method = auth_method != nullptr ? auth_method : "";
+      facts.bridge = BridgeAtConnect(client);
       state_.sessions->BeginConnect(client, std::move(facts), broker().NowNs());
-      ObserveLayout(client);
       if (state_.bans->active()) {
         const int banned = BanRefusal(client, true);
         if (banned != 0) return banned;
@@ -281,14 +284,15 @@ class BrokerEvents {
   // username listeners) is added here.
   int OnConnect21(BrokerClient* client) {
     try {
+      ObserveLayout(client);
       SessionTable& sessions = *state_.sessions;
       if (!sessions.IsPending(client) && !sessions.IsOpen(client)) {
         sessions.Settle();
-        sessions.BeginConnect(client, broker().ReadFacts(client, state_.broker_config),
-                              broker().NowNs());
+        ClientFacts facts = broker().ReadFacts(client, state_.broker_config);
+        facts.bridge = BridgeAtConnect(client);
+        sessions.BeginConnect(client, std::move(facts), broker().NowNs());
       }
       sessions.Confirm(client);
-      ObserveLayout(client);
     } catch (...) {
     }
     return kBrokerSuccess;
@@ -414,19 +418,35 @@ class BrokerEvents {
   }
 
   // A client the session table never saw connect, added now: on listeners with
-  // use_identity_as_username or use_subject_as_username the broker skips BASIC_AUTH. Such a
-  // client is listed from its first message or subscription on (its connect time is then that
-  // moment). Offline sessions (no socket) and a client whose CONNECT is being handled are not
-  // such clients. Out of line: the per-message path only calls it for a client it does not
-  // find open.
+  // use_identity_as_username or use_subject_as_username the broker skips BASIC_AUTH, and the
+  // broker's own bridge contexts send their CONNECT instead of receiving one. Such a client is
+  // listed from its first message or subscription on (its connect time is then that moment).
+  // Offline sessions (no socket) and a client whose CONNECT is being handled are not such
+  // clients. Out of line: the per-message path only calls it for a client it does not find
+  // open; what is read here is read once per connection.
   [[gnu::noinline, gnu::cold]] SessionTable::ClientView Discover(const BrokerClient* client) {
     SessionTable& sessions = *state_.sessions;
     if (sessions.IsPending(client) || broker().ClientSocket(client) < 0 ||
         broker().ClientId(client) == nullptr) {
       return SessionTable::ClientView{};
     }
-    sessions.BeginConnect(client, broker().ReadFacts(client, state_.broker_config),
-                          broker().NowNs());
+    ClientFacts facts = broker().ReadFacts(client, state_.broker_config);
+    facts.bridge = BridgeAtConnect(client);
+    if (facts.ip_address.empty() && facts.bridge != BridgeRole::kNone) {
+      // A connected client without an address is the broker's own bridge context: both
+      // versions give every accepted socket its peer's address before any event
+      // (src/net.c: net__socket_accept) and never give a bridge context one (src/bridge.c).
+      // Its socket is the one it connected to the remote broker with, open while it carries a
+      // message: its peer is the remote broker.
+      facts.bridge = BridgeRole::kOutgoing;
+      std::string ip;
+      std::uint16_t port = 0;
+      if (broker().PeerAddress(client, &ip, &port)) {
+        facts.ip_address = std::move(ip);
+        facts.port = port;
+      }
+    }
+    sessions.BeginConnect(client, std::move(facts), broker().NowNs());
     sessions.Settle();
     return sessions.View(client);
   }
@@ -664,10 +684,32 @@ class BrokerEvents {
     return SessionExpiry::Interval(static_cast<std::uint32_t>(*interval));
   }
 
+  // Whether a client seen at its CONNECT is a bridge: `is_bridge`, which both versions set
+  // while reading a CONNECT whose protocol version carries the bridge bit (0x80: a remote
+  // Mosquitto bridge with try_private, MQTT 3.1 or 3.1.1; src/handle_connect.c), before any
+  // plugin event; and on their own bridge contexts (src/bridge.c: bridge__new). Unknown until
+  // the layout is verified.
+  BridgeRole BridgeAtConnect(const BrokerClient* client) const {
+    const BrokerLayoutVerifier* layout = state_.layout.get();
+    if (layout == nullptr || !layout->verified()) return BridgeRole::kUnknown;
+    const std::optional<std::int64_t> bridge =
+        layout->Read(broker(), client, LayoutField::kIsBridge);
+    if (!bridge) return BridgeRole::kUnknown;
+    return *bridge != 0 ? BridgeRole::kIncoming : BridgeRole::kNone;
+  }
+
   // Feeds the layout verifier a client the handler touches anyway; nothing once it decided.
+  // When that verifies the layout, the bridge role of the connections opened before is read
+  // (once: SessionTable::ResolveBridges).
   void ObserveLayout(const BrokerClient* client) {
     if (state_.layout != nullptr && state_.layout->verifying()) {
       state_.layout->Observe(broker(), client);
+      if (state_.layout->verified()) {
+        // The broker's own bridge contexts (Discover) carry their role already.
+        state_.sessions->ResolveBridges([this](const void* open) {
+          return BridgeAtConnect(static_cast<const BrokerClient*>(open));
+        });
+      }
     }
   }
 

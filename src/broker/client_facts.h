@@ -32,6 +32,9 @@ struct ClientFacts {
   // False for a client the broker holds without a connection (an offline session): its
   // credentials are checked again at a reload (SIGHUP), which is no CONNECT.
   bool has_socket = true;
+  // Which end of a bridge the client is (read through the verified layout, or known by how
+  // the client was seen: BrokerEvents::BridgeAtConnect and Discover).
+  BridgeRole bridge = BridgeRole::kUnknown;
 };
 
 }  // namespace mqc

@@ -113,7 +113,8 @@ SessionTable::OpenConnection::OpenConnection(const ConnectionEvent& event)
       protocol_version(event.protocol_version),
       clean_session(event.clean_session),
       auth_mechanism(event.auth_mechanism),
-      auth_state(event.auth_state) {
+      auth_state(event.auth_state),
+      bridge(event.bridge) {
   const std::string* strings[5] = {&event.client_id, &event.username, &event.ip_address,
                                    &event.auth_method, &event.peer_certificate_subject};
   std::uint32_t end = 0;
@@ -161,6 +162,7 @@ ConnectionEvent SessionTable::OpenConnection::Event() const {
   event.ip_address = String(2);
   event.auth_method = String(3);
   event.peer_certificate_subject = String(4);
+  event.bridge = bridge;
   return event;
 }
 
@@ -216,6 +218,7 @@ ConnectionEvent SessionTable::MakeEvent(const ClientFacts& facts, std::int64_t n
   event.ip_address = facts.ip_address;
   event.auth_method = facts.auth_method;
   event.peer_certificate_subject = facts.peer_certificate_subject;
+  event.bridge = facts.bridge;
   return event;
 }
 
@@ -546,6 +549,13 @@ bool SessionTable::EmitSubscription(EventType type, std::uint64_t seq, std::stri
   event.filter = filter;
   Encode(event, &buffer_);
   return sink_->Emit(type, buffer_);
+}
+
+bool SessionTable::EmitBridge(std::uint64_t seq, BridgeRole role) {
+  Encode(BridgeEvent{seq, role}, &buffer_);
+  // A refused record is a lost event as any other: the next resync sends every connection's
+  // role in its kConnection.
+  return sink_->Emit(EventType::kBridge, buffer_);
 }
 
 bool SessionTable::BeginFullState(std::uint64_t generation) {

@@ -38,6 +38,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "broker/client_facts.h"
@@ -263,6 +264,29 @@ class SessionTable {
   bool ContinueFullState();
   bool full_state_active() const { return resync_active_; }
 
+  // The client layout was verified (broker_layout.h): `role(client)` tells the bridge role of
+  // each open connection still unknown, and of the CONNECT being handled (announced later with
+  // it). One kBridge of seq 0 says that the open connections still unknown are no bridges,
+  // then one kBridge per exception: each bridge found, and each one whose role could not be
+  // read (still unknown). Once per broker run: it visits every open connection.
+  template <typename RoleOf>
+  void ResolveBridges(RoleOf role) {
+    if (pending_ && pending_->facts.bridge == BridgeRole::kUnknown) {
+      pending_->facts.bridge = role(pending_->client);
+    }
+    std::vector<std::pair<std::uint64_t, BridgeRole>> exceptions;
+    open_.ForEach([&](const void* client, OpenEntry& entry) {
+      OpenConnection& connection = *entry.connection;
+      if (connection.bridge != BridgeRole::kUnknown) return;
+      connection.bridge = role(client);
+      if (connection.bridge != BridgeRole::kNone) {
+        exceptions.emplace_back(connection.seq, connection.bridge);
+      }
+    });
+    EmitBridge(0, BridgeRole::kNone);
+    for (const auto& [seq, bridge] : exceptions) EmitBridge(seq, bridge);
+  }
+
   // Presence (may be null: none). Not owned.
   void SetObserver(ConnectionObserver* observer) { observer_ = observer; }
 
@@ -323,6 +347,7 @@ class SessionTable {
     bool clean_session = true;
     AuthMechanism auth_mechanism = AuthMechanism::kUnspecified;
     AuthState auth_state = AuthState::kUnspecified;
+    BridgeRole bridge = BridgeRole::kUnknown;
     std::uint32_t ends[5] = {};  // where each string ends in `text`
     std::unique_ptr<char[]> text;
     SubscriptionList subscriptions;
@@ -378,6 +403,7 @@ class SessionTable {
   bool EmitWhole(EventType type, std::uint64_t seq, const SubscriptionList& subscriptions);
   ConnectionEvent MakeEvent(const ClientFacts& facts, std::int64_t now_ns);
   bool EmitConnection(const ConnectionEvent& event);
+  bool EmitBridge(std::uint64_t seq, BridgeRole role);
   bool EmitSubscription(EventType type, std::uint64_t seq, std::string_view filter,
                         std::uint8_t qos);
   void KeepOffline(const OpenConnection& connection, const void* client, std::int64_t now_ns,

@@ -91,6 +91,13 @@ struct Connection {
   NetworkInfo network;  // open TCP connections only
   RequestStatistics total_statistics;
   RequestStatistics recent_statistics;  // the previous complete one-minute window
+  // Which end of a Mosquitto bridge this connection is; kUnknown where the broker could not
+  // tell (its client layout not verified) and for offline sessions (docs/how-it-works.md,
+  // "Bridges").
+  BridgeRole bridge = BridgeRole::kUnknown;
+  // The broker's own bridges: the name of its `connection` whose local_clientid this is (from
+  // the broker's configuration); empty otherwise.
+  std::string bridge_name;
 };
 
 }  // namespace mqc

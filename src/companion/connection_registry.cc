@@ -134,6 +134,20 @@ ConnectionRegistry::Entry ConnectionRegistry::FromEvent(const ConnectionEvent& e
   c.authentication.user_principal =
       event.username.empty() ? event.peer_certificate_subject : event.username;
   c.authentication.method = event.auth_method;
+  c.bridge = event.bridge;
+  if (c.bridge == BridgeRole::kOutgoing) {
+    for (const BridgeConfig& bridge : options_.bridges) {
+      if (bridge.local_clientid != c.client_id) continue;
+      c.bridge_name = bridge.name;
+      // The socket's peer is the remote broker's address; the configuration's is what the
+      // broker connects to when the socket could not tell (written as a host name or an IP).
+      if (c.ip_address.empty()) {
+        c.ip_address = bridge.host;
+        c.port = bridge.port;
+      }
+      break;
+    }
+  }
   entry.connection = std::move(connection);
   return entry;
 }
@@ -248,6 +262,12 @@ bool ConnectionRegistry::Apply(EventType type, std::string_view payload, std::in
       }
       return true;
     }
+    case EventType::kBridge: {
+      BridgeEvent event;
+      if (!Decode(payload, &event)) return false;
+      ApplyBridge(event);
+      return true;
+    }
     case EventType::kSettings: {
       SettingsEvent event;
       if (!Decode(payload, &event)) return false;
@@ -283,6 +303,27 @@ bool ConnectionRegistry::Apply(EventType type, std::string_view payload, std::in
     }
   }
   return false;
+}
+
+void ConnectionRegistry::ApplyBridge(const BridgeEvent& event) {
+  // During a resync the connection may be in the staged set, the current one, or both.
+  for (OpenMap* map : {staging_ ? &*staging_ : nullptr, &open_}) {
+    if (map == nullptr) continue;
+    if (event.seq != 0) {
+      auto it = map->find(event.seq);
+      if (it != map->end() && it->second.connection->state == ConnectionState::kOpen) {
+        Edit(map, &it->second, [&](Connection* c) { c->bridge = event.role; });
+      }
+      continue;
+    }
+    for (auto& [seq, entry] : *map) {
+      if (entry.connection->state != ConnectionState::kOpen ||
+          entry.connection->bridge != BridgeRole::kUnknown) {
+        continue;
+      }
+      Edit(map, &entry, [&](Connection* c) { c->bridge = event.role; });
+    }
+  }
 }
 
 void ConnectionRegistry::Publish(ChangeKind kind, ConnectionPtr before, ConnectionPtr after,

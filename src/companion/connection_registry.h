@@ -65,6 +65,9 @@ struct ConnectionRegistryOptions {
   // Where each change of the current view is published (under the lock), with a reset at the
   // end of every resync; null: nowhere. Must outlive the registry.
   ConnectionChanges* changes = nullptr;
+  // The broker's bridges (client ids filled in: FillBridgeClientIds), to name its own bridge
+  // connections.
+  std::vector<BridgeConfig> bridges = {};
 };
 
 class ConnectionRegistry : public ConnectionSource, public LiveConnections {
@@ -168,6 +171,7 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   void Unindex(const Connection* connection);
   void RebuildIndex();
   void ApplySettings(const SettingsEvent& settings, std::int64_t now_ns);
+  void ApplyBridge(const BridgeEvent& event);
   void ExpireClosedLocked(std::int64_t now_ns);
   OpenMap& Target() { return staging_ ? *staging_ : open_; }
   // Publishes a change of the current view (none while a resync is staged: its end is a reset).

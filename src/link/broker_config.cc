@@ -103,7 +103,39 @@ Status IncludeDir(const std::string& dir, BrokerConfig* config) {
   return Status();
 }
 
+// The first address of a bridge's `address` line ("host[:port] [host[:port]] ..."), split at
+// its last ':' as Mosquitto splits it (an IPv6 address needs its port), port 1883 without one
+// (src/conf.c). False for what the broker would refuse.
+bool ParseBridgeAddress(std::string_view value, std::string* host, int* port) {
+  std::string_view first = value.substr(0, value.find_first_of(" \t"));
+  int number = 1883;
+  const std::size_t colon = first.rfind(':');
+  if (colon != std::string_view::npos) {
+    const std::string digits(first.substr(colon + 1));
+    if (digits.empty() || digits.size() > 5 ||
+        digits.find_first_not_of("0123456789") != std::string::npos) {
+      return false;
+    }
+    number = std::atoi(digits.c_str());
+    if (number < 1 || number > 65535) return false;
+    first = first.substr(0, colon);
+  }
+  if (first.empty()) return false;
+  *host = std::string(first);
+  *port = number;
+  return true;
+}
+
 }  // namespace
+
+void FillBridgeClientIds(std::string_view hostname, BrokerConfig* config) {
+  for (BridgeConfig& bridge : config->bridges) {
+    if (bridge.remote_clientid.empty()) {
+      bridge.remote_clientid = std::string(hostname) + "." + bridge.name;
+    }
+    if (bridge.local_clientid.empty()) bridge.local_clientid = "local." + bridge.remote_clientid;
+  }
+}
 
 Status ParseBrokerConfig(std::string_view text, const std::string& path, bool follow_includes,
                          BrokerConfig* config) {
@@ -214,6 +246,20 @@ Status ParseBrokerConfig(std::string_view text, const std::string& path, bool fo
         return bad(
             "persistent_client_expiration needs a number and a unit h, d, w, m or y (e.g. 14d)");
       }
+    } else if (key == "connection") {
+      if (value.empty()) return bad("connection needs a name");
+      config->bridges.push_back(BridgeConfig{std::string(value), "", 0, "", ""});
+    } else if ((key == "address" || key == "addresses") && !config->bridges.empty()) {
+      BridgeConfig& bridge = config->bridges.back();
+      // The broker refuses a bad one itself; here it only leaves the address unknown.
+      if (!ParseBridgeAddress(value, &bridge.host, &bridge.port)) {
+        bridge.host.clear();
+        bridge.port = 0;
+      }
+    } else if (key == "local_clientid" && !config->bridges.empty()) {
+      config->bridges.back().local_clientid = std::string(value);
+    } else if ((key == "remote_clientid" || key == "clientid") && !config->bridges.empty()) {
+      config->bridges.back().remote_clientid = std::string(value);
     } else if (key == "include_dir" && follow_includes) {
       Status included = IncludeDir(std::string(value), config);
       if (!included.ok()) return included;

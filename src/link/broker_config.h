@@ -30,6 +30,16 @@ struct ListenerConfig {
   int max_qos = 2;
 };
 
+// One bridge of the broker (a `connection` block): the connection the broker itself makes to
+// another broker. Client ids as written; FillBridgeClientIds gives the broker's defaults.
+struct BridgeConfig {
+  std::string name;
+  std::string host;  // the first of its address(es); empty when none is written
+  int port = 0;
+  std::string local_clientid;
+  std::string remote_clientid;
+};
+
 struct BrokerConfig {
   bool per_listener_settings = false;
   std::optional<bool> allow_anonymous;  // as written; see EffectiveAllowAnonymous
@@ -62,6 +72,7 @@ struct BrokerConfig {
   // persistent_client_expiration in seconds; 0 when not set. The broker then expires an
   // offline session after this long at most (MQTT 3.1.1 sessions: exactly this long).
   std::int64_t persistent_client_expiration_s = 0;
+  std::vector<BridgeConfig> bridges;  // in file order
 
   // Mosquitto 2.0: true in local-only mode, else false unless set.
   bool EffectiveAllowAnonymous() const { return local_only || allow_anonymous.value_or(false); }
@@ -69,6 +80,10 @@ struct BrokerConfig {
   // (location + "/" + file); empty when persistence is off.
   std::string PersistenceFilePath() const;
 };
+
+// The client ids the broker gives bridges that name none (src/conf.c: config__check, 2.0 and
+// 2.1): remote_clientid "<hostname>.<connection name>", local_clientid "local.<remote_clientid>".
+void FillBridgeClientIds(std::string_view hostname, BrokerConfig* config);
 
 // Parses one file's text into *config, adding to what earlier files set there. `path` names it
 // in error messages; include_dir is followed when `follow_includes` (only the main file's are).

@@ -36,6 +36,16 @@ enum class AuthState : std::uint8_t {
   kFailure = 3,
 };
 
+// Whether a connection is a Mosquitto bridge, and which end of it (docs/how-it-works.md,
+// "Bridges"). kUnknown: the broker's client layout is not verified (broker/broker_layout.h), so
+// `is_bridge` could not be read.
+enum class BridgeRole : std::uint8_t {
+  kUnknown = 0,
+  kNone = 1,      // not a bridge
+  kOutgoing = 2,  // the broker's own bridge context: the connection it made to another broker
+  kIncoming = 3,  // a remote broker's bridge connected here (CONNECT with the bridge bit)
+};
+
 struct RequestStatistics {
   std::uint64_t publish_count = 0;
   std::uint64_t publish_bytes = 0;

@@ -83,6 +83,7 @@ void Encode(const ConnectionEvent& e, std::string* out) {
   w.PutString(e.ip_address);
   w.PutString(e.auth_method);
   w.PutString(e.peer_certificate_subject);
+  w.Put(e.bridge);
 }
 
 bool Decode(std::string_view bytes, ConnectionEvent* e) {
@@ -95,7 +96,8 @@ bool Decode(std::string_view bytes, ConnectionEvent* e) {
       r.GetEnum(&e->auth_state, AuthState::kFailure) && r.Get(&e->keep_alive) && r.Get(&e->port) &&
       r.Get(&e->local_port) && r.Get(&e->stats_slot) && r.GetString(&e->client_id) &&
       r.GetString(&e->username) && r.GetString(&e->ip_address) && r.GetString(&e->auth_method) &&
-      r.GetString(&e->peer_certificate_subject) && r.Done();
+      r.GetString(&e->peer_certificate_subject) &&
+      r.GetEnum(&e->bridge, BridgeRole::kIncoming) && r.Done();
   e->clean_session = clean != 0;
   return ok;
 }
@@ -177,6 +179,18 @@ bool Decode(std::string_view bytes, SettingsEvent* e) {
   ByteReader r(bytes);
   return r.GetEnum(&e->default_pattern, DefaultPattern::kNone) && r.Get(&e->closed_max) &&
          r.Get(&e->closed_ttl_ns) && e->closed_ttl_ns >= 0 && r.Done();
+}
+
+void Encode(const BridgeEvent& e, std::string* out) {
+  ByteWriter w(out);
+  w.Put(e.seq);
+  w.Put(e.role);
+}
+
+bool Decode(std::string_view bytes, BridgeEvent* e) {
+  ByteReader r(bytes);
+  return r.Get(&e->seq) && r.GetEnum(&e->role, BridgeRole::kIncoming) &&
+         (e->seq != 0 || e->role == BridgeRole::kNone) && r.Done();
 }
 
 void Encode(const LogCommand& c, std::string* out) {

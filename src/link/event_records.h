@@ -32,6 +32,9 @@ enum class EventType : std::uint16_t {
   kOfflineSession = 7,
   kOfflineSessionEnd = 8,  // that session is gone: resumed, cleaned by a connect, forgotten
   kSettings = 9,           // the registry's options, changed by a configuration reload
+  // The bridge role of open connections, learnt after their kConnection (the client layout
+  // was verified since): BridgeEvent.
+  kBridge = 10,
 };
 
 enum class CommandType : std::uint16_t {
@@ -63,6 +66,7 @@ struct ConnectionEvent {
   std::string ip_address;
   std::string auth_method;
   std::string peer_certificate_subject;  // on require_certificate listeners
+  BridgeRole bridge = BridgeRole::kUnknown;
 };
 
 struct CloseEvent {
@@ -103,6 +107,14 @@ struct SettingsEvent {  // kSettings: the options of the registry that a reload 
   std::int64_t closed_ttl_ns = 0;
 };
 
+// kBridge: an open connection's bridge role (kUnknown: it could not be read); seq 0 (role
+// kNone): every open connection whose role is still unknown is no bridge (sent once, before
+// the kBridge of each exception among them).
+struct BridgeEvent {
+  std::uint64_t seq = 0;
+  BridgeRole role = BridgeRole::kUnknown;
+};
+
 // Log levels as the broker's MOSQ_LOG_* values, so the plugin passes them through unchanged.
 enum class LogLevel : std::uint8_t { kInfo = 0x01, kNotice = 0x02, kWarning = 0x04, kError = 0x08 };
 
@@ -135,6 +147,7 @@ void Encode(const OfflineSessionEvent& event, std::string* out);
 void Encode(const OfflineSessionEndEvent& event, std::string* out);
 void Encode(const ResyncEvent& event, std::string* out);
 void Encode(const SettingsEvent& event, std::string* out);
+void Encode(const BridgeEvent& event, std::string* out);
 void Encode(const LogCommand& command, std::string* out);
 void Encode(const KickCommand& command, std::string* out);
 void Encode(const BansCommand& command, std::string* out);
@@ -146,6 +159,7 @@ bool Decode(std::string_view bytes, OfflineSessionEvent* event);
 bool Decode(std::string_view bytes, OfflineSessionEndEvent* event);
 bool Decode(std::string_view bytes, ResyncEvent* event);
 bool Decode(std::string_view bytes, SettingsEvent* event);
+bool Decode(std::string_view bytes, BridgeEvent* event);
 bool Decode(std::string_view bytes, LogCommand* command);
 // Also false when a field is out of its bounds, or holds a NUL or (caller, token_line) a byte
 // that is not printable ASCII: what reaches the broker's log is one clean line.

@@ -17,15 +17,23 @@
 namespace mqc {
 namespace {
 
-// Keeps the offline sessions announced; takes every other event.
+// Keeps the offline sessions, connections and bridge roles announced; takes every other event.
 class OfflineSink : public NullSink {
  public:
   bool Emit(EventType type, const std::string& payload) override {
     OfflineSessionEvent event;
     if (type == EventType::kOfflineSession && Decode(payload, &event)) offline.push_back(event);
+    ConnectionEvent connection;
+    if (type == EventType::kConnection && Decode(payload, &connection)) {
+      connections.push_back(connection);
+    }
+    BridgeEvent bridge;
+    if (type == EventType::kBridge && Decode(payload, &bridge)) bridges.push_back(bridge);
     return true;
   }
   std::vector<OfflineSessionEvent> offline;
+  std::vector<ConnectionEvent> connections;
+  std::vector<BridgeEvent> bridges;
 };
 
 class BrokerEventsTest : public ::testing::Test {
@@ -485,6 +493,178 @@ TEST_F(SessionExpiryEventsTest, On21TheEventTellsWhetherTheSessionEnds) {
   ConnectSubscribeAndLeave(&odd, DisconnectEvent::kClientOffline);
   ASSERT_EQ(sink_.offline.size(), 3u);
   EXPECT_EQ(sink_.offline[2].expiry_time_ns, 0);
+}
+
+// ---- bridges ----
+
+// The broker's own bridge context: no CONNECT, no address (src/bridge.c gives it none), a
+// socket connected to the remote broker. Laid out as `truth`, with is_bridge set as
+// src/bridge.c: bridge__new sets it.
+FakeClient OwnBridge(const BrokerLayout& truth) {
+  FakeClient client = LaidOut(truth, "local.host.to-remote", /*clean=*/false, 60);
+  Put(&client, truth, LayoutField::kIsBridge, 1);
+  client.facts.ip_address.clear();  // and so no port nor listener (ReadSocketPorts)
+  client.facts.port = 0;
+  client.facts.local_port = 0;
+  client.peer_ip = "192.0.2.7";
+  client.peer_port = 1884;
+  return client;
+}
+
+class BridgeEventsTest : public SessionExpiryEventsTest {
+ protected:
+  const ConnectionEvent* Announced(const std::string& client_id) const {
+    for (const ConnectionEvent& event : sink_.connections) {
+      if (event.client_id == client_id) return &event;
+    }
+    return nullptr;
+  }
+  // Three clients connect and change their subscriptions through the handlers (2.0: the ACL
+  // checks) until the verifier trusts `truth`.
+  void VerifyThroughHandlers(const BrokerLayout& truth) {
+    for (const char* id : {"v1", "v2", "v3"}) {
+      others_.push_back(LaidOut(truth, id, true, 60));
+    }
+    for (FakeClient& client : others_) {
+      Connect(&client);
+      SetSubCount(&client, truth, 1);
+      Events().OnAclCheck(AclCheck(&client, kAclSubscribe, "events/a", 1));
+      SetSubCount(&client, truth, 2);
+      Events().OnAclCheck(AclCheck(&client, kAclSubscribe, "events/b", 1));
+      SetSubCount(&client, truth, 1);
+      Events().OnAclCheck(AclCheck(&client, kAclUnsubscribe, "events/a", 0));
+    }
+  }
+  std::vector<FakeClient> others_;
+};
+
+// Without any layout (2.0 and 2.1 alike): the broker's own bridge is an outgoing bridge from
+// its first message on, with the remote broker's address, read once.
+TEST_F(BridgeEventsTest, TheBrokersOwnBridgeIsOutgoingWithItsPeerOnEveryBuild) {
+  for (bool api_21 : {false, true}) {
+    Use(api_21 ? FakeBroker::Api21() : FakeBroker::Api20());
+    sink_.connections.clear();
+    const BrokerLayout& truth =
+        *Named(BrokerLayoutCandidates(Version(2, 0, 21)), "2.0.15-2.0.22 TLS ADNS");
+    FakeClient own = OwnBridge(truth);
+    if (api_21) {
+      Events().OnMessageOut(Message(&own, "events/bridge/x"));
+    } else {
+      Events().OnMessage(Message(&own, "events/bridge/x"));
+    }
+    const ConnectionEvent* event = Announced(own.facts.client_id);
+    ASSERT_NE(event, nullptr) << api_21;
+    EXPECT_EQ(event->bridge, BridgeRole::kOutgoing);
+    EXPECT_EQ(event->ip_address, "192.0.2.7");
+    EXPECT_EQ(event->port, 1884);
+    EXPECT_EQ(event->local_port, 0);  // no listener
+    const int peer_reads = broker_.peer_reads;
+    Events().OnMessage(Message(&own, "events/bridge/y"));  // per message: nothing read
+    EXPECT_EQ(broker_.peer_reads, peer_reads);
+    EXPECT_EQ(sink_.connections.size(), 1u);
+  }
+}
+
+// A client first seen without its CONNECT but with an address (use_identity_as_username) is
+// no outgoing bridge: unknown until the layout says.
+TEST_F(BridgeEventsTest, AClientSeenWithoutConnectButWithAnAddressIsNoOutgoingBridge) {
+  Use(FakeBroker::Api20());
+  FakeClient identity = Client("by-certificate");
+  identity.peer_ip = "127.0.0.1";
+  Events().OnMessage(Message(&identity, "events/a"));
+  const ConnectionEvent* event = Announced("by-certificate");
+  ASSERT_NE(event, nullptr);
+  EXPECT_EQ(event->bridge, BridgeRole::kUnknown);
+  EXPECT_EQ(event->ip_address, identity.facts.ip_address);
+}
+
+// At CONNECT: the verified layout's is_bridge (set by the CONNECT's bridge bit) makes an
+// incoming bridge, or no bridge; an unverified one says nothing, and reads nothing.
+TEST_F(BridgeEventsTest, AtConnectTheVerifiedLayoutTellsAnIncomingBridge) {
+  Use(FakeBroker::Api20());
+  const BrokerLayout& truth =
+      *Named(BrokerLayoutCandidates(Version(2, 0, 21)), "2.0.15-2.0.22 TLS ADNS");
+  state_.layout = std::make_unique<BrokerLayoutVerifier>(BrokerLayoutCandidates(Version(2, 0, 21)),
+                                                         Version(2, 0, 21));
+  FakeClient early = LaidOut(truth, "early", true, 60);
+  Connect(&early);
+  ASSERT_NE(Announced("early"), nullptr);
+  EXPECT_EQ(Announced("early")->bridge, BridgeRole::kUnknown);
+
+  VerifyLayout(Version(2, 0, 21), truth);
+  FakeClient remote_bridge = LaidOut(truth, "remote.to-here", false, 60);
+  Put(&remote_bridge, truth, LayoutField::kIsBridge, 1);
+  Connect(&remote_bridge);
+  FakeClient plain = LaidOut(truth, "plain", true, 60);
+  Connect(&plain);
+  EXPECT_EQ(Announced("remote.to-here")->bridge, BridgeRole::kIncoming);
+  EXPECT_EQ(Announced("remote.to-here")->ip_address, remote_bridge.facts.ip_address);
+  EXPECT_EQ(Announced("plain")->bridge, BridgeRole::kNone);
+  // 2.1 reads it alike (at BASIC_AUTH, and for a client first seen at its CONNECT event).
+  Use(FakeBroker::Api21());
+  const BrokerLayout& truth_21 =
+      *Named(BrokerLayoutCandidates(Version(2, 1, 2)), "2.1 TLS builtin WebSockets");
+  VerifyLayout(Version(2, 1, 2), truth_21);
+  FakeClient bridge_21 = LaidOut(truth_21, "remote.21", false, 60);
+  Put(&bridge_21, truth_21, LayoutField::kIsBridge, 1);
+  Events().OnConnect21(bridge_21.handle());  // no BASIC_AUTH seen (use_identity_as_username)
+  state_.sessions->Settle();
+  ASSERT_NE(Announced("remote.21"), nullptr);
+  EXPECT_EQ(Announced("remote.21")->bridge, BridgeRole::kIncoming);
+}
+
+// The layout verified after connections opened: each bridge among them is announced, then
+// every other one as no bridge, once. The broker's own bridge keeps its role.
+TEST_F(BridgeEventsTest, VerifyingTheLayoutResolvesTheConnectionsOpenedBefore) {
+  Use(FakeBroker::Api20());
+  const BrokerLayout& truth =
+      *Named(BrokerLayoutCandidates(Version(2, 0, 21)), "2.0.15-2.0.22 TLS ADNS");
+  state_.layout = std::make_unique<BrokerLayoutVerifier>(BrokerLayoutCandidates(Version(2, 0, 21)),
+                                                         Version(2, 0, 21));
+  FakeClient remote_bridge = LaidOut(truth, "remote.to-here", false, 60);
+  Put(&remote_bridge, truth, LayoutField::kIsBridge, 1);
+  Connect(&remote_bridge);
+  FakeClient own = OwnBridge(truth);
+  Events().OnMessage(Message(&own, "events/bridge/x"));
+  ASSERT_EQ(Announced("remote.to-here")->bridge, BridgeRole::kUnknown);
+  ASSERT_EQ(Announced(own.facts.client_id)->bridge, BridgeRole::kOutgoing);
+  EXPECT_TRUE(sink_.bridges.empty());
+
+  VerifyThroughHandlers(truth);
+  ASSERT_TRUE(state_.layout->verified());
+  ASSERT_EQ(sink_.bridges.size(), 2u);
+  EXPECT_EQ(sink_.bridges[0].seq, 0u);
+  EXPECT_EQ(sink_.bridges[0].role, BridgeRole::kNone);
+  EXPECT_EQ(sink_.bridges[1].seq, Announced("remote.to-here")->seq);
+  EXPECT_EQ(sink_.bridges[1].role, BridgeRole::kIncoming);
+  // Once: more observations announce nothing more.
+  FakeClient later = LaidOut(truth, "later", true, 60);
+  Connect(&later);
+  EXPECT_EQ(sink_.bridges.size(), 2u);
+  EXPECT_EQ(Announced("later")->bridge, BridgeRole::kNone);
+}
+
+// A layout that failed verification reads nothing, for good: bridges at CONNECT stay unknown
+// and nothing is announced; the broker's own bridge is still known by how it is seen.
+TEST_F(BridgeEventsTest, AFailedLayoutReadsNothingAndSaysUnknown) {
+  Use(FakeBroker::Api20());
+  const BrokerLayout& truth =
+      *Named(BrokerLayoutCandidates(Version(2, 0, 21)), "2.0.15-2.0.22 TLS ADNS");
+  // Version 2.1's candidates on a 2.0 struct: none agrees.
+  state_.layout = std::make_unique<BrokerLayoutVerifier>(BrokerLayoutCandidates(Version(2, 1, 2)),
+                                                         Version(2, 1, 2));
+  VerifyThroughHandlers(truth);
+  ASSERT_EQ(state_.layout->state(), BrokerLayoutVerifier::State::kUnknown);
+  FakeClient remote_bridge = LaidOut(truth, "remote.to-here", false, 60);
+  Put(&remote_bridge, truth, LayoutField::kIsBridge, 1);
+  const int reads = broker_.bytes_reads;
+  Connect(&remote_bridge);
+  EXPECT_EQ(broker_.bytes_reads, reads);
+  EXPECT_EQ(Announced("remote.to-here")->bridge, BridgeRole::kUnknown);
+  FakeClient own = OwnBridge(truth);
+  Events().OnMessage(Message(&own, "events/bridge/x"));
+  EXPECT_EQ(Announced(own.facts.client_id)->bridge, BridgeRole::kOutgoing);
+  EXPECT_TRUE(sink_.bridges.empty());
 }
 
 // ---- TICK ----

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <regex>
 #include <set>
 #include <string>
@@ -73,6 +74,13 @@ class RecordingSink : public EventSink {
       case EventType::kSettings:
         lines.push_back("settings");
         break;
+      case EventType::kBridge: {
+        BridgeEvent e;
+        EXPECT_TRUE(Decode(payload, &e));
+        lines.push_back("bridge " + std::to_string(e.seq) + " " +
+                        std::to_string(static_cast<int>(e.role)));
+        break;
+      }
     }
     return true;
   }
@@ -98,7 +106,8 @@ class SessionTableTest : public ::testing::Test {
   const void* const a_ = &slots_[0];
   const void* const b_ = &slots_[1];
   const void* const c_ = &slots_[2];
-  int slots_[3] = {};
+  const void* const d_ = &slots_[3];
+  int slots_[4] = {};
   RecordingSink sink_;
   SessionTable table_{&sink_, 42};
 };
@@ -122,6 +131,47 @@ TEST_F(SessionTableTest, AConnectIsAnnouncedOnlyOnceTheNextCallbackShowsItWasAcc
   EXPECT_EQ(e.auth_mechanism, AuthMechanism::kPassword);
   EXPECT_EQ(e.auth_state, AuthState::kSuccess);
   EXPECT_TRUE(table_.IsOpen(a_));
+}
+
+// The roles learnt when the client layout is verified: each bridge among the open connections
+// is announced, then one record says the rest are none; the CONNECT being handled gets its
+// role in its own record; a resync carries every role.
+TEST_F(SessionTableTest, BridgeRolesResolvedLaterAreAnnouncedAndKeptForAResync) {
+  table_.BeginConnect(a_, Facts("remote-bridge"), 1000);
+  table_.Settle();
+  ClientFacts own = Facts("own-bridge");
+  own.bridge = BridgeRole::kOutgoing;
+  table_.BeginConnect(b_, own, 1001);
+  table_.Settle();
+  table_.BeginConnect(d_, Facts("unreadable"), 1002);
+  table_.Settle();
+  table_.BeginConnect(c_, Facts("pending"), 1003);  // not settled yet
+  sink_.lines.clear();
+  std::vector<const void*> asked;
+  table_.ResolveBridges([&](const void* client) {
+    asked.push_back(client);
+    if (client == a_) return BridgeRole::kIncoming;
+    return client == d_ || client == c_ ? BridgeRole::kUnknown : BridgeRole::kNone;
+  });
+  // The rest none first, then the exceptions (the table's order among them).
+  ASSERT_EQ(sink_.lines.size(), 3u);
+  EXPECT_EQ(sink_.lines[0], "bridge 0 1");
+  EXPECT_THAT(std::vector<std::string>(sink_.lines.begin() + 1, sink_.lines.end()),
+              ::testing::UnorderedElementsAre("bridge 1 3", "bridge 3 0"));
+  // The outgoing one is known already: not asked.
+  EXPECT_EQ(std::count(asked.begin(), asked.end(), b_), 0);
+  table_.Settle();
+  ASSERT_EQ(sink_.connections.back().client_id, "pending");
+  EXPECT_EQ(sink_.connections.back().bridge, BridgeRole::kUnknown);  // unreadable: unknown
+  sink_.connections.clear();
+  ASSERT_TRUE(table_.BeginFullState(5));
+  ASSERT_TRUE(table_.ContinueFullState());
+  std::map<std::string, BridgeRole> roles;
+  for (const ConnectionEvent& e : sink_.connections) roles[e.client_id] = e.bridge;
+  EXPECT_EQ(roles["remote-bridge"], BridgeRole::kIncoming);
+  EXPECT_EQ(roles["own-bridge"], BridgeRole::kOutgoing);
+  EXPECT_EQ(roles["pending"], BridgeRole::kUnknown);
+  EXPECT_EQ(roles["unreadable"], BridgeRole::kUnknown);
 }
 
 // Mosquitto 2.1 confirms each CONNECT it accepts (its CONNECT event), and a client refused in

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,6 +58,78 @@ class ConnectionRegistryTest : public ::testing::Test {
   std::int64_t now_ = 10;
   std::size_t subscriptions_of_1_ = 0;  // what connection 1 should have, when open
 };
+
+// The broker's own bridge is named from the broker's configuration by its local_clientid; the
+// socket's peer is its address, the configuration's only where the socket told none.
+TEST_F(ConnectionRegistryTest, TheBrokersOwnBridgeIsNamedFromTheConfiguration) {
+  ConnectionRegistryOptions options = options_;
+  options.bridges = {BridgeConfig{"to-cloud", "cloud.example", 8883, "local.edge.to-cloud",
+                                  "edge.to-cloud"},
+                     BridgeConfig{"other", "192.0.2.9", 1883, "other-local", "other-remote"}};
+  ConnectionRegistry registry(options);
+  const auto apply = [&](const ConnectionEvent& event) {
+    std::string bytes;
+    Encode(event, &bytes);
+    ASSERT_TRUE(registry.Apply(EventType::kConnection, bytes, now_));
+  };
+  ConnectionEvent peer_known = Open(1, "local.edge.to-cloud");
+  peer_known.bridge = BridgeRole::kOutgoing;
+  peer_known.ip_address = "192.0.2.7";
+  peer_known.port = 8883;
+  apply(peer_known);
+  ConnectionEvent peer_unknown = Open(2, "other-local");
+  peer_unknown.bridge = BridgeRole::kOutgoing;
+  peer_unknown.ip_address.clear();
+  peer_unknown.port = 0;
+  apply(peer_unknown);
+  // A client with a bridge's client id that is no outgoing bridge is not named.
+  ConnectionEvent impostor = Open(3, "other-local");
+  impostor.bridge = BridgeRole::kNone;
+  apply(impostor);
+  std::map<std::uint64_t, Connection> by_seq;
+  for (Connection& c : registry.Snapshot()) by_seq[c.seq] = std::move(c);
+  EXPECT_EQ(by_seq[1].bridge, BridgeRole::kOutgoing);
+  EXPECT_EQ(by_seq[1].bridge_name, "to-cloud");
+  EXPECT_EQ(by_seq[1].ip_address, "192.0.2.7");
+  EXPECT_EQ(by_seq[2].bridge_name, "other");
+  EXPECT_EQ(by_seq[2].ip_address, "192.0.2.9");
+  EXPECT_EQ(by_seq[2].port, 1883);
+  EXPECT_EQ(by_seq[3].bridge, BridgeRole::kNone);
+  EXPECT_EQ(by_seq[3].bridge_name, "");
+}
+
+// Roles learnt after the connections opened: one connection's, then "the rest are none" for
+// those still unknown (open ones only; a known role stays). Also during a resync.
+TEST_F(ConnectionRegistryTest, BridgeRolesLearntLaterAreApplied) {
+  ApplyOpen(Open(1, "remote-bridge"));
+  ApplyOpen(Open(2, "plain"));
+  ConnectionEvent own = Open(3, "own-bridge");
+  own.bridge = BridgeRole::kOutgoing;
+  ApplyOpen(own);
+  ApplyOpen(Open(4, "leaves"));
+  ApplyClose(4, 5, CloseReason::kClientDisconnect);
+  ApplyOpen(Open(5, "unreadable"));
+  Apply(EventType::kBridge, BridgeEvent{0, BridgeRole::kNone});
+  Apply(EventType::kBridge, BridgeEvent{1, BridgeRole::kIncoming});
+  Apply(EventType::kBridge, BridgeEvent{5, BridgeRole::kUnknown});
+  std::map<std::string, BridgeRole> roles;
+  for (const Connection& c : registry_.Snapshot()) roles[c.client_id] = c.bridge;
+  EXPECT_EQ(roles["remote-bridge"], BridgeRole::kIncoming);
+  EXPECT_EQ(roles["plain"], BridgeRole::kNone);
+  EXPECT_EQ(roles["own-bridge"], BridgeRole::kOutgoing);
+  EXPECT_EQ(roles["leaves"], BridgeRole::kUnknown);  // closed before: as it was
+  EXPECT_EQ(roles["unreadable"], BridgeRole::kUnknown);
+  // Indexed by client id still (the edit replaced the stored connection).
+  ASSERT_EQ(registry_.FindByClientId("remote-bridge").size(), 1u);
+  EXPECT_EQ(registry_.FindByClientId("remote-bridge")[0]->bridge, BridgeRole::kIncoming);
+
+  ApplyResync(EventType::kResyncBegin, 9);
+  ApplyOpen(Open(6, "staged"));
+  Apply(EventType::kBridge, BridgeEvent{0, BridgeRole::kNone});
+  ApplyResync(EventType::kResyncEnd, 9);
+  ASSERT_EQ(registry_.FindByClientId("staged").size(), 1u);
+  EXPECT_EQ(registry_.FindByClientId("staged")[0]->bridge, BridgeRole::kNone);
+}
 
 TEST_F(ConnectionRegistryTest, OpenConnectionsCarryTheirFields) {
   ConnectionEvent e = Open(1, "sensor-1", 123);

@@ -26,6 +26,50 @@ TEST(BrokerConfigTest, NoListenerMeansLocalOnlyAndAnonymousAllowed) {
   EXPECT_FALSE(config.password_file);
 }
 
+// Each `connection` block is a bridge: its first address (port 1883 unless written, split at
+// the last ':' as the broker splits it), and its client ids as written or as the broker fills
+// them in (src/conf.c: "<hostname>.<name>", "local.<remote_clientid>").
+TEST(BrokerConfigTest, BridgesWithTheirAddressAndClientIds) {
+  BrokerConfig config = Parse(
+      "listener 1883\n"
+      "connection to-cloud\n"
+      "address 192.0.2.7:8883 192.0.2.8:8883\n"
+      "topic # both 1\n"
+      "remote_clientid edge-1\n"
+      "local_clientid edge-1-local\n"
+      "connection second\n"
+      "addresses broker.example\n"
+      "connection v6\n"
+      "address ::1:1884\n"
+      "clientid v6-remote\n"
+      "connection bad-port\n"
+      "address host:99999\n");
+  ASSERT_EQ(config.bridges.size(), 4u);
+  EXPECT_EQ(config.bridges[0].name, "to-cloud");
+  EXPECT_EQ(config.bridges[0].host, "192.0.2.7");
+  EXPECT_EQ(config.bridges[0].port, 8883);
+  EXPECT_EQ(config.bridges[0].remote_clientid, "edge-1");
+  EXPECT_EQ(config.bridges[0].local_clientid, "edge-1-local");
+  EXPECT_EQ(config.bridges[1].host, "broker.example");
+  EXPECT_EQ(config.bridges[1].port, 1883);
+  EXPECT_EQ(config.bridges[2].host, "::1");
+  EXPECT_EQ(config.bridges[2].port, 1884);
+  EXPECT_EQ(config.bridges[2].remote_clientid, "v6-remote");
+  EXPECT_EQ(config.bridges[3].host, "");  // the broker refuses it; here: unknown
+  EXPECT_EQ(config.bridges[3].port, 0);
+  // The listener is still read around them.
+  ASSERT_EQ(config.listeners.size(), 1u);
+  EXPECT_EQ(config.listeners[0].port, 1883);
+
+  FillBridgeClientIds("edgehost", &config);
+  EXPECT_EQ(config.bridges[0].local_clientid, "edge-1-local");
+  EXPECT_EQ(config.bridges[1].remote_clientid, "edgehost.second");
+  EXPECT_EQ(config.bridges[1].local_clientid, "local.edgehost.second");
+  EXPECT_EQ(config.bridges[2].local_clientid, "local.v6-remote");
+  // Bridge lines before any `connection` belong to none.
+  EXPECT_TRUE(Parse("local_clientid x\naddress 1.2.3.4\n").bridges.empty());
+}
+
 TEST(BrokerConfigTest, AListenerWithoutAllowAnonymousRefusesAnonymous) {
   const BrokerConfig config = Parse("listener 1883\n");
   EXPECT_FALSE(config.local_only);

@@ -113,6 +113,7 @@ TEST(EventRecordsTest, AConnectionRecordCarriesEveryField) {
   sent.ip_address = "::ffff:10.0.0.1";
   sent.auth_method = "SCRAM-SHA-256";
   sent.peer_certificate_subject = "CN=device,O=example";
+  sent.bridge = BridgeRole::kIncoming;
   std::string bytes;
   Encode(sent, &bytes);
 
@@ -138,6 +139,7 @@ TEST(EventRecordsTest, AConnectionRecordCarriesEveryField) {
   EXPECT_EQ(back.ip_address, "::ffff:10.0.0.1");
   EXPECT_EQ(back.auth_method, "SCRAM-SHA-256");
   EXPECT_EQ(back.peer_certificate_subject, "CN=device,O=example");
+  EXPECT_EQ(back.bridge, BridgeRole::kIncoming);
   EXPECT_TRUE(RefusesEveryCutAndAnExtraByte<ConnectionEvent>(bytes));
 }
 
@@ -162,6 +164,10 @@ TEST(EventRecordsTest, AConnectionRecordWithAValueOutOfRangeIsRefused) {
   EXPECT_FALSE(Decode(bytes, &back));
   bad = good;
   bad.auth_state = static_cast<AuthState>(static_cast<std::uint8_t>(AuthState::kFailure) + 1);
+  Encode(bad, &bytes);
+  EXPECT_FALSE(Decode(bytes, &back));
+  bad = good;
+  bad.bridge = static_cast<BridgeRole>(static_cast<std::uint8_t>(BridgeRole::kIncoming) + 1);
   Encode(bad, &bytes);
   EXPECT_FALSE(Decode(bytes, &back));
 
@@ -258,6 +264,31 @@ TEST(EventRecordsTest, AnOfflineSessionOfAnUnknownProtocolIsRefused) {
     OfflineSessionEvent back;
     EXPECT_EQ(Decode(bytes, &back), version <= 5);
   }
+}
+
+// A bridge role names one connection (unknown too: unreadable), or (seq 0) says that the rest
+// are no bridges; nothing else: a role out of range, or seq 0 with another role, is refused.
+TEST(EventRecordsTest, BridgeRecordsNameOneConnectionOrTheRestAsNoBridge) {
+  std::string bytes;
+  BridgeEvent back;
+  Encode(BridgeEvent{7, BridgeRole::kIncoming}, &bytes);
+  ASSERT_TRUE(Decode(bytes, &back));
+  EXPECT_EQ(back.seq, 7u);
+  EXPECT_EQ(back.role, BridgeRole::kIncoming);
+  EXPECT_TRUE(RefusesEveryCutAndAnExtraByte<BridgeEvent>(bytes));
+  Encode(BridgeEvent{0, BridgeRole::kNone}, &bytes);
+  ASSERT_TRUE(Decode(bytes, &back));
+  EXPECT_EQ(back.seq, 0u);
+  EXPECT_EQ(back.role, BridgeRole::kNone);
+  Encode(BridgeEvent{0, BridgeRole::kIncoming}, &bytes);
+  EXPECT_FALSE(Decode(bytes, &back));
+  Encode(BridgeEvent{7, BridgeRole::kUnknown}, &bytes);
+  ASSERT_TRUE(Decode(bytes, &back));
+  EXPECT_EQ(back.role, BridgeRole::kUnknown);
+  Encode(BridgeEvent{0, BridgeRole::kUnknown}, &bytes);
+  EXPECT_FALSE(Decode(bytes, &back));
+  Encode(BridgeEvent{7, static_cast<BridgeRole>(4)}, &bytes);
+  EXPECT_FALSE(Decode(bytes, &back));
 }
 
 TEST(EventRecordsTest, SettingsRoundTripAndRefuseANegativeTtlOrAnUnknownPattern) {

@@ -25,6 +25,8 @@ struct FakeClient {
   int socket = 7;      // -1: an offline session
   int state = -1;      // mosquitto__get_state, -1: unknown
   std::int64_t idle_ms = -1;
+  std::string peer_ip;  // getpeername of its socket; empty: none
+  std::uint16_t peer_port = 0;
   int sub_count = 0;                  // mosquitto_client_sub_count
   std::vector<unsigned char> memory;  // the broker's struct, as broker/broker_layout.h reads it
 
@@ -49,6 +51,7 @@ class FakeBroker final : public Broker {
   std::int64_t now_ns = 1000;
   std::int64_t monotonic_ns = 1000;
   mutable int bytes_reads = 0;  // ReadClientBytes calls that read
+  mutable int peer_reads = 0;   // PeerAddress calls
 
   static FakeBroker Api20(bool acl_check = true) {
     FakeBroker broker;
@@ -87,6 +90,15 @@ class FakeBroker final : public Broker {
     ClientFacts facts = Of(client).facts;
     facts.has_socket = Of(client).socket >= 0;
     return facts;
+  }
+  bool PeerAddress(const BrokerClient* client, std::string* ip,
+                   std::uint16_t* port) const override {
+    const FakeClient& fake = Of(client);
+    ++peer_reads;
+    if (fake.socket < 0 || fake.peer_ip.empty()) return false;
+    *ip = fake.peer_ip;
+    *port = fake.peer_port;
+    return true;
   }
   std::int64_t IdleMs(const BrokerClient* client) const override { return Of(client).idle_ms; }
   int ClientState(const BrokerClient* client) const override { return Of(client).state; }

@@ -424,6 +424,7 @@ CjsonPtr ConnectionJson(const Connection& connection) {
   static const FieldDef* const kCloseReasonField = FindField("close_reason");
   static const FieldDef* const kMechanismField = FindField("authentication_info.mechanism");
   static const FieldDef* const kAuthStateField = FindField("authentication_info.state");
+  static const FieldDef* const kBridgeRoleField = FindField("bridge_role");
 
   CjsonPtr object = NewJsonObject();
   cJSON* o = object.get();
@@ -483,6 +484,11 @@ CjsonPtr ConnectionJson(const Connection& connection) {
     AddToJsonObject(o, "networkInfo", NetworkInfoJson(connection.network));
   AddToJsonObject(o, "totalRequestStatistics", StatisticsJson(connection.total_statistics));
   AddToJsonObject(o, "recentRequestStatistics", StatisticsJson(connection.recent_statistics));
+  if (connection.bridge != BridgeRole::kUnknown) {
+    AddToJsonObject(o, "bridgeRole",
+                    EnumJson(kBridgeRoleField, static_cast<std::int64_t>(connection.bridge)));
+  }
+  AddStringIfSet(o, "bridgeName", connection.bridge_name);
   return object;
 }
 

@@ -134,6 +134,8 @@ void ConnectionToProto(const Connection& connection, connections_v1::Connection*
   if (connection.network.known) {
     SetNetworkInfo(connection.network, message->mutable_network_info());
   }
+  message->set_bridge_role(static_cast<connections_v1::BridgeRole>(connection.bridge));
+  message->set_bridge_name(ToValidUtf8(connection.bridge_name));
 }
 
 void ListConnectionsResponseToProto(const ConnectionPage& page,

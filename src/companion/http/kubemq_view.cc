@@ -139,7 +139,15 @@ Status BuildQuery(const QueryParams& params, TypedConnectionQuery* query, bool* 
   if (!FindEnumNumber(Field("state"), "MQTT_CONNECTION_STATE_OPEN", &open)) {
     throw std::logic_error("no open state in the query fields");
   }
-  std::vector<FilterClause> clauses{NumberClause("state", open)};
+  std::int64_t outgoing = 0;
+  if (!FindEnumNumber(Field("bridge_role"), "BRIDGE_ROLE_OUTGOING", &outgoing)) {
+    throw std::logic_error("no outgoing bridge role in the query fields");
+  }
+  // The broker's own bridge contexts are no clients of it (the contract: "the internal
+  // bridge/inline clients of the broker are not listed"). A remote broker's bridge is.
+  FilterClause not_own_bridge = NumberClause("bridge_role", outgoing);
+  not_own_bridge.op = CompareOp::kNe;
+  std::vector<FilterClause> clauses{NumberClause("state", open), std::move(not_own_bridge)};
   FilterClause client_ids;  // every client_id value: one IN clause
   client_ids.field = &Field("client_id");
   client_ids.op = CompareOp::kIn;

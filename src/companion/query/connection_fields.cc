@@ -92,6 +92,13 @@ constexpr EnumName kAuthStateNames[] = {
     {"AUTHENTICATION_STATE_FAILURE", 3},
 };
 
+constexpr EnumName kBridgeRoleNames[] = {
+    {"BRIDGE_ROLE_UNSPECIFIED", 0},
+    {"BRIDGE_ROLE_NONE", 1},
+    {"BRIDGE_ROLE_OUTGOING", 2},
+    {"BRIDGE_ROLE_INCOMING", 3},
+};
+
 FieldDef Scalar(std::string_view path, FieldKind kind, FieldValue (*get)(const Connection&)) {
   FieldDef field;
   field.path = path;
@@ -161,6 +168,9 @@ std::vector<FieldDef> BuildFields() {
              [](C c) { return Text(c.authentication.user_principal); }),
       Scalar("authentication_info.method", K::kString,
              [](C c) { return Text(c.authentication.method); }),
+      EnumField("bridge_role", kBridgeRoleNames, "",
+                [](C c) { return EnumNumber(c.bridge); }),
+      Scalar("bridge_name", K::kString, [](C c) { return Text(c.bridge_name); }),
       Detail(Scalar("idle_duration", K::kDuration,
                     [](C c) { return SignedIf(c.idle_ns >= 0, c.idle_ns); })),
       Detail(Scalar("network_info.rtt_micros", K::kInt, &NetworkNumber<&N::rtt_us>)),

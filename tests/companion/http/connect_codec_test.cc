@@ -97,6 +97,17 @@ std::vector<Connection> Examples() {
   anonymous.subscriptions.clear();
   anonymous.total_statistics = RequestStatistics();
   all.push_back(anonymous);
+  Connection own_bridge = Open("uid-own-bridge", "local.edge.to-cloud", kJune12 + 8);
+  own_bridge.bridge = BridgeRole::kOutgoing;
+  own_bridge.bridge_name = "to-cloud";
+  own_bridge.listener_name.clear();
+  all.push_back(own_bridge);
+  Connection incoming_bridge = Open("uid-incoming-bridge", "cloud.to-edge", kJune12 + 9);
+  incoming_bridge.bridge = BridgeRole::kIncoming;
+  all.push_back(incoming_bridge);
+  Connection plain = Open("uid-plain", "plain", kJune12 + 10);
+  plain.bridge = BridgeRole::kNone;
+  all.push_back(plain);
   return all;
 }
 
@@ -203,6 +214,10 @@ TEST(ConnectSchema, EnumNumbersAreTheModelsAndListIsSideEffectFree) {
   EXPECT_EQ(v1::ACCESS_REVOKED, static_cast<int>(CloseReason::kAccessRevoked));
   EXPECT_EQ(v1::AUTHENTICATION_MECHANISM_ENHANCED, static_cast<int>(AuthMechanism::kEnhanced));
   EXPECT_EQ(v1::AUTHENTICATION_STATE_FAILURE, static_cast<int>(AuthState::kFailure));
+  EXPECT_EQ(v1::BRIDGE_ROLE_UNSPECIFIED, static_cast<int>(BridgeRole::kUnknown));
+  EXPECT_EQ(v1::BRIDGE_ROLE_NONE, static_cast<int>(BridgeRole::kNone));
+  EXPECT_EQ(v1::BRIDGE_ROLE_OUTGOING, static_cast<int>(BridgeRole::kOutgoing));
+  EXPECT_EQ(v1::BRIDGE_ROLE_INCOMING, static_cast<int>(BridgeRole::kIncoming));
   const google::protobuf::ServiceDescriptor* service =
       google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
           "mqtt.connections.v1.ConnectionsService");
@@ -283,6 +298,48 @@ TEST_F(ConnectCodecTest, BinaryAnswerCarriesEveryField) {
   EXPECT_FALSE(c.has_network_info());
   EXPECT_EQ(page.total_size(), 1);
   EXPECT_TRUE(page.next_page_token().empty());
+}
+
+// Bridges in both codecs, found by their role and name; the JSON one writes the role only
+// when known, as protobuf's JSON mapping does.
+TEST_F(ConnectCodecTest, BridgesByRoleInBothCodecs) {
+  source_.connections = Examples();
+  connections_v1::ListConnectionsRequest request;
+  request.set_filter("bridge_role = BRIDGE_ROLE_OUTGOING");
+  auto page = ExpectProto(Call(Post(Binary(request), "application/proto")));
+  ASSERT_EQ(page.connections_size(), 1);
+  EXPECT_EQ(page.connections(0).client_id(), "local.edge.to-cloud");
+  EXPECT_EQ(page.connections(0).bridge_role(), connections_v1::BRIDGE_ROLE_OUTGOING);
+  EXPECT_EQ(page.connections(0).bridge_name(), "to-cloud");
+  request.set_filter(R"(bridge_role != BRIDGE_ROLE_NONE AND bridge_role != BRIDGE_ROLE_UNSPECIFIED)");
+  page = ExpectProto(Call(Post(Binary(request), "application/proto")));
+  ASSERT_EQ(page.connections_size(), 2);
+  request.set_filter(R"(bridge_name = "to-cloud")");
+  page = ExpectProto(Call(Post(Binary(request), "application/proto")));
+  ASSERT_EQ(page.connections_size(), 1);
+
+  HttpResponse json =
+      Call(Post(R"({"filter":"bridge_role = BRIDGE_ROLE_INCOMING"})", "application/json"));
+  ASSERT_EQ(json.status, 200) << json.body;
+  EXPECT_NE(json.body.find(R"("bridgeRole":"BRIDGE_ROLE_INCOMING")"), std::string::npos)
+      << json.body;
+  json = Call(Post(R"({"filter":"client_id = \"sensor-1\""})", "application/json"));
+  EXPECT_EQ(json.body.find("bridgeRole"), std::string::npos) << json.body;  // unknown
+  EXPECT_EQ(json.body.find("bridgeName"), std::string::npos) << json.body;
+
+  // The JSON answer is the binary one under protobuf's JSON mapping, for these too.
+  json = Call(Post(R"({"filter":"bridge_role != BRIDGE_ROLE_UNSPECIFIED"})", "application/json"));
+  ASSERT_EQ(json.status, 200) << json.body;
+  connections_v1::ListConnectionsResponse from_json;
+  const auto parsed = google::protobuf::util::JsonStringToMessage(json.body, &from_json);
+  ASSERT_TRUE(parsed.ok()) << parsed.ToString() << "\n" << json.body;
+  request.set_filter("bridge_role != BRIDGE_ROLE_UNSPECIFIED");
+  page = ExpectProto(Call(Post(Binary(request), "application/proto")));
+  EXPECT_EQ(page.connections_size(), 3);
+  std::string difference;
+  google::protobuf::util::MessageDifferencer differencer;
+  differencer.ReportDifferencesToString(&difference);
+  EXPECT_TRUE(differencer.Compare(from_json, page)) << difference;
 }
 
 TEST_F(ConnectCodecTest, ClosedAndOfflineInBinary) {

@@ -200,6 +200,27 @@ TEST(KubeMqViewTest, OnlyOpenConnectionsOrderedByConnectTimeThenClientId) {
               ElementsAre("early", "a", "b", "late"));
 }
 
+// The contract: the broker's internal bridge clients are not listed. Its own bridge (outgoing)
+// is left out, with or without other parameters; a remote broker's bridge connected here is
+// a network client of this broker and is listed, as are connections of unknown role.
+TEST(KubeMqViewTest, TheBrokersOwnBridgeIsNotListed) {
+  Connection own = MakeConnection("local.edge.to-cloud", kJune12);
+  own.bridge = BridgeRole::kOutgoing;
+  Connection incoming = MakeConnection("cloud.to-edge", kJune12 + 1);
+  incoming.bridge = BridgeRole::kIncoming;
+  Connection unknown = MakeConnection("unknown", kJune12 + 2);
+  Connection plain = MakeConnection("plain", kJune12 + 3);
+  plain.bridge = BridgeRole::kNone;
+  const std::vector<Connection> all = {own, incoming, unknown, plain};
+  // One shown second: client_id order.
+  EXPECT_THAT(ListedIds(all, {}), ElementsAre("cloud.to-edge", "plain", "unknown"));
+  EXPECT_THAT(ListedIds(all, {{"client_id", "local.edge.to-cloud"}}), ElementsAre());
+  EXPECT_THAT(ListedIds(all, {{"client_id", "local.*"}, {"client_id", "cloud.*"}}),
+              ElementsAre("cloud.to-edge"));
+  const std::string body = List(all).body;
+  EXPECT_NE(body.find("\"total\":3"), std::string::npos) << body;
+}
+
 TEST(KubeMqViewTest, WithinOneShownSecondClientIdDecides) {
   // connected_at shows whole seconds: "zed" came first within the second, yet "amy" is listed
   // first, as the page's order (connected_at, then client_id) says.

@@ -46,6 +46,8 @@ TEST(ConnectionFieldsTest, EveryFieldReadsItsOwnMember) {
   c.total_statistics = {21, 22, 23, 24, 25};
   c.recent_statistics = {31, 32, 33, 34, 35};
   c.subscriptions = {TestSubscription("queues/ch", 2, Pattern::kQueues, "ch", "grp")};
+  c.bridge = BridgeRole::kOutgoing;
+  c.bridge_name = "brn";
   const std::vector<Connection> snapshot = {c, TestConnection(1)};
   struct Row {
     const char* snake;
@@ -77,6 +79,8 @@ TEST(ConnectionFieldsTest, EveryFieldReadsItsOwnMember) {
       {"authentication_info.state", "authenticationInfo.state", "AUTHENTICATION_STATE_FAILURE"},
       {"authentication_info.user_principal", "authenticationInfo.userPrincipal", R"("prin")"},
       {"authentication_info.method", "authenticationInfo.method", R"("meth")"},
+      {"bridge_role", "bridgeRole", "BRIDGE_ROLE_OUTGOING"},
+      {"bridge_name", "bridgeName", R"("brn")"},
       {"idle_duration", "idleDuration", "13ns"},
       {"network_info.rtt_micros", "networkInfo.rttMicros", "41"},
       {"network_info.rtt_variance_micros", "networkInfo.rttVarianceMicros", "42"},
