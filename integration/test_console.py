@@ -260,13 +260,14 @@ class ConsoleTest(unittest.TestCase):
                 .replace("AUTHENTICATION_STATE_", "")]
             for text in texts:
                 self.assertIn(text, shown, ".".join(path))
-        # networkInfo (the kernel's TCP_INFO) has its section when the API gives it.
+        # networkInfo (the kernel's TCP_INFO) has its section when the API gives it. Not the
+        # other way round: the companion's socket figures are up to a second old, so a
+        # connection too new for them in the answer above may have them in the page's own,
+        # later one.
         if "networkInfo" in connection:
             for label in ("round-trip time", "retransmits", "send queue bytes",
                           "since last receive"):
                 self.assertIn(label, labels)
-        else:
-            self.assertNotIn("round-trip time", labels)
         # The selected row is marked in the table.
         selected = [row for row in dom.by_id("connections").find_all("tr")
                     if row.attrs.get("class") == "selected"]
