@@ -91,6 +91,10 @@ struct Connection {
   NetworkInfo network;  // open TCP connections only
   RequestStatistics total_statistics;
   RequestStatistics recent_statistics;  // the previous complete one-minute window
+  // What the broker holds for an open connection (a detail, like total_statistics): unknown
+  // for closed connections and offline sessions, and wherever the client layout is not
+  // verified.
+  MessageCounts messages;
 };
 
 }  // namespace mqc

@@ -134,6 +134,18 @@ void ConnectionToProto(const Connection& connection, connections_v1::Connection*
   if (connection.network.known) {
     SetNetworkInfo(connection.network, message->mutable_network_info());
   }
+  const MessageQueue& out = connection.messages.out;
+  if (out.known == MessageQueue::Known::kSplit) {
+    message->set_messages_queued(out.queued);
+    message->set_messages_in_flight(out.in_flight);
+  }
+  if (out.known != MessageQueue::Known::kUnknown) message->set_messages_pending(out.total);
+  const MessageQueue& in = connection.messages.in;
+  if (in.known == MessageQueue::Known::kSplit) {
+    message->set_incoming_messages_queued(in.queued);
+    message->set_incoming_messages_in_flight(in.in_flight);
+  }
+  if (in.known != MessageQueue::Known::kUnknown) message->set_incoming_messages_pending(in.total);
 }
 
 void ListConnectionsResponseToProto(const ConnectionPage& page,
