@@ -544,7 +544,7 @@ TEST_F(SessionExpiryEventsTest, MessageCountsAreCopiedOnceTheLayoutIsVerified) {
   EXPECT_EQ(Events().OnAclCheck(AclCheck(&slow, kAclRead, "events/a", 1)), kBrokerSuccess);
   EXPECT_EQ(broker_.bytes_reads, reads);  // never per message
   EXPECT_EQ(SlotCounts(slot).out.queued, 7u);
-  broker_.monotonic_ns += 2000000;
+  broker_.monotonic_ns += MessageCountSweep::kRoundNs;  // a whole round
   Events().SweepMessageCounts(broker_.monotonic_ns);
   EXPECT_EQ(broker_.bytes_reads, reads + 1);  // one read of the span, for the one open client
   counts = SlotCounts(slot);
@@ -555,7 +555,7 @@ TEST_F(SessionExpiryEventsTest, MessageCountsAreCopiedOnceTheLayoutIsVerified) {
 
   // A negative count is no figure: the slot keeps its last good one.
   PutCounts(&slow, truth, -5, 20, 0, 0);
-  broker_.monotonic_ns += 2000000;
+  broker_.monotonic_ns += MessageCountSweep::kRoundNs;  // a whole round
   Events().SweepMessageCounts(broker_.monotonic_ns);
   EXPECT_EQ(SlotCounts(slot).out.queued, 100u);
 
@@ -624,7 +624,7 @@ TEST_F(SessionExpiryEventsTest, AShiftedLayoutYieldsNoFigure) {
             Events().OnAclCheck(AclCheck(&client, kAclSubscribe, "events/a", 1));
           }
         }
-        broker_.monotonic_ns += 2000000;
+        broker_.monotonic_ns += MessageCountSweep::kRoundNs;  // a whole round
         Events().SweepMessageCounts(broker_.monotonic_ns);
       }
       EXPECT_EQ(state_.layout->state(), BrokerLayoutVerifier::State::kUnknown);
@@ -654,7 +654,8 @@ TEST(MessageCountSweepTest, SlicesFollowTheTimeBetweenTicks) {
   EXPECT_EQ(sweep.SlotsNow(1000, table), MessageCountSweep::kMinSlots);  // the first: no interval
   EXPECT_EQ(sweep.SlotsNow(1000 + 1000000, table), 263u);                // 1 ms: 1/1000 of it
   EXPECT_EQ(sweep.SlotsNow(1000 + 101000000, table), MessageCountSweep::kMaxSlots);  // 100 ms
-  EXPECT_EQ(sweep.SlotsNow(1000 + 102000000, 128), MessageCountSweep::kMinSlots);
+  EXPECT_EQ(sweep.SlotsNow(1000 + 102000000, 128), 1u);  // 16 connections: one slot a ms
+  EXPECT_EQ(sweep.SlotsNow(1000 + 102000000, 128), 1u);  // no time: still one
   EXPECT_EQ(sweep.SlotsNow(1000 + 9102000000, table), MessageCountSweep::kMaxSlots);
 }
 
