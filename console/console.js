@@ -207,6 +207,15 @@ function fillOpenRow(row, connection) {
   cell(row, 6, String((connection.subscriptions || []).length), 'number');
   cell(row, 7, recentRate(connection, 'publishCount'), 'number');
   cell(row, 8, recentRate(connection, 'deliverCount'), 'number');
+  const pending = cell(row, 9, pendingText(connection), 'number');
+  pending.title = connection.messagesQueued === undefined ? ''
+      : connection.messagesQueued + ' queued, ' + connection.messagesInFlight + ' in flight';
+}
+
+// The messages the broker holds for the client (messagesPending: queued + in flight); '-' when
+// unknown (closed, not verified yet, or a broker whose layout is not known).
+function pendingText(connection) {
+  return connection.messagesPending === undefined ? '-' : String(connection.messagesPending);
 }
 
 function fillClosedRow(row, connection) {
@@ -405,7 +414,9 @@ function table(parent, header, rows, id) {
 const SHOWN = new Set(['nodeId', 'uid', 'state', 'openTime', 'closeTime', 'closeReason',
   'sessionExpiryTime', 'clientId', 'username', 'protocolVersion', 'cleanSession', 'keepAlive',
   'source', 'listenerName', 'tlsInfo', 'authenticationInfo', 'subscriptions', 'idleDuration',
-  'totalRequestStatistics', 'recentRequestStatistics', 'networkInfo', 'bridgeRole', 'bridgeName']);
+  'totalRequestStatistics', 'recentRequestStatistics', 'networkInfo', 'messagesQueued',
+  'messagesInFlight', 'messagesPending', 'incomingMessagesQueued', 'incomingMessagesInFlight',
+  'incomingMessagesPending', 'bridgeRole', 'bridgeName']);
 
 // Which end of a bridge: "outgoing to-remote", "incoming", "no"; unknown when the API has none.
 function bridgeText(connection) {
@@ -468,6 +479,17 @@ function renderDetail(connection) {
     ['deliveries', total.deliverCount || '0', recent.deliverCount || '0'],
     ['deliver bytes', total.deliverBytes || '0', recent.deliverBytes || '0'],
     ['requests', total.requestCount || '0', recent.requestCount || '0']], 'traffic');
+
+  // What the broker holds for the connection; '-' where it does not tell (docs/api.md, "Queued
+  // and in-flight messages": 2.0.11 and 2.0.12 count only the sum).
+  const held = (value) => (value === undefined ? '-' : String(value));
+  panel.appendChild(element('h3', 'Messages held by the broker'));
+  table(panel, ['', 'queued', 'in flight', 'pending'], [
+    ['to the client', held(connection.messagesQueued), held(connection.messagesInFlight),
+     held(connection.messagesPending)],
+    ['from the client', held(connection.incomingMessagesQueued),
+     held(connection.incomingMessagesInFlight), held(connection.incomingMessagesPending)]],
+        'messages');
 
   section(panel, 'Connection', [
     ['client id', connection.clientId], ['uid', connection.uid], ['node id', connection.nodeId],

@@ -62,9 +62,24 @@ class ConsoleTest(unittest.TestCase):
                 cls.connect(f"console-fill-{n:02}")
             gone = Client(cls.broker, "console-gone")
             gone.disconnect()
+            # The client layout verified (test_broker_layout.py), so that the message counts
+            # are known (docs/api.md, "Queued and in-flight messages"): three clients that
+            # change their subscriptions, gone before the tests.
+            for n in range(3):
+                layout = Client(cls.broker, f"console-layout-{n}", version=4 + n % 2)
+                for topic in ("layout/1", "layout/2", "layout/3"):
+                    layout.subscribe(topic)
+                layout.unsubscribe("layout/1")
+                layout.disconnect()
+            wait_for(lambda: "broker layout: verified" in cls.broker.log(), timeout=10,
+                     what="the client layout verified")
             cls.open_ids = set(cls.client_ids)
             wait_for(lambda: cls.listed_open() == cls.open_ids and cls.listed_closed(),
                      what="every client listed open, console-gone closed")
+            # Every open client's counts copied by the broker's sweep (within its round).
+            wait_for(lambda: all("messagesPending" in c for c in list_rich(
+                cls.broker, {"filter": "state = MQTT_CONNECTION_STATE_OPEN"})[1]["connections"]),
+                timeout=10, what="every open client's message counts")
         except BaseException:
             cls.tearDownClass()
             raise
@@ -140,6 +155,9 @@ class ConsoleTest(unittest.TestCase):
         bob = rows["console-bob"]
         self.assertEqual(bob[1:4], ["-", f"127.0.0.1:{self.bob.local_port}", "3.1.1"])
         self.assertEqual(bob[6], "1")
+        # Pending: what the broker holds for each (0 for these clients, which read everything).
+        self.assertEqual(alice[9], "0")
+        self.assertEqual(bob[9], "0")
         # Default order: client id ascending, as the server sorted it.
         self.assertEqual([r[0] for r in self.open_rows(dom)], sorted(self.open_ids))
         closed = [r for r in dom.by_id("closed").rows() if r[0] == "console-gone"]
@@ -205,6 +223,15 @@ class ConsoleTest(unittest.TestCase):
                                             "orderBy": "open_time desc"})
         self.assertEqual([r[0] for r in self.open_rows(dom)],
                          [c["clientId"] for c in answer["connections"]])
+        # By the messages the broker holds: its header sorts on messages_pending.
+        dom = self.render({"sort": "messages_pending", "desc": "1"})
+        header = [th for th in dom.by_id("connections").find_all("th")
+                  if th.attrs.get("data-field") == "messages_pending"][0]
+        self.assertEqual(header.attrs.get("class"), "sorted-desc")
+        _, answer = list_rich(self.broker, {"filter": "state = MQTT_CONNECTION_STATE_OPEN",
+                                            "orderBy": "messages_pending desc"})
+        self.assertEqual([r[0] for r in self.open_rows(dom)],
+                         [c["clientId"] for c in answer["connections"]])
 
     def test_detail_panel_shows_every_field(self):
         fragment = {"client": "console-alice"}
@@ -231,6 +258,17 @@ class ConsoleTest(unittest.TestCase):
         self.assertEqual(traffic["publishes"][0], "3")
         self.assertEqual(traffic["publish bytes"][0], "12")
         self.assertEqual(traffic["requests"][0], "5")  # 3 publishes + 2 subscribes
+        # The messages the broker holds, each '-' where the broker does not tell it (2.0.11 and
+        # 2.0.12 count queued and in flight together).
+        held = {r[0]: r[1:] for r in dom.by_id("messages").rows()}
+        self.assertEqual(held["to the client"], [
+            str(connection.get(f, "-"))
+            for f in ("messagesQueued", "messagesInFlight", "messagesPending")])
+        self.assertEqual(held["from the client"], [
+            str(connection.get(f, "-"))
+            for f in ("incomingMessagesQueued", "incomingMessagesInFlight",
+                      "incomingMessagesPending")])
+        self.assertEqual(held["to the client"][2], "0")
         labels = [dt.text() for dt in detail.find_all("dt")]
         self.assertIn("peer certificate subject", labels)
         # Every value the API gives is shown: each leaf of the connection's JSON is the text of

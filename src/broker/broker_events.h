@@ -37,6 +37,7 @@
 #include "broker/broker_layout.h"
 #include "broker/broker_link.h"
 #include "broker/companion_supervisor.h"
+#include "broker/message_counts.h"
 #include "broker/presence.h"
 #include "broker/session_table.h"
 #include "broker/traffic_meter.h"
@@ -83,6 +84,8 @@ struct BrokerEventsState {
   // Where struct mosquitto's integers lie, trusted once verified (broker_layout.h); fed at
   // CONNECT, SUBSCRIBE and UNSUBSCRIBE until it decides. Null: not set up (nothing is read).
   std::unique_ptr<BrokerLayoutVerifier> layout;
+  // Walks the open connections at TICK to refresh their message counts (message_counts.h).
+  MessageCountSweep message_sweep;
 
   // 2.1: whether the plugin watches ACL checks (no other ACL source: its IGNORE is neutral).
   bool watch_acl_21 = false;
@@ -293,6 +296,7 @@ class BrokerEvents {
         sessions.BeginConnect(client, std::move(facts), broker().NowNs());
       }
       sessions.Confirm(client);
+      RefreshMessages(client, sessions.View(client).stats);
     } catch (...) {
     }
     return kBrokerSuccess;
@@ -342,6 +346,7 @@ class BrokerEvents {
         TrafficMeter::OnRequest(view.stats);
       }
       ObserveLayout(client);
+      RefreshMessages(client, view.stats);
     } catch (...) {
     }
     return kBrokerSuccess;  // anything else would refuse the subscription
@@ -361,6 +366,18 @@ class BrokerEvents {
   // Puts a ban list from the companion in force (at TICK, and while the companion starts).
   void ApplyBans(BansCommand&& command) {
     broker().Log(LogLevel::kInfo, state_.bans->Replace(std::move(command)));
+  }
+
+  // TICK's slice (part of its periodic work) of the walk over the open connections that keeps their
+  // message counts fresh.
+  void SweepMessageCounts(std::int64_t now) {
+    const BrokerLayoutVerifier* layout = state_.layout.get();
+    if (layout == nullptr || !layout->verified()) return;
+    SessionTable& sessions = *state_.sessions;
+    const std::size_t slots = state_.message_sweep.SlotsNow(now, sessions.open_table_slots());
+    sessions.SweepOpen(slots, [this, layout](const void* client, ConnectionStatsSlot* slot) {
+      RefreshMessageCounts(layout, broker(), static_cast<const BrokerClient*>(client), slot);
+    });
   }
 
   // TICK (2.0: every turn of the broker's loop; 2.1: when asked for, plugin/broker_events.cc).
@@ -385,6 +402,7 @@ class BrokerEvents {
       state_.traffic->OnTick(now);
       state_.sessions->ExpireOffline(broker().NowNs());
       if (state_.companion->serving()) state_.link->ResyncStep(state_.sessions.get());
+      SweepMessageCounts(now);
       state_.link->ReleaseReadPages();
     } catch (...) {
     }
@@ -546,11 +564,13 @@ class BrokerEvents {
         sessions.Subscribe(data.client, data.topic, data.qos);
         state_.traffic->OnSubscribe(view.stats, /*made=*/true);
         ObserveLayout(data.client);
+        RefreshMessages(data.client, view.stats);
         break;
       case kAclUnsubscribe:
         sessions.Unsubscribe(data.client, data.topic);
         TrafficMeter::OnRequest(view.stats);
         ObserveLayout(data.client);
+        RefreshMessages(data.client, view.stats);
         break;
       default:
         break;
@@ -696,6 +716,12 @@ class BrokerEvents {
         layout->Read(broker(), client, LayoutField::kIsBridge);
     if (!bridge) return BridgeRole::kUnknown;
     return *bridge != 0 ? BridgeRole::kIncoming : BridgeRole::kNone;
+  }
+
+  // Copies a client's message counts into its statistics slot (message_counts.h), once the
+  // layout is verified; nothing before.
+  void RefreshMessages(const BrokerClient* client, ConnectionStatsSlot* slot) {
+    if (slot != nullptr) RefreshMessageCounts(state_.layout.get(), broker(), client, slot);
   }
 
   // Feeds the layout verifier a client the handler touches anyway; nothing once it decided.

@@ -2,8 +2,10 @@
 #include "broker/broker_layout.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <ctime>
+#include <tuple>
 #include <utility>
 
 namespace mqc {
@@ -370,6 +372,19 @@ void BrokerLayoutVerifier::Decide(Broker& broker) {
   }
   chosen_ = ready->layout;
   state_ = State::kVerified;
+  std::size_t begin = SIZE_MAX;
+  std::size_t end = 0;
+  for (std::size_t i = static_cast<std::size_t>(LayoutField::kMsgsInInflightCount);
+       i < kLayoutFieldCount; ++i) {
+    const FieldPlace& place = chosen_->fields[i];
+    if (place.size == 0) continue;
+    begin = std::min<std::size_t>(begin, place.offset);
+    end = std::max<std::size_t>(end, place.offset + place.size);
+  }
+  if (end > begin) {
+    counts_offset_ = begin;
+    counts_size_ = end - begin;
+  }
   broker.Log(LogLevel::kNotice, "mosquitto_connections: broker layout: verified " +
                                     std::string(chosen_->name) + " for Mosquitto " +
                                     version_.Text() + " (" + std::to_string(ready->agreements) +
@@ -397,6 +412,48 @@ std::optional<std::int64_t> BrokerLayoutVerifier::Read(const Broker& broker,
   if (!verified() || client == nullptr) return std::nullopt;
   if (broker.ClientAllocationSize(client) < chosen_->End()) return std::nullopt;
   return ReadLayoutField(broker, client, *chosen_, field);
+}
+
+std::optional<MessageCounts> BrokerLayoutVerifier::ReadMessageCounts(
+    const Broker& broker, const BrokerClient* client) const {
+  if (!verified() || client == nullptr || counts_size_ == 0) return std::nullopt;
+  unsigned char bytes[kMaxCountsSpan];
+  if (counts_size_ > sizeof(bytes) ||
+      !broker.ReadClientBytes(client, counts_offset_, counts_size_, bytes)) {
+    return std::nullopt;
+  }
+  bool negative = false;
+  // A 4-byte int of the span, in the broker's own byte order; absent fields read as 0.
+  auto count = [&](LayoutField field) -> std::uint32_t {
+    const FieldPlace& place = chosen_->place(field);
+    if (place.size != 4) return 0;
+    std::int32_t value = 0;
+    std::memcpy(&value, bytes + (place.offset - counts_offset_), sizeof(value));
+    if (value < 0) negative = true;
+    return value < 0 ? 0 : static_cast<std::uint32_t>(value);
+  };
+  MessageCounts counts;
+  if (chosen_->place(LayoutField::kMsgsOutQueuedCount).size != 0) {
+    for (auto [queue, queued, in_flight] :
+         {std::tuple{&counts.out, LayoutField::kMsgsOutQueuedCount,
+                     LayoutField::kMsgsOutInflightCount},
+          std::tuple{&counts.in, LayoutField::kMsgsInQueuedCount,
+                     LayoutField::kMsgsInInflightCount}}) {
+      queue->known = MessageQueue::Known::kSplit;
+      queue->queued = count(queued);
+      queue->in_flight = count(in_flight);
+      queue->total = queue->queued + queue->in_flight;
+    }
+  } else if (chosen_->place(LayoutField::kMsgsOutCount).size != 0) {
+    counts.out.known = MessageQueue::Known::kTotal;
+    counts.out.total = count(LayoutField::kMsgsOutCount);
+    counts.in.known = MessageQueue::Known::kTotal;
+    counts.in.total = count(LayoutField::kMsgsInCount);
+  } else {
+    return std::nullopt;
+  }
+  if (negative) return std::nullopt;
+  return counts;
 }
 
 }  // namespace mqc

@@ -30,6 +30,7 @@
 
 #include "broker/broker.h"
 #include "broker/broker_capabilities.h"
+#include "link/connection.h"
 
 namespace mqc {
 
@@ -94,6 +95,8 @@ class BrokerLayoutVerifier {
   static constexpr int kClients = 3;
   static constexpr int kChanges = 2;
   static constexpr int kMaxObservations = 256;
+  // The most bytes the message counts span in any layout (2.0.13 on: 100).
+  static constexpr std::size_t kMaxCountsSpan = 128;
 
   enum class State { kVerifying, kVerified, kUnknown };
 
@@ -116,6 +119,12 @@ class BrokerLayoutVerifier {
   // nothing is read.
   std::optional<std::int64_t> Read(const Broker& broker, const BrokerClient* client,
                                    LayoutField field) const;
+  // The client's message counts (MessageCounts: split on 2.0.13 on and 2.1, totals only on
+  // 2.0.11/2.0.12), once verified: one bounds-checked read of the bytes that hold them, so one
+  // allocation-size check per client, not per field. Nothing when unverified, or when the bytes
+  // cannot be read or hold a negative count (then no figure is better than a wrong one).
+  std::optional<MessageCounts> ReadMessageCounts(const Broker& broker,
+                                                 const BrokerClient* client) const;
 
  private:
   struct Candidate {
@@ -143,6 +152,9 @@ class BrokerLayoutVerifier {
   int observations_ = 0;
   std::vector<LastSeen> last_seen_;
   std::string last_refusal_;  // why the last candidate was dropped
+  // The bytes of chosen_ that hold the message counts: [counts_offset_, + counts_size_).
+  std::size_t counts_offset_ = 0;
+  std::size_t counts_size_ = 0;
 };
 
 // Reads one field of a client through a layout, bounds checked by the broker; nothing when it

@@ -94,6 +94,21 @@ class PointerMap {
     }
   }
 
+  // Calls visit(key, value) for the entries in `count` slots of the array from slot `from`
+  // (taken modulo the capacity), wrapping at its end; returns the slot to go on from. A bounded
+  // slice of a walk over every entry: an entry that an Erase moves back across the cursor, or a
+  // growth rehashes, may be skipped or visited twice in one round. `visit` must not insert or
+  // erase.
+  template <typename Visit>
+  std::size_t ForEachInSlots(std::size_t from, std::size_t count, Visit visit) {
+    std::size_t i = from & mask_;
+    for (std::size_t n = 0; n < count && n <= mask_; ++n) {
+      if (slots_[i].key != nullptr) visit(slots_[i].key, slots_[i].value);
+      i = (i + 1) & mask_;
+    }
+    return i;
+  }
+
   std::size_t size() const { return size_; }
   std::size_t capacity() const { return mask_ + 1; }
 

@@ -291,6 +291,18 @@ class SessionTable {
   void SetObserver(ConnectionObserver* observer) { observer_ = observer; }
 
   std::size_t open_count() const { return open_.size(); }
+  // The slots of the open connections' table (its capacity: what one round of SweepOpen walks).
+  std::size_t open_table_slots() const { return open_.capacity(); }
+  // Calls visit(client, stats slot) for the open connections with a statistics slot found in
+  // the next `slots` slots of the open table, going on where the last call stopped: a round of
+  // calls covering open_table_slots() slots visits every open connection (PointerMap::
+  // ForEachInSlots says what a concurrent change may do). No allocation.
+  template <typename Visit>
+  void SweepOpen(std::size_t slots, Visit visit) {
+    sweep_at_ = open_.ForEachInSlots(sweep_at_, slots, [&](const void* client, OpenEntry& entry) {
+      if (entry.stats != nullptr) visit(client, entry.stats);
+    });
+  }
   std::size_t offline_count() const { return offline_.size(); }
   bool IsOpen(const void* client) const { return open_.Find(client) != nullptr; }
 
@@ -435,6 +447,7 @@ class SessionTable {
   const void* held_client_ = nullptr;
   std::vector<HeldCheck> held_;
   PointerMap<OpenEntry> open_;  // by the broker's client object
+  std::size_t sweep_at_ = 0;    // SweepOpen's cursor in open_
   std::unordered_map<std::string, OfflineSession> offline_;
   std::map<std::uint64_t, std::string> offline_by_age_;
   std::multimap<std::int64_t, std::string> offline_by_expiry_;  // gone_by_ns, client id

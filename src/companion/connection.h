@@ -98,6 +98,10 @@ struct Connection {
   // The broker's own bridges: the name of its `connection` whose local_clientid this is (from
   // the broker's configuration); empty otherwise.
   std::string bridge_name;
+  // What the broker holds for an open connection (a detail, like total_statistics): unknown
+  // for closed connections and offline sessions, and wherever the client layout is not
+  // verified.
+  MessageCounts messages;
 };
 
 }  // namespace mqc

@@ -346,10 +346,11 @@ ConnectionList ConnectionRegistry::LiveSnapshot(std::uint64_t* as_of) const {
   return live;
 }
 
-std::optional<RequestStatistics> ConnectionRegistry::ReadTotals(const Entry& entry) const {
+std::optional<RequestStatistics> ConnectionRegistry::ReadTotals(const Entry& entry,
+                                                                MessageCounts* messages) const {
   if (options_.stats == nullptr || entry.stats_slot == kNoStatsSlot) return std::nullopt;
   RequestStatistics totals;
-  if (!ReadStatsSlot(options_.stats[entry.stats_slot], entry.connection->seq, &totals)) {
+  if (!ReadStatsSlot(options_.stats[entry.stats_slot], entry.connection->seq, &totals, messages)) {
     return std::nullopt;
   }
   return totals;
@@ -428,7 +429,9 @@ std::vector<Connection> ConnectionRegistry::CopyAll(bool with_totals) const {
     all.push_back(*entry.connection);
     all.back().recent_statistics = entry.recent;
     if (!with_totals) continue;
-    if (auto totals = ReadTotals(entry)) all.back().total_statistics = *totals;
+    if (auto totals = ReadTotals(entry, &all.back().messages)) {
+      all.back().total_statistics = *totals;
+    }
   }
   for (const ConnectionPtr& connection : closed_) all.push_back(*connection);
   return all;
@@ -460,7 +463,9 @@ void ConnectionRegistry::AddDetails(std::vector<Connection>* connections) const 
     auto it = open_.find(connection.seq);
     if (it == open_.end()) continue;
     connection.recent_statistics = it->second.recent;
-    if (auto totals = ReadTotals(it->second)) connection.total_statistics = *totals;
+    if (auto totals = ReadTotals(it->second, &connection.messages)) {
+      connection.total_statistics = *totals;
+    }
   }
 }
 

@@ -153,8 +153,10 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   // Snapshot and DetailedSnapshot: a copy of every connection, with open ones' traffic totals
   // read from the shared slots when `with_totals`.
   std::vector<Connection> CopyAll(bool with_totals) const;
-  // The slot's counters if it still belongs to `seq` (seqlock read).
-  std::optional<RequestStatistics> ReadTotals(const Entry& entry) const;
+  // The slot's counters if it still belongs to `seq` (seqlock read); `messages`, when not null,
+  // gets the message counts read under the same check (left as it was when the read fails).
+  std::optional<RequestStatistics> ReadTotals(const Entry& entry,
+                                              MessageCounts* messages = nullptr) const;
   void AddClosed(ConnectionPtr connection);
   void PopClosed();
   // Stores `entry` under `seq` in `map`, replacing (and unindexing) what was there.

@@ -54,4 +54,30 @@ struct RequestStatistics {
   std::uint64_t request_count = 0;
 };
 
+// The messages the broker holds for a connection in one direction (struct mosquitto's msgs_out:
+// to the client; msgs_in: from it), as its own counters say (docs/api.md, "Queued and in-flight
+// messages"). What is known depends on the broker (broker/broker_layout.h):
+//   kSplit (2.0.13 on, 2.1): queued (waiting for an in-flight slot, or for an offline client)
+//          and in flight (sent, not yet acknowledged: QoS 1 and 2; QoS 0 only until written);
+//   kTotal (2.0.11, 2.0.12): their sum only (msg_count), in `total`;
+//   kUnknown: nothing (layout not verified yet, or never).
+// `total` is queued + in_flight for kSplit.
+struct MessageQueue {
+  enum class Known : std::uint8_t { kUnknown = 0, kTotal = 1, kSplit = 2 };
+  Known known = Known::kUnknown;
+  std::uint32_t queued = 0;
+  std::uint32_t in_flight = 0;
+  std::uint32_t total = 0;
+
+  bool operator==(const MessageQueue& other) const {
+    return known == other.known && queued == other.queued && in_flight == other.in_flight &&
+           total == other.total;
+  }
+};
+
+struct MessageCounts {
+  MessageQueue out;  // to the client
+  MessageQueue in;   // from the client (QoS 2 awaiting PUBREL, and beyond its receive maximum)
+};
+
 }  // namespace mqc

@@ -25,7 +25,7 @@ static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
               "shared counters must be lock-free to be shared between processes");
 
 inline constexpr std::uint64_t kSharedMagic = 0x6d71632d73686d31ULL;  // "mqc-shm1"
-inline constexpr std::uint32_t kSharedVersion = 8;
+inline constexpr std::uint32_t kSharedVersion = 9;
 
 // The companion's life cycle as the broker sees it.
 enum class CompanionState : std::uint32_t { kStarting = 0, kServing = 1, kFailed = 2 };
@@ -105,6 +105,12 @@ struct ConnectionStatsSlot {
   std::atomic<std::uint64_t> deliver_count{0};
   std::atomic<std::uint64_t> deliver_bytes{0};
   std::atomic<std::uint64_t> request_count{0};
+  // The messages the broker holds for the connection (MessageQueue), one word per direction so
+  // that what is known and its figures are read together (EncodeMessageQueue); 0: unknown.
+  // Refreshed by the broker thread where it touches the client and in slices at TICK
+  // (broker/message_counts.h), not counted per message.
+  std::atomic<std::uint64_t> messages_out{0};
+  std::atomic<std::uint64_t> messages_in{0};
   // No idle time here: the companion reads it from the kernel (sock_diag), so that no API
   // request makes the broker thread touch every connection.
 };
@@ -120,6 +126,46 @@ inline RequestStatistics LoadStatsSlot(const ConnectionStatsSlot& slot) noexcept
   values.deliver_bytes = slot.deliver_bytes.load(std::memory_order_relaxed);
   values.request_count = slot.request_count.load(std::memory_order_relaxed);
   return values;
+}
+
+// One direction's MessageQueue as one word: bits 62-63 what is known (MessageQueue::Known),
+// bits 31-61 queued, bits 0-30 in flight (kSplit) or the total (kTotal). The broker's counts are
+// non-negative ints, so 31 bits hold each; 0 is kUnknown.
+inline std::uint64_t EncodeMessageQueue(const MessageQueue& queue) noexcept {
+  constexpr std::uint64_t kMask = 0x7fffffffu;
+  switch (queue.known) {
+    case MessageQueue::Known::kSplit:
+      return (std::uint64_t{2} << 62) | ((queue.queued & kMask) << 31) | (queue.in_flight & kMask);
+    case MessageQueue::Known::kTotal:
+      return (std::uint64_t{1} << 62) | (queue.total & kMask);
+    default:
+      return 0;
+  }
+}
+inline MessageQueue DecodeMessageQueue(std::uint64_t word) noexcept {
+  constexpr std::uint64_t kMask = 0x7fffffffu;
+  MessageQueue queue;
+  switch (word >> 62) {
+    case 2:
+      queue.known = MessageQueue::Known::kSplit;
+      queue.queued = static_cast<std::uint32_t>((word >> 31) & kMask);
+      queue.in_flight = static_cast<std::uint32_t>(word & kMask);
+      queue.total = queue.queued + queue.in_flight;
+      break;
+    case 1:
+      queue.known = MessageQueue::Known::kTotal;
+      queue.total = static_cast<std::uint32_t>(word & kMask);
+      break;
+    default:
+      break;
+  }
+  return queue;
+}
+
+// The broker thread's refresh of a slot it owns: two relaxed stores, no locked instruction.
+inline void StoreMessageCounts(ConnectionStatsSlot& slot, const MessageCounts& counts) noexcept {
+  slot.messages_out.store(EncodeMessageQueue(counts.out), std::memory_order_relaxed);
+  slot.messages_in.store(EncodeMessageQueue(counts.in), std::memory_order_relaxed);
 }
 
 // The seqlock's two fences. GCC warns (-Wtsan) that ThreadSanitizer does not model standalone
@@ -143,8 +189,9 @@ inline void SeqlockAcquireFence() noexcept { __atomic_thread_fence(__ATOMIC_ACQU
 inline void AssignStatsSlot(ConnectionStatsSlot& slot, std::uint64_t owner) noexcept {
   slot.seq.store(0, std::memory_order_relaxed);
   SeqlockReleaseFence();  // std::atomic_thread_fence(std::memory_order_release)
-  for (auto* counter : {&slot.publish_count, &slot.publish_bytes, &slot.deliver_count,
-                        &slot.deliver_bytes, &slot.request_count}) {
+  for (auto* counter :
+       {&slot.publish_count, &slot.publish_bytes, &slot.deliver_count, &slot.deliver_bytes,
+        &slot.request_count, &slot.messages_out, &slot.messages_in}) {
     counter->store(0, std::memory_order_relaxed);
   }
   slot.seq.store(owner, std::memory_order_release);
@@ -152,14 +199,21 @@ inline void AssignStatsSlot(ConnectionStatsSlot& slot, std::uint64_t owner) noex
 
 // The reader's side: true, with *values filled, if `owner` held the slot before and after the
 // reads (so every value is the owner's, as said above); false if the slot belongs to someone else
-// or is being handed over.
+// or is being handed over. `messages`, when not null, gets the message counts (MessageCounts)
+// under the same check.
 inline bool ReadStatsSlot(const ConnectionStatsSlot& slot, std::uint64_t owner,
-                          RequestStatistics* values) noexcept {
+                          RequestStatistics* values, MessageCounts* messages = nullptr) noexcept {
   if (slot.seq.load(std::memory_order_acquire) != owner) return false;
   const RequestStatistics read = LoadStatsSlot(slot);
+  const std::uint64_t out = slot.messages_out.load(std::memory_order_relaxed);
+  const std::uint64_t in = slot.messages_in.load(std::memory_order_relaxed);
   SeqlockAcquireFence();  // std::atomic_thread_fence(std::memory_order_acquire)
   if (slot.seq.load(std::memory_order_relaxed) != owner) return false;
   *values = read;
+  if (messages != nullptr) {
+    messages->out = DecodeMessageQueue(out);
+    messages->in = DecodeMessageQueue(in);
+  }
   return true;
 }
 

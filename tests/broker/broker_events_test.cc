@@ -667,6 +667,178 @@ TEST_F(BridgeEventsTest, AFailedLayoutReadsNothingAndSaysUnknown) {
   EXPECT_TRUE(sink_.bridges.empty());
 }
 
+// ---- queued and in-flight messages ----
+
+// The counts as the slot holds them for the companion.
+MessageCounts SlotCounts(const ConnectionStatsSlot* slot) {
+  MessageCounts counts;
+  counts.out = DecodeMessageQueue(slot->messages_out.load());
+  counts.in = DecodeMessageQueue(slot->messages_in.load());
+  return counts;
+}
+
+void PutCounts(FakeClient* client, const BrokerLayout& truth, int out_queued, int out_in_flight,
+               int in_queued, int in_in_flight) {
+  Put(client, truth, LayoutField::kMsgsOutQueuedCount, out_queued);
+  Put(client, truth, LayoutField::kMsgsOutInflightCount, out_in_flight);
+  Put(client, truth, LayoutField::kMsgsInQueuedCount, in_queued);
+  Put(client, truth, LayoutField::kMsgsInInflightCount, in_in_flight);
+}
+
+// Nothing is copied before the layout is verified: the slot says "unknown", not 0. Once
+// verified, a SUBSCRIBE (2.0's ACL check) copies the counts, and TICK's sweep keeps them fresh
+// without any message passing through the plugin.
+TEST_F(SessionExpiryEventsTest, MessageCountsAreCopiedOnceTheLayoutIsVerified) {
+  Use(FakeBroker::Api20());
+  const BrokerVersion version = Version(2, 0, 21);
+  const BrokerLayout& truth = *Named(BrokerLayoutCandidates(version), "2.0.15-2.0.22 TLS ADNS");
+  state_.layout = std::make_unique<BrokerLayoutVerifier>(BrokerLayoutCandidates(version), version);
+  FakeClient slow = LaidOut(truth, "slow", true, 60);
+  PutCounts(&slow, truth, 7, 3, 0, 1);
+  Connect(&slow);
+  ConnectionStatsSlot* slot = state_.sessions->View(slow.handle()).stats;
+  ASSERT_NE(slot, nullptr);
+  Events().OnAclCheck(AclCheck(&slow, kAclSubscribe, "events/a", 1));
+  Events().SweepMessageCounts(broker_.monotonic_ns);
+  ASSERT_TRUE(state_.layout->verifying());
+  EXPECT_EQ(slot->messages_out.load(), 0u);
+  EXPECT_EQ(SlotCounts(slot).out.known, MessageQueue::Known::kUnknown);
+
+  std::vector<FakeClient> others{LaidOut(truth, "v1", true, 60), LaidOut(truth, "v2", false, 30),
+                                 LaidOut(truth, "v3", true, 15)};
+  Traffic(&broker_, state_.layout.get(), &others, truth);
+  ASSERT_TRUE(state_.layout->verified());
+  SetSubCount(&slow, truth, 2);
+  Events().OnAclCheck(AclCheck(&slow, kAclSubscribe, "events/b", 1));
+  MessageCounts counts = SlotCounts(slot);
+  EXPECT_EQ(counts.out.known, MessageQueue::Known::kSplit);
+  EXPECT_EQ(counts.out.queued, 7u);
+  EXPECT_EQ(counts.out.in_flight, 3u);
+  EXPECT_EQ(counts.out.total, 10u);
+  EXPECT_EQ(counts.in.queued, 0u);
+  EXPECT_EQ(counts.in.in_flight, 1u);
+
+  // The broker queues more; no callback touches the client; the sweep sees it.
+  PutCounts(&slow, truth, 100, 20, 0, 0);
+  const int reads = broker_.bytes_reads;
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&slow, kAclRead, "events/a", 1)), kBrokerSuccess);
+  EXPECT_EQ(broker_.bytes_reads, reads);  // never per message
+  EXPECT_EQ(SlotCounts(slot).out.queued, 7u);
+  broker_.monotonic_ns += MessageCountSweep::kRoundNs;  // a whole round
+  Events().SweepMessageCounts(broker_.monotonic_ns);
+  EXPECT_EQ(broker_.bytes_reads, reads + 1);  // one read of the span, for the one open client
+  counts = SlotCounts(slot);
+  EXPECT_EQ(counts.out.queued, 100u);
+  EXPECT_EQ(counts.out.in_flight, 20u);
+  EXPECT_EQ(counts.in.in_flight, 0u);
+  EXPECT_EQ(counts.in.known, MessageQueue::Known::kSplit);
+
+  // A negative count is no figure: the slot keeps its last good one.
+  PutCounts(&slow, truth, -5, 20, 0, 0);
+  broker_.monotonic_ns += MessageCountSweep::kRoundNs;  // a whole round
+  Events().SweepMessageCounts(broker_.monotonic_ns);
+  EXPECT_EQ(SlotCounts(slot).out.queued, 100u);
+
+  // A connection's end hands the slot over: the next owner starts unknown.
+  Events().OnDisconnect(slow.handle(), -1);
+  FakeClient next = LaidOut(truth, "next", true, 60);
+  Connect(&next);
+  ConnectionStatsSlot* next_slot = state_.sessions->View(next.handle()).stats;
+  ASSERT_NE(next_slot, nullptr);
+  EXPECT_EQ(SlotCounts(next_slot).out.known, MessageQueue::Known::kUnknown);
+}
+
+// 2.0.11 and 2.0.12 (Debian 12's broker) count in flight and queued together: only the sum is
+// copied, and queued / in flight stay unknown.
+TEST_F(SessionExpiryEventsTest, On2011OnlyTheSumIsKnown) {
+  Use(FakeBroker::Api20());
+  const BrokerVersion version = Version(2, 0, 11);
+  const BrokerLayout& truth = *Named(BrokerLayoutCandidates(version), "2.0.12 TLS ADNS");
+  VerifyLayout(version, truth);
+  FakeClient slow = LaidOut(truth, "slow", true, 60);
+  Put(&slow, truth, LayoutField::kMsgsOutCount, 42);
+  Put(&slow, truth, LayoutField::kMsgsInCount, 2);
+  Connect(&slow);
+  Events().OnAclCheck(AclCheck(&slow, kAclSubscribe, "events/a", 1));
+  const MessageCounts counts = SlotCounts(state_.sessions->View(slow.handle()).stats);
+  EXPECT_EQ(counts.out.known, MessageQueue::Known::kTotal);
+  EXPECT_EQ(counts.out.total, 42u);
+  EXPECT_EQ(counts.out.queued, 0u);
+  EXPECT_EQ(counts.in.known, MessageQueue::Known::kTotal);
+  EXPECT_EQ(counts.in.total, 2u);
+}
+
+// A wrong table: the broker's struct is laid out further on than the table says (8 bytes
+// against a table of that one layout; 4 bytes against the whole table, since 8 bytes is where
+// ADNS's pointer puts the next candidate). The verification switches itself off (one warning),
+// nothing crashes, and no connection ever shows a figure, however much traffic, subscriptions
+// and sweeps follow.
+TEST_F(SessionExpiryEventsTest, AShiftedLayoutYieldsNoFigure) {
+  for (bool api21 : {false, true}) {
+    for (int shift : {8, 4}) {
+      SCOPED_TRACE(std::string(api21 ? "2.1" : "2.0") + ", shifted by " + std::to_string(shift));
+      Use(api21 ? FakeBroker::Api21() : FakeBroker::Api20());
+      const BrokerVersion version = api21 ? Version(2, 1, 2) : Version(2, 0, 21);
+      const std::vector<const BrokerLayout*> all = BrokerLayoutCandidates(version);
+      const BrokerLayout* truth =
+          Named(all, api21 ? "2.1 TLS builtin WebSockets" : "2.0.15-2.0.22 TLS ADNS");
+      BrokerLayout shifted = *truth;
+      for (FieldPlace& place : shifted.fields) {
+        if (place.size != 0) place.offset = static_cast<std::uint16_t>(place.offset + shift);
+      }
+      const std::vector<const BrokerLayout*> table =
+          shift == 8 ? std::vector<const BrokerLayout*>{truth} : all;
+      state_.layout = std::make_unique<BrokerLayoutVerifier>(table, version);
+      std::vector<FakeClient> clients;
+      for (int i = 0; i < 6; ++i) {
+        clients.push_back(LaidOut(shifted, "c" + std::to_string(i), i % 2 == 0, 60));
+        PutCounts(&clients.back(), shifted, 5, 5, 0, 0);
+      }
+      for (FakeClient& client : clients) Connect(&client);
+      for (int round = 0; round < 3; ++round) {
+        for (FakeClient& client : clients) {
+          SetSubCount(&client, shifted, round + 1);
+          if (api21) {
+            Events().OnSubscribe21(client.handle(), true, "events/a", 1);
+          } else {
+            Events().OnAclCheck(AclCheck(&client, kAclSubscribe, "events/a", 1));
+          }
+        }
+        broker_.monotonic_ns += MessageCountSweep::kRoundNs;  // a whole round
+        Events().SweepMessageCounts(broker_.monotonic_ns);
+      }
+      EXPECT_EQ(state_.layout->state(), BrokerLayoutVerifier::State::kUnknown);
+      for (FakeClient& client : clients) {
+        const ConnectionStatsSlot* slot = state_.sessions->View(client.handle()).stats;
+        ASSERT_NE(slot, nullptr);
+        EXPECT_EQ(slot->messages_out.load(), 0u);
+        EXPECT_EQ(slot->messages_in.load(), 0u);
+      }
+      int warnings = 0;
+      for (const auto& [level, text] : broker_.log) {
+        if (level == LogLevel::kWarning &&
+            text.find("broker layout: unknown") != std::string::npos) {
+          ++warnings;
+        }
+      }
+      EXPECT_EQ(warnings, 1);
+    }
+  }
+}
+
+// The sweep walks the open table in slices: every open connection is refreshed within one
+// round, whatever the number of connections, and a TICK never walks more than kMaxSlots.
+TEST(MessageCountSweepTest, SlicesFollowTheTimeBetweenTicks) {
+  MessageCountSweep sweep;
+  const std::size_t table = 262144;                                      // 100,000 connections
+  EXPECT_EQ(sweep.SlotsNow(1000, table), MessageCountSweep::kMinSlots);  // the first: no interval
+  EXPECT_EQ(sweep.SlotsNow(1000 + 1000000, table), 263u);                // 1 ms: 1/1000 of it
+  EXPECT_EQ(sweep.SlotsNow(1000 + 101000000, table), MessageCountSweep::kMaxSlots);  // 100 ms
+  EXPECT_EQ(sweep.SlotsNow(1000 + 102000000, 128), 1u);  // 16 connections: one slot a ms
+  EXPECT_EQ(sweep.SlotsNow(1000 + 102000000, 128), 1u);  // no time: still one
+  EXPECT_EQ(sweep.SlotsNow(1000 + 9102000000, table), MessageCountSweep::kMaxSlots);
+}
+
 // ---- TICK ----
 
 // Every TICK settles what the callbacks before it left open and ends a reload's re-check; the

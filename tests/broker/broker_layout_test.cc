@@ -4,13 +4,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "../support/fake_broker.h"
 #include "../support/laid_out_client.h"
+#include "link/shared_region.h"
 
 namespace mqc {
 namespace {
@@ -243,6 +246,81 @@ TEST(BrokerLayoutVerifier, AShiftedCandidateBesideTheRightOneIsDropped) {
   Traffic(&broker, &verifier, &clients, truth);
   ASSERT_TRUE(verifier.verified());
   EXPECT_EQ(verifier.layout(), &truth);
+}
+
+// ---- the message counts ----
+
+// Every layout's counts fit the one read ReadMessageCounts makes.
+TEST(BrokerLayoutTable, MessageCountsSpanFitsOneRead) {
+  for (const BrokerVersion& version :
+       {Version(2, 0, 11), Version(2, 0, 13), Version(2, 0, 22), Version(2, 1, 2)}) {
+    for (const BrokerLayout* layout : BrokerLayoutCandidates(version)) {
+      std::size_t begin = SIZE_MAX;
+      std::size_t end = 0;
+      for (std::size_t i = static_cast<std::size_t>(LayoutField::kMsgsInInflightCount);
+           i < kLayoutFieldCount; ++i) {
+        if (layout->fields[i].size == 0) continue;
+        begin = std::min<std::size_t>(begin, layout->fields[i].offset);
+        end = std::max<std::size_t>(end, layout->fields[i].offset + layout->fields[i].size);
+      }
+      ASSERT_LT(begin, end) << layout->name;
+      EXPECT_LE(end - begin, BrokerLayoutVerifier::kMaxCountsSpan) << layout->name;
+    }
+  }
+}
+
+TEST(BrokerLayoutVerifier, MessageCountsAreOneReadOnceVerified) {
+  FakeBroker broker = FakeBroker::Api20();
+  const BrokerLayout& truth = Debian2021();
+  BrokerLayoutVerifier verifier(BrokerLayoutCandidates(Version(2, 0, 21)), Version(2, 0, 21));
+  std::vector<FakeClient> clients{LaidOut(truth, "a", true, 60), LaidOut(truth, "b", false, 20),
+                                  LaidOut(truth, "c", true, 5)};
+  Put(&clients[0], truth, LayoutField::kMsgsOutQueuedCount, 90);
+  Put(&clients[0], truth, LayoutField::kMsgsOutInflightCount, 10);
+  Put(&clients[0], truth, LayoutField::kMsgsInQueuedCount, 1);
+  Put(&clients[0], truth, LayoutField::kMsgsInInflightCount, 2);
+  EXPECT_FALSE(verifier.ReadMessageCounts(broker, clients[0].handle()).has_value());
+  Traffic(&broker, &verifier, &clients, truth);
+  ASSERT_TRUE(verifier.verified());
+  const int reads = broker.bytes_reads;
+  const std::optional<MessageCounts> counts =
+      verifier.ReadMessageCounts(broker, clients[0].handle());
+  EXPECT_EQ(broker.bytes_reads, reads + 1);
+  ASSERT_TRUE(counts.has_value());
+  EXPECT_EQ(counts->out.known, MessageQueue::Known::kSplit);
+  EXPECT_EQ(counts->out.queued, 90u);
+  EXPECT_EQ(counts->out.in_flight, 10u);
+  EXPECT_EQ(counts->out.total, 100u);
+  EXPECT_EQ(counts->in.queued, 1u);
+  EXPECT_EQ(counts->in.in_flight, 2u);
+  // The same through the slot's word, and back.
+  EXPECT_EQ(DecodeMessageQueue(EncodeMessageQueue(counts->out)), counts->out);
+  // An allocation that ends inside the counts: nothing.
+  FakeClient short_one = LaidOut(truth, "short", true, 60);
+  short_one.memory.resize(truth.place(LayoutField::kMsgsOutQueuedCount).offset + 2);
+  EXPECT_FALSE(verifier.ReadMessageCounts(broker, short_one.handle()).has_value());
+  // A negative count: nothing.
+  Put(&clients[1], truth, LayoutField::kMsgsInQueuedCount, -1);
+  EXPECT_FALSE(verifier.ReadMessageCounts(broker, clients[1].handle()).has_value());
+}
+
+TEST(MessageQueueWord, EncodesWhatIsKnown) {
+  MessageQueue split;
+  split.known = MessageQueue::Known::kSplit;
+  split.queued = 0x7fffffff;
+  split.in_flight = 0;
+  split.total = 0x7fffffff;
+  EXPECT_EQ(DecodeMessageQueue(EncodeMessageQueue(split)), split);
+  MessageQueue zero;
+  zero.known = MessageQueue::Known::kSplit;
+  EXPECT_NE(EncodeMessageQueue(zero), 0u);  // a known 0 is not unknown
+  EXPECT_EQ(DecodeMessageQueue(EncodeMessageQueue(zero)), zero);
+  MessageQueue total;
+  total.known = MessageQueue::Known::kTotal;
+  total.total = 12345;
+  EXPECT_EQ(DecodeMessageQueue(EncodeMessageQueue(total)), total);
+  EXPECT_EQ(EncodeMessageQueue(MessageQueue{}), 0u);
+  EXPECT_EQ(DecodeMessageQueue(0), MessageQueue{});
 }
 
 }  // namespace

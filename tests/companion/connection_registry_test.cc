@@ -656,6 +656,28 @@ TEST_F(RegistryDetailsTest, DetailedSnapshotReadsTheSlotOnlyWhileItIsTheConnecti
   EXPECT_EQ(c.total_statistics.publish_count, 0u);
 }
 
+// The message counts come with the totals, under the same ownership check; until the broker
+// copied them (and for a slot that is no longer the connection's) they are unknown, not 0.
+TEST_F(RegistryDetailsTest, MessageCountsAreReadWithTheTotals) {
+  Open(1, 1883, 0, 0);
+  Connection c = Find(registry_->DetailedSnapshot(), 1);
+  EXPECT_EQ(c.messages.out.known, MessageQueue::Known::kUnknown);
+  MessageCounts counts;
+  counts.out = {MessageQueue::Known::kSplit, 96, 4, 100};
+  counts.in = {MessageQueue::Known::kSplit, 0, 2, 2};
+  StoreMessageCounts(slots_[0], counts);
+  c = Find(registry_->DetailedSnapshot(), 1);
+  EXPECT_EQ(c.messages.out, counts.out);
+  EXPECT_EQ(c.messages.in, counts.in);
+  std::vector<Connection> page = {Find(registry_->Snapshot(), 1)};
+  EXPECT_EQ(page[0].messages.out.known, MessageQueue::Known::kUnknown);  // a detail
+  registry_->AddDetails(&page);
+  EXPECT_EQ(page[0].messages.out, counts.out);
+  slots_[0].seq.store(99);
+  c = Find(registry_->DetailedSnapshot(), 1);
+  EXPECT_EQ(c.messages.out.known, MessageQueue::Known::kUnknown);
+}
+
 TEST_F(RegistryDetailsTest, RecentStatisticsAreThePreviousCompleteMinute) {
   Open(1, 1883, 0, 10 * kMinute + 5);
   Bump(slots_[0].publish_count, 3);  // during minute 10

@@ -43,6 +43,11 @@ TEST(StatsSeqlockTest, ReadersNeverSeeAnotherOwnersValuesOrAResetUnderAnOldSeq) 
         Bump(slot.deliver_bytes, owner);
         Bump(slot.request_count, owner);
       }
+      // The message counts: this owner's own figures (its seq, modulo 31 bits), or unknown.
+      MessageCounts counts;
+      counts.out = {MessageQueue::Known::kSplit, static_cast<std::uint32_t>(owner & 0x7fffffff),
+                    static_cast<std::uint32_t>(owner % 1000), 0};
+      StoreMessageCounts(slot, counts);
       owners_written.store(owner - kFirstOwner + 1, std::memory_order_relaxed);
       if (std::chrono::steady_clock::now() > deadline) break;
     }
@@ -63,11 +68,19 @@ TEST(StatsSeqlockTest, ReadersNeverSeeAnotherOwnersValuesOrAResetUnderAnOldSeq) 
       while (!done.load(std::memory_order_acquire) && outcome.violations.size() < 5) {
         const std::uint64_t owner = slot.seq.load(std::memory_order_relaxed);
         RequestStatistics values;
-        if (owner == 0 || !ReadStatsSlot(slot, owner, &values)) {
+        MessageCounts messages;
+        if (owner == 0 || !ReadStatsSlot(slot, owner, &values, &messages)) {
           ++outcome.refused;
           continue;
         }
         ++outcome.accepted;
+        if (messages.out.known != MessageQueue::Known::kUnknown &&
+            (messages.out.queued != (owner & 0x7fffffff) ||
+             messages.out.in_flight != owner % 1000)) {
+          outcome.violations.push_back("owner " + std::to_string(owner) +
+                                       " read another owner's message counts " +
+                                       std::to_string(messages.out.queued));
+        }
         const std::array<std::uint64_t, 5> fields = Fields(values);
         if (owner != last_owner) last.fill(0);
         for (std::size_t i = 0; i < fields.size(); ++i) {
@@ -113,6 +126,26 @@ TEST(StatsSeqlockTest, AHandOverZeroesTheCountersAndNamesTheNewOwner) {
   ASSERT_TRUE(ReadStatsSlot(slot, 9, &values));
   EXPECT_EQ(values.publish_count, 0u);
   EXPECT_EQ(values.deliver_bytes, 0u);
+}
+
+TEST(StatsSeqlockTest, AHandOverMakesTheMessageCountsUnknown) {
+  ConnectionStatsSlot slot;
+  AssignStatsSlot(slot, 7);
+  RequestStatistics values;
+  MessageCounts messages;
+  ASSERT_TRUE(ReadStatsSlot(slot, 7, &values, &messages));
+  EXPECT_EQ(messages.out.known, MessageQueue::Known::kUnknown);  // not copied yet: not 0
+  MessageCounts counts;
+  counts.out = {MessageQueue::Known::kSplit, 0, 0, 0};
+  counts.in = {MessageQueue::Known::kTotal, 0, 0, 3};
+  StoreMessageCounts(slot, counts);
+  ASSERT_TRUE(ReadStatsSlot(slot, 7, &values, &messages));
+  EXPECT_EQ(messages.out, counts.out);
+  EXPECT_EQ(messages.in, counts.in);
+  AssignStatsSlot(slot, 9);
+  ASSERT_TRUE(ReadStatsSlot(slot, 9, &values, &messages));
+  EXPECT_EQ(messages.out.known, MessageQueue::Known::kUnknown);
+  EXPECT_EQ(messages.in.known, MessageQueue::Known::kUnknown);
 }
 
 TEST(StatsSeqlockTest, EachCounterIsCopiedIntoItsOwnField) {

@@ -21,11 +21,12 @@
 //   whose zero means "none" or "unknown" are omitted: closeTime and closeReason unless closed
 //   (closeTime also when 0), username, listenerName, source.ipAddress, tlsVersion, cipher,
 //   peerCertificateSubject, userPrincipal, method when empty, source.port when 0, idleDuration
-//   when unknown (< 0), networkInfo when the kernel reported no socket for the connection (closed
-//   ones, offline sessions, a Unix socket listener, an unknown remote port; its durations
-//   when unknown), a subscription's mappingError when the mapping is valid, and nextPageToken on
-//   the last page. A subscription always has filter, qos, pattern, channel and
-//   sharedGroup, empty strings included, as on the KubeMQ endpoint.
+//   when unknown (< 0), the message counts when unknown (messagesQueued and messagesInFlight
+//   also where the broker counts only their sum, messagesPending), networkInfo when the kernel
+//   reported no socket for the connection (closed ones, offline sessions, a Unix socket listener,
+//   an unknown remote port; its durations when unknown), a subscription's mappingError when the
+//   mapping is valid, and nextPageToken on the last page. A subscription always has filter, qos,
+//   pattern, channel and sharedGroup, empty strings included, as on the KubeMQ endpoint.
 // - Enum names are the schema's (proto/mqtt/connections/v1/connections.proto), which the
 //   filter's table (connection_fields.cc) also takes, so that what a response shows can be
 //   filtered on: close reasons without a CLOSE_REASON_ prefix (`CLIENT_DISCONNECT`) except the
@@ -377,6 +378,16 @@ void AddNumber(cJSON* object, const char* key, double value) {
   AddToJsonObject(object, key, NewJsonNumber(value));
 }
 
+// One direction's message counts: what the broker tells, nothing where it does not.
+void AddMessageQueue(cJSON* object, const MessageQueue& queue, const char* queued,
+                     const char* in_flight, const char* pending) {
+  if (queue.known == MessageQueue::Known::kSplit) {
+    AddNumber(object, queued, queue.queued);
+    AddNumber(object, in_flight, queue.in_flight);
+  }
+  if (queue.known != MessageQueue::Known::kUnknown) AddNumber(object, pending, queue.total);
+}
+
 CjsonPtr StatisticsJson(const RequestStatistics& statistics) {
   CjsonPtr object = NewJsonObject();
   AddString(object.get(), "publishCount", std::to_string(statistics.publish_count));
@@ -489,6 +500,10 @@ CjsonPtr ConnectionJson(const Connection& connection) {
                     EnumJson(kBridgeRoleField, static_cast<std::int64_t>(connection.bridge)));
   }
   AddStringIfSet(o, "bridgeName", connection.bridge_name);
+  AddMessageQueue(o, connection.messages.out, "messagesQueued", "messagesInFlight",
+                  "messagesPending");
+  AddMessageQueue(o, connection.messages.in, "incomingMessagesQueued", "incomingMessagesInFlight",
+                  "incomingMessagesPending");
   return object;
 }
 

@@ -136,6 +136,18 @@ void ConnectionToProto(const Connection& connection, connections_v1::Connection*
   }
   message->set_bridge_role(static_cast<connections_v1::BridgeRole>(connection.bridge));
   message->set_bridge_name(ToValidUtf8(connection.bridge_name));
+  const MessageQueue& out = connection.messages.out;
+  if (out.known == MessageQueue::Known::kSplit) {
+    message->set_messages_queued(out.queued);
+    message->set_messages_in_flight(out.in_flight);
+  }
+  if (out.known != MessageQueue::Known::kUnknown) message->set_messages_pending(out.total);
+  const MessageQueue& in = connection.messages.in;
+  if (in.known == MessageQueue::Known::kSplit) {
+    message->set_incoming_messages_queued(in.queued);
+    message->set_incoming_messages_in_flight(in.in_flight);
+  }
+  if (in.known != MessageQueue::Known::kUnknown) message->set_incoming_messages_pending(in.total);
 }
 
 void ListConnectionsResponseToProto(const ConnectionPage& page,

@@ -55,6 +55,19 @@ FieldValue NetworkDuration(const Connection& c) {
   return SignedIf(c.network.known && c.network.*kMember >= 0, c.network.*kMember);
 }
 
+// A message count (MessageQueue): unset where the broker does not tell it. `kSplitOnly`: queued
+// and in flight, which 2.0.11 and 2.0.12 do not count apart.
+template <MessageQueue MessageCounts::*kDirection, std::uint32_t MessageQueue::*kMember,
+          bool kSplitOnly>
+FieldValue MessageCount(const Connection& c) {
+  const MessageQueue& queue = c.messages.*kDirection;
+  const bool known = kSplitOnly ? queue.known == MessageQueue::Known::kSplit
+                                : queue.known != MessageQueue::Known::kUnknown;
+  FieldValue value = Unsigned(queue.*kMember);
+  value.is_set = known;
+  return value;
+}
+
 template <std::uint64_t RequestStatistics::*kMember>
 FieldValue TotalStatistic(const Connection& c) {
   return Unsigned(c.total_statistics.*kMember);
@@ -136,6 +149,8 @@ std::vector<FieldDef> BuildFields() {
   using C = const Connection&;
   using R = RequestStatistics;
   using N = NetworkInfo;
+  using M = MessageCounts;
+  using Q = MessageQueue;
   return {
       Scalar("node_id", K::kInt, [](C c) { return Signed(c.node_id); }),
       Scalar("uid", K::kString, [](C c) { return Text(c.uid); }),
@@ -205,6 +220,18 @@ std::vector<FieldDef> BuildFields() {
                     &RecentStatistic<&R::deliver_bytes>)),
       Detail(Scalar("recent_request_statistics.request_count", K::kUint,
                     &RecentStatistic<&R::request_count>)),
+      Detail(Scalar("messages_queued", K::kUint,
+                    &MessageCount<&M::out, &Q::queued, /*kSplitOnly=*/true>)),
+      Detail(Scalar("messages_in_flight", K::kUint,
+                    &MessageCount<&M::out, &Q::in_flight, /*kSplitOnly=*/true>)),
+      Detail(Scalar("messages_pending", K::kUint,
+                    &MessageCount<&M::out, &Q::total, /*kSplitOnly=*/false>)),
+      Detail(Scalar("incoming_messages_queued", K::kUint,
+                    &MessageCount<&M::in, &Q::queued, /*kSplitOnly=*/true>)),
+      Detail(Scalar("incoming_messages_in_flight", K::kUint,
+                    &MessageCount<&M::in, &Q::in_flight, /*kSplitOnly=*/true>)),
+      Detail(Scalar("incoming_messages_pending", K::kUint,
+                    &MessageCount<&M::in, &Q::total, /*kSplitOnly=*/false>)),
       OfSubscription("subscriptions.filter", K::kString,
                      [](const Subscription& s) { return Text(s.filter); }),
       OfSubscription("subscriptions.pattern", K::kString,

@@ -69,6 +69,9 @@ Connection Open(std::string uid, std::string client_id, std::int64_t open_time_n
   c.idle_ns = 1'500'000'000;
   c.total_statistics = {3, 15, 2, 10, 5};
   c.recent_statistics = {1, 5, 0, 0, 1};
+  // Split counts, one of them a known 0 (written, unlike an unknown one).
+  c.messages.out = {MessageQueue::Known::kSplit, 12, 0, 12};
+  c.messages.in = {MessageQueue::Known::kSplit, 0, 1, 1};
   return c;
 }
 
@@ -96,6 +99,9 @@ std::vector<Connection> Examples() {
   anonymous.idle_ns = -1;
   anonymous.subscriptions.clear();
   anonymous.total_statistics = RequestStatistics();
+  // A 2.0.11 broker: the sums only; and one direction unknown.
+  anonymous.messages.out = {MessageQueue::Known::kTotal, 0, 0, 4};
+  anonymous.messages.in = MessageQueue{};
   all.push_back(anonymous);
   Connection own_bridge = Open("uid-own-bridge", "local.edge.to-cloud", kJune12 + 8);
   own_bridge.bridge = BridgeRole::kOutgoing;
@@ -254,6 +260,43 @@ TEST_F(ConnectCodecTest, JsonAnswerIsTheBinaryAnswerUnderProtobufsJsonMapping) {
   EXPECT_FALSE(binary.next_page_token().empty());
 }
 
+// The message counts: split, sums only (2.0.11), unknown; both codecs agree, and JSON leaves
+// out exactly what is unknown.
+TEST_F(ConnectCodecTest, MessageCountsAreWrittenOnlyWhereKnown) {
+  source_.connections = Examples();
+  for (const char* uid : {"uid-anon", "uid-open", "uid-offline"}) {
+    const std::string filter = std::string("uid = \"") + uid + "\"";
+    const HttpResponse json = Call(
+        Post(std::string(R"({"filter":")") + "uid = \\\"" + uid + "\\\"\"}", "application/json"));
+    ASSERT_EQ(json.status, 200) << json.body;
+    connections_v1::ListConnectionsResponse from_json;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.body, &from_json).ok());
+    connections_v1::ListConnectionsRequest request;
+    request.set_filter(filter);
+    const auto binary = ExpectProto(Call(Post(Binary(request), "application/proto")));
+    ASSERT_EQ(binary.connections_size(), 1);
+    google::protobuf::util::MessageDifferencer differencer;
+    std::string difference;
+    differencer.ReportDifferencesToString(&difference);
+    EXPECT_TRUE(differencer.Compare(from_json, binary)) << difference;
+    const connections_v1::Connection& c = binary.connections(0);
+    if (std::string(uid) == "uid-anon") {
+      EXPECT_FALSE(c.has_messages_queued());
+      EXPECT_FALSE(c.has_messages_in_flight());
+      ASSERT_TRUE(c.has_messages_pending());
+      EXPECT_EQ(c.messages_pending(), 4u);
+      EXPECT_FALSE(c.has_incoming_messages_pending());
+      EXPECT_EQ(json.body.find("messagesQueued"), std::string::npos);
+      EXPECT_NE(json.body.find(R"("messagesPending":4)"), std::string::npos) << json.body;
+    } else if (std::string(uid) == "uid-offline") {
+      EXPECT_FALSE(c.has_messages_pending());
+      EXPECT_EQ(json.body.find("essages"), std::string::npos) << json.body;
+    } else {
+      EXPECT_NE(json.body.find(R"("messagesInFlight":0)"), std::string::npos) << json.body;
+    }
+  }
+}
+
 TEST_F(ConnectCodecTest, BinaryAnswerCarriesEveryField) {
   source_.connections = Examples();
   connections_v1::ListConnectionsRequest request;
@@ -296,6 +339,15 @@ TEST_F(ConnectCodecTest, BinaryAnswerCarriesEveryField) {
   EXPECT_EQ(c.total_request_statistics().request_count(), 5u);
   EXPECT_EQ(c.recent_request_statistics().publish_count(), 1u);
   EXPECT_FALSE(c.has_network_info());
+  ASSERT_TRUE(c.has_messages_queued());
+  EXPECT_EQ(c.messages_queued(), 12u);
+  ASSERT_TRUE(c.has_messages_in_flight());
+  EXPECT_EQ(c.messages_in_flight(), 0u);
+  EXPECT_EQ(c.messages_pending(), 12u);
+  EXPECT_EQ(c.incoming_messages_queued(), 0u);
+  EXPECT_TRUE(c.has_incoming_messages_queued());
+  EXPECT_EQ(c.incoming_messages_in_flight(), 1u);
+  EXPECT_EQ(c.incoming_messages_pending(), 1u);
   EXPECT_EQ(page.total_size(), 1);
   EXPECT_TRUE(page.next_page_token().empty());
 }

@@ -45,6 +45,8 @@ TEST(ConnectionFieldsTest, EveryFieldReadsItsOwnMember) {
   c.network = {true, 41, 42, 43, 44, 45, 46, 47};
   c.total_statistics = {21, 22, 23, 24, 25};
   c.recent_statistics = {31, 32, 33, 34, 35};
+  c.messages.out = {MessageQueue::Known::kSplit, 51, 52, 103};
+  c.messages.in = {MessageQueue::Known::kSplit, 61, 62, 123};
   c.subscriptions = {TestSubscription("queues/ch", 2, Pattern::kQueues, "ch", "grp")};
   c.bridge = BridgeRole::kOutgoing;
   c.bridge_name = "brn";
@@ -99,6 +101,12 @@ TEST(ConnectionFieldsTest, EveryFieldReadsItsOwnMember) {
       {"recent_request_statistics.deliver_count", "recentRequestStatistics.deliverCount", "33"},
       {"recent_request_statistics.deliver_bytes", "recentRequestStatistics.deliverBytes", "34"},
       {"recent_request_statistics.request_count", "recentRequestStatistics.requestCount", "35"},
+      {"messages_queued", "messagesQueued", "51"},
+      {"messages_in_flight", "messagesInFlight", "52"},
+      {"messages_pending", "messagesPending", "103"},
+      {"incoming_messages_queued", "incomingMessagesQueued", "61"},
+      {"incoming_messages_in_flight", "incomingMessagesInFlight", "62"},
+      {"incoming_messages_pending", "incomingMessagesPending", "123"},
       {"subscriptions.filter", "subscriptions.filter", R"("queues/ch")"},
       {"subscriptions.pattern", "subscriptions.pattern", R"("queues")"},
       {"subscriptions.channel", "subscriptions.channel", R"("ch")"},

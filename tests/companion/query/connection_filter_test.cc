@@ -250,6 +250,37 @@ TEST(ConnectionFilterTest, NetworkInfoFieldsAreUnsetWithoutASocket) {
   EXPECT_EQ(seqs("", "network_info.rtt_micros asc"), (Seqs{3, 2, 1}));
 }
 
+// The message counts: unknown (no verified layout, a closed connection) is unset, never 0; on
+// 2.0.11/2.0.12 only the *_pending sums are set. `messages_queued desc` puts the slow consumer
+// first and the unknown ones last.
+TEST(ConnectionFilterTest, MessageCountsAreUnsetWhereUnknown) {
+  Connection slow = TestConnection(1);
+  slow.messages.out = {MessageQueue::Known::kSplit, 900, 20, 920};
+  slow.messages.in = {MessageQueue::Known::kSplit, 0, 0, 0};
+  Connection reader = TestConnection(2);
+  reader.messages.out = {MessageQueue::Known::kSplit, 0, 0, 0};
+  reader.messages.in = {MessageQueue::Known::kSplit, 0, 3, 3};
+  Connection old_broker = TestConnection(3);  // 2.0.11: sums only
+  old_broker.messages.out = {MessageQueue::Known::kTotal, 0, 0, 40};
+  old_broker.messages.in = {MessageQueue::Known::kTotal, 0, 0, 0};
+  Connection unknown = TestConnection(4);
+  const std::vector<Connection> snapshot = {unknown, reader, old_broker, slow};
+  const auto seqs = [&](const std::string& filter, const std::string& order_by = "") {
+    const Outcome outcome = RunQuery(snapshot, MakeQuery(filter, order_by));
+    EXPECT_TRUE(outcome.ok) << outcome.error;
+    return outcome.seqs;
+  };
+  using Seqs = std::vector<std::uint64_t>;
+  EXPECT_EQ(seqs("messages_queued > 0"), Seqs{1});
+  EXPECT_EQ(seqs("messagesQueued = 0"), Seqs{2});
+  EXPECT_EQ(seqs("messages_in_flight >= 0"), (Seqs{1, 2}));
+  EXPECT_EQ(seqs("messages_pending > 10"), (Seqs{1, 3}));
+  EXPECT_EQ(seqs("incoming_messages_in_flight > 0"), Seqs{2});
+  EXPECT_EQ(seqs("incoming_messages_pending = 0"), (Seqs{1, 3}));
+  EXPECT_EQ(seqs("", "messages_queued desc, uid"), (Seqs{1, 2, 3, 4}));
+  EXPECT_EQ(seqs("", "messages_pending desc, uid"), (Seqs{1, 3, 2, 4}));
+}
+
 TEST(ConnectionFilterTest, SubscriptionFieldsMatchAnySubscription) {
   ExpectSelections({
       {R"(subscriptions.filter = "events/a")", {1}},

@@ -1,0 +1,143 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Queued and in-flight messages per connection on the real broker, once the client layout is
+verified (src/broker/message_counts.h, docs/api.md "Queued and in-flight messages").
+
+A QoS 1 subscriber on a raw socket subscribes and then never reads nor acknowledges: the broker
+puts max_inflight_messages of what is published to it in flight and queues the rest (up to
+max_queued_messages). The rich API shows exactly that, from the broker's own counters, within the
+sweep's round; `messages_queued desc` puts it first and `messages_queued > 0` finds it. Before
+2.0.13 the broker counts both together (msg_count): only messagesPending is shown."""
+
+import json
+import os
+import subprocess
+import unittest
+
+from harness import (BROKER_VERSION, Client, SharedBrokerTestCase, mqtt_string, mqtt_varint,
+                     raw_connect, read_mqtt_packet, wait_for)
+
+RPC = "/mqtt.connections.v1.ConnectionsService/ListConnections"
+OPEN = "state = MQTT_CONNECTION_STATE_OPEN"
+CLI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli",
+                   "mosquitto-connections")
+IN_FLIGHT = 4
+PUBLISHED = 30
+SPLIT = BROKER_VERSION >= (2, 0, 13)
+
+
+class MessageQueuesTest(SharedBrokerTestCase):
+    broker_arguments = {"extra": f"max_inflight_messages {IN_FLIGHT}\nmax_queued_messages 100\n"}
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        try:
+            # The verifier's observations over 3 clients with subscription changes
+            # (test_broker_layout.py).
+            clients = [Client(cls.broker, "queues-layout-a", version=4),
+                       Client(cls.broker, "queues-layout-b", version=5),
+                       Client(cls.broker, "queues-layout-c", version=4, keepalive=30)]
+            for client in clients:
+                for topic in ("layout/1", "layout/2", "layout/3"):
+                    client.subscribe(topic)
+                client.unsubscribe("layout/1")
+            wait_for(lambda: "broker layout: verified" in cls.broker.log(), timeout=10,
+                     what="the client layout verified")
+            for client in clients:
+                client.disconnect()
+            wait_for(lambda: cls.broker.connections() == [], what="the layout's clients gone")
+        except BaseException:
+            super().tearDownClass()  # tearDownClass is not called when setUpClass fails
+            raise
+
+    def list(self, filter_text="", order_by=""):
+        body = {"filter": filter_text, "orderBy": order_by}
+        status, _, answer = self.broker.http(
+            RPC, method="POST", body=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json", "Connect-Protocol-Version": "1"})
+        self.assertEqual(status, 200, answer)
+        return json.loads(answer)["connections"]
+
+    def stalled_subscriber(self, client_id, topic):
+        """A QoS 1 subscription on a raw socket that is never read from again."""
+        sock, _ = raw_connect(self.broker, client_id, keepalive=0)
+        body = (1).to_bytes(2, "big") + mqtt_string(topic) + b"\x01"
+        sock.sendall(b"\x82" + mqtt_varint(len(body)) + body)
+        first, suback = read_mqtt_packet(sock)
+        self.assertEqual(first, 0x90)
+        self.assertEqual(suback[-1], 1)  # granted QoS 1
+        return sock
+
+    def test_a_subscriber_that_stops_reading_shows_its_queue(self):
+        sock = self.stalled_subscriber("queues-slow", "queues/t")
+        try:
+            reader = self.client("queues-reader")
+            reader.subscribe("queues/t", qos=1)
+            publisher = self.client("queues-publisher")
+            for n in range(PUBLISHED):
+                publisher.publish("queues/t", b"m%d" % n, qos=1)
+            wait_for(lambda: len(reader.messages) >= PUBLISHED, timeout=10,
+                     what="every message at the reading subscriber")
+
+            def slow():
+                found = self.list('client_id = "queues-slow"')
+                return found[0] if found and "messagesPending" in found[0] else None
+
+            # The sweep refreshes every connection within its round (1 s under load, a few
+            # seconds on an idle broker): the figure arrives without any API request asking.
+            def slow_full():
+                entry = slow()
+                return entry if entry and entry["messagesPending"] == PUBLISHED else None
+            entry = wait_for(slow_full, timeout=10, what="the slow subscriber's pending messages")
+            self.assertEqual(entry["incomingMessagesPending"], 0)
+            if SPLIT:
+                self.assertEqual(entry["messagesInFlight"], IN_FLIGHT)
+                self.assertEqual(entry["messagesQueued"], PUBLISHED - IN_FLIGHT)
+                self.assertEqual(entry["incomingMessagesQueued"], 0)
+                self.assertEqual(entry["incomingMessagesInFlight"], 0)
+            else:
+                # 2.0.11/2.0.12 count in flight and queued together: neither is shown.
+                for field in ("messagesQueued", "messagesInFlight", "incomingMessagesQueued",
+                              "incomingMessagesInFlight"):
+                    self.assertNotIn(field, entry)
+
+            # The reading subscriber and the publisher hold nothing (once swept).
+            def others_settled():
+                rest = [c for c in self.list(OPEN) if c["clientId"] != "queues-slow"]
+                return rest if len(rest) == 2 and all(
+                    c.get("messagesPending") == 0 for c in rest) else None
+            wait_for(others_settled, timeout=10, what="the other clients' counts at 0")
+
+            ordered = [c["clientId"] for c in self.list(
+                OPEN, order_by="messages_queued desc" if SPLIT else "messages_pending desc")]
+            self.assertEqual(ordered[0], "queues-slow", ordered)
+            found = [c["clientId"] for c in self.list("messages_queued > 0")]
+            self.assertEqual(found, ["queues-slow"] if SPLIT else [])
+            found = [c["clientId"] for c in self.list("messagesPending > 0")]
+            self.assertEqual(found, ["queues-slow"])
+            # The command line's top, sorted by what the broker holds: the slow consumer first,
+            # with its figure.
+            for sort in ("pending", "queued"):
+                result = subprocess.run(
+                    [CLI, "top", "--once", "--interval", "0.2", "--sort", sort,
+                     "--url", f"http://127.0.0.1:{self.broker.http_port}"],
+                    capture_output=True, text=True, timeout=60)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                lines = [line.split() for line in result.stdout.splitlines()[2:] if line.strip()]
+                header, first = lines[0], dict(zip(lines[0], lines[1]))
+                self.assertIn("PENDING", header)
+                if sort == "pending" or SPLIT:
+                    self.assertEqual(first["CLIENT-ID"], "queues-slow", result.stdout)
+                self.assertEqual(first["PENDING"], str(PUBLISHED) if first["CLIENT-ID"] ==
+                                 "queues-slow" else "0", result.stdout)
+        finally:
+            sock.close()
+        # Closed: unknown, not 0.
+        closed = wait_for(lambda: [c for c in self.list('client_id = "queues-slow"')
+                                   if c["state"] == "MQTT_CONNECTION_STATE_CLOSED"],
+                          timeout=10, what="the slow subscriber closed")
+        self.assertNotIn("messagesPending", closed[0])
+
+
+if __name__ == "__main__":
+    unittest.main()
