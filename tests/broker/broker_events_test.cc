@@ -708,6 +708,8 @@ TEST_F(SessionExpiryEventsTest, MessageCountsAreCopiedOnceTheLayoutIsVerified) {
                                  LaidOut(truth, "v3", true, 15)};
   Traffic(&broker_, state_.layout.get(), &others, truth);
   ASSERT_TRUE(state_.layout->verified());
+  // The first sweep once verified starts the sweep's clock (and walks one slot).
+  Events().SweepMessageCounts(broker_.monotonic_ns);
   SetSubCount(&slow, truth, 2);
   Events().OnAclCheck(AclCheck(&slow, kAclSubscribe, "events/b", 1));
   MessageCounts counts = SlotCounts(slot);
