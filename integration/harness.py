@@ -14,6 +14,7 @@ its log. Ports are free loopback ports; everything talks to 127.0.0.1 only. Proc
 stopped by their own PIDs, and every wait is bounded.
 """
 
+import fcntl
 import json
 import os
 import random
@@ -127,23 +128,64 @@ def ephemeral_range():
         return 32768, 60999
 
 
+# Ports this process holds (port -> the open lock file), for its whole life: ctest runs several
+# suites at once (scripts/test.sh), each its own process, and a port one of them checked free
+# must not be handed to another before its broker binds it. Every process running this harness
+# (other build trees' too) takes a lock file for each port it picks; the kernel drops the locks
+# when the process ends, however it ends.
+PORT_LOCK_DIR = os.path.join(tempfile.gettempdir(), "mqc-it-ports")
+_held_ports = {}
+
+
+def _reserve_port(port):
+    """Takes `port`'s lock file unless another process (or this one) holds it."""
+    if port in _held_ports:
+        return False
+    os.makedirs(PORT_LOCK_DIR, exist_ok=True)
+    try:
+        os.chmod(PORT_LOCK_DIR, 0o1777)
+    except OSError:
+        pass  # another user's folder: usable all the same
+    fd = os.open(os.path.join(PORT_LOCK_DIR, str(port)), os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return False
+    _held_ports[port] = fd
+    return True
+
+
+def _bindable(port):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
 def free_port():
-    """A loopback TCP port that was free a moment ago, outside the kernel's ephemeral range:
-    a companion binding port 0 between this check and the broker's bind can then never take it
-    (that race once stopped a broker at start with "Address already in use")."""
+    """A loopback TCP port that was free a moment ago and that no other process running this
+    harness can pick while this one lives (its lock file, above), outside the kernel's ephemeral
+    range: a companion binding port 0 between this check and the broker's bind can then never
+    take it (that race once stopped a broker at start with "Address already in use")."""
     low, high = ephemeral_range()
     candidates = [p for p in range(10000, 30000) if not low <= p <= high]
     for _ in range(200):
         port = random.choice(candidates)
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
+        if not _reserve_port(port):
+            continue
+        if _bindable(port):
             return port
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        os.close(_held_ports.pop(port))  # in use by a process outside the harness
+    for _ in range(20):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if _reserve_port(port):
+            return port
+    raise AssertionError("no free loopback port could be reserved")
 
 
 def wait_for(predicate, timeout=10.0, interval=0.02, what="condition"):
@@ -257,12 +299,28 @@ class Broker:
         self.persistence_dir = os.path.join(self.dir, "data")
         os.makedirs(self.persistence_dir)
         os.chmod(self.persistence_dir, 0o777)  # the broker saves there as user mosquitto
-        self.port = free_port()
         self.config = os.path.join(self.dir, "mosquitto.conf")
-        with open(self.config, "w") as f:
-            f.write(self.config_text())
-        os.chmod(self.config, 0o644)
-        self._launch()
+        # A process outside this harness (another program on the machine) can still bind the
+        # port between free_port()'s check and the broker's bind: the broker then exits at once
+        # with "Address already in use" and that port bound by someone else. Only then is the
+        # start tried again, on another port (at most twice more); any other failure to start,
+        # and a port clash the test set up itself (expect_start=False), fails as before.
+        for attempt in range(3):
+            self.port = free_port()
+            with open(self.config, "w") as f:
+                f.write(self.config_text())
+            os.chmod(self.config, 0o644)
+            try:
+                self._launch()
+                return
+            except AssertionError:
+                if attempt == 2 or not self._port_taken_at_start():
+                    raise
+
+    def _port_taken_at_start(self):
+        """Whether the broker just died because another process holds its MQTT port."""
+        return (self.process is not None and self.process.poll() is not None
+                and "Address already in use" in self.log() and not _bindable(self.port))
 
     @property
     def persistence_file(self):

@@ -13,7 +13,9 @@
 # After each build, scripts/check-build-headers.py checks that every header it read from outside
 # the repository comes from a package scripts/install-deps.sh installs.
 # It first installs what is missing of the packages that build and test it (scripts/install-deps.sh:
-# both lists, the test tools included).
+# both lists, the test tools included). The release build comes first; the sanitizer builds then
+# run in the background, niced, while the release tests run (docs/building.md, "How long the test
+# command takes").
 # Usage: scripts/test.sh [release|asan|tsan ...]   (default: all three)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,48 +28,91 @@ matrix="system;2.0.21-debian;2.1-make;2.1-cmake;2.1-bare"
 jobs=$(nproc)
 variants=("$@")
 [ ${#variants[@]} -gt 0 ] || variants=(release asan tsan)
+wants() { [[ " ${variants[*]} " == *" $1 "* ]]; }
 
-build() {  # name, cmake options...
-  local name=$1
-  shift
+build() {  # name, make jobs, cmake options...
+  local name=$1 build_jobs=$2
+  shift 2
   cmake -S . -B "build-$name" -DMQC_WERROR=ON "$@" > "build-$name.configure.log" 2>&1 ||
     { cat "build-$name.configure.log"; return 1; }
-  cmake --build "build-$name" -j "$jobs"
+  cmake --build "build-$name" -j "$build_jobs"
   scripts/check-build-headers.py "build-$name"
 }
 
+# The sanitizer builds go on in the background, at the lowest CPU priority (nice 19), while the
+# release tests run: those mostly wait on brokers, sockets and clocks, and a niced compiler takes
+# only the CPU they leave. Each build's output goes to build-<name>.log and is printed when the
+# variant's tests are about to start (finish_build waits for it; a failed build fails the run).
+# Each runs in its own process group (set -m), stopped whole if this script ends first.
+declare -A build_pids=()
+stop_builds() { for pid in "${build_pids[@]}"; do kill -- "-$pid" 2> /dev/null || true; done; }
+trap stop_builds EXIT
+start_build() {  # name, make jobs, cmake options...
+  local name=$1
+  set -m
+  ( renice -n 19 -p "$BASHPID" > /dev/null; build "$@" ) > "build-$name.log" 2>&1 &
+  build_pids[$name]=$!
+  set +m
+}
+finish_build() {  # name
+  local name=$1 status=0
+  wait "${build_pids[$name]}" || status=$?
+  unset "build_pids[$name]"
+  cat "build-$name.log"
+  [ "$status" -eq 0 ] || { echo "build-$name failed ($status)" >&2; return 1; }
+}
+
+release_options=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DMQC_BROKERS=$matrix")
+# asan and tsan stay on the system broker (MQC_BROKERS' default), for time: the matrix checks
+# what each broker build exports and does, which a sanitizer on our side does not change.
+asan_options=(-DCMAKE_BUILD_TYPE=Debug -DMQC_SANITIZE=address,undefined)
+# TSan must own a process from its start, so it cannot ride in the plain broker: the companion
+# (where the threads are) is the TSan build, the plugin a plain one (build-release's).
+tsan_options=(-DCMAKE_BUILD_TYPE=Debug -DMQC_SANITIZE=thread
+  "-DMQC_INTEGRATION_PLUGIN=$PWD/build-release/mosquitto_connections.so")
+
 for variant in "${variants[@]}"; do
-  echo "=== $variant ==="
-  case "$variant" in
-    release)
-      build release -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DMQC_BROKERS=$matrix"
-      # The other brokers, downloaded and built once into build-release/brokers (cached);
-      # unit.broker_symbols needs their manifest.
-      scripts/prepare-brokers.py build-release
-      ctest --test-dir build-release --output-on-failure -j "$jobs" -LE 'integration|bench'
-      ctest --test-dir build-release --output-on-failure -L integration
-      ctest --test-dir build-release --output-on-failure -L bench
-      ;;
-    asan)
-      # asan and tsan stay on the system broker (MQC_BROKERS' default), for time: one
-      # integration pass takes 6.5 minutes on 2 cores (release build), and the matrix checks
-      # what each broker build exports and does, which a sanitizer on our side does not change.
-      build asan -DCMAKE_BUILD_TYPE=Debug -DMQC_SANITIZE=address,undefined
-      ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE 'integration|bench'
-      ctest --test-dir build-asan --output-on-failure -L integration
-      ;;
-    tsan)
-      # TSan must own a process from its start, so it cannot ride in the plain broker: the
-      # companion (where the threads are) is the TSan build, the plugin a plain one.
-      build release -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DMQC_BROKERS=$matrix"
-      build tsan -DCMAKE_BUILD_TYPE=Debug -DMQC_SANITIZE=thread \
-        "-DMQC_INTEGRATION_PLUGIN=$PWD/build-release/mosquitto_connections.so"
-      ctest --test-dir build-tsan --output-on-failure -j "$jobs" -LE 'integration|bench'
-      ctest --test-dir build-tsan --output-on-failure -L integration
-      ;;
-    *)
-      echo "unknown variant $variant (release, asan or tsan)" >&2
-      exit 2
-      ;;
+  case "$variant" in release | asan | tsan) ;; *)
+    echo "unknown variant $variant (release, asan or tsan)" >&2
+    exit 2
   esac
 done
+if wants release || wants tsan; then
+  echo "=== build release ==="
+  build release "$jobs" "${release_options[@]}"
+fi
+if wants release; then
+  # The other brokers, downloaded and built once into build-release/brokers (cached);
+  # unit.broker_symbols needs their manifest.
+  scripts/prepare-brokers.py build-release
+fi
+# The sanitizer builds share the CPU between them.
+sanitizers=0
+wants asan && sanitizers=$((sanitizers + 1))
+wants tsan && sanitizers=$((sanitizers + 1))
+if [ "$sanitizers" -gt 0 ]; then
+  sanitizer_jobs=$(( jobs / sanitizers > 0 ? jobs / sanitizers : 1 ))
+  wants asan && start_build asan "$sanitizer_jobs" "${asan_options[@]}"
+  wants tsan && start_build tsan "$sanitizer_jobs" "${tsan_options[@]}"
+fi
+
+# Integration suites run $jobs at a time (integration/CMakeLists.txt says which take turns or
+# run alone; integration/harness.py keeps their ports apart).
+if wants release; then
+  echo "=== release ==="
+  ctest --test-dir build-release --output-on-failure -j "$jobs" -LE 'integration|bench'
+  ctest --test-dir build-release --output-on-failure -j "$jobs" -L integration
+  ctest --test-dir build-release --output-on-failure -L bench
+fi
+if wants asan; then
+  echo "=== asan ==="
+  finish_build asan
+  ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE 'integration|bench'
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" -L integration
+fi
+if wants tsan; then
+  echo "=== tsan ==="
+  finish_build tsan
+  ctest --test-dir build-tsan --output-on-failure -j "$jobs" -LE 'integration|bench'
+  ctest --test-dir build-tsan --output-on-failure -j "$jobs" -L integration
+fi
