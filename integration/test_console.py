@@ -280,7 +280,10 @@ class ConsoleTest(unittest.TestCase):
         moving = ("idleDuration", "recentRequestStatistics", "networkInfo", "subscriptions")
         expected = {"source": [f"{connection['source']['ipAddress']}:"
                                f"{connection['source']['port']}"],
-                    "protocolVersion": ["5.0"]}
+                    "protocolVersion": ["5.0"],
+                    # The layout is verified here: not a bridge, shown as the console words it.
+                    "bridgeRole": ["none"]}
+        self.assertEqual(connection.get("bridgeRole"), "BRIDGE_ROLE_NONE")
 
         def leaves(value, path):
             if isinstance(value, dict):
