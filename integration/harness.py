@@ -650,6 +650,28 @@ def disconnect_all(clients):
             pass
 
 
+def verify_client_layout(broker, prefix):
+    """Has the broker verify its client layout (src/broker/broker_layout.h; what
+    test_broker_layout.py tests): three clean-session clients named `prefix`-0..2, of both
+    protocol versions, change their subscriptions (12 observations, 3 clients, the changes), then
+    disconnect. Returns once the broker logged the layout as verified and none of them is listed
+    any more."""
+    # All three stay connected until the end: a client that left could hand its memory, and so
+    # its address, to the next, which the verifier would then count as the same client.
+    clients = [Client(broker, f"{prefix}-{n}", version=4 + n % 2, keepalive=60 - 15 * n)
+               for n in range(3)]
+    for client in clients:
+        for topic in ("layout/1", "layout/2", "layout/3"):
+            client.subscribe(topic)
+        client.unsubscribe("layout/1")
+    wait_for(lambda: "broker layout: verified" in broker.log(), timeout=10,
+             what="the client layout verified")
+    disconnect_all(clients)
+    ids = {f"{prefix}-{n}" for n in range(3)}
+    wait_for(lambda: not ids & {c["client_id"] for c in broker.connections()},
+             what="the layout's clients gone")
+
+
 class SharedBrokerTestCase(unittest.TestCase):
     """One broker for all tests of a class; each test's clients are disconnected after it, and
     the next test starts with no connection listed."""

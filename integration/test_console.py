@@ -14,7 +14,7 @@ import unittest
 import urllib.parse
 
 from browser import Chromium, dump_dom, parse_html
-from harness import Broker, Client, close_reason, passwd_file, wait_for
+from harness import Broker, Client, close_reason, passwd_file, verify_client_layout, wait_for
 
 LIST = "/mqtt.connections.v1.ConnectionsService/ListConnections"
 CONNECT_HEADERS = {"Content-Type": "application/json", "Connect-Protocol-Version": "1"}
@@ -62,17 +62,9 @@ class ConsoleTest(unittest.TestCase):
                 cls.connect(f"console-fill-{n:02}")
             gone = Client(cls.broker, "console-gone")
             gone.disconnect()
-            # The client layout verified (test_broker_layout.py), so that the message counts
-            # are known (docs/api.md, "Queued and in-flight messages"): three clients that
-            # change their subscriptions, gone before the tests.
-            for n in range(3):
-                layout = Client(cls.broker, f"console-layout-{n}", version=4 + n % 2)
-                for topic in ("layout/1", "layout/2", "layout/3"):
-                    layout.subscribe(topic)
-                layout.unsubscribe("layout/1")
-                layout.disconnect()
-            wait_for(lambda: "broker layout: verified" in cls.broker.log(), timeout=10,
-                     what="the client layout verified")
+            # The client layout verified, so that the message counts are known (docs/api.md,
+            # "Queued and in-flight messages").
+            verify_client_layout(cls.broker, "console-layout")
             cls.open_ids = set(cls.client_ids)
             wait_for(lambda: cls.listed_open() == cls.open_ids and cls.listed_closed(),
                      what="every client listed open, console-gone closed")

@@ -13,8 +13,8 @@ import os
 import subprocess
 import unittest
 
-from harness import (BROKER_VERSION, Client, SharedBrokerTestCase, mqtt_string, mqtt_varint,
-                     raw_connect, read_mqtt_packet, wait_for)
+from harness import (BROKER_VERSION, SharedBrokerTestCase, mqtt_string, mqtt_varint,
+                     raw_connect, read_mqtt_packet, verify_client_layout, wait_for)
 
 RPC = "/mqtt.connections.v1.ConnectionsService/ListConnections"
 OPEN = "state = MQTT_CONNECTION_STATE_OPEN"
@@ -32,20 +32,7 @@ class MessageQueuesTest(SharedBrokerTestCase):
     def setUpClass(cls):
         super().setUpClass()
         try:
-            # The verifier's observations over 3 clients with subscription changes
-            # (test_broker_layout.py).
-            clients = [Client(cls.broker, "queues-layout-a", version=4),
-                       Client(cls.broker, "queues-layout-b", version=5),
-                       Client(cls.broker, "queues-layout-c", version=4, keepalive=30)]
-            for client in clients:
-                for topic in ("layout/1", "layout/2", "layout/3"):
-                    client.subscribe(topic)
-                client.unsubscribe("layout/1")
-            wait_for(lambda: "broker layout: verified" in cls.broker.log(), timeout=10,
-                     what="the client layout verified")
-            for client in clients:
-                client.disconnect()
-            wait_for(lambda: cls.broker.connections() == [], what="the layout's clients gone")
+            verify_client_layout(cls.broker, "queues-layout")
         except BaseException:
             super().tearDownClass()  # tearDownClass is not called when setUpClass fails
             raise

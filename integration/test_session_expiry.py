@@ -17,7 +17,7 @@ import time
 import unittest
 import urllib.request
 
-from harness import Client, SharedBrokerTestCase, wait_for
+from harness import Client, SharedBrokerTestCase, verify_client_layout, wait_for
 
 RPC = "/mqtt.connections.v1.ConnectionsService/ListConnections"
 OFFLINE = "MQTT_CONNECTION_STATE_OFFLINE"
@@ -35,20 +35,8 @@ class SessionExpiryTest(SharedBrokerTestCase):
     def setUpClass(cls):
         super().setUpClass()
         try:
-            # The verifier's 12 observations over 3 clients with subscription changes
-            # (test_broker_layout.py); clean sessions, so that nothing of them stays listed.
-            clients = [Client(cls.broker, "expiry-layout-a", version=4),
-                       Client(cls.broker, "expiry-layout-b", version=5),
-                       Client(cls.broker, "expiry-layout-c", version=4, keepalive=30)]
-            for client in clients:
-                for topic in ("layout/1", "layout/2", "layout/3"):
-                    client.subscribe(topic)
-                client.unsubscribe("layout/1")
-            wait_for(lambda: "broker layout: verified" in cls.broker.log(), timeout=10,
-                     what="the client layout verified")
-            for client in clients:
-                client.disconnect()
-            wait_for(lambda: cls.broker.connections() == [], what="the layout's clients gone")
+            # Clean sessions, so that nothing of them stays listed.
+            verify_client_layout(cls.broker, "expiry-layout")
         except BaseException:
             super().tearDownClass()  # tearDownClass is not called when setUpClass fails
             raise
