@@ -176,8 +176,14 @@ class CompanionRestartTest(unittest.TestCase):
             clients = [Client(broker, f"keep-{i}", version=4 if i % 2 else 5) for i in range(20)]
             sub = clients[0]
             sub.subscribe("events/routing", qos=1)
-            broker.wait_connections(lambda cs: len(cs) == 20)
-            before = broker.connections()
+            # The SUBACK can come before the registry has the subscription (the broker's ring is
+            # read a moment later): the list to compare with is the one that has it.
+            def complete():
+                listed = broker.connections()
+                return listed if len(listed) == 20 and any(
+                    c["client_id"] == "keep-0" and c["subscriptions"] for c in listed) else None
+
+            before = wait_for(complete, what="20 clients listed, keep-0 with its subscription")
             old = broker.companion_pid
             os.kill(old, signal.SIGKILL)
             killed_at = time.monotonic()
