@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 namespace mqc {
 
@@ -68,6 +69,18 @@ struct MessageQueue {
   std::uint32_t queued = 0;
   std::uint32_t in_flight = 0;
   std::uint32_t total = 0;
+
+  // Each count where the broker tells it, else nothing: the one rule the API's codecs and its
+  // filters show them by.
+  std::optional<std::uint32_t> Queued() const {
+    return known == Known::kSplit ? std::optional<std::uint32_t>(queued) : std::nullopt;
+  }
+  std::optional<std::uint32_t> InFlight() const {
+    return known == Known::kSplit ? std::optional<std::uint32_t>(in_flight) : std::nullopt;
+  }
+  std::optional<std::uint32_t> Pending() const {
+    return known != Known::kUnknown ? std::optional<std::uint32_t>(total) : std::nullopt;
+  }
 
   bool operator==(const MessageQueue& other) const {
     return known == other.known && queued == other.queued && in_flight == other.in_flight &&

@@ -381,11 +381,11 @@ void AddNumber(cJSON* object, const char* key, double value) {
 // One direction's message counts: what the broker tells, nothing where it does not.
 void AddMessageQueue(cJSON* object, const MessageQueue& queue, const char* queued,
                      const char* in_flight, const char* pending) {
-  if (queue.known == MessageQueue::Known::kSplit) {
-    AddNumber(object, queued, queue.queued);
-    AddNumber(object, in_flight, queue.in_flight);
+  for (const auto& [name, count] :
+       {std::pair(queued, queue.Queued()), std::pair(in_flight, queue.InFlight()),
+        std::pair(pending, queue.Pending())}) {
+    if (count) AddNumber(object, name, *count);
   }
-  if (queue.known != MessageQueue::Known::kUnknown) AddNumber(object, pending, queue.total);
 }
 
 CjsonPtr StatisticsJson(const RequestStatistics& statistics) {

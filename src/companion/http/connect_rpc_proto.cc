@@ -137,17 +137,13 @@ void ConnectionToProto(const Connection& connection, connections_v1::Connection*
   message->set_bridge_role(static_cast<connections_v1::BridgeRole>(connection.bridge));
   message->set_bridge_name(ToValidUtf8(connection.bridge_name));
   const MessageQueue& out = connection.messages.out;
-  if (out.known == MessageQueue::Known::kSplit) {
-    message->set_messages_queued(out.queued);
-    message->set_messages_in_flight(out.in_flight);
-  }
-  if (out.known != MessageQueue::Known::kUnknown) message->set_messages_pending(out.total);
+  if (const auto count = out.Queued()) message->set_messages_queued(*count);
+  if (const auto count = out.InFlight()) message->set_messages_in_flight(*count);
+  if (const auto count = out.Pending()) message->set_messages_pending(*count);
   const MessageQueue& in = connection.messages.in;
-  if (in.known == MessageQueue::Known::kSplit) {
-    message->set_incoming_messages_queued(in.queued);
-    message->set_incoming_messages_in_flight(in.in_flight);
-  }
-  if (in.known != MessageQueue::Known::kUnknown) message->set_incoming_messages_pending(in.total);
+  if (const auto count = in.Queued()) message->set_incoming_messages_queued(*count);
+  if (const auto count = in.InFlight()) message->set_incoming_messages_in_flight(*count);
+  if (const auto count = in.Pending()) message->set_incoming_messages_pending(*count);
 }
 
 void ListConnectionsResponseToProto(const ConnectionPage& page,

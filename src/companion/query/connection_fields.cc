@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,16 +56,13 @@ FieldValue NetworkDuration(const Connection& c) {
   return SignedIf(c.network.known && c.network.*kMember >= 0, c.network.*kMember);
 }
 
-// A message count (MessageQueue): unset where the broker does not tell it. `kSplitOnly`: queued
-// and in flight, which 2.0.11 and 2.0.12 do not count apart.
-template <MessageQueue MessageCounts::*kDirection, std::uint32_t MessageQueue::*kMember,
-          bool kSplitOnly>
+// A message count (MessageQueue): unset where the broker does not tell it.
+template <MessageQueue MessageCounts::*kDirection,
+          std::optional<std::uint32_t> (MessageQueue::*kCount)() const>
 FieldValue MessageCount(const Connection& c) {
-  const MessageQueue& queue = c.messages.*kDirection;
-  const bool known = kSplitOnly ? queue.known == MessageQueue::Known::kSplit
-                                : queue.known != MessageQueue::Known::kUnknown;
-  FieldValue value = Unsigned(queue.*kMember);
-  value.is_set = known;
+  const std::optional<std::uint32_t> count = ((c.messages.*kDirection).*kCount)();
+  FieldValue value = Unsigned(count.value_or(0));
+  value.is_set = count.has_value();
   return value;
 }
 
@@ -183,8 +181,7 @@ std::vector<FieldDef> BuildFields() {
              [](C c) { return Text(c.authentication.user_principal); }),
       Scalar("authentication_info.method", K::kString,
              [](C c) { return Text(c.authentication.method); }),
-      EnumField("bridge_role", kBridgeRoleNames, "",
-                [](C c) { return EnumNumber(c.bridge); }),
+      EnumField("bridge_role", kBridgeRoleNames, "", [](C c) { return EnumNumber(c.bridge); }),
       Scalar("bridge_name", K::kString, [](C c) { return Text(c.bridge_name); }),
       Detail(Scalar("idle_duration", K::kDuration,
                     [](C c) { return SignedIf(c.idle_ns >= 0, c.idle_ns); })),
@@ -220,18 +217,12 @@ std::vector<FieldDef> BuildFields() {
                     &RecentStatistic<&R::deliver_bytes>)),
       Detail(Scalar("recent_request_statistics.request_count", K::kUint,
                     &RecentStatistic<&R::request_count>)),
-      Detail(Scalar("messages_queued", K::kUint,
-                    &MessageCount<&M::out, &Q::queued, /*kSplitOnly=*/true>)),
-      Detail(Scalar("messages_in_flight", K::kUint,
-                    &MessageCount<&M::out, &Q::in_flight, /*kSplitOnly=*/true>)),
-      Detail(Scalar("messages_pending", K::kUint,
-                    &MessageCount<&M::out, &Q::total, /*kSplitOnly=*/false>)),
-      Detail(Scalar("incoming_messages_queued", K::kUint,
-                    &MessageCount<&M::in, &Q::queued, /*kSplitOnly=*/true>)),
-      Detail(Scalar("incoming_messages_in_flight", K::kUint,
-                    &MessageCount<&M::in, &Q::in_flight, /*kSplitOnly=*/true>)),
-      Detail(Scalar("incoming_messages_pending", K::kUint,
-                    &MessageCount<&M::in, &Q::total, /*kSplitOnly=*/false>)),
+      Detail(Scalar("messages_queued", K::kUint, &MessageCount<&M::out, &Q::Queued>)),
+      Detail(Scalar("messages_in_flight", K::kUint, &MessageCount<&M::out, &Q::InFlight>)),
+      Detail(Scalar("messages_pending", K::kUint, &MessageCount<&M::out, &Q::Pending>)),
+      Detail(Scalar("incoming_messages_queued", K::kUint, &MessageCount<&M::in, &Q::Queued>)),
+      Detail(Scalar("incoming_messages_in_flight", K::kUint, &MessageCount<&M::in, &Q::InFlight>)),
+      Detail(Scalar("incoming_messages_pending", K::kUint, &MessageCount<&M::in, &Q::Pending>)),
       OfSubscription("subscriptions.filter", K::kString,
                      [](const Subscription& s) { return Text(s.filter); }),
       OfSubscription("subscriptions.pattern", K::kString,
