@@ -26,6 +26,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -95,15 +96,15 @@ std::string YieldToBroker(pid_t broker_pid) {
 // broker's own bridge connections. The companion runs as the broker's user, which could read
 // the file when the plugin started, on the broker's host (the bridges' default client ids
 // name it).
-void ReadListeners(const std::string& path, CompanionLink* link,
+// `read`: the broker's configuration as read at start, null when its path is unknown.
+void ReadListeners(const StatusOr<BrokerConfig>* read, CompanionLink* link,
                    ConnectionRegistryOptions* options) {
-  if (path.empty()) return;
-  StatusOr<BrokerConfig> read = ReadBrokerConfig(path);
-  if (!read.ok()) {
-    link->Log(LogLevel::kWarning, "listener names unknown: " + read.status().message());
+  if (read == nullptr) return;
+  if (!read->ok()) {
+    link->Log(LogLevel::kWarning, "listener names unknown: " + read->status().message());
     return;
   }
-  BrokerConfig config = std::move(read).value();
+  BrokerConfig config = read->value();
   if (config.listeners.empty()) {  // local-only mode: the default listener on 1883
     ListenerConfig local;
     local.port = 1883;
@@ -117,19 +118,19 @@ void ReadListeners(const std::string& path, CompanionLink* link,
 }
 
 // Where the ban list is kept: beside the broker's persistence file, or nowhere (said once).
-std::string BanFile(const std::string& config_path, CompanionLink* link) {
+// `config`: as for ReadListeners.
+std::string BanFile(const StatusOr<BrokerConfig>* config, CompanionLink* link) {
   const char* const kMemoryOnly = "bans are kept in memory only: the broker's configuration ";
-  if (config_path.empty()) {
+  if (config == nullptr) {
     link->Log(LogLevel::kWarning, std::string(kMemoryOnly) + "is unknown");
     return std::string();
   }
-  const StatusOr<BrokerConfig> config = ReadBrokerConfig(config_path);
-  if (!config.ok()) {
+  if (!config->ok()) {
     link->Log(LogLevel::kWarning,
-              std::string(kMemoryOnly) + "cannot be read: " + config.status().message());
+              std::string(kMemoryOnly) + "cannot be read: " + config->status().message());
     return std::string();
   }
-  const std::string path = BanFilePath(config->persistence, config->persistence_location);
+  const std::string path = BanFilePath((*config)->persistence, (*config)->persistence_location);
   if (path.empty()) {
     link->Log(LogLevel::kNotice,
               "bans are kept in memory only (the broker runs without persistence): a broker "
@@ -295,7 +296,11 @@ int Run(int argc, char** argv) {
   registry_options.default_pattern = options.default_pattern;
   registry_options.closed_max = options.closed_max;
   registry_options.closed_ttl_ns = std::int64_t{options.closed_ttl_s} * 1000000000;
-  ReadListeners(arguments.broker_config, &link, &registry_options);
+  // The broker's configuration, read once: listeners and bridges here, the ban file below.
+  std::optional<StatusOr<BrokerConfig>> broker_config;
+  if (!arguments.broker_config.empty()) broker_config = ReadBrokerConfig(arguments.broker_config);
+  const StatusOr<BrokerConfig>* const read_config = broker_config ? &*broker_config : nullptr;
+  ReadListeners(read_config, &link, &registry_options);
   registry_options.stats = region->stats();
   registry_options.stats_count = region->header()->stats_slots;
   ConnectionRegistry registry(registry_options);
@@ -330,7 +335,7 @@ int Run(int argc, char** argv) {
   router.SetHostCheck(HostCheck(options.http_allowed_hosts, options.http_bind));
   router.SetHealth([&registry] { return registry.current(); });
   router.SetErrorLog([&link](const std::string& line) { link.Log(LogLevel::kError, line); });
-  BanStore ban_store(BanFile(arguments.broker_config, &link),
+  BanStore ban_store(BanFile(read_config, &link),
                      [&link](const std::vector<Ban>& bans) { return link.SendBans(bans); });
   const Status bans_loaded = ban_store.Load(NowNs());
   if (!bans_loaded.ok()) {
