@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../support/fake_broker.h"
@@ -29,11 +30,20 @@ class OfflineSink : public NullSink {
     }
     BridgeEvent bridge;
     if (type == EventType::kBridge && Decode(payload, &bridge)) bridges.push_back(bridge);
+    CloseEvent close;
+    if (type == EventType::kClose && Decode(payload, &close)) closes.push_back(close);
+    SubscriptionEvent subscription;
+    if ((type == EventType::kSubscribe || type == EventType::kUnsubscribe) &&
+        Decode(payload, &subscription)) {
+      subscriptions.emplace_back(type, subscription);
+    }
     return true;
   }
   std::vector<OfflineSessionEvent> offline;
   std::vector<ConnectionEvent> connections;
   std::vector<BridgeEvent> bridges;
+  std::vector<CloseEvent> closes;
+  std::vector<std::pair<EventType, SubscriptionEvent>> subscriptions;
 };
 
 class BrokerEventsTest : public ::testing::Test {
@@ -252,6 +262,146 @@ TEST_F(BrokerEventsTest, AclCheckOn21IgnoresEveryCheck) {
     EXPECT_EQ(Events().OnAclCheck21(AclCheck(&client, access, "events/a")), kBrokerErrPluginIgnore);
   }
   EXPECT_FALSE(state_.sessions->HoldsSubscription(client.handle(), "events/a"));
+}
+
+// ---- strict mode ----
+
+// Strict mode refuses a SUBSCRIBE KubeMQ would refuse, on 2.1 through its ACL_CHECK (IGNORE for
+// everything else), and counts it as an error of operation `subscribe`.
+TEST_F(BrokerEventsTest, StrictModeOn21RefusesWhatKubemqWouldAndIgnoresTheRest) {
+  Use(FakeBroker::Api21());
+  state_.options.kubemq_strict = true;
+  FakeClient client = Client("a");
+  Connect(&client);
+  EXPECT_EQ(Events().OnAclCheck21(AclCheck(&client, kAclSubscribe, "store/#")),
+            kBrokerErrAclDenied);
+  EXPECT_EQ(Events().OnAclCheck21(AclCheck(&client, kAclSubscribe, "commands/svc")),
+            kBrokerErrAclDenied);
+  EXPECT_EQ(Events().OnAclCheck21(AclCheck(&client, kAclSubscribe, "events/#")),
+            kBrokerErrPluginIgnore);
+  EXPECT_EQ(Events().OnAclCheck21(AclCheck(&client, kAclWrite, "store/#")), kBrokerErrPluginIgnore);
+  EXPECT_EQ(counters_
+                .operations[static_cast<int>(Operation::kSubscribe)]
+                           [static_cast<int>(OperationStatus::kError)]
+                .load(),
+            2u);
+  // Without strict mode, the same filter is the broker's to decide.
+  state_.options.kubemq_strict = false;
+  EXPECT_EQ(Events().OnAclCheck21(AclCheck(&client, kAclSubscribe, "store/#")),
+            kBrokerErrPluginIgnore);
+}
+
+// A filter the client already holds is a renewal (or a kick's re-check): strict mode, turned on
+// by a reload after the subscription was made, does not refuse it; on 2.0 the nested check asks
+// the later ACL sources first for a filter it accepts.
+TEST_F(BrokerEventsTest, StrictModeNeverRefusesAFilterTheClientHolds) {
+  Use(FakeBroker::Api21());
+  FakeClient client = Client("a");
+  Connect(&client);
+  Events().OnSubscribe21(client.handle(), true, "store/#", 0);
+  state_.options.kubemq_strict = true;
+  EXPECT_EQ(Events().OnAclCheck21(AclCheck(&client, kAclSubscribe, "store/#")),
+            kBrokerErrPluginIgnore);
+
+  Use(FakeBroker::Api20());
+  state_.options.kubemq_strict = true;
+  state_.decide_acl = true;
+  FakeClient other = Client("b");
+  Connect(&other);
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&other, kAclSubscribe, "queries/svc/+")),
+            kBrokerErrAclDenied);
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&other, kAclSubscribe, "events/a", 1)), kBrokerSuccess);
+  EXPECT_TRUE(state_.sessions->HoldsSubscription(other.handle(), "events/a"));
+  EXPECT_FALSE(state_.sessions->HoldsSubscription(other.handle(), "queries/svc/+"));
+}
+
+// ---- 2.1's own events: CONNECT, SUBSCRIBE and UNSUBSCRIBE ----
+
+// A client whose authentication the plugin never saw (a use_identity_as_username listener skips
+// BASIC_AUTH) is listed from 2.1's CONNECT on; one already open is not listed twice.
+TEST_F(BrokerEventsTest, On21AConnectNotSeenAuthenticatingIsListedOnce) {
+  Use(FakeBroker::Api21());
+  FakeClient client = Client("cert-user");
+  EXPECT_EQ(Events().OnConnect21(client.handle()), kBrokerSuccess);
+  EXPECT_TRUE(state_.sessions->IsOpen(client.handle()));
+  EXPECT_EQ(Events().OnConnect21(client.handle()), kBrokerSuccess);
+  ASSERT_EQ(sink_.connections.size(), 1u);
+  EXPECT_EQ(sink_.connections[0].client_id, "cert-user");
+  EXPECT_EQ(counters_.connects.load(), 1u);
+}
+
+// BASIC_AUTH begins the CONNECT; 2.1's CONNECT confirms it, and the connection is open at once
+// (no later callback is needed to settle it).
+TEST_F(BrokerEventsTest, On21ConnectConfirmsTheConnectBasicAuthBegan) {
+  Use(FakeBroker::Api21());
+  FakeClient client = Client("a");
+  Events().OnBasicAuth(client.handle());
+  EXPECT_TRUE(state_.sessions->IsPending(client.handle()));
+  EXPECT_TRUE(sink_.connections.empty());
+  Events().OnConnect21(client.handle());
+  EXPECT_FALSE(state_.sessions->IsPending(client.handle()));
+  EXPECT_TRUE(state_.sessions->IsOpen(client.handle()));
+  EXPECT_EQ(sink_.connections.size(), 1u);
+}
+
+// 2.1 reports a subscription once made, with the granted QoS, and its removal: the table
+// follows; the same filter at the same QoS again is a renewal (no event); an event without a
+// filter changes nothing.
+TEST_F(BrokerEventsTest, On21SubscriptionsFollowWhatTheBrokerMade) {
+  Use(FakeBroker::Api21());
+  FakeClient client = Client("a");
+  Connect(&client);
+  const void* handle = client.handle();
+  EXPECT_EQ(Events().OnSubscribe21(client.handle(), true, "events/a/#", 1), kBrokerSuccess);
+  EXPECT_TRUE(state_.sessions->HoldsSubscription(handle, "events/a/#"));
+  Events().OnSubscribe21(client.handle(), true, "events/a/#", 1);
+  Events().OnSubscribe21(client.handle(), true, "events/a/#", 2);
+  Events().OnSubscribe21(client.handle(), true, nullptr, 0);
+  Events().OnSubscribe21(client.handle(), false, "events/a/#", 0);
+  EXPECT_FALSE(state_.sessions->HoldsSubscription(handle, "events/a/#"));
+  ASSERT_EQ(sink_.subscriptions.size(), 3u);
+  EXPECT_EQ(sink_.subscriptions[0].first, EventType::kSubscribe);
+  EXPECT_EQ(sink_.subscriptions[0].second.filter, "events/a/#");
+  EXPECT_EQ(sink_.subscriptions[0].second.qos, 1);
+  EXPECT_EQ(sink_.subscriptions[1].first, EventType::kSubscribe);
+  EXPECT_EQ(sink_.subscriptions[1].second.qos, 2);
+  EXPECT_EQ(sink_.subscriptions[2].first, EventType::kUnsubscribe);
+  EXPECT_EQ(sink_.subscriptions[2].second.filter, "events/a/#");
+  EXPECT_EQ(sink_.subscriptions[0].second.seq, sink_.connections.at(0).seq);
+}
+
+// ---- DISCONNECT's reason ----
+
+// 2.1 passes the reason of a connection's end; 2.0 passes none, and the client's state tells
+// (broker_capabilities.h maps both). The time since the client last sent data is kept.
+TEST_F(BrokerEventsTest, TheCloseReasonIsWhatTheBrokerTells) {
+  struct Case {
+    bool api_2_1;
+    int reason_or_state;
+    CloseReason expected;
+  };
+  const Case cases[] = {
+      {true, 0, CloseReason::kClientDisconnect},  {true, 142, CloseReason::kSessionTakenOver},
+      {true, 11, CloseReason::kAccessRevoked},    {true, 7, CloseReason::kConnectionLost},
+      {false, 2, CloseReason::kClientDisconnect}, {false, 17, CloseReason::kSessionTakenOver},
+      {false, 5, CloseReason::kConnectionLost},   {false, -1, CloseReason::kUnspecified},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.api_2_1 ? "2.1 reason " : "2.0 state ") +
+                 std::to_string(c.reason_or_state));
+    sink_.closes.clear();
+    Use(c.api_2_1 ? FakeBroker::Api21() : FakeBroker::Api20());
+    FakeClient client = Client("a");
+    Connect(&client);
+    client.idle_ms = 250;
+    if (!c.api_2_1) client.state = c.reason_or_state;
+    Events().OnDisconnect(client.handle(), c.api_2_1 ? c.reason_or_state : -1);
+    ASSERT_EQ(sink_.closes.size(), 1u);
+    EXPECT_EQ(sink_.closes[0].reason, c.expected);
+    EXPECT_EQ(sink_.closes[0].idle_ns, 250000000);
+    EXPECT_EQ(counters_.disconnects[static_cast<int>(c.expected)].load(), 1u);
+    counters_.disconnects[static_cast<int>(c.expected)].store(0);
+  }
 }
 
 // ---- kicks ----
@@ -858,6 +1008,50 @@ TEST_F(BrokerEventsTest, ATickSettlesAndEndsAReload) {
   EXPECT_FALSE(state_.sessions->has_unsettled());
   EXPECT_EQ(state_.tick_work_ns, broker_.monotonic_ns);  // the periodic work did not run
   EXPECT_EQ(counters_.connects.load(), 1u);
+}
+
+// The periodic work through a real shared region: a TICK once kTickWorkIntervalNs has passed
+// carries out the companion's commands (here a kick) and ends the offline sessions the broker
+// has expired; a TICK before the interval is over does neither.
+TEST_F(BrokerEventsTest, TheTicksPeriodicWorkRunsOncePerInterval) {
+  Use(FakeBroker::Api20());
+  auto created = SharedRegion::Create(SharedRegionSizes{4096, 4096, 8});
+  ASSERT_TRUE(created.ok()) << created.status().message();
+  state_.region = std::move(created).value();
+  state_.link = std::make_unique<BrokerLink>(state_.region.get());
+  // Never started, and none can be: its restarts only log (here into the broker's log).
+  state_.companion = std::make_unique<CompanionSupervisor>(
+      state_.region.get(), "/nonexistent/mqc-companion", std::vector<std::string>{},
+      [this](LogLevel level, const std::string& text) { broker_.log.emplace_back(level, text); });
+  SharedHeader* header = state_.region->header();
+  RingWriter commands(&header->commands, state_.region->commands_data(), header->commands_capacity);
+  KickCommand kick;
+  kick.client_id = "a";
+  std::string bytes;
+  Encode(kick, &bytes);
+
+  state_.sessions->SetPersistentClientExpiration(10);
+  FakeClient session = Client("s");
+  session.facts.clean_session = false;
+  Connect(&session);
+  broker_.now_ns = 100 * kSecond;
+  Events().OnDisconnect(session.handle(), -1);
+  ASSERT_EQ(state_.sessions->offline_count(), 1u);
+
+  state_.tick_work_ns = broker_.monotonic_ns;
+  broker_.now_ns = 200 * kSecond;  // long past the session's expiry
+  ASSERT_TRUE(commands.TryWrite(static_cast<std::uint16_t>(CommandType::kKick), bytes.data(),
+                                static_cast<std::uint32_t>(bytes.size())));
+  broker_.monotonic_ns += BrokerEventsState::kTickWorkIntervalNs - 1;
+  Events().OnTick();
+  EXPECT_TRUE(broker_.kicked.empty());
+  EXPECT_EQ(state_.sessions->offline_count(), 1u);
+
+  broker_.monotonic_ns += 1;
+  Events().OnTick();
+  EXPECT_EQ(broker_.kicked, std::vector<std::string>{"a"});
+  EXPECT_EQ(state_.sessions->offline_count(), 0u);
+  EXPECT_EQ(state_.tick_work_ns, broker_.monotonic_ns);
 }
 
 }  // namespace
