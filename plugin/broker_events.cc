@@ -2,8 +2,8 @@
 // The broker's events handed to the decisions (broker/broker_events.h: BrokerEvents): each
 // callback passes the broker's event on; the handlers catch everything they call that can throw
 // (no exception may cross into the broker), and the fast paths call nothing that throws.
-// Registration of the callbacks, per plugin API (broker_api.h), and 2.1's request for the next
-// TICK (a field of its event).
+// Registration of the callbacks the decisions ask for (WantedEvents), and 2.1's request for the
+// next TICK (a field of its event).
 //
 // Threads: all of this runs on the broker thread.
 
@@ -142,49 +142,37 @@ struct EventHandler {
   int event;
   MOSQ_FUNC_generic_callback callback;
   const char* name;
-  bool (*wanted)(const PluginState&) = nullptr;  // null: always registered
 };
 
-bool AclCheck21Wanted(const PluginState& state) {
-  return state.watch_acl_21 || state.options.kubemq_strict;
-}
-
-constexpr EventHandler kHandlers20[] = {
-    {MOSQ_EVT_BASIC_AUTH, OnBasicAuth, "BASIC_AUTH"},
-    {MOSQ_EVT_EXT_AUTH_START, OnExtAuthStart, "EXT_AUTH_START"},
-    {MOSQ_EVT_ACL_CHECK, OnAclCheck, "ACL_CHECK"},
-    {MOSQ_EVT_MESSAGE, OnMessage, "MESSAGE"},
-    {MOSQ_EVT_DISCONNECT, OnDisconnect, "DISCONNECT"},
-    {MOSQ_EVT_TICK, OnTick, "TICK"},
-    {MOSQ_EVT_RELOAD, OnReload, "RELOAD"},
-};
-
-// ACL_CHECK only where no other ACL source exists, or for strict mode: 2.1 reports subscriptions
-// and deliveries once they are made, and a plugin in the ACL chain may change its answer
-// (src/plugin_acl_check.c returns the last callback's answer when none decides, so an IGNORE after
-// another plugin's DEFER would turn a denial into an allow).
-constexpr EventHandler kHandlers21[] = {
-    {MOSQ_EVT_BASIC_AUTH, OnBasicAuth, "BASIC_AUTH"},
-    {MOSQ_EVT_EXT_AUTH_START, OnExtAuthStart, "EXT_AUTH_START"},
-    {kEventConnect, OnConnect, "CONNECT"},
-    {kEventSubscribe, OnSubscribe, "SUBSCRIBE"},
-    {kEventUnsubscribe, OnSubscribe, "UNSUBSCRIBE"},
-    {MOSQ_EVT_MESSAGE, OnMessage, "MESSAGE_IN"},
-    {kEventMessageOut, OnMessageOut, "MESSAGE_OUT"},
-    {MOSQ_EVT_ACL_CHECK, OnAclCheck21, "ACL_CHECK", AclCheck21Wanted},
-    {MOSQ_EVT_DISCONNECT, OnDisconnect, "DISCONNECT"},
-    {kEventClientOffline, OnDisconnect, "CLIENT_OFFLINE"},
-    {MOSQ_EVT_TICK, OnTick, "TICK"},
-    {MOSQ_EVT_RELOAD, OnReload, "RELOAD"},
-};
-
-template <std::size_t N>
-constexpr std::pair<const EventHandler*, std::size_t> Table(const EventHandler (&table)[N]) {
-  return {table, N};
-}
-
-std::pair<const EventHandler*, std::size_t> HandlersOf(const PluginState& state) {
-  return state.api.api_2_1() ? Table(kHandlers21) : Table(kHandlers20);
+// The broker's code and the callback of each event the decisions ask for (WantedEvents).
+EventHandler HandlerOf(BrokerEventKind kind, bool api_2_1) {
+  switch (kind) {
+    case BrokerEventKind::kBasicAuth:
+      return {MOSQ_EVT_BASIC_AUTH, OnBasicAuth, "BASIC_AUTH"};
+    case BrokerEventKind::kExtAuthStart:
+      return {MOSQ_EVT_EXT_AUTH_START, OnExtAuthStart, "EXT_AUTH_START"};
+    case BrokerEventKind::kConnect:
+      return {kEventConnect, OnConnect, "CONNECT"};
+    case BrokerEventKind::kSubscribe:
+      return {kEventSubscribe, OnSubscribe, "SUBSCRIBE"};
+    case BrokerEventKind::kUnsubscribe:
+      return {kEventUnsubscribe, OnSubscribe, "UNSUBSCRIBE"};
+    case BrokerEventKind::kMessageIn:
+      return {MOSQ_EVT_MESSAGE, OnMessage, api_2_1 ? "MESSAGE_IN" : "MESSAGE"};
+    case BrokerEventKind::kMessageOut:
+      return {kEventMessageOut, OnMessageOut, "MESSAGE_OUT"};
+    case BrokerEventKind::kAclCheck:
+      return {MOSQ_EVT_ACL_CHECK, api_2_1 ? OnAclCheck21 : OnAclCheck, "ACL_CHECK"};
+    case BrokerEventKind::kDisconnect:
+      return {MOSQ_EVT_DISCONNECT, OnDisconnect, "DISCONNECT"};
+    case BrokerEventKind::kClientOffline:
+      return {kEventClientOffline, OnDisconnect, "CLIENT_OFFLINE"};
+    case BrokerEventKind::kTick:
+      return {MOSQ_EVT_TICK, OnTick, "TICK"};
+    case BrokerEventKind::kReload:
+      return {MOSQ_EVT_RELOAD, OnReload, "RELOAD"};
+  }
+  return {MOSQ_EVT_RELOAD, OnReload, "RELOAD"};  // not reached: every kind is listed above
 }
 
 }  // namespace
@@ -198,10 +186,9 @@ void ApplyBans(PluginState* state, BansCommand&& command) {
 }
 
 bool RegisterBrokerEvents(PluginState* state) {
-  const auto [handlers, count] = HandlersOf(*state);
-  for (std::size_t i = 0; i < count; ++i) {
-    const EventHandler& handler = handlers[i];
-    if (handler.wanted != nullptr && !handler.wanted(*state)) continue;
+  const bool api_2_1 = state->api.api_2_1();
+  for (const BrokerEventKind kind : WantedEvents(*state)) {
+    const EventHandler handler = HandlerOf(kind, api_2_1);
     const int rc = mosquitto_callback_register(state->identifier, handler.event, handler.callback,
                                                nullptr, state);
     if (rc != MOSQ_ERR_SUCCESS) {
@@ -210,16 +197,16 @@ bool RegisterBrokerEvents(PluginState* state) {
       UnregisterBrokerEvents(state);
       return false;
     }
-    state->registered_events.push_back(i);
+    state->registered_events.push_back(kind);
   }
   return true;
 }
 
 void UnregisterBrokerEvents(PluginState* state) {
-  const EventHandler* handlers = HandlersOf(*state).first;
+  const bool api_2_1 = state->api.api_2_1();
   // Newest first: UNSUBSCRIBE and CLIENT_OFFLINE share their callback with another event.
   for (auto it = state->registered_events.rbegin(); it != state->registered_events.rend(); ++it) {
-    const EventHandler& handler = handlers[*it];
+    const EventHandler handler = HandlerOf(*it, api_2_1);
     const int rc =
         mosquitto_callback_unregister(state->identifier, handler.event, handler.callback, nullptr);
     if (rc != MOSQ_ERR_SUCCESS) {

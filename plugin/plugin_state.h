@@ -31,7 +31,7 @@ struct PluginState : BrokerEventsState {
   BrokerApi api;                    // the broker's plugin API (2.0 or 2.1) and the names it exports
   MosquittoBroker mosquitto{&api};  // the decisions' Broker (BrokerEventsState::broker)
 
-  std::vector<std::size_t> registered_events;  // indexes into the API's handler table
+  std::vector<BrokerEventKind> registered_events;  // in the order they were registered
 };
 
 // plugin.cc
@@ -53,16 +53,6 @@ void ApplyBans(PluginState* state, BansCommand&& command);
 // DecideAuth, broker/auth_decisions.h); the plugin decides nothing on 2.1. Returns whether they
 // changed.
 bool ApplyAuthDecisions(PluginState* state, const BrokerConfig& config);
-// Whether an ACL source after the plugin decides what the plugin cannot learn (2.0 without
-// mosquitto_acl_check, and an ACL plugin other than the acl_file).
-inline bool UnreadAclSource(const PluginState& state) {
-  return !state.api.api_2_1() && !state.decide_acl && !state.api.capabilities().acl_check &&
-         state.acl_file == nullptr;
-}
-
-// presence.cc
-// Presence messages, when an option asks for them (after the session table exists).
-void SetUpPresence(PluginState* state);
 // reload.cc
 int OnReload(int event, void* event_data, void* userdata);
 

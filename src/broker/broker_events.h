@@ -30,6 +30,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "broker/acl_file.h"
 #include "broker/ban_gate.h"
@@ -127,6 +128,44 @@ inline int NeutralBasicAuthAnswer(bool api_2_1, bool decide_basic_auth, bool all
 
 // Sends reloaded registry options to the running companion; false while the ring is full.
 bool SendSettingsIfPending(BrokerEventsState* state);
+
+// The broker events the plugin registers for. plugin/broker_events.cc gives each the broker's
+// code and its callback.
+enum class BrokerEventKind : std::uint8_t {
+  kBasicAuth,
+  kExtAuthStart,
+  kConnect,      // 2.1
+  kSubscribe,    // 2.1
+  kUnsubscribe,  // 2.1
+  kMessageIn,    // 2.0's MESSAGE, 2.1's MESSAGE_IN
+  kMessageOut,   // 2.1
+  kAclCheck,
+  kDisconnect,
+  kClientOffline,  // 2.1
+  kTick,
+  kReload,
+};
+
+// The events to register for on this broker, in the order they are registered (and
+// unregistered in reverse). 2.0 needs ACL_CHECK for every subscription and delivery. 2.1
+// reports those once made; its ACL_CHECK is registered only where the plugin watches it (no
+// other ACL source, watch_acl_21) or for strict mode: a plugin in the ACL chain may change the
+// answer (src/plugin_acl_check.c returns the last callback's answer when none decides, so an
+// IGNORE after another plugin's DEFER would turn a denial into an allow).
+std::vector<BrokerEventKind> WantedEvents(const BrokerEventsState& state);
+
+// Whether an ACL source after the plugin decides what the plugin cannot learn (2.0 without
+// mosquitto_acl_check, and an ACL plugin other than the acl_file): logged at start.
+inline bool UnreadAclSource(const BrokerEventsState& state) {
+  const BrokerCapabilities& capabilities = state.broker->capabilities();
+  return !capabilities.api_2_1 && !state.decide_acl && !capabilities.acl_check &&
+         state.acl_file == nullptr;
+}
+
+// Presence messages, when an option asks for them (after the session table exists): published
+// through the broker (Broker::Publish), told of every open and close by the session table.
+// Logs one line saying what is published.
+void SetUpPresence(BrokerEventsState* state);
 
 // A client id for one log line: control characters (a newline could forge a line) become '?'.
 std::string Printable(const std::string& text);

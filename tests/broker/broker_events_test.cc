@@ -264,6 +264,75 @@ TEST_F(BrokerEventsTest, AclCheckOn21IgnoresEveryCheck) {
   EXPECT_FALSE(state_.sessions->HoldsSubscription(client.handle(), "events/a"));
 }
 
+// ---- what is registered, what is logged at start ----
+
+TEST_F(BrokerEventsTest, The20PluginRegistersForEveryAclCheck) {
+  using K = BrokerEventKind;
+  Use(FakeBroker::Api20());
+  EXPECT_EQ(WantedEvents(state_),
+            (std::vector<K>{K::kBasicAuth, K::kExtAuthStart, K::kAclCheck, K::kMessageIn,
+                            K::kDisconnect, K::kTick, K::kReload}));
+}
+
+// 2.1's ACL_CHECK only where the plugin watches it (no other ACL source) or for strict mode.
+TEST_F(BrokerEventsTest, The21PluginRegistersForAclChecksOnlyWhereItsAnswerIsNeutral) {
+  using K = BrokerEventKind;
+  Use(FakeBroker::Api21());
+  const std::vector<K> reported = {K::kBasicAuth,  K::kExtAuthStart, K::kConnect,
+                                   K::kSubscribe,  K::kUnsubscribe,  K::kMessageIn,
+                                   K::kMessageOut, K::kDisconnect,   K::kClientOffline,
+                                   K::kTick,       K::kReload};
+  EXPECT_EQ(WantedEvents(state_), reported);
+  std::vector<K> with_acl = reported;
+  with_acl.insert(with_acl.begin() + 7, K::kAclCheck);
+  state_.watch_acl_21 = true;
+  EXPECT_EQ(WantedEvents(state_), with_acl);
+  state_.watch_acl_21 = false;
+  state_.options.kubemq_strict = true;
+  EXPECT_EQ(WantedEvents(state_), with_acl);
+}
+
+// Only 2.0 without mosquitto_acl_check, with an ACL source the plugin neither is nor reads, has
+// deliveries it cannot tell apart from denials.
+TEST_F(BrokerEventsTest, AnUnreadAclSourceIsOnly20sWithoutTheNestedCheck) {
+  Use(FakeBroker::Api20(/*acl_check=*/false));
+  EXPECT_TRUE(UnreadAclSource(state_));
+  state_.acl_file = std::make_unique<AclFile>();
+  EXPECT_FALSE(UnreadAclSource(state_));
+  state_.acl_file.reset();
+  state_.decide_acl = true;
+  EXPECT_FALSE(UnreadAclSource(state_));
+  Use(FakeBroker::Api20(/*acl_check=*/true));
+  state_.decide_acl = false;
+  EXPECT_FALSE(UnreadAclSource(state_));
+  Use(FakeBroker::Api21());
+  EXPECT_FALSE(UnreadAclSource(state_));
+}
+
+// Presence: nothing without an option; with one, a connection's open and close are published
+// through the broker, and one log line says on which topics.
+TEST_F(BrokerEventsTest, PresenceIsSetUpOnlyWhenAskedAndPublishesThroughTheBroker) {
+  Use(FakeBroker::Api20());
+  SetUpPresence(&state_);
+  EXPECT_EQ(state_.presence, nullptr);
+  EXPECT_TRUE(broker_.log.empty());
+
+  state_.options.presence_events = true;
+  state_.options.presence_node = "node1";
+  SetUpPresence(&state_);
+  ASSERT_NE(state_.presence, nullptr);
+  ASSERT_EQ(broker_.log.size(), 1u);
+  EXPECT_EQ(broker_.log[0].second,
+            "mosquitto_connections: presence messages on $SYS/brokers/node1/clients/<client "
+            "id>/connected, disconnected");
+  FakeClient client = Client("a");
+  Connect(&client);
+  Events().OnDisconnect(client.handle(), -1);
+  EXPECT_EQ(broker_.published,
+            (std::vector<std::string>{"$SYS/brokers/node1/clients/a/connected",
+                                      "$SYS/brokers/node1/clients/a/disconnected"}));
+}
+
 // ---- strict mode ----
 
 // Strict mode refuses a SUBSCRIBE KubeMQ would refuse, on 2.1 through its ACL_CHECK (IGNORE for
