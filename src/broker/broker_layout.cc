@@ -135,7 +135,9 @@ void Append(const BrokerLayout (&layouts)[N], std::vector<const BrokerLayout*>* 
 
 bool IsBool(std::int64_t value) { return value == 0 || value == 1; }
 
-std::string Describe(LayoutField field) {
+}  // namespace
+
+const char* LayoutFieldName(LayoutField field) {
   switch (field) {
     case LayoutField::kProtocol:
       return "protocol";
@@ -145,14 +147,29 @@ std::string Describe(LayoutField field) {
       return "clean_start";
     case LayoutField::kSubCount:
       return "sub_count";
+    case LayoutField::kSessionExpiryTime:
+      return "session_expiry_time";
+    case LayoutField::kSessionExpiryInterval:
+      return "session_expiry_interval";
     case LayoutField::kIsBridge:
       return "is_bridge";
-    default:
-      return "a message count";
+    case LayoutField::kMsgsInInflightCount:
+      return "msgs_in.inflight_count";
+    case LayoutField::kMsgsInQueuedCount:
+      return "msgs_in.queued_count";
+    case LayoutField::kMsgsOutInflightCount:
+      return "msgs_out.inflight_count";
+    case LayoutField::kMsgsOutQueuedCount:
+      return "msgs_out.queued_count";
+    case LayoutField::kMsgsInCount:
+      return "msgs_in.msg_count";
+    case LayoutField::kMsgsOutCount:
+      return "msgs_out.msg_count";
+    case LayoutField::kCount:
+      break;
   }
+  return "an unknown field";
 }
-
-}  // namespace
 
 std::size_t BrokerLayout::End() const {
   std::size_t end = 0;
@@ -268,7 +285,7 @@ std::string BrokerLayoutVerifier::Disagreement(const Broker& broker, const Broke
     const auto field = static_cast<LayoutField>(i);
     if (layout.place(field).size == 0) continue;
     const std::optional<std::int64_t> value = ReadLayoutField(broker, client, layout, field);
-    if (!value) return "its " + Describe(field) + " cannot be read";
+    if (!value) return "its " + std::string(LayoutFieldName(field)) + " cannot be read";
     raw[i] = *value;
   }
   auto at = [&raw](LayoutField field) { return raw[static_cast<std::size_t>(field)]; };
@@ -296,10 +313,14 @@ std::string BrokerLayoutVerifier::Disagreement(const Broker& broker, const Broke
   }
   for (std::size_t i = static_cast<std::size_t>(LayoutField::kMsgsInInflightCount);
        i < kLayoutFieldCount; ++i) {
-    if (raw[i] < 0) return "a message count reads " + std::to_string(raw[i]);
+    if (raw[i] < 0) {
+      return std::string(LayoutFieldName(static_cast<LayoutField>(i))) + " reads " +
+             std::to_string(raw[i]);
+    }
   }
   if (at(LayoutField::kSessionExpiryTime) < 0) {
-    return "session_expiry_time reads " + std::to_string(at(LayoutField::kSessionExpiryTime));
+    return std::string(LayoutFieldName(LayoutField::kSessionExpiryTime)) + " reads " +
+           std::to_string(at(LayoutField::kSessionExpiryTime));
   }
   return "";
 }

@@ -53,6 +53,10 @@ enum class LayoutField : std::uint8_t {
 };
 constexpr std::size_t kLayoutFieldCount = static_cast<std::size_t>(LayoutField::kCount);
 
+// The field's name in struct mosquitto ("msgs_out.queued_count"), for the log line that says why
+// a layout was not trusted.
+const char* LayoutFieldName(LayoutField field);
+
 // Where one field lies; size 0: not in this layout.
 struct FieldPlace {
   std::uint16_t offset = 0;

@@ -151,6 +151,31 @@ TEST(BrokerLayoutVerifier, AShiftedLayoutIsSwitchedOffAndReadsNothingMore) {
   EXPECT_EQ(broker.log.size(), 1u);  // one line, once
 }
 
+// The log line names the field that disagreed, as struct mosquitto names it.
+TEST(BrokerLayoutVerifier, ARefusalNamesTheFieldThatDisagreed) {
+  FakeBroker broker = FakeBroker::Api20();
+  const BrokerLayout& truth = Debian2021();
+  BrokerLayoutVerifier verifier({&truth}, Version(2, 0, 21));
+  FakeClient client = LaidOut(truth, "a", true, 60);
+  Put(&client, truth, LayoutField::kMsgsOutQueuedCount, -3);
+  verifier.Observe(broker, client.handle());
+  EXPECT_EQ(verifier.state(), BrokerLayoutVerifier::State::kUnknown);
+  ASSERT_EQ(broker.log.size(), 1u);
+  EXPECT_THAT(broker.log[0].second, HasSubstr("msgs_out.queued_count reads -3"));
+}
+
+TEST(BrokerLayoutTable, EveryFieldHasItsOwnName) {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < kLayoutFieldCount; ++i) {
+    names.emplace_back(LayoutFieldName(static_cast<LayoutField>(i)));
+  }
+  EXPECT_EQ(names[static_cast<std::size_t>(LayoutField::kSessionExpiryInterval)],
+            "session_expiry_interval");
+  EXPECT_EQ(names[static_cast<std::size_t>(LayoutField::kMsgsInCount)], "msgs_in.msg_count");
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end());
+}
+
 // A layout that agrees at first (the shifted place happens to hold what the accessor says)
 // is dropped at the first client where it does not.
 TEST(BrokerLayoutVerifier, ALayoutThatAgreesByChanceIsDroppedLater) {
