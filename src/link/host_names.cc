@@ -57,10 +57,9 @@ bool IsLabelCharacter(char c) {
 }
 
 // `name` is lower case without a trailing dot.
-bool CheckName(std::string_view name, std::string* why) {
+Status CheckName(std::string_view name) {
   if (name.size() > kMaxHostNameLength) {
-    *why = "longer than " + std::to_string(kMaxHostNameLength) + " characters";
-    return false;
+    return InvalidArgument("longer than " + std::to_string(kMaxHostNameLength) + " characters");
   }
   std::size_t start = 0;
   while (true) {
@@ -68,21 +67,20 @@ bool CheckName(std::string_view name, std::string* why) {
     const std::string_view label =
         name.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
     if (label.empty()) {
-      *why = "an empty label (two dots, or a leading dot)";
-      return false;
+      return InvalidArgument("an empty label (two dots, or a leading dot)");
     }
     if (label.size() > kMaxLabelLength) {
-      *why = "a label longer than " + std::to_string(kMaxLabelLength) + " characters";
-      return false;
+      return InvalidArgument("a label longer than " + std::to_string(kMaxLabelLength) +
+                             " characters");
     }
     if (!std::all_of(label.begin(), label.end(), IsLabelCharacter)) {
-      *why = "not a host name (letters, digits, '-', '_' and dots) or an IP address";
-      return false;
+      return InvalidArgument(
+          "not a host name (letters, digits, '-', '_' and dots) or an IP address");
     }
     if (dot == std::string_view::npos) break;
     start = dot + 1;
   }
-  return true;
+  return Status();
 }
 
 bool IsPortDigits(std::string_view port) {
@@ -126,8 +124,8 @@ StatusOr<CanonicalHost> CanonicalizeHost(std::string_view host, bool bare_ipv6) 
     out.text = std::move(name);  // inet_pton takes only the dotted-quad form: already canonical
     return out;
   }
-  std::string why;
-  if (!CheckName(name, &why)) return InvalidArgument(std::move(why));
+  const Status checked = CheckName(name);
+  if (!checked.ok()) return checked;
   if (EndsInNumber(name)) {
     return InvalidArgument(
         "an IPv4 address in a form other than four decimal numbers (write 127.0.0.1, not "

@@ -134,7 +134,7 @@ bool ReadDateAndTime(std::string_view text, DateTime* t) {
 }
 
 // The optional fraction and the zone, from text[*pos] to the end.
-bool ReadFractionAndZone(std::string_view text, std::size_t pos, DateTime* t, std::string* why) {
+Status ReadFractionAndZone(std::string_view text, std::size_t pos, DateTime* t) {
   if (pos < text.size() && text[pos] == '.') {
     const std::size_t start = ++pos;
     std::int64_t scale = kNanosPerSecond;
@@ -143,8 +143,7 @@ bool ReadFractionAndZone(std::string_view text, std::size_t pos, DateTime* t, st
       t->nanos += (text[pos] - '0') * scale;
     }
     if (pos == start) {
-      *why = "expected digits after '.'";
-      return false;
+      return InvalidArgument("expected digits after '.'");
     }
   }
   if (pos < text.size() && (text[pos] == 'Z' || text[pos] == 'z')) {
@@ -154,37 +153,29 @@ bool ReadFractionAndZone(std::string_view text, std::size_t pos, DateTime* t, st
     int minutes = 0;
     if (!ReadFixedDigits(text, pos + 1, 2, &hours) || pos + 3 >= text.size() ||
         text[pos + 3] != ':' || !ReadFixedDigits(text, pos + 4, 2, &minutes)) {
-      *why = "expected a zone offset like +02:00";
-      return false;
+      return InvalidArgument("expected a zone offset like +02:00");
     }
     if (hours > 23 || minutes > 59) {
-      *why = "zone offset out of range";
-      return false;
+      return InvalidArgument("zone offset out of range");
     }
     t->offset_seconds = (text[pos] == '-' ? -1 : 1) * (hours * 3600 + minutes * 60);
     pos += 6;
   } else {
-    *why = "expected 'Z' or a zone offset like +02:00";
-    return false;
+    return InvalidArgument("expected 'Z' or a zone offset like +02:00");
   }
   if (pos != text.size()) {
-    *why = "unexpected '" + Excerpt(text.substr(pos)) + "' after the zone";
-    return false;
+    return InvalidArgument("unexpected '" + Excerpt(text.substr(pos)) + "' after the zone");
   }
-  return true;
+  return Status();
 }
 
-bool CheckRanges(const DateTime& t, std::string* why) {
-  if (t.month < 1 || t.month > 12) {
-    *why = "month out of range";
-  } else if (t.day < 1 || t.day > DaysInMonth(t.year, t.month)) {
-    *why = "day out of range";
-  } else if (t.hour > 23 || t.minute > 59 || t.second > 59) {
-    *why = "time of day out of range";
-  } else {
-    return true;
+Status CheckRanges(const DateTime& t) {
+  if (t.month < 1 || t.month > 12) return InvalidArgument("month out of range");
+  if (t.day < 1 || t.day > DaysInMonth(t.year, t.month)) return InvalidArgument("day out of range");
+  if (t.hour > 23 || t.minute > 59 || t.second > 59) {
+    return InvalidArgument("time of day out of range");
   }
-  return false;
+  return Status();
 }
 
 }  // namespace
@@ -279,10 +270,9 @@ StatusOr<std::int64_t> ParseTimestamp(std::string_view text) {
   if (text.size() < 20 || !ReadDateAndTime(text, &t)) {
     return InvalidArgument("expected YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)");
   }
-  std::string why;
-  if (!ReadFractionAndZone(text, 19, &t, &why) || !CheckRanges(t, &why)) {
-    return InvalidArgument(std::move(why));
-  }
+  Status status = ReadFractionAndZone(text, 19, &t);
+  if (status.ok()) status = CheckRanges(t);
+  if (!status.ok()) return status;
   const std::int64_t seconds = DaysFromCivil(t.year, t.month, t.day) * 86400 +
                                std::int64_t{t.hour} * 3600 + std::int64_t{t.minute} * 60 +
                                t.second - t.offset_seconds;

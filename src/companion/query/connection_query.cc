@@ -28,17 +28,17 @@
 namespace mqc {
 namespace {
 
-bool CheckPaging(std::int64_t page_size, std::int64_t offset, std::string* error) {
+Status CheckPaging(std::int64_t page_size, std::int64_t offset) {
   if (page_size < 0 || page_size > kMaxPageSize) {
-    *error = "page_size must be between 0 and " + std::to_string(kMaxPageSize) + ", got " +
-             std::to_string(page_size);
-    return false;
+    return Status(StatusCode::kInvalidArgument, "page_size must be between 0 and " +
+                                                    std::to_string(kMaxPageSize) + ", got " +
+                                                    std::to_string(page_size));
   }
   if (offset < 0) {
-    *error = "offset must not be negative, got " + std::to_string(offset);
-    return false;
+    return Status(StatusCode::kInvalidArgument,
+                  "offset must not be negative, got " + std::to_string(offset));
   }
-  return true;
+  return Status();
 }
 
 // Which candidates make the page: indices into the candidates, in page order.
@@ -159,12 +159,10 @@ bool SelectFromSource(const ConnectionSource& source, const ConnectionFilter& fi
 // Parses and checks the query, then runs `run(filter, order, after or null)` for the page.
 template <typename Run>
 Status RunQuery(const ConnectionQuery& query, ConnectionPage* page, Run run) {
-  std::string error;
-  if (!CheckPaging(query.page_size, query.offset, &error)) {
-    return Status(StatusCode::kInvalidArgument, std::move(error));
-  }
+  Status status = CheckPaging(query.page_size, query.offset);
+  if (!status.ok()) return status;
   ConnectionFilter filter;
-  Status status = ConnectionFilter::Parse(query.filter, &filter);
+  status = ConnectionFilter::Parse(query.filter, &filter);
   if (!status.ok()) return status;
   ConnectionOrder order;
   status = ConnectionOrder::Parse(query.order_by, &order);
@@ -199,9 +197,7 @@ Status Guarded(Page* page, Body body) {
 }
 
 Status CheckTyped(const TypedConnectionQuery& query) {
-  std::string error;
-  if (CheckPaging(query.page_size, query.offset, &error)) return Status();
-  return Status(StatusCode::kInvalidArgument, std::move(error));
+  return CheckPaging(query.page_size, query.offset);
 }
 
 std::size_t TypedPageSize(const TypedConnectionQuery& query) {
