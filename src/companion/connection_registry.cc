@@ -69,8 +69,13 @@ void ConnectionRegistry::RebuildIndex() {
   ViewChanged();
   by_client_id_.clear();
   by_client_id_.reserve(open_.size() + closed_.size());
-  for (const auto& [seq, entry] : open_) Index(entry.connection);
-  for (const ConnectionPtr& connection : closed_) Index(connection);
+  // One ViewChanged for the whole rebuild, not one per connection (Index).
+  for (const auto& [seq, entry] : open_) {
+    by_client_id_.emplace(entry.connection->client_id, entry.connection);
+  }
+  for (const ConnectionPtr& connection : closed_) {
+    by_client_id_.emplace(connection->client_id, connection);
+  }
 }
 
 void ConnectionRegistry::Put(OpenMap* map, std::uint64_t seq, Entry entry) {
