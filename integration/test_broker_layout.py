@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The client layout (src/broker/broker_layout.h) on the real broker: nothing is trusted at start,
 and after a few clients connect and change their subscriptions the layout this build was measured
-with is verified against the broker's accessors, with one log line naming it."""
+with is verified against the broker's accessors, with one log line naming it; a WatchConnections stream then sees the bridge role each open
+connection was found to have (UPDATED)."""
 
 import os
 import unittest
 
 from harness import BROKER_NAME, Client, SharedBrokerTestCase, wait_for
+from test_watch_connections import Stream
 
 
 def readme_layout(broker_name):
@@ -32,6 +34,9 @@ class BrokerLayoutTest(SharedBrokerTestCase):
         layout = readme_layout(BROKER_NAME)
         # Before any client: nothing verified, nothing refused.
         self.assertEqual(self.layout_lines(), [])
+        stream = Stream(self.broker, filter_text='client_id = "layout-a"')
+        self.addCleanup(stream.close)
+        stream.until_synced()
         # Three clients, different keep-alives, protocols and sessions; each changes its
         # subscriptions a few times (a SUBSCRIBE and an UNSUBSCRIBE each are observations).
         clients = [Client(self.broker, "layout-a", version=4, keepalive=60),
@@ -48,6 +53,17 @@ class BrokerLayoutTest(SharedBrokerTestCase):
                          what="a 'broker layout:' log line")
         self.assertEqual(len(lines), 1, lines)
         self.assertIn(expected, lines[0])
+        # The connections opened before the layout was verified, with their role unknown, are
+        # no bridges: the stream says so for layout-a, after its OPENED.
+        seen = []
+        for _ in range(50):
+            message = stream.next()
+            self.assertIsNotNone(message, stream.end)
+            seen.append((message["kind"], message["connection"].get("bridgeRole")))
+            if message["kind"] == "CONNECTION_CHANGE_KIND_UPDATED":
+                break
+        self.assertEqual(seen[0], ("CONNECTION_CHANGE_KIND_OPENED", None))
+        self.assertEqual(seen[-1], ("CONNECTION_CHANGE_KIND_UPDATED", "BRIDGE_ROLE_NONE"))
         # Decided once: more clients add no line.
         more = Client(self.broker, "layout-d")
         self.clients.append(more)

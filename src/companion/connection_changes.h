@@ -49,7 +49,8 @@ enum class ChangeKind : std::uint8_t {
   kSubscribed = 6,
   kUnsubscribed = 7,
   kWentOffline = 8,
-  kExpired = 9,  // an offline session ended (expired, cleaned or taken up by a new connection)
+  kExpired = 9,   // an offline session ended (expired, cleaned or taken up by a new connection)
+  kUpdated = 10,  // an open connection's field learnt after it opened (its bridge role)
 };
 
 struct ConnectionChange {

@@ -310,6 +310,13 @@ bool ConnectionRegistry::Apply(EventType type, std::string_view payload, std::in
   return false;
 }
 
+void ConnectionRegistry::SetBridge(OpenMap* map, Entry* entry, BridgeRole role) {
+  if (entry->connection->bridge == role) return;
+  ConnectionPtr before = entry->connection;
+  Edit(map, entry, [&](Connection* c) { c->bridge = role; });
+  if (map == &open_) Publish(ChangeKind::kUpdated, std::move(before), entry->connection);
+}
+
 void ConnectionRegistry::ApplyBridge(const BridgeEvent& event) {
   // During a resync the connection may be in the staged set, the current one, or both.
   for (OpenMap* map : {staging_ ? &*staging_ : nullptr, &open_}) {
@@ -317,7 +324,7 @@ void ConnectionRegistry::ApplyBridge(const BridgeEvent& event) {
     if (event.seq != 0) {
       auto it = map->find(event.seq);
       if (it != map->end() && it->second.connection->state == ConnectionState::kOpen) {
-        Edit(map, &it->second, [&](Connection* c) { c->bridge = event.role; });
+        SetBridge(map, &it->second, event.role);
       }
       continue;
     }
@@ -326,7 +333,7 @@ void ConnectionRegistry::ApplyBridge(const BridgeEvent& event) {
           entry.connection->bridge != BridgeRole::kUnknown) {
         continue;
       }
-      Edit(map, &entry, [&](Connection* c) { c->bridge = event.role; });
+      SetBridge(map, &entry, event.role);
     }
   }
 }

@@ -174,6 +174,8 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   void RebuildIndex();
   void ApplySettings(const SettingsEvent& settings, std::int64_t now_ns);
   void ApplyBridge(const BridgeEvent& event);
+  // Sets an open connection's bridge role; a change of the current view is published (kUpdated).
+  void SetBridge(OpenMap* map, Entry* entry, BridgeRole role);
   void ExpireClosedLocked(std::int64_t now_ns);
   OpenMap& Target() { return staging_ ? *staging_ : open_; }
   // Publishes a change of the current view (none while a resync is staged: its end is a reset).

@@ -63,9 +63,9 @@ class ConnectionRegistryTest : public ::testing::Test {
 // socket's peer is its address, the configuration's only where the socket told none.
 TEST_F(ConnectionRegistryTest, TheBrokersOwnBridgeIsNamedFromTheConfiguration) {
   ConnectionRegistryOptions options = options_;
-  options.bridges = {BridgeConfig{"to-cloud", "cloud.example", 8883, "local.edge.to-cloud",
-                                  "edge.to-cloud"},
-                     BridgeConfig{"other", "192.0.2.9", 1883, "other-local", "other-remote"}};
+  options.bridges = {
+      BridgeConfig{"to-cloud", "cloud.example", 8883, "local.edge.to-cloud", "edge.to-cloud"},
+      BridgeConfig{"other", "192.0.2.9", 1883, "other-local", "other-remote"}};
   ConnectionRegistry registry(options);
   const auto apply = [&](const ConnectionEvent& event) {
     std::string bytes;
@@ -129,6 +129,45 @@ TEST_F(ConnectionRegistryTest, BridgeRolesLearntLaterAreApplied) {
   ApplyResync(EventType::kResyncEnd, 9);
   ASSERT_EQ(registry_.FindByClientId("staged").size(), 1u);
   EXPECT_EQ(registry_.FindByClientId("staged")[0]->bridge, BridgeRole::kNone);
+}
+
+// A role learnt later is a change a WatchConnections stream sees: UPDATED, with the connection
+// as it was and as it is; a role that stays what it was, and one learnt while a resync is
+// staged (its end is a reset), publish nothing.
+TEST(ConnectionRegistryChangesTest, ABridgeRoleLearntLaterIsPublishedAsUpdated) {
+  ConnectionChanges changes({16, 100});
+  ConnectionRegistryOptions options;
+  options.changes = &changes;
+  ConnectionRegistry registry(options);
+  const auto apply = [&](EventType type, const auto& event) {
+    std::string bytes;
+    Encode(event, &bytes);
+    ASSERT_TRUE(registry.Apply(type, bytes, 10));
+  };
+  apply(EventType::kConnection, Open(1, "remote-bridge"));
+  apply(EventType::kConnection, Open(2, "plain"));
+  apply(EventType::kBridge, BridgeEvent{1, BridgeRole::kIncoming});
+  apply(EventType::kBridge, BridgeEvent{0, BridgeRole::kNone});
+  apply(EventType::kBridge, BridgeEvent{1, BridgeRole::kIncoming});  // no change
+
+  std::vector<ConnectionChangePtr> read;
+  ASSERT_EQ(changes.ReadAfter(100, 16, &read), ConnectionChanges::Read::kChanges);
+  ASSERT_EQ(read.size(), 4u);
+  EXPECT_EQ(read[0]->kind, ChangeKind::kOpened);
+  EXPECT_EQ(read[1]->kind, ChangeKind::kOpened);
+  EXPECT_EQ(read[2]->kind, ChangeKind::kUpdated);
+  EXPECT_EQ(read[2]->before->client_id, "remote-bridge");
+  EXPECT_EQ(read[2]->before->bridge, BridgeRole::kUnknown);
+  EXPECT_EQ(read[2]->after->bridge, BridgeRole::kIncoming);
+  EXPECT_EQ(read[3]->kind, ChangeKind::kUpdated);
+  EXPECT_EQ(read[3]->after->client_id, "plain");
+  EXPECT_EQ(read[3]->after->bridge, BridgeRole::kNone);
+
+  apply(EventType::kResyncBegin, ResyncEvent{9});
+  apply(EventType::kConnection, Open(3, "staged"));
+  apply(EventType::kBridge, BridgeEvent{3, BridgeRole::kIncoming});
+  apply(EventType::kResyncEnd, ResyncEvent{9});
+  EXPECT_EQ(changes.last_sequence(), 105u);  // the reset alone
 }
 
 TEST_F(ConnectionRegistryTest, OpenConnectionsCarryTheirFields) {

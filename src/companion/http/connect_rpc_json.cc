@@ -529,6 +529,7 @@ constexpr const char* kChangeKindNames[] = {
     "CONNECTION_CHANGE_KIND_OPENED",       "CONNECTION_CHANGE_KIND_CLOSED",
     "CONNECTION_CHANGE_KIND_SUBSCRIBED",   "CONNECTION_CHANGE_KIND_UNSUBSCRIBED",
     "CONNECTION_CHANGE_KIND_WENT_OFFLINE", "CONNECTION_CHANGE_KIND_EXPIRED",
+    "CONNECTION_CHANGE_KIND_UPDATED",
 };
 
 // A uint64 in JSON: a string of decimal digits, or a non-negative integral number (protobuf's
