@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "../tests/support/quote_filter_string.h"
+#include "companion/companion_link.h"
 #include "companion/connection_registry.h"
 #include "companion/http/connect_rpc_service.h"
 #include "companion/http/http_router.h"
@@ -86,7 +87,7 @@ std::string ClientId(long i) {
 template <typename Event>
 bool Feed(ConnectionRegistry* registry, EventType type, const Event& event, std::string* bytes) {
   Encode(event, bytes);
-  return registry->Apply(type, *bytes, NowNs());
+  return ApplyEventRecord(registry, type, *bytes, NowNs());
 }
 
 bool FeedConnections(ConnectionRegistry* registry, long count, bool with_stats = false) {

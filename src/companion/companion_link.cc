@@ -7,6 +7,46 @@
 
 namespace mqc {
 
+namespace {
+
+template <typename Event, typename Use>
+bool Decoded(std::string_view payload, Use use) {
+  Event event;
+  if (!Decode(payload, &event)) return false;
+  use(event);
+  return true;
+}
+
+}  // namespace
+
+bool ApplyEventRecord(ConnectionRegistry* registry, EventType type, std::string_view payload,
+                      std::int64_t now_ns) {
+  ConnectionRegistry& r = *registry;
+  switch (type) {
+    case EventType::kConnection:
+      return Decoded<ConnectionEvent>(payload, [&](const auto& e) { r.Apply(e); });
+    case EventType::kClose:
+      return Decoded<CloseEvent>(payload, [&](const auto& e) { r.Apply(e, now_ns); });
+    case EventType::kSubscribe:
+    case EventType::kUnsubscribe:
+      return Decoded<SubscriptionEvent>(
+          payload, [&](const auto& e) { r.ApplySubscription(type == EventType::kSubscribe, e); });
+    case EventType::kResyncBegin:
+      return Decoded<ResyncEvent>(payload, [&](const auto& e) { r.BeginResync(e); });
+    case EventType::kResyncEnd:
+      return Decoded<ResyncEvent>(payload, [&](const auto& e) { r.EndResync(e); });
+    case EventType::kOfflineSession:
+      return Decoded<OfflineSessionEvent>(payload, [&](const auto& e) { r.Apply(e); });
+    case EventType::kOfflineSessionEnd:
+      return Decoded<OfflineSessionEndEvent>(payload, [&](const auto& e) { r.Apply(e); });
+    case EventType::kSettings:
+      return Decoded<SettingsEvent>(payload, [&](const auto& e) { r.Apply(e, now_ns); });
+    case EventType::kBridge:
+      return Decoded<BridgeEvent>(payload, [&](const auto& e) { r.Apply(e); });
+  }
+  return false;
+}
+
 CompanionLink::CompanionLink(SharedRegion* region)
     : region_(region),
       events_(&region->header()->events, region->events_data(), region->header()->events_capacity),
@@ -24,7 +64,9 @@ std::size_t CompanionLink::Poll(ConnectionRegistry* registry, std::int64_t now_n
   RingRecord record;
   while (events_.Peek(&record)) {
     const std::string_view bytes(reinterpret_cast<const char*>(record.payload), record.size);
-    if (!registry->Apply(static_cast<EventType>(record.type), bytes, now_ns)) ++malformed_;
+    if (!ApplyEventRecord(registry, static_cast<EventType>(record.type), bytes, now_ns)) {
+      ++malformed_;
+    }
     if (record.type == static_cast<std::uint16_t>(EventType::kSettings)) ++settings_seen_;
     events_.Pop();
     ++count;

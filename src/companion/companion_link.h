@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "companion/connection_registry.h"
@@ -19,6 +20,12 @@
 #include "link/shared_region.h"
 
 namespace mqc {
+
+// Decodes one record of the events ring and applies it to `registry` through its typed methods
+// (the decoding happens before the registry's lock is taken). Returns false for a malformed
+// record or an unknown type, which changes nothing.
+bool ApplyEventRecord(ConnectionRegistry* registry, EventType type, std::string_view payload,
+                      std::int64_t now_ns);
 
 class CompanionLink {
  public:

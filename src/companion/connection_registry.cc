@@ -176,138 +176,121 @@ ConnectionRegistry::Entry ConnectionRegistry::FromEvent(const OfflineSessionEven
   return entry;
 }
 
-bool ConnectionRegistry::Apply(EventType type, std::string_view payload, std::int64_t now_ns) {
+void ConnectionRegistry::Apply(const ConnectionEvent& event) {
   std::lock_guard<std::mutex> lock(mutex_);
-  switch (type) {
-    case EventType::kConnection: {
-      ConnectionEvent event;
-      if (!Decode(payload, &event)) return false;
-      Entry entry = FromEvent(event);
-      if (entry.connection->state == ConnectionState::kClosed) {
-        Publish(ChangeKind::kClosed, nullptr, entry.connection);  // refused at CONNECT
-        AddClosed(std::move(entry.connection));
-      } else {
-        // Traffic before this moment belongs to no complete window this companion saw.
-        entry.window_start = ReadTotals(entry).value_or(RequestStatistics{});
-        Publish(ChangeKind::kOpened, nullptr, entry.connection);
-        Put(&Target(), event.seq, std::move(entry));
-      }
-      return true;
-    }
-    case EventType::kClose: {
-      CloseEvent event;
-      if (!Decode(payload, &event)) return false;
-      // During a resync the connection may be in the staged set, the current one, or both.
-      ConnectionPtr closing;
-      RequestStatistics recent;
-      for (OpenMap* map : {staging_ ? &*staging_ : nullptr, &open_}) {
-        if (map == nullptr) continue;
-        auto it = map->find(event.seq);
-        if (it == map->end()) continue;
-        if (!closing) recent = it->second.recent;
-        ConnectionPtr removed = Remove(map, event.seq);
-        if (!closing) closing = std::move(removed);
-      }
-      if (!closing) return true;  // opened before this companion knew of it
-      auto connection = std::make_shared<Connection>(*closing);
-      connection->state = ConnectionState::kClosed;
-      connection->close_time_ns = event.close_time_ns;
-      connection->close_reason = event.reason;
-      connection->total_statistics = event.totals;
-      connection->recent_statistics = recent;
-      connection->idle_ns = event.idle_ns;
-      Publish(ChangeKind::kClosed, closing, connection);
-      AddClosed(std::move(connection));
-      ExpireClosedLocked(now_ns);
-      return true;
-    }
-    case EventType::kOfflineSession: {
-      OfflineSessionEvent event;
-      if (!Decode(payload, &event)) return false;
-      Entry entry = FromEvent(event);
-      Publish(ChangeKind::kWentOffline, nullptr, entry.connection);
-      Put(&Target(), event.seq, std::move(entry));
-      return true;
-    }
-    case EventType::kOfflineSessionEnd: {
-      OfflineSessionEndEvent event;
-      if (!Decode(payload, &event)) return false;
-      if (staging_) Remove(&*staging_, event.seq);
-      ConnectionPtr ended = Remove(&open_, event.seq);
-      if (ended) Publish(ChangeKind::kExpired, std::move(ended), nullptr);
-      return true;
-    }
-    case EventType::kSubscribe:
-    case EventType::kUnsubscribe: {
-      SubscriptionEvent event;
-      if (!Decode(payload, &event)) return false;
-      OpenMap& target = Target();
-      auto it = target.find(event.seq);
-      if (it == target.end()) return true;
-      const ConnectionPtr before = it->second.connection;
-      Edit(&target, &it->second, [&](Connection* connection) {
-        auto& subscriptions = connection->subscriptions;
-        auto entry = std::find_if(subscriptions.begin(), subscriptions.end(),
-                                  [&](const Subscription& s) { return s.filter == event.filter; });
-        if (type == EventType::kUnsubscribe) {
-          if (entry != subscriptions.end()) subscriptions.erase(entry);
-        } else if (entry != subscriptions.end()) {
-          entry->qos = event.qos;
-          MapSubscription(*connection, options_.default_pattern, &*entry);
-        } else {
-          subscriptions.push_back(Subscription{event.filter, event.qos, {}, {}});
-          MapSubscription(*connection, options_.default_pattern, &subscriptions.back());
-        }
-      });
-      if (&target == &open_) {
-        Subscription subscription{event.filter, event.qos, {}, {}};
-        MapSubscription(*it->second.connection, options_.default_pattern, &subscription);
-        Publish(type == EventType::kSubscribe ? ChangeKind::kSubscribed : ChangeKind::kUnsubscribed,
-                before, it->second.connection, &subscription);
-      }
-      return true;
-    }
-    case EventType::kBridge: {
-      BridgeEvent event;
-      if (!Decode(payload, &event)) return false;
-      ApplyBridge(event);
-      return true;
-    }
-    case EventType::kSettings: {
-      SettingsEvent event;
-      if (!Decode(payload, &event)) return false;
-      ApplySettings(event, now_ns);
-      return true;
-    }
-    case EventType::kResyncBegin: {
-      ResyncEvent event;
-      if (!Decode(payload, &event)) return false;
-      staging_.emplace();
-      staging_generation_ = event.generation;
-      return true;
-    }
-    case EventType::kResyncEnd: {
-      ResyncEvent event;
-      if (!Decode(payload, &event)) return false;
-      if (!staging_ || staging_generation_ != event.generation) return true;
-      // A connection known before keeps its minute window across the resync.
-      for (auto& [seq, entry] : *staging_) {
-        auto old = open_.find(seq);
-        if (old == open_.end()) continue;
-        entry.window_start = old->second.window_start;
-        entry.recent = old->second.recent;
-      }
-      open_ = std::move(*staging_);
-      staging_.reset();
-      RebuildIndex();
-      staging_generation_.reset();
-      synced_ = true;
-      Publish(ChangeKind::kReset, nullptr, nullptr);
-      synced_changed_.notify_all();
-      return true;
-    }
+  Entry entry = FromEvent(event);
+  if (entry.connection->state == ConnectionState::kClosed) {
+    Publish(ChangeKind::kClosed, nullptr, entry.connection);  // refused at CONNECT
+    AddClosed(std::move(entry.connection));
+  } else {
+    // Traffic before this moment belongs to no complete window this companion saw.
+    entry.window_start = ReadTotals(entry).value_or(RequestStatistics{});
+    Publish(ChangeKind::kOpened, nullptr, entry.connection);
+    Put(&Target(), event.seq, std::move(entry));
   }
-  return false;
+}
+
+void ConnectionRegistry::Apply(const CloseEvent& event, std::int64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // During a resync the connection may be in the staged set, the current one, or both.
+  ConnectionPtr closing;
+  RequestStatistics recent;
+  for (OpenMap* map : {staging_ ? &*staging_ : nullptr, &open_}) {
+    if (map == nullptr) continue;
+    auto it = map->find(event.seq);
+    if (it == map->end()) continue;
+    if (!closing) recent = it->second.recent;
+    ConnectionPtr removed = Remove(map, event.seq);
+    if (!closing) closing = std::move(removed);
+  }
+  if (!closing) return;  // opened before this companion knew of it
+  auto connection = std::make_shared<Connection>(*closing);
+  connection->state = ConnectionState::kClosed;
+  connection->close_time_ns = event.close_time_ns;
+  connection->close_reason = event.reason;
+  connection->total_statistics = event.totals;
+  connection->recent_statistics = recent;
+  connection->idle_ns = event.idle_ns;
+  Publish(ChangeKind::kClosed, closing, connection);
+  AddClosed(std::move(connection));
+  ExpireClosedLocked(now_ns);
+}
+
+void ConnectionRegistry::Apply(const OfflineSessionEvent& event) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Entry entry = FromEvent(event);
+  Publish(ChangeKind::kWentOffline, nullptr, entry.connection);
+  Put(&Target(), event.seq, std::move(entry));
+}
+
+void ConnectionRegistry::Apply(const OfflineSessionEndEvent& event) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (staging_) Remove(&*staging_, event.seq);
+  ConnectionPtr ended = Remove(&open_, event.seq);
+  if (ended) Publish(ChangeKind::kExpired, std::move(ended), nullptr);
+}
+
+void ConnectionRegistry::ApplySubscription(bool subscribe, const SubscriptionEvent& event) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  OpenMap& target = Target();
+  auto it = target.find(event.seq);
+  if (it == target.end()) return;
+  const ConnectionPtr before = it->second.connection;
+  Edit(&target, &it->second, [&](Connection* connection) {
+    auto& subscriptions = connection->subscriptions;
+    auto entry = std::find_if(subscriptions.begin(), subscriptions.end(),
+                              [&](const Subscription& s) { return s.filter == event.filter; });
+    if (!subscribe) {
+      if (entry != subscriptions.end()) subscriptions.erase(entry);
+    } else if (entry != subscriptions.end()) {
+      entry->qos = event.qos;
+      MapSubscription(*connection, options_.default_pattern, &*entry);
+    } else {
+      subscriptions.push_back(Subscription{event.filter, event.qos, {}, {}});
+      MapSubscription(*connection, options_.default_pattern, &subscriptions.back());
+    }
+  });
+  if (&target == &open_) {
+    Subscription subscription{event.filter, event.qos, {}, {}};
+    MapSubscription(*it->second.connection, options_.default_pattern, &subscription);
+    Publish(subscribe ? ChangeKind::kSubscribed : ChangeKind::kUnsubscribed, before,
+            it->second.connection, &subscription);
+  }
+}
+
+void ConnectionRegistry::Apply(const BridgeEvent& event) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ApplyBridge(event);
+}
+
+void ConnectionRegistry::Apply(const SettingsEvent& event, std::int64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ApplySettings(event, now_ns);
+}
+
+void ConnectionRegistry::BeginResync(const ResyncEvent& event) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  staging_.emplace();
+  staging_generation_ = event.generation;
+}
+
+void ConnectionRegistry::EndResync(const ResyncEvent& event) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!staging_ || staging_generation_ != event.generation) return;
+  // A connection known before keeps its minute window across the resync.
+  for (auto& [seq, entry] : *staging_) {
+    auto old = open_.find(seq);
+    if (old == open_.end()) continue;
+    entry.window_start = old->second.window_start;
+    entry.recent = old->second.recent;
+  }
+  open_ = std::move(*staging_);
+  staging_.reset();
+  RebuildIndex();
+  staging_generation_.reset();
+  synced_ = true;
+  Publish(ChangeKind::kReset, nullptr, nullptr);
+  synced_changed_.notify_all();
 }
 
 void ConnectionRegistry::SetBridge(OpenMap* map, Entry* entry, BridgeRole role) {

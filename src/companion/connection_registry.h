@@ -23,7 +23,7 @@
 // by client id covers the current view (open connections, offline sessions, closed ones; not a
 // resync still being staged), so that a lookup by client id reads no other connection.
 //
-// Threads: Apply, ExpireClosed and RollStatisticsWindow on the companion's event thread;
+// Threads: the Apply methods, ExpireClosed and RollStatisticsWindow on the companion's event thread;
 // snapshots, the accessors and the waits on any thread (a wait blocks its thread on a condition
 // variable of the mutex, which the event thread notifies). One mutex guards everything; the
 // first SharedSnapshot after a change copies pointers under it, later ones share that copy,
@@ -74,9 +74,19 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
  public:
   explicit ConnectionRegistry(const ConnectionRegistryOptions& options);
 
-  // Applies one record of the events ring. Returns false for a malformed record or an unknown
-  // type (it is then ignored).
-  bool Apply(EventType type, std::string_view payload, std::int64_t now_ns);
+  // One decoded record of the events ring each (ApplyEventRecord, companion_link.h, decodes
+  // them outside the lock): a connection opened or refused, closed, an offline session kept
+  // or ended, a subscription made or removed (`subscribe`), a bridge role learnt, the
+  // registry's options changed, a resync begun and ended.
+  void Apply(const ConnectionEvent& event);
+  void Apply(const CloseEvent& event, std::int64_t now_ns);
+  void Apply(const OfflineSessionEvent& event);
+  void Apply(const OfflineSessionEndEvent& event);
+  void ApplySubscription(bool subscribe, const SubscriptionEvent& event);
+  void Apply(const BridgeEvent& event);
+  void Apply(const SettingsEvent& event, std::int64_t now_ns);
+  void BeginResync(const ResyncEvent& event);
+  void EndResync(const ResyncEvent& event);
 
   // Forgets closed connections older than closed_ttl.
   void ExpireClosed(std::int64_t now_ns);

@@ -2,6 +2,8 @@
 // The companion's ban list: the file round trip (written atomically, read back the same), a bad
 // file refused with its name and the fault, expiry, replacing a ban on the same target, the
 // broker's copy sent at every change and a change undone when it cannot be sent.
+#include "companion/ban_store.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,8 +12,6 @@
 #include <fstream>
 #include <string>
 #include <vector>
-
-#include "companion/ban_store.h"
 
 namespace mqc {
 namespace {
@@ -144,8 +144,7 @@ TEST_F(BanStoreTest, SameTargetReplacesRemoveAndLimits) {
   for (std::size_t i = 0; i < kMaxBans; ++i) {
     ASSERT_TRUE(store.Add(Target("clientid", "c" + std::to_string(i)), kNow).ok());
   }
-  EXPECT_EQ(store.Add(Target("clientid", "one more"), kNow).code(),
-            StatusCode::kResourceExhausted);
+  EXPECT_EQ(store.Add(Target("clientid", "one more"), kNow).code(), StatusCode::kResourceExhausted);
   // A replacement needs no room.
   EXPECT_TRUE(store.Add(Target("clientid", "c0"), kNow).ok());
 }

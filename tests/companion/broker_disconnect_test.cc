@@ -52,7 +52,7 @@ class BrokerDisconnectTest : public ::testing::Test {
   void Apply(EventType type, const Event& event) {
     std::string bytes;
     Encode(event, &bytes);
-    ASSERT_TRUE(registry_.Apply(type, bytes, 10));
+    ASSERT_TRUE(ApplyEventRecord(&registry_, type, bytes, 10));
   }
   std::string UidOf(std::uint64_t seq) {
     for (const Connection& c : registry_.Snapshot()) {

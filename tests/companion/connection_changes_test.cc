@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "companion/companion_link.h"
 #include "companion/connection_registry.h"
 
 namespace mqc {
@@ -83,7 +84,7 @@ class RegistryChangesTest : public ::testing::Test {
   void Apply(EventType type, const Event& event) {
     std::string bytes;
     Encode(event, &bytes);
-    ASSERT_TRUE(registry_.Apply(type, bytes, 10));
+    ASSERT_TRUE(ApplyEventRecord(&registry_, type, bytes, 10));
   }
   std::vector<ChangeKind> Kinds(std::uint64_t after) {
     std::vector<ConnectionChangePtr> out;
@@ -118,10 +119,9 @@ TEST_F(RegistryChangesTest, EachKindOfEventIsOneChange) {
   offline.client_id = "a";
   Apply(EventType::kOfflineSession, offline);
   Apply(EventType::kOfflineSessionEnd, OfflineSessionEndEvent{2});
-  EXPECT_EQ(Kinds(1000),
-            (std::vector<ChangeKind>{ChangeKind::kOpened, ChangeKind::kSubscribed,
-                                     ChangeKind::kUnsubscribed, ChangeKind::kClosed,
-                                     ChangeKind::kWentOffline, ChangeKind::kExpired}));
+  EXPECT_EQ(Kinds(1000), (std::vector<ChangeKind>{ChangeKind::kOpened, ChangeKind::kSubscribed,
+                                                  ChangeKind::kUnsubscribed, ChangeKind::kClosed,
+                                                  ChangeKind::kWentOffline, ChangeKind::kExpired}));
   std::vector<ConnectionChangePtr> out;
   ASSERT_EQ(changes_.ReadAfter(1001, 1, &out), ConnectionChanges::Read::kChanges);
   EXPECT_EQ(out[0]->subscription.filter, "t/#");

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../support/connection_builder.h"
+#include "companion/companion_link.h"
 
 namespace mqc {
 namespace {
@@ -43,7 +44,7 @@ class ConnectionRegistryTest : public ::testing::Test {
   void Apply(EventType type, const Event& event) {
     std::string bytes;
     Encode(event, &bytes);
-    ASSERT_TRUE(registry_.Apply(type, bytes, now_));
+    ASSERT_TRUE(ApplyEventRecord(&registry_, type, bytes, now_));
   }
   std::vector<std::string> Ids(ConnectionState state) {
     std::vector<std::string> ids;
@@ -70,7 +71,7 @@ TEST_F(ConnectionRegistryTest, TheBrokersOwnBridgeIsNamedFromTheConfiguration) {
   const auto apply = [&](const ConnectionEvent& event) {
     std::string bytes;
     Encode(event, &bytes);
-    ASSERT_TRUE(registry.Apply(EventType::kConnection, bytes, now_));
+    ASSERT_TRUE(ApplyEventRecord(&registry, EventType::kConnection, bytes, now_));
   };
   ConnectionEvent peer_known = Open(1, "local.edge.to-cloud");
   peer_known.bridge = BridgeRole::kOutgoing;
@@ -142,7 +143,7 @@ TEST(ConnectionRegistryChangesTest, ABridgeRoleLearntLaterIsPublishedAsUpdated) 
   const auto apply = [&](EventType type, const auto& event) {
     std::string bytes;
     Encode(event, &bytes);
-    ASSERT_TRUE(registry.Apply(type, bytes, 10));
+    ASSERT_TRUE(ApplyEventRecord(&registry, type, bytes, 10));
   };
   apply(EventType::kConnection, Open(1, "remote-bridge"));
   apply(EventType::kConnection, Open(2, "plain"));
@@ -234,10 +235,10 @@ TEST_F(ConnectionRegistryTest, ClosedMaxZeroKeepsNone) {
   ConnectionRegistry registry({0, DefaultPattern::kEvents, 0, 1000, {}, nullptr, 0});
   std::string bytes;
   Encode(Open(1, "a"), &bytes);
-  ASSERT_TRUE(registry.Apply(EventType::kConnection, bytes, 0));
+  ASSERT_TRUE(ApplyEventRecord(&registry, EventType::kConnection, bytes, 0));
   CloseEvent close{1, 2, CloseReason::kClientDisconnect, {}};
   Encode(close, &bytes);
-  ASSERT_TRUE(registry.Apply(EventType::kClose, bytes, 0));
+  ASSERT_TRUE(ApplyEventRecord(&registry, EventType::kClose, bytes, 0));
   EXPECT_TRUE(registry.Snapshot().empty());
 }
 
@@ -312,7 +313,7 @@ TEST_F(ConnectionRegistryTest, ReloadedSettingsRemapSubscriptionsAndTrimTheClose
   EXPECT_EQ(registry_.closed_count(), 0u);
   std::string bytes;
   Encode(SettingsEvent{DefaultPattern::kEvents, 1, -1}, &bytes);
-  EXPECT_FALSE(registry_.Apply(EventType::kSettings, bytes, now_));
+  EXPECT_FALSE(ApplyEventRecord(&registry_, EventType::kSettings, bytes, now_));
 }
 
 TEST_F(ConnectionRegistryTest, AResyncReplacesTheOpenSetOnlyWhenComplete) {
@@ -378,13 +379,13 @@ TEST_F(ConnectionRegistryTest, AnAbandonedResyncIsReplacedByTheNextOne) {
 }
 
 TEST_F(ConnectionRegistryTest, MalformedRecordsAreRefused) {
-  EXPECT_FALSE(registry_.Apply(EventType::kConnection, "short", 0));
-  EXPECT_FALSE(registry_.Apply(EventType::kClose, "", 0));
-  EXPECT_FALSE(registry_.Apply(static_cast<EventType>(99), "", 0));
+  EXPECT_FALSE(ApplyEventRecord(&registry_, EventType::kConnection, "short", 0));
+  EXPECT_FALSE(ApplyEventRecord(&registry_, EventType::kClose, "", 0));
+  EXPECT_FALSE(ApplyEventRecord(&registry_, static_cast<EventType>(99), "", 0));
   std::string bytes;
   Encode(Open(1, "a"), &bytes);
   bytes.push_back('x');  // trailing garbage
-  EXPECT_FALSE(registry_.Apply(EventType::kConnection, bytes, 0));
+  EXPECT_FALSE(ApplyEventRecord(&registry_, EventType::kConnection, bytes, 0));
   EXPECT_TRUE(registry_.Snapshot().empty());
 }
 
@@ -652,7 +653,7 @@ class RegistryDetailsTest : public ::testing::Test {
     if (slot != kNoStatsSlot) slots_[slot].seq.store(seq);
     std::string bytes;
     Encode(e, &bytes);
-    ASSERT_TRUE(registry_->Apply(EventType::kConnection, bytes, now));
+    ASSERT_TRUE(ApplyEventRecord(registry_.get(), EventType::kConnection, bytes, now));
   }
   Connection Find(const std::vector<Connection>& all, std::uint64_t seq) {
     for (const auto& c : all) {
@@ -771,7 +772,7 @@ TEST_F(RegistryDetailsTest, AClosedConnectionKeepsTheTotalsAndIdleOfItsClose) {
   CloseEvent close{1, 5, CloseReason::kConnectionLost, {9, 90, 1, 10, 12}, 2'000'000'000};
   std::string bytes;
   Encode(close, &bytes);
-  ASSERT_TRUE(registry_->Apply(EventType::kClose, bytes, 5));
+  ASSERT_TRUE(ApplyEventRecord(registry_.get(), EventType::kClose, bytes, 5));
   const Connection c = Find(registry_->DetailedSnapshot(), 1);
   EXPECT_EQ(c.state, ConnectionState::kClosed);
   EXPECT_EQ(c.total_statistics.publish_count, 9u);
@@ -799,7 +800,7 @@ TEST_F(RegistryDetailsTest, AddDetailsFillsThePageCopiesOfOpenConnections) {
   CloseEvent close{2, 5, CloseReason::kConnectionLost, {9, 90, 1, 10, 12}, 0};
   std::string bytes;
   Encode(close, &bytes);
-  ASSERT_TRUE(registry_->Apply(EventType::kClose, bytes, 11 * kMinute));
+  ASSERT_TRUE(ApplyEventRecord(registry_.get(), EventType::kClose, bytes, 11 * kMinute));
   registry_->AddDetails(&page);
   const Connection one = Find(page, 1);
   EXPECT_EQ(one.total_statistics.publish_count, 5u);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../support/connection_builder.h"
+#include "companion/companion_link.h"
 #include "companion/connection.h"
 #include "companion/connection_registry.h"
 #include "companion/http/http_router.h"
@@ -96,7 +97,7 @@ class MetricsTest : public ::testing::Test {
   void Apply(EventType type, const Event& event) {
     std::string bytes;
     Encode(event, &bytes);
-    ASSERT_TRUE(registry_.Apply(type, bytes, 10));
+    ASSERT_TRUE(ApplyEventRecord(&registry_, type, bytes, 10));
   }
   void Subscribe(std::uint64_t seq, const std::string& filter) {
     Apply(EventType::kSubscribe, SubscriptionEvent{seq, 1, filter});
@@ -430,9 +431,9 @@ TEST_F(MetricsTest, ScrapesRunConcurrentlyWithWritersAndEachOther) {
     for (std::uint64_t seq = 1; !done.load(); ++seq) {
       std::string bytes;
       Encode(Open(seq, "c"), &bytes);
-      registry_.Apply(EventType::kConnection, bytes, 10);
+      ApplyEventRecord(&registry_, EventType::kConnection, bytes, 10);
       Encode(SubscriptionEvent{seq, 0, "queues/q"}, &bytes);
-      registry_.Apply(EventType::kSubscribe, bytes, 10);
+      ApplyEventRecord(&registry_, EventType::kSubscribe, bytes, 10);
     }
   });
   for (int t = 0; t < 2; ++t) {  // HTTP threads
@@ -473,7 +474,7 @@ TEST_F(MetricsTest, TopClientsFamilyShowsTheTopTalkersOnlyAndDropsThoseWhoLeave)
     slots[seq - 1].seq.store(seq);
     std::string bytes;
     Encode(e, &bytes);
-    ASSERT_TRUE(registry.Apply(EventType::kConnection, bytes, 10 * minute + 1));
+    ASSERT_TRUE(ApplyEventRecord(&registry, EventType::kConnection, bytes, 10 * minute + 1));
   }
   registry.RollStatisticsWindow(10 * minute + 2);
   Bump(slots[0].publish_count, 60);  // client "1": 1/s out, 2/s in
