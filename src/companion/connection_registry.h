@@ -23,9 +23,9 @@
 // by client id covers the current view (open connections, offline sessions, closed ones; not a
 // resync still being staged), so that a lookup by client id reads no other connection.
 //
-// Threads: the Apply methods, ExpireClosed and RollStatisticsWindow on the companion's event thread;
-// snapshots, the accessors and the waits on any thread (a wait blocks its thread on a condition
-// variable of the mutex, which the event thread notifies). One mutex guards everything; the
+// Threads: the Apply methods, ExpireClosed and RollStatisticsWindow on the companion's event
+// thread; snapshots, the accessors and the waits on any thread (a wait blocks its thread on a
+// condition variable of the mutex, which the event thread notifies). One mutex guards everything; the
 // first SharedSnapshot after a change copies pointers under it, later ones share that copy,
 // and nothing slow runs there.
 #pragma once
