@@ -115,6 +115,10 @@ int OnSubscribe(int event, void* event_data, void* userdata) {
                                           static_cast<std::uint8_t>(data->data.options & 0x03));
 }
 
+int OnReload(int /*event*/, void* /*event_data*/, void* userdata) {
+  return EventsOf(userdata).OnReload();
+}
+
 // 2.1 sends TICK only when a plugin's next tick is due (src/plugin_tick.c), and wakes its loop
 // for it only when the tick it asks for came due at the turn that asked (the loop forgets every
 // wake-up request at each turn, src/loop.c): a turn woken a little early by a socket asks for

@@ -137,56 +137,6 @@ void RestorePersistedSessions(PluginState* state) {
 
 }  // namespace
 
-std::string PerListenerSettingsRefusal(const BrokerCapabilities& capabilities) {
-  return "per_listener_settings true is not supported on this broker (" +
-         capabilities.version.Text() +
-         "): Mosquitto sends plugins no TICK event with it before 2.0.15, and the plugin needs "
-         "TICK to talk to its companion; upgrade the broker or set per_listener_settings false";
-}
-
-namespace {
-
-// The acl_file the plugin reads itself, where DecideAuth says so (broker/auth_decisions.h).
-// Read again at every reload, as the broker does.
-void ReadAclFile(PluginState* state, const BrokerAuth& auth) {
-  state->acl_file.reset();
-  if (!auth.read_acl_file) return;
-  auto file = std::make_unique<AclFile>();
-  const Status status = AclFile::Read(auth.acl_file_to_read, file.get());
-  if (!status.ok()) {
-    LogToBroker(LogLevel::kWarning,
-                "mosquitto_connections: cannot read the acl_file to count deliveries exactly (" +
-                    status.message() + "): a delivery it denies still counts as delivered");
-    return;
-  }
-  state->acl_file = std::move(file);
-}
-
-}  // namespace
-
-bool ApplyAuthDecisions(PluginState* state, const BrokerConfig& config) {
-  const BrokerAuth auth = DecideAuth(config, state->own_path, state->api.capabilities());
-  ReadAclFile(state, auth);
-  const AuthDecisions& decisions = auth.decisions;
-  const AuthDecisions before{state->decide_basic_auth, state->allow_anonymous, state->decide_acl};
-  state->decide_basic_auth = decisions.decide_basic_auth;
-  state->allow_anonymous = decisions.allow_anonymous;
-  state->decide_acl = decisions.decide_acl;
-  return !(before == decisions);
-}
-
-RpcTracker::Options RpcOptionsOf(const PluginOptions& options) {
-  RpcTracker::Options rpc;
-  rpc.timeout_ns = std::int64_t{options.rpc_timeout_s} * 1000000000;
-  rpc.max_pending = options.rpc_max_pending;
-  return rpc;
-}
-
-std::string ServingUrl(const PluginOptions& options, int port) {
-  const char* scheme = options.http_tls_cert.empty() ? "http://" : "https://";
-  return scheme + HostPort(options.http_bind, port);
-}
-
 namespace {
 
 int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* options,

@@ -26,21 +26,11 @@ struct PluginState : BrokerEventsState {
   PluginState& operator=(const PluginState&) = delete;
 
   mosquitto_plugin_id_t* identifier = nullptr;
-  std::string config_path;          // the broker's configuration file, read again at every reload
-  std::string own_path;             // this plugin's .so, to find its own plugin line
   BrokerApi api;                    // the broker's plugin API (2.0 or 2.1) and the names it exports
   MosquittoBroker mosquitto{&api};  // the decisions' Broker (BrokerEventsState::broker)
 
   std::vector<BrokerEventKind> registered_events;  // in the order they were registered
 };
-
-// plugin.cc
-// The RPC tracker's options as the plugin options set them (at init and at a reload).
-RpcTracker::Options RpcOptionsOf(const PluginOptions& options);
-// The log line that refuses per_listener_settings on a broker that sends no TICK with it.
-std::string PerListenerSettingsRefusal(const BrokerCapabilities& capabilities);
-// "http://<bind>:<port>", an IPv6 bind address in brackets: where the API is served.
-std::string ServingUrl(const PluginOptions& options, int port);
 
 // broker_events.cc
 bool RegisterBrokerEvents(PluginState* state);
@@ -48,12 +38,5 @@ void UnregisterBrokerEvents(PluginState* state);
 void LogToBroker(LogLevel level, const std::string& text);
 // Puts a ban list from the companion in force (at TICK, and while the companion starts).
 void ApplyBans(PluginState* state, BansCommand&& command);
-
-// Sets the auth-neutrality decisions from the configuration (at init and at a reload: one
-// DecideAuth, broker/auth_decisions.h); the plugin decides nothing on 2.1. Returns whether they
-// changed.
-bool ApplyAuthDecisions(PluginState* state, const BrokerConfig& config);
-// reload.cc
-int OnReload(int event, void* event_data, void* userdata);
 
 }  // namespace mqc

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Auth neutrality, decided once from the broker's configuration and what the broker can do: one
-// function for init and for every reload (plugin/plugin.cc and plugin/reload.cc apply it), so
-// that both decide alike. docs/broker-versions.md says why each answer is neutral.
+// function for init and for every reload (ApplyAuthDecisions, broker/configuration.h, applies it),
+// so that both decide alike. docs/broker-versions.md says why each answer is neutral.
 //
 // Threads: a pure function.
 #pragma once

@@ -38,6 +38,7 @@
 #include "broker/broker_layout.h"
 #include "broker/broker_link.h"
 #include "broker/companion_supervisor.h"
+#include "broker/configuration.h"
 #include "broker/message_counts.h"
 #include "broker/presence.h"
 #include "broker/session_table.h"
@@ -58,6 +59,8 @@ struct BrokerEventsState {
 
   PluginOptions options;
   BrokerConfig broker_config;
+  std::string config_path;  // the broker's configuration file, read again at every reload
+  std::string own_path;     // this plugin's .so, to find its own plugin line
 
   // Auth neutrality on 2.0: decide only where the broker has no other decision maker, and then
   // exactly as the broker itself would without this plugin (DecideAuth). 2.1 never decides.
@@ -389,6 +392,20 @@ class BrokerEvents {
     } catch (...) {
     }
     return kBrokerSuccess;  // anything else would refuse the subscription
+  }
+
+  // RELOAD (configuration.h: ReloadConfiguration). The broker re-checks every client it holds
+  // next (mosquitto_security_apply): those BASIC_AUTH events are no CONNECTs, and the clients
+  // it closes lost their access.
+  int OnReload() {
+    try {
+      state_.sessions->BeginReload();
+      ReloadConfiguration(&state_);
+      SendSettingsIfPending(&state_);
+    } catch (...) {
+      // A reload must never take the broker down: whatever was not applied stays as it was.
+    }
+    return ReloadAnswer(broker().api_2_1());
   }
 
   // An admin's disconnect request from the companion (already bounds-checked by its decoder).

@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "broker/configuration.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "broker/acl_file.h"
+#include "broker/auth_decisions.h"
+#include "broker/broker_events.h"
+#include "link/host_names.h"
+
+namespace mqc {
+
+std::string PerListenerSettingsRefusal(const BrokerCapabilities& capabilities) {
+  return "per_listener_settings true is not supported on this broker (" +
+         capabilities.version.Text() +
+         "): Mosquitto sends plugins no TICK event with it before 2.0.15, and the plugin needs "
+         "TICK to talk to its companion; upgrade the broker or set per_listener_settings false";
+}
+
+namespace {
+
+// The acl_file the plugin reads itself, where DecideAuth says so (broker/auth_decisions.h).
+// Read again at every reload, as the broker does.
+void ReadAclFile(BrokerEventsState* state, const BrokerAuth& auth) {
+  state->acl_file.reset();
+  if (!auth.read_acl_file) return;
+  auto file = std::make_unique<AclFile>();
+  const Status status = AclFile::Read(auth.acl_file_to_read, file.get());
+  if (!status.ok()) {
+    state->broker->Log(
+        LogLevel::kWarning,
+        "mosquitto_connections: cannot read the acl_file to count deliveries exactly (" +
+            status.message() + "): a delivery it denies still counts as delivered");
+    return;
+  }
+  state->acl_file = std::move(file);
+}
+
+}  // namespace
+
+bool ApplyAuthDecisions(BrokerEventsState* state, const BrokerConfig& config) {
+  const BrokerAuth auth = DecideAuth(config, state->own_path, state->broker->capabilities());
+  ReadAclFile(state, auth);
+  const AuthDecisions& decisions = auth.decisions;
+  const AuthDecisions before{state->decide_basic_auth, state->allow_anonymous, state->decide_acl};
+  state->decide_basic_auth = decisions.decide_basic_auth;
+  state->allow_anonymous = decisions.allow_anonymous;
+  state->decide_acl = decisions.decide_acl;
+  return !(before == decisions);
+}
+
+RpcTracker::Options RpcOptionsOf(const PluginOptions& options) {
+  RpcTracker::Options rpc;
+  rpc.timeout_ns = std::int64_t{options.rpc_timeout_s} * 1000000000;
+  rpc.max_pending = options.rpc_max_pending;
+  return rpc;
+}
+
+std::string ServingUrl(const PluginOptions& options, int port) {
+  const char* scheme = options.http_tls_cert.empty() ? "http://" : "https://";
+  return scheme + HostPort(options.http_bind, port);
+}
+
+namespace {
+
+constexpr char kPrefix[] = "mosquitto_connections: reload: ";
+
+void Log(BrokerEventsState* state, LogLevel level, const std::string& text) {
+  state->broker->Log(level, kPrefix + text);
+}
+
+const char* YesNo(bool value) { return value ? "yes" : "no"; }
+
+// The auth-neutrality decisions from the configuration as it is now: the broker loads a
+// password_file or acl_file added by the reload (and drops a removed one) right after RELOAD.
+// It does not read listener or plugin lines again (src/conf.c skips them on reload) and keeps
+// the local-only mode it started in: so the plugin keeps those from before.
+void ApplyReloadedBrokerConfig(BrokerEventsState* state, BrokerConfig config) {
+  config.listeners = state->broker_config.listeners;
+  config.local_only = state->broker_config.local_only;
+  config.plugins = state->broker_config.plugins;
+  config.plugin_options = state->broker_config.plugin_options;
+  // Which plugin sits in which listener block is not read again either.
+  for (std::size_t i = 0;
+       i < config.listener_security.size() && i < state->broker_config.listener_security.size();
+       ++i) {
+    config.listener_security[i].plugins = state->broker_config.listener_security[i].plugins;
+  }
+  if (ApplyAuthDecisions(state, config) && !state->broker->api_2_1()) {
+    Log(state, LogLevel::kNotice,
+        std::string("the plugin now decides authentication: ") + YesNo(state->decide_basic_auth) +
+            ", ACLs: " + YesNo(state->decide_acl) + "; allow_anonymous " +
+            (state->allow_anonymous ? "true" : "false"));
+  }
+  state->broker_config = config;
+}
+
+// An option a running plugin cannot change: the old value stays, and the log says so.
+template <typename T>
+void Keep(BrokerEventsState* state, const char* name, const T& old_value, const T& new_value,
+          const std::string& why, T* reloaded) {
+  if (old_value == new_value) return;
+  Log(state, LogLevel::kWarning, std::string("plugin_opt_") + name + " changed; keeping " + why);
+  *reloaded = old_value;
+}
+
+// Applies the options that can change at run time; keeps the others with a warning.
+void ApplyOptions(BrokerEventsState* state, PluginOptions reloaded) {
+  const PluginOptions& old = state->options;
+  const std::string serving = ServingUrl(old, state->companion->http_port());
+  Keep(state, "http_port", old.http_port, reloaded.http_port,
+       "serving on " + serving + " (restart the broker to move the API)", &reloaded.http_port);
+  Keep(state, "http_bind", old.http_bind, reloaded.http_bind,
+       "serving on " + serving + " (restart the broker to move the API)", &reloaded.http_bind);
+  Keep(state, "node_id", old.node_id, reloaded.node_id,
+       std::to_string(old.node_id) + ": listed connections keep the node they were seen on",
+       &reloaded.node_id);
+  Keep(state, "companion_path", old.companion_path, reloaded.companion_path,
+       "the running companion's path until the broker restarts", &reloaded.companion_path);
+  const std::string presence = "the value the broker was started with (restart the broker)";
+  Keep(state, "presence_events", old.presence_events, reloaded.presence_events, presence,
+       &reloaded.presence_events);
+  Keep(state, "presence_retained", old.presence_retained, reloaded.presence_retained, presence,
+       &reloaded.presence_retained);
+  Keep(state, "presence_node", old.presence_node, reloaded.presence_node, presence,
+       &reloaded.presence_node);
+  // The token files' contents are read again (below); which files, and the rest of the API's
+  // security, stay as the companion was started with.
+  const std::string restart = "the value the API was started with (restart the broker)";
+  Keep(state, "http_token_file", old.http_token_file, reloaded.http_token_file, restart,
+       &reloaded.http_token_file);
+  Keep(state, "http_admin_token_file", old.http_admin_token_file, reloaded.http_admin_token_file,
+       restart, &reloaded.http_admin_token_file);
+  Keep(state, "metrics_public", old.metrics_public, reloaded.metrics_public, restart,
+       &reloaded.metrics_public);
+  Keep(state, "http_tls_cert", old.http_tls_cert, reloaded.http_tls_cert, restart,
+       &reloaded.http_tls_cert);
+  Keep(state, "http_tls_key", old.http_tls_key, reloaded.http_tls_key, restart,
+       &reloaded.http_tls_key);
+  Keep(state, "http_allow_anonymous", old.http_allow_anonymous, reloaded.http_allow_anonymous,
+       restart, &reloaded.http_allow_anonymous);
+  Keep(state, "http_allowed_hosts", old.http_allowed_hosts, reloaded.http_allowed_hosts, restart,
+       &reloaded.http_allowed_hosts);
+  // Strict mode decides which callbacks are registered on 2.1 (WantedEvents), and a
+  // client should not see the broker's answers change under a reload: restart to change it.
+  Keep(state, "kubemq_strict", old.kubemq_strict, reloaded.kubemq_strict,
+       std::string(old.kubemq_strict ? "true" : "false") + " until the broker restarts",
+       &reloaded.kubemq_strict);
+  // The companion sizes its top-clients family at start.
+  Keep(state, "metrics_top_clients", old.metrics_top_clients, reloaded.metrics_top_clients,
+       std::to_string(old.metrics_top_clients) + " until the broker restarts",
+       &reloaded.metrics_top_clients);
+  // The companion reads the token files again when it gets the settings record, sent at every
+  // reload (the tokens themselves never pass through the broker).
+  state->settings_pending = true;
+
+  std::vector<std::string> changes;
+  if (reloaded.default_pattern != old.default_pattern) {
+    changes.push_back("default_pattern " +
+                      std::string(DefaultPatternName(reloaded.default_pattern)));
+  }
+  if (reloaded.closed_max != old.closed_max) {
+    changes.push_back("closed_max " + std::to_string(reloaded.closed_max));
+  }
+  if (reloaded.closed_ttl_s != old.closed_ttl_s) {
+    changes.push_back("closed_ttl " + std::to_string(reloaded.closed_ttl_s));
+  }
+  if (reloaded.rpc_timeout_s != old.rpc_timeout_s) {
+    changes.push_back("rpc_timeout " + std::to_string(reloaded.rpc_timeout_s));
+  }
+  if (reloaded.rpc_max_pending != old.rpc_max_pending) {
+    changes.push_back("rpc_max_pending " + std::to_string(reloaded.rpc_max_pending));
+  }
+  if (changes.empty()) return;
+
+  state->traffic->SetOptions(reloaded.default_pattern, RpcOptionsOf(reloaded));
+  // The running companion learns its part through the events ring (at the next TICK, where a
+  // full ring is retried); a restarted one from its arguments.
+  state->settings_pending = true;
+  state->companion->SetOptionOverrides(
+      {{"default_pattern", std::string(DefaultPatternName(reloaded.default_pattern))},
+       {"closed_max", std::to_string(reloaded.closed_max)},
+       {"closed_ttl", std::to_string(reloaded.closed_ttl_s)}});
+  state->options = reloaded;
+  std::string text = "applied";
+  for (const auto& change : changes) text += " " + change + ",";
+  text.pop_back();
+  Log(state, LogLevel::kNotice, text);
+}
+
+}  // namespace
+
+void ReloadConfiguration(BrokerEventsState* state) {
+  StatusOr<BrokerConfig> read = ReadBrokerConfig(state->config_path);
+  if (!read.ok()) {
+    Log(state, LogLevel::kError,
+        read.status().message() + "; keeping the configuration read before");
+    return;
+  }
+  const BrokerConfig config = std::move(read).value();
+  if (config.per_listener_settings &&
+      !state->broker->capabilities().SendsTickWithPerListenerSettings()) {
+    Log(state, LogLevel::kError,
+        PerListenerSettingsRefusal(state->broker->capabilities()) +
+            "; keeping the configuration read before");
+    return;
+  }
+  ApplyReloadedBrokerConfig(state, config);
+
+  const auto* pairs = OptionsOfPlugin(config, state->own_path);
+  if (pairs == nullptr) {
+    Log(state, LogLevel::kWarning,
+        "no plugin line names this plugin any more; keeping its options");
+    return;
+  }
+  const StatusOr<PluginOptions> reloaded = ParsePluginOptions(*pairs);
+  if (!reloaded.ok()) {
+    Log(state, LogLevel::kError, reloaded.status().message() + "; keeping every option as it was");
+    return;
+  }
+  ApplyOptions(state, *reloaded);
+}
+
+}  // namespace mqc

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The broker's configuration applied to the plugin's state: the auth-neutrality decisions (at
+// start and at every reload: one DecideAuth, broker/auth_decisions.h) and the broker's
+// configuration reload (SIGHUP, the RELOAD event): what the plugin reads again and applies, and
+// what it keeps. docs/reload.md has the broker's side, step by step.
+//
+// Mosquitto 2.0 hands a version 5 plugin no options at RELOAD (security__init_single sets
+// options to NULL), so the plugin reads its own plugin_opt_ lines from the configuration file
+// again, as it reads the rest of that file for auth neutrality.
+//
+// Threads: the broker thread.
+#pragma once
+
+#include <string>
+
+#include "broker/broker.h"
+#include "broker/rpc_tracker.h"
+#include "link/broker_config.h"
+#include "link/plugin_options.h"
+
+namespace mqc {
+
+struct BrokerEventsState;  // broker_events.h
+
+// Sets the auth-neutrality decisions from the configuration, and reads the acl_file where the
+// plugin needs it; the plugin decides nothing on 2.1. Returns whether the decisions changed.
+bool ApplyAuthDecisions(BrokerEventsState* state, const BrokerConfig& config);
+
+// The broker's RELOAD: reads state->config_path again and applies what a running plugin can
+// change (the auth decisions, the registry's and the RPC tracker's options), keeping the rest
+// with one warning each. Every outcome is one log line; a file that cannot be read, a
+// per_listener_settings this broker cannot serve, or options that do not parse change nothing.
+void ReloadConfiguration(BrokerEventsState* state);
+
+// What the plugin answers RELOAD. 2.0: DEFER, since any other answer stops the broker from
+// calling the next plugin's RELOAD (security__init_single returns at the first non-DEFER).
+// 2.1: success, since any other answer is an error that ends the broker's main loop
+// (src/plugin_reload.c).
+inline int ReloadAnswer(bool api_2_1) { return api_2_1 ? kBrokerSuccess : kBrokerErrPluginDefer; }
+
+// The RPC tracker's options as the plugin options set them (at init and at a reload).
+RpcTracker::Options RpcOptionsOf(const PluginOptions& options);
+// The log line that refuses per_listener_settings on a broker that sends no TICK with it.
+std::string PerListenerSettingsRefusal(const BrokerCapabilities& capabilities);
+// "http://<bind>:<port>", an IPv6 bind address in brackets: where the API is served.
+std::string ServingUrl(const PluginOptions& options, int port);
+
+}  // namespace mqc
