@@ -126,26 +126,31 @@ HttpBodyStream::Pull WatchStream::Read(std::size_t max, std::string* out) {
       phase_ = Phase::kChanges;
       continue;
     }
-    const std::uint64_t newest = changes_->last_sequence();
-    if (newest - cursor_ > options_.buffer) {
-      return Finish(Status(StatusCode::kResourceExhausted,
-                           "the client reads too slowly: " + std::to_string(newest - cursor_) +
-                               " changes behind, at most " + std::to_string(options_.buffer) +
-                               " allowed; call again with resume_after set to the last "
-                               "sequence seen"),
-                    out);
-    }
     const ConnectionChanges::Read read = changes_->ReadAfter(cursor_, kBatch, &batch_);
     if (read == ConnectionChanges::Read::kNothing) break;
     if (read == ConnectionChanges::Read::kGap) {
       StartFresh(out);
       continue;
     }
+    // Behind is measured from the oldest change the client still has to read: changes the
+    // filter skips are nothing to read, however many came since the last call (a server woken
+    // late after a burst of them is not a slow client).
+    const std::uint64_t newest = changes_->last_sequence();
     for (const ConnectionChangePtr& change : batch_) {
       cursor_ = change->sequence;
       const bool matches = (change->before && options_.filter.Matches(*change->before)) ||
                            (change->after && options_.filter.Matches(*change->after));
       if (!matches) continue;
+      const std::uint64_t behind = newest - change->sequence + 1;
+      if (behind > options_.buffer) {
+        batch_.clear();
+        return Finish(Status(StatusCode::kResourceExhausted,
+                             "the client reads too slowly: " + std::to_string(behind) +
+                                 " changes behind, at most " + std::to_string(options_.buffer) +
+                                 " allowed; call again with resume_after set to the last "
+                                 "sequence seen"),
+                      out);
+      }
       const Connection* connection = change->after ? change->after.get() : change->before.get();
       const bool subscription_change =
           change->kind == ChangeKind::kSubscribed || change->kind == ChangeKind::kUnsubscribed;

@@ -12,8 +12,9 @@
 // resync of the registry mid-stream does the same.
 //
 // Bounded: the stream keeps no copy of the changes; it reads them from ConnectionChanges at its
-// own pace, and is cut off (resource_exhausted) when it falls more than `buffer` changes behind
-// the newest one. The state is encoded a block at a time, as the server asks for bytes. The
+// own pace, and is cut off (resource_exhausted) when the oldest change it still has to send (one
+// its filter matches) is more than `buffer` changes behind the newest one: changes the filter
+// skips never count. The state is encoded a block at a time, as the server asks for bytes. The
 // number of streams at once is counted by a WatchSlots given to each.
 //
 // Threads: built on an HTTP thread; Read on the server's threads, one at a time; Stop and the

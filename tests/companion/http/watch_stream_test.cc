@@ -186,6 +186,27 @@ TEST_F(WatchStreamTest, ASlowReaderIsCutOffWithResourceExhausted) {
   EXPECT_EQ(messages[0].error_code, "resource_exhausted");
 }
 
+// A stream whose filter matches none of a burst of changes is not behind on anything its
+// client has to read: the burst, however long, does not cut it off (the server may be woken
+// late, after the whole burst), and the next change it matches reaches it.
+TEST_F(WatchStreamTest, ChangesAFilterSkipsNeverCutAStreamOff) {
+  auto stream = Start(R"(client_id = "a*")", 0, 4);
+  ReadAll(stream.get());
+  for (int i = 0; i < 10; ++i) Publish(ChangeKind::kOpened, nullptr, Open("x"));
+  HttpBodyStream::Pull last;
+  EXPECT_TRUE(ReadAll(stream.get(), &last).empty());
+  EXPECT_EQ(last, HttpBodyStream::Pull::kWait);
+  Publish(ChangeKind::kOpened, nullptr, Open("a1"));
+  const std::vector<Message> messages = ReadAll(stream.get(), &last);
+  EXPECT_EQ(last, HttpBodyStream::Pull::kWait);
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_EQ(messages[0].client_id, "a1");
+  // Matching changes left unread beyond the buffer still cut it off.
+  for (int i = 0; i < 5; ++i) Publish(ChangeKind::kOpened, nullptr, Open("a2"));
+  EXPECT_EQ(ReadAll(stream.get(), &last).back().error_code, "resource_exhausted");
+  EXPECT_EQ(last, HttpBodyStream::Pull::kEnd);
+}
+
 TEST_F(WatchStreamTest, StopEndsWithUnavailableAndWaitsForTheFirstSync) {
   live_.is_synced = false;
   auto stream = Start();
