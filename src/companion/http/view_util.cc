@@ -88,10 +88,15 @@ int ConnectRpcHttpStatus(StatusCode code) {
 }
 
 HttpResponse ConnectRpcErrorResponse(const Status& status, int http_status) {
-  CjsonPtr error = NewJsonObject();
-  AddToJsonObject(error.get(), "code", NewJsonString(ConnectRpcCodeName(status.code())));
-  AddToJsonObject(error.get(), "message", NewJsonString(status.message()));
-  return JsonResponse(http_status == 0 ? ConnectRpcHttpStatus(status.code()) : http_status, *error);
+  HttpResponse response;
+  response.status = http_status == 0 ? ConnectRpcHttpStatus(status.code()) : http_status;
+  response.content_type = kJsonContentType;
+  JsonWriter json(&response.body);
+  json.BeginObject();
+  json.Key("code").String(ConnectRpcCodeName(status.code()));
+  json.Key("message").String(status.message());
+  json.EndObject();
+  return response;
 }
 
 }  // namespace mqc

@@ -23,7 +23,6 @@
 #include "companion/http/connect_protocol.h"
 #include "companion/http/view_util.h"
 #include "companion/http/watch_stream.h"
-#include "companion/json_util.h"
 #include "companion/query/connection_query.h"
 #include "link/status.h"
 #include "link/topic_mapping.h"
@@ -89,10 +88,8 @@ Connection Rich() {
   return c;
 }
 
-std::string Text(const ConnectionPage& page) { return PrintJson(*ListConnectionsResponseJson(page)); }
-std::string Text(const WatchMessage& message) {
-  return PrintJson(*WatchConnectionsResponseJson(message));
-}
+std::string Text(const ConnectionPage& page) { return ListConnectionsResponseJson(page); }
+std::string Text(const WatchMessage& message) { return WatchConnectionsResponseJson(message); }
 
 std::vector<Connection> Connections() {
   std::vector<Connection> all = {Rich()};
