@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // JsonWriter: the companion's way of writing JSON answers out: the KubeMQ views (kubemq_view.cc,
-// the error envelope), and every Connect JSON answer of ListConnections and WatchConnections
-// (connect_rpc_json.cc, watch_stream.cc) and the Connect error (view_util.cc). It appends
-// compact JSON text to a string as the caller walks its data, so a big answer costs one growing
-// buffer rather than a tree of nodes (cJSON builds one node per value, then prints it). cJSON
-// stays for reading requests (json_util.h); the ban and disconnect views and the ban file
-// (ban_view.cc, disconnect_view.cc, ban_store.cc) still build their small answers with it.
+// the error envelope), the Connect JSON answers of ListConnections, WatchConnections
+// (connect_rpc_json.cc, watch_stream.cc) and DisconnectConnection (disconnect_view.cc), and the
+// Connect error (view_util.cc). It appends compact JSON text to a string as the caller walks its
+// data, so a big answer costs one growing buffer rather than a tree of nodes (cJSON builds one
+// node per value, then prints it). cJSON stays for reading requests (json_util.h); the ban
+// views and the ban file (ban_view.cc, ban_store.cc) still build their small answers with it.
 //
 // The text is byte for byte what cJSON_PrintUnformatted prints for the same values: strings made
 // valid UTF-8 first (ToValidUtf8), escaped as cJSON does ("\"", "\\", \b \f \n \r \t, other
