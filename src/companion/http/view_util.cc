@@ -6,20 +6,11 @@
 #include <string_view>
 
 #include "companion/http/json_writer.h"
-#include "companion/json_util.h"
 
 namespace mqc {
 
 bool IsGet(const HttpRequest& request) {
   return request.method == "GET" || request.method == "HEAD";
-}
-
-HttpResponse JsonResponse(int status, const cJSON& body) {
-  HttpResponse response;
-  response.status = status;
-  response.content_type = kJsonContentType;
-  response.body = PrintJson(body);
-  return response;
 }
 
 HttpResponse KubeMqErrorResponse(int status, std::string_view message) {
