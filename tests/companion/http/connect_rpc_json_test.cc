@@ -285,10 +285,12 @@ TEST(ConnectRpcJsonTest, AnswersAreByteForByteWhatTheyWere) {
   std::string a;
   std::string e;
   int number = 1;
-  while (std::getline(expected_lines, e)) {
-    if (!std::getline(actual_lines, a)) a = "(no line)";
-    if (a != e) break;
-    ++number;
+  for (;; ++number) {
+    const bool has_e = static_cast<bool>(std::getline(expected_lines, e));
+    const bool has_a = static_cast<bool>(std::getline(actual_lines, a));
+    if (!has_e) e = "(no line)";
+    if (!has_a) a = "(no line)";
+    if (a != e || (!has_e && !has_a)) break;
   }
   std::ofstream("connect_json_answers.actual", std::ios::binary) << actual;
   ADD_FAILURE() << "line " << number << " differs (all of it: connect_json_answers.actual in "
