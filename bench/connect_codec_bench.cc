@@ -5,7 +5,7 @@
 //
 //   mqc_connect_codec_bench [--connections N] [--page P] [--repeat R]   (15000, 1000, 20)
 //
-// Compares the JSON encoder the service uses (cJSON, connect_rpc_json.cc) with protobuf's own
+// Compares the JSON encoder the service uses (JsonWriter, connect_rpc_json.cc) with protobuf's own
 // JSON printer (google::protobuf::util::MessageToJsonString, fed by connect_rpc_proto.cc), and
 // the binary encoder; the query itself (RunConnectionQuery over N connections) for scale.
 #include <google/protobuf/util/json_util.h>
@@ -22,7 +22,6 @@
 #include "companion/connection.h"
 #include "companion/http/connect_rpc_json.h"
 #include "companion/http/connect_rpc_proto.h"
-#include "companion/json_util.h"
 #include "companion/query/connection_query.h"
 #include "link/topic_mapping.h"
 
@@ -89,9 +88,9 @@ int Run(int connections, int page_size, int repeat) {
               page.connections.size(), query_ms);
 
   std::string text;
-  const double cjson_ms =
-      MedianMs(repeat, [&] { text = PrintJson(*ListConnectionsResponseJson(page)); });
-  std::printf("JSON, hand-written encoder (cJSON): %.2f ms, %zu bytes\n", cjson_ms, text.size());
+  const double json_ms = MedianMs(repeat, [&] { text = ListConnectionsResponseJson(page); });
+  std::printf("JSON, hand-written encoder (JsonWriter): %.2f ms, %zu bytes\n", json_ms,
+              text.size());
 
   google::protobuf::util::JsonPrintOptions options;
   options.always_print_primitive_fields = true;

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Small helpers over cJSON for the HTTP views and the ban file (ban_store.h): an owning pointer,
-// builders that turn cJSON's "NULL on out of memory" into std::bad_alloc (so view code needs no
-// null checks and leaks nothing), printing to std::string. Pure functions, safe on any thread.
+// Small helpers over cJSON: parsing requests (the HTTP views) and the ban file (ban_store.h), and
+// building and printing the ban file: an owning pointer, builders that turn cJSON's "NULL on out
+// of memory" into std::bad_alloc (so callers need no null checks and leak nothing), printing to
+// std::string. The HTTP answers are written with JsonWriter (companion/http/json_writer.h), whose
+// strings AppendJsonString below escapes. Pure functions, safe on any thread.
 #pragma once
 
 #include <cjson/cJSON.h>

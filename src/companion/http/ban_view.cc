@@ -18,10 +18,10 @@
 #include <string>
 #include <utility>
 
-#include "companion/ban_store.h"
 #include "companion/http/connect_codec.h"
 #include "companion/http/connect_protocol.h"
 #include "companion/http/connect_rpc_proto.h"
+#include "companion/http/json_writer.h"
 #include "companion/http/view_util.h"
 #include "companion/json_util.h"
 #include "link/text_util.h"
@@ -53,18 +53,57 @@ Status CheckText(const char* field, const std::string& text) {
   return Status();
 }
 
-CjsonPtr BanListJson(const std::vector<Ban>& bans) {
-  CjsonPtr list = NewJsonArray();
-  for (const Ban& ban : bans) AddToJsonArray(list.get(), BanJson(ban));
-  return list;
+// A ban's members as the ban file has them (ban_store.cc, BanJson), in its order: the views
+// show a ban as it is kept. The caller opens and closes the object, so that an answer can add
+// its own members ("kicked", "removed").
+void WriteBanMembers(const Ban& ban, JsonWriter* json) {
+  json->Key("as").String(ban.as());
+  json->Key("who").String(ban.who);
+  json->Key("by").String(ban.by);
+  json->Key("reason").String(ban.reason);
+  json->Key("at").String(FormatRfc3339Seconds(ban.at_ns));
+  json->Key("until");
+  if (ban.until_ns == 0) {
+    json->Null();
+  } else {
+    json->String(FormatRfc3339Seconds(ban.until_ns));
+  }
 }
 
-HttpResponse Envelope(CjsonPtr data) {
-  CjsonPtr envelope = NewJsonObject();
-  AddToJsonObject(envelope.get(), "error", NewJsonBool(false));
-  AddToJsonObject(envelope.get(), "error_string", NewJsonString(""));
-  AddToJsonObject(envelope.get(), "data", std::move(data));
-  return JsonResponse(kHttpOk, *envelope);
+void WriteBanList(const std::vector<Ban>& bans, JsonWriter* json) {
+  json->BeginArray();
+  for (const Ban& ban : bans) {
+    json->BeginObject();
+    WriteBanMembers(ban, json);
+    json->EndObject();
+  }
+  json->EndArray();
+}
+
+// A 200 JSON answer: `write` writes its one value.
+template <typename Write>
+HttpResponse JsonAnswer(const Write& write) {
+  HttpResponse response;
+  response.status = kHttpOk;
+  response.content_type = kJsonContentType;
+  JsonWriter json(&response.body);
+  write(&json);
+  return response;
+}
+
+// The KubeMQ envelope, {"error":false,"error_string":"","data":{...}}: `write_data_members`
+// writes the data object's members.
+template <typename Write>
+HttpResponse Envelope(const Write& write_data_members) {
+  return JsonAnswer([&write_data_members](JsonWriter* json) {
+    json->BeginObject();
+    json->Key("error").Bool(false);
+    json->Key("error_string").String("");
+    json->Key("data").BeginObject();
+    write_data_members(json);
+    json->EndObject();
+    json->EndObject();
+  });
 }
 
 // The target of a removal from its JSON (`as`, `who`).
@@ -169,12 +208,13 @@ Status ReadBanRequest(std::string_view body, std::int64_t now_ns, bool connect_n
 
 HttpResponse KubeMqListBans(const BanAdmin& admin) {
   const std::vector<Ban> bans = admin.list();
-  CjsonPtr data = NewJsonObject();
-  AddToJsonObject(data.get(), "bans", BanListJson(bans));
-  AddToJsonObject(data.get(), "count", NewJsonNumber(static_cast<double>(bans.size())));
-  AddToJsonObject(data.get(), "refused_total",
-                  NewJsonNumber(static_cast<double>(admin.refused_total())));
-  return Envelope(std::move(data));
+  const std::uint64_t refused_total = admin.refused_total();
+  return Envelope([&bans, refused_total](JsonWriter* json) {
+    json->Key("bans");
+    WriteBanList(bans, json);
+    json->Key("count").Int(static_cast<std::int64_t>(bans.size()));
+    json->Key("refused_total").Int(static_cast<std::int64_t>(refused_total));
+  });
 }
 
 HttpResponse KubeMqAddBan(const BanAdmin& admin, const HttpRequest& request, const Caller& caller) {
@@ -185,9 +225,10 @@ HttpResponse KubeMqAddBan(const BanAdmin& admin, const HttpRequest& request, con
   if (!outcome.status.ok()) {
     return KubeMqErrorResponse(HttpStatusOf(outcome.status.code()), outcome.status.message());
   }
-  CjsonPtr data = BanJson(outcome.ban);
-  AddToJsonObject(data.get(), "kicked", NewJsonNumber(static_cast<double>(outcome.kicked)));
-  return Envelope(std::move(data));
+  return Envelope([&outcome](JsonWriter* json) {
+    WriteBanMembers(outcome.ban, json);
+    json->Key("kicked").Int(static_cast<std::int64_t>(outcome.kicked));
+  });
 }
 
 HttpResponse KubeMqRemoveBan(const BanAdmin& admin, std::string_view rest, const Caller& caller) {
@@ -203,9 +244,10 @@ HttpResponse KubeMqRemoveBan(const BanAdmin& admin, std::string_view rest, const
   if (!outcome.status.ok()) {
     return KubeMqErrorResponse(HttpStatusOf(outcome.status.code()), outcome.status.message());
   }
-  CjsonPtr data = BanJson(outcome.ban);
-  AddToJsonObject(data.get(), "removed", NewJsonBool(true));
-  return Envelope(std::move(data));
+  return Envelope([&outcome](JsonWriter* json) {
+    WriteBanMembers(outcome.ban, json);
+    json->Key("removed").Bool(true);
+  });
 }
 
 HttpResponse ConnectRpcBans(const BanAdmin& admin, std::string_view method,
@@ -221,7 +263,6 @@ HttpResponse ConnectRpcBans(const BanAdmin& admin, std::string_view method,
     response.body = std::move(body);
     return response;
   };
-  CjsonPtr answer = NewJsonObject();
   if (method == kListBansMethod) {
     if (proto) {
       const Status read = DecodeListBansRequestProto(request.body, "request body");
@@ -232,10 +273,15 @@ HttpResponse ConnectRpcBans(const BanAdmin& admin, std::string_view method,
     if (!message || !cJSON_IsObject(message.get())) {
       return ConnectRpcErrorResponse(InvalidArgument("request body is not a JSON object"));
     }
-    AddToJsonObject(answer.get(), "bans", BanListJson(admin.list()));
-    AddToJsonObject(answer.get(), "refusedTotal",
-                    NewJsonString(std::to_string(admin.refused_total())));
-    return JsonResponse(kHttpOk, *answer);
+    const std::vector<Ban> bans = admin.list();
+    const std::string refused_total = std::to_string(admin.refused_total());
+    return JsonAnswer([&bans, &refused_total](JsonWriter* json) {
+      json->BeginObject();
+      json->Key("bans");
+      WriteBanList(bans, json);
+      json->Key("refusedTotal").String(refused_total);  // int64: a string in protobuf JSON
+      json->EndObject();
+    });
   }
   BanOutcome outcome;
   if (method == kBanClientMethod) {
@@ -265,16 +311,23 @@ HttpResponse ConnectRpcBans(const BanAdmin& admin, std::string_view method,
     outcome = admin.remove(target, caller);
   }
   if (!outcome.status.ok()) return ConnectRpcErrorResponse(outcome.status);
-  if (method == kBanClientMethod) {
-    if (proto) return answer_proto(EncodeBanClientResponseProto(outcome.ban, outcome.kicked));
-    AddToJsonObject(answer.get(), "ban", BanJson(outcome.ban));
-    AddToJsonObject(answer.get(), "kicked", NewJsonNumber(static_cast<double>(outcome.kicked)));
-  } else {
-    if (proto) return answer_proto(EncodeUnbanClientResponseProto(outcome.ban));
-    AddToJsonObject(answer.get(), "ban", BanJson(outcome.ban));
-    AddToJsonObject(answer.get(), "removed", NewJsonBool(true));
+  const bool banned = method == kBanClientMethod;
+  if (proto) {
+    return answer_proto(banned ? EncodeBanClientResponseProto(outcome.ban, outcome.kicked)
+                               : EncodeUnbanClientResponseProto(outcome.ban));
   }
-  return JsonResponse(kHttpOk, *answer);
+  return JsonAnswer([&outcome, banned](JsonWriter* json) {
+    json->BeginObject();
+    json->Key("ban").BeginObject();
+    WriteBanMembers(outcome.ban, json);
+    json->EndObject();
+    if (banned) {
+      json->Key("kicked").Int(static_cast<std::int64_t>(outcome.kicked));
+    } else {
+      json->Key("removed").Bool(true);
+    }
+    json->EndObject();
+  });
 }
 
 }  // namespace mqc

@@ -8,7 +8,6 @@
 #include "companion/http/connect_rpc_json.h"
 #include "companion/http/connect_rpc_proto.h"
 #include "companion/http/view_util.h"
-#include "companion/json_util.h"
 #include "link/text_util.h"
 
 namespace mqc {
@@ -80,13 +79,15 @@ Status ReadListConnectionsRequest(ConnectCodec codec, std::string_view bytes,
 }
 
 HttpResponse ListConnectionsResponseIn(ConnectCodec codec, const ConnectionPage& page) {
-  if (codec == ConnectCodec::kJson) {
-    return JsonResponse(kHttpOk, *ListConnectionsResponseJson(page));
-  }
   HttpResponse response;
   response.status = kHttpOk;
-  response.content_type = kProtoContentType;
-  response.body = EncodeListConnectionsResponseProto(page);
+  if (codec == ConnectCodec::kJson) {
+    response.content_type = kJsonContentType;
+    response.body = ListConnectionsResponseJson(page);
+  } else {
+    response.content_type = kProtoContentType;
+    response.body = EncodeListConnectionsResponseProto(page);
+  }
   return response;
 }
 

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The JSON side of the Connect RPC service (see connect_rpc_json.h).
+// The JSON side of the Connect RPC service (see connect_rpc_json.h). Requests are read with
+// cJSON (its tree is what the checks below walk); answers are written with JsonWriter, straight
+// into the answer's text in the schema's field order, no tree of nodes.
 //
 // Where the spec is silent:
 // - Body / message: zero bytes mean the defaults (whitespace alone is not JSON); otherwise valid
@@ -18,7 +20,8 @@
 //   this writes every field whose zero is a real value (nodeId 0, cleanSession false, keepAlive
 //   0, counters "0", tlsInfo.enabled false, `connections` [] and `subscriptions` [],
 //   `totalSize` "0", enums at UNSPECIFIED), so that a reader needs no defaults table. Fields
-//   whose zero means "none" or "unknown" are omitted: closeTime and closeReason unless closed
+//   whose zero means "none" or "unknown" are omitted (those the binary codec leaves unset too
+//   are decided in connect_fields.h): closeTime and closeReason unless closed
 //   (closeTime also when 0), username, listenerName, source.ipAddress, tlsVersion, cipher,
 //   peerCertificateSubject, userPrincipal, method when empty, source.port when 0, idleDuration
 //   when unknown (< 0), the message counts when unknown (messagesQueued and messagesInFlight
@@ -36,6 +39,7 @@
 
 #include <cjson/cJSON.h>
 
+#include <charconv>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -45,6 +49,8 @@
 #include <string_view>
 #include <utility>
 
+#include "companion/http/connect_fields.h"
+#include "companion/http/json_writer.h"
 #include "companion/json_util.h"
 #include "companion/query/connection_fields.h"
 #include "link/text_util.h"
@@ -350,7 +356,7 @@ std::string FormatDuration(std::int64_t nanos) {
 }
 
 // An enum value as responses name it (see the top of this file).
-CjsonPtr EnumJson(const FieldDef* field, std::int64_t number) {
+void WriteEnum(const FieldDef* field, std::int64_t number, JsonWriter* json) {
   if (field != nullptr) {
     for (std::size_t i = 0; i < field->enum_count; ++i) {
       const EnumName& entry = field->enum_names[i];
@@ -360,76 +366,75 @@ CjsonPtr EnumJson(const FieldDef* field, std::int64_t number) {
           name.substr(0, field->short_prefix.size()) == field->short_prefix) {
         name.remove_prefix(field->short_prefix.size());
       }
-      return NewJsonString(name);
+      json->String(name);
+      return;
     }
   }
-  return NewJsonNumber(static_cast<double>(number));
+  json->Int(number);
 }
 
-void AddString(cJSON* object, const char* key, std::string_view value) {
-  AddToJsonObject(object, key, NewJsonString(value));
+// An int64 or uint64 member: protobuf's JSON mapping writes it as a string of digits.
+template <typename Integer>
+void WriteDecimalString(std::string_view key, Integer value, JsonWriter* json) {
+  char digits[24];
+  const auto result = std::to_chars(digits, digits + sizeof(digits), value);
+  json->Key(key).String(std::string_view(digits, static_cast<std::size_t>(result.ptr - digits)));
 }
 
-void AddStringIfSet(cJSON* object, const char* key, std::string_view value) {
-  if (!value.empty()) AddString(object, key, value);
-}
-
-void AddNumber(cJSON* object, const char* key, double value) {
-  AddToJsonObject(object, key, NewJsonNumber(value));
+void WriteStringIfSet(std::string_view key, std::string_view value, JsonWriter* json) {
+  if (!value.empty()) json->Key(key).String(value);
 }
 
 // One direction's message counts: what the broker tells, nothing where it does not.
-void AddMessageQueue(cJSON* object, const MessageQueue& queue, const char* queued,
-                     const char* in_flight, const char* pending) {
-  for (const auto& [name, count] :
-       {std::pair(queued, queue.Queued()), std::pair(in_flight, queue.InFlight()),
-        std::pair(pending, queue.Pending())}) {
-    if (count) AddNumber(object, name, *count);
-  }
+void WriteMessageQueue(const MessageQueue& queue, std::string_view queued,
+                       std::string_view in_flight, std::string_view pending, JsonWriter* json) {
+  if (const auto count = queue.Queued()) json->Key(queued).Int(*count);
+  if (const auto count = queue.InFlight()) json->Key(in_flight).Int(*count);
+  if (const auto count = queue.Pending()) json->Key(pending).Int(*count);
 }
 
-CjsonPtr StatisticsJson(const RequestStatistics& statistics) {
-  CjsonPtr object = NewJsonObject();
-  AddString(object.get(), "publishCount", std::to_string(statistics.publish_count));
-  AddString(object.get(), "publishBytes", std::to_string(statistics.publish_bytes));
-  AddString(object.get(), "deliverCount", std::to_string(statistics.deliver_count));
-  AddString(object.get(), "deliverBytes", std::to_string(statistics.deliver_bytes));
-  AddString(object.get(), "requestCount", std::to_string(statistics.request_count));
-  return object;
+void WriteStatistics(const RequestStatistics& statistics, JsonWriter* json) {
+  json->BeginObject();
+  WriteDecimalString("publishCount", statistics.publish_count, json);
+  WriteDecimalString("publishBytes", statistics.publish_bytes, json);
+  WriteDecimalString("deliverCount", statistics.deliver_count, json);
+  WriteDecimalString("deliverBytes", statistics.deliver_bytes, json);
+  WriteDecimalString("requestCount", statistics.request_count, json);
+  json->EndObject();
 }
 
 // What the kernel says of the connection's socket: numbers as JSON numbers (uint32 in
 // protobuf's JSON mapping), durations as protobuf Duration strings.
-CjsonPtr NetworkInfoJson(const NetworkInfo& network) {
-  CjsonPtr object = NewJsonObject();
-  AddNumber(object.get(), "rttMicros", network.rtt_us);
-  AddNumber(object.get(), "rttVarianceMicros", network.rtt_variance_us);
-  AddNumber(object.get(), "retransmits", network.retransmits);
-  AddNumber(object.get(), "sendQueueBytes", network.send_queue_bytes);
-  AddNumber(object.get(), "receiveQueueBytes", network.receive_queue_bytes);
-  if (network.since_last_receive_ns >= 0) {
-    AddString(object.get(), "sinceLastReceive", FormatDuration(network.since_last_receive_ns));
+void WriteNetworkInfo(const NetworkInfo& network, JsonWriter* json) {
+  json->BeginObject();
+  json->Key("rttMicros").Int(network.rtt_us);
+  json->Key("rttVarianceMicros").Int(network.rtt_variance_us);
+  json->Key("retransmits").Int(network.retransmits);
+  json->Key("sendQueueBytes").Int(network.send_queue_bytes);
+  json->Key("receiveQueueBytes").Int(network.receive_queue_bytes);
+  if (HasSinceLastReceive(network)) {
+    json->Key("sinceLastReceive").String(FormatDuration(network.since_last_receive_ns));
   }
-  if (network.since_last_send_ns >= 0) {
-    AddString(object.get(), "sinceLastSend", FormatDuration(network.since_last_send_ns));
+  if (HasSinceLastSend(network)) {
+    json->Key("sinceLastSend").String(FormatDuration(network.since_last_send_ns));
   }
-  return object;
+  json->EndObject();
 }
 
-CjsonPtr SubscriptionJson(const Subscription& subscription) {
-  CjsonPtr object = NewJsonObject();
-  AddString(object.get(), "filter", subscription.filter);
-  AddNumber(object.get(), "qos", subscription.qos);
-  AddString(object.get(), "pattern", PatternName(subscription.mapping.pattern));
-  AddString(object.get(), "channel", subscription.mapping.channel);
-  AddString(object.get(), "sharedGroup", subscription.mapping.shared_group);
-  AddStringIfSet(object.get(), "mappingError", subscription.mapping.error);
-  cJSON_AddBoolToObject(object.get(), "kubemqValid", subscription.kubemq_error.empty());
-  AddStringIfSet(object.get(), "kubemqError", subscription.kubemq_error);
-  return object;
+void WriteSubscription(const Subscription& subscription, JsonWriter* json) {
+  json->BeginObject();
+  json->Key("filter").String(subscription.filter);
+  json->Key("qos").Int(subscription.qos);
+  json->Key("pattern").String(PatternName(subscription.mapping.pattern));
+  json->Key("channel").String(subscription.mapping.channel);
+  json->Key("sharedGroup").String(subscription.mapping.shared_group);
+  WriteStringIfSet("mappingError", subscription.mapping.error, json);
+  json->Key("kubemqValid").Bool(subscription.kubemq_error.empty());
+  WriteStringIfSet("kubemqError", subscription.kubemq_error, json);
+  json->EndObject();
 }
 
-CjsonPtr ConnectionJson(const Connection& connection) {
+void WriteConnection(const Connection& connection, JsonWriter* json) {
   // The enum fields of the filter's table, looked up once.
   static const FieldDef* const kStateField = FindField("state");
   static const FieldDef* const kCloseReasonField = FindField("close_reason");
@@ -437,88 +442,94 @@ CjsonPtr ConnectionJson(const Connection& connection) {
   static const FieldDef* const kAuthStateField = FindField("authentication_info.state");
   static const FieldDef* const kBridgeRoleField = FindField("bridge_role");
 
-  CjsonPtr object = NewJsonObject();
-  cJSON* o = object.get();
-  AddNumber(o, "nodeId", connection.node_id);
-  AddString(o, "uid", connection.uid);
-  AddToJsonObject(o, "state", EnumJson(kStateField, static_cast<std::int64_t>(connection.state)));
-  AddString(o, "openTime", FormatRfc3339Nanos(connection.open_time_ns));
-  const bool closed = connection.state == ConnectionState::kClosed;
-  if (closed && connection.close_time_ns != 0) {
-    AddString(o, "closeTime", FormatRfc3339Nanos(connection.close_time_ns));
+  json->BeginObject();
+  json->Key("nodeId").Int(connection.node_id);
+  json->Key("uid").String(connection.uid);
+  json->Key("state");
+  WriteEnum(kStateField, static_cast<std::int64_t>(connection.state), json);
+  json->Key("openTime").String(FormatRfc3339Nanos(connection.open_time_ns));
+  if (HasCloseTime(connection)) {
+    json->Key("closeTime").String(FormatRfc3339Nanos(connection.close_time_ns));
   }
-  if (connection.state == ConnectionState::kOffline && connection.session_expiry_time_ns != 0) {
-    AddString(o, "sessionExpiryTime", FormatRfc3339Nanos(connection.session_expiry_time_ns));
+  if (HasSessionExpiryTime(connection)) {
+    json->Key("sessionExpiryTime").String(FormatRfc3339Nanos(connection.session_expiry_time_ns));
   }
-  if (closed) {
-    AddToJsonObject(
-        o, "closeReason",
-        EnumJson(kCloseReasonField, static_cast<std::int64_t>(connection.close_reason)));
+  if (HasCloseReason(connection)) {
+    json->Key("closeReason");
+    WriteEnum(kCloseReasonField, static_cast<std::int64_t>(connection.close_reason), json);
   }
-  AddString(o, "clientId", connection.client_id);
-  AddStringIfSet(o, "username", connection.username);
-  AddNumber(o, "protocolVersion", connection.protocol_version);
-  AddToJsonObject(o, "cleanSession", NewJsonBool(connection.clean_session));
-  AddNumber(o, "keepAlive", connection.keep_alive);
+  json->Key("clientId").String(connection.client_id);
+  WriteStringIfSet("username", connection.username, json);
+  json->Key("protocolVersion").Int(connection.protocol_version);
+  json->Key("cleanSession").Bool(connection.clean_session);
+  json->Key("keepAlive").Int(connection.keep_alive);
 
-  CjsonPtr source = NewJsonObject();
-  AddStringIfSet(source.get(), "ipAddress", connection.ip_address);
-  if (connection.port != 0) AddNumber(source.get(), "port", connection.port);
-  AddToJsonObject(o, "source", std::move(source));
-  AddStringIfSet(o, "listenerName", connection.listener_name);
+  json->Key("source").BeginObject();
+  WriteStringIfSet("ipAddress", connection.ip_address, json);
+  if (connection.port != 0) json->Key("port").Int(connection.port);
+  json->EndObject();
+  WriteStringIfSet("listenerName", connection.listener_name, json);
 
-  CjsonPtr tls = NewJsonObject();
-  AddToJsonObject(tls.get(), "enabled", NewJsonBool(connection.tls.enabled));
-  AddStringIfSet(tls.get(), "tlsVersion", connection.tls.tls_version);
-  AddStringIfSet(tls.get(), "cipher", connection.tls.cipher);
-  AddStringIfSet(tls.get(), "peerCertificateSubject", connection.tls.peer_certificate_subject);
-  AddToJsonObject(o, "tlsInfo", std::move(tls));
+  json->Key("tlsInfo").BeginObject();
+  json->Key("enabled").Bool(connection.tls.enabled);
+  WriteStringIfSet("tlsVersion", connection.tls.tls_version, json);
+  WriteStringIfSet("cipher", connection.tls.cipher, json);
+  WriteStringIfSet("peerCertificateSubject", connection.tls.peer_certificate_subject, json);
+  json->EndObject();
 
-  CjsonPtr authentication = NewJsonObject();
-  AddToJsonObject(
-      authentication.get(), "mechanism",
-      EnumJson(kMechanismField, static_cast<std::int64_t>(connection.authentication.mechanism)));
-  AddToJsonObject(
-      authentication.get(), "state",
-      EnumJson(kAuthStateField, static_cast<std::int64_t>(connection.authentication.state)));
-  AddStringIfSet(authentication.get(), "userPrincipal", connection.authentication.user_principal);
-  AddStringIfSet(authentication.get(), "method", connection.authentication.method);
-  AddToJsonObject(o, "authenticationInfo", std::move(authentication));
+  json->Key("authenticationInfo").BeginObject();
+  json->Key("mechanism");
+  WriteEnum(kMechanismField, static_cast<std::int64_t>(connection.authentication.mechanism), json);
+  json->Key("state");
+  WriteEnum(kAuthStateField, static_cast<std::int64_t>(connection.authentication.state), json);
+  WriteStringIfSet("userPrincipal", connection.authentication.user_principal, json);
+  WriteStringIfSet("method", connection.authentication.method, json);
+  json->EndObject();
 
-  CjsonPtr subscriptions = NewJsonArray();
+  json->Key("subscriptions").BeginArray();
   for (const Subscription& subscription : connection.subscriptions) {
-    AddToJsonArray(subscriptions.get(), SubscriptionJson(subscription));
+    WriteSubscription(subscription, json);
   }
-  AddToJsonObject(o, "subscriptions", std::move(subscriptions));
-  if (connection.idle_ns >= 0) AddString(o, "idleDuration", FormatDuration(connection.idle_ns));
-  if (connection.network.known)
-    AddToJsonObject(o, "networkInfo", NetworkInfoJson(connection.network));
-  AddToJsonObject(o, "totalRequestStatistics", StatisticsJson(connection.total_statistics));
-  AddToJsonObject(o, "recentRequestStatistics", StatisticsJson(connection.recent_statistics));
-  if (connection.bridge != BridgeRole::kUnknown) {
-    AddToJsonObject(o, "bridgeRole",
-                    EnumJson(kBridgeRoleField, static_cast<std::int64_t>(connection.bridge)));
+  json->EndArray();
+  if (HasIdleDuration(connection)) {
+    json->Key("idleDuration").String(FormatDuration(connection.idle_ns));
   }
-  AddStringIfSet(o, "bridgeName", connection.bridge_name);
-  AddMessageQueue(o, connection.messages.out, "messagesQueued", "messagesInFlight",
-                  "messagesPending");
-  AddMessageQueue(o, connection.messages.in, "incomingMessagesQueued", "incomingMessagesInFlight",
-                  "incomingMessagesPending");
-  return object;
+  if (HasNetworkInfo(connection)) {
+    json->Key("networkInfo");
+    WriteNetworkInfo(connection.network, json);
+  }
+  json->Key("totalRequestStatistics");
+  WriteStatistics(connection.total_statistics, json);
+  json->Key("recentRequestStatistics");
+  WriteStatistics(connection.recent_statistics, json);
+  if (HasBridgeRole(connection)) {
+    json->Key("bridgeRole");
+    WriteEnum(kBridgeRoleField, static_cast<std::int64_t>(connection.bridge), json);
+  }
+  WriteStringIfSet("bridgeName", connection.bridge_name, json);
+  WriteMessageQueue(connection.messages.out, "messagesQueued", "messagesInFlight",
+                    "messagesPending", json);
+  WriteMessageQueue(connection.messages.in, "incomingMessagesQueued", "incomingMessagesInFlight",
+                    "incomingMessagesPending", json);
+  json->EndObject();
 }
 
 }  // namespace
 
-CjsonPtr ListConnectionsResponseJson(const ConnectionPage& page) {
-  CjsonPtr object = NewJsonObject();
-  CjsonPtr connections = NewJsonArray();
-  for (const Connection& connection : page.connections) {
-    AddToJsonArray(connections.get(), ConnectionJson(connection));
-  }
-  AddToJsonObject(object.get(), "connections", std::move(connections));
-  AddString(object.get(), "totalSize", std::to_string(page.total_size));
-  AddStringIfSet(object.get(), "nextPageToken", page.next_page_token);
-  return object;
+std::string ListConnectionsResponseJson(const ConnectionPage& page) {
+  std::string text;
+  // About 1 kB per connection of one subscription with its details: one allocation for most
+  // pages.
+  text.reserve(64 + page.connections.size() * 1024);
+  JsonWriter json(&text);
+  json.BeginObject();
+  json.Key("connections").BeginArray();
+  for (const Connection& connection : page.connections) WriteConnection(connection, &json);
+  json.EndArray();
+  WriteDecimalString("totalSize", page.total_size, &json);
+  WriteStringIfSet("nextPageToken", page.next_page_token, &json);
+  json.EndObject();
+  return text;
 }
 
 namespace {
@@ -607,17 +618,22 @@ Status DecodeWatchConnectionsRequest(std::string_view text, std::string_view whe
   return Status();
 }
 
-CjsonPtr WatchConnectionsResponseJson(const WatchMessage& message) {
-  CjsonPtr object = NewJsonObject();
-  AddString(object.get(), "sequence", std::to_string(message.sequence));
-  AddString(object.get(), "kind", ChangeKindName(message.kind));
+std::string WatchConnectionsResponseJson(const WatchMessage& message) {
+  std::string text;
+  JsonWriter json(&text);
+  json.BeginObject();
+  WriteDecimalString("sequence", message.sequence, &json);
+  json.Key("kind").String(ChangeKindName(message.kind));
   if (message.connection != nullptr) {
-    AddToJsonObject(object.get(), "connection", ConnectionJson(*message.connection));
+    json.Key("connection");
+    WriteConnection(*message.connection, &json);
   }
   if (message.subscription != nullptr) {
-    AddToJsonObject(object.get(), "subscription", SubscriptionJson(*message.subscription));
+    json.Key("subscription");
+    WriteSubscription(*message.subscription, &json);
   }
-  return object;
+  json.EndObject();
+  return text;
 }
 
 }  // namespace mqc

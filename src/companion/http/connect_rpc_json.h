@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The JSON encoding of the Connect RPC service's messages, apart from the protocol handling in
-// connect_rpc_service.cc: ListConnectionsRequest read from JSON text, and a page written as a
-// protobuf-JSON ListConnectionsResponse (docs/api.md, the Connection field table). Pure
-// functions, safe on any thread.
+// connect_rpc_service.cc: requests read from JSON text (with cJSON), and a page or a watch
+// message written as protobuf JSON text (with JsonWriter; docs/api.md, the Connection field
+// table). Pure functions, safe on any thread.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,6 @@
 
 #include "companion/connection_changes.h"
 #include "companion/http/connect_protocol.h"
-#include "companion/json_util.h"
 #include "companion/query/connection_query.h"
 #include "link/status.h"
 
@@ -23,8 +22,9 @@ namespace mqc {
 Status DecodeListConnectionsRequest(std::string_view text, std::string_view where,
                                     ListConnectionsRequest* request);
 
-// The ListConnectionsResponse for `page`. Throws std::bad_alloc when out of memory.
-CjsonPtr ListConnectionsResponseJson(const ConnectionPage& page);
+// The ListConnectionsResponse for `page`, as compact JSON text. Throws std::bad_alloc when out
+// of memory.
+std::string ListConnectionsResponseJson(const ConnectionPage& page);
 
 // "CONNECTION_CHANGE_KIND_OPENED", ...
 std::string_view ChangeKindName(ChangeKind kind);
@@ -34,7 +34,8 @@ std::string_view ChangeKindName(ChangeKind kind);
 Status DecodeWatchConnectionsRequest(std::string_view text, std::string_view where,
                                      WatchConnectionsRequest* request);
 
-// The WatchConnectionsResponse for `message`. Throws std::bad_alloc when out of memory.
-CjsonPtr WatchConnectionsResponseJson(const WatchMessage& message);
+// The WatchConnectionsResponse for `message`, as compact JSON text. Throws std::bad_alloc when
+// out of memory.
+std::string WatchConnectionsResponseJson(const WatchMessage& message);
 
 }  // namespace mqc

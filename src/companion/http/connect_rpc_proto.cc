@@ -6,8 +6,9 @@
 //   through unchanged: a number the schema does not name stays a number, as proto3 open enums
 //   keep it.
 // - What the JSON side leaves out (connect_rpc_json.cc) is left unset here, so both codecs carry
-//   the same values: closeTime unless closed, closeReason unless closed, sessionExpiryTime
-//   unless offline, idleDuration when unknown (< 0), networkInfo when not known. In binary
+//   the same values; both ask connect_fields.h (closeTime and closeReason unless closed,
+//   sessionExpiryTime unless offline, idleDuration when unknown, networkInfo and its durations
+//   when not known, bridgeRole when unknown) and MessageQueue (the message counts). In binary
 //   protobuf an unset scalar and its zero are the same bytes, so the remaining "left out when
 //   empty" rules of the JSON side need nothing here.
 // - Strings are made valid UTF-8 as the JSON side makes them (ToValidUtf8): proto3 strings must
@@ -26,6 +27,7 @@
 #include <string>
 #include <string_view>
 
+#include "companion/http/connect_fields.h"
 #include "companion/json_util.h"
 #include "link/topic_mapping.h"
 
@@ -67,10 +69,10 @@ void SetNetworkInfo(const NetworkInfo& network, connections_v1::NetworkInfo* mes
   message->set_retransmits(network.retransmits);
   message->set_send_queue_bytes(network.send_queue_bytes);
   message->set_receive_queue_bytes(network.receive_queue_bytes);
-  if (network.since_last_receive_ns >= 0) {
+  if (HasSinceLastReceive(network)) {
     SetDuration(network.since_last_receive_ns, message->mutable_since_last_receive());
   }
-  if (network.since_last_send_ns >= 0) {
+  if (HasSinceLastSend(network)) {
     SetDuration(network.since_last_send_ns, message->mutable_since_last_send());
   }
 }
@@ -93,14 +95,13 @@ void ConnectionToProto(const Connection& connection, connections_v1::Connection*
   message->set_uid(ToValidUtf8(connection.uid));
   message->set_state(static_cast<connections_v1::MqttConnectionState>(connection.state));
   SetTimestamp(connection.open_time_ns, message->mutable_open_time());
-  const bool closed = connection.state == ConnectionState::kClosed;
-  if (closed && connection.close_time_ns != 0) {
+  if (HasCloseTime(connection)) {
     SetTimestamp(connection.close_time_ns, message->mutable_close_time());
   }
-  if (closed) {
+  if (HasCloseReason(connection)) {
     message->set_close_reason(static_cast<connections_v1::CloseReason>(connection.close_reason));
   }
-  if (connection.state == ConnectionState::kOffline && connection.session_expiry_time_ns != 0) {
+  if (HasSessionExpiryTime(connection)) {
     SetTimestamp(connection.session_expiry_time_ns, message->mutable_session_expiry_time());
   }
   message->set_client_id(ToValidUtf8(connection.client_id));
@@ -128,13 +129,17 @@ void ConnectionToProto(const Connection& connection, connections_v1::Connection*
   for (const Subscription& subscription : connection.subscriptions) {
     SubscriptionToProto(subscription, message->add_subscriptions());
   }
-  if (connection.idle_ns >= 0) SetDuration(connection.idle_ns, message->mutable_idle_duration());
+  if (HasIdleDuration(connection)) {
+    SetDuration(connection.idle_ns, message->mutable_idle_duration());
+  }
   SetStatistics(connection.total_statistics, message->mutable_total_request_statistics());
   SetStatistics(connection.recent_statistics, message->mutable_recent_request_statistics());
-  if (connection.network.known) {
+  if (HasNetworkInfo(connection)) {
     SetNetworkInfo(connection.network, message->mutable_network_info());
   }
-  message->set_bridge_role(static_cast<connections_v1::BridgeRole>(connection.bridge));
+  if (HasBridgeRole(connection)) {
+    message->set_bridge_role(static_cast<connections_v1::BridgeRole>(connection.bridge));
+  }
   message->set_bridge_name(ToValidUtf8(connection.bridge_name));
   const MessageQueue& out = connection.messages.out;
   if (const auto count = out.Queued()) message->set_messages_queued(*count);

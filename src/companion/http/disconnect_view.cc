@@ -18,6 +18,7 @@
 #include "companion/http/connect_codec.h"
 #include "companion/http/connect_protocol.h"
 #include "companion/http/connect_rpc_proto.h"
+#include "companion/http/json_writer.h"
 #include "companion/http/view_util.h"
 #include "companion/json_util.h"
 
@@ -72,14 +73,19 @@ HttpResponse KubeMqDisconnect(const Disconnector& disconnector, std::string_view
   if (!outcome.status.ok()) {
     return KubeMqErrorResponse(HttpStatusOf(outcome.status.code()), outcome.status.message());
   }
-  CjsonPtr data = NewJsonObject();
-  AddToJsonObject(data.get(), "client_id", NewJsonString(outcome.client_id));
-  AddToJsonObject(data.get(), "disconnected", NewJsonBool(true));
-  CjsonPtr envelope = NewJsonObject();
-  AddToJsonObject(envelope.get(), "error", NewJsonBool(false));
-  AddToJsonObject(envelope.get(), "error_string", NewJsonString(""));
-  AddToJsonObject(envelope.get(), "data", std::move(data));
-  return JsonResponse(kHttpOk, *envelope);
+  HttpResponse response;
+  response.status = kHttpOk;
+  response.content_type = kJsonContentType;
+  JsonWriter json(&response.body);
+  json.BeginObject();
+  json.Key("error").Bool(false);
+  json.Key("error_string").String("");
+  json.Key("data").BeginObject();
+  json.Key("client_id").String(outcome.client_id);
+  json.Key("disconnected").Bool(true);
+  json.EndObject();
+  json.EndObject();
+  return response;
 }
 
 HttpResponse ConnectRpcDisconnect(const Disconnector& disconnector, const HttpRequest& request,
@@ -110,11 +116,16 @@ HttpResponse ConnectRpcDisconnect(const Disconnector& disconnector, const HttpRe
     response.body = EncodeDisconnectConnectionResponseProto(outcome.client_id, outcome.uid, true);
     return response;
   }
-  CjsonPtr answer = NewJsonObject();
-  AddToJsonObject(answer.get(), "clientId", NewJsonString(outcome.client_id));
-  AddToJsonObject(answer.get(), "uid", NewJsonString(outcome.uid));
-  AddToJsonObject(answer.get(), "disconnected", NewJsonBool(true));
-  return JsonResponse(kHttpOk, *answer);
+  HttpResponse response;
+  response.status = kHttpOk;
+  response.content_type = kJsonContentType;
+  JsonWriter json(&response.body);
+  json.BeginObject();
+  json.Key("clientId").String(outcome.client_id);
+  json.Key("uid").String(outcome.uid);
+  json.Key("disconnected").Bool(true);
+  json.EndObject();
+  return response;
 }
 
 }  // namespace mqc

@@ -1,12 +1,20 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// JsonWriter: the companion's one way of writing JSON out. It appends compact JSON text to a
-// string as the caller walks its data, so a big answer costs one growing buffer rather than a
-// tree of nodes (cJSON builds one node per value, then prints it). cJSON stays for reading
-// requests (json_util.h).
+// JsonWriter: the companion's one way of writing JSON answers out: the KubeMQ views and the
+// Connect service's JSON answers (kubemq_view.cc, connect_rpc_json.cc, watch_stream.cc,
+// disconnect_view.cc, ban_view.cc) and both error forms (view_util.cc). It appends compact JSON
+// text to a string as the caller walks its data, so a big answer costs one growing buffer
+// rather than a tree of nodes (cJSON builds one node per value, then prints it). cJSON stays for
+// reading requests (json_util.h) and for the ban file (ban_store.cc, which is not an answer and
+// lives below this folder).
 //
 // The text is byte for byte what cJSON_PrintUnformatted prints for the same values: strings made
 // valid UTF-8 first (ToValidUtf8), escaped as cJSON does ("\"", "\\", \b \f \n \r \t, other
-// control characters as \u00xx, everything else as is), integers in decimal.
+// control characters as \u00xx, everything else as is), integers in decimal. (cJSON prints a
+// whole number of 1e15 or more with an exponent when 15 digits hold it, "1e+15"; Int always
+// writes the digits. No value written with Int comes near: protobuf JSON's int64 and uint64 are
+// strings, and the views' other numbers are 32-bit or counts far below it: bans, clients
+// kicked, connections refused.) tests/data/connect_json_answers.txt holds
+// the Connect answers to the bytes the cJSON encoder printed.
 //
 // The caller keeps the structure right (a Key before each value in an object, every Begin
 // ended); the writer only places the commas and colons. Member names are not escaped (Key). One

@@ -6,20 +6,11 @@
 #include <string_view>
 
 #include "companion/http/json_writer.h"
-#include "companion/json_util.h"
 
 namespace mqc {
 
 bool IsGet(const HttpRequest& request) {
   return request.method == "GET" || request.method == "HEAD";
-}
-
-HttpResponse JsonResponse(int status, const cJSON& body) {
-  HttpResponse response;
-  response.status = status;
-  response.content_type = kJsonContentType;
-  response.body = PrintJson(body);
-  return response;
 }
 
 HttpResponse KubeMqErrorResponse(int status, std::string_view message) {
@@ -88,10 +79,15 @@ int ConnectRpcHttpStatus(StatusCode code) {
 }
 
 HttpResponse ConnectRpcErrorResponse(const Status& status, int http_status) {
-  CjsonPtr error = NewJsonObject();
-  AddToJsonObject(error.get(), "code", NewJsonString(ConnectRpcCodeName(status.code())));
-  AddToJsonObject(error.get(), "message", NewJsonString(status.message()));
-  return JsonResponse(http_status == 0 ? ConnectRpcHttpStatus(status.code()) : http_status, *error);
+  HttpResponse response;
+  response.status = http_status == 0 ? ConnectRpcHttpStatus(status.code()) : http_status;
+  response.content_type = kJsonContentType;
+  JsonWriter json(&response.body);
+  json.BeginObject();
+  json.Key("code").String(ConnectRpcCodeName(status.code()));
+  json.Key("message").String(status.message());
+  json.EndObject();
+  return response;
 }
 
 }  // namespace mqc

@@ -1,11 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// What the HTTP views share: HTTP status numbers, JSON responses, and the two error answers
+// What the HTTP views share: HTTP status numbers, the JSON content type, and the two error answers
 // (the KubeMQ envelope and the Connect error), each built from one Status. The router answers
 // its own refusals (unknown path, method, body size) with these too, so every error of a path
 // has the path's format. Pure functions, safe on any thread.
 #pragma once
-
-#include <cjson/cJSON.h>
 
 #include <string>
 #include <string_view>
@@ -33,9 +31,6 @@ inline constexpr char kJsonContentType[] = "application/json";
 
 // GET, or HEAD (which HTTP allows wherever GET is; MHD sends the GET answer's headers only).
 bool IsGet(const HttpRequest& request);
-
-// `body` as compact JSON with `status` and Content-Type application/json.
-HttpResponse JsonResponse(int status, const cJSON& body);
 
 // The KubeMQ error envelope {"error":true,"error_string":"<message>","data":null} with `status`.
 HttpResponse KubeMqErrorResponse(int status, std::string_view message);

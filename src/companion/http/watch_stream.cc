@@ -5,8 +5,8 @@
 
 #include "companion/http/connect_rpc_json.h"
 #include "companion/http/connect_rpc_proto.h"
+#include "companion/http/json_writer.h"
 #include "companion/http/view_util.h"
-#include "companion/json_util.h"
 
 namespace mqc {
 
@@ -37,14 +37,17 @@ void AppendEnvelope(std::uint8_t flags, std::string_view payload, std::string* o
 }
 
 void AppendEndOfStream(const Status& status, std::string* out) {
-  CjsonPtr end = NewJsonObject();
+  std::string end;
+  JsonWriter json(&end);
+  json.BeginObject();
   if (!status.ok()) {
-    CjsonPtr error = NewJsonObject();
-    AddToJsonObject(error.get(), "code", NewJsonString(ConnectRpcCodeName(status.code())));
-    AddToJsonObject(error.get(), "message", NewJsonString(status.message()));
-    AddToJsonObject(end.get(), "error", std::move(error));
+    json.Key("error").BeginObject();
+    json.Key("code").String(ConnectRpcCodeName(status.code()));
+    json.Key("message").String(status.message());
+    json.EndObject();
   }
-  AppendEnvelope(kEndStreamFlag, PrintJson(*end), out);
+  json.EndObject();
+  AppendEnvelope(kEndStreamFlag, end, out);
 }
 
 WatchStream::WatchStream(const LiveConnections& live, ConnectionChanges* changes,
@@ -69,7 +72,7 @@ void WatchStream::Append(std::uint64_t sequence, ChangeKind kind, const Connecti
   if (options_.codec == ConnectCodec::kProto) {
     AppendEnvelope(0, EncodeWatchConnectionsResponseProto(message), out);
   } else {
-    AppendEnvelope(0, PrintJson(*WatchConnectionsResponseJson(message)), out);
+    AppendEnvelope(0, WatchConnectionsResponseJson(message), out);
   }
 }
 

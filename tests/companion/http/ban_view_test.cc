@@ -167,5 +167,64 @@ TEST_F(BanViewTest, ConnectBothCodecs) {
   EXPECT_NE(response.body.find("\"code\":\"not_found\""), std::string::npos);
 }
 
+// Every JSON answer of both forms, byte for byte: written with JsonWriter, they are what the
+// cJSON trees the views had printed (field order, escapes, invalid UTF-8, a null until, numbers).
+TEST_F(BanViewTest, JsonAnswersAreByteForByteWhatTheyWere) {
+  const std::string e_acute = "\xC3\xA9";
+  const std::string replacement = "\xEF\xBF\xBD";  // U+FFFD
+  const std::string grin = "\xF0\x9F\x98\x80";
+  Ban odd;
+  ASSERT_TRUE(ParseBanTarget("username", "q\"b\\" + e_acute + "\x01", &odd).ok());
+  odd.by = "line\n\t\xFF\xC0\x80";  // bytes that are never UTF-8
+  odd.reason = "</script>" + grin;
+  odd.at_ns = -1;
+  odd.until_ns = kNow + 1;
+  bans_ = {odd};
+  std::vector<std::string> answers;
+  answers.push_back(KubeMqListBans(admin_).body);
+  answers.push_back(ConnectRpcBans(admin_, kListBansMethod, Connect("{}"), caller_).body);
+  HttpRequest post;
+  post.method = "POST";
+  post.body = R"({"as":"clientid","who":"c\u00e9","duration_s":60})";
+  answers.push_back(KubeMqAddBan(admin_, post, caller_).body);
+  answers.push_back(ConnectRpcBans(admin_, kBanClientMethod,
+                                   Connect(R"({"as":"peerhost","who":"::1","reason":""})"), caller_)
+                        .body);
+  answers.push_back(KubeMqListBans(admin_).body);
+  answers.push_back(KubeMqRemoveBan(admin_, "clientid/c" + e_acute, caller_).body);
+  answers.push_back(ConnectRpcBans(admin_, kUnbanClientMethod,
+                                   Connect(R"({"as":"peerhost","who":"::1"})"), caller_)
+                        .body);
+  bans_.clear();
+  answers.push_back(KubeMqListBans(admin_).body);
+  answers.push_back(ConnectRpcBans(admin_, kListBansMethod, Connect(""), caller_).body);
+
+  const std::string odd_json = R"({"as":"username","who":"q\"b\\)" + e_acute +
+                               R"(\u0001","by":"line\n\t)" + replacement + replacement +
+                               replacement + R"(","reason":"</script>)" + grin +
+                               R"(","at":"1969-12-31T23:59:59Z","until":"2026-05-28T20:26:40Z"})";
+  const std::string fields_by =
+      R"("by":"admin token file line 2","reason":"","at":"2026-05-28T20:26:40Z")";
+  const std::string client_json = R"({"as":"clientid","who":"c)" + e_acute + R"(",)" + fields_by +
+                                  R"(,"until":"2026-05-28T20:27:40Z")";
+  const std::string address_json =
+      R"({"as":"peerhost","who":"::1",)" + fields_by + R"(,"until":null)";
+  const std::string envelope = R"({"error":false,"error_string":"","data":)";
+  const std::vector<std::string> expected = {
+      envelope + R"({"bans":[)" + odd_json + R"(],"count":1,"refused_total":7}})",
+      R"({"bans":[)" + odd_json + R"(],"refusedTotal":"7"})",
+      envelope + client_json + R"(,"kicked":2}})",
+      R"({"ban":)" + address_json + R"(},"kicked":2})",
+      envelope + R"({"bans":[)" + odd_json + "," + client_json + "}," + address_json +
+          R"(}],"count":3,"refused_total":7}})",
+      envelope + client_json + R"(,"removed":true}})",
+      R"({"ban":)" + address_json + R"(},"removed":true})",
+      envelope + R"({"bans":[],"count":0,"refused_total":7}})",
+      R"({"bans":[],"refusedTotal":"7"})",
+  };
+  ASSERT_EQ(answers.size(), expected.size());
+  for (std::size_t i = 0; i < answers.size(); ++i) EXPECT_EQ(answers[i], expected[i]) << i;
+}
+
 }  // namespace
 }  // namespace mqc
