@@ -34,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../tests/support/cjson_builders.h"
 #include "../tests/support/quote_filter_string.h"
 #include "companion/companion_link.h"
 #include "companion/connection_registry.h"

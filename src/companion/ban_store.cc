@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "companion/json_util.h"
+#include "companion/json_writer.h"
 #include "link/text_util.h"
 
 namespace mqc {
@@ -69,26 +70,31 @@ std::string BanFilePath(bool persistence, const std::string& persistence_locatio
   return persistence_location + (persistence_location.back() == '/' ? "" : "/") + kBanFileName;
 }
 
-CjsonPtr BanJson(const Ban& ban) {
-  CjsonPtr item = NewJsonObject();
-  AddToJsonObject(item.get(), "as", NewJsonString(ban.as()));
-  AddToJsonObject(item.get(), "who", NewJsonString(ban.who));
-  AddToJsonObject(item.get(), "by", NewJsonString(ban.by));
-  AddToJsonObject(item.get(), "reason", NewJsonString(ban.reason));
-  AddToJsonObject(item.get(), "at", NewJsonString(FormatRfc3339Seconds(ban.at_ns)));
-  AddToJsonObject(
-      item.get(), "until",
-      ban.until_ns == 0 ? NewJsonNull() : NewJsonString(FormatRfc3339Seconds(ban.until_ns)));
-  return item;
+void WriteBanMembers(const Ban& ban, JsonWriter* json) {
+  json->Key("as").String(ban.as());
+  json->Key("who").String(ban.who);
+  json->Key("by").String(ban.by);
+  json->Key("reason").String(ban.reason);
+  json->Key("at").String(FormatRfc3339Seconds(ban.at_ns));
+  json->Key("until");
+  if (ban.until_ns == 0) {
+    json->Null();
+  } else {
+    json->String(FormatRfc3339Seconds(ban.until_ns));
+  }
 }
 
 std::string SerializeBans(const std::vector<Ban>& bans) {
-  CjsonPtr root = NewJsonObject();
-  AddToJsonObject(root.get(), "version", NewJsonNumber(1));
-  CjsonPtr list = NewJsonArray();
-  for (const Ban& ban : bans) AddToJsonArray(list.get(), BanJson(ban));
-  AddToJsonObject(root.get(), "bans", std::move(list));
-  return PrintJson(*root) + "\n";
+  std::string text;
+  JsonWriter json(&text);
+  json.BeginObject().Key("version").Int(1).Key("bans").BeginArray();
+  for (const Ban& ban : bans) {
+    json.BeginObject();
+    WriteBanMembers(ban, &json);
+    json.EndObject();
+  }
+  json.EndArray().EndObject();
+  return text + "\n";
 }
 
 Status ParseBans(std::string_view text, std::vector<Ban>* bans) {

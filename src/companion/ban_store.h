@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "companion/json_util.h"
+#include "companion/json_writer.h"
 #include "link/ban_list.h"
 #include "link/status.h"
 
@@ -32,11 +32,12 @@ inline constexpr char kBanFileName[] = "mosquitto-connections-bans.json";
 // directory) with persistence on, else empty (memory only).
 std::string BanFilePath(bool persistence, const std::string& persistence_location);
 
-// One ban as the file and the KubeMQ-style API write it: {"as","who","by","reason","at","until"}
-// with RFC 3339 times, until null for a ban without end.
-CjsonPtr BanJson(const Ban& ban);
+// One ban's members as the file and the API write them: "as", "who", "by", "reason", "at",
+// "until", with RFC 3339 times, until null for a ban without end. The caller opens and closes
+// the object, so that an answer can add its own members ("kicked", "removed").
+void WriteBanMembers(const Ban& ban, JsonWriter* json);
 
-// {"version":1,"bans":[BanJson...]}.
+// {"version":1,"bans":[{WriteBanMembers}...]} and a newline.
 std::string SerializeBans(const std::vector<Ban>& bans);
 // kInvalidArgument with the position ("ban 3: who: ...") for anything out of shape.
 Status ParseBans(std::string_view text, std::vector<Ban>* bans);

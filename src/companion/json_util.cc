@@ -14,7 +14,6 @@
 #include <array>
 #include <cstdio>
 #include <mutex>
-#include <new>
 
 namespace mqc {
 namespace {
@@ -27,11 +26,6 @@ constexpr std::array<bool, 256> kPlainJsonByte = [] {
   for (int c = 0x20; c < 0x80; ++c) plain[static_cast<std::size_t>(c)] = c != '"' && c != '\\';
   return plain;
 }();
-
-CjsonPtr Checked(cJSON* item) {
-  if (item == nullptr) throw std::bad_alloc();
-  return CjsonPtr(item);
-}
 
 // Length of the valid UTF-8 sequence (RFC 3629: no overlong forms, no surrogates, at most
 // U+10FFFF) at the start of `s`, or 0 when it does not start with one.
@@ -64,32 +58,6 @@ std::size_t ValidSequenceLength(std::string_view s) {
 }
 
 }  // namespace
-
-CjsonPtr NewJsonObject() { return Checked(cJSON_CreateObject()); }
-CjsonPtr NewJsonArray() { return Checked(cJSON_CreateArray()); }
-CjsonPtr NewJsonNull() { return Checked(cJSON_CreateNull()); }
-CjsonPtr NewJsonBool(bool value) { return Checked(cJSON_CreateBool(value ? 1 : 0)); }
-CjsonPtr NewJsonNumber(double value) { return Checked(cJSON_CreateNumber(value)); }
-
-CjsonPtr NewJsonString(std::string_view value) {
-  return Checked(cJSON_CreateString(ToValidUtf8(value).c_str()));
-}
-
-void AddToJsonObject(cJSON* object, const char* key, CjsonPtr item) {
-  if (!cJSON_AddItemToObject(object, key, item.get())) throw std::bad_alloc();
-  item.release();  // owned by `object` now
-}
-
-void AddToJsonArray(cJSON* array, CjsonPtr item) {
-  if (!cJSON_AddItemToArray(array, item.get())) throw std::bad_alloc();
-  item.release();  // owned by `array` now
-}
-
-std::string PrintJson(const cJSON& item) {
-  const CSmartPtr<char, cJSON_free> text(cJSON_PrintUnformatted(&item));
-  if (text == nullptr) throw std::bad_alloc();
-  return std::string(text.get());
-}
 
 CjsonPtr ParseJson(std::string_view text) {
   // A raw NUL is never valid JSON, and would end cJSON's reading early.

@@ -27,6 +27,20 @@ Ban Target(const std::string& as, const std::string& who, std::int64_t until_ns 
   return ban;
 }
 
+// The file's exact bytes: what an operator reads and what an older companion must parse.
+TEST(BanFileTest, TheFileIsOneLineOfJsonInTheSchemasOrder) {
+  Ban ban = Target("clientid", "mallory", kNow + 60 * kSecond);
+  ban.reason = "spam \"quoted\"";
+  ban.by = "admin token file line 1";
+  EXPECT_EQ(SerializeBans({ban, Target("peerhost_net", "10.0.0.0/8")}),
+            R"({"version":1,"bans":[{"as":"clientid","who":"mallory","by":"admin token file )"
+            R"(line 1","reason":"spam \"quoted\"","at":"2026-05-28T20:26:40Z","until":)"
+            R"("2026-05-28T20:27:40Z"},{"as":"peerhost_net","who":"10.0.0.0/8","by":"",)"
+            R"("reason":"","at":"2026-05-28T20:26:40Z","until":null}]})"
+            "\n");
+  EXPECT_EQ(SerializeBans({}), "{\"version\":1,\"bans\":[]}\n");
+}
+
 class BanStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -18,12 +18,13 @@
 #include <string>
 #include <utility>
 
+#include "companion/ban_store.h"
 #include "companion/http/connect_codec.h"
 #include "companion/http/connect_protocol.h"
 #include "companion/http/connect_rpc_proto.h"
-#include "companion/http/json_writer.h"
 #include "companion/http/view_util.h"
 #include "companion/json_util.h"
+#include "companion/json_writer.h"
 #include "link/text_util.h"
 
 namespace mqc {
@@ -51,23 +52,6 @@ Status CheckText(const char* field, const std::string& text) {
                            " bytes");
   }
   return Status();
-}
-
-// A ban's members as the ban file has them (ban_store.cc, BanJson), in its order: the views
-// show a ban as it is kept. The caller opens and closes the object, so that an answer can add
-// its own members ("kicked", "removed").
-void WriteBanMembers(const Ban& ban, JsonWriter* json) {
-  json->Key("as").String(ban.as());
-  json->Key("who").String(ban.who);
-  json->Key("by").String(ban.by);
-  json->Key("reason").String(ban.reason);
-  json->Key("at").String(FormatRfc3339Seconds(ban.at_ns));
-  json->Key("until");
-  if (ban.until_ns == 0) {
-    json->Null();
-  } else {
-    json->String(FormatRfc3339Seconds(ban.until_ns));
-  }
 }
 
 void WriteBanList(const std::vector<Ban>& bans, JsonWriter* json) {

@@ -50,8 +50,8 @@
 #include <utility>
 
 #include "companion/http/connect_fields.h"
-#include "companion/http/json_writer.h"
 #include "companion/json_util.h"
+#include "companion/json_writer.h"
 #include "companion/query/connection_fields.h"
 #include "link/text_util.h"
 #include "link/topic_mapping.h"

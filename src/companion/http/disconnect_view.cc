@@ -18,9 +18,9 @@
 #include "companion/http/connect_codec.h"
 #include "companion/http/connect_protocol.h"
 #include "companion/http/connect_rpc_proto.h"
-#include "companion/http/json_writer.h"
 #include "companion/http/view_util.h"
 #include "companion/json_util.h"
+#include "companion/json_writer.h"
 
 namespace mqc {
 namespace {

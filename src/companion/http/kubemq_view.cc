@@ -36,9 +36,9 @@
 #include <utility>
 #include <vector>
 
-#include "companion/http/json_writer.h"
 #include "companion/http/view_util.h"
 #include "companion/json_util.h"
+#include "companion/json_writer.h"
 #include "companion/query/connection_fields.h"
 #include "companion/query/connection_filter.h"
 #include "companion/query/connection_order.h"

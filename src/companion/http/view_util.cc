@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "companion/http/json_writer.h"
+#include "companion/json_writer.h"
 
 namespace mqc {
 

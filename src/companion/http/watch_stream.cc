@@ -5,8 +5,8 @@
 
 #include "companion/http/connect_rpc_json.h"
 #include "companion/http/connect_rpc_proto.h"
-#include "companion/http/json_writer.h"
 #include "companion/http/view_util.h"
+#include "companion/json_writer.h"
 
 namespace mqc {
 

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "../../support/cjson_builders.h"
 #include "../../support/connection_builder.h"
 #include "companion/connection.h"
 #include "companion/json_util.h"

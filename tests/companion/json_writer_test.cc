@@ -2,7 +2,7 @@
 // JsonWriter writes what cJSON prints for the same values, byte for byte: odd strings (control
 // characters, quotes, invalid UTF-8, NUL), numbers, nesting; and the KubeMQ list written with
 // it equals the one the view used to build as a cJSON tree.
-#include "companion/http/json_writer.h"
+#include "companion/json_writer.h"
 
 #include <gtest/gtest.h>
 
@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../support/cjson_builders.h"
 #include "companion/connection.h"
 #include "companion/http/kubemq_view.h"
 #include "companion/json_util.h"

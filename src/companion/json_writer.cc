@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // JsonWriter (see json_writer.h).
-#include "companion/http/json_writer.h"
+#include "companion/json_writer.h"
 
 #include <charconv>
 #include <string>
