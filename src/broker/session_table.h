@@ -44,6 +44,7 @@
 #include "broker/client_facts.h"
 #include "broker/persistence_file.h"
 #include "broker/pointer_map.h"
+#include "broker/subscription_list.h"
 #include "link/event_records.h"
 #include "link/shared_region.h"
 
@@ -307,43 +308,6 @@ class SessionTable {
   bool IsOpen(const void* client) const { return open_.Find(client) != nullptr; }
 
  private:
-  // A client's subscriptions in one buffer of records (QoS: 1 byte, filter length: 2 bytes,
-  // filter), so that a connection's subscriptions cost one allocation of about their text.
-  class SubscriptionList {
-   public:
-    struct Entry {
-      std::string_view filter;
-      std::uint8_t qos = 0;
-    };
-    template <typename Visit>
-    void ForEach(Visit visit) const {
-      for (std::size_t at = 0; at < data_.size();) {
-        const Entry entry = At(at);
-        visit(entry);
-        at += kHead + entry.filter.size();
-      }
-    }
-    bool empty() const { return data_.empty(); }
-    std::size_t size() const;
-    // Adds the filter, or sets its QoS; false when it was there with this QoS already.
-    bool Set(std::string_view filter, std::uint8_t qos);
-    // Adds the filter without looking for it first (a list read from a file), in amortized
-    // constant time; ShrinkToFit once done.
-    void Append(std::string_view filter, std::uint8_t qos);
-    void ShrinkToFit() { data_.shrink_to_fit(); }
-    // Removes the filter; false when it was not there. `*qos`: the QoS it had.
-    bool Remove(std::string_view filter, std::uint8_t* qos);
-    // The filter's QoS; false when it is not there.
-    bool Get(std::string_view filter, std::uint8_t* qos) const;
-    // The highest QoS of the filters matching `topic`; false when none does.
-    bool MaxMatchingQos(std::string_view topic, std::uint8_t* qos) const;
-
-   private:
-    static constexpr std::size_t kHead = 3;
-    Entry At(std::size_t at) const;
-    std::size_t Find(std::string_view filter) const;  // data_.size() when absent
-    std::string data_;
-  };
   // What a connection keeps while open: the fields of its ConnectionEvent, its strings in one
   // allocation (client id, username, IP address, auth method, certificate subject), and its
   // subscriptions. Event() rebuilds the whole event, for a resync.
