@@ -95,13 +95,7 @@ ConnectionEvent SessionTable::OpenConnection::Event() const {
 
 SessionTable::SessionTable(EventSink* sink, std::uint64_t uuid_seed, ConnectionStatsSlot* stats,
                            std::size_t stats_count, BrokerCounters* counters)
-    : sink_(sink), counters_(counters), stats_(stats), random_(uuid_seed) {
-  free_stats_.reserve(stats_count);
-  // Lowest slot on top: the first connections use the first (already touched) pages.
-  for (std::size_t i = stats_count; i > 0; --i) {
-    free_stats_.push_back(static_cast<std::uint32_t>(i - 1));
-  }
-}
+    : sink_(sink), counters_(counters), stats_(stats, stats_count), random_(uuid_seed) {}
 
 void SessionTable::BeginConnect(const void* client, ClientFacts facts, std::int64_t now_ns) {
   Settle();
@@ -157,12 +151,7 @@ void SessionTable::Accept() {
       pending.facts.mechanism == AuthMechanism::kAnonymous || !pending.facts.credentials_checked
           ? AuthState::kUnauthenticated
           : AuthState::kSuccess;
-  if (!free_stats_.empty()) {
-    const std::uint32_t slot = free_stats_.back();
-    free_stats_.pop_back();
-    AssignStatsSlot(stats_[slot], event.seq);  // a seqlock: see shared_region.h
-    event.stats_slot = slot;
-  }
+  event.stats_slot = stats_.Take(event.seq);
   OpenConnection connection(event);
   auto offline = offline_.find(pending.facts.client_id);
   if (offline != offline_.end()) {
@@ -176,8 +165,7 @@ void SessionTable::Accept() {
   connection.subscriptions.ForEach([&](const SubscriptionList::Entry& entry) {
     EmitSubscription(EventType::kSubscribe, event.seq, entry.filter, entry.qos);
   });
-  ConnectionStatsSlot* const stats =
-      connection.stats_slot == kNoStatsSlot ? nullptr : &stats_[connection.stats_slot];
+  ConnectionStatsSlot* const stats = stats_.At(connection.stats_slot);
   auto owned = std::make_unique<OpenConnection>(std::move(connection));
   if (observer_ != nullptr) observer_->Opened(owned->Observed());
   open_.Insert(pending.client, OpenEntry{stats, std::move(owned)});
@@ -240,10 +228,7 @@ void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_
   close.idle_ns = idle_ns;
   if (counters_ != nullptr) Bump(counters_->disconnects[static_cast<std::size_t>(reason)]);
   const std::uint32_t slot = connection.stats_slot;
-  if (slot != kNoStatsSlot) {
-    close.totals = LoadStatsSlot(stats_[slot]);  // this thread is the slot's writer
-    free_stats_.push_back(slot);
-  }
+  if (slot != kNoStatsSlot) close.totals = stats_.GiveBack(slot);
   Encode(close, &buffer_);
   sink_->Emit(EventType::kClose, buffer_);
   // A takeover's old client: the broker zeroed its interval to hand its session over.

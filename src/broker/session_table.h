@@ -44,6 +44,7 @@
 #include "broker/client_facts.h"
 #include "broker/persistence_file.h"
 #include "broker/pointer_map.h"
+#include "broker/stats_slot_pool.h"
 #include "broker/subscription_list.h"
 #include "link/event_records.h"
 #include "link/shared_region.h"
@@ -397,8 +398,7 @@ class SessionTable {
   EventSink* sink_;
   ConnectionObserver* observer_ = nullptr;
   BrokerCounters* counters_;
-  ConnectionStatsSlot* stats_;
-  std::vector<std::uint32_t> free_stats_;  // reserved in full up front: never reallocates
+  StatsSlotPool stats_;
   std::mt19937_64 random_;
   std::uint64_t next_seq_ = 0;
   std::uint64_t next_offline_age_ = 0;
