@@ -153,12 +153,11 @@ void SessionTable::Accept() {
           : AuthState::kSuccess;
   event.stats_slot = stats_.Take(event.seq);
   OpenConnection connection(event);
-  auto offline = offline_.find(pending.facts.client_id);
-  if (offline != offline_.end()) {
+  if (std::optional<OfflineSession> offline = offline_.Take(pending.facts.client_id)) {
     if (!pending.facts.clean_session && pending.resumes_session) {
-      connection.subscriptions = std::move(offline->second.subscriptions);
+      connection.subscriptions = std::move(offline->subscriptions);
     }
-    EraseOffline(offline);  // announced gone before the connection that replaces it
+    EmitOfflineEnd(*offline);  // announced gone before the connection that replaces it
   }
   if (counters_ != nullptr) Bump(counters_->connects);
   EmitConnection(event);
@@ -203,11 +202,10 @@ void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_
   if (entry == nullptr) {
     // The offline client object of a session that a pending CONNECT resumes.
     if (pending_) {
-      auto offline = offline_.find(pending_->facts.client_id);
+      const OfflineSession* offline = offline_.Find(pending_->facts.client_id);
       // A session restored from the persistence file has no known client object yet: the
       // broker disconnects that session's object inside this CONNECT, and no other.
-      if (offline != offline_.end() &&
-          (offline->second.client == client || offline->second.client == nullptr)) {
+      if (offline != nullptr && (offline->client == client || offline->client == nullptr)) {
         pending_->resumes_session = true;
       }
     }
@@ -309,34 +307,15 @@ void SessionTable::RestoreOffline(const std::vector<PersistedSession>& sessions,
 }
 
 void SessionTable::AddOffline(const std::string& id, OfflineSession session, bool announce) {
-  auto existing = offline_.find(id);
-  if (existing != offline_.end()) EraseOffline(existing);
-  if (offline_.size() >= kMaxOfflineSessions) {
-    EraseOffline(offline_.find(offline_by_age_.begin()->second));  // the oldest
-  }
-  session.age = ++next_offline_age_;
-  offline_by_age_[session.age] = id;
-  if (session.gone_by_ns != 0) offline_by_expiry_.emplace(session.gone_by_ns, id);
-  auto it = offline_.emplace(id, std::move(session)).first;
-  if (announce && it->second.event.seq != 0) EmitOffline(it->second);
+  OfflineSessions::Added added = offline_.Add(id, std::move(session));
+  if (added.displaced) EmitOfflineEnd(*added.displaced);
+  if (announce && added.session.event.seq != 0) EmitOffline(added.session);
 }
 
-void SessionTable::EraseOffline(std::unordered_map<std::string, OfflineSession>::iterator it) {
-  if (it->second.event.seq != 0) {
-    Encode(OfflineSessionEndEvent{it->second.event.seq}, &buffer_);
-    sink_->Emit(EventType::kOfflineSessionEnd, buffer_);
-  }
-  offline_by_age_.erase(it->second.age);
-  if (it->second.gone_by_ns != 0) {
-    auto [first, last] = offline_by_expiry_.equal_range(it->second.gone_by_ns);
-    for (auto entry = first; entry != last; ++entry) {
-      if (entry->second == it->first) {
-        offline_by_expiry_.erase(entry);
-        break;
-      }
-    }
-  }
-  offline_.erase(it);
+void SessionTable::EmitOfflineEnd(const OfflineSession& session) {
+  if (session.event.seq == 0) return;
+  Encode(OfflineSessionEndEvent{session.event.seq}, &buffer_);
+  sink_->Emit(EventType::kOfflineSessionEnd, buffer_);
 }
 
 std::optional<SessionTable::ExpiryTimes> SessionTable::BrokerExpiry(
@@ -354,15 +333,11 @@ std::optional<SessionTable::ExpiryTimes> SessionTable::BrokerExpiry(
 
 void SessionTable::ExpireOffline(std::int64_t now_ns) {
   // The broker expires a session in the first second past its expiry time (BrokerExpiry).
-  while (!offline_by_expiry_.empty() && offline_by_expiry_.begin()->first <= now_ns) {
-    const auto due = offline_by_expiry_.begin();
-    auto it = offline_.find(due->second);
-    if (it == offline_.end() || it->second.gone_by_ns != due->first) {
-      offline_by_expiry_.erase(due);  // not expected: EraseOffline keeps both in step
-      continue;
-    }
-    if (observer_ != nullptr && it->second.observed) observer_->OfflineSessionEnded(it->first);
-    EraseOffline(it);  // erases `due` with it
+  while (std::optional<std::pair<std::string, OfflineSession>> due =
+             offline_.TakeExpired(now_ns)) {
+    const auto& [id, session] = *due;
+    if (observer_ != nullptr && session.observed) observer_->OfflineSessionEnded(id);
+    EmitOfflineEnd(session);
   }
 }
 
@@ -440,12 +415,12 @@ std::uint8_t SessionTable::OfflineQos(const void* client, std::string_view clien
                                       std::string_view topic) const {
   // The key string is built only on this path (messages for offline sessions), never per
   // message to a connected client.
-  auto it = offline_.find(std::string(client_id));
-  if (it == offline_.end() || (it->second.client != client && it->second.client != nullptr)) {
+  const OfflineSession* session = offline_.Find(std::string(client_id));
+  if (session == nullptr || (session->client != client && session->client != nullptr)) {
     return 2;
   }
   std::uint8_t qos = 0;
-  return it->second.subscriptions.MaxMatchingQos(topic, &qos) ? qos : 2;
+  return session->subscriptions.MaxMatchingQos(topic, &qos) ? qos : 2;
 }
 
 bool SessionTable::EmitConnection(const ConnectionEvent& event) {
@@ -480,9 +455,9 @@ bool SessionTable::BeginFullState(std::uint64_t generation) {
   open_.ForEach([this](const void* client, OpenEntry&) { resync_queue_.push_back(client); });
   resync_next_ = 0;
   resync_offline_queue_.clear();
-  for (const auto& [id, session] : offline_) {
+  offline_.ForEach([this](const std::string& id, const OfflineSession& session) {
     if (session.event.seq != 0) resync_offline_queue_.push_back(id);
-  }
+  });
   resync_offline_next_ = 0;
   resync_active_ = true;
   return true;
@@ -518,9 +493,9 @@ bool SessionTable::EmitOneInFull(const void* client) {
 }
 
 bool SessionTable::EmitOfflineInFull(const std::string& id) {
-  auto it = offline_.find(id);
-  if (it == offline_.end() || it->second.event.seq == 0) return true;  // gone since
-  const OfflineSession& session = it->second;
+  const OfflineSession* const found = offline_.Find(id);
+  if (found == nullptr || found->event.seq == 0) return true;  // gone since
+  const OfflineSession& session = *found;
   Encode(session.event, &buffer_);
   return EmitWhole(EventType::kOfflineSession, session.event.seq, session.subscriptions);
 }

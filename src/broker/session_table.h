@@ -31,17 +31,16 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <random>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "broker/client_facts.h"
+#include "broker/offline_sessions.h"
 #include "broker/persistence_file.h"
 #include "broker/pointer_map.h"
 #include "broker/stats_slot_pool.h"
@@ -117,7 +116,7 @@ class ConnectionObserver {
 class SessionTable {
  public:
   // Offline persistent sessions kept at most; the oldest is forgotten first.
-  static constexpr std::size_t kMaxOfflineSessions = 100000;
+  static constexpr std::size_t kMaxOfflineSessions = OfflineSessions::kDefaultMaxSessions;
 
   // `stats`: `stats_count` per-connection statistics slots in the shared region (may be 0);
   // `counters`: where connects, refusals and disconnects are counted (may be null).
@@ -352,17 +351,6 @@ class SessionTable {
     std::int64_t begin_ns = 0;
     bool resumes_session = false;  // the broker disconnected the old client of this id for it
   };
-  struct OfflineSession {
-    // The broker keeps this client object while the session lives; null for a session
-    // restored from the persistence file until the broker's object shows itself.
-    const void* client = nullptr;
-    std::uint64_t age = 0;
-    SubscriptionList subscriptions;
-    OfflineSessionEvent event;    // event.seq 0: not announced (no session asked for)
-    std::int64_t gone_by_ns = 0;  // the broker has expired it by then; 0 never
-    bool observed = false;        // went offline here with the observer told (not restored)
-  };
-
   void Accept();
   void Refuse(std::int64_t now_ns);
   void SettlePending() {
@@ -385,10 +373,11 @@ class SessionTable {
                         std::uint8_t qos);
   void KeepOffline(const OpenConnection& connection, const void* client, std::int64_t now_ns,
                    SessionExpiry expiry);
-  // Adds an offline session (replacing one of that id, forgetting the oldest when full) and
-  // announces it when it is listed.
+  // Adds an offline session (replacing one of that id, forgetting the oldest when full),
+  // announcing the end of the one it displaced and, when it is listed, itself.
   void AddOffline(const std::string& id, OfflineSession session, bool announce = true);
-  void EraseOffline(std::unordered_map<std::string, OfflineSession>::iterator it);
+  // Announces the end of an offline session that left offline_, when it was listed.
+  void EmitOfflineEnd(const OfflineSession& session);
   bool EmitOffline(const OfflineSession& session);
   bool EmitOfflineInFull(const std::string& id);
   Uuid NewUuid();
@@ -401,7 +390,6 @@ class SessionTable {
   StatsSlotPool stats_;
   std::mt19937_64 random_;
   std::uint64_t next_seq_ = 0;
-  std::uint64_t next_offline_age_ = 0;
   std::optional<Pending> pending_;
   // Subscription checks that may be a kick's re-check (Subscribe), of one client.
   struct HeldCheck {
@@ -412,9 +400,7 @@ class SessionTable {
   std::vector<HeldCheck> held_;
   PointerMap<OpenEntry> open_;  // by the broker's client object
   std::size_t sweep_at_ = 0;    // SweepOpen's cursor in open_
-  std::unordered_map<std::string, OfflineSession> offline_;
-  std::map<std::uint64_t, std::string> offline_by_age_;
-  std::multimap<std::int64_t, std::string> offline_by_expiry_;  // gone_by_ns, client id
+  OfflineSessions offline_;  // by client id, with their age and expiry orders
   std::int64_t persistent_expiration_s_ = 0;
   std::string buffer_;  // reused encoding buffer
 
