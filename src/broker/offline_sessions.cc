@@ -3,7 +3,7 @@
 
 namespace mqc {
 
-OfflineSessions::Added OfflineSessions::Add(const std::string& id, OfflineSession session) {
+OfflineSessions::Added OfflineSessions::Add(const std::string& id, OfflineSession&& session) {
   std::optional<OfflineSession> displaced;
   auto existing = sessions_.find(id);
   if (existing != sessions_.end()) {
@@ -14,7 +14,11 @@ OfflineSessions::Added OfflineSessions::Add(const std::string& id, OfflineSessio
   const std::uint64_t age = ++next_age_;
   by_age_.emplace(age, id);
   if (session.gone_by_ns != 0) by_expiry_.emplace(session.gone_by_ns, id);
-  auto it = sessions_.emplace(id, Stored{std::move(session), age}).first;
+  // Moved in once, constructed in its node (the id is not in the map any more).
+  auto it = sessions_
+                .emplace(std::piecewise_construct, std::forward_as_tuple(id),
+                         std::forward_as_tuple(std::move(session), age))
+                .first;
   return Added{it->second.session, std::move(displaced)};
 }
 
@@ -34,11 +38,11 @@ std::optional<std::pair<std::string, OfflineSession>> OfflineSessions::TakeExpir
   if (by_expiry_.empty() || by_expiry_.begin()->first > now_ns) return std::nullopt;
   // Copied first: Erase removes the index entry that holds it.
   std::string id = by_expiry_.begin()->second;
-  OfflineSession session = Erase(sessions_.find(id));
-  return std::make_pair(std::move(id), std::move(session));
+  std::optional<OfflineSession> session = Erase(sessions_.find(id));
+  return std::make_pair(std::move(id), std::move(*session));
 }
 
-OfflineSession OfflineSessions::Erase(Map::iterator it) {
+std::optional<OfflineSession> OfflineSessions::Erase(Map::iterator it) {
   by_age_.erase(it->second.age);
   const std::int64_t gone_by_ns = it->second.session.gone_by_ns;
   if (gone_by_ns != 0) {
@@ -50,7 +54,7 @@ OfflineSession OfflineSessions::Erase(Map::iterator it) {
       }
     }
   }
-  OfflineSession session = std::move(it->second.session);
+  std::optional<OfflineSession> session(std::move(it->second.session));  // moved out once
   sessions_.erase(it);
   return session;
 }

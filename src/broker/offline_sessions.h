@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -51,7 +52,7 @@ class OfflineSessions {
   // Adds `session` under `id` as the youngest. At most one session leaves for it: one of the
   // same id is replaced (then the count did not grow), else the oldest is forgotten when
   // max_sessions are kept.
-  Added Add(const std::string& id, OfflineSession session);
+  Added Add(const std::string& id, OfflineSession&& session);
   // The session of `id`; null when none.
   const OfflineSession* Find(const std::string& id) const;
   // Removes the session of `id` and hands it over; nothing when none.
@@ -71,11 +72,14 @@ class OfflineSessions {
 
  private:
   struct Stored {
+    Stored(OfflineSession&& moved, std::uint64_t added_age)
+        : session(std::move(moved)), age(added_age) {}
     OfflineSession session;
     std::uint64_t age = 0;
   };
   using Map = std::unordered_map<std::string, Stored>;
-  OfflineSession Erase(Map::iterator it);
+  // Removes the session from the map and both orders; always returns it.
+  std::optional<OfflineSession> Erase(Map::iterator it);
 
   std::size_t max_sessions_;
   std::uint64_t next_age_ = 0;

@@ -306,7 +306,7 @@ void SessionTable::RestoreOffline(const std::vector<PersistedSession>& sessions,
   }
 }
 
-void SessionTable::AddOffline(const std::string& id, OfflineSession session, bool announce) {
+void SessionTable::AddOffline(const std::string& id, OfflineSession&& session, bool announce) {
   OfflineSessions::Added added = offline_.Add(id, std::move(session));
   if (added.displaced) EmitOfflineEnd(*added.displaced);
   if (announce && added.session.event.seq != 0) EmitOffline(added.session);

@@ -375,7 +375,7 @@ class SessionTable {
                    SessionExpiry expiry);
   // Adds an offline session (replacing one of that id, forgetting the oldest when full),
   // announcing the end of the one it displaced and, when it is listed, itself.
-  void AddOffline(const std::string& id, OfflineSession session, bool announce = true);
+  void AddOffline(const std::string& id, OfflineSession&& session, bool announce = true);
   // Announces the end of an offline session that left offline_, when it was listed.
   void EmitOfflineEnd(const OfflineSession& session);
   bool EmitOffline(const OfflineSession& session);
