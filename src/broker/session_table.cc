@@ -333,8 +333,7 @@ std::optional<SessionTable::ExpiryTimes> SessionTable::BrokerExpiry(
 
 void SessionTable::ExpireOffline(std::int64_t now_ns) {
   // The broker expires a session in the first second past its expiry time (BrokerExpiry).
-  while (std::optional<std::pair<std::string, OfflineSession>> due =
-             offline_.TakeExpired(now_ns)) {
+  while (std::optional<std::pair<std::string, OfflineSession>> due = offline_.TakeExpired(now_ns)) {
     const auto& [id, session] = *due;
     if (observer_ != nullptr && session.observed) observer_->OfflineSessionEnded(id);
     EmitOfflineEnd(session);

@@ -400,7 +400,7 @@ class SessionTable {
   std::vector<HeldCheck> held_;
   PointerMap<OpenEntry> open_;  // by the broker's client object
   std::size_t sweep_at_ = 0;    // SweepOpen's cursor in open_
-  OfflineSessions offline_;  // by client id, with their age and expiry orders
+  OfflineSessions offline_;     // by client id, with their age and expiry orders
   std::int64_t persistent_expiration_s_ = 0;
   std::string buffer_;  // reused encoding buffer
 

@@ -115,7 +115,7 @@ TEST(OfflineSessionsTest, ExpiryIsInTimeOrderAndEqualTimesInTheOrderAdded) {
   sessions.Add("early", Session(4, 100));
   sessions.Add("tie-2", Session(5, 200));
   sessions.Add("tie-3", Session(6, 200));
-  EXPECT_THAT(Expire(&sessions, 99), IsEmpty());  // nothing due yet
+  EXPECT_THAT(Expire(&sessions, 99), IsEmpty());              // nothing due yet
   EXPECT_THAT(Expire(&sessions, 100), ElementsAre("early"));  // due at its time exactly
   auto due = sessions.TakeExpired(250);
   ASSERT_TRUE(due);
@@ -135,7 +135,7 @@ TEST(OfflineSessionsTest, TakeRemovesTheSessionFromAllThreeIndexes) {
   sessions.Add("c", Session(3, 100));
   ASSERT_TRUE(sessions.Take("a"));
   EXPECT_EQ(sessions.size(), 2u);
-  EXPECT_FALSE(sessions.Add("d", Session(4)).displaced);  // room again: nothing evicted
+  EXPECT_FALSE(sessions.Add("d", Session(4)).displaced);              // room again: nothing evicted
   EXPECT_EQ(sessions.Add("e", Session(5)).displaced->event.seq, 2u);  // b, not the gone a
   EXPECT_THAT(Expire(&sessions, 100), ElementsAre("c"));
   sessions.Add("a", Session(6));  // the id again, without an expiry this time

@@ -46,7 +46,7 @@ TEST(SubscriptionListTest, SetAddsInOrderAndChangesTheQosInPlace) {
   std::uint8_t qos = 9;
   ASSERT_TRUE(list.Get("a/b", &qos));
   EXPECT_EQ(qos, 1);
-  EXPECT_FALSE(list.Get("a", &qos));    // a prefix is another filter
+  EXPECT_FALSE(list.Get("a", &qos));  // a prefix is another filter
   EXPECT_FALSE(list.Get("a/b/", &qos));
 }
 
@@ -105,7 +105,8 @@ TEST(SubscriptionListTest, FiltersOfZeroAndOfTheMostBytesAreKeptWhole) {
   EXPECT_EQ(qos, 1);
   EXPECT_FALSE(list.Get(longest.substr(1), &qos));
   std::vector<std::size_t> lengths;
-  list.ForEach([&](const SubscriptionList::Entry& entry) { lengths.push_back(entry.filter.size()); });
+  list.ForEach(
+      [&](const SubscriptionList::Entry& entry) { lengths.push_back(entry.filter.size()); });
   EXPECT_THAT(lengths, ElementsAre(0u, 65535u, next_to_it.size(), 5u));
   ASSERT_TRUE(list.Remove(longest, &qos));
   EXPECT_EQ(qos, 2);
