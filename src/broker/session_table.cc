@@ -29,79 +29,6 @@ bool AskedForSession(const Connection& event) {
 
 }  // namespace
 
-std::size_t SessionTable::SubscriptionList::size() const {
-  std::size_t count = 0;
-  ForEach([&count](const Entry&) { ++count; });
-  return count;
-}
-
-SessionTable::SubscriptionList::Entry SessionTable::SubscriptionList::At(std::size_t at) const {
-  const auto byte = [this](std::size_t i) { return static_cast<std::uint8_t>(data_[i]); };
-  const std::size_t length = std::size_t{byte(at + 1)} | std::size_t{byte(at + 2)} << 8;
-  return Entry{std::string_view(data_).substr(at + kHead, length), byte(at)};
-}
-
-std::size_t SessionTable::SubscriptionList::Find(std::string_view filter) const {
-  std::size_t at = 0;
-  while (at < data_.size()) {
-    const Entry entry = At(at);
-    if (entry.filter == filter) return at;
-    at += kHead + entry.filter.size();
-  }
-  return data_.size();
-}
-
-bool SessionTable::SubscriptionList::Set(std::string_view filter, std::uint8_t qos) {
-  const std::size_t at = Find(filter);
-  if (at < data_.size()) {
-    if (At(at).qos == qos) return false;
-    data_[at] = static_cast<char>(qos);
-    return true;
-  }
-  Append(filter, qos);
-  ShrinkToFit();  // a client's subscriptions change rarely: no spare capacity kept
-  return true;
-}
-
-void SessionTable::SubscriptionList::Append(std::string_view filter, std::uint8_t qos) {
-  // MQTT strings are at most 65,535 bytes: the length fits its two bytes.
-  const std::size_t length = std::min<std::size_t>(filter.size(), 0xffff);
-  data_.push_back(static_cast<char>(qos));
-  data_.push_back(static_cast<char>(length & 0xff));
-  data_.push_back(static_cast<char>(length >> 8));
-  data_.append(filter.substr(0, length));
-}
-
-bool SessionTable::SubscriptionList::Remove(std::string_view filter, std::uint8_t* qos) {
-  const std::size_t at = Find(filter);
-  if (at == data_.size()) return false;
-  *qos = At(at).qos;
-  data_.erase(at, kHead + filter.size());
-  if (data_.empty()) std::string().swap(data_);  // give the buffer back
-  return true;
-}
-
-bool SessionTable::SubscriptionList::Get(std::string_view filter, std::uint8_t* qos) const {
-  const std::size_t at = Find(filter);
-  if (at == data_.size()) return false;
-  *qos = At(at).qos;
-  return true;
-}
-
-bool SessionTable::SubscriptionList::MaxMatchingQos(std::string_view topic,
-                                                    std::uint8_t* qos) const {
-  bool matched = false;
-  std::uint8_t highest = 0;
-  ForEach([&](const Entry& entry) {
-    if (TopicMatchesFilter(entry.filter, topic)) {
-      matched = true;
-      highest = std::max(highest, entry.qos);
-    }
-  });
-  *qos = highest;
-  return matched;
-}
-
 SessionTable::OpenConnection::OpenConnection(const ConnectionEvent& event)
     : seq(event.seq),
       uid(event.uid),
@@ -168,13 +95,7 @@ ConnectionEvent SessionTable::OpenConnection::Event() const {
 
 SessionTable::SessionTable(EventSink* sink, std::uint64_t uuid_seed, ConnectionStatsSlot* stats,
                            std::size_t stats_count, BrokerCounters* counters)
-    : sink_(sink), counters_(counters), stats_(stats), random_(uuid_seed) {
-  free_stats_.reserve(stats_count);
-  // Lowest slot on top: the first connections use the first (already touched) pages.
-  for (std::size_t i = stats_count; i > 0; --i) {
-    free_stats_.push_back(static_cast<std::uint32_t>(i - 1));
-  }
-}
+    : sink_(sink), counters_(counters), stats_(stats, stats_count), random_(uuid_seed) {}
 
 void SessionTable::BeginConnect(const void* client, ClientFacts facts, std::int64_t now_ns) {
   Settle();
@@ -230,27 +151,20 @@ void SessionTable::Accept() {
       pending.facts.mechanism == AuthMechanism::kAnonymous || !pending.facts.credentials_checked
           ? AuthState::kUnauthenticated
           : AuthState::kSuccess;
-  if (!free_stats_.empty()) {
-    const std::uint32_t slot = free_stats_.back();
-    free_stats_.pop_back();
-    AssignStatsSlot(stats_[slot], event.seq);  // a seqlock: see shared_region.h
-    event.stats_slot = slot;
-  }
+  event.stats_slot = stats_.Take(event.seq);
   OpenConnection connection(event);
-  auto offline = offline_.find(pending.facts.client_id);
-  if (offline != offline_.end()) {
+  if (std::optional<OfflineSession> offline = offline_.Take(pending.facts.client_id)) {
     if (!pending.facts.clean_session && pending.resumes_session) {
-      connection.subscriptions = std::move(offline->second.subscriptions);
+      connection.subscriptions = std::move(offline->subscriptions);
     }
-    EraseOffline(offline);  // announced gone before the connection that replaces it
+    EmitOfflineEnd(*offline);  // announced gone before the connection that replaces it
   }
   if (counters_ != nullptr) Bump(counters_->connects);
   EmitConnection(event);
   connection.subscriptions.ForEach([&](const SubscriptionList::Entry& entry) {
     EmitSubscription(EventType::kSubscribe, event.seq, entry.filter, entry.qos);
   });
-  ConnectionStatsSlot* const stats =
-      connection.stats_slot == kNoStatsSlot ? nullptr : &stats_[connection.stats_slot];
+  ConnectionStatsSlot* const stats = stats_.At(connection.stats_slot);
   auto owned = std::make_unique<OpenConnection>(std::move(connection));
   if (observer_ != nullptr) observer_->Opened(owned->Observed());
   open_.Insert(pending.client, OpenEntry{stats, std::move(owned)});
@@ -288,11 +202,10 @@ void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_
   if (entry == nullptr) {
     // The offline client object of a session that a pending CONNECT resumes.
     if (pending_) {
-      auto offline = offline_.find(pending_->facts.client_id);
+      const OfflineSession* offline = offline_.Find(pending_->facts.client_id);
       // A session restored from the persistence file has no known client object yet: the
       // broker disconnects that session's object inside this CONNECT, and no other.
-      if (offline != offline_.end() &&
-          (offline->second.client == client || offline->second.client == nullptr)) {
+      if (offline != nullptr && (offline->client == client || offline->client == nullptr)) {
         pending_->resumes_session = true;
       }
     }
@@ -313,10 +226,7 @@ void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_
   close.idle_ns = idle_ns;
   if (counters_ != nullptr) Bump(counters_->disconnects[static_cast<std::size_t>(reason)]);
   const std::uint32_t slot = connection.stats_slot;
-  if (slot != kNoStatsSlot) {
-    close.totals = LoadStatsSlot(stats_[slot]);  // this thread is the slot's writer
-    free_stats_.push_back(slot);
-  }
+  if (slot != kNoStatsSlot) close.totals = stats_.GiveBack(slot);
   Encode(close, &buffer_);
   sink_->Emit(EventType::kClose, buffer_);
   // A takeover's old client: the broker zeroed its interval to hand its session over.
@@ -396,35 +306,16 @@ void SessionTable::RestoreOffline(const std::vector<PersistedSession>& sessions,
   }
 }
 
-void SessionTable::AddOffline(const std::string& id, OfflineSession session, bool announce) {
-  auto existing = offline_.find(id);
-  if (existing != offline_.end()) EraseOffline(existing);
-  if (offline_.size() >= kMaxOfflineSessions) {
-    EraseOffline(offline_.find(offline_by_age_.begin()->second));  // the oldest
-  }
-  session.age = ++next_offline_age_;
-  offline_by_age_[session.age] = id;
-  if (session.gone_by_ns != 0) offline_by_expiry_.emplace(session.gone_by_ns, id);
-  auto it = offline_.emplace(id, std::move(session)).first;
-  if (announce && it->second.event.seq != 0) EmitOffline(it->second);
+void SessionTable::AddOffline(const std::string& id, OfflineSession&& session, bool announce) {
+  OfflineSessions::Added added = offline_.Add(id, std::move(session));
+  if (added.displaced) EmitOfflineEnd(*added.displaced);
+  if (announce && added.session.event.seq != 0) EmitOffline(added.session);
 }
 
-void SessionTable::EraseOffline(std::unordered_map<std::string, OfflineSession>::iterator it) {
-  if (it->second.event.seq != 0) {
-    Encode(OfflineSessionEndEvent{it->second.event.seq}, &buffer_);
-    sink_->Emit(EventType::kOfflineSessionEnd, buffer_);
-  }
-  offline_by_age_.erase(it->second.age);
-  if (it->second.gone_by_ns != 0) {
-    auto [first, last] = offline_by_expiry_.equal_range(it->second.gone_by_ns);
-    for (auto entry = first; entry != last; ++entry) {
-      if (entry->second == it->first) {
-        offline_by_expiry_.erase(entry);
-        break;
-      }
-    }
-  }
-  offline_.erase(it);
+void SessionTable::EmitOfflineEnd(const OfflineSession& session) {
+  if (session.event.seq == 0) return;
+  Encode(OfflineSessionEndEvent{session.event.seq}, &buffer_);
+  sink_->Emit(EventType::kOfflineSessionEnd, buffer_);
 }
 
 std::optional<SessionTable::ExpiryTimes> SessionTable::BrokerExpiry(
@@ -442,15 +333,10 @@ std::optional<SessionTable::ExpiryTimes> SessionTable::BrokerExpiry(
 
 void SessionTable::ExpireOffline(std::int64_t now_ns) {
   // The broker expires a session in the first second past its expiry time (BrokerExpiry).
-  while (!offline_by_expiry_.empty() && offline_by_expiry_.begin()->first <= now_ns) {
-    const auto due = offline_by_expiry_.begin();
-    auto it = offline_.find(due->second);
-    if (it == offline_.end() || it->second.gone_by_ns != due->first) {
-      offline_by_expiry_.erase(due);  // not expected: EraseOffline keeps both in step
-      continue;
-    }
-    if (observer_ != nullptr && it->second.observed) observer_->OfflineSessionEnded(it->first);
-    EraseOffline(it);  // erases `due` with it
+  while (std::optional<std::pair<std::string, OfflineSession>> due = offline_.TakeExpired(now_ns)) {
+    const auto& [id, session] = *due;
+    if (observer_ != nullptr && session.observed) observer_->OfflineSessionEnded(id);
+    EmitOfflineEnd(session);
   }
 }
 
@@ -528,12 +414,12 @@ std::uint8_t SessionTable::OfflineQos(const void* client, std::string_view clien
                                       std::string_view topic) const {
   // The key string is built only on this path (messages for offline sessions), never per
   // message to a connected client.
-  auto it = offline_.find(std::string(client_id));
-  if (it == offline_.end() || (it->second.client != client && it->second.client != nullptr)) {
+  const OfflineSession* session = offline_.Find(std::string(client_id));
+  if (session == nullptr || (session->client != client && session->client != nullptr)) {
     return 2;
   }
   std::uint8_t qos = 0;
-  return it->second.subscriptions.MaxMatchingQos(topic, &qos) ? qos : 2;
+  return session->subscriptions.MaxMatchingQos(topic, &qos) ? qos : 2;
 }
 
 bool SessionTable::EmitConnection(const ConnectionEvent& event) {
@@ -568,9 +454,9 @@ bool SessionTable::BeginFullState(std::uint64_t generation) {
   open_.ForEach([this](const void* client, OpenEntry&) { resync_queue_.push_back(client); });
   resync_next_ = 0;
   resync_offline_queue_.clear();
-  for (const auto& [id, session] : offline_) {
+  offline_.ForEach([this](const std::string& id, const OfflineSession& session) {
     if (session.event.seq != 0) resync_offline_queue_.push_back(id);
-  }
+  });
   resync_offline_next_ = 0;
   resync_active_ = true;
   return true;
@@ -606,9 +492,9 @@ bool SessionTable::EmitOneInFull(const void* client) {
 }
 
 bool SessionTable::EmitOfflineInFull(const std::string& id) {
-  auto it = offline_.find(id);
-  if (it == offline_.end() || it->second.event.seq == 0) return true;  // gone since
-  const OfflineSession& session = it->second;
+  const OfflineSession* const found = offline_.Find(id);
+  if (found == nullptr || found->event.seq == 0) return true;  // gone since
+  const OfflineSession& session = *found;
   Encode(session.event, &buffer_);
   return EmitWhole(EventType::kOfflineSession, session.event.seq, session.subscriptions);
 }

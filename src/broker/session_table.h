@@ -31,19 +31,20 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <random>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "broker/client_facts.h"
+#include "broker/offline_sessions.h"
 #include "broker/persistence_file.h"
 #include "broker/pointer_map.h"
+#include "broker/stats_slot_pool.h"
+#include "broker/subscription_list.h"
 #include "link/event_records.h"
 #include "link/shared_region.h"
 
@@ -115,7 +116,7 @@ class ConnectionObserver {
 class SessionTable {
  public:
   // Offline persistent sessions kept at most; the oldest is forgotten first.
-  static constexpr std::size_t kMaxOfflineSessions = 100000;
+  static constexpr std::size_t kMaxOfflineSessions = OfflineSessions::kDefaultMaxSessions;
 
   // `stats`: `stats_count` per-connection statistics slots in the shared region (may be 0);
   // `counters`: where connects, refusals and disconnects are counted (may be null).
@@ -307,43 +308,6 @@ class SessionTable {
   bool IsOpen(const void* client) const { return open_.Find(client) != nullptr; }
 
  private:
-  // A client's subscriptions in one buffer of records (QoS: 1 byte, filter length: 2 bytes,
-  // filter), so that a connection's subscriptions cost one allocation of about their text.
-  class SubscriptionList {
-   public:
-    struct Entry {
-      std::string_view filter;
-      std::uint8_t qos = 0;
-    };
-    template <typename Visit>
-    void ForEach(Visit visit) const {
-      for (std::size_t at = 0; at < data_.size();) {
-        const Entry entry = At(at);
-        visit(entry);
-        at += kHead + entry.filter.size();
-      }
-    }
-    bool empty() const { return data_.empty(); }
-    std::size_t size() const;
-    // Adds the filter, or sets its QoS; false when it was there with this QoS already.
-    bool Set(std::string_view filter, std::uint8_t qos);
-    // Adds the filter without looking for it first (a list read from a file), in amortized
-    // constant time; ShrinkToFit once done.
-    void Append(std::string_view filter, std::uint8_t qos);
-    void ShrinkToFit() { data_.shrink_to_fit(); }
-    // Removes the filter; false when it was not there. `*qos`: the QoS it had.
-    bool Remove(std::string_view filter, std::uint8_t* qos);
-    // The filter's QoS; false when it is not there.
-    bool Get(std::string_view filter, std::uint8_t* qos) const;
-    // The highest QoS of the filters matching `topic`; false when none does.
-    bool MaxMatchingQos(std::string_view topic, std::uint8_t* qos) const;
-
-   private:
-    static constexpr std::size_t kHead = 3;
-    Entry At(std::size_t at) const;
-    std::size_t Find(std::string_view filter) const;  // data_.size() when absent
-    std::string data_;
-  };
   // What a connection keeps while open: the fields of its ConnectionEvent, its strings in one
   // allocation (client id, username, IP address, auth method, certificate subject), and its
   // subscriptions. Event() rebuilds the whole event, for a resync.
@@ -387,17 +351,6 @@ class SessionTable {
     std::int64_t begin_ns = 0;
     bool resumes_session = false;  // the broker disconnected the old client of this id for it
   };
-  struct OfflineSession {
-    // The broker keeps this client object while the session lives; null for a session
-    // restored from the persistence file until the broker's object shows itself.
-    const void* client = nullptr;
-    std::uint64_t age = 0;
-    SubscriptionList subscriptions;
-    OfflineSessionEvent event;    // event.seq 0: not announced (no session asked for)
-    std::int64_t gone_by_ns = 0;  // the broker has expired it by then; 0 never
-    bool observed = false;        // went offline here with the observer told (not restored)
-  };
-
   void Accept();
   void Refuse(std::int64_t now_ns);
   void SettlePending() {
@@ -420,10 +373,11 @@ class SessionTable {
                         std::uint8_t qos);
   void KeepOffline(const OpenConnection& connection, const void* client, std::int64_t now_ns,
                    SessionExpiry expiry);
-  // Adds an offline session (replacing one of that id, forgetting the oldest when full) and
-  // announces it when it is listed.
-  void AddOffline(const std::string& id, OfflineSession session, bool announce = true);
-  void EraseOffline(std::unordered_map<std::string, OfflineSession>::iterator it);
+  // Adds an offline session (replacing one of that id, forgetting the oldest when full),
+  // announcing the end of the one it displaced and, when it is listed, itself.
+  void AddOffline(const std::string& id, OfflineSession&& session, bool announce = true);
+  // Announces the end of an offline session that left offline_, when it was listed.
+  void EmitOfflineEnd(const OfflineSession& session);
   bool EmitOffline(const OfflineSession& session);
   bool EmitOfflineInFull(const std::string& id);
   Uuid NewUuid();
@@ -433,11 +387,9 @@ class SessionTable {
   EventSink* sink_;
   ConnectionObserver* observer_ = nullptr;
   BrokerCounters* counters_;
-  ConnectionStatsSlot* stats_;
-  std::vector<std::uint32_t> free_stats_;  // reserved in full up front: never reallocates
+  StatsSlotPool stats_;
   std::mt19937_64 random_;
   std::uint64_t next_seq_ = 0;
-  std::uint64_t next_offline_age_ = 0;
   std::optional<Pending> pending_;
   // Subscription checks that may be a kick's re-check (Subscribe), of one client.
   struct HeldCheck {
@@ -448,9 +400,7 @@ class SessionTable {
   std::vector<HeldCheck> held_;
   PointerMap<OpenEntry> open_;  // by the broker's client object
   std::size_t sweep_at_ = 0;    // SweepOpen's cursor in open_
-  std::unordered_map<std::string, OfflineSession> offline_;
-  std::map<std::uint64_t, std::string> offline_by_age_;
-  std::multimap<std::int64_t, std::string> offline_by_expiry_;  // gone_by_ns, client id
+  OfflineSessions offline_;     // by client id, with their age and expiry orders
   std::int64_t persistent_expiration_s_ = 0;
   std::string buffer_;  // reused encoding buffer
 

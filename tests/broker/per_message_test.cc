@@ -15,6 +15,7 @@
 #include "../support/fake_broker.h"
 #include "../support/null_sink.h"
 #include "broker/broker_events.h"
+#include "broker/stats_slot_pool.h"
 
 namespace {
 std::atomic<bool> counting{false};
@@ -122,6 +123,31 @@ INSTANTIATE_TEST_SUITE_P(BothApis, PerMessageTest, ::testing::Values(false, true
                          [](const ::testing::TestParamInfo<bool>& param) {
                            return param.param ? "Api21" : "Api20";
                          });
+
+// The statistics slots are taken at each CONNECT and given back at each DISCONNECT on the
+// broker thread: the pool's free list was reserved in full when it was made, so neither ever
+// allocates, whatever the order slots come back in.
+TEST(StatsSlotPoolAllocationTest, TakingAndGivingBackAllocateNothing) {
+  std::vector<ConnectionStatsSlot> slots(64);
+  StatsSlotPool pool(slots.data(), slots.size());
+  std::vector<std::uint32_t> taken;
+  taken.reserve(slots.size());
+  std::uint64_t owner = 0;
+  allocations = 0;
+  counting = true;
+  for (int round = 0; round < 4; ++round) {
+    for (std::uint32_t slot = pool.Take(++owner); slot != kNoStatsSlot; slot = pool.Take(++owner)) {
+      taken.push_back(slot);
+    }
+    // Back in another order than taken: odd positions first, then even.
+    for (std::size_t i = 1; i < taken.size(); i += 2) pool.GiveBack(taken[i]);
+    for (std::size_t i = 0; i < taken.size(); i += 2) pool.GiveBack(taken[i]);
+    taken.clear();
+  }
+  counting = false;
+  EXPECT_EQ(allocations.load(), 0);
+  EXPECT_EQ(pool.free_count(), slots.size());
+}
 
 // The counter itself counts: the test above would pass with a counter that never counts.
 TEST(PerMessageCounterTest, TheCountingAllocatorSeesAnAllocation) {

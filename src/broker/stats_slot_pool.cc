@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "broker/stats_slot_pool.h"
+
+namespace mqc {
+
+StatsSlotPool::StatsSlotPool(ConnectionStatsSlot* slots, std::size_t count)
+    : slots_(slots), count_(count) {
+  free_.reserve(count);
+  // Lowest slot on top: the first connections use the first (already touched) pages.
+  for (std::size_t i = count; i > 0; --i) free_.push_back(static_cast<std::uint32_t>(i - 1));
+}
+
+std::uint32_t StatsSlotPool::Take(std::uint64_t owner) {
+  if (free_.empty()) return kNoStatsSlot;
+  const std::uint32_t slot = free_.back();
+  free_.pop_back();
+  AssignStatsSlot(slots_[slot], owner);  // a seqlock: see shared_region.h
+  return slot;
+}
+
+RequestStatistics StatsSlotPool::GiveBack(std::uint32_t slot) {
+  const RequestStatistics totals = LoadStatsSlot(slots_[slot]);  // this thread is the writer
+  free_.push_back(slot);  // within the capacity reserved: every slot given back was taken
+  return totals;
+}
+
+}  // namespace mqc

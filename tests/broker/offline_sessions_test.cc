@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "broker/offline_sessions.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace mqc {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
+
+// A session told apart by its event's seq; `gone_by_ns` 0: never expires.
+OfflineSession Session(std::uint64_t seq, std::int64_t gone_by_ns = 0) {
+  OfflineSession session;
+  session.event.seq = seq;
+  session.gone_by_ns = gone_by_ns;
+  return session;
+}
+
+// The ids TakeExpired hands over by `now_ns`, in its order.
+std::vector<std::string> Expire(OfflineSessions* sessions, std::int64_t now_ns) {
+  std::vector<std::string> ids;
+  for (int bound = 0; bound < 1000; ++bound) {
+    auto due = sessions->TakeExpired(now_ns);
+    if (!due) break;
+    ids.push_back(due->first);
+  }
+  return ids;
+}
+
+std::vector<std::string> Ids(const OfflineSessions& sessions) {
+  std::vector<std::string> ids;
+  sessions.ForEach([&](const std::string& id, const OfflineSession&) { ids.push_back(id); });
+  return ids;
+}
+
+TEST(OfflineSessionsTest, AddFindAndTake) {
+  OfflineSessions sessions(10);
+  OfflineSession session = Session(7);
+  session.subscriptions.Set("a/#", 1);
+  const OfflineSessions::Added added = sessions.Add("x", std::move(session));
+  EXPECT_FALSE(added.displaced);
+  EXPECT_EQ(added.session.event.seq, 7u);
+  EXPECT_EQ(sessions.size(), 1u);
+  const OfflineSession* found = sessions.Find("x");
+  ASSERT_NE(found, nullptr);
+  EXPECT_EQ(found, &added.session);
+  EXPECT_EQ(found->subscriptions.size(), 1u);
+  EXPECT_EQ(sessions.Find("y"), nullptr);
+  EXPECT_FALSE(sessions.Take("y"));
+  std::optional<OfflineSession> taken = sessions.Take("x");
+  ASSERT_TRUE(taken);
+  EXPECT_EQ(taken->event.seq, 7u);
+  EXPECT_EQ(taken->subscriptions.size(), 1u);  // handed over whole
+  EXPECT_EQ(sessions.size(), 0u);
+  EXPECT_EQ(sessions.Find("x"), nullptr);
+}
+
+TEST(OfflineSessionsTest, WhenFullTheOldestIsForgottenFirst) {
+  OfflineSessions sessions(3);
+  EXPECT_FALSE(sessions.Add("a", Session(1)).displaced);
+  EXPECT_FALSE(sessions.Add("b", Session(2)).displaced);
+  EXPECT_FALSE(sessions.Add("c", Session(3)).displaced);
+  const OfflineSessions::Added d = sessions.Add("d", Session(4));
+  ASSERT_TRUE(d.displaced);
+  EXPECT_EQ(d.displaced->event.seq, 1u);  // a
+  const OfflineSessions::Added e = sessions.Add("e", Session(5));
+  ASSERT_TRUE(e.displaced);
+  EXPECT_EQ(e.displaced->event.seq, 2u);  // b
+  EXPECT_EQ(sessions.size(), 3u);
+  EXPECT_THAT(Ids(sessions), UnorderedElementsAre("c", "d", "e"));
+}
+
+// A replaced session is the youngest again: its old age must be gone from the age order, or a
+// later eviction would forget the new one (or look for an id no longer there).
+TEST(OfflineSessionsTest, ReplacingMakesTheSessionTheYoungestAndDoesNotGrow) {
+  OfflineSessions sessions(3);
+  sessions.Add("a", Session(1));
+  sessions.Add("b", Session(2));
+  sessions.Add("c", Session(3));
+  OfflineSessions::Added added = sessions.Add("a", Session(4));
+  ASSERT_TRUE(added.displaced);
+  EXPECT_EQ(added.displaced->event.seq, 1u);  // the old session of "a", not an eviction
+  EXPECT_EQ(sessions.size(), 3u);
+  EXPECT_EQ(sessions.Find("a")->event.seq, 4u);
+  // Oldest now: b, then c, then the new a.
+  EXPECT_EQ(sessions.Add("d", Session(5)).displaced->event.seq, 2u);
+  EXPECT_EQ(sessions.Add("e", Session(6)).displaced->event.seq, 3u);
+  EXPECT_EQ(sessions.Add("f", Session(7)).displaced->event.seq, 4u);
+  EXPECT_THAT(Ids(sessions), UnorderedElementsAre("d", "e", "f"));
+}
+
+TEST(OfflineSessionsTest, ReplacingMovesTheSessionInTheExpiryOrder) {
+  OfflineSessions sessions(10);
+  sessions.Add("a", Session(1, 100));
+  sessions.Add("b", Session(2, 200));
+  sessions.Add("a", Session(3, 300));  // now expires after b
+  sessions.Add("b", Session(4));       // now never expires
+  EXPECT_THAT(Expire(&sessions, 250), IsEmpty());
+  EXPECT_THAT(Expire(&sessions, 300), ElementsAre("a"));
+  EXPECT_THAT(Expire(&sessions, 1000000), IsEmpty());
+  EXPECT_EQ(sessions.Find("b")->event.seq, 4u);
+}
+
+TEST(OfflineSessionsTest, ExpiryIsInTimeOrderAndEqualTimesInTheOrderAdded) {
+  OfflineSessions sessions(10);
+  sessions.Add("late", Session(1, 300));
+  sessions.Add("never", Session(2));
+  sessions.Add("tie-1", Session(3, 200));
+  sessions.Add("early", Session(4, 100));
+  sessions.Add("tie-2", Session(5, 200));
+  sessions.Add("tie-3", Session(6, 200));
+  EXPECT_THAT(Expire(&sessions, 99), IsEmpty());              // nothing due yet
+  EXPECT_THAT(Expire(&sessions, 100), ElementsAre("early"));  // due at its time exactly
+  auto due = sessions.TakeExpired(250);
+  ASSERT_TRUE(due);
+  EXPECT_EQ(due->first, "tie-1");
+  EXPECT_EQ(due->second.event.seq, 3u);
+  EXPECT_THAT(Expire(&sessions, 250), ElementsAre("tie-2", "tie-3"));
+  EXPECT_THAT(Expire(&sessions, 1000), ElementsAre("late"));
+  EXPECT_THAT(Ids(sessions), ElementsAre("never"));
+}
+
+// Taking a session out leaves no trace in either order: it neither expires nor is evicted
+// later, and a new session of its id starts afresh.
+TEST(OfflineSessionsTest, TakeRemovesTheSessionFromAllThreeIndexes) {
+  OfflineSessions sessions(3);
+  sessions.Add("a", Session(1, 100));
+  sessions.Add("b", Session(2, 100));
+  sessions.Add("c", Session(3, 100));
+  ASSERT_TRUE(sessions.Take("a"));
+  EXPECT_EQ(sessions.size(), 2u);
+  EXPECT_FALSE(sessions.Add("d", Session(4)).displaced);              // room again: nothing evicted
+  EXPECT_EQ(sessions.Add("e", Session(5)).displaced->event.seq, 2u);  // b, not the gone a
+  EXPECT_THAT(Expire(&sessions, 100), ElementsAre("c"));
+  sessions.Add("a", Session(6));  // the id again, without an expiry this time
+  EXPECT_THAT(Expire(&sessions, 1000), IsEmpty());
+  EXPECT_EQ(sessions.Find("a")->event.seq, 6u);
+}
+
+// An expired session leaves the age order too: it is not evicted a second time.
+TEST(OfflineSessionsTest, AnExpiredSessionLeavesTheAgeOrder) {
+  OfflineSessions sessions(2);
+  sessions.Add("a", Session(1, 100));
+  sessions.Add("b", Session(2));
+  EXPECT_THAT(Expire(&sessions, 100), ElementsAre("a"));
+  EXPECT_FALSE(sessions.Add("c", Session(3)).displaced);
+  EXPECT_EQ(sessions.Add("d", Session(4)).displaced->event.seq, 2u);
+}
+
+TEST(OfflineSessionsTest, TheDefaultBoundIsTheSessionTables) {
+  EXPECT_EQ(OfflineSessions().max_sessions(), OfflineSessions::kDefaultMaxSessions);
+  EXPECT_EQ(OfflineSessions(0).max_sessions(), 1u);  // never a bound that keeps nothing
+}
+
+}  // namespace
+}  // namespace mqc
