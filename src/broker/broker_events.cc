@@ -2,6 +2,7 @@
 #include "broker/broker_events.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,14 @@ bool SendSettingsIfPending(BrokerEventsState* state) {
   Encode(settings, &payload);
   if (state->link->Emit(EventType::kSettings, payload)) state->settings_pending = false;
   return !state->settings_pending;
+}
+
+bool ResyncStep(BrokerLink* link, SessionTable* table) {
+  if (const std::optional<std::uint64_t> generation = link->TakeResyncDue()) {
+    if (!table->BeginFullState(*generation)) return false;  // Emit made it due again
+  }
+  if (!table->full_state_active()) return true;
+  return table->ContinueFullState();
 }
 
 std::vector<BrokerEventKind> WantedEvents(const BrokerEventsState& state) {

@@ -132,6 +132,11 @@ inline int NeutralBasicAuthAnswer(bool api_2_1, bool decide_basic_auth, bool all
 // Sends reloaded registry options to the running companion; false while the ring is full.
 bool SendSettingsIfPending(BrokerEventsState* state);
 
+// At TICK: starts the resync the link says is due (BrokerLink::TakeResyncDue) and carries an
+// unfinished one on as far as the ring has room (SessionTable's full state). True when no
+// resync is due or under way any more. A resync the ring refuses is due again (Emit).
+bool ResyncStep(BrokerLink* link, SessionTable* table);
+
 // The broker events the plugin registers for. plugin/broker_events.cc gives each the broker's
 // code and its callback.
 enum class BrokerEventKind : std::uint8_t {
@@ -457,7 +462,7 @@ class BrokerEvents {
       state_.companion->Tick(now);  // delays and stall checks: no wall-clock jumps
       state_.traffic->OnTick(now);
       state_.sessions->ExpireOffline(broker().NowNs());
-      if (state_.companion->serving()) state_.link->ResyncStep(state_.sessions.get());
+      if (state_.companion->serving()) ResyncStep(state_.link.get(), state_.sessions.get());
       SweepMessageCounts(now);
       state_.link->ReleaseReadPages();
     } catch (...) {

@@ -63,18 +63,15 @@ bool BrokerLink::Fits(const std::vector<std::size_t>& payload_sizes) const {
   return events_.Fits(payload_sizes);
 }
 
-bool BrokerLink::ResyncStep(SessionTable* table) {
+std::optional<std::uint64_t> BrokerLink::TakeResyncDue() {
   const std::uint64_t requested =
       region_->header()->companion.resync_requested.load(std::memory_order_acquire);
-  if (requested != handled_request_ || resync_due_) {
-    resync_due_ = false;
-    handled_request_ = requested;
-    ++generation_;
-    region_->header()->broker.resync_started.store(generation_, std::memory_order_release);
-    if (!table->BeginFullState(generation_)) return false;  // Emit set resync_due_ again
-  }
-  if (!table->full_state_active()) return true;
-  return table->ContinueFullState();
+  if (requested == handled_request_ && !resync_due_) return std::nullopt;
+  resync_due_ = false;
+  handled_request_ = requested;
+  ++generation_;
+  region_->header()->broker.resync_started.store(generation_, std::memory_order_release);
+  return generation_;
 }
 
 std::uint64_t BrokerLink::ReleaseReadPages() {

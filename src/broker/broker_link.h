@@ -11,10 +11,11 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "broker/session_table.h"
+#include "broker/event_sink.h"
 #include "link/event_records.h"
 #include "link/shared_region.h"
 
@@ -36,10 +37,10 @@ class BrokerLink : public EventSink {
                             const std::function<void(const KickCommand&)>& kick = nullptr,
                             const std::function<void(BansCommand&&)>& bans = nullptr);
 
-  // At TICK: starts a resync if the companion asked for one or events were lost since the
-  // last, and carries an unfinished one on as far as the ring has room. Returns true when no
-  // resync is due or under way any more.
-  bool ResyncStep(SessionTable* table);
+  // At TICK: whether a resync is due (the companion asked for one, or events were lost since
+  // the last began): then the new resync's generation, published to the companion as started;
+  // else nothing. The tick has the session table run it (ResyncStep, broker_events.h).
+  std::optional<std::uint64_t> TakeResyncDue();
 
   // At TICK: gives back the memory of the event ring's pages the companion has read, once at
   // least kReleaseStep bytes of them have gathered (one syscall, SharedRegion::

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "broker/client_facts.h"
+#include "broker/event_sink.h"
 #include "broker/offline_sessions.h"
 #include "broker/persistence_file.h"
 #include "broker/pointer_map.h"
@@ -49,16 +50,6 @@
 #include "link/shared_region.h"
 
 namespace mqc {
-
-// Where events go: the events ring in the plugin, a recorder in tests. Emit returns false when
-// the event could not be delivered (ring full); the caller then owes the companion a resync.
-class EventSink {
- public:
-  virtual ~EventSink() = default;
-  virtual bool Emit(EventType type, const std::string& payload) = 0;
-  // Whether records of these payload sizes would all fit now, written one after another.
-  virtual bool Fits(const std::vector<std::size_t>& payload_sizes) const = 0;
-};
 
 // What becomes of a client's session when its connection closes.
 enum class SessionAfterClose : std::uint8_t {

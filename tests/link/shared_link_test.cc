@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "../support/client_facts_builder.h"
+#include "broker/broker_events.h"
 #include "broker/broker_link.h"
 #include "broker/session_table.h"
 #include "companion/companion_link.h"
@@ -75,20 +76,20 @@ class SharedLinkTest : public ::testing::Test {
 TEST_F(SharedLinkTest, ACompanionStartingLateGetsTheWholeStateByResync) {
   Connect(&clients_[0], "early");
   companion_->Begin();  // skips what it missed, asks for a resync
-  EXPECT_TRUE(broker_->ResyncStep(table_.get()));
+  EXPECT_TRUE(ResyncStep(broker_.get(), table_.get()));
   Connect(&clients_[1], "later");
   companion_->Poll(&registry_, 0);
   EXPECT_TRUE(registry_.synced());
   EXPECT_THAT(OpenIds(), ::testing::ElementsAre("early", "later"));
   // Nothing more is due until asked again.
   const std::uint64_t started = region_->header()->broker.resync_started.load();
-  EXPECT_TRUE(broker_->ResyncStep(table_.get()));
+  EXPECT_TRUE(ResyncStep(broker_.get(), table_.get()));
   EXPECT_EQ(region_->header()->broker.resync_started.load(), started);
 }
 
 TEST_F(SharedLinkTest, AFullRingNeverBlocksAndTheLossIsRepairedByAResync) {
   companion_->Begin();
-  ASSERT_TRUE(broker_->ResyncStep(table_.get()));
+  ASSERT_TRUE(ResyncStep(broker_.get(), table_.get()));
   companion_->Poll(&registry_, 0);
   // The companion stalls while 200 clients connect: the ring overflows.
   for (int i = 0; i < 200; ++i) Connect(&clients_[i], "client-" + std::to_string(i));
@@ -101,7 +102,7 @@ TEST_F(SharedLinkTest, AFullRingNeverBlocksAndTheLossIsRepairedByAResync) {
   bool repaired = false;
   for (int tick = 0; tick < 100 && !repaired; ++tick) {
     companion_->Poll(&registry_, 0);
-    repaired = broker_->ResyncStep(table_.get());
+    repaired = ResyncStep(broker_.get(), table_.get());
   }
   ASSERT_TRUE(repaired);
   companion_->Poll(&registry_, 0);
@@ -136,7 +137,7 @@ TEST(SharedLinkReleaseTest, ReadPagesOfTheRingAreGivenBackAndUnreadRecordsStay) 
     return open;
   };
   companion.Begin();
-  ASSERT_TRUE(broker.ResyncStep(&table));
+  ASSERT_TRUE(ResyncStep(&broker, &table));
   companion.Poll(&registry, 0);
   const long at_start = resident_kib();
   static int clients[6000];
@@ -225,7 +226,7 @@ TEST_F(SharedLinkTest, ADetailedRequestAsksNothingOfTheBroker) {
   options.stats_count = region_->header()->stats_slots;
   ConnectionRegistry registry(options);
   companion_->Begin();
-  ASSERT_TRUE(broker_->ResyncStep(&table));
+  ASSERT_TRUE(ResyncStep(broker_.get(), &table));
   companion_->Poll(&registry, 0);
   ASSERT_TRUE(registry.synced());
   companion_->Heartbeat();  // what the companion's loop writes anyway, before the copy
