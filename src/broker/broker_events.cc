@@ -14,9 +14,7 @@ bool SendSettingsIfPending(BrokerEventsState* state) {
   settings.default_pattern = state->options.default_pattern;
   settings.closed_max = state->options.closed_max;
   settings.closed_ttl_ns = std::int64_t{state->options.closed_ttl_s} * 1000000000;
-  std::string payload;
-  Encode(settings, &payload);
-  if (state->link->Emit(EventType::kSettings, payload)) state->settings_pending = false;
+  if (state->link->Emit(settings)) state->settings_pending = false;
   return !state->settings_pending;
 }
 

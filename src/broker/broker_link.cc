@@ -13,15 +13,66 @@ BrokerLink::BrokerLink(SharedRegion* region)
       commands_(&region->header()->commands, region->commands_data(),
                 region->header()->commands_capacity) {}
 
-bool BrokerLink::Emit(EventType type, const std::string& payload) {
-  if (events_.TryWrite(static_cast<std::uint16_t>(type), payload.data(),
-                       static_cast<std::uint32_t>(payload.size()))) {
+template <typename Event>
+bool BrokerLink::Write(EventType type, const Event& event) {
+  Encode(event, &buffer_);
+  if (events_.TryWrite(static_cast<std::uint16_t>(type), buffer_.data(),
+                       static_cast<std::uint32_t>(buffer_.size()))) {
     return true;
   }
   auto& lost = region_->header()->broker.events_lost;
   lost.store(lost.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   resync_due_ = true;
   return false;
+}
+
+bool BrokerLink::Emit(const ConnectionEvent& event) { return Write(EventType::kConnection, event); }
+
+bool BrokerLink::Emit(const CloseEvent& event) { return Write(EventType::kClose, event); }
+
+bool BrokerLink::Emit(EventType type, const SubscriptionEvent& event) { return Write(type, event); }
+
+bool BrokerLink::Emit(const OfflineSessionEvent& event) {
+  return Write(EventType::kOfflineSession, event);
+}
+
+bool BrokerLink::Emit(const OfflineSessionEndEvent& event) {
+  return Write(EventType::kOfflineSessionEnd, event);
+}
+
+bool BrokerLink::Emit(EventType type, const ResyncEvent& event) { return Write(type, event); }
+
+bool BrokerLink::Emit(const SettingsEvent& event) { return Write(EventType::kSettings, event); }
+
+bool BrokerLink::Emit(const BridgeEvent& event) { return Write(EventType::kBridge, event); }
+
+template <typename Head>
+bool BrokerLink::FitsWhole(const Head& head, const SubscriptionList& subscriptions) {
+  sizes_.clear();
+  Encode(head, &buffer_);
+  sizes_.push_back(buffer_.size());
+  subscription_.seq = head.seq;
+  subscriptions.ForEach([&](const SubscriptionList::Entry& entry) {
+    subscription_.qos = entry.qos;
+    subscription_.filter.assign(entry.filter);
+    Encode(subscription_, &buffer_);
+    sizes_.push_back(buffer_.size());
+  });
+  return events_.Fits(sizes_);
+}
+
+bool BrokerLink::Fits(const ConnectionEvent& head, const SubscriptionList& subscriptions) {
+  return FitsWhole(head, subscriptions);
+}
+
+bool BrokerLink::Fits(const OfflineSessionEvent& head, const SubscriptionList& subscriptions) {
+  return FitsWhole(head, subscriptions);
+}
+
+bool BrokerLink::Fits(const ResyncEvent& event) {
+  Encode(event, &buffer_);
+  const std::size_t size[] = {buffer_.size()};
+  return events_.Fits(size);
 }
 
 std::size_t BrokerLink::DrainCommands(const std::function<void(const LogCommand&)>& log,
@@ -57,10 +108,6 @@ std::size_t BrokerLink::DrainCommands(const std::function<void(const LogCommand&
     commands_.Pop();
   }
   return count;
-}
-
-bool BrokerLink::Fits(const std::vector<std::size_t>& payload_sizes) const {
-  return events_.Fits(payload_sizes);
 }
 
 std::optional<std::uint64_t> BrokerLink::TakeResyncDue() {

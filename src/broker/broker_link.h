@@ -2,8 +2,9 @@
 // The broker thread's end of the shared region: writes events, reads the companion's commands,
 // runs resyncs. Every exchange with the companion goes through it. No API request reaches it:
 // the companion answers those from its registry, the statistics slots and the kernel.
-// No lock, no syscall, no allocation on the event path (the encoding buffer of the caller is
-// reused).
+// It encodes every event it is handed (the only encoder of the events ring's records) into one
+// reused buffer: no lock, no syscall, and once the buffer has grown to the largest record, no
+// allocation on the event path.
 //
 // Threads: the broker thread only.
 #pragma once
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "broker/event_sink.h"
+#include "broker/subscription_list.h"
 #include "link/event_records.h"
 #include "link/shared_region.h"
 
@@ -26,8 +28,18 @@ class BrokerLink : public EventSink {
   explicit BrokerLink(SharedRegion* region);
 
   // EventSink: a full ring counts the event as lost and schedules a resync.
-  bool Emit(EventType type, const std::string& payload) override;
-  bool Fits(const std::vector<std::size_t>& payload_sizes) const override;
+  bool Emit(const ConnectionEvent& event) override;
+  bool Emit(const CloseEvent& event) override;
+  bool Emit(EventType type, const SubscriptionEvent& event) override;
+  bool Emit(const OfflineSessionEvent& event) override;
+  bool Emit(const OfflineSessionEndEvent& event) override;
+  bool Emit(EventType type, const ResyncEvent& event) override;
+  bool Emit(const SettingsEvent& event) override;
+  bool Emit(const BridgeEvent& event) override;
+  // EventSink: encodes each record to learn its size (reading the consumer's tail).
+  bool Fits(const ConnectionEvent& head, const SubscriptionList& subscriptions) override;
+  bool Fits(const OfflineSessionEvent& head, const SubscriptionList& subscriptions) override;
+  bool Fits(const ResyncEvent& event) override;
 
   // Hands every pending log command to `log`, every disconnect request to `kick` (at TICK;
   // without `kick`, at init and cleanup, requests are dropped) and every ban list to `bans`
@@ -54,8 +66,17 @@ class BrokerLink : public EventSink {
   std::uint64_t events_lost() const;
 
  private:
+  template <typename Event>
+  bool Write(EventType type, const Event& event);
+  template <typename Head>
+  bool FitsWhole(const Head& head, const SubscriptionList& subscriptions);
+
   SharedRegion* region_;
-  mutable RingWriter events_;  // Fits() reads the consumer's tail into its cache
+  RingWriter events_;
+  // Reused by every event and Fits: they keep the capacity of the largest record seen.
+  std::string buffer_;
+  std::vector<std::size_t> sizes_;
+  SubscriptionEvent subscription_;
   RingReader commands_;
   bool resync_due_ = false;
   std::uint64_t handled_request_ = 0;

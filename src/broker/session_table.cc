@@ -227,8 +227,7 @@ void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_
   if (counters_ != nullptr) Bump(counters_->disconnects[static_cast<std::size_t>(reason)]);
   const std::uint32_t slot = connection.stats_slot;
   if (slot != kNoStatsSlot) close.totals = stats_.GiveBack(slot);
-  Encode(close, &buffer_);
-  sink_->Emit(EventType::kClose, buffer_);
+  sink_->Emit(close);
   // A takeover's old client: the broker zeroed its interval to hand its session over.
   if (taken_over) expiry = SessionExpiry{};
   const bool keep = MayOutliveConnection(connection) &&
@@ -314,8 +313,7 @@ void SessionTable::AddOffline(const std::string& id, OfflineSession&& session, b
 
 void SessionTable::EmitOfflineEnd(const OfflineSession& session) {
   if (session.event.seq == 0) return;
-  Encode(OfflineSessionEndEvent{session.event.seq}, &buffer_);
-  sink_->Emit(EventType::kOfflineSessionEnd, buffer_);
+  sink_->Emit(OfflineSessionEndEvent{session.event.seq});
 }
 
 std::optional<SessionTable::ExpiryTimes> SessionTable::BrokerExpiry(
@@ -341,8 +339,7 @@ void SessionTable::ExpireOffline(std::int64_t now_ns) {
 }
 
 bool SessionTable::EmitOffline(const OfflineSession& session) {
-  Encode(session.event, &buffer_);
-  bool ok = sink_->Emit(EventType::kOfflineSession, buffer_);
+  bool ok = sink_->Emit(session.event);
   session.subscriptions.ForEach([&](const SubscriptionList::Entry& entry) {
     ok = EmitSubscription(EventType::kSubscribe, session.event.seq, entry.filter, entry.qos) && ok;
   });
@@ -422,32 +419,25 @@ std::uint8_t SessionTable::OfflineQos(const void* client, std::string_view clien
   return session->subscriptions.MaxMatchingQos(topic, &qos) ? qos : 2;
 }
 
-bool SessionTable::EmitConnection(const ConnectionEvent& event) {
-  Encode(event, &buffer_);
-  return sink_->Emit(EventType::kConnection, buffer_);
-}
+bool SessionTable::EmitConnection(const ConnectionEvent& event) { return sink_->Emit(event); }
 
 bool SessionTable::EmitSubscription(EventType type, std::uint64_t seq, std::string_view filter,
                                     std::uint8_t qos) {
-  SubscriptionEvent event;
-  event.seq = seq;
-  event.qos = qos;
-  event.filter = filter;
-  Encode(event, &buffer_);
-  return sink_->Emit(type, buffer_);
+  subscription_.seq = seq;
+  subscription_.qos = qos;
+  subscription_.filter.assign(filter);  // within the capacity of earlier filters: no allocation
+  return sink_->Emit(type, subscription_);
 }
 
 bool SessionTable::EmitBridge(std::uint64_t seq, BridgeRole role) {
-  Encode(BridgeEvent{seq, role}, &buffer_);
   // A refused record is a lost event as any other: the next resync sends every connection's
   // role in its kConnection.
-  return sink_->Emit(EventType::kBridge, buffer_);
+  return sink_->Emit(BridgeEvent{seq, role});
 }
 
 bool SessionTable::BeginFullState(std::uint64_t generation) {
   resync_active_ = false;
-  Encode(ResyncEvent{generation}, &buffer_);
-  if (!sink_->Emit(EventType::kResyncBegin, buffer_)) return false;
+  if (!sink_->Emit(EventType::kResyncBegin, ResyncEvent{generation})) return false;
   resync_generation_ = generation;
   resync_queue_.clear();
   resync_queue_.reserve(open_.size());
@@ -462,23 +452,13 @@ bool SessionTable::BeginFullState(std::uint64_t generation) {
   return true;
 }
 
-bool SessionTable::EmitWhole(EventType type, std::uint64_t seq,
-                             const SubscriptionList& subscriptions) {
-  // buffer_ holds the encoded head record.
-  std::vector<std::string> payloads;
-  payloads.reserve(1 + subscriptions.size());
-  payloads.push_back(buffer_);
+template <typename Head>
+bool SessionTable::EmitWhole(const Head& head, const SubscriptionList& subscriptions) {
+  if (!sink_->Fits(head, subscriptions)) return false;
+  bool ok = sink_->Emit(head);
   subscriptions.ForEach([&](const SubscriptionList::Entry& entry) {
-    Encode(SubscriptionEvent{seq, entry.qos, std::string(entry.filter)}, &buffer_);
-    payloads.push_back(buffer_);
+    ok = ok && EmitSubscription(EventType::kSubscribe, head.seq, entry.filter, entry.qos);
   });
-  std::vector<std::size_t> sizes;
-  for (const auto& payload : payloads) sizes.push_back(payload.size());
-  if (!sink_->Fits(sizes)) return false;
-  bool ok = sink_->Emit(type, payloads[0]);
-  for (std::size_t i = 1; ok && i < payloads.size(); ++i) {
-    ok = sink_->Emit(EventType::kSubscribe, payloads[i]);
-  }
   if (!ok) resync_active_ = false;
   return ok;
 }
@@ -487,16 +467,14 @@ bool SessionTable::EmitOneInFull(const void* client) {
   const OpenEntry* const entry = open_.Find(client);
   if (entry == nullptr) return true;  // closed since the resync began
   const OpenConnection& connection = *entry->connection;
-  Encode(connection.Event(), &buffer_);
-  return EmitWhole(EventType::kConnection, connection.seq, connection.subscriptions);
+  return EmitWhole(connection.Event(), connection.subscriptions);
 }
 
 bool SessionTable::EmitOfflineInFull(const std::string& id) {
   const OfflineSession* const found = offline_.Find(id);
   if (found == nullptr || found->event.seq == 0) return true;  // gone since
   const OfflineSession& session = *found;
-  Encode(session.event, &buffer_);
-  return EmitWhole(EventType::kOfflineSession, session.event.seq, session.subscriptions);
+  return EmitWhole(session.event, session.subscriptions);
 }
 
 bool SessionTable::ContinueFullState() {
@@ -509,8 +487,8 @@ bool SessionTable::ContinueFullState() {
     if (!EmitOfflineInFull(resync_offline_queue_[resync_offline_next_])) return false;
     ++resync_offline_next_;
   }
-  Encode(ResyncEvent{resync_generation_}, &buffer_);
-  if (!sink_->Fits({buffer_.size()}) || !sink_->Emit(EventType::kResyncEnd, buffer_)) {
+  const ResyncEvent end{resync_generation_};
+  if (!sink_->Fits(end) || !sink_->Emit(EventType::kResyncEnd, end)) {
     return false;
   }
   resync_active_ = false;

@@ -25,6 +25,8 @@
 //   - the offline sessions a client asked for (clean session / clean start false, and every
 //     restored one) are announced as such (kOfflineSession) until they end.
 // The table is the source of a full resync when the companion (re)starts or lost events.
+// It hands its events to an EventSink as typed records (event_records.h); the sink encodes them
+// (BrokerLink) or keeps them (tests).
 //
 // Threads: the broker thread only. Allocates per connection and per subscription, never per
 // message.
@@ -355,8 +357,10 @@ class SessionTable {
   void ResolveHeld(bool disconnecting);
   void Hold(const void* client, std::string_view filter, bool denied);
   bool EmitOneInFull(const void* client);
-  // Emits the head record in buffer_ (of `type`) and `subscriptions` of `seq`, all or none.
-  bool EmitWhole(EventType type, std::uint64_t seq, const SubscriptionList& subscriptions);
+  // Emits `head` (a ConnectionEvent or an OfflineSessionEvent) and `subscriptions` of its seq,
+  // all or none.
+  template <typename Head>
+  bool EmitWhole(const Head& head, const SubscriptionList& subscriptions);
   ConnectionEvent MakeEvent(const ClientFacts& facts, std::int64_t now_ns);
   bool EmitConnection(const ConnectionEvent& event);
   bool EmitBridge(std::uint64_t seq, BridgeRole role);
@@ -393,7 +397,7 @@ class SessionTable {
   std::size_t sweep_at_ = 0;    // SweepOpen's cursor in open_
   OfflineSessions offline_;     // by client id, with their age and expiry orders
   std::int64_t persistent_expiration_s_ = 0;
-  std::string buffer_;  // reused encoding buffer
+  SubscriptionEvent subscription_;  // reused for every subscription emitted (its filter's capacity)
 
   bool reloading_ = false;
   bool connects_confirmed_ = false;

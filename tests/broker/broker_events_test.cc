@@ -21,22 +21,25 @@ namespace {
 // Keeps the offline sessions, connections and bridge roles announced; takes every other event.
 class OfflineSink : public NullSink {
  public:
-  bool Emit(EventType type, const std::string& payload) override {
-    OfflineSessionEvent event;
-    if (type == EventType::kOfflineSession && Decode(payload, &event)) offline.push_back(event);
-    ConnectionEvent connection;
-    if (type == EventType::kConnection && Decode(payload, &connection)) {
-      connections.push_back(connection);
-    }
-    BridgeEvent bridge;
-    if (type == EventType::kBridge && Decode(payload, &bridge)) bridges.push_back(bridge);
-    CloseEvent close;
-    if (type == EventType::kClose && Decode(payload, &close)) closes.push_back(close);
-    SubscriptionEvent subscription;
-    if ((type == EventType::kSubscribe || type == EventType::kUnsubscribe) &&
-        Decode(payload, &subscription)) {
-      subscriptions.emplace_back(type, subscription);
-    }
+  using NullSink::Emit;
+  bool Emit(const OfflineSessionEvent& event) override {
+    offline.push_back(event);
+    return true;
+  }
+  bool Emit(const ConnectionEvent& event) override {
+    connections.push_back(event);
+    return true;
+  }
+  bool Emit(const BridgeEvent& event) override {
+    bridges.push_back(event);
+    return true;
+  }
+  bool Emit(const CloseEvent& event) override {
+    closes.push_back(event);
+    return true;
+  }
+  bool Emit(EventType type, const SubscriptionEvent& event) override {
+    subscriptions.emplace_back(type, event);
     return true;
   }
   std::vector<OfflineSessionEvent> offline;

@@ -19,74 +19,66 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
-// Decodes every event into a short line, so that tests read like the event stream.
+// Keeps every event, and a short line for each, so that tests read like the event stream.
 class RecordingSink : public EventSink {
  public:
-  bool Emit(EventType type, const std::string& payload) override {
-    if (refuse_after_ >= 0 && static_cast<int>(lines.size()) >= refuse_after_) return false;
-    if (room_ > 0) --room_;
-    switch (type) {
-      case EventType::kConnection: {
-        ConnectionEvent e;
-        EXPECT_TRUE(Decode(payload, &e));
-        connections.push_back(e);
-        lines.push_back((e.close_time_ns != 0 ? "refused " : "open ") + std::to_string(e.seq) +
-                        " " + e.client_id);
-        break;
-      }
-      case EventType::kClose: {
-        CloseEvent e;
-        EXPECT_TRUE(Decode(payload, &e));
-        closes.push_back(e);
-        lines.push_back("close " + std::to_string(e.seq) + " reason " +
-                        std::to_string(static_cast<int>(e.reason)));
-        break;
-      }
-      case EventType::kSubscribe:
-      case EventType::kUnsubscribe: {
-        SubscriptionEvent e;
-        EXPECT_TRUE(Decode(payload, &e));
-        lines.push_back(std::string(type == EventType::kSubscribe ? "sub " : "unsub ") +
-                        std::to_string(e.seq) + " " + e.filter + " " + std::to_string(e.qos));
-        break;
-      }
-      case EventType::kOfflineSession: {
-        OfflineSessionEvent e;
-        EXPECT_TRUE(Decode(payload, &e));
-        offline.push_back(e);
-        lines.push_back("offline " + std::to_string(e.seq) + " " + e.client_id);
-        break;
-      }
-      case EventType::kOfflineSessionEnd: {
-        OfflineSessionEndEvent e;
-        EXPECT_TRUE(Decode(payload, &e));
-        lines.push_back("offline-end " + std::to_string(e.seq));
-        break;
-      }
-      case EventType::kResyncBegin:
-      case EventType::kResyncEnd: {
-        ResyncEvent e;
-        EXPECT_TRUE(Decode(payload, &e));
-        lines.push_back(std::string(type == EventType::kResyncBegin ? "begin " : "end ") +
-                        std::to_string(e.generation));
-        break;
-      }
-      case EventType::kSettings:
-        lines.push_back("settings");
-        break;
-      case EventType::kBridge: {
-        BridgeEvent e;
-        EXPECT_TRUE(Decode(payload, &e));
-        lines.push_back("bridge " + std::to_string(e.seq) + " " +
-                        std::to_string(static_cast<int>(e.role)));
-        break;
-      }
-    }
+  bool Emit(const ConnectionEvent& e) override {
+    if (!Take()) return false;
+    connections.push_back(e);
+    lines.push_back((e.close_time_ns != 0 ? "refused " : "open ") + std::to_string(e.seq) + " " +
+                    e.client_id);
     return true;
   }
-  bool Fits(const std::vector<std::size_t>& sizes) const override {
-    return room_ < 0 || static_cast<int>(sizes.size()) <= room_;
+  bool Emit(const CloseEvent& e) override {
+    if (!Take()) return false;
+    closes.push_back(e);
+    lines.push_back("close " + std::to_string(e.seq) + " reason " +
+                    std::to_string(static_cast<int>(e.reason)));
+    return true;
   }
+  bool Emit(EventType type, const SubscriptionEvent& e) override {
+    if (!Take()) return false;
+    EXPECT_TRUE(type == EventType::kSubscribe || type == EventType::kUnsubscribe);
+    lines.push_back(std::string(type == EventType::kSubscribe ? "sub " : "unsub ") +
+                    std::to_string(e.seq) + " " + e.filter + " " + std::to_string(e.qos));
+    return true;
+  }
+  bool Emit(const OfflineSessionEvent& e) override {
+    if (!Take()) return false;
+    offline.push_back(e);
+    lines.push_back("offline " + std::to_string(e.seq) + " " + e.client_id);
+    return true;
+  }
+  bool Emit(const OfflineSessionEndEvent& e) override {
+    if (!Take()) return false;
+    lines.push_back("offline-end " + std::to_string(e.seq));
+    return true;
+  }
+  bool Emit(EventType type, const ResyncEvent& e) override {
+    if (!Take()) return false;
+    EXPECT_TRUE(type == EventType::kResyncBegin || type == EventType::kResyncEnd);
+    lines.push_back(std::string(type == EventType::kResyncBegin ? "begin " : "end ") +
+                    std::to_string(e.generation));
+    return true;
+  }
+  bool Emit(const SettingsEvent&) override {
+    if (!Take()) return false;
+    lines.push_back("settings");
+    return true;
+  }
+  bool Emit(const BridgeEvent& e) override {
+    if (!Take()) return false;
+    lines.push_back("bridge " + std::to_string(e.seq) + " " +
+                    std::to_string(static_cast<int>(e.role)));
+    return true;
+  }
+  bool Fits(const ConnectionEvent&, const SubscriptionList& subscriptions) override {
+    return FitsRecords(1 + subscriptions.size());
+  }
+  bool Fits(const OfflineSessionEvent&, const SubscriptionList& subscriptions) override {
+    return FitsRecords(1 + subscriptions.size());
+  }
+  bool Fits(const ResyncEvent&) override { return FitsRecords(1); }
   void RefuseAfter(int count) { refuse_after_ = count; }
   void SetRoom(int records) { room_ = records; }
 
@@ -96,6 +88,16 @@ class RecordingSink : public EventSink {
   std::vector<OfflineSessionEvent> offline;
 
  private:
+  // Whether one more record is taken (false once RefuseAfter's count is reached).
+  bool Take() {
+    if (refuse_after_ >= 0 && static_cast<int>(lines.size()) >= refuse_after_) return false;
+    if (room_ > 0) --room_;
+    return true;
+  }
+  bool FitsRecords(std::size_t records) const {
+    return room_ < 0 || static_cast<int>(records) <= room_;
+  }
+
   int refuse_after_ = -1;
   int room_ = -1;  // records that fit at a time; -1: unlimited
 };

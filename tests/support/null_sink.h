@@ -3,18 +3,23 @@
 // the answers and the session table, not at what reaches the companion.
 #pragma once
 
-#include <cstddef>
-#include <string>
-#include <vector>
-
 #include "broker/session_table.h"
 
 namespace mqc {
 
 class NullSink : public EventSink {
  public:
-  bool Emit(EventType, const std::string&) override { return true; }
-  bool Fits(const std::vector<std::size_t>&) const override { return true; }
+  bool Emit(const ConnectionEvent&) override { return true; }
+  bool Emit(const CloseEvent&) override { return true; }
+  bool Emit(EventType, const SubscriptionEvent&) override { return true; }
+  bool Emit(const OfflineSessionEvent&) override { return true; }
+  bool Emit(const OfflineSessionEndEvent&) override { return true; }
+  bool Emit(EventType, const ResyncEvent&) override { return true; }
+  bool Emit(const SettingsEvent&) override { return true; }
+  bool Emit(const BridgeEvent&) override { return true; }
+  bool Fits(const ConnectionEvent&, const SubscriptionList&) override { return true; }
+  bool Fits(const OfflineSessionEvent&, const SubscriptionList&) override { return true; }
+  bool Fits(const ResyncEvent&) override { return true; }
 };
 
 }  // namespace mqc
