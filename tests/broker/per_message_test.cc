@@ -2,7 +2,7 @@
 // The broker thread's per-message path allocates nothing: the plugin's own handlers
 // (BrokerEvents, broker/broker_events.h) for every delivery and publish, driven through a
 // FakeBroker, counted with a replaced global operator new that counts only while a test asks it
-// to.
+// to. The events ring's writer (BrokerLink) allocates nothing either, once warm.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,12 +10,16 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../support/fake_broker.h"
 #include "../support/null_sink.h"
 #include "broker/broker_events.h"
+#include "broker/broker_link.h"
 #include "broker/stats_slot_pool.h"
+#include "broker/subscription_list.h"
+#include "link/shared_region.h"
 
 namespace {
 std::atomic<bool> counting{false};
@@ -147,6 +151,68 @@ TEST(StatsSlotPoolAllocationTest, TakingAndGivingBackAllocateNothing) {
   counting = false;
   EXPECT_EQ(allocations.load(), 0);
   EXPECT_EQ(pool.free_count(), slots.size());
+}
+
+// BrokerLink encodes every event it is handed into one reused buffer: once that buffer (and the
+// Fits scratch) has grown to the largest record, neither an event nor a resync's fit check
+// allocates. Every record is written for real, into a ring large enough to take them all.
+TEST(EventPathAllocationTest, BrokerLinkEncodesEventsWithoutAllocatingOnceWarm) {
+  SharedRegionSizes sizes;
+  sizes.events_capacity = 1 << 20;
+  sizes.commands_capacity = 4096;
+  auto created = SharedRegion::Create(sizes);
+  ASSERT_TRUE(created.ok()) << created.status().message();
+  std::unique_ptr<SharedRegion> region = std::move(created).value();
+  BrokerLink link(region.get());
+
+  ConnectionEvent connection;
+  connection.seq = 7;
+  connection.client_id = "a-client-id-longer-than-any-short-string-" + std::string(40, 'c');
+  connection.username = "a-user-name-longer-than-a-short-string";
+  connection.ip_address = "2001:db8:0:0:0:0:0:1";
+  CloseEvent close;
+  close.seq = 7;
+  SubscriptionEvent subscription;
+  subscription.seq = 7;
+  subscription.filter = "sensors/+/temperature/and/a/longer/filter/" + std::string(30, 'f');
+  OfflineSessionEvent offline;
+  offline.seq = 8;
+  offline.client_id = connection.client_id;
+  offline.username = connection.username;
+  SubscriptionList subscriptions;
+  subscriptions.Set(subscription.filter, 1);
+  subscriptions.Set("short", 0);
+  subscriptions.Set(std::string(200, 'x'), 2);
+  auto round = [&](std::uint64_t i) {
+    bool ok = link.Emit(EventType::kResyncBegin, ResyncEvent{i});
+    ok = link.Fits(connection, subscriptions) && ok;
+    ok = link.Emit(connection) && ok;
+    ok = link.Emit(EventType::kSubscribe, subscription) && ok;
+    ok = link.Emit(EventType::kUnsubscribe, subscription) && ok;
+    ok = link.Emit(BridgeEvent{7, BridgeRole::kNone}) && ok;
+    ok = link.Emit(close) && ok;
+    ok = link.Fits(offline, subscriptions) && ok;
+    ok = link.Emit(offline) && ok;
+    ok = link.Emit(OfflineSessionEndEvent{8}) && ok;
+    ok = link.Emit(SettingsEvent{}) && ok;
+    ok = link.Fits(ResyncEvent{i}) && ok;
+    ok = link.Emit(EventType::kResyncEnd, ResyncEvent{i}) && ok;
+    return ok;
+  };
+  ASSERT_TRUE(round(0));  // warm-up
+
+  const std::uint64_t head_before = region->header()->events.head.load();
+  bool all_written = true;
+  allocations = 0;
+  counting = true;
+  for (std::uint64_t i = 1; i <= 100; ++i) all_written = round(i) && all_written;
+  counting = false;
+
+  EXPECT_EQ(allocations.load(), 0);
+  EXPECT_TRUE(all_written);
+  EXPECT_EQ(link.events_lost(), 0u);
+  EXPECT_GT(region->header()->events.head.load(),
+            head_before + 100 * 11 * sizeof(RingRecordHeader));
 }
 
 // The counter itself counts: the test above would pass with a counter that never counts.
