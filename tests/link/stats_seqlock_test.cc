@@ -31,10 +31,21 @@ TEST(StatsSeqlockTest, ReadersNeverSeeAnotherOwnersValuesOrAResetUnderAnOldSeq) 
   ConnectionStatsSlot slot;
   std::atomic<bool> done{false};
   std::atomic<std::uint64_t> owners_written{0};
+  // Each reader's accepted reads, which the writer waits for: on a loaded machine a reader
+  // thread may first run after the writer's 400 ms (bounded by 10 s in all).
+  std::array<std::atomic<std::uint64_t>, 2> accepted{};
+  const auto every_reader_read = [&accepted] {
+    for (const auto& count : accepted) {
+      if (count.load(std::memory_order_relaxed) == 0) return false;
+    }
+    return true;
+  };
 
   std::thread writer([&] {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(400);
-    for (std::uint64_t owner = kFirstOwner; owner < kFirstOwner + 200'000; ++owner) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto deadline = start + std::chrono::milliseconds(400);
+    const auto hard_deadline = start + std::chrono::seconds(10);
+    for (std::uint64_t owner = kFirstOwner;; ++owner) {
       AssignStatsSlot(slot, owner);
       for (int bump = 0; bump < 16; ++bump) {
         Bump(slot.publish_count, owner);
@@ -49,19 +60,22 @@ TEST(StatsSeqlockTest, ReadersNeverSeeAnotherOwnersValuesOrAResetUnderAnOldSeq) 
                     static_cast<std::uint32_t>(owner % 1000), 0};
       StoreMessageCounts(slot, counts);
       owners_written.store(owner - kFirstOwner + 1, std::memory_order_relaxed);
-      if (std::chrono::steady_clock::now() > deadline) break;
+      const auto now = std::chrono::steady_clock::now();
+      if (now > hard_deadline || (now > deadline && every_reader_read())) break;
     }
     done.store(true, std::memory_order_release);
   });
 
   struct Outcome {
-    std::uint64_t accepted = 0;
+    std::atomic<std::uint64_t>* accepted = nullptr;
     std::uint64_t refused = 0;
     std::vector<std::string> violations;
   };
-  std::vector<Outcome> outcomes(2);
+  std::vector<Outcome> outcomes(accepted.size());
   std::vector<std::thread> readers;
-  for (Outcome& outcome : outcomes) {
+  for (std::size_t reader = 0; reader < outcomes.size(); ++reader) {
+    Outcome& outcome = outcomes[reader];
+    outcome.accepted = &accepted[reader];
     readers.emplace_back([&slot, &done, &outcome] {
       std::uint64_t last_owner = 0;
       std::array<std::uint64_t, 5> last{};
@@ -73,7 +87,7 @@ TEST(StatsSeqlockTest, ReadersNeverSeeAnotherOwnersValuesOrAResetUnderAnOldSeq) 
           ++outcome.refused;
           continue;
         }
-        ++outcome.accepted;
+        outcome.accepted->fetch_add(1, std::memory_order_relaxed);
         if (messages.out.known != MessageQueue::Known::kUnknown &&
             (messages.out.queued != (owner & 0x7fffffff) ||
              messages.out.in_flight != owner % 1000)) {
@@ -105,7 +119,7 @@ TEST(StatsSeqlockTest, ReadersNeverSeeAnotherOwnersValuesOrAResetUnderAnOldSeq) 
 
   EXPECT_GT(owners_written.load(), 100u);
   for (const Outcome& outcome : outcomes) {
-    EXPECT_GT(outcome.accepted, 0u);
+    EXPECT_GT(outcome.accepted->load(), 0u);
     EXPECT_TRUE(outcome.violations.empty()) << outcome.violations.front();
   }
 }
