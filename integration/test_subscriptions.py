@@ -90,7 +90,9 @@ class SubscriptionsTest(SharedBrokerTestCase):
         self.client("it-q", version=5).subscribe("$share/w/queues/jobs", 1)
         self.client("it-e", version=5).subscribe("events/x", 0)
         self.client("it-none", version=4)
-        wait_for(lambda: len(self.broker.connections("?pattern=queues")) == 1)
+        # Each SUBACK comes before the companion has the subscription from the event ring: wait
+        # for the last one made (it-e's), which the ring carries after it-q's.
+        wait_for(lambda: len(self.broker.connections("?pattern=events")) == 1)
         self.assertEqual([c["client_id"] for c in self.broker.connections("?pattern=queues")],
                          ["it-q"])
         self.assertEqual([c["client_id"] for c in self.broker.connections("?pattern=events")],
