@@ -75,21 +75,6 @@ HttpResponse JsonAnswer(const Write& write) {
   return response;
 }
 
-// The KubeMQ envelope, {"error":false,"error_string":"","data":{...}}: `write_data_members`
-// writes the data object's members.
-template <typename Write>
-HttpResponse Envelope(const Write& write_data_members) {
-  return JsonAnswer([&write_data_members](JsonWriter* json) {
-    json->BeginObject();
-    json->Key("error").Bool(false);
-    json->Key("error_string").String("");
-    json->Key("data").BeginObject();
-    write_data_members(json);
-    json->EndObject();
-    json->EndObject();
-  });
-}
-
 // The target of a removal from its JSON (`as`, `who`).
 Status ReadTarget(std::string_view body, Ban* target) {
   const CjsonPtr message = ParseJson(body.empty() ? "{}" : body);
@@ -193,7 +178,7 @@ Status ReadBanRequest(std::string_view body, std::int64_t now_ns, bool connect_n
 HttpResponse KubeMqListBans(const BanAdmin& admin) {
   const std::vector<Ban> bans = admin.list();
   const std::uint64_t refused_total = admin.refused_total();
-  return Envelope([&bans, refused_total](JsonWriter* json) {
+  return KubeMqOkResponse([&bans, refused_total](JsonWriter* json) {
     json->Key("bans");
     WriteBanList(bans, json);
     json->Key("count").Int(static_cast<std::int64_t>(bans.size()));
@@ -209,7 +194,7 @@ HttpResponse KubeMqAddBan(const BanAdmin& admin, const HttpRequest& request, con
   if (!outcome.status.ok()) {
     return KubeMqErrorResponse(HttpStatusOf(outcome.status.code()), outcome.status.message());
   }
-  return Envelope([&outcome](JsonWriter* json) {
+  return KubeMqOkResponse([&outcome](JsonWriter* json) {
     WriteBanMembers(outcome.ban, json);
     json->Key("kicked").Int(static_cast<std::int64_t>(outcome.kicked));
   });
@@ -228,7 +213,7 @@ HttpResponse KubeMqRemoveBan(const BanAdmin& admin, std::string_view rest, const
   if (!outcome.status.ok()) {
     return KubeMqErrorResponse(HttpStatusOf(outcome.status.code()), outcome.status.message());
   }
-  return Envelope([&outcome](JsonWriter* json) {
+  return KubeMqOkResponse([&outcome](JsonWriter* json) {
     WriteBanMembers(outcome.ban, json);
     json->Key("removed").Bool(true);
   });

@@ -73,19 +73,10 @@ HttpResponse KubeMqDisconnect(const Disconnector& disconnector, std::string_view
   if (!outcome.status.ok()) {
     return KubeMqErrorResponse(HttpStatusOf(outcome.status.code()), outcome.status.message());
   }
-  HttpResponse response;
-  response.status = kHttpOk;
-  response.content_type = kJsonContentType;
-  JsonWriter json(&response.body);
-  json.BeginObject();
-  json.Key("error").Bool(false);
-  json.Key("error_string").String("");
-  json.Key("data").BeginObject();
-  json.Key("client_id").String(outcome.client_id);
-  json.Key("disconnected").Bool(true);
-  json.EndObject();
-  json.EndObject();
-  return response;
+  return KubeMqOkResponse([&outcome](JsonWriter* json) {
+    json->Key("client_id").String(outcome.client_id);
+    json->Key("disconnected").Bool(true);
+  });
 }
 
 HttpResponse ConnectRpcDisconnect(const Disconnector& disconnector, const HttpRequest& request,

@@ -305,26 +305,18 @@ HttpResponse KubeMqView::ListConnections(const ConnectionSource& source,
   const Status status = RunConnectionQuery(source, query, &page);
   if (!status.ok()) return Error(kHttpBadRequest, status.message());
 
-  HttpResponse response;
-  response.status = kHttpOk;
-  response.content_type = kJsonContentType;
   // About 400 bytes per connection of two subscriptions: one allocation for most answers.
-  response.body.reserve(64 + page.connections.size() * 400);
-  JsonWriter json(&response.body);
-  json.BeginObject();
-  json.Key("error").Bool(false);
-  json.Key("error_string").String("");
-  json.Key("data").BeginObject();
-  json.Key("connections").BeginArray();
-  ConnectionScratch scratch;
-  for (const ConnectionPtr& connection : page.connections) {
-    WriteConnection(*connection, &scratch, &json);
-  }
-  json.EndArray();
-  json.Key("total").Int(static_cast<std::int64_t>(page.connections.size()));
-  json.EndObject();
-  json.EndObject();
-  return response;
+  return KubeMqOkResponse(
+      [&page](JsonWriter* json) {
+        json->Key("connections").BeginArray();
+        ConnectionScratch scratch;
+        for (const ConnectionPtr& connection : page.connections) {
+          WriteConnection(*connection, &scratch, json);
+        }
+        json->EndArray();
+        json->Key("total").Int(static_cast<std::int64_t>(page.connections.size()));
+      },
+      64 + page.connections.size() * 400);
 }
 
 HttpResponse KubeMqView::ListConnections(std::vector<Connection> snapshot,

@@ -5,10 +5,12 @@
 // has the path's format. Pure functions, safe on any thread.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
 #include "companion/http/http_server.h"
+#include "companion/json_writer.h"
 #include "link/status.h"
 
 namespace mqc {
@@ -34,6 +36,26 @@ bool IsGet(const HttpRequest& request);
 
 // The KubeMQ error envelope {"error":true,"error_string":"<message>","data":null} with `status`.
 HttpResponse KubeMqErrorResponse(int status, std::string_view message);
+
+// The KubeMQ envelope of an answer, {"error":false,"error_string":"","data":{...}} with 200:
+// `write_data_members(JsonWriter*)` writes the data object's members. `reserve`: bytes set aside
+// for the body before writing (0: none).
+template <typename Write>
+HttpResponse KubeMqOkResponse(const Write& write_data_members, std::size_t reserve = 0) {
+  HttpResponse response;
+  response.status = kHttpOk;
+  response.content_type = kJsonContentType;
+  response.body.reserve(reserve);
+  JsonWriter json(&response.body);
+  json.BeginObject();
+  json.Key("error").Bool(false);
+  json.Key("error_string").String("");
+  json.Key("data").BeginObject();
+  write_data_members(&json);
+  json.EndObject();
+  json.EndObject();
+  return response;
+}
 
 // A Connect error {"code":"<code>","message":"<message>"} (docs/api.md, the Connect error map):
 // the code's name from status.code(), with the code's own HTTP status unless `http_status` is
