@@ -260,12 +260,46 @@ void ConnectionRegistry::ApplySubscription(bool subscribe, const SubscriptionEve
 
 void ConnectionRegistry::Apply(const BridgeEvent& event) {
   std::lock_guard<std::mutex> lock(mutex_);
-  ApplyBridge(event);
+  // During a resync the connection may be in the staged set, the current one, or both.
+  for (OpenMap* map : {staging_ ? &*staging_ : nullptr, &open_}) {
+    if (map == nullptr) continue;
+    if (event.seq != 0) {
+      auto it = map->find(event.seq);
+      if (it != map->end() && it->second.connection->state == ConnectionState::kOpen) {
+        SetBridge(map, &it->second, event.role);
+      }
+      continue;
+    }
+    for (auto& [seq, entry] : *map) {
+      if (entry.connection->state != ConnectionState::kOpen ||
+          entry.connection->bridge != BridgeRole::kUnknown) {
+        continue;
+      }
+      SetBridge(map, &entry, event.role);
+    }
+  }
 }
 
-void ConnectionRegistry::Apply(const SettingsEvent& event, std::int64_t now_ns) {
+void ConnectionRegistry::Apply(const SettingsEvent& settings, std::int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mutex_);
-  ApplySettings(event, now_ns);
+  if (settings.default_pattern != options_.default_pattern) {
+    options_.default_pattern = settings.default_pattern;
+    for (OpenMap* map : {staging_ ? &*staging_ : nullptr, &open_}) {
+      if (map == nullptr) continue;
+      for (auto& [seq, entry] : *map) {
+        if (entry.connection->subscriptions.empty()) continue;
+        Edit(map, &entry, [this](Connection* connection) {
+          for (Subscription& s : connection->subscriptions) {
+            MapSubscription(*connection, options_.default_pattern, &s);
+          }
+        });
+      }
+    }
+  }
+  options_.closed_max = settings.closed_max;
+  options_.closed_ttl_ns = settings.closed_ttl_ns;
+  while (closed_.size() > options_.closed_max) PopClosed();
+  ExpireClosedLocked(now_ns);
 }
 
 void ConnectionRegistry::BeginResync(const ResyncEvent& event) {
@@ -298,27 +332,6 @@ void ConnectionRegistry::SetBridge(OpenMap* map, Entry* entry, BridgeRole role) 
   ConnectionPtr before = entry->connection;
   Edit(map, entry, [&](Connection* c) { c->bridge = role; });
   if (map == &open_) Publish(ChangeKind::kUpdated, std::move(before), entry->connection);
-}
-
-void ConnectionRegistry::ApplyBridge(const BridgeEvent& event) {
-  // During a resync the connection may be in the staged set, the current one, or both.
-  for (OpenMap* map : {staging_ ? &*staging_ : nullptr, &open_}) {
-    if (map == nullptr) continue;
-    if (event.seq != 0) {
-      auto it = map->find(event.seq);
-      if (it != map->end() && it->second.connection->state == ConnectionState::kOpen) {
-        SetBridge(map, &it->second, event.role);
-      }
-      continue;
-    }
-    for (auto& [seq, entry] : *map) {
-      if (entry.connection->state != ConnectionState::kOpen ||
-          entry.connection->bridge != BridgeRole::kUnknown) {
-        continue;
-      }
-      SetBridge(map, &entry, event.role);
-    }
-  }
 }
 
 void ConnectionRegistry::Publish(ChangeKind kind, ConnectionPtr before, ConnectionPtr after,
@@ -366,27 +379,6 @@ void ConnectionRegistry::RollStatisticsWindow(std::int64_t now_ns) {
     entry.recent = complete ? Minus(*totals, entry.window_start) : RequestStatistics{};
     entry.window_start = *totals;
   }
-}
-
-void ConnectionRegistry::ApplySettings(const SettingsEvent& settings, std::int64_t now_ns) {
-  if (settings.default_pattern != options_.default_pattern) {
-    options_.default_pattern = settings.default_pattern;
-    for (OpenMap* map : {staging_ ? &*staging_ : nullptr, &open_}) {
-      if (map == nullptr) continue;
-      for (auto& [seq, entry] : *map) {
-        if (entry.connection->subscriptions.empty()) continue;
-        Edit(map, &entry, [this](Connection* connection) {
-          for (Subscription& s : connection->subscriptions) {
-            MapSubscription(*connection, options_.default_pattern, &s);
-          }
-        });
-      }
-    }
-  }
-  options_.closed_max = settings.closed_max;
-  options_.closed_ttl_ns = settings.closed_ttl_ns;
-  while (closed_.size() > options_.closed_max) PopClosed();
-  ExpireClosedLocked(now_ns);
 }
 
 void ConnectionRegistry::AddClosed(ConnectionPtr connection) {

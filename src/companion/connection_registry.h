@@ -182,8 +182,6 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   void Index(const ConnectionPtr& connection);
   void Unindex(const Connection* connection);
   void RebuildIndex();
-  void ApplySettings(const SettingsEvent& settings, std::int64_t now_ns);
-  void ApplyBridge(const BridgeEvent& event);
   // Sets an open connection's bridge role; a change of the current view is published (kUpdated).
   void SetBridge(OpenMap* map, Entry* entry, BridgeRole role);
   void ExpireClosedLocked(std::int64_t now_ns);
