@@ -15,11 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "broker/auth_decisions.h"
 #include "broker/broker_layout.h"
 #include "link/clock.h"
 #include "link/companion_arguments.h"
-#include "link/host_names.h"
 #include "link/version.h"
 #include "plugin_state.h"
 
