@@ -5,7 +5,7 @@
  * events costs the broker per delivery, the floor under the plugin's own cost. Built beside the
  * plugin as mqc_floor_plugin.so, against 2.0's headers, and loaded into 2.0 and 2.1 alike (both
  * accept plugin API version 5). It registers what the plugin registers on each
- * (plugin/broker_events.cc, kHandlers20 and kHandlers21):
+ * (src/broker/broker_events.h, WantedEvents):
  *   2.0: BASIC_AUTH (deferring), ACL_CHECK, MESSAGE and TICK (sent at every turn of the loop).
  *   2.1: BASIC_AUTH and ACL_CHECK (answering MOSQ_ERR_PLUGIN_IGNORE; the plugin registers
  *        ACL_CHECK where no other ACL source exists, as in the benchmarks), MESSAGE_IN,

@@ -196,13 +196,7 @@ class BrokerEvents {
   int OnAclCheck(const AclCheckEvent& data) {
     if (state_.decide_acl && !state_.sessions->has_unsettled()) {
       if (data.access == kAclWrite) return kBrokerSuccess;
-      if (data.access == kAclRead) {
-        ConnectionStatsSlot* const* stats = state_.sessions->OpenStats(data.client);
-        if (stats != nullptr &&
-            state_.traffic->TryDeliverCached(*stats, data.topic, data.payloadlen)) {
-          return kBrokerSuccess;
-        }
-      }
+      if (data.access == kAclRead && DeliveredCached(data)) return kBrokerSuccess;
     }
     return AclCheckInFull(state_, data);
   }
@@ -226,13 +220,7 @@ class BrokerEvents {
   // (every copy a client receives, none for a message dropped at max_queued_messages).
   // Resent QoS 1/2 messages of a resumed session count again: each is sent again.
   int OnMessageOut(const MessageEvent& data) {
-    if (!state_.sessions->has_unsettled()) {
-      ConnectionStatsSlot* const* stats = state_.sessions->OpenStats(data.client);
-      if (stats != nullptr &&
-          state_.traffic->TryDeliverCached(*stats, data.topic, data.payloadlen)) {
-        return kBrokerSuccess;
-      }
-    }
+    if (!state_.sessions->has_unsettled() && DeliveredCached(data)) return kBrokerSuccess;
     return MessageOutInFull(state_, data);
   }
 
@@ -490,6 +478,16 @@ class BrokerEvents {
     const BrokerClient* client_;
     const void* properties_;
   };
+
+  // The per-delivery fast path of ACL_CHECK READ (2.0) and MESSAGE_OUT (2.1), once the caller
+  // knows no CONNECT is pending: a connected client the plugin knows and the cached topic,
+  // counted as OnDeliver would. False: nothing counted, the full path decides.
+  template <typename Event>
+  bool DeliveredCached(const Event& data) {
+    ConnectionStatsSlot* const* stats = state_.sessions->OpenStats(data.client);
+    return stats != nullptr &&
+           state_.traffic->TryDeliverCached(*stats, data.topic, data.payloadlen);
+  }
 
   const char* IdOf(const BrokerClient* client) const {
     const char* id = broker().ClientId(client);

@@ -100,59 +100,47 @@ void ApplyReloadedBrokerConfig(BrokerEventsState* state, BrokerConfig config) {
 
 // An option a running plugin cannot change: the old value stays, and the log says so.
 template <typename T>
-void Keep(BrokerEventsState* state, const char* name, const T& old_value, const T& new_value,
-          const std::string& why, T* reloaded) {
-  if (old_value == new_value) return;
+void Keep(BrokerEventsState* state, const char* name, T PluginOptions::*option,
+          const std::string& why, PluginOptions* reloaded) {
+  const T& old_value = state->options.*option;
+  if (old_value == reloaded->*option) return;
   Log(state, LogLevel::kWarning, std::string("plugin_opt_") + name + " changed; keeping " + why);
-  *reloaded = old_value;
+  reloaded->*option = old_value;
 }
 
 // Applies the options that can change at run time; keeps the others with a warning.
 void ApplyOptions(BrokerEventsState* state, PluginOptions reloaded) {
   const PluginOptions& old = state->options;
-  const std::string serving = ServingUrl(old, state->companion->http_port());
-  Keep(state, "http_port", old.http_port, reloaded.http_port,
-       "serving on " + serving + " (restart the broker to move the API)", &reloaded.http_port);
-  Keep(state, "http_bind", old.http_bind, reloaded.http_bind,
-       "serving on " + serving + " (restart the broker to move the API)", &reloaded.http_bind);
-  Keep(state, "node_id", old.node_id, reloaded.node_id,
+  const std::string serving = "serving on " + ServingUrl(old, state->companion->http_port()) +
+                              " (restart the broker to move the API)";
+  Keep(state, "http_port", &PluginOptions::http_port, serving, &reloaded);
+  Keep(state, "http_bind", &PluginOptions::http_bind, serving, &reloaded);
+  Keep(state, "node_id", &PluginOptions::node_id,
        std::to_string(old.node_id) + ": listed connections keep the node they were seen on",
-       &reloaded.node_id);
-  Keep(state, "companion_path", old.companion_path, reloaded.companion_path,
-       "the running companion's path until the broker restarts", &reloaded.companion_path);
+       &reloaded);
+  Keep(state, "companion_path", &PluginOptions::companion_path,
+       "the running companion's path until the broker restarts", &reloaded);
   const std::string presence = "the value the broker was started with (restart the broker)";
-  Keep(state, "presence_events", old.presence_events, reloaded.presence_events, presence,
-       &reloaded.presence_events);
-  Keep(state, "presence_retained", old.presence_retained, reloaded.presence_retained, presence,
-       &reloaded.presence_retained);
-  Keep(state, "presence_node", old.presence_node, reloaded.presence_node, presence,
-       &reloaded.presence_node);
+  Keep(state, "presence_events", &PluginOptions::presence_events, presence, &reloaded);
+  Keep(state, "presence_retained", &PluginOptions::presence_retained, presence, &reloaded);
+  Keep(state, "presence_node", &PluginOptions::presence_node, presence, &reloaded);
   // The token files' contents are read again (below); which files, and the rest of the API's
   // security, stay as the companion was started with.
   const std::string restart = "the value the API was started with (restart the broker)";
-  Keep(state, "http_token_file", old.http_token_file, reloaded.http_token_file, restart,
-       &reloaded.http_token_file);
-  Keep(state, "http_admin_token_file", old.http_admin_token_file, reloaded.http_admin_token_file,
-       restart, &reloaded.http_admin_token_file);
-  Keep(state, "metrics_public", old.metrics_public, reloaded.metrics_public, restart,
-       &reloaded.metrics_public);
-  Keep(state, "http_tls_cert", old.http_tls_cert, reloaded.http_tls_cert, restart,
-       &reloaded.http_tls_cert);
-  Keep(state, "http_tls_key", old.http_tls_key, reloaded.http_tls_key, restart,
-       &reloaded.http_tls_key);
-  Keep(state, "http_allow_anonymous", old.http_allow_anonymous, reloaded.http_allow_anonymous,
-       restart, &reloaded.http_allow_anonymous);
-  Keep(state, "http_allowed_hosts", old.http_allowed_hosts, reloaded.http_allowed_hosts, restart,
-       &reloaded.http_allowed_hosts);
+  Keep(state, "http_token_file", &PluginOptions::http_token_file, restart, &reloaded);
+  Keep(state, "http_admin_token_file", &PluginOptions::http_admin_token_file, restart, &reloaded);
+  Keep(state, "metrics_public", &PluginOptions::metrics_public, restart, &reloaded);
+  Keep(state, "http_tls_cert", &PluginOptions::http_tls_cert, restart, &reloaded);
+  Keep(state, "http_tls_key", &PluginOptions::http_tls_key, restart, &reloaded);
+  Keep(state, "http_allow_anonymous", &PluginOptions::http_allow_anonymous, restart, &reloaded);
+  Keep(state, "http_allowed_hosts", &PluginOptions::http_allowed_hosts, restart, &reloaded);
   // Strict mode decides which callbacks are registered on 2.1 (WantedEvents), and a
   // client should not see the broker's answers change under a reload: restart to change it.
-  Keep(state, "kubemq_strict", old.kubemq_strict, reloaded.kubemq_strict,
-       std::string(old.kubemq_strict ? "true" : "false") + " until the broker restarts",
-       &reloaded.kubemq_strict);
+  Keep(state, "kubemq_strict", &PluginOptions::kubemq_strict,
+       std::string(old.kubemq_strict ? "true" : "false") + " until the broker restarts", &reloaded);
   // The companion sizes its top-clients family at start.
-  Keep(state, "metrics_top_clients", old.metrics_top_clients, reloaded.metrics_top_clients,
-       std::to_string(old.metrics_top_clients) + " until the broker restarts",
-       &reloaded.metrics_top_clients);
+  Keep(state, "metrics_top_clients", &PluginOptions::metrics_top_clients,
+       std::to_string(old.metrics_top_clients) + " until the broker restarts", &reloaded);
   // The companion reads the token files again when it gets the settings record, sent at every
   // reload (the tokens themselves never pass through the broker).
   state->settings_pending = true;

@@ -74,13 +74,7 @@ TopicClass TrafficMeter::Classify(std::string_view topic) {
 
 bool TrafficMeter::OnPublish(const void* client, ConnectionStatsSlot* stats, const char* topic_text,
                              std::uint32_t payload_bytes, PublishDetails& details) {
-  Bump(counters_->received_messages);
-  Bump(counters_->received_bytes, payload_bytes);
-  if (stats != nullptr) {
-    Bump(stats->publish_count);
-    Bump(stats->publish_bytes, payload_bytes);
-    Bump(stats->request_count);
-  }
+  CountPublished(stats, payload_bytes);
   std::size_t size = 0;
   const TopicClass topic_class = ClassifyCString(topic_text, &size);
   const std::string_view topic(topic_text, size);

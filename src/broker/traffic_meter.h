@@ -54,14 +54,7 @@ class TrafficMeter {
   void OnDeliver(const void* client, ConnectionStatsSlot* stats, bool online, const char* topic,
                  std::uint32_t payload_bytes, std::uint8_t qos, PublishDetails& clock) {
     const bool dropped = !online && qos == 0;
-    if (!dropped) {
-      Bump(counters_->delivered_messages);
-      Bump(counters_->delivered_bytes, payload_bytes);
-      if (stats != nullptr) {
-        Bump(stats->deliver_count);
-        Bump(stats->deliver_bytes, payload_bytes);
-      }
-    }
+    if (!dropped) CountDelivered(stats, payload_bytes);
     std::size_t size = 0;
     ClassifyCString(topic, &size);
     std::atomic<std::uint64_t>* counter = cached_deliver_[dropped ? 1 : 0];
@@ -78,27 +71,14 @@ class TrafficMeter {
   bool TryPublishCached(ConnectionStatsSlot* stats, const char* topic,
                         std::uint32_t payload_bytes) {
     if (!cached_publish_simple_ || rpc_.AwaitsAnyTopic() || !IsCached(topic)) return false;
-    BrokerCounters* const counters = counters_;  // read once: the bumps are atomic stores
-    Bump(counters->received_messages);
-    Bump(counters->received_bytes, payload_bytes);
-    if (stats != nullptr) {
-      Bump(stats->publish_count);
-      Bump(stats->publish_bytes, payload_bytes);
-      Bump(stats->request_count);
-    }
+    CountPublished(stats, payload_bytes);
     if (cached_publish_ != nullptr) Bump(*cached_publish_);
     return true;
   }
   bool TryDeliverCached(ConnectionStatsSlot* stats, const char* topic,
                         std::uint32_t payload_bytes) {
     if (rpc_.AwaitsDelivery() || !IsCached(topic)) return false;
-    BrokerCounters* const counters = counters_;  // read once: the bumps are atomic stores
-    Bump(counters->delivered_messages);
-    Bump(counters->delivered_bytes, payload_bytes);
-    if (stats != nullptr) {
-      Bump(stats->deliver_count);
-      Bump(stats->deliver_bytes, payload_bytes);
-    }
+    CountDelivered(stats, payload_bytes);
     if (cached_deliver_[0] != nullptr) Bump(*cached_deliver_[0]);
     return true;
   }
@@ -130,6 +110,28 @@ class TrafficMeter {
   }
 
  private:
+  // A message received from a client (`stats` its slot, or null), and one delivered to one: the
+  // broker's totals and the connection's statistics, counted the same way on every path.
+  void CountPublished(ConnectionStatsSlot* stats, std::uint32_t payload_bytes) {
+    BrokerCounters* const counters = counters_;  // read once: the bumps are atomic stores
+    Bump(counters->received_messages);
+    Bump(counters->received_bytes, payload_bytes);
+    if (stats != nullptr) {
+      Bump(stats->publish_count);
+      Bump(stats->publish_bytes, payload_bytes);
+      Bump(stats->request_count);
+    }
+  }
+  void CountDelivered(ConnectionStatsSlot* stats, std::uint32_t payload_bytes) {
+    BrokerCounters* const counters = counters_;  // read once: the bumps are atomic stores
+    Bump(counters->delivered_messages);
+    Bump(counters->delivered_bytes, payload_bytes);
+    if (stats != nullptr) {
+      Bump(stats->deliver_count);
+      Bump(stats->deliver_bytes, payload_bytes);
+    }
+  }
+
   std::atomic<std::uint64_t>* Counter(Operation operation, bool valid, bool dropped = false);
   void Count(Operation operation, bool valid, bool dropped = false) {
     Bump(*Counter(operation, valid, dropped));
