@@ -39,9 +39,9 @@ bool ParseUnsigned(std::string_view value, std::uint64_t min, std::uint64_t max,
   return true;
 }
 
-// Applies a value; false when it is bad. *why may then say more than `accepted` can (left empty
-// otherwise).
-using ApplyOption = std::function<bool(std::string_view, PluginOptions*, std::string* why)>;
+// Applies a value, or refuses it: kInvalidArgument whose message, when not empty, says more
+// than the spec's `accepted` can.
+using ApplyOption = std::function<Status(std::string_view, PluginOptions*)>;
 
 struct OptionSpec {
   const char* name;
@@ -49,29 +49,31 @@ struct OptionSpec {
   ApplyOption apply;
 };
 
-ApplyOption UnsignedInto(std::uint64_t min, std::uint64_t max,
-                         std::function<void(PluginOptions*, std::uint64_t)> set) {
-  return [=](std::string_view value, PluginOptions* options, std::string*) {
+Status Refused(std::string why = std::string()) { return InvalidArgument(std::move(why)); }
+
+template <typename T>
+ApplyOption UnsignedInto(std::uint64_t min, std::uint64_t max, T PluginOptions::*field) {
+  return [=](std::string_view value, PluginOptions* options) {
     std::uint64_t n = 0;
-    if (!ParseUnsigned(value, min, max, &n)) return false;
-    set(options, n);
-    return true;
+    if (!ParseUnsigned(value, min, max, &n)) return Refused();
+    options->*field = static_cast<T>(n);
+    return Status();
   };
 }
 
 ApplyOption AbsolutePathInto(std::string PluginOptions::*field) {
-  return [field](std::string_view value, PluginOptions* options, std::string*) {
-    if (value.empty() || value.front() != '/') return false;
+  return [field](std::string_view value, PluginOptions* options) {
+    if (value.empty() || value.front() != '/') return Refused();
     options->*field = std::string(value);
-    return true;
+    return Status();
   };
 }
 
 ApplyOption BoolInto(bool PluginOptions::*field) {
-  return [field](std::string_view value, PluginOptions* options, std::string*) {
-    if (value != "true" && value != "false") return false;
+  return [field](std::string_view value, PluginOptions* options) {
+    if (value != "true" && value != "false") return Refused();
     options->*field = value == "true";
-    return true;
+    return Status();
   };
 }
 
@@ -98,58 +100,37 @@ Status CheckCombinations(const PluginOptions& options) {
 const std::vector<OptionSpec>& Specs() {
   static const std::vector<OptionSpec> specs = {
       {"http_port", "a port number from 0 to 65535 (0 = any free port)",
-       UnsignedInto(0, 65535,
-                    [](PluginOptions* o, std::uint64_t n) { o->http_port = static_cast<int>(n); })},
+       UnsignedInto(0, 65535, &PluginOptions::http_port)},
       {"http_bind", "an IPv4 or IPv6 address such as 127.0.0.1, 0.0.0.0, ::1 or ::",
-       [](std::string_view value, PluginOptions* o, std::string*) {
+       [](std::string_view value, PluginOptions* o) {
          const std::string address(value);
          unsigned char buffer[16];
          if (inet_pton(AF_INET, address.c_str(), buffer) != 1 &&
              inet_pton(AF_INET6, address.c_str(), buffer) != 1) {
-           return false;
+           return Refused();
          }
          o->http_bind = address;
-         return true;
+         return Status();
        }},
       {"node_id", "an integer from 0 to 2147483647",
-       UnsignedInto(
-           0, 2147483647,
-           [](PluginOptions* o, std::uint64_t n) { o->node_id = static_cast<std::uint32_t>(n); })},
+       UnsignedInto(0, 2147483647, &PluginOptions::node_id)},
       {"default_pattern", "events, store or none",
-       [](std::string_view value, PluginOptions* o, std::string*) {
-         return ParseDefaultPattern(value, &o->default_pattern);
+       [](std::string_view value, PluginOptions* o) {
+         return ParseDefaultPattern(value, &o->default_pattern) ? Status() : Refused();
        }},
       {"closed_max", "an integer from 0 to 1000000 (0 = keep no closed connection)",
-       UnsignedInto(0, 1000000,
-                    [](PluginOptions* o, std::uint64_t n) {
-                      o->closed_max = static_cast<std::uint32_t>(n);
-                    })},
+       UnsignedInto(0, 1000000, &PluginOptions::closed_max)},
       {"closed_ttl", "seconds, an integer from 1 to 604800",
-       UnsignedInto(1, 604800,
-                    [](PluginOptions* o, std::uint64_t n) {
-                      o->closed_ttl_s = static_cast<std::uint32_t>(n);
-                    })},
+       UnsignedInto(1, 604800, &PluginOptions::closed_ttl_s)},
       {"rpc_timeout", "seconds, an integer from 1 to 3600",
-       UnsignedInto(1, 3600,
-                    [](PluginOptions* o, std::uint64_t n) {
-                      o->rpc_timeout_s = static_cast<std::uint32_t>(n);
-                    })},
+       UnsignedInto(1, 3600, &PluginOptions::rpc_timeout_s)},
       {"rpc_max_pending", "an integer from 1 to 1000000",
-       UnsignedInto(1, 1000000,
-                    [](PluginOptions* o, std::uint64_t n) {
-                      o->rpc_max_pending = static_cast<std::uint32_t>(n);
-                    })},
+       UnsignedInto(1, 1000000, &PluginOptions::rpc_max_pending)},
       {"http_max_streams", "an integer from 0 to 256 (WatchConnections streams at once; 0 = none)",
-       UnsignedInto(0, 256,
-                    [](PluginOptions* o, std::uint64_t n) {
-                      o->http_max_streams = static_cast<std::uint32_t>(n);
-                    })},
+       UnsignedInto(0, 256, &PluginOptions::http_max_streams)},
       {"http_stream_buffer",
        "an integer from 16 to 1000000 (changes a WatchConnections stream may fall behind)",
-       UnsignedInto(16, 1000000,
-                    [](PluginOptions* o, std::uint64_t n) {
-                      o->http_stream_buffer = static_cast<std::uint32_t>(n);
-                    })},
+       UnsignedInto(16, 1000000, &PluginOptions::http_stream_buffer)},
       {"http_token_file", "the absolute path of a file of bearer tokens, one per line",
        AbsolutePathInto(&PluginOptions::http_token_file)},
       {"http_admin_token_file", "the absolute path of a file of bearer tokens, one per line",
@@ -163,39 +144,29 @@ const std::vector<OptionSpec>& Specs() {
       {"http_allowed_hosts",
        "host names or IP addresses separated by commas or spaces, such as "
        "'mqtt-api.example.com, 192.0.2.10, [2001:db8::10]'",
-       [](std::string_view value, PluginOptions* o, std::string* why) {
+       [](std::string_view value, PluginOptions* o) {
          StatusOr<std::vector<std::string>> hosts = ParseAllowedHosts(value);
-         if (!hosts.ok()) {
-           *why = hosts.status().message();
-           return false;
-         }
+         if (!hosts.ok()) return Refused(hosts.status().message());
          o->http_allowed_hosts = std::move(hosts).value();
-         return true;
+         return Status();
        }},
       {"presence_events", "true or false", BoolInto(&PluginOptions::presence_events)},
       {"presence_retained", "true or false", BoolInto(&PluginOptions::presence_retained)},
       {"presence_node",
        "one MQTT topic level (no '/', '+' or '#'), at most 255 bytes, such as mosquitto@host-1",
-       [](std::string_view value, PluginOptions* o, std::string*) {
+       [](std::string_view value, PluginOptions* o) {
          if (value.empty() || value.size() > 255 ||
              value.find_first_of(std::string_view("/+#\0", 4)) != std::string_view::npos) {
-           return false;
+           return Refused();
          }
          o->presence_node = std::string(value);
-         return true;
+         return Status();
        }},
       {"kubemq_strict", "true or false", BoolInto(&PluginOptions::kubemq_strict)},
       {"metrics_top_clients", "an integer from 0 to 100 (0 = off)",
-       UnsignedInto(0, 100,
-                    [](PluginOptions* o, std::uint64_t n) {
-                      o->metrics_top_clients = static_cast<std::uint32_t>(n);
-                    })},
+       UnsignedInto(0, 100, &PluginOptions::metrics_top_clients)},
       {"companion", "the absolute path of the companion executable",
-       [](std::string_view value, PluginOptions* o, std::string*) {
-         if (value.empty() || value.front() != '/') return false;
-         o->companion_path = std::string(value);
-         return true;
-       }},
+       AbsolutePathInto(&PluginOptions::companion_path)},
   };
   return specs;
 }
@@ -220,8 +191,9 @@ StatusOr<PluginOptions> ParsePluginOptions(const OptionPairs& pairs) {
       return InvalidArgument("unknown option plugin_opt_" + std::string(key) + " (known: " + known +
                              ")");
     }
-    std::string why;
-    if (!spec->apply(value, &parsed, &why)) {
+    const Status applied = spec->apply(value, &parsed);
+    if (!applied.ok()) {
+      const std::string& why = applied.message();
       return InvalidArgument("bad value " + Quoted(value) + " for plugin_opt_" + std::string(key) +
                              ": " + (why.empty() ? "" : why + "; ") + "expected " + spec->accepted +
                              CommentHint(value));
