@@ -113,32 +113,17 @@ void AppendJsonString(std::string_view value, std::string* out) {
       continue;
     }
     value.remove_prefix(1);
-    switch (byte) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\b':
-        out->append("\\b");
-        break;
-      case '\f':
-        out->append("\\f");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      default: {
-        const char escape[] = {'\\', 'u', '0', '0', kHex[byte >> 4], kHex[byte & 0xF]};
-        out->append(escape, sizeof(escape));
-      }
+    // The bytes JSON has a two-character escape for, and those escapes' letters; any other
+    // control character as \u00XX.
+    static constexpr std::string_view kEscaped("\"\\\b\f\n\r\t");
+    static constexpr std::string_view kEscapeLetters("\"\\bfnrt");
+    const std::size_t short_escape = kEscaped.find(static_cast<char>(byte));
+    if (short_escape != std::string_view::npos) {
+      const char escape[] = {'\\', kEscapeLetters[short_escape]};
+      out->append(escape, sizeof(escape));
+    } else {
+      const char escape[] = {'\\', 'u', '0', '0', kHex[byte >> 4], kHex[byte & 0xF]};
+      out->append(escape, sizeof(escape));
     }
   }
   out->push_back('"');

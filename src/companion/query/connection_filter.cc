@@ -222,6 +222,8 @@ class Parser {
   bool AddInValue(FilterClause* clause);
   bool ParseValue(FilterClause* clause);
   bool ParseWordValue(FilterClause* clause);
+  bool TakeNanos(const StatusOr<std::int64_t>& nanos, const char* kind, const char* example,
+                 FilterClause* clause);
   bool FailAfterTerm(std::string_view expected);
 
   std::string_view text_;
@@ -501,6 +503,19 @@ bool Parser::ParseValue(FilterClause* clause) {
   }
   return ParseWordValue(clause);
 }
+
+// A timestamp's or a duration's value (`kind`): its nanoseconds, or why not, with an example.
+bool Parser::TakeNanos(const StatusOr<std::int64_t>& nanos, const char* kind, const char* example,
+                       FilterClause* clause) {
+  if (!nanos.ok()) {
+    return Fail(token_.offset, std::string("Invalid ") + kind + " '" + Excerpt(token_.raw) +
+                                   "' for field '" + std::string(field_) +
+                                   "': " + nanos.status().message() + " (e.g. " + example + ")");
+  }
+  clause->number = *nanos;
+  return true;
+}
+
 bool Parser::ParseWordValue(FilterClause* clause) {
   const FieldDef& def = *clause->field;
   const std::string_view word = token_.raw;
@@ -532,24 +547,10 @@ bool Parser::ParseWordValue(FilterClause* clause) {
                       (def.short_prefix.empty() ? std::string()
                                                 : " (the " + std::string(def.short_prefix) +
                                                       " prefix may be left out)"));
-    case FieldKind::kTimestamp: {
-      const StatusOr<std::int64_t> nanos = ParseTimestamp(word);
-      if (nanos.ok()) {
-        clause->number = *nanos;
-        return true;
-      }
-      return Fail(token_.offset, "Invalid timestamp " + got + " for field " + field + ": " +
-                                     nanos.status().message() + " (e.g. 2026-01-01T00:00:00Z)");
-    }
-    case FieldKind::kDuration: {
-      const StatusOr<std::int64_t> nanos = ParseDuration(word);
-      if (nanos.ok()) {
-        clause->number = *nanos;
-        return true;
-      }
-      return Fail(token_.offset, "Invalid duration " + got + " for field " + field + ": " +
-                                     nanos.status().message() + " (e.g. 30s, 100ms, 1.5s, 2m, 1h)");
-    }
+    case FieldKind::kTimestamp:
+      return TakeNanos(ParseTimestamp(word), "timestamp", "2026-01-01T00:00:00Z", clause);
+    case FieldKind::kDuration:
+      return TakeNanos(ParseDuration(word), "duration", "30s, 100ms, 1.5s, 2m, 1h", clause);
     case FieldKind::kString:
       break;  // handled by ParseValue
   }
