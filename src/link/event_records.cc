@@ -8,10 +8,36 @@ namespace mqc {
 
 namespace {
 
+// A record's fields are listed once, in a Fields function that a ByteWriter walks to write them
+// and a ByteReader walks to read and check them, so the two directions cannot drift apart. On
+// the writer every call returns true; on the reader false as soon as a field is missing or out
+// of range.
 class ByteWriter {
  public:
+  static constexpr bool kWrites = true;
+
   explicit ByteWriter(std::string* out) : out_(out) { out_->clear(); }
 
+  template <typename T>
+  bool Field(const T& value) {
+    Put(value);
+    return true;
+  }
+  bool Field(std::string_view s) {
+    Put(static_cast<std::uint32_t>(s.size()));
+    out_->append(s.data(), s.size());
+    return true;
+  }
+  bool Field(const std::string& s) { return Field(std::string_view(s)); }
+  bool Bool(bool value) { return Field(static_cast<std::uint8_t>(value)); }
+  template <typename E>
+  bool Enum(E value, E /*max*/) {
+    return Field(value);
+  }
+  // A check the reader makes of what it read: the writer writes what it is given.
+  bool Valid(bool /*holds*/) { return true; }
+
+ private:
   template <typename T>
   void Put(T value) {
     static_assert(std::is_trivially_copyable_v<T>);
@@ -19,41 +45,45 @@ class ByteWriter {
     std::memcpy(bytes, &value, sizeof(T));
     out_->append(bytes, sizeof(T));
   }
-  void PutString(std::string_view s) {
-    Put(static_cast<std::uint32_t>(s.size()));
-    out_->append(s.data(), s.size());
-  }
 
- private:
   std::string* out_;
 };
 
 class ByteReader {
  public:
+  static constexpr bool kWrites = false;
+
   explicit ByteReader(std::string_view bytes) : bytes_(bytes) {}
 
   template <typename T>
-  bool Get(T* value) {
+  bool Field(T& value) {
     static_assert(std::is_trivially_copyable_v<T>);
     if (bytes_.size() - pos_ < sizeof(T)) return false;
-    std::memcpy(value, bytes_.data() + pos_, sizeof(T));
+    std::memcpy(&value, bytes_.data() + pos_, sizeof(T));
     pos_ += sizeof(T);
     return true;
   }
-  bool GetString(std::string* s) {
+  bool Field(std::string& s) {
     std::uint32_t size = 0;
-    if (!Get(&size) || bytes_.size() - pos_ < size) return false;
-    s->assign(bytes_.data() + pos_, size);
+    if (!Field(size) || bytes_.size() - pos_ < size) return false;
+    s.assign(bytes_.data() + pos_, size);
     pos_ += size;
     return true;
   }
-  template <typename E>
-  bool GetEnum(E* value, E max) {
-    std::underlying_type_t<E> raw{};
-    if (!Get(&raw) || raw > static_cast<std::underlying_type_t<E>>(max)) return false;
-    *value = static_cast<E>(raw);
+  bool Bool(bool& value) {
+    std::uint8_t raw = 0;
+    if (!Field(raw) || raw > 1) return false;
+    value = raw != 0;
     return true;
   }
+  template <typename E>
+  bool Enum(E& value, E max) {
+    std::underlying_type_t<E> raw{};
+    if (!Field(raw) || raw > static_cast<std::underlying_type_t<E>>(max)) return false;
+    value = static_cast<E>(raw);
+    return true;
+  }
+  bool Valid(bool holds) { return holds; }
   bool Done() const { return pos_ == bytes_.size(); }
 
  private:
@@ -61,148 +91,109 @@ class ByteReader {
   std::size_t pos_ = 0;
 };
 
+// A record as a codec sees it: read-only when writing, filled in when reading.
+template <typename Codec, typename Record>
+using RecordRef = std::conditional_t<Codec::kWrites, const Record&, Record&>;
+
+template <typename Codec>
+bool Fields(Codec& c, RecordRef<Codec, ConnectionEvent> e) {
+  return c.Field(e.seq) && c.Field(e.uid) && c.Field(e.open_time_ns) && c.Field(e.close_time_ns) &&
+         c.Enum(e.close_reason, CloseReason::kAccessRevoked) && c.Field(e.protocol_version) &&
+         c.Bool(e.clean_session) && c.Enum(e.auth_mechanism, AuthMechanism::kEnhanced) &&
+         c.Enum(e.auth_state, AuthState::kFailure) && c.Field(e.keep_alive) && c.Field(e.port) &&
+         c.Field(e.local_port) && c.Field(e.stats_slot) && c.Field(e.client_id) &&
+         c.Field(e.username) && c.Field(e.ip_address) && c.Field(e.auth_method) &&
+         c.Field(e.peer_certificate_subject) && c.Enum(e.bridge, BridgeRole::kIncoming);
+}
+
+template <typename Codec>
+bool Fields(Codec& c, RecordRef<Codec, CloseEvent> e) {
+  return c.Field(e.seq) && c.Field(e.close_time_ns) &&
+         c.Enum(e.reason, CloseReason::kAccessRevoked) && c.Field(e.totals) && c.Field(e.idle_ns);
+}
+
+template <typename Codec>
+bool Fields(Codec& c, RecordRef<Codec, SubscriptionEvent> e) {
+  return c.Field(e.seq) && c.Field(e.qos) && c.Valid(e.qos <= 2) && c.Field(e.filter);
+}
+
+template <typename Codec>
+bool Fields(Codec& c, RecordRef<Codec, OfflineSessionEvent> e) {
+  return c.Field(e.seq) && c.Field(e.uid) && c.Field(e.since_ns) && c.Field(e.expiry_time_ns) &&
+         c.Field(e.protocol_version) && c.Valid(e.protocol_version <= 5) && c.Field(e.client_id) &&
+         c.Field(e.username);
+}
+
+template <typename Codec>
+bool Fields(Codec& c, RecordRef<Codec, OfflineSessionEndEvent> e) {
+  return c.Field(e.seq);
+}
+
+template <typename Codec>
+bool Fields(Codec& c, RecordRef<Codec, ResyncEvent> e) {
+  return c.Field(e.generation);
+}
+
+template <typename Codec>
+bool Fields(Codec& c, RecordRef<Codec, SettingsEvent> e) {
+  return c.Enum(e.default_pattern, DefaultPattern::kNone) && c.Field(e.closed_max) &&
+         c.Field(e.closed_ttl_ns) && c.Valid(e.closed_ttl_ns >= 0);
+}
+
+// Seq 0 (the broker's own bridge, seen before it is listed) only ever says "not a bridge".
+template <typename Codec>
+bool Fields(Codec& c, RecordRef<Codec, BridgeEvent> e) {
+  return c.Field(e.seq) && c.Enum(e.role, BridgeRole::kIncoming) &&
+         c.Valid(e.seq != 0 || e.role == BridgeRole::kNone);
+}
+
+template <typename Codec>
+bool Fields(Codec& c, RecordRef<Codec, KickCommand> e) {
+  return c.Field(e.client_id) && c.Field(e.caller) && c.Field(e.token_line);
+}
+
+template <typename Record>
+void EncodeFields(const Record& record, std::string* out) {
+  ByteWriter writer(out);
+  Fields(writer, record);
+}
+
+template <typename Record>
+bool DecodeFields(std::string_view bytes, Record* record) {
+  ByteReader reader(bytes);
+  return Fields(reader, *record) && reader.Done();
+}
+
 }  // namespace
 
-void Encode(const ConnectionEvent& e, std::string* out) {
-  ByteWriter w(out);
-  w.Put(e.seq);
-  w.Put(e.uid);
-  w.Put(e.open_time_ns);
-  w.Put(e.close_time_ns);
-  w.Put(e.close_reason);
-  w.Put(e.protocol_version);
-  w.Put(static_cast<std::uint8_t>(e.clean_session));
-  w.Put(e.auth_mechanism);
-  w.Put(e.auth_state);
-  w.Put(e.keep_alive);
-  w.Put(e.port);
-  w.Put(e.local_port);
-  w.Put(e.stats_slot);
-  w.PutString(e.client_id);
-  w.PutString(e.username);
-  w.PutString(e.ip_address);
-  w.PutString(e.auth_method);
-  w.PutString(e.peer_certificate_subject);
-  w.Put(e.bridge);
-}
-
-bool Decode(std::string_view bytes, ConnectionEvent* e) {
-  ByteReader r(bytes);
-  std::uint8_t clean = 0;
-  const bool ok =
-      r.Get(&e->seq) && r.Get(&e->uid) && r.Get(&e->open_time_ns) && r.Get(&e->close_time_ns) &&
-      r.GetEnum(&e->close_reason, CloseReason::kAccessRevoked) && r.Get(&e->protocol_version) &&
-      r.Get(&clean) && clean <= 1 && r.GetEnum(&e->auth_mechanism, AuthMechanism::kEnhanced) &&
-      r.GetEnum(&e->auth_state, AuthState::kFailure) && r.Get(&e->keep_alive) && r.Get(&e->port) &&
-      r.Get(&e->local_port) && r.Get(&e->stats_slot) && r.GetString(&e->client_id) &&
-      r.GetString(&e->username) && r.GetString(&e->ip_address) && r.GetString(&e->auth_method) &&
-      r.GetString(&e->peer_certificate_subject) &&
-      r.GetEnum(&e->bridge, BridgeRole::kIncoming) && r.Done();
-  e->clean_session = clean != 0;
-  return ok;
-}
-
-void Encode(const CloseEvent& e, std::string* out) {
-  ByteWriter w(out);
-  w.Put(e.seq);
-  w.Put(e.close_time_ns);
-  w.Put(e.reason);
-  w.Put(e.totals);
-  w.Put(e.idle_ns);
-}
-
-bool Decode(std::string_view bytes, CloseEvent* e) {
-  ByteReader r(bytes);
-  return r.Get(&e->seq) && r.Get(&e->close_time_ns) &&
-         r.GetEnum(&e->reason, CloseReason::kAccessRevoked) && r.Get(&e->totals) &&
-         r.Get(&e->idle_ns) && r.Done();
-}
-
-void Encode(const SubscriptionEvent& e, std::string* out) {
-  ByteWriter w(out);
-  w.Put(e.seq);
-  w.Put(e.qos);
-  w.PutString(e.filter);
-}
-
-bool Decode(std::string_view bytes, SubscriptionEvent* e) {
-  ByteReader r(bytes);
-  return r.Get(&e->seq) && r.Get(&e->qos) && e->qos <= 2 && r.GetString(&e->filter) && r.Done();
-}
-
-void Encode(const OfflineSessionEvent& e, std::string* out) {
-  ByteWriter w(out);
-  w.Put(e.seq);
-  w.Put(e.uid);
-  w.Put(e.since_ns);
-  w.Put(e.expiry_time_ns);
-  w.Put(e.protocol_version);
-  w.PutString(e.client_id);
-  w.PutString(e.username);
-}
-
-bool Decode(std::string_view bytes, OfflineSessionEvent* e) {
-  ByteReader r(bytes);
-  return r.Get(&e->seq) && r.Get(&e->uid) && r.Get(&e->since_ns) && r.Get(&e->expiry_time_ns) &&
-         r.Get(&e->protocol_version) && e->protocol_version <= 5 && r.GetString(&e->client_id) &&
-         r.GetString(&e->username) && r.Done();
-}
-
-void Encode(const OfflineSessionEndEvent& e, std::string* out) {
-  ByteWriter w(out);
-  w.Put(e.seq);
-}
-
-bool Decode(std::string_view bytes, OfflineSessionEndEvent* e) {
-  ByteReader r(bytes);
-  return r.Get(&e->seq) && r.Done();
-}
-
-void Encode(const ResyncEvent& e, std::string* out) {
-  ByteWriter w(out);
-  w.Put(e.generation);
-}
-
-bool Decode(std::string_view bytes, ResyncEvent* e) {
-  ByteReader r(bytes);
-  return r.Get(&e->generation) && r.Done();
-}
-
-void Encode(const SettingsEvent& e, std::string* out) {
-  ByteWriter w(out);
-  w.Put(e.default_pattern);
-  w.Put(e.closed_max);
-  w.Put(e.closed_ttl_ns);
-}
-
-bool Decode(std::string_view bytes, SettingsEvent* e) {
-  ByteReader r(bytes);
-  return r.GetEnum(&e->default_pattern, DefaultPattern::kNone) && r.Get(&e->closed_max) &&
-         r.Get(&e->closed_ttl_ns) && e->closed_ttl_ns >= 0 && r.Done();
-}
-
-void Encode(const BridgeEvent& e, std::string* out) {
-  ByteWriter w(out);
-  w.Put(e.seq);
-  w.Put(e.role);
-}
-
-bool Decode(std::string_view bytes, BridgeEvent* e) {
-  ByteReader r(bytes);
-  return r.Get(&e->seq) && r.GetEnum(&e->role, BridgeRole::kIncoming) &&
-         (e->seq != 0 || e->role == BridgeRole::kNone) && r.Done();
-}
+void Encode(const ConnectionEvent& e, std::string* out) { EncodeFields(e, out); }
+bool Decode(std::string_view bytes, ConnectionEvent* e) { return DecodeFields(bytes, e); }
+void Encode(const CloseEvent& e, std::string* out) { EncodeFields(e, out); }
+bool Decode(std::string_view bytes, CloseEvent* e) { return DecodeFields(bytes, e); }
+void Encode(const SubscriptionEvent& e, std::string* out) { EncodeFields(e, out); }
+bool Decode(std::string_view bytes, SubscriptionEvent* e) { return DecodeFields(bytes, e); }
+void Encode(const OfflineSessionEvent& e, std::string* out) { EncodeFields(e, out); }
+bool Decode(std::string_view bytes, OfflineSessionEvent* e) { return DecodeFields(bytes, e); }
+void Encode(const OfflineSessionEndEvent& e, std::string* out) { EncodeFields(e, out); }
+bool Decode(std::string_view bytes, OfflineSessionEndEvent* e) { return DecodeFields(bytes, e); }
+void Encode(const ResyncEvent& e, std::string* out) { EncodeFields(e, out); }
+bool Decode(std::string_view bytes, ResyncEvent* e) { return DecodeFields(bytes, e); }
+void Encode(const SettingsEvent& e, std::string* out) { EncodeFields(e, out); }
+bool Decode(std::string_view bytes, SettingsEvent* e) { return DecodeFields(bytes, e); }
+void Encode(const BridgeEvent& e, std::string* out) { EncodeFields(e, out); }
+bool Decode(std::string_view bytes, BridgeEvent* e) { return DecodeFields(bytes, e); }
+void Encode(const KickCommand& c, std::string* out) { EncodeFields(c, out); }
 
 void Encode(const LogCommand& c, std::string* out) {
   ByteWriter w(out);
-  w.Put(c.level);
-  w.PutString(c.text);
+  w.Field(c.level);
+  w.Field(c.text);
 }
 
 bool Decode(std::string_view bytes, LogCommand* c) {
   ByteReader r(bytes);
   std::uint8_t level = 0;
-  if (!r.Get(&level) || !r.GetString(&c->text) || !r.Done()) return false;
+  if (!r.Field(level) || !r.Field(c->text) || !r.Done()) return false;
   switch (static_cast<LogLevel>(level)) {
     case LogLevel::kInfo:
     case LogLevel::kNotice:
@@ -212,13 +203,6 @@ bool Decode(std::string_view bytes, LogCommand* c) {
       return true;
   }
   return false;
-}
-
-void Encode(const KickCommand& c, std::string* out) {
-  ByteWriter w(out);
-  w.PutString(c.client_id);
-  w.PutString(c.caller);
-  w.PutString(c.token_line);
 }
 
 namespace {
@@ -233,12 +217,8 @@ bool IsPrintableAscii(std::string_view s) {
 }  // namespace
 
 bool Decode(std::string_view bytes, KickCommand* c) {
-  ByteReader r(bytes);
-  if (!r.GetString(&c->client_id) || !r.GetString(&c->caller) || !r.GetString(&c->token_line) ||
-      !r.Done()) {
-    return false;
-  }
-  return !c->client_id.empty() && c->client_id.size() <= kMaxKickClientIdBytes &&
+  return DecodeFields(bytes, c) && !c->client_id.empty() &&
+         c->client_id.size() <= kMaxKickClientIdBytes &&
          c->client_id.find('\0') == std::string::npos && c->caller.size() <= kMaxKickCallerBytes &&
          c->token_line.size() <= kMaxKickCallerBytes && IsPrintableAscii(c->caller) &&
          IsPrintableAscii(c->token_line);
@@ -246,25 +226,25 @@ bool Decode(std::string_view bytes, KickCommand* c) {
 
 void Encode(const BansCommand& c, std::string* out) {
   ByteWriter w(out);
-  w.Put(static_cast<std::uint32_t>(c.bans.size()));
+  w.Field(static_cast<std::uint32_t>(c.bans.size()));
   for (const Ban& ban : c.bans) {
-    w.PutString(ban.as());
-    w.PutString(ban.who);
-    w.Put(ban.until_ns);
+    w.Field(ban.as());
+    w.Field(ban.who);
+    w.Field(ban.until_ns);
   }
 }
 
 bool Decode(std::string_view bytes, BansCommand* c) {
   ByteReader r(bytes);
   std::uint32_t count = 0;
-  if (!r.Get(&count) || count > kMaxBans) return false;
+  if (!r.Field(count) || count > kMaxBans) return false;
   c->bans.clear();
   c->bans.reserve(count);
   std::string as;
   std::string who;
   for (std::uint32_t i = 0; i < count; ++i) {
     Ban ban;
-    if (!r.GetString(&as) || !r.GetString(&who) || !r.Get(&ban.until_ns)) return false;
+    if (!r.Field(as) || !r.Field(who) || !r.Field(ban.until_ns)) return false;
     if (!ParseBanTarget(as, who, &ban).ok() || ban.who != who || ban.as() != as) return false;
     c->bans.push_back(std::move(ban));
   }
