@@ -147,8 +147,8 @@ Int32Status ParseJsonInt32(std::string_view text, std::int32_t* value) {
 }
 
 // What cJSON accepts beyond RFC 8259, and a `\u0000` escape; `text` must be JSON cJSON parsed,
-// so only strings and numbers are left to look at. Sets *why when it finds one.
-bool CheckJsonDetails(std::string_view text, std::string* why) {
+// so only strings and numbers are left to look at. kInvalidArgument saying what it found.
+Status CheckJsonDetails(std::string_view text) {
   bool in_string = false;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
@@ -157,14 +157,13 @@ bool CheckJsonDetails(std::string_view text, std::string* why) {
         in_string = false;
       } else if (c == '\\') {
         if (text.substr(i + 1, 5) == "u0000") {
-          *why = "a \\u0000 escape at byte " + std::to_string(i) +
-                 " (strings must not contain U+0000)";
-          return false;
+          return InvalidArgument("a \\u0000 escape at byte " + std::to_string(i) +
+                                 " (strings must not contain U+0000)");
         }
         ++i;  // the escaped character; cJSON has checked the escape
       } else if (static_cast<unsigned char>(c) < 0x20) {
-        *why = "a control character inside a string at byte " + std::to_string(i) + " (escape it)";
-        return false;
+        return InvalidArgument("a control character inside a string at byte " + std::to_string(i) +
+                               " (escape it)");
       }
     } else if (c == '"') {
       in_string = true;
@@ -176,14 +175,13 @@ bool CheckJsonDetails(std::string_view text, std::string* why) {
       }
       JsonNumber number;
       if (!SplitJsonNumber(text.substr(i, end - i), &number)) {
-        *why = "malformed number " + QuoteForMessage(text.substr(i, end - i)) + " at byte " +
-               std::to_string(i);
-        return false;
+        return InvalidArgument("malformed number " + QuoteForMessage(text.substr(i, end - i)) +
+                               " at byte " + std::to_string(i));
       }
       i = end - 1;
     }
   }
-  return true;
+  return Status();
 }
 
 std::string_view JsonTypeName(const cJSON& item) {
@@ -202,19 +200,22 @@ enum class RequestField : std::uint8_t { kFilter, kOrderBy, kPageSize, kPageToke
 struct RequestFieldName {
   std::string_view json_name;
   RequestField field;
+  std::string ListConnectionsRequest::*text;  // where a string field goes; null for pageSize
 };
 
 // protobuf's JSON names and the original field names, both of which its parsers accept.
 constexpr RequestFieldName kRequestFieldNames[] = {
-    {"filter", RequestField::kFilter},        {"orderBy", RequestField::kOrderBy},
-    {"order_by", RequestField::kOrderBy},     {"pageSize", RequestField::kPageSize},
-    {"page_size", RequestField::kPageSize},   {"pageToken", RequestField::kPageToken},
-    {"page_token", RequestField::kPageToken},
+    {"filter", RequestField::kFilter, &ListConnectionsRequest::filter},
+    {"orderBy", RequestField::kOrderBy, &ListConnectionsRequest::order_by},
+    {"order_by", RequestField::kOrderBy, &ListConnectionsRequest::order_by},
+    {"pageSize", RequestField::kPageSize, nullptr},
+    {"page_size", RequestField::kPageSize, nullptr},
+    {"pageToken", RequestField::kPageToken, &ListConnectionsRequest::page_token},
+    {"page_token", RequestField::kPageToken, &ListConnectionsRequest::page_token},
 };
 constexpr std::size_t kRequestFieldCount = 4;
 
-bool ReadPageSize(const cJSON& item, std::string_view name, std::int32_t* page_size,
-                  std::string* why) {
+StatusOr<std::int32_t> ReadPageSize(const cJSON& item, std::string_view name) {
   const std::string field = FieldName(name);
   if (cJSON_IsNumber(&item)) {
     const double value = item.valuedouble;
@@ -222,45 +223,40 @@ bool ReadPageSize(const cJSON& item, std::string_view name, std::int32_t* page_s
     std::snprintf(text, sizeof(text), "%.17g", value);
     if (!std::isfinite(value) || value < std::numeric_limits<std::int32_t>::min() ||
         value > std::numeric_limits<std::int32_t>::max()) {
-      *why = field + " is out of the int32 range: " + text;
-      return false;
+      return InvalidArgument(field + " is out of the int32 range: " + text);
     }
     if (std::trunc(value) != value) {
-      *why = field + " must be an integer, got " + text;
-      return false;
+      return InvalidArgument(field + " must be an integer, got " + text);
     }
-    *page_size = static_cast<std::int32_t>(value);
-    return true;
+    return static_cast<std::int32_t>(value);
   }
   if (!cJSON_IsString(&item)) {
-    *why = field + " must be an int32 (a number, or a string holding one), got " +
-           std::string(JsonTypeName(item));
-    return false;
+    return InvalidArgument(field + " must be an int32 (a number, or a string holding one), got " +
+                           std::string(JsonTypeName(item)));
   }
-  switch (ParseJsonInt32(item.valuestring, page_size)) {
+  std::int32_t page_size = 0;
+  switch (ParseJsonInt32(item.valuestring, &page_size)) {
     case Int32Status::kOk:
-      return true;
+      return page_size;
     case Int32Status::kNotANumber:
-      *why = field + " is " + QuoteForMessage(item.valuestring) + "; expected an int32";
-      return false;
+      return InvalidArgument(field + " is " + QuoteForMessage(item.valuestring) +
+                             "; expected an int32");
     case Int32Status::kNotAnInteger:
-      *why = field + " must be an integer, got " + QuoteForMessage(item.valuestring);
-      return false;
+      return InvalidArgument(field + " must be an integer, got " +
+                             QuoteForMessage(item.valuestring));
     case Int32Status::kOutOfRange:
       break;
   }
-  *why = field + " is out of the int32 range: " + QuoteForMessage(item.valuestring);
-  return false;
+  return InvalidArgument(field +
+                         " is out of the int32 range: " + QuoteForMessage(item.valuestring));
 }
 
-bool ReadStringField(const cJSON& item, std::string_view name, std::string* value,
-                     std::string* why) {
+StatusOr<std::string> ReadStringField(const cJSON& item, std::string_view name) {
   if (!cJSON_IsString(&item)) {
-    *why = FieldName(name) + " must be a string, got " + std::string(JsonTypeName(item));
-    return false;
+    return InvalidArgument(FieldName(name) + " must be a string, got " +
+                           std::string(JsonTypeName(item)));
   }
-  *value = item.valuestring;
-  return true;
+  return std::string(item.valuestring);
 }
 
 }  // namespace
@@ -285,8 +281,8 @@ Status DecodeListConnectionsRequest(std::string_view text, std::string_view wher
   }
   const CjsonPtr root = ParseJson(text);
   if (root == nullptr) return fail(what + " is not valid JSON");
-  std::string why;
-  if (!CheckJsonDetails(text, &why)) return fail(what + " is not valid JSON: " + why);
+  const Status details = CheckJsonDetails(text);
+  if (!details.ok()) return fail(what + " is not valid JSON: " + details.message());
   if (!cJSON_IsObject(root.get())) {
     return fail(what + " must be a JSON object, got " + std::string(JsonTypeName(*root)));
   }
@@ -307,22 +303,15 @@ Status DecodeListConnectionsRequest(std::string_view text, std::string_view wher
     }
     seen[index] = item->string;
     if (cJSON_IsNull(item)) continue;  // null: the default
-    bool ok = true;
-    switch (known->field) {
-      case RequestField::kFilter:
-        ok = ReadStringField(*item, name, &request->filter, &why);
-        break;
-      case RequestField::kOrderBy:
-        ok = ReadStringField(*item, name, &request->order_by, &why);
-        break;
-      case RequestField::kPageSize:
-        ok = ReadPageSize(*item, name, &request->page_size, &why);
-        break;
-      case RequestField::kPageToken:
-        ok = ReadStringField(*item, name, &request->page_token, &why);
-        break;
+    if (known->text == nullptr) {      // pageSize
+      StatusOr<std::int32_t> page_size = ReadPageSize(*item, name);
+      if (!page_size.ok()) return fail(what + ": " + page_size.status().message());
+      request->page_size = *page_size;
+      continue;
     }
-    if (!ok) return fail(what + ": " + why);
+    StatusOr<std::string> value = ReadStringField(*item, name);
+    if (!value.ok()) return fail(what + ": " + value.status().message());
+    request->*known->text = std::move(value).value();
   }
   return Status();
 }
@@ -592,8 +581,7 @@ Status DecodeWatchConnectionsRequest(std::string_view text, std::string_view whe
     return fail("is not valid UTF-8 JSON");
   }
   const CjsonPtr root = ParseJson(text);
-  std::string why;
-  if (root == nullptr || !CheckJsonDetails(text, &why)) return fail("is not valid JSON");
+  if (root == nullptr || !CheckJsonDetails(text).ok()) return fail("is not valid JSON");
   if (!cJSON_IsObject(root.get())) {
     return fail("must be a JSON object, got " + std::string(JsonTypeName(*root)));
   }
@@ -609,7 +597,11 @@ Status DecodeWatchConnectionsRequest(std::string_view text, std::string_view whe
     if (seen) return fail(": " + FieldName(name) + " is given more than once; expected it once");
     seen = true;
     if (cJSON_IsNull(item)) continue;
-    if (filter && !ReadStringField(*item, name, &request->filter, &why)) return fail(": " + why);
+    if (filter) {
+      StatusOr<std::string> value = ReadStringField(*item, name);
+      if (!value.ok()) return fail(": " + value.status().message());
+      request->filter = std::move(value).value();
+    }
     if (resume && !ReadUint64(*item, &request->resume_after)) {
       return fail(": " + FieldName(name) +
                   " must be an unsigned 64-bit integer (a string of digits or a number)");
