@@ -565,8 +565,7 @@ bool Parser::ParseWordValue(FilterClause* clause) {
 
 // Checks the text before `limit` (a byte offset) outside the IN lists: at most kMaxFilterLength
 // characters, counted as UTF-8 code points, and kMaxFilterBytes bytes (for non-UTF-8 input).
-bool CheckLength(std::string_view text, const std::vector<Span>& in_lists, std::size_t limit,
-                 std::string* error) {
+Status CheckLength(std::string_view text, const std::vector<Span>& in_lists, std::size_t limit) {
   std::size_t characters = 0;
   std::size_t bytes = 0;
   auto list = in_lists.begin();
@@ -578,17 +577,15 @@ bool CheckLength(std::string_view text, const std::vector<Span>& in_lists, std::
     }
     const bool starts_character = (static_cast<unsigned char>(text[i]) & 0xC0) != 0x80;
     if (starts_character && ++characters > kMaxFilterLength) {
-      *error = "Filter is longer than " + std::to_string(kMaxFilterLength) + " characters" +
-               AtPosition(text, i);
-      return false;
+      return InvalidArgument("Filter is longer than " + std::to_string(kMaxFilterLength) +
+                             " characters" + AtPosition(text, i));
     }
     if (bytes++ == kMaxFilterBytes) {
-      *error = "Filter is longer than " + std::to_string(kMaxFilterBytes) + " bytes" +
-               AtPosition(text, i);
-      return false;
+      return InvalidArgument("Filter is longer than " + std::to_string(kMaxFilterBytes) + " bytes" +
+                             AtPosition(text, i));
     }
   }
-  return true;
+  return Status();
 }
 
 bool Satisfies(CompareOp op, int comparison) {
@@ -778,11 +775,9 @@ Status ConnectionFilter::Parse(std::string_view text, ConnectionFilter* filter) 
   Parser parser(text, &error);
   const bool parsed = parser.Parse(&root);
   // A length problem before the syntax error (or anywhere, without one) is the first problem.
-  std::string length_error;
   const std::size_t checked_up_to = parsed ? text.size() : parser.error_offset();
-  if (!CheckLength(text, parser.in_lists(), checked_up_to, &length_error)) {
-    return Status(StatusCode::kInvalidArgument, std::move(length_error));
-  }
+  const Status length = CheckLength(text, parser.in_lists(), checked_up_to);
+  if (!length.ok()) return length;
   if (!parsed) return Status(StatusCode::kInvalidArgument, std::move(error));
   if (root != nullptr) {
     std::function<void(FilterNode*)> sort_values = [&sort_values](FilterNode* node) {

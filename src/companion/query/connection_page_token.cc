@@ -137,49 +137,33 @@ std::string EncodePageToken(std::uint64_t fingerprint, const ConnectionOrder& or
   return EncodeBase64Url(bytes);
 }
 
-namespace {
-
-bool ReadPageToken(std::string_view token, std::uint64_t fingerprint, const ConnectionOrder& order,
-                   OrderCursor* cursor, std::string* error) {
+Status DecodePageToken(std::string_view token, std::uint64_t fingerprint,
+                       const ConnectionOrder& order, OrderCursor* cursor) {
   std::string bytes;
   if (!DecodeBase64Url(token, &bytes, /*canonical=*/true)) {
-    *error = kMalformed;
-    return false;
+    return InvalidArgument(kMalformed);
   }
   Reader reader(bytes);
   std::uint8_t version = 0;
   std::uint64_t token_fingerprint = 0;
   if (!reader.ReadU8(&version) || version != kTokenVersion || !reader.ReadU64(&token_fingerprint)) {
-    *error = kMalformed;
-    return false;
+    return InvalidArgument(kMalformed);
   }
   if (token_fingerprint != fingerprint) {
-    *error = kForeign;
-    return false;
+    return InvalidArgument(kForeign);
   }
   OrderCursor decoded;
   for (const OrderKey& key : order.keys()) {
     decoded.values.emplace_back();
     if (!ReadValue(key.field->kind, &reader, &decoded.values.back())) {
-      *error = kMalformed;
-      return false;
+      return InvalidArgument(kMalformed);
     }
   }
   if (!reader.ReadU64(&decoded.seq) || !reader.AtEnd()) {
-    *error = kMalformed;
-    return false;
+    return InvalidArgument(kMalformed);
   }
   *cursor = std::move(decoded);
-  return true;
-}
-
-}  // namespace
-
-Status DecodePageToken(std::string_view token, std::uint64_t fingerprint,
-                       const ConnectionOrder& order, OrderCursor* cursor) {
-  std::string error;
-  if (ReadPageToken(token, fingerprint, order, cursor, &error)) return Status();
-  return Status(StatusCode::kInvalidArgument, std::move(error));
+  return Status();
 }
 
 }  // namespace mqc

@@ -63,19 +63,16 @@ const DurationUnit* ReadDurationUnit(std::string_view text, std::size_t* pos) {
 }
 
 // One `<digits>[.<digits>]<unit>` term of a duration, added to *total.
-bool ReadDurationTerm(std::string_view text, std::size_t* pos, std::int64_t* total,
-                      std::string* why) {
+Status ReadDurationTerm(std::string_view text, std::size_t* pos, std::int64_t* total) {
   std::uint64_t whole = 0;
   const std::size_t start = *pos;
   for (; *pos < text.size() && IsDigit(text[*pos]); ++*pos) {
     if (!AppendDigit(text[*pos], &whole)) {
-      *why = "out of range";
-      return false;
+      return InvalidArgument("out of range");
     }
   }
   if (*pos == start) {
-    *why = "expected a number at '" + Excerpt(text.substr(start)) + "'";
-    return false;
+    return InvalidArgument("expected a number at '" + Excerpt(text.substr(start)) + "'");
   }
   std::string_view fraction;
   if (*pos < text.size() && text[*pos] == '.') {
@@ -83,20 +80,18 @@ bool ReadDurationTerm(std::string_view text, std::size_t* pos, std::int64_t* tot
     while (*pos < text.size() && IsDigit(text[*pos])) ++*pos;
     fraction = text.substr(fraction_start, *pos - fraction_start);
     if (fraction.empty()) {
-      *why = "expected digits after '.'";
-      return false;
+      return InvalidArgument("expected digits after '.'");
     }
   }
   const std::size_t unit_start = *pos;
   const DurationUnit* unit = ReadDurationUnit(text, pos);
   if (unit == nullptr) {
-    *why = unit_start == text.size() ? std::string("missing unit (ns, us, ms, s, m or h)")
-                                     : "unknown unit at '" + Excerpt(text.substr(unit_start)) + "'";
-    return false;
+    return InvalidArgument(unit_start == text.size()
+                               ? std::string("missing unit (ns, us, ms, s, m or h)")
+                               : "unknown unit at '" + Excerpt(text.substr(unit_start)) + "'");
   }
   if (whole > static_cast<std::uint64_t>(kMaxInt64 / unit->nanos)) {
-    *why = "out of range";
-    return false;
+    return InvalidArgument("out of range");
   }
   std::int64_t nanos = static_cast<std::int64_t>(whole) * unit->nanos;
   std::int64_t scale = unit->nanos;
@@ -104,11 +99,8 @@ bool ReadDurationTerm(std::string_view text, std::size_t* pos, std::int64_t* tot
     scale /= 10;
     nanos += (digit - '0') * scale;  // stays below whole * unit + unit: no overflow
   }
-  if (!AddNanos(nanos, total)) {
-    *why = "out of range";
-    return false;
-  }
-  return true;
+  if (!AddNanos(nanos, total)) return InvalidArgument("out of range");
+  return Status();
 }
 
 // --- string literals ---------------------------------------------------------------------
@@ -277,8 +269,8 @@ StatusOr<std::int64_t> ParseDuration(std::string_view text) {
   std::int64_t total = 0;
   std::size_t pos = 0;
   while (pos < text.size()) {
-    std::string why;
-    if (!ReadDurationTerm(text, &pos, &total, &why)) return InvalidArgument(std::move(why));
+    const Status term = ReadDurationTerm(text, &pos, &total);
+    if (!term.ok()) return term;
   }
   return total;
 }
