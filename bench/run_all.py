@@ -662,9 +662,7 @@ def main():
                         help="connections of 2 subscriptions each (default 15000, quick 100)")
     parser.add_argument("--quick", action="store_true",
                         help="every tool in seconds, small N; prints figures, asserts none")
-    parser.add_argument("--broker", default=brokers.SYSTEM,
-                        help="the Mosquitto build of the ratio figures: system (default) or a "
-                             "name of BUILD_DIR/brokers/brokers.json")
+    brokers.add_argument(parser, "the Mosquitto build of the ratio figures")
     parser.add_argument("--brokers", default=None, metavar="NAME,NAME,...",
                         help="only the ratio figures, on each of these builds, one row each")
     args = parser.parse_args()
