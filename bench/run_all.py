@@ -645,12 +645,8 @@ def nginx_comparison(table, workdir, seconds):
                       plain=f"nginx {nginx_rate:,.0f}/s", target=">= 25 %", meets=share >= 0.25)
     finally:
         if nginx is not None:
-            nginx.send_signal(signal.SIGQUIT)  # graceful stop of the master and its worker
-            try:
-                nginx.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                nginx.kill()
-                nginx.wait(timeout=5)
+            # SIGQUIT: a graceful stop of the master and its worker.
+            harness.stop_process(nginx, signal.SIGQUIT, timeout=10)
         broker.stop()
         broker.cleanup_dir()
 

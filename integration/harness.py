@@ -188,6 +188,17 @@ def free_port():
     raise AssertionError("no free loopback port could be reserved")
 
 
+def stop_process(process, sig=signal.SIGTERM, timeout=15):
+    """Sends `sig` to a process we started and waits `timeout` s for it to exit; then kills
+    it."""
+    process.send_signal(sig)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=5)
+
+
 def wait_for(predicate, timeout=10.0, interval=0.02, what="condition"):
     """Polls `predicate` until it returns a true value; fails after `timeout` seconds."""
     deadline = time.monotonic() + timeout
@@ -386,12 +397,7 @@ class Broker:
 
     def stop(self):
         if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
+            stop_process(self.process)
         if self.process is not None:
             self.log_file.close()
         self.check_sanitizers()

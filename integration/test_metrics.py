@@ -15,7 +15,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from harness import (BROKER_VERSION, MOSQUITTO_PASSWD, Broker, Client, broker_tool, free_port,
-                     wait_for)
+                     stop_process, wait_for)
 
 OPERATIONS = ["publish_events", "publish_store", "publish_queues", "rpc_command", "rpc_query",
               "deliver_events", "deliver_store", "deliver_queues", "rpc_response", "subscribe"]
@@ -321,12 +321,7 @@ class PrometheusScrapeTest(unittest.TestCase):
                 return result[0]["value"][1] if result else None
             return wait_for(query, timeout=60, interval=0.5, what=what)
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=5)
+            stop_process(process)
             log.close()
             shutil.rmtree(workdir, ignore_errors=True)
 
