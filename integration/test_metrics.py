@@ -61,6 +61,13 @@ def delta(before, after, operation, status):
     return after.ops(operation, status) - before.ops(operation, status)
 
 
+def deltas(before, after, expected):
+    """The change between two scrapes of each (operation, status) counter `expected` names
+    ({(operation, status): change}): one assertion compares them all, and its message shows
+    every counter that differs."""
+    return {key: delta(before, after, *key) for key in expected}
+
+
 def wait_metrics(broker, predicate, what, timeout=10):
     """The first scrape for which predicate(scrape) holds."""
     def scrape():
@@ -147,14 +154,11 @@ class MetricsTest(unittest.TestCase):
             wait_for(lambda: len(sub.messages) == 12, what="12 deliveries")
             after = wait_metrics(broker, lambda m: delta(before, m, "deliver_events", "success") == 6,
                                  what="counters")
-            self.assertEqual(delta(before, after, "publish_events", "success"), 6)
-            self.assertEqual(delta(before, after, "publish_events", "error"), 1)
-            self.assertEqual(delta(before, after, "publish_store", "success"), 3)
-            self.assertEqual(delta(before, after, "publish_queues", "success"), 2)
-            self.assertEqual(delta(before, after, "deliver_events", "success"), 6)
-            self.assertEqual(delta(before, after, "deliver_events", "error"), 1)
-            self.assertEqual(delta(before, after, "deliver_store", "success"), 3)
-            self.assertEqual(delta(before, after, "deliver_queues", "success"), 2)
+            expected = {("publish_events", "success"): 6, ("publish_events", "error"): 1,
+                        ("publish_store", "success"): 3, ("publish_queues", "success"): 2,
+                        ("deliver_events", "success"): 6, ("deliver_events", "error"): 1,
+                        ("deliver_store", "success"): 3, ("deliver_queues", "success"): 2}
+            self.assertEqual(deltas(before, after, expected), expected)
             received = (after.get("kubemq_mqtt_received_bytes_total") -
                         before.get("kubemq_mqtt_received_bytes_total"))
             self.assertEqual(received, 5 * 5 + 7)
