@@ -232,6 +232,8 @@ class Broker:
     mosquitto.conf text, placed first; `listener_extra` follows the listener line (its
     per-listener settings); `files` maps file names to contents written into the broker's
     folder first ({dir} in the texts is its path).
+    `passwords` ({user: password}) gives the broker a password_file of those users, made at
+    start (passwd_users) and named right after `extra`.
     `persistence` turns the broker's persistence on, with its file in {dir}/data/ (writable by
     the broker's user); `restart()` then stops it (it saves the file) and starts it again on
     the same configuration and port.
@@ -241,13 +243,15 @@ class Broker:
 
     def __init__(self, plugin=True, options=None, extra="", files=None,
                  allow_anonymous=True, plugin_after="", expect_start=True, listener_extra="",
-                 log_types=("all",), command_prefix=(), persistence=False, build=None):
+                 log_types=("all",), command_prefix=(), persistence=False, build=None,
+                 passwords=None):
         self.build = build or BROKER
         self.plugin = plugin
         self.options = {"http_port": "0"}
         self.options.update(options or {})
         self.extra = extra
         self.files = files or {}
+        self.passwords = passwords
         self.allow_anonymous = allow_anonymous
         self.plugin_after = plugin_after
         self.expect_start = expect_start
@@ -273,8 +277,11 @@ class Broker:
 
     def config_text(self):
         # `extra` first: options such as per_listener_settings must precede the others.
-        lines = [self.extra.replace("{dir}", self.dir), f"listener {self.port} 127.0.0.1",
-                 self.listener_extra.replace("{dir}", self.dir)]
+        lines = [self.extra.replace("{dir}", self.dir)]
+        if self.passwords:
+            lines.append(f"password_file {self.dir}/passwd")
+        lines += [f"listener {self.port} 127.0.0.1",
+                  self.listener_extra.replace("{dir}", self.dir)]
         if self.allow_anonymous is not None:
             lines.append(f"allow_anonymous {'true' if self.allow_anonymous else 'false'}")
         if self.plugin:
@@ -297,7 +304,10 @@ class Broker:
         os.chmod(self.dir, 0o755)
         shutil.copy(PLUGIN, os.path.join(self.dir, "mosquitto_connections.so"))
         shutil.copy(COMPANION, os.path.join(self.dir, "mosquitto_connections_companion"))
-        for name, content in self.files.items():
+        files = dict(self.files)
+        if self.passwords:
+            files["passwd"] = passwd_users(self.passwords)
+        for name, content in files.items():
             path = os.path.join(self.dir, name)
             # A name such as "conf.d/auth.conf" gets its folder (readable by the broker's user).
             folder = os.path.dirname(path)

@@ -15,7 +15,7 @@ import urllib.parse
 
 import jsonschema
 
-from harness import Broker, Client, close_reason, passwd_file, raw_connect, wait_for
+from harness import Broker, Client, close_reason, raw_connect, wait_for
 
 DOCUMENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "api", "openapi.json")
 LIST = "/mqtt.connections.v1.ConnectionsService/ListConnections"
@@ -41,8 +41,7 @@ class OpenApiTest(unittest.TestCase):
             cls.document = json.load(f)
         cls.resolver = jsonschema.RefResolver.from_schema(cls.document)
         cls.met = set()
-        cls.broker = Broker(files={"passwd": passwd_file("alice", "secret")},
-                            extra="password_file {dir}/passwd", options={"node_id": "3"},
+        cls.broker = Broker(passwords={"alice": "secret"}, options={"node_id": "3"},
                             allow_anonymous=True)
         cls.broker.start()
 

@@ -501,8 +501,7 @@ class ReloadSoakTest(unittest.TestCase):
     DURATION_S = 20
 
     def test_registry_equals_the_brokers_truth_after_a_reload_storm(self):
-        broker = Broker(files={"passwd": passwd_file("alice", "secret")},
-                        extra="password_file {dir}/passwd\nsys_interval 1")
+        broker = Broker(passwords={"alice": "secret"}, extra="sys_interval 1")
         broker.start()
         stop = threading.Event()
         errors = []
