@@ -690,9 +690,12 @@ def verify_client_layout(broker, prefix):
 
 class SharedBrokerTestCase(unittest.TestCase):
     """One broker for all tests of a class; each test's clients are disconnected after it, and
-    the next test starts with no connection listed."""
+    the next test starts with no connection listed.
+    `layout_prefix` set: the broker has its client layout verified once started
+    (verify_client_layout, with that prefix), for tests that read message counts."""
 
     broker_arguments = {}
+    layout_prefix = None
 
     @classmethod
     def make_broker(cls):
@@ -703,6 +706,13 @@ class SharedBrokerTestCase(unittest.TestCase):
     def setUpClass(cls):
         cls.broker = cls.make_broker()
         cls.broker.start()
+        if cls.layout_prefix is not None:
+            try:
+                verify_client_layout(cls.broker, cls.layout_prefix)
+            except BaseException:  # tearDownClass is not called when setUpClass fails
+                cls.broker.stop()
+                cls.broker.cleanup_dir()
+                raise
 
     @classmethod
     def tearDownClass(cls):
@@ -726,3 +736,18 @@ class SharedBrokerTestCase(unittest.TestCase):
         return c
 
 
+class BrokerPerTestCase(unittest.TestCase):
+    """A broker of its own for each test (Broker(**broker_arguments)), stopped after it; the
+    clients a test puts in self.clients are disconnected first."""
+
+    broker_arguments = {}
+
+    def setUp(self):
+        self.broker = Broker(**self.broker_arguments)
+        self.broker.start()
+        self.clients = []
+
+    def tearDown(self):
+        disconnect_all(self.clients)
+        self.broker.stop()
+        self.broker.cleanup_dir()
