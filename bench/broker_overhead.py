@@ -164,12 +164,32 @@ def instructions_per_delivery(with_plugin, messages, subscribers, payload, workd
     return (twice - once) / (messages * subscribers)
 
 
-def main():
-    parser = argparse.ArgumentParser()
+def add_workload_arguments(parser, messages):
+    """BUILD_DIR, --broker and the sizes of the fan-out workload (run_workload): the arguments
+    of this benchmark and of presence_storm.py, which runs the same workload."""
     parser.add_argument("build_dir")
-    parser.add_argument("--messages", type=int, default=200000)
+    parser.add_argument("--messages", type=int, default=messages)
     parser.add_argument("--subscribers", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=5)
+    brokers.add_argument(parser)
+
+
+def use_broker(args):
+    """The build --broker names, announced, with the harness set to BUILD_DIR's plugin; exits
+    naming what is missing when the manifest has no such build."""
+    try:
+        build = brokers.load(args.broker, args.build_dir)
+    except LookupError as e:
+        sys.exit(str(e))
+    print(f"broker {build.name}: Mosquitto {build.version} ({build.build}) {build.mosquitto}",
+          flush=True)
+    harness.use_build(args.build_dir)
+    return build
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    add_workload_arguments(parser, messages=200000)
     parser.add_argument("--callgrind", type=int, default=0, metavar="MESSAGES",
                         help="also count instructions per message under callgrind")
     parser.add_argument("--acl-file", action="store_true",
@@ -180,17 +200,8 @@ def main():
                         help="with --callgrind, copy the callgrind output files into DIR")
     parser.add_argument("--strict", action="store_true",
                         help="also run the plugin with plugin_opt_kubemq_strict true")
-    parser.add_argument("--broker", default=brokers.SYSTEM,
-                        help="the Mosquitto build to run: system (default) or a name of "
-                             "BUILD_DIR/brokers/brokers.json")
     args = parser.parse_args()
-    try:
-        build = brokers.load(args.broker, args.build_dir)
-    except LookupError as e:
-        sys.exit(str(e))
-    print(f"broker {build.name}: Mosquitto {build.version} ({build.build}) {build.mosquitto}",
-          flush=True)
-    harness.use_build(args.build_dir)
+    build = use_broker(args)
     global FLOOR_PLUGIN
     FLOOR_PLUGIN = os.path.abspath(os.path.join(args.build_dir, "mqc_floor_plugin.so"))
     workdir = tempfile.mkdtemp(prefix="mqc-bench-")
@@ -232,23 +243,21 @@ def main():
                       f"{strict:.3f} us, ratio to the plugin without it "
                       f"{strict / with_plugin:.3f}", flush=True)
         if args.callgrind:
-            per = {p: instructions_per_delivery(p, args.callgrind, args.subscribers,
-                                                payload_file, workdir, args.acl_file,
-                                                build=build)
-                   for p in (False, True)}
+            def per_delivery(with_plugin, **kind):
+                """One broker's instructions per delivery (`kind`: strict or floor)."""
+                return instructions_per_delivery(with_plugin, args.callgrind, args.subscribers,
+                                                 payload_file, workdir, args.acl_file,
+                                                 build=build, **kind)
+            per = {p: per_delivery(p) for p in (False, True)}
             print(f"callgrind instructions per delivered message: plain {per[False]:.0f}, "
                   f"with plugin {per[True]:.0f}, ratio {per[True] / per[False]:.4f}")
             if args.strict:
-                strict = instructions_per_delivery(True, args.callgrind, args.subscribers,
-                                                   payload_file, workdir, args.acl_file,
-                                                   build=build, strict=True)
+                strict = per_delivery(True, strict=True)
                 print(f"callgrind with kubemq_strict: {strict:.0f}, ratio to plain "
                       f"{strict / per[False]:.4f}, to the plugin without it "
                       f"{strict / per[True]:.4f} ({strict - per[True]:+.0f} instructions)")
             if args.floor:
-                floor = instructions_per_delivery(False, args.callgrind, args.subscribers,
-                                                  payload_file, workdir, args.acl_file,
-                                                  floor=True, build=build)
+                floor = per_delivery(False, floor=True)
                 print(f"callgrind floor (a plugin registering the same callbacks, doing "
                       f"nothing): {floor:.0f}, ratio {floor / per[False]:.4f}; the plugin's "
                       f"own work: {per[True] - floor:.0f}")

@@ -54,6 +54,17 @@ def connect_packet(client_id, keepalive=0, username=None, password=None, version
     return b"\x10" + remaining_length(len(body)) + body
 
 
+def read_exactly(sock, n, closed):
+    """The next `n` bytes of `sock`; RuntimeError(closed) if the broker closes it first."""
+    data = bytearray()
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise RuntimeError(closed)
+        data += chunk
+    return bytes(data)
+
+
 def subscribe_packet(packet_id, filters, qos=0, version=4):
     body = packet_id.to_bytes(2, "big") + (b"\x00" if version == 5 else b"") + b"".join(
         utf8(f) + bytes([qos]) for f in filters)
@@ -163,23 +174,14 @@ class PingClient:
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock.sendall(connect_packet(client_id) + subscribe_packet(1, [topic]))
-        self._read_exactly(4 + 5)  # CONNACK, SUBACK
+        read_exactly(self.sock, 4 + 5, "broker closed the ping connection")  # CONNACK, SUBACK
         self.packet = publish_packet(topic, b"p" * 16)
-
-    def _read_exactly(self, n):
-        data = bytearray()
-        while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
-            if not chunk:
-                raise RuntimeError("broker closed the ping connection")
-            data += chunk
-        return bytes(data)
 
     def ping(self):
         """Seconds for one PUBLISH to come back."""
         started = time.perf_counter()
         self.sock.sendall(self.packet)
-        self._read_exactly(len(self.packet))
+        read_exactly(self.sock, len(self.packet), "broker closed the ping connection")
         return time.perf_counter() - started
 
     def run(self, seconds, interval=0.002, max_pings=100000):
@@ -210,12 +212,7 @@ def publish_flood(port, client_id, topic, count, qos, payload_size=64, window=10
     sock = socket.create_connection(("127.0.0.1", port), timeout=30)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.sendall(connect_packet(client_id))
-    connack = b""
-    while len(connack) < 4:
-        chunk = sock.recv(4 - len(connack))
-        if not chunk:
-            raise RuntimeError("broker closed the publisher's connection at CONNECT")
-        connack += chunk
+    read_exactly(sock, 4, "broker closed the publisher's connection at CONNECT")
     topic_bytes = utf8(topic)
     payload = b"x" * payload_size
     if qos == 0:

@@ -39,10 +39,10 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import brokers  # noqa: E402
 import harness  # noqa: E402
-from broker_overhead import (LOG_TYPES, callgrind_broker_total, cpu_seconds,  # noqa: E402
-                             run_workload, write_payload_file)
+from broker_overhead import (LOG_TYPES, add_workload_arguments,  # noqa: E402
+                             callgrind_broker_total, cpu_seconds, run_workload, use_broker,
+                             write_payload_file)
 from mqtt_load import IdleClients, connect_packet, raise_file_limit  # noqa: E402
 from run_all import settle_rss  # noqa: E402
 
@@ -172,16 +172,12 @@ def callgrind_figures(build, cycles, watchers, messages, subscribers, workdir, o
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("build_dir")
+    add_workload_arguments(parser, messages=100000)
     parser.add_argument("--cycles", type=int, default=4000)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--messages", type=int, default=100000)
-    parser.add_argument("--subscribers", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--retained", action="store_true")
     parser.add_argument("--watchers", type=int, default=1,
                         help="subscribers on $SYS/brokers/# during the storm (0: none)")
-    parser.add_argument("--broker", default=brokers.SYSTEM)
     parser.add_argument("--callgrind", type=int, default=0, metavar="CYCLES",
                         help="also count the broker's instructions under callgrind: per "
                              "connect+close from CYCLES and 2 x CYCLES, per delivery from "
@@ -191,14 +187,8 @@ def main():
     parser.add_argument("--retained-cost", type=int, default=0, metavar="CLIENTS",
                         help="also measure the retained state topic's memory at CLIENTS")
     args = parser.parse_args()
-    try:
-        build = brokers.load(args.broker, args.build_dir)
-    except LookupError as e:
-        sys.exit(str(e))
+    build = use_broker(args)
     raise_file_limit()
-    print(f"broker {build.name}: Mosquitto {build.version} ({build.build}) {build.mosquitto}",
-          flush=True)
-    harness.use_build(args.build_dir)
     workdir = tempfile.mkdtemp(prefix="mqc-bench-")
     os.chmod(workdir, 0o755)
     payload_file = write_payload_file(workdir, args.messages)

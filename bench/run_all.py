@@ -645,12 +645,8 @@ def nginx_comparison(table, workdir, seconds):
                       plain=f"nginx {nginx_rate:,.0f}/s", target=">= 25 %", meets=share >= 0.25)
     finally:
         if nginx is not None:
-            nginx.send_signal(signal.SIGQUIT)  # graceful stop of the master and its worker
-            try:
-                nginx.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                nginx.kill()
-                nginx.wait(timeout=5)
+            # SIGQUIT: a graceful stop of the master and its worker.
+            harness.stop_process(nginx, signal.SIGQUIT, timeout=10)
         broker.stop()
         broker.cleanup_dir()
 
@@ -662,9 +658,7 @@ def main():
                         help="connections of 2 subscriptions each (default 15000, quick 100)")
     parser.add_argument("--quick", action="store_true",
                         help="every tool in seconds, small N; prints figures, asserts none")
-    parser.add_argument("--broker", default=brokers.SYSTEM,
-                        help="the Mosquitto build of the ratio figures: system (default) or a "
-                             "name of BUILD_DIR/brokers/brokers.json")
+    brokers.add_argument(parser, "the Mosquitto build of the ratio figures")
     parser.add_argument("--brokers", default=None, metavar="NAME,NAME,...",
                         help="only the ratio figures, on each of these builds, one row each")
     args = parser.parse_args()

@@ -65,6 +65,7 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 sys.path.insert(0, HERE)
+import brokers  # noqa: E402
 import mqtt_load  # noqa: E402
 
 LIST_CONNECTIONS = "/mqtt.connections.v1.ConnectionsService/ListConnections"
@@ -445,12 +446,7 @@ def sys_clients(port, timeout=10):
     try:
         sock.sendall(mqtt_load.connect_packet("soak-sys-reader", username=USER,
                                               password=PASSWORD))
-        connack = b""
-        while len(connack) < 4:
-            chunk = sock.recv(4 - len(connack))
-            if not chunk:
-                raise RuntimeError("the broker closed the $SYS reader at CONNECT")
-            connack += chunk
+        mqtt_load.read_exactly(sock, 4, "the broker closed the $SYS reader at CONNECT")
         time.sleep(2.2)
         sock.sendall(mqtt_load.subscribe_packet(1, ["$SYS/broker/clients/connected",
                                                     "$SYS/broker/clients/disconnected"]))
@@ -492,12 +488,8 @@ def end_sessions(port, client_ids, timeout=120):
                 sock.sendall(mqtt_load.connect_packet(client_id, username=USER,
                                                       password=PASSWORD))
             for sock in socks:
-                connack = b""
-                while len(connack) < 4:
-                    chunk = sock.recv(4 - len(connack))
-                    if not chunk:
-                        raise RuntimeError("the broker closed a session's ending connection")
-                    connack += chunk
+                connack = mqtt_load.read_exactly(
+                    sock, 4, "the broker closed a session's ending connection")
                 if connack[3] != 0:
                     raise RuntimeError(f"clean reconnect refused: {connack!r}")
                 sock.sendall(b"\xe0\x00")
@@ -890,8 +882,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("build_dir")
     parser.add_argument("--minutes", type=float, required=True)
-    parser.add_argument("--broker", default="system",
-                        help="a broker of BUILD_DIR/brokers/brokers.json (default: system)")
+    brokers.add_argument(parser)
     parser.add_argument("--steady", type=int, default=1000)
     parser.add_argument("--churn-rate", type=float, default=0,
                         help="churn connections a second in all, 0 for as fast as they go")

@@ -97,6 +97,14 @@ def read_manifest(build_dir):
         return json.load(f)
 
 
+def add_argument(parser, what="the Mosquitto build to run"):
+    """--broker NAME on a benchmark's command line (argparse), for load(); `what` says what the
+    build is for."""
+    parser.add_argument("--broker", default=SYSTEM,
+                        help=f"{what}: {SYSTEM} (default) or a name of "
+                             "BUILD_DIR/brokers/brokers.json")
+
+
 def load(name, build_dir):
     """The BrokerBuild called `name`; raises LookupError naming what is missing."""
     entries = read_manifest(build_dir) if build_dir else {}

@@ -188,6 +188,17 @@ def free_port():
     raise AssertionError("no free loopback port could be reserved")
 
 
+def stop_process(process, sig=signal.SIGTERM, timeout=15):
+    """Sends `sig` to a process we started and waits `timeout` s for it to exit; then kills
+    it."""
+    process.send_signal(sig)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=5)
+
+
 def wait_for(predicate, timeout=10.0, interval=0.02, what="condition"):
     """Polls `predicate` until it returns a true value; fails after `timeout` seconds."""
     deadline = time.monotonic() + timeout
@@ -221,6 +232,8 @@ class Broker:
     mosquitto.conf text, placed first; `listener_extra` follows the listener line (its
     per-listener settings); `files` maps file names to contents written into the broker's
     folder first ({dir} in the texts is its path).
+    `passwords` ({user: password}) gives the broker a password_file of those users, made at
+    start (passwd_users) and named right after `extra`.
     `persistence` turns the broker's persistence on, with its file in {dir}/data/ (writable by
     the broker's user); `restart()` then stops it (it saves the file) and starts it again on
     the same configuration and port.
@@ -230,13 +243,15 @@ class Broker:
 
     def __init__(self, plugin=True, options=None, extra="", files=None,
                  allow_anonymous=True, plugin_after="", expect_start=True, listener_extra="",
-                 log_types=("all",), command_prefix=(), persistence=False, build=None):
+                 log_types=("all",), command_prefix=(), persistence=False, build=None,
+                 passwords=None):
         self.build = build or BROKER
         self.plugin = plugin
         self.options = {"http_port": "0"}
         self.options.update(options or {})
         self.extra = extra
         self.files = files or {}
+        self.passwords = passwords
         self.allow_anonymous = allow_anonymous
         self.plugin_after = plugin_after
         self.expect_start = expect_start
@@ -262,8 +277,11 @@ class Broker:
 
     def config_text(self):
         # `extra` first: options such as per_listener_settings must precede the others.
-        lines = [self.extra.replace("{dir}", self.dir), f"listener {self.port} 127.0.0.1",
-                 self.listener_extra.replace("{dir}", self.dir)]
+        lines = [self.extra.replace("{dir}", self.dir)]
+        if self.passwords:
+            lines.append(f"password_file {self.dir}/passwd")
+        lines += [f"listener {self.port} 127.0.0.1",
+                  self.listener_extra.replace("{dir}", self.dir)]
         if self.allow_anonymous is not None:
             lines.append(f"allow_anonymous {'true' if self.allow_anonymous else 'false'}")
         if self.plugin:
@@ -286,7 +304,10 @@ class Broker:
         os.chmod(self.dir, 0o755)
         shutil.copy(PLUGIN, os.path.join(self.dir, "mosquitto_connections.so"))
         shutil.copy(COMPANION, os.path.join(self.dir, "mosquitto_connections_companion"))
-        for name, content in self.files.items():
+        files = dict(self.files)
+        if self.passwords:
+            files["passwd"] = passwd_users(self.passwords)
+        for name, content in files.items():
             path = os.path.join(self.dir, name)
             # A name such as "conf.d/auth.conf" gets its folder (readable by the broker's user).
             folder = os.path.dirname(path)
@@ -386,12 +407,7 @@ class Broker:
 
     def stop(self):
         if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
+            stop_process(self.process)
         if self.process is not None:
             self.log_file.close()
         self.check_sanitizers()
@@ -674,9 +690,12 @@ def verify_client_layout(broker, prefix):
 
 class SharedBrokerTestCase(unittest.TestCase):
     """One broker for all tests of a class; each test's clients are disconnected after it, and
-    the next test starts with no connection listed."""
+    the next test starts with no connection listed.
+    `layout_prefix` set: the broker has its client layout verified once started
+    (verify_client_layout, with that prefix), for tests that read message counts."""
 
     broker_arguments = {}
+    layout_prefix = None
 
     @classmethod
     def make_broker(cls):
@@ -687,6 +706,13 @@ class SharedBrokerTestCase(unittest.TestCase):
     def setUpClass(cls):
         cls.broker = cls.make_broker()
         cls.broker.start()
+        if cls.layout_prefix is not None:
+            try:
+                verify_client_layout(cls.broker, cls.layout_prefix)
+            except BaseException:  # tearDownClass is not called when setUpClass fails
+                cls.broker.stop()
+                cls.broker.cleanup_dir()
+                raise
 
     @classmethod
     def tearDownClass(cls):
@@ -710,3 +736,18 @@ class SharedBrokerTestCase(unittest.TestCase):
         return c
 
 
+class BrokerPerTestCase(unittest.TestCase):
+    """A broker of its own for each test (Broker(**broker_arguments)), stopped after it; the
+    clients a test puts in self.clients are disconnected first."""
+
+    broker_arguments = {}
+
+    def setUp(self):
+        self.broker = Broker(**self.broker_arguments)
+        self.broker.start()
+        self.clients = []
+
+    def tearDown(self):
+        disconnect_all(self.clients)
+        self.broker.stop()
+        self.broker.cleanup_dir()

@@ -534,25 +534,46 @@ class DisconnectTest(unittest.TestCase):
                 broker.cleanup_dir()
 
 
+class TmuxSession:
+    """A command in a detached tmux session of 160 x 30 (TERM=xterm), on a tmux server of its
+    own: what a user at a terminal sees of it, and Ctrl-C."""
+
+    def __init__(self, name):
+        self.name = name
+        self.tmux = ["tmux", "-L", f"mqc-cli-{name}-{os.getpid()}", "-f", "/dev/null"]
+
+    def start(self, command):
+        subprocess.run(self.tmux + ["new-session", "-d", "-s", self.name, "-x", "160", "-y", "30",
+                                    command],
+                       check=True, env=dict(os.environ, TERM="xterm"), timeout=30)
+
+    def screen(self):
+        return subprocess.run(self.tmux + ["capture-pane", "-p", "-t", self.name],
+                              capture_output=True, text=True, timeout=30).stdout
+
+    def interrupt(self):
+        """Ctrl-C, then waits for the command, and so the session, to end."""
+        subprocess.run(self.tmux + ["send-keys", "-t", self.name, "C-c"], check=True, timeout=30)
+        wait_for(lambda: subprocess.run(self.tmux + ["has-session", "-t", self.name],
+                                        capture_output=True).returncode != 0,
+                 timeout=30, what=f"{self.name} to exit on Ctrl-C")
+
+    def kill_server(self):
+        subprocess.run(self.tmux + ["kill-server"], capture_output=True, timeout=30)
+
+
 @unittest.skipUnless(shutil.which("tmux"), "tmux is not installed")
 class TopUnderTmuxTest(unittest.TestCase):
     def test_live_view_redraws_and_quits_on_ctrl_c(self):
         with Broker() as broker:
             client = Client(broker, "cli-tmux-client")
-            socket_name = f"mqc-cli-test-{os.getpid()}"
-            tmux = ["tmux", "-L", socket_name, "-f", "/dev/null"]
+            session = TmuxSession("top")
             try:
                 broker.wait_connections(lambda cs: cs, what="cli-tmux-client listed")
-                subprocess.run(tmux + ["new-session", "-d", "-s", "top", "-x", "160", "-y", "30",
-                                       f"{CLI} top --interval 0.5 --url {url(broker)}"],
-                               check=True, env=dict(os.environ, TERM="xterm"), timeout=30)
-
-                def screen():
-                    return subprocess.run(tmux + ["capture-pane", "-p", "-t", "top"],
-                                          capture_output=True, text=True, timeout=30).stdout
+                session.start(f"{CLI} top --interval 0.5 --url {url(broker)}")
 
                 def screen_with_client():
-                    text = screen()
+                    text = session.screen()
                     return text if "cli-tmux-client" in text else None
 
                 first = wait_for(screen_with_client, timeout=30, what="the client in top's screen")
@@ -561,48 +582,34 @@ class TopUnderTmuxTest(unittest.TestCase):
                 self.assertIn("CLIENT-ID", first)
                 header = first.splitlines()[0]
                 # Redrawn: the clock in the header line moves on.
-                wait_for(lambda: screen().splitlines()[0] != header, timeout=30,
+                wait_for(lambda: session.screen().splitlines()[0] != header, timeout=30,
                          what="top to redraw")
-                subprocess.run(tmux + ["send-keys", "-t", "top", "C-c"], check=True, timeout=30)
-                wait_for(lambda: subprocess.run(tmux + ["has-session", "-t", "top"],
-                                                capture_output=True).returncode != 0,
-                         timeout=30, what="top to exit on Ctrl-C")
+                session.interrupt()
             finally:
-                subprocess.run(tmux + ["kill-server"], capture_output=True, timeout=30)
+                session.kill_server()
                 client.disconnect()
                 broker.cleanup_dir()
 
     def test_watch_prints_a_line_per_change_and_quits_on_ctrl_c(self):
         with Broker() as broker:
-            socket_name = f"mqc-cli-watch-{os.getpid()}"
-            tmux = ["tmux", "-L", socket_name, "-f", "/dev/null"]
+            session = TmuxSession("watch")
             try:
-                subprocess.run(tmux + ["new-session", "-d", "-s", "watch", "-x", "160", "-y", "30",
-                                       f"{CLI} watch --url {url(broker)}"],
-                               check=True, env=dict(os.environ, TERM="xterm"), timeout=30)
-
-                def screen():
-                    return subprocess.run(tmux + ["capture-pane", "-p", "-t", "watch"],
-                                          capture_output=True, text=True, timeout=30).stdout
-
+                session.start(f"{CLI} watch --url {url(broker)}")
                 time.sleep(1.5)  # the stream past its (empty) current state
                 client = Client(broker, "cli-watch-tmux")
                 client.subscribe("commands/#", 1)
                 client.disconnect()
                 text = wait_for(lambda: (lambda t: t if " CLOSED cli-watch-tmux" in t else None)(
-                    screen()), timeout=20, what="the CLOSED line")
+                    session.screen()), timeout=20, what="the CLOSED line")
                 lines = [line for line in text.splitlines() if "cli-watch-tmux" in line]
                 self.assertEqual([line.split()[2] for line in lines],
                                  ["OPENED", "SUBSCRIBED", "CLOSED"], text)
                 self.assertIn(node(broker), lines[0])
                 self.assertIn("commands/# qos=1", lines[1])
                 self.assertIn(close_reason("CLIENT_DISCONNECT"), lines[2])
-                subprocess.run(tmux + ["send-keys", "-t", "watch", "C-c"], check=True, timeout=30)
-                wait_for(lambda: subprocess.run(tmux + ["has-session", "-t", "watch"],
-                                                capture_output=True).returncode != 0,
-                         timeout=30, what="watch to exit on Ctrl-C")
+                session.interrupt()
             finally:
-                subprocess.run(tmux + ["kill-server"], capture_output=True, timeout=30)
+                session.kill_server()
                 broker.cleanup_dir()
 
 

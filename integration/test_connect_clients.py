@@ -44,7 +44,8 @@ def install_connect_es():
             raise AssertionError(f"{tool} is not on PATH: Connect-ES cannot run (install Node.js "
                                  "20 and npm; see README, 'Generated clients')")
     os.makedirs(NODE_DIR, exist_ok=True)
-    for name in ("package.json", "package-lock.json", "client.mjs", "watch.mjs"):
+    for name in ("package.json", "package-lock.json", "client.mjs", "watch.mjs",
+                 "connections_api.mjs"):
         shutil.copyfile(os.path.join(PACKAGE, name), os.path.join(NODE_DIR, name))
     result = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
                             cwd=NODE_DIR, capture_output=True, text=True, timeout=300)

@@ -14,7 +14,7 @@ import unittest
 import urllib.parse
 
 from browser import Chromium, dump_dom, parse_html
-from harness import Broker, Client, close_reason, passwd_file, verify_client_layout, wait_for
+from harness import Broker, Client, close_reason, verify_client_layout, wait_for
 
 LIST = "/mqtt.connections.v1.ConnectionsService/ListConnections"
 CONNECT_HEADERS = {"Content-Type": "application/json", "Connect-Protocol-Version": "1"}
@@ -44,8 +44,7 @@ def page(broker, fragment=""):
 class ConsoleTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.broker = Broker(files={"passwd": passwd_file("alice", "secret")},
-                            extra="password_file {dir}/passwd", options={"node_id": "7"})
+        cls.broker = Broker(passwords={"alice": "secret"}, options={"node_id": "7"})
         cls.broker.start()
         cls.clients = []
         cls.client_ids = []

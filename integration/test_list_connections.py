@@ -17,8 +17,7 @@ import time
 import unittest
 import urllib.parse
 
-from harness import (Broker, Client, close_reason, free_port, passwd_file, raw_connect,
-                     wait_for)
+from harness import Broker, Client, close_reason, free_port, raw_connect, wait_for
 
 PATH = "/mqtt.connections.v1.ConnectionsService/ListConnections"
 HEADERS = {"Content-Type": "application/json", "Connect-Protocol-Version": "1"}
@@ -47,8 +46,7 @@ def by_client(broker, client_id, state="MQTT_CONNECTION_STATE_OPEN"):
 class FieldsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.broker = Broker(files={"passwd": passwd_file("alice", "secret")},
-                            extra="password_file {dir}/passwd", options={"node_id": "7"})
+        cls.broker = Broker(passwords={"alice": "secret"}, options={"node_id": "7"})
         cls.broker.start()
 
     @classmethod
@@ -246,8 +244,7 @@ class BooleanFilterTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.broker = Broker(files={"passwd": passwd_file("alice", "secret")},
-                            extra="password_file {dir}/passwd")
+        cls.broker = Broker(passwords={"alice": "secret"})
         cls.broker.start()
         cls.clients = [
             Client(cls.broker, "bool-sensor-1", version=5),

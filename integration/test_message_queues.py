@@ -14,7 +14,7 @@ import subprocess
 import unittest
 
 from harness import (BROKER_VERSION, SharedBrokerTestCase, mqtt_string, mqtt_varint,
-                     raw_connect, read_mqtt_packet, verify_client_layout, wait_for)
+                     raw_connect, read_mqtt_packet, wait_for)
 
 RPC = "/mqtt.connections.v1.ConnectionsService/ListConnections"
 OPEN = "state = MQTT_CONNECTION_STATE_OPEN"
@@ -27,15 +27,7 @@ SPLIT = BROKER_VERSION >= (2, 0, 13)
 
 class MessageQueuesTest(SharedBrokerTestCase):
     broker_arguments = {"extra": f"max_inflight_messages {IN_FLIGHT}\nmax_queued_messages 100\n"}
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        try:
-            verify_client_layout(cls.broker, "queues-layout")
-        except BaseException:
-            super().tearDownClass()  # tearDownClass is not called when setUpClass fails
-            raise
+    layout_prefix = "queues-layout"
 
     def list(self, filter_text="", order_by=""):
         body = {"filter": filter_text, "orderBy": order_by}

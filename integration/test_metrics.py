@@ -15,7 +15,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from harness import (BROKER_VERSION, MOSQUITTO_PASSWD, Broker, Client, broker_tool, free_port,
-                     wait_for)
+                     stop_process, wait_for)
 
 OPERATIONS = ["publish_events", "publish_store", "publish_queues", "rpc_command", "rpc_query",
               "deliver_events", "deliver_store", "deliver_queues", "rpc_response", "subscribe"]
@@ -59,6 +59,13 @@ class Metrics:
 
 def delta(before, after, operation, status):
     return after.ops(operation, status) - before.ops(operation, status)
+
+
+def deltas(before, after, expected):
+    """The change between two scrapes of each (operation, status) counter `expected` names
+    ({(operation, status): change}): one assertion compares them all, and its message shows
+    every counter that differs."""
+    return {key: delta(before, after, *key) for key in expected}
 
 
 def wait_metrics(broker, predicate, what, timeout=10):
@@ -147,14 +154,11 @@ class MetricsTest(unittest.TestCase):
             wait_for(lambda: len(sub.messages) == 12, what="12 deliveries")
             after = wait_metrics(broker, lambda m: delta(before, m, "deliver_events", "success") == 6,
                                  what="counters")
-            self.assertEqual(delta(before, after, "publish_events", "success"), 6)
-            self.assertEqual(delta(before, after, "publish_events", "error"), 1)
-            self.assertEqual(delta(before, after, "publish_store", "success"), 3)
-            self.assertEqual(delta(before, after, "publish_queues", "success"), 2)
-            self.assertEqual(delta(before, after, "deliver_events", "success"), 6)
-            self.assertEqual(delta(before, after, "deliver_events", "error"), 1)
-            self.assertEqual(delta(before, after, "deliver_store", "success"), 3)
-            self.assertEqual(delta(before, after, "deliver_queues", "success"), 2)
+            expected = {("publish_events", "success"): 6, ("publish_events", "error"): 1,
+                        ("publish_store", "success"): 3, ("publish_queues", "success"): 2,
+                        ("deliver_events", "success"): 6, ("deliver_events", "error"): 1,
+                        ("deliver_store", "success"): 3, ("deliver_queues", "success"): 2}
+            self.assertEqual(deltas(before, after, expected), expected)
             received = (after.get("kubemq_mqtt_received_bytes_total") -
                         before.get("kubemq_mqtt_received_bytes_total"))
             self.assertEqual(received, 5 * 5 + 7)
@@ -321,12 +325,7 @@ class PrometheusScrapeTest(unittest.TestCase):
                 return result[0]["value"][1] if result else None
             return wait_for(query, timeout=60, interval=0.5, what=what)
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=5)
+            stop_process(process)
             log.close()
             shutil.rmtree(workdir, ignore_errors=True)
 

@@ -6,6 +6,7 @@ against the documented media type. Every documented status but 500 must be met, 
 document lists nothing the code no longer answers."""
 
 import base64
+import contextlib
 import http.client
 import json
 import os
@@ -15,7 +16,7 @@ import urllib.parse
 
 import jsonschema
 
-from harness import Broker, Client, close_reason, passwd_file, raw_connect, wait_for
+from harness import Broker, Client, close_reason, raw_connect, wait_for
 
 DOCUMENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "api", "openapi.json")
 LIST = "/mqtt.connections.v1.ConnectionsService/ListConnections"
@@ -41,8 +42,7 @@ class OpenApiTest(unittest.TestCase):
             cls.document = json.load(f)
         cls.resolver = jsonschema.RefResolver.from_schema(cls.document)
         cls.met = set()
-        cls.broker = Broker(files={"passwd": passwd_file("alice", "secret")},
-                            extra="password_file {dir}/passwd", options={"node_id": "3"},
+        cls.broker = Broker(passwords={"alice": "secret"}, options={"node_id": "3"},
                             allow_anonymous=True)
         cls.broker.start()
 
@@ -118,19 +118,30 @@ class OpenApiTest(unittest.TestCase):
         return self.check(LIST, "POST", json.dumps(message).encode(),
                           dict(CONNECT_HEADERS, **(headers or {})), expect, **kwargs)[1]
 
-    # -- the tests ------------------------------------------------------------------------------
-    # Runs before test_every_endpoint_answers_as_documented (alphabetical order), whose last
-    # check counts what this one met too.
-    def test_access_and_disconnect_answer_as_documented(self):
+    @contextlib.contextmanager
+    def broker_with_tokens(self):
+        """A broker of its own that asks for READ_TOKEN and ADMIN_TOKEN, started, and
+        self.broker while the block runs (self.check's), then the class's again."""
         broker = Broker(files={"read.tokens": READ_TOKEN + "\n",
                                "admin.tokens": ADMIN_TOKEN + "\n"},
                         options={"http_token_file": "{dir}/read.tokens",
                                  "http_admin_token_file": "{dir}/admin.tokens"})
         shared, self.broker = self.broker, broker
-        read = {"Authorization": f"Bearer {READ_TOKEN}"}
-        admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
         try:
             broker.start()
+            yield broker
+        finally:
+            self.broker = shared
+            broker.stop()
+            broker.cleanup_dir()
+
+    # -- the tests ------------------------------------------------------------------------------
+    # Runs before test_every_endpoint_answers_as_documented (alphabetical order), whose last
+    # check counts what this one met too.
+    def test_access_and_disconnect_answer_as_documented(self):
+        read = {"Authorization": f"Bearer {READ_TOKEN}"}
+        admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        with self.broker_with_tokens() as broker:
             for path in ("/api/mqtt/connections", "/metrics"):
                 self.check(path, expect=401)
             self.check(LIST, "POST", b"{}", CONNECT_HEADERS, expect=401)
@@ -162,25 +173,15 @@ class OpenApiTest(unittest.TestCase):
                        dict(CONNECT_HEADERS, **admin), expect=200)
             for c in (by_id, by_uid):
                 c.client.loop_stop()
-        finally:
-            self.broker = shared
-            broker.stop()
-            broker.cleanup_dir()
 
     # Before test_every_endpoint_answers_as_documented too.
     def test_bans_answer_as_documented(self):
-        broker = Broker(files={"read.tokens": READ_TOKEN + "\n",
-                               "admin.tokens": ADMIN_TOKEN + "\n"},
-                        options={"http_token_file": "{dir}/read.tokens",
-                                 "http_admin_token_file": "{dir}/admin.tokens"})
-        shared, self.broker = self.broker, broker
         read = dict(CONNECT_HEADERS, Authorization=f"Bearer {READ_TOKEN}")
         admin = dict(CONNECT_HEADERS, Authorization=f"Bearer {ADMIN_TOKEN}")
         proto = dict(admin, **{"Content-Type": "application/proto"})
         ban = json.dumps({"as": "clientid", "who": "oa-banned", "reason": "r"}).encode()
         target = json.dumps({"as": "clientid", "who": "oa-banned"}).encode()
-        try:
-            broker.start()
+        with self.broker_with_tokens() as broker:
             victim = Client(broker, "oa-banned")
             wait_for(lambda: self.list_rich({"filter": 'client_id = "oa-banned"'},
                                             headers=read).get("connections"),
@@ -232,10 +233,6 @@ class OpenApiTest(unittest.TestCase):
             _, full = self.check("/api/mqtt/bans", "POST", ban, admin, expect=429)
             self.assertIn("at most 1000 bans", full["error_string"])
             self.check(SERVICE + "BanClient", "POST", ban, admin, expect=429)
-        finally:
-            self.broker = shared
-            broker.stop()
-            broker.cleanup_dir()
 
     def test_document_is_valid_openapi_json_schema(self):
         self.assertEqual(self.document["openapi"], "3.1.0")

@@ -17,7 +17,7 @@ import signal
 import unittest
 import urllib.request
 
-from harness import Broker, Client, disconnect_all, wait_for
+from harness import Broker, BrokerPerTestCase, Client, wait_for
 
 PATH = "/mqtt.connections.v1.ConnectionsService/ListConnections"
 HEADERS = {"Content-Type": "application/json", "Connect-Protocol-Version": "1"}
@@ -83,18 +83,9 @@ def park(broker, client_id, version, subscriptions):
     return client
 
 
-class RestartTest(unittest.TestCase):
+class RestartTest(BrokerPerTestCase):
     maxDiff = None
-
-    def setUp(self):
-        self.broker = Broker(persistence=True)
-        self.broker.start()
-        self.clients = []
-
-    def tearDown(self):
-        disconnect_all(self.clients)
-        self.broker.stop()
-        self.broker.cleanup_dir()
+    broker_arguments = {"persistence": True}
 
     def offline(self, count):
         return wait_for(lambda: (lambda listed: listed if len(listed) == count else None)(

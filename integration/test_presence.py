@@ -100,16 +100,22 @@ class PresenceTest(unittest.TestCase):
             wait_for(lambda: (f"marker/{name}", b"m") in watcher.messages, what="the marker")
         return sender
 
-    def check_connected(self, payload, client_id, version, username, clean, port):
+    def check_client(self, payload, fields, client_id, version, username):
+        """The fields both presence messages have: the client, its protocol version and the
+        listener it came through. `username` None: the message has no username field."""
         document = json.loads(payload)
-        expected = set(CONNECTED_FIELDS) - ({"username"} if username is None else set())
+        expected = set(fields) - ({"username"} if username is None else set())
         self.assertEqual(set(document), expected)
         self.assertEqual(document["clientid"], client_id)
         self.assertEqual(document.get("username"), username)
         self.assertEqual(document["ipaddress"], "127.0.0.1")
         self.assertEqual(document["sockport"], self.broker.port)
-        self.assertEqual(document["proto_name"], "MQTT")
         self.assertEqual(document["proto_ver"], version)
+        return document
+
+    def check_connected(self, payload, client_id, version, username, clean, port):
+        document = self.check_client(payload, CONNECTED_FIELDS, client_id, version, username)
+        self.assertEqual(document["proto_name"], "MQTT")
         self.assertEqual(document["keepalive"], 60)
         self.assertIs(document["clean_start"], clean)
         self.assertEqual(document["connack"], 0)
@@ -122,14 +128,7 @@ class PresenceTest(unittest.TestCase):
         return document
 
     def check_disconnected(self, payload, client_id, version, username, reason):
-        document = json.loads(payload)
-        expected = set(DISCONNECTED_FIELDS) - ({"username"} if username is None else set())
-        self.assertEqual(set(document), expected)
-        self.assertEqual(document["clientid"], client_id)
-        self.assertEqual(document.get("username"), username)
-        self.assertEqual(document["ipaddress"], "127.0.0.1")
-        self.assertEqual(document["sockport"], self.broker.port)
-        self.assertEqual(document["proto_ver"], version)
+        document = self.check_client(payload, DISCONNECTED_FIELDS, client_id, version, username)
         self.assertEqual(document["reason"], reason)
         self.assertLessEqual(document["disconnected_at"], document["ts"])
         return document

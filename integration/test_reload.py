@@ -12,8 +12,8 @@ import threading
 import time
 import unittest
 
-from harness import (Broker, Client, SharedBrokerTestCase, broker_plugin, close_reason,
-                     disconnect_all, passwd_file, passwd_users, wait_for)
+from harness import (Broker, BrokerPerTestCase, Client, SharedBrokerTestCase, broker_plugin,
+                     close_reason, passwd_file, passwd_users, wait_for)
 from test_list_connections import connections as list_all
 from test_metrics import Metrics, Responder, delta, v5_properties, wait_metrics
 
@@ -73,20 +73,10 @@ def gauge(broker):
     return Metrics(broker).get("kubemq_mqtt_connections")
 
 
-class ReloadKeepsTheRegistryTest(unittest.TestCase):
+class ReloadKeepsTheRegistryTest(BrokerPerTestCase):
     """Clients of MQTT 3.1.1 and 5, with and without usernames, two subscriptions each."""
 
-    def setUp(self):
-        self.broker = Broker(
-            files={"passwd": passwd_users({"alice": "secret", "carol": "secret"})},
-            extra="password_file {dir}/passwd")
-        self.broker.start()
-        self.clients = []
-
-    def tearDown(self):
-        disconnect_all(self.clients)
-        self.broker.stop()
-        self.broker.cleanup_dir()
+    broker_arguments = {"passwords": {"alice": "secret", "carol": "secret"}}
 
     def connect_all(self):
         """The operator's 60 clients: per protocol version 12 anonymous, 15 alice, 3 carol."""
@@ -501,8 +491,7 @@ class ReloadSoakTest(unittest.TestCase):
     DURATION_S = 20
 
     def test_registry_equals_the_brokers_truth_after_a_reload_storm(self):
-        broker = Broker(files={"passwd": passwd_file("alice", "secret")},
-                        extra="password_file {dir}/passwd\nsys_interval 1")
+        broker = Broker(passwords={"alice": "secret"}, extra="sys_interval 1")
         broker.start()
         stop = threading.Event()
         errors = []

@@ -21,7 +21,8 @@ import threading
 import time
 import unittest
 
-from harness import Broker, Client, close_reason, free_port, raw_connect, wait_for
+from harness import (Broker, Client, SharedBrokerTestCase, close_reason, free_port, raw_connect,
+                     wait_for)
 from test_connect_clients import DESCRIPTOR_SET, NODE_DIR, install_connect_es
 
 PATH = "/mqtt.connections.v1.ConnectionsService/WatchConnections"
@@ -183,23 +184,18 @@ class ConnectEsWatchTest(unittest.TestCase):
         self.check_codec("json")
 
 
-class WatchLimitsTest(unittest.TestCase):
+class WatchLimitsTest(SharedBrokerTestCase):
     MAX_STREAMS = 4
 
     @classmethod
-    def setUpClass(cls):
-        cls.broker = Broker(log_types=("error", "warning", "notice"),
-                            options={"http_port": str(free_port()),
-                                     "http_max_streams": str(cls.MAX_STREAMS),
-                                     "http_stream_buffer": "64"})
-        cls.broker.start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.broker.stop()
-        cls.broker.cleanup_dir()
+    def make_broker(cls):
+        return Broker(log_types=("error", "warning", "notice"),
+                      options={"http_port": str(free_port()),
+                               "http_max_streams": str(cls.MAX_STREAMS),
+                               "http_stream_buffer": "64"})
 
     def setUp(self):
+        super().setUp()
         # A companion that died shows in the broker's log: name it in the failure.
         self.addCleanup(lambda: self.assertNotIn("companion exited", self.broker.log().replace(
             "companion exited with status 0", "")[-20000:], self.broker.log()[-3000:]))

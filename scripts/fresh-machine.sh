@@ -163,6 +163,20 @@ skip() {  # NAME REASON
   echo "== $1"
   echo "   ${results[-1]}"
 }
+# Steps that each need the one before: NAME FUNCTION REASON triples, run in order. Once one
+# fails, each later one is skipped with that step's REASON (the last step's REASON is never
+# shown: write "-"). Returns 0: a failure is already in the results.
+step_chain() {
+  local reason=""
+  while [ "$#" -ge 3 ]; do
+    if [ -n "$reason" ]; then
+      skip "$1" "$reason"
+    elif ! step "$1" "$2"; then
+      reason=$3
+    fi
+    shift 3
+  done
+}
 note() {  # appends to a step's note (shown in the summary): NAME TEXT...
   printf '%s ' "${@:2}" >> "$out/$1.note"
 }
@@ -567,35 +581,16 @@ if [ "${MQC_FRESH_NETNS:-0}" = 1 ] || port_taken 1883 || port_taken 8080; then
     "MQC_FRESH_NETNS=1, or 127.0.0.1:1883 or :8080 is taken on this host"
 fi
 if $example; then
-  if step example run_example; then
-    step example-api example_api || true
-  else
-    skip example-api "the example did not start"
-  fi
+  step_chain example run_example "the example did not start" example-api example_api -
   step example-stop example_stop || true
   step headers check_headers || true
-  if step deb-build deb_build; then
-    if step deb-install deb_install; then
-      step deb-broker deb_broker || true
-    else
-      skip deb-broker "not installed"
-    fi
-  else
-    skip deb-install "no .deb"
-    skip deb-broker "no .deb"
-  fi
+  step_chain deb-build deb_build "no .deb" deb-install deb_install "not installed" \
+    deb-broker deb_broker -
 fi
 if step operator-root operator_root; then
-  if step operator-mosquitto operator_mosquitto; then
-    if step operator-readme operator_readme; then
-      step operator-client operator_client || true
-    else
-      skip operator-client "the README's block failed"
-    fi
-  else
-    skip operator-readme "Debian's broker did not start"
-    skip operator-client "Debian's broker did not start"
-  fi
+  step_chain operator-mosquitto operator_mosquitto "Debian's broker did not start" \
+    operator-readme operator_readme "the README's block failed" \
+    operator-client operator_client -
 fi
 if $test_tools; then
   step test-tools test_tools_step || true

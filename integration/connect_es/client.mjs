@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // A Connect-ES client of mqtt.connections.v1.ConnectionsService, built at run time from the
 // descriptor set protoc wrote for proto/mqtt/connections/v1/connections.proto (no code
-// generation step), driven by integration/test_connect_clients.py.
+// generation step: connections_api.mjs), driven by integration/test_connect_clients.py.
 //
 //   node client.mjs DESCRIPTOR_SET BASE_URL CODEC(binary|json) METHOD(post|get) TOKEN VICTIM
 //
@@ -13,14 +13,13 @@
 // type of each answer (seen by an interceptor) and the HTTP method of each request (seen on its
 // way to node:http). Exits 1 on anything
 // unexpected (a thrown error that is not a ConnectError).
-import { readFileSync } from "node:fs";
 import http from "node:http";
 import { syncBuiltinESMExports } from "node:module";
 
-import { createFileRegistry, fromBinary } from "@bufbuild/protobuf";
-import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
+
+import { loadConnectionsApi } from "./connections_api.mjs";
 
 const [descriptorPath, baseUrl, codec, method, token, victim] = process.argv.slice(2);
 if (!descriptorPath || !baseUrl || !["binary", "json"].includes(codec) ||
@@ -29,13 +28,9 @@ if (!descriptorPath || !baseUrl || !["binary", "json"].includes(codec) ||
   process.exit(2);
 }
 
-const registry = createFileRegistry(
-  fromBinary(FileDescriptorSetSchema, readFileSync(descriptorPath)),
-);
-const service = registry.getService("mqtt.connections.v1.ConnectionsService");
-const closeReason = registry.getEnum("mqtt.connections.v1.CloseReason");
-const connectionState = registry.getEnum("mqtt.connections.v1.MqttConnectionState");
-const enumName = (desc, number) => desc.values.find((v) => v.number === number)?.name ?? number;
+const { service, enumNames } = loadConnectionsApi(descriptorPath);
+const closeReasonName = enumNames("CloseReason");
+const stateName = enumNames("MqttConnectionState");
 
 // What went on the wire: the HTTP method and the Connect `encoding` query parameter (GET) of
 // every request the transport sent (it calls node:http's request(url, options)).
@@ -117,8 +112,8 @@ const closed = await client.listConnections({
 report.closed = closed.connections.map((c) => ({
   clientId: c.clientId,
   uid: c.uid,
-  state: enumName(connectionState, c.state),
-  closeReason: enumName(closeReason, c.closeReason),
+  state: stateName(c.state),
+  closeReason: closeReasonName(c.closeReason),
   openSeconds: c.openTime ? c.openTime.seconds.toString() : null,
   closeAfterOpen: c.closeTime !== undefined &&
     (c.closeTime.seconds > c.openTime.seconds ||

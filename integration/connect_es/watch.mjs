@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Connect-ES's server-streaming call WatchConnections, from the descriptor set as client.mjs
-// does, driven by integration/test_watch_connections.py.
+// does (connections_api.mjs), driven by integration/test_watch_connections.py.
 //
 //   node watch.mjs DESCRIPTOR_SET BASE_URL CODEC(binary|json) TOKEN FILTER RESUME_AFTER
 //
@@ -8,12 +8,10 @@
 // subscription}), then {"end": "ok"} or {"end": CODE, "message": ...} for a Connect error.
 // The content type of the answer is printed first ({"contentType": ...}). Exits 1 on anything
 // that is not a ConnectError.
-import { readFileSync } from "node:fs";
-
-import { createFileRegistry, fromBinary } from "@bufbuild/protobuf";
-import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
+
+import { loadConnectionsApi } from "./connections_api.mjs";
 
 const [descriptorPath, baseUrl, codec, token, filter, resumeAfter] = process.argv.slice(2);
 if (!descriptorPath || !baseUrl || !["binary", "json"].includes(codec) || !token) {
@@ -21,13 +19,9 @@ if (!descriptorPath || !baseUrl || !["binary", "json"].includes(codec) || !token
   process.exit(2);
 }
 
-const registry = createFileRegistry(
-  fromBinary(FileDescriptorSetSchema, readFileSync(descriptorPath)),
-);
-const service = registry.getService("mqtt.connections.v1.ConnectionsService");
-const kinds = registry.getEnum("mqtt.connections.v1.ConnectionChangeKind");
-const closeReasons = registry.getEnum("mqtt.connections.v1.CloseReason");
-const enumName = (desc, number) => desc.values.find((v) => v.number === number)?.name ?? number;
+const { service, enumNames } = loadConnectionsApi(descriptorPath);
+const kindName = enumNames("ConnectionChangeKind");
+const closeReasonName = enumNames("CloseReason");
 
 const client = createClient(service, createConnectTransport({
   baseUrl,
@@ -50,9 +44,9 @@ try {
   })) {
     console.log(JSON.stringify({
       sequence: message.sequence.toString(),
-      kind: enumName(kinds, message.kind),
+      kind: kindName(message.kind),
       clientId: message.connection?.clientId ?? "",
-      closeReason: message.connection ? enumName(closeReasons, message.connection.closeReason) : "",
+      closeReason: message.connection ? closeReasonName(message.connection.closeReason) : "",
       subscription: message.subscription?.filter ?? "",
     }));
   }
