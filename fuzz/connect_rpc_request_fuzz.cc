@@ -35,6 +35,7 @@
 #include "companion/http/http_router.h"
 #include "companion/http/http_server.h"
 #include "companion/json_util.h"
+#include "link/text_util.h"
 #include "link/topic_mapping.h"
 #include "mqtt/connections/v1/connections.pb.h"
 
@@ -223,24 +224,6 @@ std::string CheckResponse(const HttpResponse& response) {
   return "";
 }
 
-std::string EncodeBase64Url(std::string_view bytes) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  std::uint32_t bits = 0;
-  int count = 0;
-  for (const char c : bytes) {
-    bits = (bits << 8) | static_cast<unsigned char>(c);
-    count += 8;
-    while (count >= 6) {
-      count -= 6;
-      out += kAlphabet[(bits >> count) & 63];
-    }
-  }
-  if (count > 0) out += kAlphabet[(bits << (6 - count)) & 63];
-  return out;
-}
-
 HttpRequest GetRequest(mqc::QueryParams query) {
   HttpRequest request;
   request.method = "GET";
@@ -263,7 +246,7 @@ void CheckForms(const std::string& message) {
       Service().Handle("ListConnections", GetRequest({{"connect", "v1"},
                                                       {"encoding", "json"},
                                                       {"base64", "1"},
-                                                      {"message", EncodeBase64Url(message)}}));
+                                                      {"message", mqc::EncodeBase64Url(message)}}));
   for (const HttpResponse* response : {&by_get, &by_base64}) {
     if (CheckResponse(*response) != code || response->status != by_post.status) {
       Fail("GET and POST disagree", *response);

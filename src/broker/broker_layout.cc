@@ -5,8 +5,11 @@
 #include <cstdint>
 #include <cstring>
 #include <ctime>
+#include <iterator>
 #include <tuple>
 #include <utility>
+
+#include "link/name_table.h"
 
 namespace mqc {
 
@@ -135,40 +138,27 @@ void Append(const BrokerLayout (&layouts)[N], std::vector<const BrokerLayout*>* 
 
 bool IsBool(std::int64_t value) { return value == 0 || value == 1; }
 
+constexpr NamedValue<LayoutField> kLayoutFieldNames[] = {
+    {LayoutField::kProtocol, "protocol"},
+    {LayoutField::kKeepalive, "keepalive"},
+    {LayoutField::kCleanStart, "clean_start"},
+    {LayoutField::kSubCount, "sub_count"},
+    {LayoutField::kSessionExpiryTime, "session_expiry_time"},
+    {LayoutField::kSessionExpiryInterval, "session_expiry_interval"},
+    {LayoutField::kIsBridge, "is_bridge"},
+    {LayoutField::kMsgsInInflightCount, "msgs_in.inflight_count"},
+    {LayoutField::kMsgsInQueuedCount, "msgs_in.queued_count"},
+    {LayoutField::kMsgsOutInflightCount, "msgs_out.inflight_count"},
+    {LayoutField::kMsgsOutQueuedCount, "msgs_out.queued_count"},
+    {LayoutField::kMsgsInCount, "msgs_in.msg_count"},
+    {LayoutField::kMsgsOutCount, "msgs_out.msg_count"},
+};
+static_assert(std::size(kLayoutFieldNames) == kLayoutFieldCount, "a layout field has no name");
+
 }  // namespace
 
 const char* LayoutFieldName(LayoutField field) {
-  switch (field) {
-    case LayoutField::kProtocol:
-      return "protocol";
-    case LayoutField::kKeepalive:
-      return "keepalive";
-    case LayoutField::kCleanStart:
-      return "clean_start";
-    case LayoutField::kSubCount:
-      return "sub_count";
-    case LayoutField::kSessionExpiryTime:
-      return "session_expiry_time";
-    case LayoutField::kSessionExpiryInterval:
-      return "session_expiry_interval";
-    case LayoutField::kIsBridge:
-      return "is_bridge";
-    case LayoutField::kMsgsInInflightCount:
-      return "msgs_in.inflight_count";
-    case LayoutField::kMsgsInQueuedCount:
-      return "msgs_in.queued_count";
-    case LayoutField::kMsgsOutInflightCount:
-      return "msgs_out.inflight_count";
-    case LayoutField::kMsgsOutQueuedCount:
-      return "msgs_out.queued_count";
-    case LayoutField::kMsgsInCount:
-      return "msgs_in.msg_count";
-    case LayoutField::kMsgsOutCount:
-      return "msgs_out.msg_count";
-    case LayoutField::kCount:
-      break;
-  }
-  return "an unknown field";
+  return NameOf(kLayoutFieldNames, field, "an unknown field").data();
 }
 
 std::size_t BrokerLayout::End() const {

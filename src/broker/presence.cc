@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "link/clock.h"
+#include "link/name_table.h"
 
 namespace mqc {
 
@@ -68,6 +69,17 @@ void AppendClient(const ObservedConnection& connection, std::string* out) {
 
 std::int64_t Ms(std::int64_t ns) { return ns / 1000000; }
 
+// kUnspecified, and any number no release names, is "unknown".
+constexpr NamedValue<CloseReason> kPresenceReasons[] = {
+    {CloseReason::kClientDisconnect, "normal"},
+    {CloseReason::kConnectionLost, "tcp_closed"},
+    {CloseReason::kSessionTakenOver, "takenover"},
+    {CloseReason::kKicked, "kicked"},
+    {CloseReason::kAccessRevoked, "access_revoked"},
+    {CloseReason::kBrokerShutdown, "shutdown"},
+    {CloseReason::kAuthenticationFailed, "not_authorized"},
+};
+
 }  // namespace
 
 std::string DefaultPresenceNode() {
@@ -82,25 +94,7 @@ std::string DefaultPresenceNode() {
 }
 
 const char* PresenceReason(CloseReason reason) {
-  switch (reason) {
-    case CloseReason::kClientDisconnect:
-      return "normal";
-    case CloseReason::kConnectionLost:
-      return "tcp_closed";
-    case CloseReason::kSessionTakenOver:
-      return "takenover";
-    case CloseReason::kKicked:
-      return "kicked";
-    case CloseReason::kAccessRevoked:
-      return "access_revoked";
-    case CloseReason::kBrokerShutdown:
-      return "shutdown";
-    case CloseReason::kAuthenticationFailed:
-      return "not_authorized";
-    case CloseReason::kUnspecified:
-      break;
-  }
-  return "unknown";
+  return NameOf(kPresenceReasons, reason, "unknown").data();
 }
 
 bool IsPresenceClientId(std::string_view client_id) {

@@ -26,8 +26,11 @@
 #include "link/topic_mapping.h"
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
+
+#include "link/name_table.h"
 
 namespace mqc {
 namespace {
@@ -57,13 +60,21 @@ struct Analysis {
 
 constexpr std::string_view kSharePrefix = "$share";
 
+// The names are also the topic prefixes. An empty first level parses as kNone, "no prefix",
+// as any other unlisted level does.
+constexpr NamedValue<Pattern> kPatternNames[] = {
+    {Pattern::kNone, ""},         {Pattern::kEvents, "events"},     {Pattern::kStore, "store"},
+    {Pattern::kQueues, "queues"}, {Pattern::kCommands, "commands"}, {Pattern::kQueries, "queries"},
+};
+
+constexpr NamedValue<DefaultPattern> kDefaultPatternNames[] = {
+    {DefaultPattern::kEvents, "events"},
+    {DefaultPattern::kStore, "store"},
+    {DefaultPattern::kNone, "none"},
+};
+
 Pattern PrefixPattern(std::string_view level) noexcept {
-  if (level == "events") return Pattern::kEvents;
-  if (level == "store") return Pattern::kStore;
-  if (level == "queues") return Pattern::kQueues;
-  if (level == "commands") return Pattern::kCommands;
-  if (level == "queries") return Pattern::kQueries;
-  return Pattern::kNone;
+  return ValueNamed(kPatternNames, level).value_or(Pattern::kNone);
 }
 
 Pattern FromDefault(DefaultPattern default_pattern) noexcept {
@@ -210,44 +221,17 @@ std::string BuildChannel(std::string_view levels) {
 }  // namespace
 
 std::string_view DefaultPatternName(DefaultPattern pattern) noexcept {
-  switch (pattern) {
-    case DefaultPattern::kEvents:
-      return "events";
-    case DefaultPattern::kStore:
-      return "store";
-    case DefaultPattern::kNone:
-      break;
-  }
-  return "none";
+  return NameOf(kDefaultPatternNames, pattern, "none");
 }
 
 bool ParseDefaultPattern(std::string_view name, DefaultPattern* out) noexcept {
-  for (const DefaultPattern pattern :
-       {DefaultPattern::kEvents, DefaultPattern::kStore, DefaultPattern::kNone}) {
-    if (name == DefaultPatternName(pattern)) {
-      *out = pattern;
-      return true;
-    }
-  }
-  return false;
+  const std::optional<DefaultPattern> pattern = ValueNamed(kDefaultPatternNames, name);
+  if (pattern) *out = *pattern;
+  return pattern.has_value();
 }
 
 std::string_view PatternName(Pattern pattern) noexcept {
-  switch (pattern) {
-    case Pattern::kNone:
-      return "";
-    case Pattern::kEvents:
-      return "events";
-    case Pattern::kStore:
-      return "store";
-    case Pattern::kQueues:
-      return "queues";
-    case Pattern::kCommands:
-      return "commands";
-    case Pattern::kQueries:
-      return "queries";
-  }
-  return "";
+  return NameOf(kPatternNames, pattern, "");
 }
 
 TopicMapping MapTopicFilter(std::string_view filter, DefaultPattern default_pattern) {

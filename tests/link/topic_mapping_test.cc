@@ -28,6 +28,12 @@ using namespace std::string_view_literals;
 constexpr DefaultPattern kAllDefaults[] = {DefaultPattern::kEvents, DefaultPattern::kStore,
                                            DefaultPattern::kNone};
 
+// Every topic prefix and the pattern it names.
+constexpr std::pair<std::string_view, Pattern> kPrefixes[] = {
+    {"events", Pattern::kEvents},     {"store", Pattern::kStore},     {"queues", Pattern::kQueues},
+    {"commands", Pattern::kCommands}, {"queries", Pattern::kQueries},
+};
+
 // A printable form of a topic for SCOPED_TRACE: topics here may hold NUL and non-UTF-8 bytes.
 std::string Printable(std::string_view topic) {
   std::string out = "topic \"";
@@ -46,16 +52,8 @@ std::string Printable(std::string_view topic) {
   return out + "\"";
 }
 
-const char* DefaultName(DefaultPattern default_pattern) {
-  switch (default_pattern) {
-    case DefaultPattern::kEvents:
-      return "default events";
-    case DefaultPattern::kStore:
-      return "default store";
-    case DefaultPattern::kNone:
-      return "default none";
-  }
-  return "?";
+std::string DefaultName(DefaultPattern default_pattern) {
+  return "default " + std::string(DefaultPatternName(default_pattern));
 }
 
 // One expected mapping. An empty `error` means the mapping must be valid; otherwise the error
@@ -91,26 +89,46 @@ void ExpectMappings(const std::vector<MappingCase>& cases) {
   for (const MappingCase& c : cases) ExpectMapping(c);
 }
 
+// Filters that map to nothing, validly and without a group, whatever the default pattern.
+void ExpectUnmappedUnderEveryDefault(const std::vector<std::string_view>& filters) {
+  for (const DefaultPattern d : kAllDefaults) {
+    for (const std::string_view filter : filters) {
+      ExpectMapping({filter, d, Pattern::kNone, "", "", ""});
+    }
+  }
+}
+
+// A filter that no default pattern makes valid, and a part of the error it must get.
+struct InvalidCase {
+  std::string_view filter;
+  std::string_view error;
+};
+
+void ExpectInvalidUnderEveryDefault(const std::vector<InvalidCase>& cases) {
+  for (const DefaultPattern d : kAllDefaults) {
+    for (const InvalidCase& c : cases) {
+      ExpectMapping({c.filter, d, Pattern::kNone, "", "", c.error});
+    }
+  }
+}
+
 constexpr auto kEv = DefaultPattern::kEvents;
 constexpr auto kSt = DefaultPattern::kStore;
 constexpr auto kNo = DefaultPattern::kNone;
 
 TEST(TopicMappingTest, PatternNameNamesEveryPattern) {
   EXPECT_EQ(PatternName(Pattern::kNone), "");
-  EXPECT_EQ(PatternName(Pattern::kEvents), "events");
-  EXPECT_EQ(PatternName(Pattern::kStore), "store");
-  EXPECT_EQ(PatternName(Pattern::kQueues), "queues");
-  EXPECT_EQ(PatternName(Pattern::kCommands), "commands");
-  EXPECT_EQ(PatternName(Pattern::kQueries), "queries");
+  for (const auto& [prefix, pattern] : kPrefixes) EXPECT_EQ(PatternName(pattern), prefix);
 }
 
-// The "Examples" paragraph and the Channel section of the spec, verbatim.
 TEST(TopicMappingTest, DefaultPatternNamesParseBack) {
-  EXPECT_EQ(DefaultPatternName(DefaultPattern::kEvents), "events");
-  EXPECT_EQ(DefaultPatternName(DefaultPattern::kStore), "store");
-  EXPECT_EQ(DefaultPatternName(DefaultPattern::kNone), "none");
-  for (const DefaultPattern pattern :
-       {DefaultPattern::kEvents, DefaultPattern::kStore, DefaultPattern::kNone}) {
+  const std::pair<DefaultPattern, std::string_view> names[] = {
+      {DefaultPattern::kEvents, "events"},
+      {DefaultPattern::kStore, "store"},
+      {DefaultPattern::kNone, "none"},
+  };
+  for (const auto& [pattern, name] : names) {
+    EXPECT_EQ(DefaultPatternName(pattern), name);
     DefaultPattern parsed =
         pattern == DefaultPattern::kEvents ? DefaultPattern::kNone : DefaultPattern::kEvents;
     ASSERT_TRUE(ParseDefaultPattern(DefaultPatternName(pattern), &parsed));
@@ -123,6 +141,7 @@ TEST(TopicMappingTest, DefaultPatternNamesParseBack) {
   EXPECT_EQ(untouched, DefaultPattern::kStore);
 }
 
+// The "Examples" paragraph and the Channel section of the spec, verbatim.
 TEST(TopicMappingTest, SpecExamples) {
   ExpectMappings({
       {"events/site1/temp", kEv, Pattern::kEvents, "site1.temp", "", ""},
@@ -156,12 +175,7 @@ TEST(TopicMappingTest, SpecTableRows) {
 }
 
 TEST(TopicMappingTest, EveryPrefixWithOneTwoAndThreeLevels) {
-  const std::pair<std::string_view, Pattern> prefixes[] = {
-      {"events", Pattern::kEvents},   {"store", Pattern::kStore},
-      {"queues", Pattern::kQueues},   {"commands", Pattern::kCommands},
-      {"queries", Pattern::kQueries},
-  };
-  for (const auto& [prefix, pattern] : prefixes) {
+  for (const auto& [prefix, pattern] : kPrefixes) {
     for (const DefaultPattern d : kAllDefaults) {
       const std::string p(prefix);
       ExpectMappings({
@@ -249,94 +263,88 @@ TEST(TopicMappingTest, SharedSubscriptions) {
 }
 
 TEST(TopicMappingTest, DollarTopicsMapToNothingWithoutError) {
-  for (const DefaultPattern d : kAllDefaults) {
-    ExpectMappings({
-        {"$reply/client-1/abc", d, Pattern::kNone, "", "", ""},
-        {"$reply/client-1", d, Pattern::kNone, "", "", ""},
-        {"$reply", d, Pattern::kNone, "", "", ""},
-        {"$reply/+/#", d, Pattern::kNone, "", "", ""},
-        {"$SYS/#", d, Pattern::kNone, "", "", ""},
-        {"$SYS/broker/uptime", d, Pattern::kNone, "", "", ""},
-        {"$SYS", d, Pattern::kNone, "", "", ""},
-        {"$", d, Pattern::kNone, "", "", ""},
-        {"$foo/bar", d, Pattern::kNone, "", "", ""},
-        {"$events/x", d, Pattern::kNone, "", "", ""},
-        {"$sharex/g/queues/x", d, Pattern::kNone, "", "", ""},  // not "$share"
-        {"$SHARE/g/queues/x", d, Pattern::kNone, "", "", ""},   // case-sensitive
-        // The broker's namespace: its grammar is not ours to judge.
-        {"$SYS//x", d, Pattern::kNone, "", "", ""},
-        {"$SYS/", d, Pattern::kNone, "", "", ""},
-        {"$SYS/a#/x", d, Pattern::kNone, "", "", ""},
-    });
-  }
+  ExpectUnmappedUnderEveryDefault({
+      "$reply/client-1/abc",
+      "$reply/client-1",
+      "$reply",
+      "$reply/+/#",
+      "$SYS/#",
+      "$SYS/broker/uptime",
+      "$SYS",
+      "$",
+      "$foo/bar",
+      "$events/x",
+      "$sharex/g/queues/x",  // not "$share"
+      "$SHARE/g/queues/x",   // case-sensitive
+      // The broker's namespace: its grammar is not ours to judge.
+      "$SYS//x",
+      "$SYS/",
+      "$SYS/a#/x",
+  });
 }
 
 TEST(TopicMappingTest, InvalidFiltersSayWhy) {
-  for (const DefaultPattern d : kAllDefaults) {
-    ExpectMappings({
-        // Empty levels, anywhere.
-        {"events//x", d, Pattern::kNone, "", "", "empty topic level at level 2"},
-        {"events/x/", d, Pattern::kNone, "", "", "empty topic level at level 3"},
-        {"/events/x", d, Pattern::kNone, "", "", "empty topic level at level 1"},
-        {"events/x//y", d, Pattern::kNone, "", "", "empty topic level at level 3"},
-        {"a//b", d, Pattern::kNone, "", "", "empty topic level at level 2"},
-        {"a/", d, Pattern::kNone, "", "", "empty topic level at level 2"},
-        {"/", d, Pattern::kNone, "", "", "empty topic level at level 1"},
-        {"//", d, Pattern::kNone, "", "", "empty topic level at level 1"},
-        {"queues/a//", d, Pattern::kNone, "", "", "empty topic level at level 3"},
-        {"$share/g/queues//x", d, Pattern::kNone, "", "", "empty topic level at level 4"},
-        {"$share/g/", d, Pattern::kNone, "", "", "empty topic level at level 3"},
-        {"$share/g/a//b", d, Pattern::kNone, "", "", "empty topic level at level 4"},
-        // Empty channels, for every prefix.
-        {"events", d, Pattern::kNone, "", "", "empty channel: nothing after the 'events' prefix"},
-        {"events/", d, Pattern::kNone, "", "", "empty channel: nothing after the 'events' prefix"},
-        {"store", d, Pattern::kNone, "", "", "empty channel: nothing after the 'store' prefix"},
-        {"queues/", d, Pattern::kNone, "", "", "empty channel: nothing after the 'queues' prefix"},
-        {"commands", d, Pattern::kNone, "", "", "nothing after the 'commands' prefix"},
-        {"queries/", d, Pattern::kNone, "", "", "nothing after the 'queries' prefix"},
-        {"$share/g/queues", d, Pattern::kNone, "", "", "nothing after the 'queues' prefix"},
-        {"$share/g/events/", d, Pattern::kNone, "", "", "nothing after the 'events' prefix"},
-        // Shared subscription envelopes.
-        {"$share//queues/x", d, Pattern::kNone, "", "", "empty shared subscription group"},
-        {"$share//queues", d, Pattern::kNone, "", "", "empty shared subscription group"},
-        {"$share//", d, Pattern::kNone, "", "", "empty shared subscription group"},
-        {"$share", d, Pattern::kNone, "", "", "expected $share/<group>/<topic>"},
-        {"$share/", d, Pattern::kNone, "", "", "expected $share/<group>/<topic>"},
-        {"$share/g", d, Pattern::kNone, "", "", "expected $share/<group>/<topic>"},
-        {"$share/+/queues/x", d, Pattern::kNone, "", "", "group contains a wildcard"},
-        {"$share/#/queues/x", d, Pattern::kNone, "", "", "group contains a wildcard"},
-        {"$share/g+/queues/x", d, Pattern::kNone, "", "", "group contains a wildcard"},
-        // The empty filter.
-        {"", d, Pattern::kNone, "", "", "empty topic filter"},
-    });
-  }
+  ExpectInvalidUnderEveryDefault({
+      // Empty levels, anywhere.
+      {"events//x", "empty topic level at level 2"},
+      {"events/x/", "empty topic level at level 3"},
+      {"/events/x", "empty topic level at level 1"},
+      {"events/x//y", "empty topic level at level 3"},
+      {"a//b", "empty topic level at level 2"},
+      {"a/", "empty topic level at level 2"},
+      {"/", "empty topic level at level 1"},
+      {"//", "empty topic level at level 1"},
+      {"queues/a//", "empty topic level at level 3"},
+      {"$share/g/queues//x", "empty topic level at level 4"},
+      {"$share/g/", "empty topic level at level 3"},
+      {"$share/g/a//b", "empty topic level at level 4"},
+      // Empty channels, for every prefix.
+      {"events", "empty channel: nothing after the 'events' prefix"},
+      {"events/", "empty channel: nothing after the 'events' prefix"},
+      {"store", "empty channel: nothing after the 'store' prefix"},
+      {"queues/", "empty channel: nothing after the 'queues' prefix"},
+      {"commands", "nothing after the 'commands' prefix"},
+      {"queries/", "nothing after the 'queries' prefix"},
+      {"$share/g/queues", "nothing after the 'queues' prefix"},
+      {"$share/g/events/", "nothing after the 'events' prefix"},
+      // Shared subscription envelopes.
+      {"$share//queues/x", "empty shared subscription group"},
+      {"$share//queues", "empty shared subscription group"},
+      {"$share//", "empty shared subscription group"},
+      {"$share", "expected $share/<group>/<topic>"},
+      {"$share/", "expected $share/<group>/<topic>"},
+      {"$share/g", "expected $share/<group>/<topic>"},
+      {"$share/+/queues/x", "group contains a wildcard"},
+      {"$share/#/queues/x", "group contains a wildcard"},
+      {"$share/g+/queues/x", "group contains a wildcard"},
+      // The empty filter.
+      {"", "empty topic filter"},
+  });
 }
 
 // MQTT rejects these before the plugin sees them; the mapping still says what is wrong.
 TEST(TopicMappingTest, WildcardMisuseIsAnError) {
-  for (const DefaultPattern d : kAllDefaults) {
-    ExpectMappings({
-        {"events/a#", d, Pattern::kNone, "", "", "mixed with other characters at level 2"},
-        {"events/#a", d, Pattern::kNone, "", "", "mixed with other characters at level 2"},
-        {"events/a+", d, Pattern::kNone, "", "", "mixed with other characters at level 2"},
-        {"events/x/+b/y", d, Pattern::kNone, "", "", "mixed with other characters at level 3"},
-        {"events/++", d, Pattern::kNone, "", "", "mixed with other characters at level 2"},
-        {"events/+#", d, Pattern::kNone, "", "", "mixed with other characters at level 2"},
-        {"events/##", d, Pattern::kNone, "", "", "mixed with other characters at level 2"},
-        {"events/#/x", d, Pattern::kNone, "", "", "'#' is not the last level (level 2)"},
-        {"events/#/#", d, Pattern::kNone, "", "", "'#' is not the last level (level 2)"},
-        {"#/x", d, Pattern::kNone, "", "", "'#' is not the last level (level 1)"},
-        {"a#", d, Pattern::kNone, "", "", "mixed with other characters at level 1"},
-        {"events#/x", d, Pattern::kNone, "", "", "mixed with other characters at level 1"},
-        {"$share/g/queues/a#", d, Pattern::kNone, "", "", "mixed with other characters at level 4"},
-        {"$share/g/#/x", d, Pattern::kNone, "", "", "'#' is not the last level (level 3)"},
-        // The leftmost problem wins.
-        {"events/#/a+", d, Pattern::kNone, "", "", "'#' is not the last level (level 2)"},
-        {"events/a+//", d, Pattern::kNone, "", "", "mixed with other characters at level 2"},
-        {"events//a+", d, Pattern::kNone, "", "", "empty topic level at level 2"},
-        {"$share//queues//", d, Pattern::kNone, "", "", "empty shared subscription group"},
-    });
-  }
+  ExpectInvalidUnderEveryDefault({
+      {"events/a#", "mixed with other characters at level 2"},
+      {"events/#a", "mixed with other characters at level 2"},
+      {"events/a+", "mixed with other characters at level 2"},
+      {"events/x/+b/y", "mixed with other characters at level 3"},
+      {"events/++", "mixed with other characters at level 2"},
+      {"events/+#", "mixed with other characters at level 2"},
+      {"events/##", "mixed with other characters at level 2"},
+      {"events/#/x", "'#' is not the last level (level 2)"},
+      {"events/#/#", "'#' is not the last level (level 2)"},
+      {"#/x", "'#' is not the last level (level 1)"},
+      {"a#", "mixed with other characters at level 1"},
+      {"events#/x", "mixed with other characters at level 1"},
+      {"$share/g/queues/a#", "mixed with other characters at level 4"},
+      {"$share/g/#/x", "'#' is not the last level (level 3)"},
+      // The leftmost problem wins.
+      {"events/#/a+", "'#' is not the last level (level 2)"},
+      {"events/a+//", "mixed with other characters at level 2"},
+      {"events//a+", "empty topic level at level 2"},
+      {"$share//queues//", "empty shared subscription group"},
+  });
 }
 
 TEST(TopicMappingTest, DefaultPatternAppliesOnlyToUnprefixedTopics) {
@@ -356,13 +364,9 @@ TEST(TopicMappingTest, DefaultPatternAppliesOnlyToUnprefixedTopics) {
     });
   }
   for (const DefaultPattern d : kAllDefaults) {
-    ExpectMappings({
-        {"events/x", d, Pattern::kEvents, "x", "", ""},
-        {"store/x", d, Pattern::kStore, "x", "", ""},
-        {"queues/x", d, Pattern::kQueues, "x", "", ""},
-        {"commands/x", d, Pattern::kCommands, "x", "", ""},
-        {"queries/x", d, Pattern::kQueries, "x", "", ""},
-    });
+    for (const auto& [prefix, pattern] : kPrefixes) {
+      ExpectMapping({std::string(prefix) + "/x", d, pattern, "x", "", ""});
+    }
   }
 }
 

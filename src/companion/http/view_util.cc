@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "companion/json_writer.h"
+#include "link/name_table.h"
 
 namespace mqc {
 
@@ -26,30 +27,25 @@ HttpResponse KubeMqErrorResponse(int status, std::string_view message) {
   return response;
 }
 
+namespace {
+
+// kOk is no error and has no Connect name.
+constexpr NamedValue<StatusCode> kConnectRpcCodeNames[] = {
+    {StatusCode::kInvalidArgument, "invalid_argument"},
+    {StatusCode::kDeadlineExceeded, "deadline_exceeded"},
+    {StatusCode::kResourceExhausted, "resource_exhausted"},
+    {StatusCode::kUnimplemented, "unimplemented"},
+    {StatusCode::kInternal, "internal"},
+    {StatusCode::kNotFound, "not_found"},
+    {StatusCode::kUnauthenticated, "unauthenticated"},
+    {StatusCode::kPermissionDenied, "permission_denied"},
+    {StatusCode::kUnavailable, "unavailable"},
+};
+
+}  // namespace
+
 std::string_view ConnectRpcCodeName(StatusCode code) {
-  switch (code) {
-    case StatusCode::kOk:
-      break;
-    case StatusCode::kInvalidArgument:
-      return "invalid_argument";
-    case StatusCode::kDeadlineExceeded:
-      return "deadline_exceeded";
-    case StatusCode::kResourceExhausted:
-      return "resource_exhausted";
-    case StatusCode::kUnimplemented:
-      return "unimplemented";
-    case StatusCode::kInternal:
-      return "internal";
-    case StatusCode::kNotFound:
-      return "not_found";
-    case StatusCode::kUnauthenticated:
-      return "unauthenticated";
-    case StatusCode::kPermissionDenied:
-      return "permission_denied";
-    case StatusCode::kUnavailable:
-      return "unavailable";
-  }
-  return "unknown";
+  return NameOf(kConnectRpcCodeNames, code, "unknown");
 }
 
 int ConnectRpcHttpStatus(StatusCode code) {

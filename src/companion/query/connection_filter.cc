@@ -17,6 +17,7 @@
 #include "companion/connection.h"
 #include "companion/query/connection_fields.h"
 #include "companion/query/query_syntax.h"
+#include "link/name_table.h"
 #include "link/text_util.h"
 
 namespace mqc {
@@ -170,23 +171,15 @@ std::string_view MiscasedKeyword(const Token& token) {
 }
 
 // What an unquoted value of a kind is called in "Expected an unquoted ..." messages.
-std::string_view KindNoun(FieldKind kind) {
-  switch (kind) {
-    case FieldKind::kBool:
-      return "boolean (true or false)";
-    case FieldKind::kEnum:
-      return "enum name";
-    case FieldKind::kTimestamp:
-      return "RFC 3339 timestamp";
-    case FieldKind::kDuration:
-      return "duration";
-    case FieldKind::kString:
-    case FieldKind::kInt:
-    case FieldKind::kUint:
-      break;
-  }
-  return "integer";
-}
+// Every integer kind is "integer" (a string field never asks: its values are quoted).
+constexpr NamedValue<FieldKind> kKindNouns[] = {
+    {FieldKind::kBool, "boolean (true or false)"},
+    {FieldKind::kEnum, "enum name"},
+    {FieldKind::kTimestamp, "RFC 3339 timestamp"},
+    {FieldKind::kDuration, "duration"},
+};
+
+std::string_view KindNoun(FieldKind kind) { return NameOf(kKindNouns, kind, "integer"); }
 
 // A byte range of the text that the length limits leave out: the values of one IN list.
 struct Span {
