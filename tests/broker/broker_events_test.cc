@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "../support/broker_version_of.h"
 #include "../support/fake_broker.h"
 #include "../support/laid_out_client.h"
 #include "../support/null_sink.h"
@@ -574,14 +575,6 @@ TEST_F(BrokerEventsTest, TheLayoutIsFedAtConnectAndSubscriptionsNeverPerMessage)
 // ---- the session expiry interval at a connection's end ----
 
 constexpr std::int64_t kSecond = 1000000000;
-
-BrokerVersion Version(int major, int minor, int patch) {
-  BrokerVersion version;
-  version.major = major;
-  version.minor = minor;
-  version.patch = patch;
-  return version;
-}
 
 // An MQTT 5 client laid out as `truth` says, with this Session Expiry Interval.
 FakeClient Mqtt5(const BrokerLayout& truth, const std::string& id, std::uint32_t interval) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/broker_version_of.h"
 #include "../support/fake_broker.h"
 #include "../support/laid_out_client.h"
 #include "link/shared_region.h"
@@ -19,14 +20,6 @@ namespace mqc {
 namespace {
 
 using ::testing::HasSubstr;
-
-BrokerVersion Version(int major, int minor, int patch) {
-  BrokerVersion version;
-  version.major = major;
-  version.minor = minor;
-  version.patch = patch;
-  return version;
-}
 
 // The layout with every offset moved 8 bytes on: what a table off by one pointer looks like.
 BrokerLayout Shifted(const BrokerLayout& layout) {
@@ -60,24 +53,32 @@ TEST(BrokerLayoutTable, MatrixBrokersPlaces) {
   const BrokerLayout* debian_2011 =
       Named(BrokerLayoutCandidates(Version(2, 0, 11)), "2.0.12 TLS ADNS");
   ASSERT_NE(debian_2011, nullptr);
-  EXPECT_EQ(debian_2011->place(LayoutField::kProtocol).offset, 24);
-  EXPECT_EQ(debian_2011->place(LayoutField::kKeepalive).offset, 64);
-  EXPECT_EQ(debian_2011->place(LayoutField::kCleanStart).offset, 326);
-  EXPECT_EQ(debian_2011->place(LayoutField::kSubCount).offset, 488);
-  EXPECT_EQ(debian_2011->place(LayoutField::kMsgsOutCount).offset, 432);
-  EXPECT_EQ(debian_2011->place(LayoutField::kMsgsOutQueuedCount).size, 0);
-
-  EXPECT_EQ(Debian2021().place(LayoutField::kCleanStart).offset, 325);
-  EXPECT_EQ(Debian2021().place(LayoutField::kSessionExpiryInterval).offset, 336);
-  EXPECT_EQ(Debian2021().place(LayoutField::kMsgsOutQueuedCount).offset, 480);
-  EXPECT_EQ(Debian2021().place(LayoutField::kSubCount).offset, 536);
-
   const BrokerLayout* builtin_21 =
       Named(BrokerLayoutCandidates(Version(2, 1, 2)), "2.1 TLS builtin WebSockets");
   ASSERT_NE(builtin_21, nullptr);
-  EXPECT_EQ(builtin_21->place(LayoutField::kProtocol).offset, 80);
-  EXPECT_EQ(builtin_21->place(LayoutField::kIsBridge).offset, 438);
-  EXPECT_EQ(builtin_21->place(LayoutField::kSubCount).offset, 636);
+  const struct {
+    const BrokerLayout* layout;
+    LayoutField field;
+    int offset;
+  } places[] = {
+      {debian_2011, LayoutField::kProtocol, 24},
+      {debian_2011, LayoutField::kKeepalive, 64},
+      {debian_2011, LayoutField::kCleanStart, 326},
+      {debian_2011, LayoutField::kSubCount, 488},
+      {debian_2011, LayoutField::kMsgsOutCount, 432},
+      {&Debian2021(), LayoutField::kCleanStart, 325},
+      {&Debian2021(), LayoutField::kSessionExpiryInterval, 336},
+      {&Debian2021(), LayoutField::kMsgsOutQueuedCount, 480},
+      {&Debian2021(), LayoutField::kSubCount, 536},
+      {builtin_21, LayoutField::kProtocol, 80},
+      {builtin_21, LayoutField::kIsBridge, 438},
+      {builtin_21, LayoutField::kSubCount, 636},
+  };
+  for (const auto& expected : places) {
+    EXPECT_EQ(expected.layout->place(expected.field).offset, expected.offset)
+        << expected.layout->name << " " << LayoutFieldName(expected.field);
+  }
+  EXPECT_EQ(debian_2011->place(LayoutField::kMsgsOutQueuedCount).size, 0);
   EXPECT_EQ(builtin_21->End(), 640u);
 }
 
