@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "../support/operation_counts.h"
+#include "../support/counted_operations_fixture.h"
 #include "broker/rpc_tracker.h"
 
 namespace mqc {
@@ -37,15 +37,8 @@ class FakeDetails : public PublishDetails {
 
 constexpr std::int64_t kMs = 1000000;
 
-class TrafficMeterTest : public ::testing::Test {
+class TrafficMeterTest : public CountedOperationsTest {
  protected:
-  std::uint64_t Ops(Operation operation, OperationStatus status) const {
-    return OperationCount(counters_, operation, status);
-  }
-  std::uint64_t Total() const { return OperationTotal(counters_); }
-  const SharedHistogram& Histogram(std::size_t i) const { return counters_.durations[i]; }
-
-  BrokerCounters counters_;
   RpcTracker::Options rpc_{1000 * kMs, 2};
   TrafficMeter meter_{&counters_, DefaultPattern::kEvents, rpc_};
   FakeDetails details_;
@@ -61,11 +54,10 @@ TEST_F(TrafficMeterTest, PublishesCountByPatternWithBytesAndPerConnectionStatist
   meter_.OnPublish(&requester_, &stats_, "queues/jobs", 1, details_);
   meter_.OnPublish(&requester_, nullptr, "events//bad", 2, details_);  // invalid mapping
   meter_.OnPublish(&requester_, &stats_, "$SYS/x", 3, details_);       // not KubeMQ traffic
-  EXPECT_EQ(Ops(Operation::kPublishEvents, OperationStatus::kSuccess), 2u);
-  EXPECT_EQ(Ops(Operation::kPublishEvents, OperationStatus::kError), 1u);
-  EXPECT_EQ(Ops(Operation::kPublishStore, OperationStatus::kSuccess), 1u);
-  EXPECT_EQ(Ops(Operation::kPublishQueues, OperationStatus::kSuccess), 1u);
-  EXPECT_EQ(Total(), 5u);
+  ExpectCountedExactly({{Operation::kPublishEvents, OperationStatus::kSuccess, 2},
+                        {Operation::kPublishEvents, OperationStatus::kError, 1},
+                        {Operation::kPublishStore, OperationStatus::kSuccess, 1},
+                        {Operation::kPublishQueues, OperationStatus::kSuccess, 1}});
   EXPECT_EQ(counters_.received_messages.load(), 6u);
   EXPECT_EQ(counters_.received_bytes.load(), 28u);
   EXPECT_EQ(stats_.publish_count.load(), 5u);
@@ -139,11 +131,10 @@ TEST_F(TrafficMeterTest, DeliveriesCountByPatternAndQos0ToAnOfflineSessionIsDrop
   meter_.OnDeliver(&responder_, nullptr, false, "queues/a", 4, 1, details_);   // queued offline
   meter_.OnDeliver(&responder_, nullptr, false, "events/a", 4, 0, details_);   // thrown away
   meter_.OnDeliver(&responder_, &stats_, true, "commands/x", 4, 0, details_);  // no deliver op
-  EXPECT_EQ(Ops(Operation::kDeliverEvents, OperationStatus::kSuccess), 1u);
-  EXPECT_EQ(Ops(Operation::kDeliverEvents, OperationStatus::kDropped), 1u);
-  EXPECT_EQ(Ops(Operation::kDeliverStore, OperationStatus::kSuccess), 1u);
-  EXPECT_EQ(Ops(Operation::kDeliverQueues, OperationStatus::kSuccess), 1u);
-  EXPECT_EQ(Total(), 4u);
+  ExpectCountedExactly({{Operation::kDeliverEvents, OperationStatus::kSuccess, 1},
+                        {Operation::kDeliverEvents, OperationStatus::kDropped, 1},
+                        {Operation::kDeliverStore, OperationStatus::kSuccess, 1},
+                        {Operation::kDeliverQueues, OperationStatus::kSuccess, 1}});
   EXPECT_EQ(counters_.delivered_messages.load(), 4u);
   EXPECT_EQ(stats_.deliver_count.load(), 3u);
   EXPECT_EQ(stats_.deliver_bytes.load(), 12u);
