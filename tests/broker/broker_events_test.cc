@@ -71,6 +71,17 @@ class BrokerEventsTest : public ::testing::Test {
     state_.sessions->Settle();
   }
 
+  // Every access `client` asks for on "events/a" gets `answer` from `handler` (the 2.0 or the 2.1
+  // ACL check).
+  using AclHandler = int (BrokerEvents<FakeBroker>::*)(const AclCheckEvent&);
+  void ExpectEveryAccessAnswered(AclHandler handler, FakeClient* client, int answer) {
+    for (int access : {kAclRead, kAclWrite, kAclSubscribe, kAclUnsubscribe}) {
+      BrokerEvents<FakeBroker> events = Events();
+      EXPECT_EQ((events.*handler)(AclCheck(client, access, "events/a")), answer)
+          << "access " << access;
+    }
+  }
+
   void Ban(BanKind kind, const std::string& who) {
     BansCommand command;
     mqc::Ban ban;
@@ -250,9 +261,7 @@ TEST_F(BrokerEventsTest, WithoutAnotherAclSourceEveryCheckIsAllowed) {
   state_.decide_acl = true;
   FakeClient client = Client("a");
   Connect(&client);
-  for (int access : {kAclRead, kAclWrite, kAclSubscribe, kAclUnsubscribe}) {
-    EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, access, "events/a")), kBrokerSuccess);
-  }
+  ExpectEveryAccessAnswered(&BrokerEvents<FakeBroker>::OnAclCheck, &client, kBrokerSuccess);
   EXPECT_TRUE(broker_.later_acl_checks.empty());
 }
 
@@ -262,9 +271,8 @@ TEST_F(BrokerEventsTest, AclCheckOn21IgnoresEveryCheck) {
   state_.watch_acl_21 = true;
   FakeClient client = Client("a");
   Connect(&client);
-  for (int access : {kAclRead, kAclWrite, kAclSubscribe, kAclUnsubscribe}) {
-    EXPECT_EQ(Events().OnAclCheck21(AclCheck(&client, access, "events/a")), kBrokerErrPluginIgnore);
-  }
+  ExpectEveryAccessAnswered(&BrokerEvents<FakeBroker>::OnAclCheck21, &client,
+                            kBrokerErrPluginIgnore);
   EXPECT_FALSE(state_.sessions->HoldsSubscription(client.handle(), "events/a"));
 }
 
