@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <regex>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../support/client_facts_builder.h"
@@ -104,6 +107,17 @@ class RecordingSink : public EventSink {
 
 class SessionTableTest : public ::testing::Test {
  protected:
+  // `client` connects with `facts` at `now_ns`, is announced (the next callback settles it), and
+  // subscribes to each (filter, QoS) in order.
+  void Open(const void* client, const ClientFacts& facts, std::int64_t now_ns,
+            std::initializer_list<std::pair<const char*, int>> subscriptions = {}) {
+    table_.BeginConnect(client, facts, now_ns);
+    table_.Settle();
+    for (const auto& [filter, qos] : subscriptions) {
+      table_.Subscribe(client, filter, static_cast<std::uint8_t>(qos));
+    }
+  }
+
   // Distinct addresses standing in for the broker's client pointers.
   const void* const a_ = &slots_[0];
   const void* const b_ = &slots_[1];
@@ -139,14 +153,11 @@ TEST_F(SessionTableTest, AConnectIsAnnouncedOnlyOnceTheNextCallbackShowsItWasAcc
 // is announced, then one record says the rest are none; the CONNECT being handled gets its
 // role in its own record; a resync carries every role.
 TEST_F(SessionTableTest, BridgeRolesResolvedLaterAreAnnouncedAndKeptForAResync) {
-  table_.BeginConnect(a_, Facts("remote-bridge"), 1000);
-  table_.Settle();
+  Open(a_, Facts("remote-bridge"), 1000);
   ClientFacts own = Facts("own-bridge");
   own.bridge = BridgeRole::kOutgoing;
-  table_.BeginConnect(b_, own, 1001);
-  table_.Settle();
-  table_.BeginConnect(d_, Facts("unreadable"), 1002);
-  table_.Settle();
+  Open(b_, own, 1001);
+  Open(d_, Facts("unreadable"), 1002);
   table_.BeginConnect(c_, Facts("pending"), 1003);  // not settled yet
   sink_.lines.clear();
   std::vector<const void*> asked;
@@ -199,14 +210,12 @@ TEST_F(SessionTableTest, WithConfirmedConnectsAnUnconfirmedEnhancedConnectWasRef
   EXPECT_TRUE(table_.IsOpen(c_));
   // A password CONNECT is still settled as accepted by the next event: a refused one gets its
   // DISCONNECT first on 2.1 too.
-  table_.BeginConnect(a_, Facts("late"), 8);
-  table_.Settle();
+  Open(a_, Facts("late"), 8);
   EXPECT_TRUE(table_.IsOpen(a_));
 }
 
 TEST_F(SessionTableTest, AnonymousAcceptedConnectionIsUnauthenticated) {
-  table_.BeginConnect(a_, Facts("anon"), 1);
-  table_.Settle();
+  Open(a_, Facts("anon"), 1);
   EXPECT_EQ(sink_.connections.at(0).auth_state, AuthState::kUnauthenticated);
 }
 
@@ -215,8 +224,7 @@ TEST_F(SessionTableTest, AUsernameNothingChecksIsUnauthenticated) {
   facts.username = "bob";
   facts.mechanism = AuthMechanism::kPassword;
   facts.credentials_checked = false;  // no password_file, no auth plugin: allow_anonymous decided
-  table_.BeginConnect(a_, facts, 1);
-  table_.Settle();
+  Open(a_, facts, 1);
   EXPECT_EQ(sink_.connections.at(0).auth_mechanism, AuthMechanism::kPassword);
   EXPECT_EQ(sink_.connections.at(0).auth_state, AuthState::kUnauthenticated);
 }
@@ -249,8 +257,7 @@ TEST_F(SessionTableTest, TwoConnectsInOneLoopSettleTheFirstAtTheSecond) {
 }
 
 TEST_F(SessionTableTest, ATakeoverClosesTheOldConnectionBeforeAnnouncingTheNew) {
-  table_.BeginConnect(a_, Facts("dup"), 1);
-  table_.Settle();
+  Open(a_, Facts("dup"), 1);
   table_.BeginConnect(b_, Facts("dup"), 2);
   // Inside the new CONNECT the broker disconnects the old client: the old one is closed before
   // the new one is announced, so no reader ever sees two with one client id.
@@ -264,8 +271,7 @@ TEST_F(SessionTableTest, ATakeoverClosesTheOldConnectionBeforeAnnouncingTheNew) 
 }
 
 TEST_F(SessionTableTest, DropKeepsTheReasonItWasGiven) {
-  table_.BeginConnect(a_, Facts("x"), 1);
-  table_.Settle();
+  Open(a_, Facts("x"), 1);
   table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 5);
   EXPECT_THAT(sink_.lines, ElementsAre("open 1 x", "close 1 reason 1"));
 }
@@ -277,20 +283,15 @@ TEST_F(SessionTableTest, DisconnectOfAnUnknownClientIsIgnored) {
 }
 
 TEST_F(SessionTableTest, AReusedClientPointerIsANewConnection) {
-  table_.BeginConnect(a_, Facts("first"), 1);
-  table_.Settle();
+  Open(a_, Facts("first"), 1);
   table_.Disconnect(a_, true, CloseReason::kUnspecified, 2);
-  table_.BeginConnect(a_, Facts("second"), 3);
-  table_.Settle();
+  Open(a_, Facts("second"), 3);
   EXPECT_THAT(sink_.lines, ElementsAre("open 1 first", "close 1 reason 0", "open 2 second"));
   EXPECT_NE(sink_.connections[0].uid, sink_.connections[1].uid);
 }
 
 TEST_F(SessionTableTest, SubscribeUpdatesQosInsteadOfDuplicatingAndUnsubscribeRemoves) {
-  table_.BeginConnect(a_, Facts("s"), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/a", 0);
-  table_.Subscribe(a_, "events/b", 1);
+  Open(a_, Facts("s"), 1, {{"events/a", 0}, {"events/b", 1}});
   table_.Subscribe(a_, "events/a", 2);
   table_.Subscribe(a_, "events/a", 2);  // no change, no event
   table_.Unsubscribe(a_, "never/subscribed");
@@ -304,10 +305,7 @@ TEST_F(SessionTableTest, SubscribeUpdatesQosInsteadOfDuplicatingAndUnsubscribeRe
 // it kicks as a SUBSCRIBE with QoS 0, right before the client's DISCONNECT, and drops the ones
 // denied. Those checks are no SUBSCRIBE: the session keeps its QoS.
 TEST_F(SessionTableTest, AKicksQosZeroRecheckKeepsTheSubscriptionsQos) {
-  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
-  table_.Subscribe(a_, "events/y", 2);
+  Open(a_, Facts("p", /*clean=*/false), 1, {{"events/x", 1}, {"events/y", 2}});
   table_.SettleExceptHeldOf(a_);
   table_.Subscribe(a_, "events/x", 0);
   table_.SettleExceptHeldOf(a_);
@@ -319,10 +317,7 @@ TEST_F(SessionTableTest, AKicksQosZeroRecheckKeepsTheSubscriptionsQos) {
 }
 
 TEST_F(SessionTableTest, AKicksDeniedRecheckRemovesTheSubscription) {
-  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
-  table_.Subscribe(a_, "events/y", 1);
+  Open(a_, Facts("p", /*clean=*/false), 1, {{"events/x", 1}, {"events/y", 1}});
   table_.SettleExceptHeldOf(a_);
   table_.SubscribeDenied(a_, "events/x");
   table_.SettleExceptHeldOf(a_);
@@ -336,10 +331,7 @@ TEST_F(SessionTableTest, AKicksDeniedRecheckRemovesTheSubscription) {
 // A client that really downgrades a subscription to QoS 0 (or is refused a new QoS) is not
 // disconnected next: the next event of any other kind applies the downgrade.
 TEST_F(SessionTableTest, ARealDowngradeIsAppliedByTheNextEvent) {
-  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
-  table_.Subscribe(a_, "events/y", 1);
+  Open(a_, Facts("p", /*clean=*/false), 1, {{"events/x", 1}, {"events/y", 1}});
   table_.SettleExceptHeldOf(a_);
   table_.Subscribe(a_, "events/x", 0);
   table_.SettleExceptHeldOf(a_);
@@ -355,18 +347,14 @@ TEST_F(SessionTableTest, ARealDowngradeIsAppliedByTheNextEvent) {
 
 // 2.1 reports a SUBSCRIBE only after the broker made it (no re-checks reach the plugin).
 TEST_F(SessionTableTest, AReportedSubscribeIsNeverHeld) {
-  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
+  Open(a_, Facts("p", /*clean=*/false), 1, {{"events/x", 1}});
   table_.Subscribe(a_, "events/x", 0, /*may_be_recheck=*/false);
   EXPECT_FALSE(table_.has_unsettled());
   EXPECT_THAT(sink_.lines, ElementsAre("open 1 p", "sub 1 events/x 1", "sub 1 events/x 0"));
 }
 
 TEST_F(SessionTableTest, AResumedPersistentSessionKeepsItsSubscriptions) {
-  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
+  Open(a_, Facts("p", /*clean=*/false), 1, {{"events/x", 1}});
   table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
   EXPECT_EQ(table_.offline_count(), 1u);
   table_.BeginConnect(b_, Facts("p", false), 3);
@@ -381,12 +369,9 @@ TEST_F(SessionTableTest, AResumedPersistentSessionKeepsItsSubscriptions) {
 
 TEST_F(SessionTableTest, WithoutTheBrokerResumingTheSessionNothingIsHandedOver) {
   // MQTT 5 with session expiry 0: the broker dropped the session at disconnect.
-  table_.BeginConnect(a_, Facts("p5", false, 5), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
+  Open(a_, Facts("p5", false, 5), 1, {{"events/x", 1}});
   table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
-  table_.BeginConnect(b_, Facts("p5", false, 5), 3);
-  table_.Settle();
+  Open(b_, Facts("p5", false, 5), 3);
   EXPECT_THAT(sink_.lines,
               ElementsAre("open 1 p5", "sub 1 events/x 1", "close 1 reason 2", "offline 2 p5",
                           "sub 2 events/x 1", "offline-end 2", "open 3 p5"));
@@ -394,9 +379,7 @@ TEST_F(SessionTableTest, WithoutTheBrokerResumingTheSessionNothingIsHandedOver) 
 }
 
 TEST_F(SessionTableTest, ACleanReconnectForgetsTheOfflineSession) {
-  table_.BeginConnect(a_, Facts("p", false), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
+  Open(a_, Facts("p", false), 1, {{"events/x", 1}});
   table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
   table_.BeginConnect(b_, Facts("p", /*clean=*/true), 3);
   table_.Disconnect(a_, true, CloseReason::kUnspecified, 3);
@@ -408,17 +391,13 @@ TEST_F(SessionTableTest, ACleanReconnectForgetsTheOfflineSession) {
 }
 
 TEST_F(SessionTableTest, ACleanMqtt311SessionIsNotKeptOffline) {
-  table_.BeginConnect(a_, Facts("c", true, 4), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
+  Open(a_, Facts("c", true, 4), 1, {{"events/x", 1}});
   table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2);
   EXPECT_EQ(table_.offline_count(), 0u);
 }
 
 TEST_F(SessionTableTest, ATakeoverOfAPersistentSessionCarriesItsSubscriptions) {
-  table_.BeginConnect(a_, Facts("p", false), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "store/orders/#", 2);
+  Open(a_, Facts("p", false), 1, {{"store/orders/#", 2}});
   table_.BeginConnect(b_, Facts("p", false), 2);
   table_.Disconnect(a_, true, CloseReason::kUnspecified, 2);
   table_.Settle();
@@ -428,9 +407,7 @@ TEST_F(SessionTableTest, ATakeoverOfAPersistentSessionCarriesItsSubscriptions) {
 
 TEST_F(SessionTableTest, OfflineSessionsAreBoundedOldestFirst) {
   for (std::size_t i = 0; i < SessionTable::kMaxOfflineSessions + 5; ++i) {
-    table_.BeginConnect(a_, Facts("id-" + std::to_string(i), false), 1);
-    table_.Settle();
-    table_.Subscribe(a_, "t", 0);
+    Open(a_, Facts("id-" + std::to_string(i), false), 1, {{"t", 0}});
     table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
   }
   EXPECT_EQ(table_.offline_count(), SessionTable::kMaxOfflineSessions);
@@ -508,9 +485,7 @@ TEST_F(SessionTableTest, OfflineDeliveriesToARestoredSessionUseItsSubscriptionQo
 
 TEST_F(SessionTableTest, AnMqtt5CleanStartSessionIsKeptForAResumeButNotListed) {
   // Its session expiry interval is invisible: it may or may not outlive the connection.
-  table_.BeginConnect(a_, Facts("v5c", /*clean=*/true, 5), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
+  Open(a_, Facts("v5c", /*clean=*/true, 5), 1, {{"events/x", 1}});
   table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2);
   EXPECT_THAT(sink_.lines, ElementsAre("open 1 v5c", "sub 1 events/x 1", "close 1 reason 1"));
   EXPECT_EQ(table_.offline_count(), 1u);
@@ -518,9 +493,7 @@ TEST_F(SessionTableTest, AnMqtt5CleanStartSessionIsKeptForAResumeButNotListed) {
 
 TEST_F(SessionTableTest, AReloadRecheckingAnOfflineSessionIsNoConnect) {
   table_.RestoreOffline(Restored(), 500);
-  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
+  Open(a_, Facts("p", /*clean=*/false), 1, {{"events/x", 1}});
   table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
   sink_.lines.clear();
   // At SIGHUP the broker checks every client it holds again, those without a socket too.
@@ -539,14 +512,11 @@ TEST_F(SessionTableTest, PersistentClientExpirationEndsOfflineSessionsWhenTheBro
   constexpr std::int64_t kSecond = 1000000000;
   table_.SetPersistentClientExpiration(3600);
   table_.RestoreOffline(Restored(), 0);  // Mosquitto 2.0.11 never expires these
-  table_.BeginConnect(a_, Facts("v4", /*clean=*/false, 4), 0);
-  table_.Settle();
+  Open(a_, Facts("v4", /*clean=*/false, 4), 0);
   table_.Disconnect(a_, true, CloseReason::kConnectionLost, 100 * kSecond);
-  table_.BeginConnect(b_, Facts("v5", /*clean=*/false, 5), 0);
-  table_.Settle();
+  Open(b_, Facts("v5", /*clean=*/false, 5), 0);
   table_.Disconnect(b_, true, CloseReason::kConnectionLost, 200 * kSecond);
-  table_.BeginConnect(c_, Facts("back", /*clean=*/false, 4), 0);
-  table_.Settle();
+  Open(c_, Facts("back", /*clean=*/false, 4), 0);
   table_.Disconnect(c_, true, CloseReason::kConnectionLost, 100 * kSecond);
   ASSERT_EQ(sink_.offline.size(), 3u);
   // An MQTT 3.1.1 session's expiry is exactly the broker's limit; an MQTT 5 one may be sooner.
@@ -594,13 +564,10 @@ TEST(SessionTableExpiryTest, TheBrokersExpiryTimeIsInWholeSeconds) {
 // session at the disconnect (src/context.c: context__disconnect), so nothing is listed or kept,
 // and its next connection resumes nothing.
 TEST_F(SessionTableTest, AnMqtt5SessionWhoseIntervalIsZeroEndsWithItsConnection) {
-  table_.BeginConnect(a_, Facts("z", /*clean=*/false, 5), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
+  Open(a_, Facts("z", /*clean=*/false, 5), 1, {{"events/x", 1}});
   table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2, -1, SessionExpiry::Interval(0));
   EXPECT_EQ(table_.offline_count(), 0u);
-  table_.BeginConnect(b_, Facts("z", false, 5), 3);
-  table_.Settle();
+  Open(b_, Facts("z", false, 5), 3);
   EXPECT_THAT(sink_.lines,
               ElementsAre("open 1 z", "sub 1 events/x 1", "close 1 reason 1", "open 2 z"));
   // 2.1's DISCONNECT event says as much without the layout: the same.
@@ -614,9 +581,7 @@ TEST_F(SessionTableTest, AnMqtt5SessionWhoseIntervalIsZeroEndsWithItsConnection)
 // A finite interval: listed with the broker's session_expiry_time, and gone (with its
 // subscriptions, which the gauges count) at the first TICK past it.
 TEST_F(SessionTableTest, AFiniteIntervalIsListedWithItsTimeAndEndsWhenTheBrokerExpiresIt) {
-  table_.BeginConnect(a_, Facts("f", /*clean=*/false, 5), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
+  Open(a_, Facts("f", /*clean=*/false, 5), 1, {{"events/x", 1}});
   table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond + 250000000, -1,
                     SessionExpiry::Interval(3));
   ASSERT_EQ(sink_.offline.size(), 1u);
@@ -645,12 +610,10 @@ TEST_F(SessionTableTest, AFiniteIntervalIsListedWithItsTimeAndEndsWhenTheBrokerE
 // The broker's persistent_client_expiration caps a known interval, and the time shown.
 TEST_F(SessionTableTest, PersistentClientExpirationCapsAKnownInterval) {
   table_.SetPersistentClientExpiration(60);
-  table_.BeginConnect(a_, Facts("long", /*clean=*/false, 5), 1);
-  table_.Settle();
+  Open(a_, Facts("long", /*clean=*/false, 5), 1);
   table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
                     SessionExpiry::Interval(3600));
-  table_.BeginConnect(b_, Facts("short", false, 5), 1);
-  table_.Settle();
+  Open(b_, Facts("short", false, 5), 1);
   table_.Disconnect(b_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
                     SessionExpiry::Interval(10));
   ASSERT_EQ(sink_.offline.size(), 2u);
@@ -665,8 +628,7 @@ TEST_F(SessionTableTest, PersistentClientExpirationCapsAKnownInterval) {
 
 // Never expiring (0xffffffff) without a limit: listed with no time, never swept.
 TEST_F(SessionTableTest, AnIntervalThatNeverExpiresHasNoTime) {
-  table_.BeginConnect(a_, Facts("n", /*clean=*/false, 5), 1);
-  table_.Settle();
+  Open(a_, Facts("n", /*clean=*/false, 5), 1);
   table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
                     SessionExpiry::Interval(0xffffffff));
   ASSERT_EQ(sink_.offline.size(), 1u);
@@ -678,9 +640,7 @@ TEST_F(SessionTableTest, AnIntervalThatNeverExpiresHasNoTime) {
 // An MQTT 5 clean start client with an interval: kept for a resume (not listed), and forgotten
 // when the broker expires it.
 TEST_F(SessionTableTest, AnUnlistedMqtt5SessionIsForgottenWhenItExpires) {
-  table_.BeginConnect(a_, Facts("v5c", /*clean=*/true, 5), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
+  Open(a_, Facts("v5c", /*clean=*/true, 5), 1, {{"events/x", 1}});
   table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
                     SessionExpiry::Interval(5));
   EXPECT_TRUE(sink_.offline.empty());
@@ -712,9 +672,7 @@ TEST_F(SessionTableTest, WithoutAKnownIntervalAnMqtt5SessionIsListedWithNoTime) 
 // A takeover's old client has its interval zeroed by the broker for the hand-over
 // (src/handle_connect.c): its subscriptions still pass to the new connection.
 TEST_F(SessionTableTest, ATakeoverHandsTheSessionOverWhateverTheIntervalReads) {
-  table_.BeginConnect(a_, Facts("t", /*clean=*/false, 5), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
+  Open(a_, Facts("t", /*clean=*/false, 5), 1, {{"events/x", 1}});
   table_.BeginConnect(b_, Facts("t", false, 5), 2);
   table_.Disconnect(a_, true, CloseReason::kUnspecified, 2, -1, SessionExpiry::Interval(0));
   table_.Settle();
@@ -724,9 +682,7 @@ TEST_F(SessionTableTest, ATakeoverHandsTheSessionOverWhateverTheIntervalReads) {
 
 TEST_F(SessionTableTest, FullStateListsOfflineSessionsWithTheirSubscriptions) {
   table_.RestoreOffline(Restored(), 500);
-  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "store/s", 1);
+  Open(a_, Facts("p", /*clean=*/false), 1, {{"store/s", 1}});
   table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
   sink_.lines.clear();
   ASSERT_TRUE(table_.BeginFullState(9));
@@ -802,11 +758,9 @@ TEST_F(SessionTableTest, FullStateGivesBackEveryFieldAndSubscriptionOfAnOpenConn
 }
 
 TEST_F(SessionTableTest, FullStateIsSpreadOverCallsWhenTheSinkHasLittleRoom) {
-  table_.BeginConnect(a_, Facts("a"), 1);
-  table_.Settle();
+  Open(a_, Facts("a"), 1);
   table_.Subscribe(a_, "events/1", 1);  // a connection and its subscription go together
-  table_.BeginConnect(b_, Facts("b"), 2);
-  table_.Settle();
+  Open(b_, Facts("b"), 2);
   sink_.lines.clear();
   sink_.SetRoom(1);
   ASSERT_TRUE(table_.BeginFullState(3));
@@ -823,8 +777,7 @@ TEST_F(SessionTableTest, FullStateIsSpreadOverCallsWhenTheSinkHasLittleRoom) {
 }
 
 TEST_F(SessionTableTest, FullStateReportsARefusingSink) {
-  table_.BeginConnect(a_, Facts("a"), 1);
-  table_.Settle();
+  Open(a_, Facts("a"), 1);
   sink_.lines.clear();
   sink_.RefuseAfter(1);
   ASSERT_TRUE(table_.BeginFullState(1));
@@ -873,9 +826,7 @@ TEST(SessionTableStatsTest, SlotsAreAssignedResetAndTheirTotalsTravelWithTheClos
 
 // A reload (SIGHUP) re-runs BASIC_AUTH for every client the broker holds (docs/reload.md).
 TEST_F(SessionTableTest, AReloadRecheckOfAnOpenClientIsNotAConnect) {
-  table_.BeginConnect(a_, Facts("x"), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
+  Open(a_, Facts("x"), 1, {{"events/x", 1}});
   table_.BeginReload();
   EXPECT_TRUE(table_.reloading());
   EXPECT_TRUE(table_.IsRecheck(a_, /*has_socket=*/true));
@@ -890,9 +841,7 @@ TEST_F(SessionTableTest, AReloadRecheckOfAnOpenClientIsNotAConnect) {
 }
 
 TEST_F(SessionTableTest, AReloadRecheckOfAnOfflineSessionOpensNothing) {
-  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
+  Open(a_, Facts("p", /*clean=*/false), 1, {{"events/x", 1}});
   table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
   table_.BeginReload();
   EXPECT_TRUE(table_.IsRecheck(a_, /*has_socket=*/false));
@@ -912,8 +861,7 @@ TEST_F(SessionTableTest, ANewClientWithASocketIsAConnectEvenDuringAReload) {
 }
 
 TEST_F(SessionTableTest, ARecheckSettlesAPendingConnect) {
-  table_.BeginConnect(a_, Facts("x"), 1);
-  table_.Settle();
+  Open(a_, Facts("x"), 1);
   table_.BeginConnect(b_, Facts("y"), 2);
   EXPECT_TRUE(table_.IsRecheck(a_, true));
   EXPECT_THAT(sink_.lines, ElementsAre("open 1 x", "open 2 y"));
