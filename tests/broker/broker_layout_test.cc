@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "../support/broker_version_of.h"
 #include "../support/fake_broker.h"
 #include "../support/laid_out_client.h"
+#include "../support/matrix_brokers.h"
 #include "link/shared_region.h"
 
 namespace mqc {
@@ -29,10 +29,6 @@ BrokerLayout Shifted(const BrokerLayout& layout) {
     if (place.size != 0) place.offset = static_cast<std::uint16_t>(place.offset + 8);
   }
   return shifted;
-}
-
-const BrokerLayout& Debian2021() {
-  return *Named(BrokerLayoutCandidates(Version(2, 0, 21)), "2.0.15-2.0.22 TLS ADNS");
 }
 
 TEST(BrokerLayoutTable, CandidatesPerVersion) {
@@ -66,10 +62,10 @@ TEST(BrokerLayoutTable, MatrixBrokersPlaces) {
       {debian_2011, LayoutField::kCleanStart, 326},
       {debian_2011, LayoutField::kSubCount, 488},
       {debian_2011, LayoutField::kMsgsOutCount, 432},
-      {&Debian2021(), LayoutField::kCleanStart, 325},
-      {&Debian2021(), LayoutField::kSessionExpiryInterval, 336},
-      {&Debian2021(), LayoutField::kMsgsOutQueuedCount, 480},
-      {&Debian2021(), LayoutField::kSubCount, 536},
+      {&Debian2021Layout(), LayoutField::kCleanStart, 325},
+      {&Debian2021Layout(), LayoutField::kSessionExpiryInterval, 336},
+      {&Debian2021Layout(), LayoutField::kMsgsOutQueuedCount, 480},
+      {&Debian2021Layout(), LayoutField::kSubCount, 536},
       {builtin_21, LayoutField::kProtocol, 80},
       {builtin_21, LayoutField::kIsBridge, 438},
       {builtin_21, LayoutField::kSubCount, 636},
@@ -93,7 +89,7 @@ TEST(BrokerLayoutTable, ProtocolEncodings) {
 
 TEST(BrokerLayoutVerifier, TheRightCandidateVerifiesAmongTheOthers) {
   FakeBroker broker = FakeBroker::Api20();
-  const BrokerLayout& truth = Debian2021();
+  const BrokerLayout& truth = Debian2021Layout();
   BrokerLayoutVerifier verifier(BrokerLayoutCandidates(Version(2, 0, 21)), Version(2, 0, 21));
   verifier.Start(broker);
   EXPECT_TRUE(broker.log.empty());
@@ -132,7 +128,7 @@ TEST(BrokerLayoutVerifier, DebiansBackportIsToldFromUpstreams2011) {
 
 TEST(BrokerLayoutVerifier, AShiftedLayoutIsSwitchedOffAndReadsNothingMore) {
   FakeBroker broker = FakeBroker::Api20();
-  const BrokerLayout& truth = Debian2021();
+  const BrokerLayout& truth = Debian2021Layout();
   const BrokerLayout shifted = Shifted(truth);
   BrokerLayoutVerifier verifier({&shifted}, Version(2, 0, 21));
   std::vector<FakeClient> clients{LaidOut(truth, "a", true, 60), LaidOut(truth, "b", true, 60),
@@ -155,7 +151,7 @@ TEST(BrokerLayoutVerifier, AShiftedLayoutIsSwitchedOffAndReadsNothingMore) {
 // The log line names the field that disagreed, as struct mosquitto names it.
 TEST(BrokerLayoutVerifier, ARefusalNamesTheFieldThatDisagreed) {
   FakeBroker broker = FakeBroker::Api20();
-  const BrokerLayout& truth = Debian2021();
+  const BrokerLayout& truth = Debian2021Layout();
   BrokerLayoutVerifier verifier({&truth}, Version(2, 0, 21));
   FakeClient client = LaidOut(truth, "a", true, 60);
   Put(&client, truth, LayoutField::kMsgsOutQueuedCount, -3);
@@ -181,7 +177,7 @@ TEST(BrokerLayoutTable, EveryFieldHasItsOwnName) {
 // is dropped at the first client where it does not.
 TEST(BrokerLayoutVerifier, ALayoutThatAgreesByChanceIsDroppedLater) {
   FakeBroker broker = FakeBroker::Api20();
-  const BrokerLayout& truth = Debian2021();
+  const BrokerLayout& truth = Debian2021Layout();
   const BrokerLayout shifted = Shifted(truth);
   BrokerLayoutVerifier verifier({&shifted}, Version(2, 0, 21));
   FakeClient lucky = LaidOut(truth, "a", true, 60);
@@ -205,7 +201,7 @@ TEST(BrokerLayoutVerifier, ALayoutThatAgreesByChanceIsDroppedLater) {
 
 TEST(BrokerLayoutVerifier, OneClientIsNotEnough) {
   FakeBroker broker = FakeBroker::Api20();
-  const BrokerLayout& truth = Debian2021();
+  const BrokerLayout& truth = Debian2021Layout();
   BrokerLayoutVerifier verifier({&truth}, Version(2, 0, 21));
   FakeClient client = LaidOut(truth, "a", true, 60);
   for (int i = 0; i < 40; ++i) {
@@ -219,7 +215,7 @@ TEST(BrokerLayoutVerifier, OneClientIsNotEnough) {
 
 TEST(BrokerLayoutVerifier, ClientsWithoutChangesAreNotEnough) {
   FakeBroker broker = FakeBroker::Api20();
-  const BrokerLayout& truth = Debian2021();
+  const BrokerLayout& truth = Debian2021Layout();
   BrokerLayoutVerifier verifier({&truth}, Version(2, 0, 21));
   std::vector<FakeClient> clients{LaidOut(truth, "a", true, 60), LaidOut(truth, "b", true, 60),
                                   LaidOut(truth, "c", true, 60)};
@@ -238,7 +234,7 @@ TEST(BrokerLayoutVerifier, ClientsWithoutChangesAreNotEnough) {
 
 TEST(BrokerLayoutVerifier, ALayoutReachingPastTheAllocationIsRefusedUnread) {
   FakeBroker broker = FakeBroker::Api20();
-  const BrokerLayout& truth = Debian2021();
+  const BrokerLayout& truth = Debian2021Layout();
   // The struct as the table says, in an allocation 4 bytes short of the last field's end.
   FakeClient client = LaidOut(truth, "a", true, 60, truth.End() + 16);
   client.memory.resize(truth.End() - 4);
@@ -297,7 +293,7 @@ TEST(BrokerLayoutTable, MessageCountsSpanFitsOneRead) {
 
 TEST(BrokerLayoutVerifier, MessageCountsAreOneReadOnceVerified) {
   FakeBroker broker = FakeBroker::Api20();
-  const BrokerLayout& truth = Debian2021();
+  const BrokerLayout& truth = Debian2021Layout();
   BrokerLayoutVerifier verifier(BrokerLayoutCandidates(Version(2, 0, 21)), Version(2, 0, 21));
   std::vector<FakeClient> clients{LaidOut(truth, "a", true, 60), LaidOut(truth, "b", false, 20),
                                   LaidOut(truth, "c", true, 5)};
