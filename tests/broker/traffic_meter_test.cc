@@ -39,6 +39,15 @@ constexpr std::int64_t kMs = 1000000;
 
 class TrafficMeterTest : public CountedOperationsTest {
  protected:
+  // The requester publishes an RPC request of `size` bytes on `topic` naming `response_topic`;
+  // the publishes after it carry no ResponseTopic.
+  void Request(const char* topic, const char* response_topic, std::uint32_t size = 1) {
+    details_.has_response = true;
+    details_.response_topic = response_topic;
+    meter_.OnPublish(&requester_, nullptr, topic, size, details_);
+    details_.has_response = false;
+  }
+
   RpcTracker::Options rpc_{1000 * kMs, 2};
   TrafficMeter meter_{&counters_, DefaultPattern::kEvents, rpc_};
   FakeDetails details_;
@@ -141,15 +150,12 @@ TEST_F(TrafficMeterTest, DeliveriesCountByPatternAndQos0ToAnOfflineSessionIsDrop
 }
 
 TEST_F(TrafficMeterTest, CommandRoundTripCountsRequestResponseAndDelivery) {
-  details_.has_response = true;
-  details_.response_topic = "$reply/requester/1";
   details_.has_correlation = true;
   details_.correlation = "c-1";
   details_.now = 0;
-  meter_.OnPublish(&requester_, nullptr, "commands/svc/reboot", 3, details_);
+  Request("commands/svc/reboot", "$reply/requester/1", 3);
   EXPECT_EQ(meter_.rpc().pending(), 1u);
   // A publish on the response topic with another correlation is not the response.
-  details_.has_response = false;
   details_.correlation = "other";
   details_.now = 20 * kMs;
   meter_.OnPublish(&responder_, nullptr, "$reply/requester/1", 2, details_);
@@ -173,10 +179,7 @@ TEST_F(TrafficMeterTest, CommandRoundTripCountsRequestResponseAndDelivery) {
 }
 
 TEST_F(TrafficMeterTest, QueryWithoutCorrelationTakesTheNextPublishOnItsTopic) {
-  details_.has_response = true;
-  details_.response_topic = "events/answers";
-  meter_.OnPublish(&requester_, nullptr, "queries/svc/status", 1, details_);
-  details_.has_response = false;
+  Request("queries/svc/status", "events/answers");
   details_.now = 70 * 1000 * kMs;  // 70 s: beyond every bound
   meter_.OnPublish(&responder_, nullptr, "events/answers", 1, details_);
   EXPECT_EQ(Ops(Operation::kRpcQuery, OperationStatus::kSuccess), 1u);
@@ -197,9 +200,7 @@ TEST_F(TrafficMeterTest, RequestsThatKubeMqWouldDropAreErrors) {
 }
 
 TEST_F(TrafficMeterTest, TimeoutIsAnErrorAndBeyondMaxPendingIsDropped) {
-  details_.has_response = true;
-  details_.response_topic = "r/1";
-  for (int i = 0; i < 3; ++i) meter_.OnPublish(&requester_, nullptr, "commands/a", 1, details_);
+  for (int i = 0; i < 3; ++i) Request("commands/a", "r/1");
   EXPECT_EQ(meter_.rpc().pending(), 2u);
   EXPECT_EQ(Ops(Operation::kRpcCommand, OperationStatus::kDropped), 1u);
   meter_.OnTick(999 * kMs);
@@ -228,10 +229,7 @@ TEST_F(TrafficMeterTest, ReloadedOptionsApplyFromTheNextMessageAndKeepPendingReq
 }
 
 TEST_F(TrafficMeterTest, AResponseNeverRoutedToItsRequesterIsDroppedAtTheNextTick) {
-  details_.has_response = true;
-  details_.response_topic = "r/2";
-  meter_.OnPublish(&requester_, nullptr, "commands/a", 1, details_);
-  details_.has_response = false;
+  Request("commands/a", "r/2");
   meter_.OnPublish(&responder_, nullptr, "r/2", 1, details_);
   EXPECT_TRUE(meter_.rpc().AwaitsDelivery());
   meter_.OnTick(1);
@@ -240,10 +238,7 @@ TEST_F(TrafficMeterTest, AResponseNeverRoutedToItsRequesterIsDroppedAtTheNextTic
 }
 
 TEST_F(TrafficMeterTest, HistogramBoundsAreInclusive) {
-  details_.has_response = true;
-  details_.response_topic = "r/3";
-  meter_.OnPublish(&requester_, nullptr, "commands/a", 1, details_);
-  details_.has_response = false;
+  Request("commands/a", "r/3");
   details_.now = 10 * kMs;  // exactly 0.01 s: le="0.01"
   meter_.OnPublish(&responder_, nullptr, "r/3", 1, details_);
   EXPECT_EQ(Histogram(0).buckets[0].load(), 1u);
