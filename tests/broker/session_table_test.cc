@@ -118,6 +118,25 @@ class SessionTableTest : public ::testing::Test {
     }
   }
 
+  // A kick of a persistent `client` as Mosquitto 2.0.12+ (and Debian's 2.0.11) does it: each
+  // filter re-checked as a SUBSCRIBE with QoS 0 (or denied), other clients' events settling in
+  // between, then the client's DISCONNECT.
+  struct Recheck {
+    const char* filter;
+    bool allowed;
+  };
+  void Kick(const void* client, std::initializer_list<Recheck> rechecks, std::int64_t now_ns) {
+    for (const Recheck& recheck : rechecks) {
+      table_.SettleExceptHeldOf(client);
+      if (recheck.allowed) {
+        table_.Subscribe(client, recheck.filter, 0);
+      } else {
+        table_.SubscribeDenied(client, recheck.filter);
+      }
+    }
+    table_.Disconnect(client, true, CloseReason::kKicked, now_ns);
+  }
+
   // Distinct addresses standing in for the broker's client pointers.
   const void* const a_ = &slots_[0];
   const void* const b_ = &slots_[1];
@@ -306,11 +325,7 @@ TEST_F(SessionTableTest, SubscribeUpdatesQosInsteadOfDuplicatingAndUnsubscribeRe
 // denied. Those checks are no SUBSCRIBE: the session keeps its QoS.
 TEST_F(SessionTableTest, AKicksQosZeroRecheckKeepsTheSubscriptionsQos) {
   Open(a_, Facts("p", /*clean=*/false), 1, {{"events/x", 1}, {"events/y", 2}});
-  table_.SettleExceptHeldOf(a_);
-  table_.Subscribe(a_, "events/x", 0);
-  table_.SettleExceptHeldOf(a_);
-  table_.Subscribe(a_, "events/y", 0);
-  table_.Disconnect(a_, true, CloseReason::kKicked, 2);
+  Kick(a_, {{"events/x", /*allowed=*/true}, {"events/y", true}}, 2);
   EXPECT_THAT(sink_.lines,
               ElementsAre("open 1 p", "sub 1 events/x 1", "sub 1 events/y 2", "close 1 reason 5",
                           "offline 2 p", "sub 2 events/x 1", "sub 2 events/y 2"));
@@ -318,11 +333,7 @@ TEST_F(SessionTableTest, AKicksQosZeroRecheckKeepsTheSubscriptionsQos) {
 
 TEST_F(SessionTableTest, AKicksDeniedRecheckRemovesTheSubscription) {
   Open(a_, Facts("p", /*clean=*/false), 1, {{"events/x", 1}, {"events/y", 1}});
-  table_.SettleExceptHeldOf(a_);
-  table_.SubscribeDenied(a_, "events/x");
-  table_.SettleExceptHeldOf(a_);
-  table_.Subscribe(a_, "events/y", 0);
-  table_.Disconnect(a_, true, CloseReason::kKicked, 2);
+  Kick(a_, {{"events/x", /*allowed=*/false}, {"events/y", true}}, 2);
   EXPECT_THAT(sink_.lines,
               ElementsAre("open 1 p", "sub 1 events/x 1", "sub 1 events/y 1", "unsub 1 events/x 1",
                           "close 1 reason 5", "offline 2 p", "sub 2 events/y 1"));
