@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <initializer_list>
 #include <map>
 #include <regex>
 #include <set>
@@ -105,12 +104,18 @@ class RecordingSink : public EventSink {
   int room_ = -1;  // records that fit at a time; -1: unlimited
 };
 
+// One filter a kick re-checks, and whether the broker allows it.
+struct Recheck {
+  const char* filter;
+  bool allowed;
+};
+
 class SessionTableTest : public ::testing::Test {
  protected:
   // `client` connects with `facts` at `now_ns`, is announced (the next callback settles it), and
   // subscribes to each (filter, QoS) in order.
   void Open(const void* client, const ClientFacts& facts, std::int64_t now_ns,
-            std::initializer_list<std::pair<const char*, int>> subscriptions = {}) {
+            const std::vector<std::pair<const char*, int>>& subscriptions = {}) {
     table_.BeginConnect(client, facts, now_ns);
     table_.Settle();
     for (const auto& [filter, qos] : subscriptions) {
@@ -121,11 +126,7 @@ class SessionTableTest : public ::testing::Test {
   // A kick of a persistent `client` as Mosquitto 2.0.12+ (and Debian's 2.0.11) does it: each
   // filter re-checked as a SUBSCRIBE with QoS 0 (or denied), other clients' events settling in
   // between, then the client's DISCONNECT.
-  struct Recheck {
-    const char* filter;
-    bool allowed;
-  };
-  void Kick(const void* client, std::initializer_list<Recheck> rechecks, std::int64_t now_ns) {
+  void Kick(const void* client, const std::vector<Recheck>& rechecks, std::int64_t now_ns) {
     for (const Recheck& recheck : rechecks) {
       table_.SettleExceptHeldOf(client);
       if (recheck.allowed) {
@@ -323,21 +324,38 @@ TEST_F(SessionTableTest, SubscribeUpdatesQosInsteadOfDuplicatingAndUnsubscribeRe
 // Mosquitto 2.0.12+ (and Debian's 2.0.11) re-checks every subscription of a persistent client
 // it kicks as a SUBSCRIBE with QoS 0, right before the client's DISCONNECT, and drops the ones
 // denied. Those checks are no SUBSCRIBE: the session keeps its QoS.
-TEST_F(SessionTableTest, AKicksQosZeroRecheckKeepsTheSubscriptionsQos) {
-  Open(a_, Facts("p", /*clean=*/false), 1, {{"events/x", 1}, {"events/y", 2}});
-  Kick(a_, {{"events/x", /*allowed=*/true}, {"events/y", true}}, 2);
-  EXPECT_THAT(sink_.lines,
-              ElementsAre("open 1 p", "sub 1 events/x 1", "sub 1 events/y 2", "close 1 reason 5",
-                          "offline 2 p", "sub 2 events/x 1", "sub 2 events/y 2"));
+struct KickCase {
+  const char* name;
+  std::vector<std::pair<const char*, int>> subscriptions;
+  std::vector<Recheck> rechecks;
+  std::vector<std::string> lines;
+};
+
+class KickRecheckTest : public SessionTableTest, public ::testing::WithParamInterface<KickCase> {};
+
+TEST_P(KickRecheckTest, AKicksRecheckKeepsTheQosAndDropsWhatIsDenied) {
+  const KickCase& c = GetParam();
+  Open(a_, Facts("p", /*clean=*/false), 1, c.subscriptions);
+  Kick(a_, c.rechecks, 2);
+  EXPECT_EQ(sink_.lines, c.lines);
 }
 
-TEST_F(SessionTableTest, AKicksDeniedRecheckRemovesTheSubscription) {
-  Open(a_, Facts("p", /*clean=*/false), 1, {{"events/x", 1}, {"events/y", 1}});
-  Kick(a_, {{"events/x", /*allowed=*/false}, {"events/y", true}}, 2);
-  EXPECT_THAT(sink_.lines,
-              ElementsAre("open 1 p", "sub 1 events/x 1", "sub 1 events/y 1", "unsub 1 events/x 1",
-                          "close 1 reason 5", "offline 2 p", "sub 2 events/y 1"));
-}
+INSTANTIATE_TEST_SUITE_P(
+    SessionTable, KickRecheckTest,
+    ::testing::Values(
+        KickCase{"QosZeroRecheckKeepsTheSubscriptionsQos",
+                 {{"events/x", 1}, {"events/y", 2}},
+                 {{"events/x", /*allowed=*/true}, {"events/y", true}},
+                 {"open 1 p", "sub 1 events/x 1", "sub 1 events/y 2", "close 1 reason 5",
+                  "offline 2 p", "sub 2 events/x 1", "sub 2 events/y 2"}},
+        KickCase{"DeniedRecheckRemovesTheSubscription",
+                 {{"events/x", 1}, {"events/y", 1}},
+                 {{"events/x", /*allowed=*/false}, {"events/y", true}},
+                 {"open 1 p", "sub 1 events/x 1", "sub 1 events/y 1", "unsub 1 events/x 1",
+                  "close 1 reason 5", "offline 2 p", "sub 2 events/y 1"}}),
+    [](const ::testing::TestParamInfo<KickCase>& param_info) {
+      return std::string(param_info.param.name);
+    });
 
 // A client that really downgrades a subscription to QoS 0 (or is refused a new QoS) is not
 // disconnected next: the next event of any other kind applies the downgrade.
