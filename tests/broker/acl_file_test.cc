@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 
@@ -42,44 +43,62 @@ constexpr char kNeutralityFile[] =
     "pattern readwrite clients/%c/#\n"
     "pattern read home/%u/#\n";
 
+constexpr bool kAllowed = true;
+constexpr bool kDenied = false;
+
+// One question to an AclFile (client id, username, topic, access) and the answer expected.
+struct AccessCase {
+  const char* client_id;
+  const char* username;
+  const char* topic;
+  int access;
+  bool allowed;
+};
+
+void ExpectAnswers(const AclFile& file, std::initializer_list<AccessCase> cases) {
+  for (const AccessCase& c : cases) {
+    EXPECT_EQ(file.Allows(c.client_id, c.username, c.topic, c.access), c.allowed)
+        << "client " << c.client_id << ", username "
+        << (c.username != kAnonymous ? c.username : "(none)") << ", " << c.topic << ", access "
+        << c.access;
+  }
+}
+
 TEST(AclFileTest, TopicLinesBeforeAnyUserAreTheAnonymousClients) {
-  const AclFile file = Parsed(kNeutralityFile);
-  EXPECT_TRUE(file.Allows("a", kAnonymous, "public/news", kRead));
-  EXPECT_FALSE(file.Allows("a", kAnonymous, "public/news", kWrite));
-  EXPECT_TRUE(file.Allows("a", kAnonymous, "anon/chat", kRead));
-  EXPECT_FALSE(file.Allows("a", kAnonymous, "user/data", kRead));
-  // Patterns apply to everyone; %u only to clients with a username.
-  EXPECT_TRUE(file.Allows("a", kAnonymous, "clients/a/state", kRead));
-  EXPECT_FALSE(file.Allows("a", kAnonymous, "clients/b/state", kRead));
-  EXPECT_FALSE(file.Allows("a", kAnonymous, "home/user/mail", kRead));
+  ExpectAnswers(Parsed(kNeutralityFile),
+                {{"a", kAnonymous, "public/news", kRead, kAllowed},
+                 {"a", kAnonymous, "public/news", kWrite, kDenied},
+                 {"a", kAnonymous, "anon/chat", kRead, kAllowed},
+                 {"a", kAnonymous, "user/data", kRead, kDenied},
+                 // Patterns apply to everyone; %u only to clients with a username.
+                 {"a", kAnonymous, "clients/a/state", kRead, kAllowed},
+                 {"a", kAnonymous, "clients/b/state", kRead, kDenied},
+                 {"a", kAnonymous, "home/user/mail", kRead, kDenied}});
 }
 
 TEST(AclFileTest, EachUserHasItsOwnRulesAndThePatterns) {
-  const AclFile file = Parsed(kNeutralityFile);
-  const char* user = "user";
-  const char* other = "other";
-  EXPECT_TRUE(file.Allows("u", user, "user/data", kRead));
-  EXPECT_FALSE(file.Allows("u", user, "drop/box", kRead));  // write only
-  EXPECT_TRUE(file.Allows("u", user, "drop/box", kWrite));
-  EXPECT_FALSE(file.Allows("u", user, "anon/chat", kRead));
-  EXPECT_TRUE(file.Allows("u", user, "home/user/mail", kRead));
-  EXPECT_FALSE(file.Allows("u", user, "home/other/mail", kRead));
-  EXPECT_TRUE(file.Allows("o", other, "user/data", kRead));
-  EXPECT_FALSE(file.Allows("o", other, "public/news", kRead));
-  // A username the file does not name has the patterns only.
-  EXPECT_TRUE(file.Allows("n", "nobody", "clients/n/x", kRead));
-  EXPECT_FALSE(file.Allows("n", "nobody", "public/news", kRead));
+  ExpectAnswers(Parsed(kNeutralityFile),
+                {{"u", "user", "user/data", kRead, kAllowed},
+                 {"u", "user", "drop/box", kRead, kDenied},  // write only
+                 {"u", "user", "drop/box", kWrite, kAllowed},
+                 {"u", "user", "anon/chat", kRead, kDenied},
+                 {"u", "user", "home/user/mail", kRead, kAllowed},
+                 {"u", "user", "home/other/mail", kRead, kDenied},
+                 {"o", "other", "user/data", kRead, kAllowed},
+                 {"o", "other", "public/news", kRead, kDenied},
+                 // A username the file does not name has the patterns only.
+                 {"n", "nobody", "clients/n/x", kRead, kAllowed},
+                 {"n", "nobody", "public/news", kRead, kDenied}});
 }
 
 TEST(AclFileTest, DenyRulesWinWhereverTheyStand) {
   const AclFile file = Parsed(
       "user u\ntopic read a/#\ntopic deny a/secret/#\npattern read p/%c/#\n"
       "pattern deny p/%c/private\n");
-  const char* u = "u";
-  EXPECT_TRUE(file.Allows("c", u, "a/open", kRead));
-  EXPECT_FALSE(file.Allows("c", u, "a/secret/x", kRead));
-  EXPECT_TRUE(file.Allows("c", u, "p/c/public", kRead));
-  EXPECT_FALSE(file.Allows("c", u, "p/c/private", kRead));
+  ExpectAnswers(file, {{"c", "u", "a/open", kRead, kAllowed},
+                       {"c", "u", "a/secret/x", kRead, kDenied},
+                       {"c", "u", "p/c/public", kRead, kAllowed},
+                       {"c", "u", "p/c/private", kRead, kDenied}});
 }
 
 TEST(AclFileTest, DollarTopicsNeedADollarRuleAndWildcardIdsArePatternless) {
@@ -108,12 +127,12 @@ TEST(AclFileTest, LinesAreReadAsTheBrokerReadsThem) {
   const AclFile file = Parsed(
       "# comment\n   \ntopic a/b\ntopic  read   spaced topic  \nuser u\ntopic read x\n"
       "user v\ntopic read y\nuser u\ntopic read z\n");
-  EXPECT_TRUE(file.Allows("c", kAnonymous, "a/b", kWrite));
-  EXPECT_FALSE(file.Allows("c", kAnonymous, "spaced topic", kWrite));
-  EXPECT_TRUE(file.Allows("c", kAnonymous, "spaced topic", kRead));
-  EXPECT_TRUE(file.Allows("c", "u", "x", kRead));
-  EXPECT_TRUE(file.Allows("c", "u", "z", kRead));
-  EXPECT_FALSE(file.Allows("c", "u", "y", kRead));
+  ExpectAnswers(file, {{"c", kAnonymous, "a/b", kWrite, kAllowed},
+                       {"c", kAnonymous, "spaced topic", kWrite, kDenied},
+                       {"c", kAnonymous, "spaced topic", kRead, kAllowed},
+                       {"c", "u", "x", kRead, kAllowed},
+                       {"c", "u", "z", kRead, kAllowed},
+                       {"c", "u", "y", kRead, kDenied}});
 }
 
 TEST(AclFileTest, WhatTheBrokerRefusesIsRefusedWithTheLine) {
@@ -131,8 +150,7 @@ TEST(AclFileTest, WhatTheBrokerRefusesIsRefusedWithTheLine) {
               HasSubstr("invalid ACL topic"));
   EXPECT_THAT(AclFile::Parse("user\n", "f", &file).message(), HasSubstr("missing username"));
   EXPECT_THAT(AclFile::Parse("topic\n", "f", &file).message(), HasSubstr("empty topic"));
-  EXPECT_THAT(AclFile::Parse("\ttopic read a\n", "f", &file).message(),
-              HasSubstr("invalid line"));
+  EXPECT_THAT(AclFile::Parse("\ttopic read a\n", "f", &file).message(), HasSubstr("invalid line"));
   EXPECT_EQ(AclFile::Read("/nonexistent/acl", &file).code(), StatusCode::kNotFound);
 }
 

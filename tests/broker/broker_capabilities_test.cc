@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <string>
 
 namespace mqc {
@@ -13,7 +14,10 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 std::string Binary(std::initializer_list<std::string> strings) {
-  std::string bytes("\x7f" "ELF\0\0", 6);
+  std::string bytes(
+      "\x7f"
+      "ELF\0\0",
+      6);
   for (const auto& text : strings) {
     bytes += text;
     bytes.push_back('\0');
@@ -93,23 +97,35 @@ TEST(BrokerCapabilitiesTest, TheStartLineNamesTheBrokerAndWhatItHides) {
   EXPECT_THAT(v21.Describe(true), HasSubstr("its version string"));
 }
 
+// A number the broker gave (a 2.1 reason code, a 2.0 client state), and its close reason.
+struct ReasonCase {
+  int given;
+  CloseReason reason;
+};
+
+void ExpectReasons(CloseReason (*reason_of)(int), std::initializer_list<ReasonCase> cases) {
+  for (const ReasonCase& c : cases) {
+    EXPECT_EQ(reason_of(c.given), c.reason) << "given " << c.given;
+  }
+}
+
 TEST(CloseReasonTest, The21ReasonCodes) {
-  EXPECT_EQ(CloseReasonFromBrokerReason(0), CloseReason::kClientDisconnect);
-  EXPECT_EQ(CloseReasonFromBrokerReason(142), CloseReason::kSessionTakenOver);
-  EXPECT_EQ(CloseReasonFromBrokerReason(152), CloseReason::kKicked);
-  EXPECT_EQ(CloseReasonFromBrokerReason(11), CloseReason::kAccessRevoked);
-  EXPECT_EQ(CloseReasonFromBrokerReason(7), CloseReason::kConnectionLost);
-  EXPECT_EQ(CloseReasonFromBrokerReason(19), CloseReason::kConnectionLost);
-  EXPECT_EQ(CloseReasonFromBrokerReason(2), CloseReason::kConnectionLost);
-  EXPECT_EQ(CloseReasonFromBrokerReason(-1), CloseReason::kUnspecified);
+  ExpectReasons(CloseReasonFromBrokerReason, {{0, CloseReason::kClientDisconnect},
+                                              {142, CloseReason::kSessionTakenOver},
+                                              {152, CloseReason::kKicked},
+                                              {11, CloseReason::kAccessRevoked},
+                                              {7, CloseReason::kConnectionLost},
+                                              {19, CloseReason::kConnectionLost},
+                                              {2, CloseReason::kConnectionLost},
+                                              {-1, CloseReason::kUnspecified}});
 }
 
 TEST(CloseReasonTest, The20ClientStates) {
-  EXPECT_EQ(CloseReasonFromClientState(2), CloseReason::kClientDisconnect);
-  EXPECT_EQ(CloseReasonFromClientState(18), CloseReason::kClientDisconnect);
-  EXPECT_EQ(CloseReasonFromClientState(17), CloseReason::kSessionTakenOver);
-  EXPECT_EQ(CloseReasonFromClientState(1), CloseReason::kConnectionLost);
-  EXPECT_EQ(CloseReasonFromClientState(-1), CloseReason::kUnspecified);
+  ExpectReasons(CloseReasonFromClientState, {{2, CloseReason::kClientDisconnect},
+                                             {18, CloseReason::kClientDisconnect},
+                                             {17, CloseReason::kSessionTakenOver},
+                                             {1, CloseReason::kConnectionLost},
+                                             {-1, CloseReason::kUnspecified}});
 }
 
 TEST(RefusalTest, EachBrokerTellsARefusedConnectItsOwnWay) {

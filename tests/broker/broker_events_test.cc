@@ -13,6 +13,7 @@
 
 #include "../support/fake_broker.h"
 #include "../support/laid_out_client.h"
+#include "../support/matrix_brokers.h"
 #include "../support/null_sink.h"
 
 namespace mqc {
@@ -68,6 +69,23 @@ class BrokerEventsTest : public ::testing::Test {
     Events().OnBasicAuth(client->handle());
     if (broker_.api_2_1()) Events().OnConnect21(client->handle());
     state_.sessions->Settle();
+  }
+
+  // Every access `client` asks for on "events/a" gets `answer` from `handler` (the 2.0 or the 2.1
+  // ACL check).
+  using AclHandler = int (BrokerEvents<FakeBroker>::*)(const AclCheckEvent&);
+  void ExpectEveryAccessAnswered(AclHandler handler, FakeClient* client, int answer) {
+    for (int access : {kAclRead, kAclWrite, kAclSubscribe, kAclUnsubscribe}) {
+      BrokerEvents<FakeBroker> events = Events();
+      EXPECT_EQ((events.*handler)(AclCheck(client, access, "events/a")), answer)
+          << "access " << access;
+    }
+  }
+
+  // A layout verifier for `version`'s candidates, verifying from the next client seen.
+  void StartVerifying(const BrokerVersion& version) {
+    state_.layout =
+        std::make_unique<BrokerLayoutVerifier>(BrokerLayoutCandidates(version), version);
   }
 
   void Ban(BanKind kind, const std::string& who) {
@@ -249,9 +267,7 @@ TEST_F(BrokerEventsTest, WithoutAnotherAclSourceEveryCheckIsAllowed) {
   state_.decide_acl = true;
   FakeClient client = Client("a");
   Connect(&client);
-  for (int access : {kAclRead, kAclWrite, kAclSubscribe, kAclUnsubscribe}) {
-    EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, access, "events/a")), kBrokerSuccess);
-  }
+  ExpectEveryAccessAnswered(&BrokerEvents<FakeBroker>::OnAclCheck, &client, kBrokerSuccess);
   EXPECT_TRUE(broker_.later_acl_checks.empty());
 }
 
@@ -261,9 +277,8 @@ TEST_F(BrokerEventsTest, AclCheckOn21IgnoresEveryCheck) {
   state_.watch_acl_21 = true;
   FakeClient client = Client("a");
   Connect(&client);
-  for (int access : {kAclRead, kAclWrite, kAclSubscribe, kAclUnsubscribe}) {
-    EXPECT_EQ(Events().OnAclCheck21(AclCheck(&client, access, "events/a")), kBrokerErrPluginIgnore);
-  }
+  ExpectEveryAccessAnswered(&BrokerEvents<FakeBroker>::OnAclCheck21, &client,
+                            kBrokerErrPluginIgnore);
   EXPECT_FALSE(state_.sessions->HoldsSubscription(client.handle(), "events/a"));
 }
 
@@ -532,8 +547,7 @@ TEST_F(BrokerEventsTest, TheLayoutIsFedAtConnectAndSubscriptionsNeverPerMessage)
     FakeClient client = Client("a");
     client.memory.assign(16, 0);
     Connect(&client);
-    state_.layout =
-        std::make_unique<BrokerLayoutVerifier>(BrokerLayoutCandidates(version), version);
+    StartVerifying(version);
     const auto delivered = counters_.delivered_messages.load();
     Events().OnAclCheck(AclCheck(&client, kAclRead, "events/a", 1));
     Events().OnAclCheck(AclCheck(&client, kAclWrite, "events/a", 1));
@@ -549,7 +563,7 @@ TEST_F(BrokerEventsTest, TheLayoutIsFedAtConnectAndSubscriptionsNeverPerMessage)
   // At CONNECT (2.0: BASIC_AUTH), and 2.1's CONNECT and SUBSCRIBE events.
   Use(FakeBroker::Api20());
   FakeClient client = Client("b");
-  state_.layout = std::make_unique<BrokerLayoutVerifier>(BrokerLayoutCandidates(version), version);
+  StartVerifying(version);
   Events().OnBasicAuth(client.handle());
   EXPECT_EQ(state_.layout->state(), BrokerLayoutVerifier::State::kUnknown);
   version.minor = 1;
@@ -558,8 +572,7 @@ TEST_F(BrokerEventsTest, TheLayoutIsFedAtConnectAndSubscriptionsNeverPerMessage)
     Use(FakeBroker::Api21());
     FakeClient other = Client("c");
     Connect(&other);
-    state_.layout =
-        std::make_unique<BrokerLayoutVerifier>(BrokerLayoutCandidates(version), version);
+    StartVerifying(version);
     EXPECT_EQ(Events().OnMessageOut(Message(&other, "events/a")), kBrokerSuccess);
     EXPECT_TRUE(state_.layout->verifying());
     if (step == 0) {
@@ -575,14 +588,6 @@ TEST_F(BrokerEventsTest, TheLayoutIsFedAtConnectAndSubscriptionsNeverPerMessage)
 
 constexpr std::int64_t kSecond = 1000000000;
 
-BrokerVersion Version(int major, int minor, int patch) {
-  BrokerVersion version;
-  version.major = major;
-  version.minor = minor;
-  version.patch = patch;
-  return version;
-}
-
 // An MQTT 5 client laid out as `truth` says, with this Session Expiry Interval.
 FakeClient Mqtt5(const BrokerLayout& truth, const std::string& id, std::uint32_t interval) {
   FakeClient client = LaidOut(truth, id, /*clean=*/false, 60);
@@ -596,8 +601,7 @@ class SessionExpiryEventsTest : public BrokerEventsTest {
  protected:
   // A verifier for `version` that trusts `truth` after three other clients' traffic.
   void VerifyLayout(const BrokerVersion& version, const BrokerLayout& truth) {
-    state_.layout =
-        std::make_unique<BrokerLayoutVerifier>(BrokerLayoutCandidates(version), version);
+    StartVerifying(version);
     std::vector<FakeClient> others{LaidOut(truth, "v1", true, 60), LaidOut(truth, "v2", false, 30),
                                    LaidOut(truth, "v3", true, 15)};
     Traffic(&broker_, state_.layout.get(), &others, truth);
@@ -622,8 +626,7 @@ class SessionExpiryEventsTest : public BrokerEventsTest {
 // is listed with the broker's expiry time and goes at the TICK that follows the broker's expiry.
 TEST_F(SessionExpiryEventsTest, On20TheVerifiedLayoutTellsTheInterval) {
   Use(FakeBroker::Api20());
-  const BrokerLayout& truth =
-      *Named(BrokerLayoutCandidates(Version(2, 0, 21)), "2.0.15-2.0.22 TLS ADNS");
+  const BrokerLayout& truth = Debian2021Layout();
   VerifyLayout(Version(2, 0, 21), truth);
   FakeClient zero = Mqtt5(truth, "zero", 0);
   ConnectSubscribeAndLeave(&zero);
@@ -645,8 +648,7 @@ TEST_F(SessionExpiryEventsTest, On20TheVerifiedLayoutTellsTheInterval) {
 // DISCONNECT event (src/handle_disconnect.c): it is the one followed.
 TEST_F(SessionExpiryEventsTest, ADisconnectThatChangesTheIntervalIsFollowed) {
   Use(FakeBroker::Api20());
-  const BrokerLayout& truth =
-      *Named(BrokerLayoutCandidates(Version(2, 0, 21)), "2.0.15-2.0.22 TLS ADNS");
+  const BrokerLayout& truth = Debian2021Layout();
   VerifyLayout(Version(2, 0, 21), truth);
   FakeClient shortened = Mqtt5(truth, "shortened", 3600);
   Connect(&shortened);
@@ -668,10 +670,8 @@ TEST_F(SessionExpiryEventsTest, ADisconnectThatChangesTheIntervalIsFollowed) {
 // with no time. A bridge's own client is left so too.
 TEST_F(SessionExpiryEventsTest, AnUnverifiedLayoutOrABridgeKeepsTheSessionAsBefore) {
   Use(FakeBroker::Api20());
-  const BrokerLayout& truth =
-      *Named(BrokerLayoutCandidates(Version(2, 0, 21)), "2.0.15-2.0.22 TLS ADNS");
-  state_.layout = std::make_unique<BrokerLayoutVerifier>(BrokerLayoutCandidates(Version(2, 0, 21)),
-                                                         Version(2, 0, 21));
+  const BrokerLayout& truth = Debian2021Layout();
+  StartVerifying(Version(2, 0, 21));
   FakeClient zero = Mqtt5(truth, "zero", 0);
   Connect(&zero);
   ASSERT_TRUE(state_.layout->verifying());
@@ -703,8 +703,7 @@ TEST_F(SessionExpiryEventsTest, On21TheEventTellsWhetherTheSessionEnds) {
   ASSERT_EQ(sink_.offline.size(), 1u);
   EXPECT_EQ(sink_.offline[0].expiry_time_ns, 0);  // how long: unknown without the layout
 
-  const BrokerLayout& truth =
-      *Named(BrokerLayoutCandidates(Version(2, 1, 2)), "2.1 TLS builtin WebSockets");
+  const BrokerLayout& truth = Builtin21Layout();
   VerifyLayout(Version(2, 1, 2), truth);
   FakeClient three = Mqtt5(truth, "three", 3);
   ConnectSubscribeAndLeave(&three, DisconnectEvent::kClientOffline);
@@ -766,8 +765,7 @@ TEST_F(BridgeEventsTest, TheBrokersOwnBridgeIsOutgoingWithItsPeerOnEveryBuild) {
   for (bool api_21 : {false, true}) {
     Use(api_21 ? FakeBroker::Api21() : FakeBroker::Api20());
     sink_.connections.clear();
-    const BrokerLayout& truth =
-        *Named(BrokerLayoutCandidates(Version(2, 0, 21)), "2.0.15-2.0.22 TLS ADNS");
+    const BrokerLayout& truth = Debian2021Layout();
     FakeClient own = OwnBridge(truth);
     if (api_21) {
       Events().OnMessageOut(Message(&own, "events/bridge/x"));
@@ -804,10 +802,8 @@ TEST_F(BridgeEventsTest, AClientSeenWithoutConnectButWithAnAddressIsNoOutgoingBr
 // incoming bridge, or no bridge; an unverified one says nothing, and reads nothing.
 TEST_F(BridgeEventsTest, AtConnectTheVerifiedLayoutTellsAnIncomingBridge) {
   Use(FakeBroker::Api20());
-  const BrokerLayout& truth =
-      *Named(BrokerLayoutCandidates(Version(2, 0, 21)), "2.0.15-2.0.22 TLS ADNS");
-  state_.layout = std::make_unique<BrokerLayoutVerifier>(BrokerLayoutCandidates(Version(2, 0, 21)),
-                                                         Version(2, 0, 21));
+  const BrokerLayout& truth = Debian2021Layout();
+  StartVerifying(Version(2, 0, 21));
   FakeClient early = LaidOut(truth, "early", true, 60);
   Connect(&early);
   ASSERT_NE(Announced("early"), nullptr);
@@ -824,8 +820,7 @@ TEST_F(BridgeEventsTest, AtConnectTheVerifiedLayoutTellsAnIncomingBridge) {
   EXPECT_EQ(Announced("plain")->bridge, BridgeRole::kNone);
   // 2.1 reads it alike (at BASIC_AUTH, and for a client first seen at its CONNECT event).
   Use(FakeBroker::Api21());
-  const BrokerLayout& truth_21 =
-      *Named(BrokerLayoutCandidates(Version(2, 1, 2)), "2.1 TLS builtin WebSockets");
+  const BrokerLayout& truth_21 = Builtin21Layout();
   VerifyLayout(Version(2, 1, 2), truth_21);
   FakeClient bridge_21 = LaidOut(truth_21, "remote.21", false, 60);
   Put(&bridge_21, truth_21, LayoutField::kIsBridge, 1);
@@ -839,10 +834,8 @@ TEST_F(BridgeEventsTest, AtConnectTheVerifiedLayoutTellsAnIncomingBridge) {
 // every other one as no bridge, once. The broker's own bridge keeps its role.
 TEST_F(BridgeEventsTest, VerifyingTheLayoutResolvesTheConnectionsOpenedBefore) {
   Use(FakeBroker::Api20());
-  const BrokerLayout& truth =
-      *Named(BrokerLayoutCandidates(Version(2, 0, 21)), "2.0.15-2.0.22 TLS ADNS");
-  state_.layout = std::make_unique<BrokerLayoutVerifier>(BrokerLayoutCandidates(Version(2, 0, 21)),
-                                                         Version(2, 0, 21));
+  const BrokerLayout& truth = Debian2021Layout();
+  StartVerifying(Version(2, 0, 21));
   FakeClient remote_bridge = LaidOut(truth, "remote.to-here", false, 60);
   Put(&remote_bridge, truth, LayoutField::kIsBridge, 1);
   Connect(&remote_bridge);
@@ -870,11 +863,9 @@ TEST_F(BridgeEventsTest, VerifyingTheLayoutResolvesTheConnectionsOpenedBefore) {
 // and nothing is announced; the broker's own bridge is still known by how it is seen.
 TEST_F(BridgeEventsTest, AFailedLayoutReadsNothingAndSaysUnknown) {
   Use(FakeBroker::Api20());
-  const BrokerLayout& truth =
-      *Named(BrokerLayoutCandidates(Version(2, 0, 21)), "2.0.15-2.0.22 TLS ADNS");
+  const BrokerLayout& truth = Debian2021Layout();
   // Version 2.1's candidates on a 2.0 struct: none agrees.
-  state_.layout = std::make_unique<BrokerLayoutVerifier>(BrokerLayoutCandidates(Version(2, 1, 2)),
-                                                         Version(2, 1, 2));
+  StartVerifying(Version(2, 1, 2));
   VerifyThroughHandlers(truth);
   ASSERT_EQ(state_.layout->state(), BrokerLayoutVerifier::State::kUnknown);
   FakeClient remote_bridge = LaidOut(truth, "remote.to-here", false, 60);
@@ -913,8 +904,8 @@ void PutCounts(FakeClient* client, const BrokerLayout& truth, int out_queued, in
 TEST_F(SessionExpiryEventsTest, MessageCountsAreCopiedOnceTheLayoutIsVerified) {
   Use(FakeBroker::Api20());
   const BrokerVersion version = Version(2, 0, 21);
-  const BrokerLayout& truth = *Named(BrokerLayoutCandidates(version), "2.0.15-2.0.22 TLS ADNS");
-  state_.layout = std::make_unique<BrokerLayoutVerifier>(BrokerLayoutCandidates(version), version);
+  const BrokerLayout& truth = Debian2021Layout();
+  StartVerifying(version);
   FakeClient slow = LaidOut(truth, "slow", true, 60);
   PutCounts(&slow, truth, 7, 3, 0, 1);
   Connect(&slow);

@@ -13,20 +13,13 @@
 
 #include "../support/fake_broker.h"
 #include "../support/laid_out_client.h"
+#include "../support/matrix_brokers.h"
 #include "link/shared_region.h"
 
 namespace mqc {
 namespace {
 
 using ::testing::HasSubstr;
-
-BrokerVersion Version(int major, int minor, int patch) {
-  BrokerVersion version;
-  version.major = major;
-  version.minor = minor;
-  version.patch = patch;
-  return version;
-}
 
 // The layout with every offset moved 8 bytes on: what a table off by one pointer looks like.
 BrokerLayout Shifted(const BrokerLayout& layout) {
@@ -36,10 +29,6 @@ BrokerLayout Shifted(const BrokerLayout& layout) {
     if (place.size != 0) place.offset = static_cast<std::uint16_t>(place.offset + 8);
   }
   return shifted;
-}
-
-const BrokerLayout& Debian2021() {
-  return *Named(BrokerLayoutCandidates(Version(2, 0, 21)), "2.0.15-2.0.22 TLS ADNS");
 }
 
 TEST(BrokerLayoutTable, CandidatesPerVersion) {
@@ -60,24 +49,32 @@ TEST(BrokerLayoutTable, MatrixBrokersPlaces) {
   const BrokerLayout* debian_2011 =
       Named(BrokerLayoutCandidates(Version(2, 0, 11)), "2.0.12 TLS ADNS");
   ASSERT_NE(debian_2011, nullptr);
-  EXPECT_EQ(debian_2011->place(LayoutField::kProtocol).offset, 24);
-  EXPECT_EQ(debian_2011->place(LayoutField::kKeepalive).offset, 64);
-  EXPECT_EQ(debian_2011->place(LayoutField::kCleanStart).offset, 326);
-  EXPECT_EQ(debian_2011->place(LayoutField::kSubCount).offset, 488);
-  EXPECT_EQ(debian_2011->place(LayoutField::kMsgsOutCount).offset, 432);
-  EXPECT_EQ(debian_2011->place(LayoutField::kMsgsOutQueuedCount).size, 0);
-
-  EXPECT_EQ(Debian2021().place(LayoutField::kCleanStart).offset, 325);
-  EXPECT_EQ(Debian2021().place(LayoutField::kSessionExpiryInterval).offset, 336);
-  EXPECT_EQ(Debian2021().place(LayoutField::kMsgsOutQueuedCount).offset, 480);
-  EXPECT_EQ(Debian2021().place(LayoutField::kSubCount).offset, 536);
-
   const BrokerLayout* builtin_21 =
       Named(BrokerLayoutCandidates(Version(2, 1, 2)), "2.1 TLS builtin WebSockets");
   ASSERT_NE(builtin_21, nullptr);
-  EXPECT_EQ(builtin_21->place(LayoutField::kProtocol).offset, 80);
-  EXPECT_EQ(builtin_21->place(LayoutField::kIsBridge).offset, 438);
-  EXPECT_EQ(builtin_21->place(LayoutField::kSubCount).offset, 636);
+  const struct {
+    const BrokerLayout* layout;
+    LayoutField field;
+    int offset;
+  } places[] = {
+      {debian_2011, LayoutField::kProtocol, 24},
+      {debian_2011, LayoutField::kKeepalive, 64},
+      {debian_2011, LayoutField::kCleanStart, 326},
+      {debian_2011, LayoutField::kSubCount, 488},
+      {debian_2011, LayoutField::kMsgsOutCount, 432},
+      {&Debian2021Layout(), LayoutField::kCleanStart, 325},
+      {&Debian2021Layout(), LayoutField::kSessionExpiryInterval, 336},
+      {&Debian2021Layout(), LayoutField::kMsgsOutQueuedCount, 480},
+      {&Debian2021Layout(), LayoutField::kSubCount, 536},
+      {builtin_21, LayoutField::kProtocol, 80},
+      {builtin_21, LayoutField::kIsBridge, 438},
+      {builtin_21, LayoutField::kSubCount, 636},
+  };
+  for (const auto& expected : places) {
+    EXPECT_EQ(expected.layout->place(expected.field).offset, expected.offset)
+        << expected.layout->name << " " << LayoutFieldName(expected.field);
+  }
+  EXPECT_EQ(debian_2011->place(LayoutField::kMsgsOutQueuedCount).size, 0);
   EXPECT_EQ(builtin_21->End(), 640u);
 }
 
@@ -92,7 +89,7 @@ TEST(BrokerLayoutTable, ProtocolEncodings) {
 
 TEST(BrokerLayoutVerifier, TheRightCandidateVerifiesAmongTheOthers) {
   FakeBroker broker = FakeBroker::Api20();
-  const BrokerLayout& truth = Debian2021();
+  const BrokerLayout& truth = Debian2021Layout();
   BrokerLayoutVerifier verifier(BrokerLayoutCandidates(Version(2, 0, 21)), Version(2, 0, 21));
   verifier.Start(broker);
   EXPECT_TRUE(broker.log.empty());
@@ -131,7 +128,7 @@ TEST(BrokerLayoutVerifier, DebiansBackportIsToldFromUpstreams2011) {
 
 TEST(BrokerLayoutVerifier, AShiftedLayoutIsSwitchedOffAndReadsNothingMore) {
   FakeBroker broker = FakeBroker::Api20();
-  const BrokerLayout& truth = Debian2021();
+  const BrokerLayout& truth = Debian2021Layout();
   const BrokerLayout shifted = Shifted(truth);
   BrokerLayoutVerifier verifier({&shifted}, Version(2, 0, 21));
   std::vector<FakeClient> clients{LaidOut(truth, "a", true, 60), LaidOut(truth, "b", true, 60),
@@ -154,7 +151,7 @@ TEST(BrokerLayoutVerifier, AShiftedLayoutIsSwitchedOffAndReadsNothingMore) {
 // The log line names the field that disagreed, as struct mosquitto names it.
 TEST(BrokerLayoutVerifier, ARefusalNamesTheFieldThatDisagreed) {
   FakeBroker broker = FakeBroker::Api20();
-  const BrokerLayout& truth = Debian2021();
+  const BrokerLayout& truth = Debian2021Layout();
   BrokerLayoutVerifier verifier({&truth}, Version(2, 0, 21));
   FakeClient client = LaidOut(truth, "a", true, 60);
   Put(&client, truth, LayoutField::kMsgsOutQueuedCount, -3);
@@ -180,7 +177,7 @@ TEST(BrokerLayoutTable, EveryFieldHasItsOwnName) {
 // is dropped at the first client where it does not.
 TEST(BrokerLayoutVerifier, ALayoutThatAgreesByChanceIsDroppedLater) {
   FakeBroker broker = FakeBroker::Api20();
-  const BrokerLayout& truth = Debian2021();
+  const BrokerLayout& truth = Debian2021Layout();
   const BrokerLayout shifted = Shifted(truth);
   BrokerLayoutVerifier verifier({&shifted}, Version(2, 0, 21));
   FakeClient lucky = LaidOut(truth, "a", true, 60);
@@ -204,7 +201,7 @@ TEST(BrokerLayoutVerifier, ALayoutThatAgreesByChanceIsDroppedLater) {
 
 TEST(BrokerLayoutVerifier, OneClientIsNotEnough) {
   FakeBroker broker = FakeBroker::Api20();
-  const BrokerLayout& truth = Debian2021();
+  const BrokerLayout& truth = Debian2021Layout();
   BrokerLayoutVerifier verifier({&truth}, Version(2, 0, 21));
   FakeClient client = LaidOut(truth, "a", true, 60);
   for (int i = 0; i < 40; ++i) {
@@ -218,7 +215,7 @@ TEST(BrokerLayoutVerifier, OneClientIsNotEnough) {
 
 TEST(BrokerLayoutVerifier, ClientsWithoutChangesAreNotEnough) {
   FakeBroker broker = FakeBroker::Api20();
-  const BrokerLayout& truth = Debian2021();
+  const BrokerLayout& truth = Debian2021Layout();
   BrokerLayoutVerifier verifier({&truth}, Version(2, 0, 21));
   std::vector<FakeClient> clients{LaidOut(truth, "a", true, 60), LaidOut(truth, "b", true, 60),
                                   LaidOut(truth, "c", true, 60)};
@@ -237,7 +234,7 @@ TEST(BrokerLayoutVerifier, ClientsWithoutChangesAreNotEnough) {
 
 TEST(BrokerLayoutVerifier, ALayoutReachingPastTheAllocationIsRefusedUnread) {
   FakeBroker broker = FakeBroker::Api20();
-  const BrokerLayout& truth = Debian2021();
+  const BrokerLayout& truth = Debian2021Layout();
   // The struct as the table says, in an allocation 4 bytes short of the last field's end.
   FakeClient client = LaidOut(truth, "a", true, 60, truth.End() + 16);
   client.memory.resize(truth.End() - 4);
@@ -296,7 +293,7 @@ TEST(BrokerLayoutTable, MessageCountsSpanFitsOneRead) {
 
 TEST(BrokerLayoutVerifier, MessageCountsAreOneReadOnceVerified) {
   FakeBroker broker = FakeBroker::Api20();
-  const BrokerLayout& truth = Debian2021();
+  const BrokerLayout& truth = Debian2021Layout();
   BrokerLayoutVerifier verifier(BrokerLayoutCandidates(Version(2, 0, 21)), Version(2, 0, 21));
   std::vector<FakeClient> clients{LaidOut(truth, "a", true, 60), LaidOut(truth, "b", false, 20),
                                   LaidOut(truth, "c", true, 5)};

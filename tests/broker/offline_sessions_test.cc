@@ -4,6 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -31,6 +34,22 @@ std::vector<std::string> Expire(OfflineSessions* sessions, std::int64_t now_ns) 
     ids.push_back(due->first);
   }
   return ids;
+}
+
+constexpr std::int64_t kNeverGone = 0;
+
+// A session to add: its client id, its event's seq, and when it expires.
+struct Entry {
+  const char* id;
+  std::uint64_t seq;
+  std::int64_t gone_by_ns;
+};
+
+// A store of at most `max_sessions` that was given these sessions, in this order.
+OfflineSessions Holding(std::size_t max_sessions, std::initializer_list<Entry> entries) {
+  OfflineSessions sessions(max_sessions);
+  for (const Entry& entry : entries) sessions.Add(entry.id, Session(entry.seq, entry.gone_by_ns));
+  return sessions;
 }
 
 std::vector<std::string> Ids(const OfflineSessions& sessions) {
@@ -79,10 +98,8 @@ TEST(OfflineSessionsTest, WhenFullTheOldestIsForgottenFirst) {
 // A replaced session is the youngest again: its old age must be gone from the age order, or a
 // later eviction would forget the new one (or look for an id no longer there).
 TEST(OfflineSessionsTest, ReplacingMakesTheSessionTheYoungestAndDoesNotGrow) {
-  OfflineSessions sessions(3);
-  sessions.Add("a", Session(1));
-  sessions.Add("b", Session(2));
-  sessions.Add("c", Session(3));
+  OfflineSessions sessions =
+      Holding(3, {{"a", 1, kNeverGone}, {"b", 2, kNeverGone}, {"c", 3, kNeverGone}});
   OfflineSessions::Added added = sessions.Add("a", Session(4));
   ASSERT_TRUE(added.displaced);
   EXPECT_EQ(added.displaced->event.seq, 1u);  // the old session of "a", not an eviction
@@ -96,9 +113,7 @@ TEST(OfflineSessionsTest, ReplacingMakesTheSessionTheYoungestAndDoesNotGrow) {
 }
 
 TEST(OfflineSessionsTest, ReplacingMovesTheSessionInTheExpiryOrder) {
-  OfflineSessions sessions(10);
-  sessions.Add("a", Session(1, 100));
-  sessions.Add("b", Session(2, 200));
+  OfflineSessions sessions = Holding(10, {{"a", 1, 100}, {"b", 2, 200}});
   sessions.Add("a", Session(3, 300));  // now expires after b
   sessions.Add("b", Session(4));       // now never expires
   EXPECT_THAT(Expire(&sessions, 250), IsEmpty());
@@ -108,13 +123,12 @@ TEST(OfflineSessionsTest, ReplacingMovesTheSessionInTheExpiryOrder) {
 }
 
 TEST(OfflineSessionsTest, ExpiryIsInTimeOrderAndEqualTimesInTheOrderAdded) {
-  OfflineSessions sessions(10);
-  sessions.Add("late", Session(1, 300));
-  sessions.Add("never", Session(2));
-  sessions.Add("tie-1", Session(3, 200));
-  sessions.Add("early", Session(4, 100));
-  sessions.Add("tie-2", Session(5, 200));
-  sessions.Add("tie-3", Session(6, 200));
+  OfflineSessions sessions = Holding(10, {{"late", 1, 300},
+                                          {"never", 2, kNeverGone},
+                                          {"tie-1", 3, 200},
+                                          {"early", 4, 100},
+                                          {"tie-2", 5, 200},
+                                          {"tie-3", 6, 200}});
   EXPECT_THAT(Expire(&sessions, 99), IsEmpty());              // nothing due yet
   EXPECT_THAT(Expire(&sessions, 100), ElementsAre("early"));  // due at its time exactly
   auto due = sessions.TakeExpired(250);
@@ -129,10 +143,7 @@ TEST(OfflineSessionsTest, ExpiryIsInTimeOrderAndEqualTimesInTheOrderAdded) {
 // Taking a session out leaves no trace in either order: it neither expires nor is evicted
 // later, and a new session of its id starts afresh.
 TEST(OfflineSessionsTest, TakeRemovesTheSessionFromAllThreeIndexes) {
-  OfflineSessions sessions(3);
-  sessions.Add("a", Session(1, 100));
-  sessions.Add("b", Session(2, 100));
-  sessions.Add("c", Session(3, 100));
+  OfflineSessions sessions = Holding(3, {{"a", 1, 100}, {"b", 2, 100}, {"c", 3, 100}});
   ASSERT_TRUE(sessions.Take("a"));
   EXPECT_EQ(sessions.size(), 2u);
   EXPECT_FALSE(sessions.Add("d", Session(4)).displaced);              // room again: nothing evicted
@@ -145,9 +156,7 @@ TEST(OfflineSessionsTest, TakeRemovesTheSessionFromAllThreeIndexes) {
 
 // An expired session leaves the age order too: it is not evicted a second time.
 TEST(OfflineSessionsTest, AnExpiredSessionLeavesTheAgeOrder) {
-  OfflineSessions sessions(2);
-  sessions.Add("a", Session(1, 100));
-  sessions.Add("b", Session(2));
+  OfflineSessions sessions = Holding(2, {{"a", 1, 100}, {"b", 2, kNeverGone}});
   EXPECT_THAT(Expire(&sessions, 100), ElementsAre("a"));
   EXPECT_FALSE(sessions.Add("c", Session(3)).displaced);
   EXPECT_EQ(sessions.Add("d", Session(4)).displaced->event.seq, 2u);

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <string>
 
-#include "../support/operation_counts.h"
+#include "../support/counted_operations_fixture.h"
 #include "link/shared_region.h"
 #include "link/topic_mapping.h"
 
@@ -22,14 +22,8 @@ namespace {
 
 constexpr std::int64_t kMs = 1'000'000;
 
-class RpcTrackerTest : public ::testing::Test {
+class RpcTrackerTest : public CountedOperationsTest {
  protected:
-  std::uint64_t Ops(Operation operation, OperationStatus status) const {
-    return OperationCount(counters_, operation, status);
-  }
-  std::uint64_t Total() const { return OperationTotal(counters_); }
-  // durations[0] rpc_command, [1] rpc_query, [2] rpc_response.
-  const SharedHistogram& Histogram(std::size_t i) const { return counters_.durations[i]; }
   // A command from `requester` with a ResponseTopic, as MQTT 5 sends it; `correlation` null: none.
   void Command(const void* requester, const char* response_topic, const char* correlation,
                std::int64_t now_ns) {
@@ -37,7 +31,6 @@ class RpcTrackerTest : public ::testing::Test {
                        correlation != nullptr ? correlation : "", correlation != nullptr, now_ns);
   }
 
-  BrokerCounters counters_;
   RpcTracker tracker_{RpcTracker::Options{1000 * kMs, 3}, &counters_};
   int alice_ = 0;
   int bob_ = 0;

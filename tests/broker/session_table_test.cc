@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <regex>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../support/client_facts_builder.h"
@@ -102,8 +104,40 @@ class RecordingSink : public EventSink {
   int room_ = -1;  // records that fit at a time; -1: unlimited
 };
 
+// One filter a kick re-checks, and whether the broker allows it.
+struct Recheck {
+  const char* filter;
+  bool allowed;
+};
+
 class SessionTableTest : public ::testing::Test {
  protected:
+  // `client` connects with `facts` at `now_ns`, is announced (the next callback settles it), and
+  // subscribes to each (filter, QoS) in order.
+  void Open(const void* client, const ClientFacts& facts, std::int64_t now_ns,
+            const std::vector<std::pair<const char*, int>>& subscriptions = {}) {
+    table_.BeginConnect(client, facts, now_ns);
+    table_.Settle();
+    for (const auto& [filter, qos] : subscriptions) {
+      table_.Subscribe(client, filter, static_cast<std::uint8_t>(qos));
+    }
+  }
+
+  // A kick of a persistent `client` as Mosquitto 2.0.12+ (and Debian's 2.0.11) does it: each
+  // filter re-checked as a SUBSCRIBE with QoS 0 (or denied), other clients' events settling in
+  // between, then the client's DISCONNECT.
+  void Kick(const void* client, const std::vector<Recheck>& rechecks, std::int64_t now_ns) {
+    for (const Recheck& recheck : rechecks) {
+      table_.SettleExceptHeldOf(client);
+      if (recheck.allowed) {
+        table_.Subscribe(client, recheck.filter, 0);
+      } else {
+        table_.SubscribeDenied(client, recheck.filter);
+      }
+    }
+    table_.Disconnect(client, true, CloseReason::kKicked, now_ns);
+  }
+
   // Distinct addresses standing in for the broker's client pointers.
   const void* const a_ = &slots_[0];
   const void* const b_ = &slots_[1];
@@ -139,14 +173,11 @@ TEST_F(SessionTableTest, AConnectIsAnnouncedOnlyOnceTheNextCallbackShowsItWasAcc
 // is announced, then one record says the rest are none; the CONNECT being handled gets its
 // role in its own record; a resync carries every role.
 TEST_F(SessionTableTest, BridgeRolesResolvedLaterAreAnnouncedAndKeptForAResync) {
-  table_.BeginConnect(a_, Facts("remote-bridge"), 1000);
-  table_.Settle();
+  Open(a_, Facts("remote-bridge"), 1000);
   ClientFacts own = Facts("own-bridge");
   own.bridge = BridgeRole::kOutgoing;
-  table_.BeginConnect(b_, own, 1001);
-  table_.Settle();
-  table_.BeginConnect(d_, Facts("unreadable"), 1002);
-  table_.Settle();
+  Open(b_, own, 1001);
+  Open(d_, Facts("unreadable"), 1002);
   table_.BeginConnect(c_, Facts("pending"), 1003);  // not settled yet
   sink_.lines.clear();
   std::vector<const void*> asked;
@@ -199,14 +230,12 @@ TEST_F(SessionTableTest, WithConfirmedConnectsAnUnconfirmedEnhancedConnectWasRef
   EXPECT_TRUE(table_.IsOpen(c_));
   // A password CONNECT is still settled as accepted by the next event: a refused one gets its
   // DISCONNECT first on 2.1 too.
-  table_.BeginConnect(a_, Facts("late"), 8);
-  table_.Settle();
+  Open(a_, Facts("late"), 8);
   EXPECT_TRUE(table_.IsOpen(a_));
 }
 
 TEST_F(SessionTableTest, AnonymousAcceptedConnectionIsUnauthenticated) {
-  table_.BeginConnect(a_, Facts("anon"), 1);
-  table_.Settle();
+  Open(a_, Facts("anon"), 1);
   EXPECT_EQ(sink_.connections.at(0).auth_state, AuthState::kUnauthenticated);
 }
 
@@ -215,8 +244,7 @@ TEST_F(SessionTableTest, AUsernameNothingChecksIsUnauthenticated) {
   facts.username = "bob";
   facts.mechanism = AuthMechanism::kPassword;
   facts.credentials_checked = false;  // no password_file, no auth plugin: allow_anonymous decided
-  table_.BeginConnect(a_, facts, 1);
-  table_.Settle();
+  Open(a_, facts, 1);
   EXPECT_EQ(sink_.connections.at(0).auth_mechanism, AuthMechanism::kPassword);
   EXPECT_EQ(sink_.connections.at(0).auth_state, AuthState::kUnauthenticated);
 }
@@ -249,8 +277,7 @@ TEST_F(SessionTableTest, TwoConnectsInOneLoopSettleTheFirstAtTheSecond) {
 }
 
 TEST_F(SessionTableTest, ATakeoverClosesTheOldConnectionBeforeAnnouncingTheNew) {
-  table_.BeginConnect(a_, Facts("dup"), 1);
-  table_.Settle();
+  Open(a_, Facts("dup"), 1);
   table_.BeginConnect(b_, Facts("dup"), 2);
   // Inside the new CONNECT the broker disconnects the old client: the old one is closed before
   // the new one is announced, so no reader ever sees two with one client id.
@@ -264,8 +291,7 @@ TEST_F(SessionTableTest, ATakeoverClosesTheOldConnectionBeforeAnnouncingTheNew) 
 }
 
 TEST_F(SessionTableTest, DropKeepsTheReasonItWasGiven) {
-  table_.BeginConnect(a_, Facts("x"), 1);
-  table_.Settle();
+  Open(a_, Facts("x"), 1);
   table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 5);
   EXPECT_THAT(sink_.lines, ElementsAre("open 1 x", "close 1 reason 1"));
 }
@@ -277,20 +303,15 @@ TEST_F(SessionTableTest, DisconnectOfAnUnknownClientIsIgnored) {
 }
 
 TEST_F(SessionTableTest, AReusedClientPointerIsANewConnection) {
-  table_.BeginConnect(a_, Facts("first"), 1);
-  table_.Settle();
+  Open(a_, Facts("first"), 1);
   table_.Disconnect(a_, true, CloseReason::kUnspecified, 2);
-  table_.BeginConnect(a_, Facts("second"), 3);
-  table_.Settle();
+  Open(a_, Facts("second"), 3);
   EXPECT_THAT(sink_.lines, ElementsAre("open 1 first", "close 1 reason 0", "open 2 second"));
   EXPECT_NE(sink_.connections[0].uid, sink_.connections[1].uid);
 }
 
 TEST_F(SessionTableTest, SubscribeUpdatesQosInsteadOfDuplicatingAndUnsubscribeRemoves) {
-  table_.BeginConnect(a_, Facts("s"), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/a", 0);
-  table_.Subscribe(a_, "events/b", 1);
+  Open(a_, Facts("s"), 1, {{"events/a", 0}, {"events/b", 1}});
   table_.Subscribe(a_, "events/a", 2);
   table_.Subscribe(a_, "events/a", 2);  // no change, no event
   table_.Unsubscribe(a_, "never/subscribed");
@@ -303,43 +324,43 @@ TEST_F(SessionTableTest, SubscribeUpdatesQosInsteadOfDuplicatingAndUnsubscribeRe
 // Mosquitto 2.0.12+ (and Debian's 2.0.11) re-checks every subscription of a persistent client
 // it kicks as a SUBSCRIBE with QoS 0, right before the client's DISCONNECT, and drops the ones
 // denied. Those checks are no SUBSCRIBE: the session keeps its QoS.
-TEST_F(SessionTableTest, AKicksQosZeroRecheckKeepsTheSubscriptionsQos) {
-  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
-  table_.Subscribe(a_, "events/y", 2);
-  table_.SettleExceptHeldOf(a_);
-  table_.Subscribe(a_, "events/x", 0);
-  table_.SettleExceptHeldOf(a_);
-  table_.Subscribe(a_, "events/y", 0);
-  table_.Disconnect(a_, true, CloseReason::kKicked, 2);
-  EXPECT_THAT(sink_.lines,
-              ElementsAre("open 1 p", "sub 1 events/x 1", "sub 1 events/y 2", "close 1 reason 5",
-                          "offline 2 p", "sub 2 events/x 1", "sub 2 events/y 2"));
+struct KickCase {
+  const char* name;
+  std::vector<std::pair<const char*, int>> subscriptions;
+  std::vector<Recheck> rechecks;
+  std::vector<std::string> lines;
+};
+
+class KickRecheckTest : public SessionTableTest, public ::testing::WithParamInterface<KickCase> {};
+
+TEST_P(KickRecheckTest, AKicksRecheckKeepsTheQosAndDropsWhatIsDenied) {
+  const KickCase& c = GetParam();
+  Open(a_, Facts("p", /*clean=*/false), 1, c.subscriptions);
+  Kick(a_, c.rechecks, 2);
+  EXPECT_EQ(sink_.lines, c.lines);
 }
 
-TEST_F(SessionTableTest, AKicksDeniedRecheckRemovesTheSubscription) {
-  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
-  table_.Subscribe(a_, "events/y", 1);
-  table_.SettleExceptHeldOf(a_);
-  table_.SubscribeDenied(a_, "events/x");
-  table_.SettleExceptHeldOf(a_);
-  table_.Subscribe(a_, "events/y", 0);
-  table_.Disconnect(a_, true, CloseReason::kKicked, 2);
-  EXPECT_THAT(sink_.lines,
-              ElementsAre("open 1 p", "sub 1 events/x 1", "sub 1 events/y 1", "unsub 1 events/x 1",
-                          "close 1 reason 5", "offline 2 p", "sub 2 events/y 1"));
-}
+INSTANTIATE_TEST_SUITE_P(
+    SessionTable, KickRecheckTest,
+    ::testing::Values(
+        KickCase{"QosZeroRecheckKeepsTheSubscriptionsQos",
+                 {{"events/x", 1}, {"events/y", 2}},
+                 {{"events/x", /*allowed=*/true}, {"events/y", true}},
+                 {"open 1 p", "sub 1 events/x 1", "sub 1 events/y 2", "close 1 reason 5",
+                  "offline 2 p", "sub 2 events/x 1", "sub 2 events/y 2"}},
+        KickCase{"DeniedRecheckRemovesTheSubscription",
+                 {{"events/x", 1}, {"events/y", 1}},
+                 {{"events/x", /*allowed=*/false}, {"events/y", true}},
+                 {"open 1 p", "sub 1 events/x 1", "sub 1 events/y 1", "unsub 1 events/x 1",
+                  "close 1 reason 5", "offline 2 p", "sub 2 events/y 1"}}),
+    [](const ::testing::TestParamInfo<KickCase>& param_info) {
+      return std::string(param_info.param.name);
+    });
 
 // A client that really downgrades a subscription to QoS 0 (or is refused a new QoS) is not
 // disconnected next: the next event of any other kind applies the downgrade.
 TEST_F(SessionTableTest, ARealDowngradeIsAppliedByTheNextEvent) {
-  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
-  table_.Subscribe(a_, "events/y", 1);
+  Open(a_, Facts("p", /*clean=*/false), 1, {{"events/x", 1}, {"events/y", 1}});
   table_.SettleExceptHeldOf(a_);
   table_.Subscribe(a_, "events/x", 0);
   table_.SettleExceptHeldOf(a_);
@@ -355,18 +376,14 @@ TEST_F(SessionTableTest, ARealDowngradeIsAppliedByTheNextEvent) {
 
 // 2.1 reports a SUBSCRIBE only after the broker made it (no re-checks reach the plugin).
 TEST_F(SessionTableTest, AReportedSubscribeIsNeverHeld) {
-  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
+  Open(a_, Facts("p", /*clean=*/false), 1, {{"events/x", 1}});
   table_.Subscribe(a_, "events/x", 0, /*may_be_recheck=*/false);
   EXPECT_FALSE(table_.has_unsettled());
   EXPECT_THAT(sink_.lines, ElementsAre("open 1 p", "sub 1 events/x 1", "sub 1 events/x 0"));
 }
 
 TEST_F(SessionTableTest, AResumedPersistentSessionKeepsItsSubscriptions) {
-  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
+  Open(a_, Facts("p", /*clean=*/false), 1, {{"events/x", 1}});
   table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
   EXPECT_EQ(table_.offline_count(), 1u);
   table_.BeginConnect(b_, Facts("p", false), 3);
@@ -381,12 +398,9 @@ TEST_F(SessionTableTest, AResumedPersistentSessionKeepsItsSubscriptions) {
 
 TEST_F(SessionTableTest, WithoutTheBrokerResumingTheSessionNothingIsHandedOver) {
   // MQTT 5 with session expiry 0: the broker dropped the session at disconnect.
-  table_.BeginConnect(a_, Facts("p5", false, 5), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
+  Open(a_, Facts("p5", false, 5), 1, {{"events/x", 1}});
   table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
-  table_.BeginConnect(b_, Facts("p5", false, 5), 3);
-  table_.Settle();
+  Open(b_, Facts("p5", false, 5), 3);
   EXPECT_THAT(sink_.lines,
               ElementsAre("open 1 p5", "sub 1 events/x 1", "close 1 reason 2", "offline 2 p5",
                           "sub 2 events/x 1", "offline-end 2", "open 3 p5"));
@@ -394,9 +408,7 @@ TEST_F(SessionTableTest, WithoutTheBrokerResumingTheSessionNothingIsHandedOver) 
 }
 
 TEST_F(SessionTableTest, ACleanReconnectForgetsTheOfflineSession) {
-  table_.BeginConnect(a_, Facts("p", false), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
+  Open(a_, Facts("p", false), 1, {{"events/x", 1}});
   table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
   table_.BeginConnect(b_, Facts("p", /*clean=*/true), 3);
   table_.Disconnect(a_, true, CloseReason::kUnspecified, 3);
@@ -408,17 +420,13 @@ TEST_F(SessionTableTest, ACleanReconnectForgetsTheOfflineSession) {
 }
 
 TEST_F(SessionTableTest, ACleanMqtt311SessionIsNotKeptOffline) {
-  table_.BeginConnect(a_, Facts("c", true, 4), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
+  Open(a_, Facts("c", true, 4), 1, {{"events/x", 1}});
   table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2);
   EXPECT_EQ(table_.offline_count(), 0u);
 }
 
 TEST_F(SessionTableTest, ATakeoverOfAPersistentSessionCarriesItsSubscriptions) {
-  table_.BeginConnect(a_, Facts("p", false), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "store/orders/#", 2);
+  Open(a_, Facts("p", false), 1, {{"store/orders/#", 2}});
   table_.BeginConnect(b_, Facts("p", false), 2);
   table_.Disconnect(a_, true, CloseReason::kUnspecified, 2);
   table_.Settle();
@@ -428,9 +436,7 @@ TEST_F(SessionTableTest, ATakeoverOfAPersistentSessionCarriesItsSubscriptions) {
 
 TEST_F(SessionTableTest, OfflineSessionsAreBoundedOldestFirst) {
   for (std::size_t i = 0; i < SessionTable::kMaxOfflineSessions + 5; ++i) {
-    table_.BeginConnect(a_, Facts("id-" + std::to_string(i), false), 1);
-    table_.Settle();
-    table_.Subscribe(a_, "t", 0);
+    Open(a_, Facts("id-" + std::to_string(i), false), 1, {{"t", 0}});
     table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
   }
   EXPECT_EQ(table_.offline_count(), SessionTable::kMaxOfflineSessions);
@@ -508,9 +514,7 @@ TEST_F(SessionTableTest, OfflineDeliveriesToARestoredSessionUseItsSubscriptionQo
 
 TEST_F(SessionTableTest, AnMqtt5CleanStartSessionIsKeptForAResumeButNotListed) {
   // Its session expiry interval is invisible: it may or may not outlive the connection.
-  table_.BeginConnect(a_, Facts("v5c", /*clean=*/true, 5), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
+  Open(a_, Facts("v5c", /*clean=*/true, 5), 1, {{"events/x", 1}});
   table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2);
   EXPECT_THAT(sink_.lines, ElementsAre("open 1 v5c", "sub 1 events/x 1", "close 1 reason 1"));
   EXPECT_EQ(table_.offline_count(), 1u);
@@ -518,9 +522,7 @@ TEST_F(SessionTableTest, AnMqtt5CleanStartSessionIsKeptForAResumeButNotListed) {
 
 TEST_F(SessionTableTest, AReloadRecheckingAnOfflineSessionIsNoConnect) {
   table_.RestoreOffline(Restored(), 500);
-  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
+  Open(a_, Facts("p", /*clean=*/false), 1, {{"events/x", 1}});
   table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
   sink_.lines.clear();
   // At SIGHUP the broker checks every client it holds again, those without a socket too.
@@ -539,14 +541,11 @@ TEST_F(SessionTableTest, PersistentClientExpirationEndsOfflineSessionsWhenTheBro
   constexpr std::int64_t kSecond = 1000000000;
   table_.SetPersistentClientExpiration(3600);
   table_.RestoreOffline(Restored(), 0);  // Mosquitto 2.0.11 never expires these
-  table_.BeginConnect(a_, Facts("v4", /*clean=*/false, 4), 0);
-  table_.Settle();
+  Open(a_, Facts("v4", /*clean=*/false, 4), 0);
   table_.Disconnect(a_, true, CloseReason::kConnectionLost, 100 * kSecond);
-  table_.BeginConnect(b_, Facts("v5", /*clean=*/false, 5), 0);
-  table_.Settle();
+  Open(b_, Facts("v5", /*clean=*/false, 5), 0);
   table_.Disconnect(b_, true, CloseReason::kConnectionLost, 200 * kSecond);
-  table_.BeginConnect(c_, Facts("back", /*clean=*/false, 4), 0);
-  table_.Settle();
+  Open(c_, Facts("back", /*clean=*/false, 4), 0);
   table_.Disconnect(c_, true, CloseReason::kConnectionLost, 100 * kSecond);
   ASSERT_EQ(sink_.offline.size(), 3u);
   // An MQTT 3.1.1 session's expiry is exactly the broker's limit; an MQTT 5 one may be sooner.
@@ -594,13 +593,10 @@ TEST(SessionTableExpiryTest, TheBrokersExpiryTimeIsInWholeSeconds) {
 // session at the disconnect (src/context.c: context__disconnect), so nothing is listed or kept,
 // and its next connection resumes nothing.
 TEST_F(SessionTableTest, AnMqtt5SessionWhoseIntervalIsZeroEndsWithItsConnection) {
-  table_.BeginConnect(a_, Facts("z", /*clean=*/false, 5), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
+  Open(a_, Facts("z", /*clean=*/false, 5), 1, {{"events/x", 1}});
   table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2, -1, SessionExpiry::Interval(0));
   EXPECT_EQ(table_.offline_count(), 0u);
-  table_.BeginConnect(b_, Facts("z", false, 5), 3);
-  table_.Settle();
+  Open(b_, Facts("z", false, 5), 3);
   EXPECT_THAT(sink_.lines,
               ElementsAre("open 1 z", "sub 1 events/x 1", "close 1 reason 1", "open 2 z"));
   // 2.1's DISCONNECT event says as much without the layout: the same.
@@ -614,9 +610,7 @@ TEST_F(SessionTableTest, AnMqtt5SessionWhoseIntervalIsZeroEndsWithItsConnection)
 // A finite interval: listed with the broker's session_expiry_time, and gone (with its
 // subscriptions, which the gauges count) at the first TICK past it.
 TEST_F(SessionTableTest, AFiniteIntervalIsListedWithItsTimeAndEndsWhenTheBrokerExpiresIt) {
-  table_.BeginConnect(a_, Facts("f", /*clean=*/false, 5), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
+  Open(a_, Facts("f", /*clean=*/false, 5), 1, {{"events/x", 1}});
   table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond + 250000000, -1,
                     SessionExpiry::Interval(3));
   ASSERT_EQ(sink_.offline.size(), 1u);
@@ -645,12 +639,10 @@ TEST_F(SessionTableTest, AFiniteIntervalIsListedWithItsTimeAndEndsWhenTheBrokerE
 // The broker's persistent_client_expiration caps a known interval, and the time shown.
 TEST_F(SessionTableTest, PersistentClientExpirationCapsAKnownInterval) {
   table_.SetPersistentClientExpiration(60);
-  table_.BeginConnect(a_, Facts("long", /*clean=*/false, 5), 1);
-  table_.Settle();
+  Open(a_, Facts("long", /*clean=*/false, 5), 1);
   table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
                     SessionExpiry::Interval(3600));
-  table_.BeginConnect(b_, Facts("short", false, 5), 1);
-  table_.Settle();
+  Open(b_, Facts("short", false, 5), 1);
   table_.Disconnect(b_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
                     SessionExpiry::Interval(10));
   ASSERT_EQ(sink_.offline.size(), 2u);
@@ -663,24 +655,27 @@ TEST_F(SessionTableTest, PersistentClientExpirationCapsAKnownInterval) {
   EXPECT_THAT(sink_.lines, ElementsAre("offline-end 4", "offline-end 2"));
 }
 
+// The one offline session `sink` was told of is listed with no expiry time, and no sweep of
+// `table` ever ends it.
+void ExpectListedWithNoTimeForGood(const RecordingSink& sink, SessionTable* table) {
+  ASSERT_EQ(sink.offline.size(), 1u);
+  EXPECT_EQ(sink.offline[0].expiry_time_ns, 0);
+  table->ExpireOffline(std::int64_t{1} << 62);
+  EXPECT_EQ(table->offline_count(), 1u);
+}
+
 // Never expiring (0xffffffff) without a limit: listed with no time, never swept.
 TEST_F(SessionTableTest, AnIntervalThatNeverExpiresHasNoTime) {
-  table_.BeginConnect(a_, Facts("n", /*clean=*/false, 5), 1);
-  table_.Settle();
+  Open(a_, Facts("n", /*clean=*/false, 5), 1);
   table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
                     SessionExpiry::Interval(0xffffffff));
-  ASSERT_EQ(sink_.offline.size(), 1u);
-  EXPECT_EQ(sink_.offline[0].expiry_time_ns, 0);
-  table_.ExpireOffline(std::int64_t{1} << 62);
-  EXPECT_EQ(table_.offline_count(), 1u);
+  ExpectListedWithNoTimeForGood(sink_, &table_);
 }
 
 // An MQTT 5 clean start client with an interval: kept for a resume (not listed), and forgotten
 // when the broker expires it.
 TEST_F(SessionTableTest, AnUnlistedMqtt5SessionIsForgottenWhenItExpires) {
-  table_.BeginConnect(a_, Facts("v5c", /*clean=*/true, 5), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
+  Open(a_, Facts("v5c", /*clean=*/true, 5), 1, {{"events/x", 1}});
   table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
                     SessionExpiry::Interval(5));
   EXPECT_TRUE(sink_.offline.empty());
@@ -702,19 +697,14 @@ TEST_F(SessionTableTest, WithoutAKnownIntervalAnMqtt5SessionIsListedWithNoTime) 
     table.Settle();
     table.Subscribe(a_, "events/x", 1);
     table.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1, expiry);
-    ASSERT_EQ(sink.offline.size(), 1u);
-    EXPECT_EQ(sink.offline[0].expiry_time_ns, 0);
-    table.ExpireOffline(std::int64_t{1} << 62);
-    EXPECT_EQ(table.offline_count(), 1u);
+    ExpectListedWithNoTimeForGood(sink, &table);
   }
 }
 
 // A takeover's old client has its interval zeroed by the broker for the hand-over
 // (src/handle_connect.c): its subscriptions still pass to the new connection.
 TEST_F(SessionTableTest, ATakeoverHandsTheSessionOverWhateverTheIntervalReads) {
-  table_.BeginConnect(a_, Facts("t", /*clean=*/false, 5), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
+  Open(a_, Facts("t", /*clean=*/false, 5), 1, {{"events/x", 1}});
   table_.BeginConnect(b_, Facts("t", false, 5), 2);
   table_.Disconnect(a_, true, CloseReason::kUnspecified, 2, -1, SessionExpiry::Interval(0));
   table_.Settle();
@@ -724,9 +714,7 @@ TEST_F(SessionTableTest, ATakeoverHandsTheSessionOverWhateverTheIntervalReads) {
 
 TEST_F(SessionTableTest, FullStateListsOfflineSessionsWithTheirSubscriptions) {
   table_.RestoreOffline(Restored(), 500);
-  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "store/s", 1);
+  Open(a_, Facts("p", /*clean=*/false), 1, {{"store/s", 1}});
   table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
   sink_.lines.clear();
   ASSERT_TRUE(table_.BeginFullState(9));
@@ -802,11 +790,9 @@ TEST_F(SessionTableTest, FullStateGivesBackEveryFieldAndSubscriptionOfAnOpenConn
 }
 
 TEST_F(SessionTableTest, FullStateIsSpreadOverCallsWhenTheSinkHasLittleRoom) {
-  table_.BeginConnect(a_, Facts("a"), 1);
-  table_.Settle();
+  Open(a_, Facts("a"), 1);
   table_.Subscribe(a_, "events/1", 1);  // a connection and its subscription go together
-  table_.BeginConnect(b_, Facts("b"), 2);
-  table_.Settle();
+  Open(b_, Facts("b"), 2);
   sink_.lines.clear();
   sink_.SetRoom(1);
   ASSERT_TRUE(table_.BeginFullState(3));
@@ -823,8 +809,7 @@ TEST_F(SessionTableTest, FullStateIsSpreadOverCallsWhenTheSinkHasLittleRoom) {
 }
 
 TEST_F(SessionTableTest, FullStateReportsARefusingSink) {
-  table_.BeginConnect(a_, Facts("a"), 1);
-  table_.Settle();
+  Open(a_, Facts("a"), 1);
   sink_.lines.clear();
   sink_.RefuseAfter(1);
   ASSERT_TRUE(table_.BeginFullState(1));
@@ -873,9 +858,7 @@ TEST(SessionTableStatsTest, SlotsAreAssignedResetAndTheirTotalsTravelWithTheClos
 
 // A reload (SIGHUP) re-runs BASIC_AUTH for every client the broker holds (docs/reload.md).
 TEST_F(SessionTableTest, AReloadRecheckOfAnOpenClientIsNotAConnect) {
-  table_.BeginConnect(a_, Facts("x"), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
+  Open(a_, Facts("x"), 1, {{"events/x", 1}});
   table_.BeginReload();
   EXPECT_TRUE(table_.reloading());
   EXPECT_TRUE(table_.IsRecheck(a_, /*has_socket=*/true));
@@ -890,9 +873,7 @@ TEST_F(SessionTableTest, AReloadRecheckOfAnOpenClientIsNotAConnect) {
 }
 
 TEST_F(SessionTableTest, AReloadRecheckOfAnOfflineSessionOpensNothing) {
-  table_.BeginConnect(a_, Facts("p", /*clean=*/false), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
+  Open(a_, Facts("p", /*clean=*/false), 1, {{"events/x", 1}});
   table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
   table_.BeginReload();
   EXPECT_TRUE(table_.IsRecheck(a_, /*has_socket=*/false));
@@ -912,8 +893,7 @@ TEST_F(SessionTableTest, ANewClientWithASocketIsAConnectEvenDuringAReload) {
 }
 
 TEST_F(SessionTableTest, ARecheckSettlesAPendingConnect) {
-  table_.BeginConnect(a_, Facts("x"), 1);
-  table_.Settle();
+  Open(a_, Facts("x"), 1);
   table_.BeginConnect(b_, Facts("y"), 2);
   EXPECT_TRUE(table_.IsRecheck(a_, true));
   EXPECT_THAT(sink_.lines, ElementsAre("open 1 x", "open 2 y"));

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <initializer_list>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -127,58 +129,57 @@ TEST(SubscriptionListTest, AppendCutsAFilterLongerThanAnMqttString) {
   EXPECT_EQ(qos, 2);
 }
 
-TEST(SubscriptionListTest, MaxMatchingQosIsTheHighestOfTheMatchingFilters) {
+// A list of these filters with their QoS, set in this order.
+SubscriptionList Holding(std::initializer_list<std::pair<const char*, int>> filters) {
   SubscriptionList list;
-  list.Set("sensors/+/temp", 0);
-  list.Set("sensors/#", 1);
-  list.Set("sensors/kitchen/temp", 2);
-  list.Set("other", 2);
+  for (const auto& [filter, qos] : filters) list.Set(filter, static_cast<std::uint8_t>(qos));
+  return list;
+}
+
+// What MaxMatchingQos answers for `topic`: the highest QoS of the filters that match it, none
+// when none does (and then it sets the QoS to 0).
+std::optional<int> MaxQos(const SubscriptionList& list, const std::string& topic) {
   std::uint8_t qos = 9;
-  ASSERT_TRUE(list.MaxMatchingQos("sensors/kitchen/temp", &qos));
-  EXPECT_EQ(qos, 2);
-  ASSERT_TRUE(list.MaxMatchingQos("sensors/hall/temp", &qos));  // '+' at 0, '#' at 1
-  EXPECT_EQ(qos, 1);
-  ASSERT_TRUE(list.MaxMatchingQos("sensors", &qos));  // '#' also matches its parent level
-  EXPECT_EQ(qos, 1);
-  EXPECT_FALSE(list.MaxMatchingQos("sensor", &qos));
-  EXPECT_EQ(qos, 0);
-  ASSERT_TRUE(list.MaxMatchingQos("sensors/hall/temp/x", &qos));  // '#' alone
-  EXPECT_EQ(qos, 1);
+  if (list.MaxMatchingQos(topic, &qos)) return qos;
+  EXPECT_EQ(qos, 0) << topic;
+  return std::nullopt;
+}
+
+TEST(SubscriptionListTest, MaxMatchingQosIsTheHighestOfTheMatchingFilters) {
+  const SubscriptionList list =
+      Holding({{"sensors/+/temp", 0}, {"sensors/#", 1}, {"sensors/kitchen/temp", 2}, {"other", 2}});
+  EXPECT_EQ(MaxQos(list, "sensors/kitchen/temp"), 2);
+  EXPECT_EQ(MaxQos(list, "sensors/hall/temp"), 1);  // '+' at 0, '#' at 1
+  EXPECT_EQ(MaxQos(list, "sensors"), 1);            // '#' also matches its parent level
+  EXPECT_EQ(MaxQos(list, "sensor"), std::nullopt);
+  EXPECT_EQ(MaxQos(list, "sensors/hall/temp/x"), 1);  // '#' alone
 }
 
 TEST(SubscriptionListTest, OneLevelWildcardMatchesExactlyOneLevel) {
-  SubscriptionList list;
-  list.Set("a/+/c", 1);
-  std::uint8_t qos = 0;
-  EXPECT_TRUE(list.MaxMatchingQos("a/b/c", &qos));
-  EXPECT_TRUE(list.MaxMatchingQos("a//c", &qos));  // an empty level is a level
-  EXPECT_FALSE(list.MaxMatchingQos("a/c", &qos));
-  EXPECT_FALSE(list.MaxMatchingQos("a/b/x/c", &qos));
+  const SubscriptionList list = Holding({{"a/+/c", 1}});
+  EXPECT_EQ(MaxQos(list, "a/b/c"), 1);
+  EXPECT_EQ(MaxQos(list, "a//c"), 1);  // an empty level is a level
+  EXPECT_EQ(MaxQos(list, "a/c"), std::nullopt);
+  EXPECT_EQ(MaxQos(list, "a/b/x/c"), std::nullopt);
 }
 
 // Topics starting with '$' are not matched by a wildcard in the first level (MQTT 3.1.1
 // 4.7.2); a filter that names the '$' level does match them.
 TEST(SubscriptionListTest, DollarTopicsAreNotMatchedByAFirstLevelWildcard) {
-  SubscriptionList list;
-  list.Set("#", 2);
-  list.Set("+/info", 2);
-  std::uint8_t qos = 9;
-  EXPECT_FALSE(list.MaxMatchingQos("$SYS/info", &qos));
-  EXPECT_FALSE(list.MaxMatchingQos("$SYS", &qos));
-  EXPECT_TRUE(list.MaxMatchingQos("plain/info", &qos));
+  SubscriptionList list = Holding({{"#", 2}, {"+/info", 2}});
+  EXPECT_EQ(MaxQos(list, "$SYS/info"), std::nullopt);
+  EXPECT_EQ(MaxQos(list, "$SYS"), std::nullopt);
+  EXPECT_EQ(MaxQos(list, "plain/info"), 2);
   list.Set("$SYS/#", 1);
-  ASSERT_TRUE(list.MaxMatchingQos("$SYS/info", &qos));
-  EXPECT_EQ(qos, 1);
+  EXPECT_EQ(MaxQos(list, "$SYS/info"), 1);
 }
 
 TEST(SubscriptionListTest, ASharedSubscriptionMatchesWithoutItsSharePrefix) {
-  SubscriptionList list;
-  list.Set("$share/workers/jobs/+", 1);
-  std::uint8_t qos = 0;
-  ASSERT_TRUE(list.MaxMatchingQos("jobs/42", &qos));
-  EXPECT_EQ(qos, 1);
-  EXPECT_FALSE(list.MaxMatchingQos("$share/workers/jobs/42", &qos));
+  const SubscriptionList list = Holding({{"$share/workers/jobs/+", 1}});
+  EXPECT_EQ(MaxQos(list, "jobs/42"), 1);
+  EXPECT_EQ(MaxQos(list, "$share/workers/jobs/42"), std::nullopt);
   // Held under its full text.
+  std::uint8_t qos = 0;
   EXPECT_TRUE(list.Get("$share/workers/jobs/+", &qos));
   EXPECT_FALSE(list.Get("jobs/+", &qos));
 }

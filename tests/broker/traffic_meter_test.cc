@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "../support/operation_counts.h"
+#include "../support/counted_operations_fixture.h"
 #include "broker/rpc_tracker.h"
 
 namespace mqc {
@@ -37,15 +37,17 @@ class FakeDetails : public PublishDetails {
 
 constexpr std::int64_t kMs = 1000000;
 
-class TrafficMeterTest : public ::testing::Test {
+class TrafficMeterTest : public CountedOperationsTest {
  protected:
-  std::uint64_t Ops(Operation operation, OperationStatus status) const {
-    return OperationCount(counters_, operation, status);
+  // The requester publishes an RPC request of `size` bytes on `topic` naming `response_topic`;
+  // the publishes after it carry no ResponseTopic.
+  void Request(const char* topic, const char* response_topic, std::uint32_t size = 1) {
+    details_.has_response = true;
+    details_.response_topic = response_topic;
+    meter_.OnPublish(&requester_, nullptr, topic, size, details_);
+    details_.has_response = false;
   }
-  std::uint64_t Total() const { return OperationTotal(counters_); }
-  const SharedHistogram& Histogram(std::size_t i) const { return counters_.durations[i]; }
 
-  BrokerCounters counters_;
   RpcTracker::Options rpc_{1000 * kMs, 2};
   TrafficMeter meter_{&counters_, DefaultPattern::kEvents, rpc_};
   FakeDetails details_;
@@ -61,11 +63,10 @@ TEST_F(TrafficMeterTest, PublishesCountByPatternWithBytesAndPerConnectionStatist
   meter_.OnPublish(&requester_, &stats_, "queues/jobs", 1, details_);
   meter_.OnPublish(&requester_, nullptr, "events//bad", 2, details_);  // invalid mapping
   meter_.OnPublish(&requester_, &stats_, "$SYS/x", 3, details_);       // not KubeMQ traffic
-  EXPECT_EQ(Ops(Operation::kPublishEvents, OperationStatus::kSuccess), 2u);
-  EXPECT_EQ(Ops(Operation::kPublishEvents, OperationStatus::kError), 1u);
-  EXPECT_EQ(Ops(Operation::kPublishStore, OperationStatus::kSuccess), 1u);
-  EXPECT_EQ(Ops(Operation::kPublishQueues, OperationStatus::kSuccess), 1u);
-  EXPECT_EQ(Total(), 5u);
+  ExpectCountedExactly({{Operation::kPublishEvents, OperationStatus::kSuccess, 2},
+                        {Operation::kPublishEvents, OperationStatus::kError, 1},
+                        {Operation::kPublishStore, OperationStatus::kSuccess, 1},
+                        {Operation::kPublishQueues, OperationStatus::kSuccess, 1}});
   EXPECT_EQ(counters_.received_messages.load(), 6u);
   EXPECT_EQ(counters_.received_bytes.load(), 28u);
   EXPECT_EQ(stats_.publish_count.load(), 5u);
@@ -139,26 +140,22 @@ TEST_F(TrafficMeterTest, DeliveriesCountByPatternAndQos0ToAnOfflineSessionIsDrop
   meter_.OnDeliver(&responder_, nullptr, false, "queues/a", 4, 1, details_);   // queued offline
   meter_.OnDeliver(&responder_, nullptr, false, "events/a", 4, 0, details_);   // thrown away
   meter_.OnDeliver(&responder_, &stats_, true, "commands/x", 4, 0, details_);  // no deliver op
-  EXPECT_EQ(Ops(Operation::kDeliverEvents, OperationStatus::kSuccess), 1u);
-  EXPECT_EQ(Ops(Operation::kDeliverEvents, OperationStatus::kDropped), 1u);
-  EXPECT_EQ(Ops(Operation::kDeliverStore, OperationStatus::kSuccess), 1u);
-  EXPECT_EQ(Ops(Operation::kDeliverQueues, OperationStatus::kSuccess), 1u);
-  EXPECT_EQ(Total(), 4u);
+  ExpectCountedExactly({{Operation::kDeliverEvents, OperationStatus::kSuccess, 1},
+                        {Operation::kDeliverEvents, OperationStatus::kDropped, 1},
+                        {Operation::kDeliverStore, OperationStatus::kSuccess, 1},
+                        {Operation::kDeliverQueues, OperationStatus::kSuccess, 1}});
   EXPECT_EQ(counters_.delivered_messages.load(), 4u);
   EXPECT_EQ(stats_.deliver_count.load(), 3u);
   EXPECT_EQ(stats_.deliver_bytes.load(), 12u);
 }
 
 TEST_F(TrafficMeterTest, CommandRoundTripCountsRequestResponseAndDelivery) {
-  details_.has_response = true;
-  details_.response_topic = "$reply/requester/1";
   details_.has_correlation = true;
   details_.correlation = "c-1";
   details_.now = 0;
-  meter_.OnPublish(&requester_, nullptr, "commands/svc/reboot", 3, details_);
+  Request("commands/svc/reboot", "$reply/requester/1", 3);
   EXPECT_EQ(meter_.rpc().pending(), 1u);
   // A publish on the response topic with another correlation is not the response.
-  details_.has_response = false;
   details_.correlation = "other";
   details_.now = 20 * kMs;
   meter_.OnPublish(&responder_, nullptr, "$reply/requester/1", 2, details_);
@@ -182,10 +179,7 @@ TEST_F(TrafficMeterTest, CommandRoundTripCountsRequestResponseAndDelivery) {
 }
 
 TEST_F(TrafficMeterTest, QueryWithoutCorrelationTakesTheNextPublishOnItsTopic) {
-  details_.has_response = true;
-  details_.response_topic = "events/answers";
-  meter_.OnPublish(&requester_, nullptr, "queries/svc/status", 1, details_);
-  details_.has_response = false;
+  Request("queries/svc/status", "events/answers");
   details_.now = 70 * 1000 * kMs;  // 70 s: beyond every bound
   meter_.OnPublish(&responder_, nullptr, "events/answers", 1, details_);
   EXPECT_EQ(Ops(Operation::kRpcQuery, OperationStatus::kSuccess), 1u);
@@ -206,9 +200,7 @@ TEST_F(TrafficMeterTest, RequestsThatKubeMqWouldDropAreErrors) {
 }
 
 TEST_F(TrafficMeterTest, TimeoutIsAnErrorAndBeyondMaxPendingIsDropped) {
-  details_.has_response = true;
-  details_.response_topic = "r/1";
-  for (int i = 0; i < 3; ++i) meter_.OnPublish(&requester_, nullptr, "commands/a", 1, details_);
+  for (int i = 0; i < 3; ++i) Request("commands/a", "r/1");
   EXPECT_EQ(meter_.rpc().pending(), 2u);
   EXPECT_EQ(Ops(Operation::kRpcCommand, OperationStatus::kDropped), 1u);
   meter_.OnTick(999 * kMs);
@@ -237,10 +229,7 @@ TEST_F(TrafficMeterTest, ReloadedOptionsApplyFromTheNextMessageAndKeepPendingReq
 }
 
 TEST_F(TrafficMeterTest, AResponseNeverRoutedToItsRequesterIsDroppedAtTheNextTick) {
-  details_.has_response = true;
-  details_.response_topic = "r/2";
-  meter_.OnPublish(&requester_, nullptr, "commands/a", 1, details_);
-  details_.has_response = false;
+  Request("commands/a", "r/2");
   meter_.OnPublish(&responder_, nullptr, "r/2", 1, details_);
   EXPECT_TRUE(meter_.rpc().AwaitsDelivery());
   meter_.OnTick(1);
@@ -249,10 +238,7 @@ TEST_F(TrafficMeterTest, AResponseNeverRoutedToItsRequesterIsDroppedAtTheNextTic
 }
 
 TEST_F(TrafficMeterTest, HistogramBoundsAreInclusive) {
-  details_.has_response = true;
-  details_.response_topic = "r/3";
-  meter_.OnPublish(&requester_, nullptr, "commands/a", 1, details_);
-  details_.has_response = false;
+  Request("commands/a", "r/3");
   details_.now = 10 * kMs;  // exactly 0.01 s: le="0.01"
   meter_.OnPublish(&responder_, nullptr, "r/3", 1, details_);
   EXPECT_EQ(Histogram(0).buckets[0].load(), 1u);

@@ -19,6 +19,15 @@ BrokerConfig Parse(const std::string& text) {
   return config;
 }
 
+// The status of a text the parser refuses, checked to be kInvalidArgument; its message says why.
+Status Refusal(const std::string& text, const std::string& path = "m.conf",
+               bool follow_includes = true) {
+  BrokerConfig config;
+  const Status status = ParseBrokerConfig(text, path, follow_includes, &config);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << text;
+  return status;
+}
+
 TEST(BrokerConfigTest, NoListenerMeansLocalOnlyAndAnonymousAllowed) {
   const BrokerConfig config = Parse("# nothing\n\nplugin /x/mosquitto_connections.so\n");
   EXPECT_TRUE(config.local_only);
@@ -143,10 +152,8 @@ TEST(BrokerConfigTest, The21PluginLinesAreOtherSourcesWithTheirOwnOptions) {
   EXPECT_TRUE(HasOtherAuthSource(config, own));
   ASSERT_NE(OptionsOfPlugin(config, own), nullptr);
   EXPECT_EQ(OptionsOfPlugin(config, own)->size(), 1u);
-  BrokerConfig ignored;
-  const Status refused = ParseBrokerConfig("plugin_load lonely\n", "x.conf", false, &ignored);
-  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(refused.message(), ::testing::HasSubstr("plugin_load needs a name and a path"));
+  EXPECT_THAT(Refusal("plugin_load lonely\n", "x.conf", /*follow_includes=*/false).message(),
+              ::testing::HasSubstr("plugin_load needs a name and a path"));
 }
 
 TEST(BrokerConfigTest, EachPluginKeepsTheOptionsWrittenAfterIt) {
@@ -159,10 +166,8 @@ TEST(BrokerConfigTest, EachPluginKeepsTheOptionsWrittenAfterIt) {
   EXPECT_EQ(config.plugin_options[0], (Pairs{{"a", "1"}}));
   EXPECT_EQ(config.plugin_options[1], (Pairs{{"closed_max", "5"}, {"default_pattern", "store"}}));
   EXPECT_EQ(OptionsOfPlugin(config, "/nowhere/else.so"), nullptr);
-  BrokerConfig refused;
-  const Status status = ParseBrokerConfig("plugin_opt_a 1\n", "test.conf", true, &refused);
-  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(status.message(), ::testing::HasSubstr("test.conf:1"));
+  EXPECT_THAT(Refusal("plugin_opt_a 1\n", "test.conf").message(),
+              ::testing::HasSubstr("test.conf:1"));
 }
 
 TEST(BrokerConfigTest, ListenersAndTheirSettings) {
@@ -184,13 +189,10 @@ TEST(BrokerConfigTest, ListenersAndTheirSettings) {
 }
 
 TEST(BrokerConfigTest, BadBooleansAreRefusedWithFileAndLine) {
-  BrokerConfig config;
-  Status status = ParseBrokerConfig("listener 1\nallow_anonymous yes\n", "m.conf", true, &config);
-  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(status.message(), "m.conf:2: allow_anonymous needs true or false");
-  status = ParseBrokerConfig("per_listener_settings 1\n", "m.conf", true, &config);
-  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(status.message(), ::testing::HasSubstr("per_listener_settings"));
+  EXPECT_EQ(Refusal("listener 1\nallow_anonymous yes\n").message(),
+            "m.conf:2: allow_anonymous needs true or false");
+  EXPECT_THAT(Refusal("per_listener_settings 1\n").message(),
+              ::testing::HasSubstr("per_listener_settings"));
 }
 
 TEST(BrokerConfigTest, PersistenceFileAsTheBrokerBuildsItsPath) {
@@ -204,12 +206,10 @@ TEST(BrokerConfigTest, PersistenceFileAsTheBrokerBuildsItsPath) {
   EXPECT_EQ(Parse("retained_persistence true\npersistence_location /d\npersistence_file s.db\n")
                 .PersistenceFilePath(),
             "/d/s.db");
-  BrokerConfig config;
-  EXPECT_EQ(ParseBrokerConfig("persistence on\n", "m.conf", true, &config).message(),
-            "m.conf:1: persistence needs true or false");
-  EXPECT_EQ(ParseBrokerConfig("persistence_file\n", "m.conf", true, &config).message(),
+  EXPECT_EQ(Refusal("persistence on\n").message(), "m.conf:1: persistence needs true or false");
+  EXPECT_EQ(Refusal("persistence_file\n").message(),
             "m.conf:1: persistence_file needs a file name");
-  EXPECT_EQ(ParseBrokerConfig("persistence_location\n", "m.conf", true, &config).message(),
+  EXPECT_EQ(Refusal("persistence_location\n").message(),
             "m.conf:1: persistence_location needs a folder");
 }
 
@@ -222,10 +222,7 @@ TEST(BrokerConfigTest, PersistentClientExpirationInTheBrokersUnits) {
   for (const char* bad : {"persistent_client_expiration 10\n", "persistent_client_expiration 0d\n",
                           "persistent_client_expiration d\n", "persistent_client_expiration x1d\n",
                           "persistent_client_expiration 10s\n"}) {
-    BrokerConfig config;
-    const Status status = ParseBrokerConfig(bad, "m.conf", true, &config);
-    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << bad;
-    EXPECT_THAT(status.message(), ::testing::HasSubstr("persistent_client_expiration needs"))
+    EXPECT_THAT(Refusal(bad).message(), ::testing::HasSubstr("persistent_client_expiration needs"))
         << bad;
   }
 }

@@ -4,74 +4,99 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <string>
+
 namespace mqc {
 namespace {
 
 using ::testing::HasSubstr;
 
+// The options `pairs` give, with a failure reported when the parser refuses them.
+PluginOptions Parsed(const OptionPairs& pairs) {
+  const StatusOr<PluginOptions> parsed = ParsePluginOptions(pairs);
+  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+  return parsed.ok() ? *parsed : PluginOptions{};
+}
+
+// The message of options the parser refuses, checked to be a kInvalidArgument refusal.
+std::string RefusalMessage(const OptionPairs& pairs) {
+  const StatusOr<PluginOptions> parsed = ParsePluginOptions(pairs);
+  EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
+  return parsed.status().message();
+}
+
+// The options the contract gives a default for and a file may set, as the parser left them.
+struct CoreOptions {
+  int http_port;
+  std::string http_bind;
+  std::uint32_t node_id;
+  DefaultPattern default_pattern;
+  std::uint32_t closed_max;
+  std::uint32_t closed_ttl_s;
+  std::uint32_t rpc_timeout_s;
+  std::uint32_t rpc_max_pending;
+  std::string companion_path;
+  bool presence_events;
+  bool presence_retained;
+  std::string presence_node;
+};
+
+// Field by field, so that a failure names the field.
+void ExpectCoreOptions(const PluginOptions& options, const CoreOptions& expected) {
+  EXPECT_EQ(options.http_port, expected.http_port);
+  EXPECT_EQ(options.http_bind, expected.http_bind);
+  EXPECT_EQ(options.node_id, expected.node_id);
+  EXPECT_EQ(options.default_pattern, expected.default_pattern);
+  EXPECT_EQ(options.closed_max, expected.closed_max);
+  EXPECT_EQ(options.closed_ttl_s, expected.closed_ttl_s);
+  EXPECT_EQ(options.rpc_timeout_s, expected.rpc_timeout_s);
+  EXPECT_EQ(options.rpc_max_pending, expected.rpc_max_pending);
+  EXPECT_EQ(options.companion_path, expected.companion_path);
+  EXPECT_EQ(options.presence_events, expected.presence_events);
+  EXPECT_EQ(options.presence_retained, expected.presence_retained);
+  EXPECT_EQ(options.presence_node, expected.presence_node);
+}
+
 TEST(PluginOptionsTest, DefaultsMatchTheContract) {
-  const StatusOr<PluginOptions> parsed = ParsePluginOptions({});
-  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
-  const PluginOptions& options = *parsed;
-  EXPECT_EQ(options.http_port, 8080);
-  EXPECT_EQ(options.http_bind, "127.0.0.1");
-  EXPECT_EQ(options.node_id, 0u);
-  EXPECT_EQ(options.default_pattern, DefaultPattern::kEvents);
-  EXPECT_EQ(options.closed_max, 1000u);
-  EXPECT_EQ(options.closed_ttl_s, 300u);
-  EXPECT_EQ(options.rpc_timeout_s, 30u);
-  EXPECT_EQ(options.rpc_max_pending, 1024u);
-  EXPECT_FALSE(options.presence_events);
-  EXPECT_FALSE(options.presence_retained);
-  EXPECT_EQ(options.presence_node, "");
+  const PluginOptions options = Parsed({});
+  ExpectCoreOptions(options, {/*http_port=*/8080, /*http_bind=*/"127.0.0.1", /*node_id=*/0,
+                              DefaultPattern::kEvents, /*closed_max=*/1000, /*closed_ttl_s=*/300,
+                              /*rpc_timeout_s=*/30, /*rpc_max_pending=*/1024,
+                              /*companion_path=*/"", /*presence_events=*/false,
+                              /*presence_retained=*/false, /*presence_node=*/""});
   EXPECT_EQ(options.http_max_streams, 8u);
   EXPECT_EQ(options.http_stream_buffer, 4096u);
 }
 
 TEST(PluginOptionsTest, StreamOptionsAreParsed) {
-  const StatusOr<PluginOptions> parsed =
-      ParsePluginOptions({{"http_max_streams", "0"}, {"http_stream_buffer", "16"}});
-  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
-  const PluginOptions& options = *parsed;
+  const PluginOptions options = Parsed({{"http_max_streams", "0"}, {"http_stream_buffer", "16"}});
   EXPECT_EQ(options.http_max_streams, 0u);
   EXPECT_EQ(options.http_stream_buffer, 16u);
 }
 
 TEST(PluginOptionsTest, EveryOptionIsParsed) {
-  const StatusOr<PluginOptions> parsed =
-      ParsePluginOptions({{"http_port", "0"},
-                          {"http_bind", "::1"},
-                          {"node_id", "7"},
-                          {"default_pattern", "none"},
-                          {"closed_max", "0"},
-                          {"closed_ttl", "60"},
-                          {"rpc_timeout", "5"},
-                          {"rpc_max_pending", "10"},
-                          {"companion", "/opt/x/companion"},
-                          {"presence_events", "true"},
-                          {"presence_retained", "true"},
-                          {"presence_node", "mosquitto@edge-1"}});
-  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
-  const PluginOptions& options = *parsed;
-  EXPECT_EQ(options.http_port, 0);
-  EXPECT_EQ(options.http_bind, "::1");
-  EXPECT_EQ(options.node_id, 7u);
-  EXPECT_EQ(options.default_pattern, DefaultPattern::kNone);
-  EXPECT_EQ(options.closed_max, 0u);
-  EXPECT_EQ(options.closed_ttl_s, 60u);
-  EXPECT_EQ(options.rpc_timeout_s, 5u);
-  EXPECT_EQ(options.rpc_max_pending, 10u);
-  EXPECT_EQ(options.companion_path, "/opt/x/companion");
-  EXPECT_TRUE(options.presence_events);
-  EXPECT_TRUE(options.presence_retained);
-  EXPECT_EQ(options.presence_node, "mosquitto@edge-1");
+  const PluginOptions options = Parsed({{"http_port", "0"},
+                                        {"http_bind", "::1"},
+                                        {"node_id", "7"},
+                                        {"default_pattern", "none"},
+                                        {"closed_max", "0"},
+                                        {"closed_ttl", "60"},
+                                        {"rpc_timeout", "5"},
+                                        {"rpc_max_pending", "10"},
+                                        {"companion", "/opt/x/companion"},
+                                        {"presence_events", "true"},
+                                        {"presence_retained", "true"},
+                                        {"presence_node", "mosquitto@edge-1"}});
+  ExpectCoreOptions(options, {/*http_port=*/0, /*http_bind=*/"::1", /*node_id=*/7,
+                              DefaultPattern::kNone, /*closed_max=*/0, /*closed_ttl_s=*/60,
+                              /*rpc_timeout_s=*/5, /*rpc_max_pending=*/10,
+                              /*companion_path=*/"/opt/x/companion", /*presence_events=*/true,
+                              /*presence_retained=*/true, /*presence_node=*/"mosquitto@edge-1"});
 }
 
 TEST(PluginOptionsTest, SurroundingSpaceIsIgnored) {
-  const StatusOr<PluginOptions> parsed =
-      ParsePluginOptions({{"http_port", " 9090  "}, {"default_pattern", "store\t"}});
-  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
-  const PluginOptions& options = *parsed;
+  const PluginOptions options = Parsed({{"http_port", " 9090  "}, {"default_pattern", "store\t"}});
   EXPECT_EQ(options.http_port, 9090);
   EXPECT_EQ(options.default_pattern, DefaultPattern::kStore);
 }
@@ -132,11 +157,9 @@ TEST(PluginOptionsTest, BadValuesAreRefusedNamingOptionValueAndWhatIsAccepted) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string(c.key) + "=" + c.value);
-    const StatusOr<PluginOptions> parsed = ParsePluginOptions({{c.key, c.value}});
-    ASSERT_FALSE(parsed.ok());
-    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_THAT(parsed.status().message(), HasSubstr(std::string("plugin_opt_") + c.key));
-    EXPECT_THAT(parsed.status().message(), HasSubstr(c.message_part));
+    const std::string message = RefusalMessage({{c.key, c.value}});
+    EXPECT_THAT(message, HasSubstr(std::string("plugin_opt_") + c.key));
+    EXPECT_THAT(message, HasSubstr(c.message_part));
   }
 }
 
@@ -149,24 +172,18 @@ TEST(PluginOptionsTest, PresenceNodeIsAtMost255BytesWithoutNul) {
 TEST(PluginOptionsTest, StrictAndTopClientsAreParsed) {
   EXPECT_FALSE(PluginOptions{}.kubemq_strict);
   EXPECT_EQ(PluginOptions{}.metrics_top_clients, 0u);
-  const StatusOr<PluginOptions> parsed =
-      ParsePluginOptions({{"kubemq_strict", "true"}, {"metrics_top_clients", "100"}});
-  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
-  const PluginOptions& options = *parsed;
+  const PluginOptions options = Parsed({{"kubemq_strict", "true"}, {"metrics_top_clients", "100"}});
   EXPECT_TRUE(options.kubemq_strict);
   EXPECT_EQ(options.metrics_top_clients, 100u);
 }
 
 TEST(PluginOptionsTest, SecurityOptionsAreParsed) {
-  const StatusOr<PluginOptions> parsed =
-      ParsePluginOptions({{"http_token_file", "/etc/read"},
-                          {"http_admin_token_file", "/etc/admin"},
-                          {"metrics_public", "true"},
-                          {"http_tls_cert", "/etc/cert.pem"},
-                          {"http_tls_key", "/etc/key.pem"},
-                          {"http_allow_anonymous", "false"}});
-  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
-  const PluginOptions& options = *parsed;
+  const PluginOptions options = Parsed({{"http_token_file", "/etc/read"},
+                                        {"http_admin_token_file", "/etc/admin"},
+                                        {"metrics_public", "true"},
+                                        {"http_tls_cert", "/etc/cert.pem"},
+                                        {"http_tls_key", "/etc/key.pem"},
+                                        {"http_allow_anonymous", "false"}});
   EXPECT_EQ(options.http_token_file, "/etc/read");
   EXPECT_EQ(options.http_admin_token_file, "/etc/admin");
   EXPECT_TRUE(options.metrics_public);
@@ -179,34 +196,26 @@ TEST(PluginOptionsTest, SecurityOptionsAreParsed) {
 
 TEST(PluginOptionsTest, AllowedHostsAreCanonicalWhateverTheSeparator) {
   EXPECT_TRUE(PluginOptions{}.http_allowed_hosts.empty());
-  const StatusOr<PluginOptions> parsed = ParsePluginOptions(
-      {{"http_allowed_hosts",
-        "API.Example.com., 192.0.2.10 [2001:DB8::10],,2001:db8::11\tapi.example.com"}});
-  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
-  EXPECT_THAT(parsed->http_allowed_hosts, ::testing::ElementsAre("api.example.com", "192.0.2.10",
+  const PluginOptions options =
+      Parsed({{"http_allowed_hosts",
+               "API.Example.com., 192.0.2.10 [2001:DB8::10],,2001:db8::11\tapi.example.com"}});
+  EXPECT_THAT(options.http_allowed_hosts, ::testing::ElementsAre("api.example.com", "192.0.2.10",
                                                                  "2001:db8::10", "2001:db8::11"));
 }
 
 TEST(PluginOptionsTest, TlsCertificateAndKeyComeTogether) {
-  StatusOr<PluginOptions> parsed = ParsePluginOptions({{"http_tls_cert", "/c.pem"}});
-  ASSERT_FALSE(parsed.ok());
-  EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(parsed.status().message(),
+  EXPECT_THAT(RefusalMessage({{"http_tls_cert", "/c.pem"}}),
               HasSubstr("plugin_opt_http_tls_cert is set without plugin_opt_http_tls_key"));
-  parsed = ParsePluginOptions({{"http_tls_key", "/k.pem"}});
-  ASSERT_FALSE(parsed.ok());
-  EXPECT_THAT(parsed.status().message(),
+  EXPECT_THAT(RefusalMessage({{"http_tls_key", "/k.pem"}}),
               HasSubstr("plugin_opt_http_tls_key is set without plugin_opt_http_tls_cert"));
 }
 
 TEST(PluginOptionsTest, ExposedBindNeedsATokenFileOrAllowAnonymous) {
   for (const char* bind : {"0.0.0.0", "::", "192.0.2.1", "2001:db8::1"}) {
     SCOPED_TRACE(bind);
-    const StatusOr<PluginOptions> refused = ParsePluginOptions({{"http_bind", bind}});
-    ASSERT_FALSE(refused.ok());
-    EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_THAT(refused.status().message(), HasSubstr("plugin_opt_http_token_file"));
-    EXPECT_THAT(refused.status().message(), HasSubstr("plugin_opt_http_allow_anonymous"));
+    const std::string refusal = RefusalMessage({{"http_bind", bind}});
+    EXPECT_THAT(refusal, HasSubstr("plugin_opt_http_token_file"));
+    EXPECT_THAT(refusal, HasSubstr("plugin_opt_http_allow_anonymous"));
     EXPECT_TRUE(ParsePluginOptions({{"http_bind", bind}, {"http_allow_anonymous", "true"}}).ok());
     EXPECT_TRUE(ParsePluginOptions({{"http_bind", bind}, {"http_token_file", "/t"}}).ok());
     EXPECT_TRUE(ParsePluginOptions({{"http_bind", bind}, {"http_admin_token_file", "/t"}}).ok());
@@ -219,12 +228,10 @@ TEST(PluginOptionsTest, ExposedBindNeedsATokenFileOrAllowAnonymous) {
 }
 
 TEST(PluginOptionsTest, UnknownOptionIsRefusedWithTheKnownOnes) {
-  const StatusOr<PluginOptions> parsed = ParsePluginOptions({{"http_prot", "8080"}});
-  ASSERT_FALSE(parsed.ok());
-  EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(parsed.status().message(), HasSubstr("unknown option plugin_opt_http_prot"));
-  EXPECT_THAT(parsed.status().message(), HasSubstr("http_port"));
-  EXPECT_THAT(parsed.status().message(), HasSubstr("rpc_max_pending"));
+  const std::string message = RefusalMessage({{"http_prot", "8080"}});
+  EXPECT_THAT(message, HasSubstr("unknown option plugin_opt_http_prot"));
+  EXPECT_THAT(message, HasSubstr("http_port"));
+  EXPECT_THAT(message, HasSubstr("rpc_max_pending"));
 }
 
 }  // namespace
