@@ -85,12 +85,8 @@ std::vector<Connection> Examples() {
     c.close_reason = static_cast<CloseReason>(reason);
     all.push_back(c);
   }
-  Connection offline;
-  offline.uid = "uid-offline";
-  offline.client_id = "sleeper";
-  offline.state = ConnectionState::kOffline;
-  offline.open_time_ns = kJune12 - 5 * kSecond;
-  offline.session_expiry_time_ns = kJune12 + 3600 * kSecond;
+  Connection offline =
+      TestOfflineSession("uid-offline", "sleeper", kJune12 - 5 * kSecond, kJune12 + 3600 * kSecond);
   all.push_back(offline);
   Connection anonymous = Open("uid-anon", "", kJune12 + 7);
   anonymous.username.clear();
