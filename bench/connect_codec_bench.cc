@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "../tests/support/fleet_source.h"
 #include "companion/connection.h"
 #include "companion/http/connect_rpc_json.h"
 #include "companion/http/connect_rpc_proto.h"
@@ -77,12 +78,13 @@ double MedianMs(int repeat, const std::function<void()>& work) {
 int Run(int connections, int page_size, int repeat) {
   std::vector<Connection> snapshot;
   for (int i = 0; i < connections; ++i) snapshot.push_back(Example(i));
+  const FleetSource source(snapshot);
   ConnectionQuery query;
   query.page_size = page_size;
   ConnectionPage page;
   const double query_ms = MedianMs(repeat, [&] {
     page = ConnectionPage();
-    if (!RunConnectionQuery(snapshot, query, &page).ok()) std::abort();
+    if (!RunConnectionQuery(source, query, &page).ok()) std::abort();
   });
   std::printf("query over %d connections, page of %zu: %.2f ms\n", connections,
               page.connections.size(), query_ms);

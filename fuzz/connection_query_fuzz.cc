@@ -8,21 +8,23 @@
 // when a value quoted by QuoteFilterString matches anything but itself, when NOT (F), -(F),
 // (F) OR (F) and (F) AND (F) do not select what F's matches say they must, and when the same
 // query over a source with a client id index (the path `client_id IN (...)` and `=` take)
-// answers otherwise than over the plain snapshot.
+// answers otherwise than the reference over the plain snapshot (tests/support/reference_query.h).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
-#include <memory>
 #include <set>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "../tests/support/connection_builder.h"
+#include "../tests/support/fleet_source.h"
 #include "../tests/support/quote_filter_string.h"
+#include "../tests/support/reference_query.h"
 #include "companion/connection.h"
 #include "companion/query/connection_filter.h"
 #include "companion/query/connection_query.h"
@@ -36,25 +38,14 @@ using mqc::Connection;
 using mqc::ConnectionPage;
 using mqc::ConnectionQuery;
 
-constexpr std::int64_t kSecond = 1000000000;
-constexpr std::int64_t kT0 = 1767225600 * kSecond;  // 2026-01-01T00:00:00Z
+using mqc::kTestSecond;
+using mqc::kTestTime0;
 constexpr int kMaxPagesFollowed = 64;
 
 [[noreturn]] void Fail(const char* what, const ConnectionQuery& query) {
   std::fprintf(stderr, "connection_query_fuzz: %s (filter of %zu bytes, order_by of %zu bytes)\n",
                what, query.filter.size(), query.order_by.size());
   std::abort();
-}
-
-mqc::Subscription MakeSubscription(std::string filter, int qos, mqc::Pattern pattern,
-                                   std::string channel, std::string group = "") {
-  mqc::Subscription subscription;
-  subscription.filter = std::move(filter);
-  subscription.qos = qos;
-  subscription.mapping.pattern = pattern;
-  subscription.mapping.channel = std::move(channel);
-  subscription.mapping.shared_group = std::move(group);
-  return subscription;
 }
 
 // Ten connections with ties in most fields, unset values and extreme numbers.
@@ -68,9 +59,9 @@ std::vector<Connection> MakeSnapshot() {
     c.uid = "uid-" + std::to_string(i % 4);
     c.node_id = static_cast<std::uint32_t>(i % 2);
     c.state = i % 3 == 0 ? mqc::ConnectionState::kClosed : mqc::ConnectionState::kOpen;
-    c.open_time_ns = kT0 + static_cast<std::int64_t>(i % 3) * kSecond;
+    c.open_time_ns = kTestTime0 + static_cast<std::int64_t>(i % 3) * kTestSecond;
     if (c.state == mqc::ConnectionState::kClosed) {
-      c.close_time_ns = c.open_time_ns + static_cast<std::int64_t>(i) * kSecond;
+      c.close_time_ns = c.open_time_ns + static_cast<std::int64_t>(i) * kTestSecond;
       c.close_reason = static_cast<mqc::CloseReason>(i % 7);
     }
     c.client_id = client_ids[i];
@@ -86,15 +77,15 @@ std::vector<Connection> MakeSnapshot() {
     c.authentication.mechanism = static_cast<mqc::AuthMechanism>(i % 6);
     c.authentication.state = static_cast<mqc::AuthState>(i % 4);
     c.authentication.user_principal = c.username;
-    c.idle_ns = i % 4 == 0 ? -1 : static_cast<std::int64_t>(i) * kSecond / 2;
+    c.idle_ns = i % 4 == 0 ? -1 : static_cast<std::int64_t>(i) * kTestSecond / 2;
     c.total_statistics = {i, i * 100, i * 2, std::numeric_limits<std::uint64_t>::max() - i, i};
     c.recent_statistics = {i % 2, 0, i % 3, 0, i % 5};
     if (i % 3 != 2) {
-      c.subscriptions.push_back(MakeSubscription("events/a", 0, mqc::Pattern::kEvents, "a"));
+      c.subscriptions.push_back(mqc::TestSubscription("events/a", 0, mqc::Pattern::kEvents, "a"));
     }
     if (i % 2 == 1) {
       c.subscriptions.push_back(
-          MakeSubscription("$share/g/queues/q", 2, mqc::Pattern::kQueues, "q", "g"));
+          mqc::TestSubscription("$share/g/queues/q", 2, mqc::Pattern::kQueues, "q", "g"));
     }
     snapshot.push_back(std::move(c));
   }
@@ -104,6 +95,12 @@ std::vector<Connection> MakeSnapshot() {
 const std::vector<Connection>& Snapshot() {
   static const std::vector<Connection> snapshot = MakeSnapshot();
   return snapshot;
+}
+
+// The snapshot behind the ConnectionSource interface, with a client id index.
+const mqc::FleetSource& Source() {
+  static const mqc::FleetSource source(Snapshot());
+  return source;
 }
 
 std::int64_t ParseNumber(std::string_view text) {
@@ -130,7 +127,7 @@ ConnectionQuery QueryFromInput(std::string_view input) {
 
 bool Run(const ConnectionQuery& query, ConnectionPage* page) {
   page->connections.push_back(Connection());  // must be cleared by the query
-  const mqc::Status status = mqc::RunConnectionQuery(Snapshot(), query, page);
+  const mqc::Status status = mqc::RunConnectionQuery(Source(), query, page);
   const bool ok = status.ok();
   if (!ok && status.message().empty()) Fail("failed without a message", query);
   if (!ok && (!page->connections.empty() || !page->next_page_token.empty())) {
@@ -203,43 +200,20 @@ void CheckQuotedValue(std::string_view value) {
   }
 }
 
-// The snapshot behind the ConnectionSource interface, its index lookups counted.
-class IndexedSource : public mqc::ConnectionSource {
- public:
-  IndexedSource() {
-    for (const Connection& c : Snapshot()) all_.push_back(std::make_shared<const Connection>(c));
+// The source path gives the page and total the reference gives over the plain snapshot.
+void CheckAnswersAsTheReference(const ConnectionQuery& query, const ConnectionPage& page) {
+  ConnectionPage expected;
+  if (!mqc::RunReferenceQuery(Snapshot(), query, &expected).ok()) {
+    Fail("the reference refuses what the source path takes", query);
   }
-  std::vector<Connection> Snapshot() const override { return ::Snapshot(); }
-  mqc::ConnectionList SharedSnapshot() const override {
-    return std::make_shared<const std::vector<mqc::ConnectionPtr>>(all_);
-  }
-  std::vector<mqc::ConnectionPtr> FindByClientId(std::string_view client_id) const override {
-    std::vector<mqc::ConnectionPtr> found;
-    for (const mqc::ConnectionPtr& c : all_) {
-      if (c->client_id == client_id) found.push_back(c);
-    }
-    return found;
-  }
-
- private:
-  std::vector<mqc::ConnectionPtr> all_;
-};
-
-// The source path gives the page and total the snapshot path gives.
-void CheckSourceAnswersAlike(const ConnectionQuery& query, const ConnectionPage& page) {
-  static const IndexedSource source;
-  ConnectionPage from_source;
-  if (!mqc::RunConnectionQuery(source, query, &from_source).ok()) {
-    Fail("the source path refuses what the snapshot path takes", query);
-  }
-  if (from_source.total_size != page.total_size ||
-      from_source.connections.size() != page.connections.size() ||
-      from_source.next_page_token != page.next_page_token) {
-    Fail("the source path answers otherwise", query);
+  if (expected.total_size != page.total_size ||
+      expected.connections.size() != page.connections.size() ||
+      expected.next_page_token != page.next_page_token) {
+    Fail("the source path answers otherwise than the reference", query);
   }
   for (std::size_t i = 0; i < page.connections.size(); ++i) {
-    if (from_source.connections[i].seq != page.connections[i].seq) {
-      Fail("the source path answers otherwise", query);
+    if (expected.connections[i].seq != page.connections[i].seq) {
+      Fail("the source path answers otherwise than the reference", query);
     }
   }
 }
@@ -296,7 +270,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   ConnectionPage page;
   if (Run(query, &page)) {
     CheckPage(query, page);
-    CheckSourceAnswersAlike(query, page);
+    CheckAnswersAsTheReference(query, page);
     CheckBooleanForms(query);
     if (query.page_token.empty() && query.offset == 0) CheckPagesFollow(query, page);
   }

@@ -4,7 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <iterator>
 #include <map>
@@ -306,18 +308,23 @@ TEST_F(MetricsTest, BrokerCountersAreExported) {
               testing::ElementsAre("kubemq_mqtt_events_lost_total 6"));
 }
 
+// The samples of the subscription gauge, one per pattern, from the counts of events, store,
+// queues, commands, queries and none in that order.
+std::vector<std::string> SubscriptionSamples(const std::array<int, 6>& counts) {
+  const char* const patterns[] = {"events", "store", "queues", "commands", "queries", "none"};
+  std::vector<std::string> samples;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    samples.push_back("kubemq_mqtt_subscriptions{pattern=\"" + std::string(patterns[i]) + "\"} " +
+                      std::to_string(counts[i]));
+  }
+  return samples;
+}
+
 TEST_F(MetricsTest, ConnectionsAndSubscriptionsComeFromTheRegistry) {
   auto subscriptions = [this] { return Samples(exporter_->Render(), "kubemq_mqtt_subscriptions"); };
   EXPECT_THAT(Samples(exporter_->Render(), "kubemq_mqtt_connections"),
               testing::ElementsAre("kubemq_mqtt_connections 0"));
-  EXPECT_THAT(subscriptions(), UnorderedElementsAreArray({
-                                   "kubemq_mqtt_subscriptions{pattern=\"events\"} 0",
-                                   "kubemq_mqtt_subscriptions{pattern=\"store\"} 0",
-                                   "kubemq_mqtt_subscriptions{pattern=\"queues\"} 0",
-                                   "kubemq_mqtt_subscriptions{pattern=\"commands\"} 0",
-                                   "kubemq_mqtt_subscriptions{pattern=\"queries\"} 0",
-                                   "kubemq_mqtt_subscriptions{pattern=\"none\"} 0",
-                               }));
+  EXPECT_THAT(subscriptions(), UnorderedElementsAreArray(SubscriptionSamples({0, 0, 0, 0, 0, 0})));
 
   for (std::uint64_t seq = 1; seq <= 3; ++seq) {
     Apply(EventType::kConnection, Open(seq, "client-" + std::to_string(seq)));
@@ -339,14 +346,7 @@ TEST_F(MetricsTest, ConnectionsAndSubscriptionsComeFromTheRegistry) {
 
   EXPECT_THAT(Samples(exporter_->Render(), "kubemq_mqtt_connections"),
               testing::ElementsAre("kubemq_mqtt_connections 2"));
-  EXPECT_THAT(subscriptions(), UnorderedElementsAreArray({
-                                   "kubemq_mqtt_subscriptions{pattern=\"events\"} 2",
-                                   "kubemq_mqtt_subscriptions{pattern=\"store\"} 0",
-                                   "kubemq_mqtt_subscriptions{pattern=\"queues\"} 2",
-                                   "kubemq_mqtt_subscriptions{pattern=\"commands\"} 1",
-                                   "kubemq_mqtt_subscriptions{pattern=\"queries\"} 0",
-                                   "kubemq_mqtt_subscriptions{pattern=\"none\"} 1",
-                               }));
+  EXPECT_THAT(subscriptions(), UnorderedElementsAreArray(SubscriptionSamples({2, 0, 2, 1, 0, 1})));
 }
 
 TEST_F(MetricsTest, ConnectionsHelpNamesTheNode) {

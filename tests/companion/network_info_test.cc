@@ -73,41 +73,44 @@ TEST(MatchSocketsTest, DurationsAreAdvancedByTheDumpsAge) {
   EXPECT_EQ(connections[0].idle_ns, 1800 * kMs);
 }
 
-TEST(MatchSocketsTest, AnIpv6ConnectionMatchesWhateverTheSpellingOfItsAddress) {
-  std::vector<Connection> connections = {Open("::1", 50000, 1883),
-                                         Open("2001:db8::1", 50001, 1883)};
-  MatchSockets({Socket(AF_INET6, "::1", 50000, 1883, 11),
-                Socket(AF_INET6, "2001:0db8:0:0::0001", 50001, 1883, 12)},
-               0, &connections);
-  EXPECT_EQ(connections[0].network.rtt_us, 11u);
-  EXPECT_EQ(connections[1].network.rtt_us, 12u);
+// Two connections and their two sockets: each connection gets the rtt of its own socket,
+// whatever the spelling or family of the addresses, and whatever the order of the dump.
+TEST(MatchSocketsTest, EachConnectionFindsItsOwnSocket) {
+  struct Case {
+    const char* name;
+    std::vector<Connection> connections;
+    std::vector<TcpSocketInfo> sockets;  // rtt 11 for the first connection, 12 for the second
+  };
+  const Case cases[] = {
+      {"an IPv6 address matches whatever its spelling",
+       {Open("::1", 50000, 1883), Open("2001:db8::1", 50001, 1883)},
+       {Socket(AF_INET6, "::1", 50000, 1883, 11),
+        Socket(AF_INET6, "2001:0db8:0:0::0001", 50001, 1883, 12)}},
+      // A client on a dual-stack listener is an IPv6 socket with a mapped address to the kernel;
+      // the broker may write its address either way.
+      {"an IPv4-mapped address matches its IPv4 form",
+       {Open("::ffff:127.0.0.1", 50000, 1883), Open("10.0.0.7", 50001, 1883)},
+       {Socket(AF_INET, "127.0.0.1", 50000, 1883, 11),
+        Socket(AF_INET6, "::ffff:10.0.0.7", 50001, 1883, 12)}},
+      // One client address and port may reach two listeners (two sockets): the local port tells.
+      {"two listeners are told apart by the local port",
+       {Open("127.0.0.1", 50000, 1883), Open("127.0.0.1", 50000, 8883)},
+       {Socket(AF_INET, "127.0.0.1", 50000, 8883, 12),
+        Socket(AF_INET, "127.0.0.1", 50000, 1883, 11)}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<Connection> connections = c.connections;
+    MatchSockets(c.sockets, 0, &connections);
+    EXPECT_EQ(connections[0].network.rtt_us, 11u);
+    EXPECT_EQ(connections[1].network.rtt_us, 12u);
+  }
 }
 
-// A client on a dual-stack listener is an IPv6 socket with a mapped address to the kernel; the
-// broker may write its address either way.
-TEST(MatchSocketsTest, Ipv4MappedAddressesMatchTheirIpv4Form) {
-  std::vector<Connection> connections = {Open("::ffff:127.0.0.1", 50000, 1883),
-                                         Open("10.0.0.7", 50001, 1883)};
-  MatchSockets({Socket(AF_INET, "127.0.0.1", 50000, 1883, 11),
-                Socket(AF_INET6, "::ffff:10.0.0.7", 50001, 1883, 12)},
-               0, &connections);
-  EXPECT_EQ(connections[0].network.rtt_us, 11u);
-  EXPECT_EQ(connections[1].network.rtt_us, 12u);
-  // Another address with the same ports is not the connection's.
+TEST(MatchSocketsTest, AnotherAddressWithTheSamePortsIsNotTheConnections) {
   std::vector<Connection> other = {Open("127.0.0.2", 50000, 1883)};
   MatchSockets({Socket(AF_INET6, "::ffff:127.0.0.1", 50000, 1883)}, 0, &other);
   EXPECT_FALSE(other[0].network.known);
-}
-
-// One client address and port may reach two listeners (two sockets): the local port tells.
-TEST(MatchSocketsTest, TwoListenersAreToldApartByTheLocalPort) {
-  std::vector<Connection> connections = {Open("127.0.0.1", 50000, 1883),
-                                         Open("127.0.0.1", 50000, 8883)};
-  MatchSockets({Socket(AF_INET, "127.0.0.1", 50000, 8883, 88),
-                Socket(AF_INET, "127.0.0.1", 50000, 1883, 18)},
-               0, &connections);
-  EXPECT_EQ(connections[0].network.rtt_us, 18u);
-  EXPECT_EQ(connections[1].network.rtt_us, 88u);
 }
 
 TEST(MatchSocketsTest, UnknownPortsUnixSocketsAndClosedConnectionsGetNothing) {

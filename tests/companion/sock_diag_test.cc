@@ -142,6 +142,24 @@ TEST(SockDiagTest, FindsIpv6ConnectionsOnTheListeningPort) {
   ExpectFindsServerEnds(AF_INET6, "::1");
 }
 
+// The server end of the client on `client_port` once its receive queue holds `bytes`: loopback
+// delivers at once, but the kernel gets a moment (bounded); the last record seen otherwise.
+std::optional<TcpSocketInfo> WaitForReceiveQueue(std::uint16_t port, std::uint16_t client_port,
+                                                 std::uint32_t bytes) {
+  std::optional<TcpSocketInfo> found;
+  for (int i = 0; i < 100; ++i) {
+    const SockDiagResult result = Dump(port);
+    if (!result.ok()) {
+      ADD_FAILURE() << result.error;
+      return std::nullopt;
+    }
+    found = Find(result, port, client_port);
+    if (!found.has_value() || found->receive_queue_bytes == bytes) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return found;
+}
+
 TEST(SockDiagTest, ReportsQueuedBytesAndLastReceivedTime) {
   Loopback loopback(AF_INET);
   ASSERT_TRUE(loopback.Listen());
@@ -151,16 +169,8 @@ TEST(SockDiagTest, ReportsQueuedBytesAndLastReceivedTime) {
   const std::string data(1000, 'x');
   ASSERT_EQ(send(client, data.data(), data.size(), 0), 1000);
 
-  // Loopback delivers at once, but allow the kernel a moment (bounded).
-  std::optional<TcpSocketInfo> fresh;
-  for (int i = 0; i < 100; ++i) {
-    const SockDiagResult result = Dump(loopback.port);
-    ASSERT_TRUE(result.ok()) << result.error;
-    fresh = Find(result, loopback.port, client_port);
-    ASSERT_TRUE(fresh.has_value());
-    if (fresh->receive_queue_bytes == 1000) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  const std::optional<TcpSocketInfo> fresh = WaitForReceiveQueue(loopback.port, client_port, 1000);
+  ASSERT_TRUE(fresh.has_value());
   EXPECT_EQ(fresh->receive_queue_bytes, 1000u);  // unread by the server end
   EXPECT_EQ(fresh->send_queue_bytes, 0u);
   EXPECT_GT(fresh->rtt_us, 0u);
@@ -175,15 +185,8 @@ TEST(SockDiagTest, ReportsQueuedBytesAndLastReceivedTime) {
 
   // Data arrives again: it drops back.
   ASSERT_EQ(send(client, "y", 1, 0), 1);
-  std::optional<TcpSocketInfo> again;
-  for (int i = 0; i < 100; ++i) {
-    const SockDiagResult result = Dump(loopback.port);
-    ASSERT_TRUE(result.ok()) << result.error;
-    again = Find(result, loopback.port, client_port);
-    ASSERT_TRUE(again.has_value());
-    if (again->receive_queue_bytes == 1001) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  const std::optional<TcpSocketInfo> again = WaitForReceiveQueue(loopback.port, client_port, 1001);
+  ASSERT_TRUE(again.has_value());
   EXPECT_EQ(again->receive_queue_bytes, 1001u);
   EXPECT_LT(again->last_received_ms, quiet->last_received_ms);
 }

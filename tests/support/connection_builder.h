@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Connections as the companion's tests need them: the model the registry lists (Connection), a
-// subscription of it, and the record the broker writes at CONNECT (ConnectionEvent). Each builder
-// gives a plain open MQTT 3.1.1 client from 127.0.0.1:40000; a test sets only what it looks at.
-// Shared by the companion-side unit tests (the broker side has client_facts_builder.h).
+// subscription of it, and the record the broker writes at CONNECT (ConnectionEvent). An open
+// connection is a plain MQTT 3.1.1 client from 127.0.0.1:40000, an offline session only what
+// persistence tells; a test sets only what it looks at. Shared by the companion-side unit tests
+// (the broker side has client_facts_builder.h).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,20 @@ inline Connection TestConnection(std::uint64_t seq) {
   c.listener_name = "mqtt:1883";
   c.authentication.mechanism = AuthMechanism::kAnonymous;
   c.authentication.state = AuthState::kSuccess;
+  return c;
+}
+
+// An offline session with only what the broker's persistence tells of it: uid, client id, when it
+// opened and when it expires (0: never or unknown).
+inline Connection TestOfflineSession(std::string uid, std::string client_id,
+                                     std::int64_t open_time_ns,
+                                     std::int64_t session_expiry_time_ns) {
+  Connection c;
+  c.uid = std::move(uid);
+  c.client_id = std::move(client_id);
+  c.state = ConnectionState::kOffline;
+  c.open_time_ns = open_time_ns;
+  c.session_expiry_time_ns = session_expiry_time_ns;
   return c;
 }
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // What the tests of src/companion/query/ share: the filter fleet (four connections that differ in
 // every field the tests look at), a ConnectionQuery from its parts, and RunQuery, which runs one
-// through RunConnectionQuery and keeps what came back (the seqs in page order, the page's
-// connections, total, next token, error).
+// through RunConnectionQuery (over a source, or over a fleet as a FleetSource holds it) and keeps
+// what came back (the seqs in page order, the page's connections, total, next token, error).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,7 @@
 #include "companion/connection.h"
 #include "companion/query/connection_query.h"
 #include "connection_builder.h"
+#include "fleet_source.h"
 #include "link/status.h"
 #include "link/topic_mapping.h"
 
@@ -125,10 +126,14 @@ inline Outcome OutcomeOf(const Status& status, ConnectionPage page) {
   return outcome;
 }
 
-inline Outcome RunQuery(const std::vector<Connection>& snapshot, const ConnectionQuery& query) {
+inline Outcome RunQuery(const ConnectionSource& source, const ConnectionQuery& query) {
   ConnectionPage page;
-  const Status status = RunConnectionQuery(snapshot, query, &page);
+  const Status status = RunConnectionQuery(source, query, &page);
   return OutcomeOf(status, std::move(page));
+}
+
+inline Outcome RunQuery(const std::vector<Connection>& fleet, const ConnectionQuery& query) {
+  return RunQuery(FleetSource(fleet), query);
 }
 
 inline std::string FilterError(const std::string& filter) {

@@ -91,20 +91,6 @@ std::size_t PageSize(std::int64_t page_size) {
   return static_cast<std::size_t>(page_size == 0 ? kDefaultPageSize : page_size);
 }
 
-// Filters, sorts and cuts one page; the snapshot is only read.
-void RunTyped(const std::vector<Connection>& snapshot, const ConnectionFilter& filter,
-              const ConnectionOrder& order, const OrderCursor* after, std::size_t size,
-              std::int64_t offset, TypedConnectionPage* page) {
-  Selection selection;
-  Select(
-      snapshot.size(), [&snapshot](std::size_t i) -> const Connection& { return snapshot[i]; },
-      filter, order, after, size, offset, &selection);
-  page->total_size = selection.total_size;
-  page->next = std::move(selection.next);
-  page->connections.reserve(selection.page.size());
-  for (const std::uint32_t i : selection.page) page->connections.push_back(snapshot[i]);
-}
-
 bool NamesDetail(const ConnectionFilter& filter, const ConnectionOrder& order) {
   if (filter.NamesDetail()) return true;
   for (const OrderKey& key : order.keys()) {
@@ -205,33 +191,6 @@ std::size_t TypedPageSize(const TypedConnectionQuery& query) {
 }
 
 }  // namespace
-
-Status RunConnectionQuery(const std::vector<Connection>& snapshot, const ConnectionQuery& query,
-                          ConnectionPage* page) {
-  return Guarded(page, [&] {
-    return RunQuery(query, page,
-                    [&](const ConnectionFilter& filter, const ConnectionOrder& order,
-                        const OrderCursor* after, std::optional<OrderCursor>* next) {
-                      TypedConnectionPage typed;
-                      RunTyped(snapshot, filter, order, after, PageSize(query.page_size),
-                               query.offset, &typed);
-                      page->connections = std::move(typed.connections);
-                      page->total_size = typed.total_size;
-                      *next = std::move(typed.next);
-                    });
-  });
-}
-
-Status RunConnectionQuery(const std::vector<Connection>& snapshot,
-                          const TypedConnectionQuery& query, TypedConnectionPage* page) {
-  return Guarded(page, [&] {
-    const Status status = CheckTyped(query);
-    if (!status.ok()) return status;
-    RunTyped(snapshot, query.filter, query.order, query.after ? &*query.after : nullptr,
-             TypedPageSize(query), query.offset, page);
-    return status;
-  });
-}
 
 Status RunConnectionQuery(const ConnectionSource& source, const ConnectionQuery& query,
                           ConnectionPage* page) {

@@ -36,13 +36,6 @@ struct ConnectionPage {
   std::string next_page_token;  // empty when there are no more matches
 };
 
-// Runs a query over a snapshot, which is only read: the page holds copies of its connections.
-// On a bad filter, order, page size or token: kInvalidArgument with a message naming the problem
-// (position, field or value). The page is empty then. Out of memory, the exception passes
-// through (the page emptied): the HTTP router answers it 500 and logs it.
-Status RunConnectionQuery(const std::vector<Connection>& snapshot, const ConnectionQuery& query,
-                          ConnectionPage* page);
-
 // The same query as typed values, for callers that build it in code (the KubeMQ endpoint): the
 // clauses, the order and where the previous page ended, with no text in between, so a value of
 // any length or content selects exactly itself.
@@ -55,31 +48,21 @@ struct TypedConnectionQuery {
   bool unlimited = false;  // every match from offset (or after) on, in one page; page_size ignored
 };
 
-struct TypedConnectionPage {
-  std::vector<Connection> connections;
-  std::int64_t total_size = 0;
-  std::optional<OrderCursor> next;  // set when there are more matches: `after` of the next page
-};
-
-// Runs a typed query over a snapshot, which is only read (several pages of one snapshot need no
-// copy of it). Fails only for a page size or offset out of range (kInvalidArgument); out of
-// memory throws, as above.
-Status RunConnectionQuery(const std::vector<Connection>& snapshot,
-                          const TypedConnectionQuery& query, TypedConnectionPage* page);
-
-// The fast path: runs a query over what `source` holds and copies only the page. Candidates come
-// from the source's client id index, one lookup per id, when the filter narrows client_id to
-// exact ids (`client_id = "<id>"`, `client_id IN (...)` without prefixes, through AND, OR and
-// parentheses: ConnectionFilter::ClientIdCandidates), else from its shared snapshot; the page's
-// copies then get their details (AddDetails). A filter or order on a detail field
-// (FieldDef::detail) reads source.Snapshot() instead, every connection with its details. Same
-// answers and errors as the snapshot overloads; an exception from the source passes through
-// unchanged.
+// Runs a query over what `source` holds and copies only the page. Candidates come from the
+// source's client id index, one lookup per id, when the filter narrows client_id to exact ids
+// (`client_id = "<id>"`, `client_id IN (...)` without prefixes, through AND, OR and parentheses:
+// ConnectionFilter::ClientIdCandidates), else from its shared snapshot; the page's copies then
+// get their details (AddDetails). A filter or order on a detail field (FieldDef::detail) reads
+// source.Snapshot() instead, every connection with its details. On a bad filter, order, page
+// size or token: kInvalidArgument with a message naming the problem (position, field or value),
+// and an empty page. Out of memory, or an exception from the source, passes through unchanged
+// (the page emptied): the HTTP router answers it 500 and logs it.
 Status RunConnectionQuery(const ConnectionSource& source, const ConnectionQuery& query,
                           ConnectionPage* page);
 
 // The typed query over a source, the page as the stored connections themselves (no copies, no
-// details): for views that only read the page, such as the KubeMQ endpoint.
+// details): for views that only read the page, such as the KubeMQ endpoint. Fails only for a
+// page size or offset out of range (kInvalidArgument); exceptions pass through, as above.
 struct SharedConnectionPage {
   std::vector<ConnectionPtr> connections;
   std::int64_t total_size = 0;

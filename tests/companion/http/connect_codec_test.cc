@@ -85,12 +85,8 @@ std::vector<Connection> Examples() {
     c.close_reason = static_cast<CloseReason>(reason);
     all.push_back(c);
   }
-  Connection offline;
-  offline.uid = "uid-offline";
-  offline.client_id = "sleeper";
-  offline.state = ConnectionState::kOffline;
-  offline.open_time_ns = kJune12 - 5 * kSecond;
-  offline.session_expiry_time_ns = kJune12 + 3600 * kSecond;
+  Connection offline =
+      TestOfflineSession("uid-offline", "sleeper", kJune12 - 5 * kSecond, kJune12 + 3600 * kSecond);
   all.push_back(offline);
   Connection anonymous = Open("uid-anon", "", kJune12 + 7);
   anonymous.username.clear();
@@ -154,6 +150,13 @@ class ConnectCodecTest : public ::testing::Test {
     EXPECT_EQ(response.content_type, "application/proto");
     EXPECT_TRUE(message.ParseFromString(response.body));
     return message;
+  }
+
+  // A binary call listing what `filter` matches, its 200 answer parsed.
+  connections_v1::ListConnectionsResponse ListInBinary(const std::string& filter) const {
+    connections_v1::ListConnectionsRequest request;
+    request.set_filter(filter);
+    return ExpectProto(Call(Post(Binary(request), "application/proto")));
   }
 
   void ExpectJsonError(const HttpResponse& response, int status, const std::string& code,
@@ -271,9 +274,7 @@ TEST_F(ConnectCodecTest, MessageCountsAreWrittenOnlyWhereKnown) {
     ASSERT_EQ(json.status, 200) << json.body;
     connections_v1::ListConnectionsResponse from_json;
     ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.body, &from_json).ok());
-    connections_v1::ListConnectionsRequest request;
-    request.set_filter(filter);
-    const auto binary = ExpectProto(Call(Post(Binary(request), "application/proto")));
+    const auto binary = ListInBinary(filter);
     ASSERT_EQ(binary.connections_size(), 1);
     google::protobuf::util::MessageDifferencer differencer;
     std::string difference;
@@ -299,9 +300,7 @@ TEST_F(ConnectCodecTest, MessageCountsAreWrittenOnlyWhereKnown) {
 
 TEST_F(ConnectCodecTest, BinaryAnswerCarriesEveryField) {
   source_.connections = Examples();
-  connections_v1::ListConnectionsRequest request;
-  request.set_filter(R"(client_id = "sensor-*")");
-  const auto page = ExpectProto(Call(Post(Binary(request), "application/proto")));
+  const auto page = ListInBinary(R"(client_id = "sensor-*")");
   ASSERT_EQ(page.connections_size(), 1);
   const connections_v1::Connection& c = page.connections(0);
   EXPECT_EQ(c.uid(), "uid-open");
@@ -356,18 +355,15 @@ TEST_F(ConnectCodecTest, BinaryAnswerCarriesEveryField) {
 // when known, as protobuf's JSON mapping does.
 TEST_F(ConnectCodecTest, BridgesByRoleInBothCodecs) {
   source_.connections = Examples();
-  connections_v1::ListConnectionsRequest request;
-  request.set_filter("bridge_role = BRIDGE_ROLE_OUTGOING");
-  auto page = ExpectProto(Call(Post(Binary(request), "application/proto")));
+  auto page = ListInBinary("bridge_role = BRIDGE_ROLE_OUTGOING");
   ASSERT_EQ(page.connections_size(), 1);
   EXPECT_EQ(page.connections(0).client_id(), "local.edge.to-cloud");
   EXPECT_EQ(page.connections(0).bridge_role(), connections_v1::BRIDGE_ROLE_OUTGOING);
   EXPECT_EQ(page.connections(0).bridge_name(), "to-cloud");
-  request.set_filter(R"(bridge_role != BRIDGE_ROLE_NONE AND bridge_role != BRIDGE_ROLE_UNSPECIFIED)");
-  page = ExpectProto(Call(Post(Binary(request), "application/proto")));
+  page =
+      ListInBinary(R"(bridge_role != BRIDGE_ROLE_NONE AND bridge_role != BRIDGE_ROLE_UNSPECIFIED)");
   ASSERT_EQ(page.connections_size(), 2);
-  request.set_filter(R"(bridge_name = "to-cloud")");
-  page = ExpectProto(Call(Post(Binary(request), "application/proto")));
+  page = ListInBinary(R"(bridge_name = "to-cloud")");
   ASSERT_EQ(page.connections_size(), 1);
 
   HttpResponse json =
@@ -385,8 +381,7 @@ TEST_F(ConnectCodecTest, BridgesByRoleInBothCodecs) {
   connections_v1::ListConnectionsResponse from_json;
   const auto parsed = google::protobuf::util::JsonStringToMessage(json.body, &from_json);
   ASSERT_TRUE(parsed.ok()) << parsed.ToString() << "\n" << json.body;
-  request.set_filter("bridge_role != BRIDGE_ROLE_UNSPECIFIED");
-  page = ExpectProto(Call(Post(Binary(request), "application/proto")));
+  page = ListInBinary("bridge_role != BRIDGE_ROLE_UNSPECIFIED");
   EXPECT_EQ(page.connections_size(), 3);
   std::string difference;
   google::protobuf::util::MessageDifferencer differencer;
@@ -396,15 +391,12 @@ TEST_F(ConnectCodecTest, BridgesByRoleInBothCodecs) {
 
 TEST_F(ConnectCodecTest, ClosedAndOfflineInBinary) {
   source_.connections = Examples();
-  connections_v1::ListConnectionsRequest request;
-  request.set_filter("close_reason = KICKED");
-  auto page = ExpectProto(Call(Post(Binary(request), "application/proto")));
+  auto page = ListInBinary("close_reason = KICKED");
   ASSERT_EQ(page.connections_size(), 1);
   EXPECT_EQ(page.connections(0).state(), connections_v1::MQTT_CONNECTION_STATE_CLOSED);
   EXPECT_EQ(page.connections(0).close_reason(), connections_v1::KICKED);
   EXPECT_EQ(page.connections(0).close_time().seconds(), kJune12 / kSecond + 10);
-  request.set_filter("state = MQTT_CONNECTION_STATE_OFFLINE");
-  page = ExpectProto(Call(Post(Binary(request), "application/proto")));
+  page = ListInBinary("state = MQTT_CONNECTION_STATE_OFFLINE");
   ASSERT_EQ(page.connections_size(), 1);
   EXPECT_EQ(page.connections(0).session_expiry_time().seconds(), kJune12 / kSecond + 3600);
   EXPECT_FALSE(page.connections(0).has_idle_duration());

@@ -105,12 +105,8 @@ std::vector<Connection> Connections() {
     all.push_back(c);
   }
   // Offline, with and without an expiry time; an offline session of an unknown state's number.
-  Connection offline;
-  offline.uid = "uid-offline";
-  offline.client_id = "sleeper";
-  offline.state = ConnectionState::kOffline;
-  offline.open_time_ns = kJune12 - 5 * kSecond;
-  offline.session_expiry_time_ns = kJune12 + 3600 * kSecond;
+  Connection offline =
+      TestOfflineSession("uid-offline", "sleeper", kJune12 - 5 * kSecond, kJune12 + 3600 * kSecond);
   all.push_back(offline);
   offline.uid = "uid-offline-forever";
   offline.session_expiry_time_ns = 0;

@@ -44,8 +44,9 @@ class DisconnectViewTest : public ::testing::Test {
     request.body = std::move(body);
     return request;
   }
-  HttpResponse Rpc(std::string body) {
-    return ConnectRpcDisconnect(disconnector_, Post(std::move(body)), caller_);
+  HttpResponse Rpc(std::string body, std::string content_type = "application/json") {
+    return ConnectRpcDisconnect(disconnector_, Post(std::move(body), std::move(content_type)),
+                                caller_);
   }
 
   Caller caller_;
@@ -152,10 +153,9 @@ TEST_F(DisconnectViewTest, ConnectFormRefusesARequestThatIsNotExactlyOneTarget) 
 }
 
 TEST_F(DisconnectViewTest, ConnectFormChecksTheConnectHeadersFirst) {
-  HttpRequest request = Post(R"({"clientId":"c"})", "text/plain");
-  HttpResponse response = ConnectRpcDisconnect(disconnector_, request, caller_);
+  HttpResponse response = Rpc(R"({"clientId":"c"})", "text/plain");
   EXPECT_EQ(response.status, 415);
-  request = Post(R"({"clientId":"c"})");
+  HttpRequest request = Post(R"({"clientId":"c"})");
   request.headers.pop_back();  // no Connect-Protocol-Version
   response = ConnectRpcDisconnect(disconnector_, request, caller_);
   EXPECT_EQ(response.status, 400);
@@ -166,12 +166,10 @@ TEST_F(DisconnectViewTest, ConnectFormChecksTheConnectHeadersFirst) {
 // The binary form carries the same message: field 1 client_id, 2 uid; the answer adds 3
 // disconnected.
 TEST_F(DisconnectViewTest, ConnectFormSpeaksBinaryProtobuf) {
-  HttpResponse response = ConnectRpcDisconnect(disconnector_,
-                                               Post(std::string("\x0a\x02"
-                                                                "c1",
-                                                                4),
-                                                    "application/proto"),
-                                               caller_);
+  HttpResponse response = Rpc(std::string("\x0a\x02"
+                                          "c1",
+                                          4),
+                              "application/proto");
   EXPECT_EQ(response.status, 200);
   EXPECT_EQ(response.content_type, "application/proto");
   EXPECT_EQ(response.body, std::string("\x0a\x02"
@@ -180,21 +178,15 @@ TEST_F(DisconnectViewTest, ConnectFormSpeaksBinaryProtobuf) {
                                        "uid-7"
                                        "\x18\x01",
                                        13));
-  response = ConnectRpcDisconnect(disconnector_,
-                                  Post(std::string("\x12\x01"
-                                                   "u",
-                                                   3),
-                                       "application/proto"),
-                                  caller_);
+  response = Rpc(std::string("\x12\x01u", 3), "application/proto");
   EXPECT_EQ(response.status, 200);
   ASSERT_EQ(targets_.size(), 2u);
   EXPECT_EQ(targets_[0].client_id, "c1");
   EXPECT_EQ(targets_[1].uid, "u");
   // Bytes that are no message, and an empty message, are refused before the broker is asked.
-  response = ConnectRpcDisconnect(
-      disconnector_, Post(std::string("\x0a\x09short", 7), "application/proto"), caller_);
+  response = Rpc(std::string("\x0a\x09short", 7), "application/proto");
   EXPECT_EQ(response.status, 400);
-  response = ConnectRpcDisconnect(disconnector_, Post("", "application/proto"), caller_);
+  response = Rpc("", "application/proto");
   EXPECT_EQ(response.status, 400);
   EXPECT_THAT(response.body, HasSubstr("give exactly one of 'clientId' and 'uid'"));
   EXPECT_EQ(targets_.size(), 2u);

@@ -46,8 +46,15 @@ const char kEmptyList[] =
 
 class HttpRouterTest : public ::testing::Test {
  protected:
+  HttpRouterTest() {
+    TokenSet set;
+    set.entries.push_back({"read-token-0123456789", AccessLevel::kRead, "token file line 1"});
+    read_token_.Replace(std::move(set));
+  }
+
   FakeSource source_;
   HttpRouter bare_{source_, nullptr, nullptr};  // no metrics, no Connect
+  AccessTokens read_token_{true};               // tokens required; the one there reads
 };
 
 TEST_F(HttpRouterTest, ConnectionsEndpoint) {
@@ -252,12 +259,8 @@ TEST_F(HttpRouterTest, ForeignHostIs421OnEveryPathInThePathsFormat) {
 }
 
 TEST_F(HttpRouterTest, HostCheckComesBeforeTheTokens) {
-  AccessTokens tokens(true);
-  TokenSet set;
-  set.entries.push_back({"read-token-0123456789", AccessLevel::kRead, "token file line 1"});
-  tokens.Replace(std::move(set));
   HttpRouter router(source_, nullptr, nullptr);
-  router.SetAccess(&tokens, false);
+  router.SetAccess(&read_token_, false);
   router.SetHostCheck(HostCheck({"mqtt-api.example.com"}, "0.0.0.0"));
   HttpRequest request = FromHost("GET", "/api/mqtt/connections", "attacker.example");
   request.headers.emplace_back("Authorization", "Bearer read-token-0123456789");
@@ -271,12 +274,8 @@ TEST_F(HttpRouterTest, HostCheckComesBeforeTheTokens) {
 }
 
 TEST_F(HttpRouterTest, HealthzNeedsNoTokenAndFollowsTheHealthFunction) {
-  AccessTokens tokens(true);
-  TokenSet set;
-  set.entries.push_back({"read-token-0123456789", AccessLevel::kRead, "token file line 1"});
-  tokens.Replace(std::move(set));
   HttpRouter router(source_, nullptr, nullptr);
-  router.SetAccess(&tokens, false);
+  router.SetAccess(&read_token_, false);
   bool current = false;
   router.SetHealth([&current] { return current; });
   HttpResponse response = router.Handle(Request("GET", "/healthz"));

@@ -432,28 +432,27 @@ bool HasIpv6Loopback() {
   return ok;
 }
 
-TEST(HttpServerTest, Ipv6Loopback) {
-  if (!HasIpv6Loopback()) GTEST_SKIP() << "no IPv6 loopback here";
+// A server bound to `bind_address` echoes a GET of `path` from a client on `client_address`.
+void ExpectEchoes(const std::string& bind_address, const std::string& client_address,
+                  const std::string& path) {
   HttpServerOptions options;
-  options.bind_address = "::1";
+  options.bind_address = bind_address;
   options.port = 0;
   const auto server = StartOrFail(options, &Echo);
   ASSERT_NE(server, nullptr);
-  Client client("::1", server->port(), kReadTimeout);
-  ASSERT_TRUE(client.Send("GET /six HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
-  EXPECT_THAT(Body(client.ReadToEnd()), StartsWith("GET /six\n"));
+  Client client(client_address, server->port(), kReadTimeout);
+  ASSERT_TRUE(client.Send("GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  EXPECT_THAT(Body(client.ReadToEnd()), StartsWith("GET " + path + "\n"));
+}
+
+TEST(HttpServerTest, Ipv6Loopback) {
+  if (!HasIpv6Loopback()) GTEST_SKIP() << "no IPv6 loopback here";
+  ExpectEchoes("::1", "::1", "/six");
 }
 
 TEST(HttpServerTest, AnyAddressIsDualStack) {
   if (!HasIpv6Loopback()) GTEST_SKIP() << "no IPv6 here";
-  HttpServerOptions options;
-  options.bind_address = "::";
-  options.port = 0;
-  const auto server = StartOrFail(options, &Echo);
-  ASSERT_NE(server, nullptr);
-  Client client("127.0.0.1", server->port(), kReadTimeout);
-  ASSERT_TRUE(client.Send("GET /four HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
-  EXPECT_THAT(Body(client.ReadToEnd()), StartsWith("GET /four\n"));
+  ExpectEchoes("::", "127.0.0.1", "/four");
 }
 
 TEST(HttpServerTest, ConcurrentClientsThroughTheRouter) {

@@ -4,7 +4,7 @@
 // the length limits; then the boolean part: OR, NOT and '-', parentheses and their precedence,
 // `field IN (...)` on every kind of field, the errors of each new form with their positions, the
 // length rules around IN lists, and the client ids a filter narrows to (the index path of
-// RunConnectionQuery, counted on a source that behaves like the registry).
+// RunConnectionQuery, counted on a source that behaves like the registry, against the reference).
 #include "companion/query/connection_filter.h"
 
 #include <gmock/gmock.h>
@@ -20,7 +20,9 @@
 #include <vector>
 
 #include "../../support/connection_builder.h"
+#include "../../support/fleet_source.h"
 #include "../../support/query_fleet.h"
+#include "../../support/reference_query.h"
 #include "companion/connection.h"
 #include "companion/query/connection_fields.h"
 #include "companion/query/connection_query.h"
@@ -828,37 +830,6 @@ TEST(ConnectionFilterBooleanTest, ClientIdCandidatesFollowTheTree) {
   }
 }
 
-// A source with an index by client id that counts its lookups and snapshots.
-class CountingSource : public ConnectionSource {
- public:
-  explicit CountingSource(const std::vector<Connection>& fleet) {
-    for (const Connection& c : fleet) all_.push_back(std::make_shared<const Connection>(c));
-  }
-  std::vector<Connection> Snapshot() const override {
-    std::vector<Connection> copies;
-    for (const ConnectionPtr& c : all_) copies.push_back(*c);
-    return copies;
-  }
-  ConnectionList SharedSnapshot() const override {
-    ++snapshots;
-    return std::make_shared<const std::vector<ConnectionPtr>>(all_);
-  }
-  std::vector<ConnectionPtr> FindByClientId(std::string_view client_id) const override {
-    ++lookups;
-    std::vector<ConnectionPtr> found;
-    for (const ConnectionPtr& c : all_) {
-      if (c->client_id == client_id) found.push_back(c);
-    }
-    return found;
-  }
-
-  mutable int snapshots = 0;
-  mutable int lookups = 0;
-
- private:
-  std::vector<ConnectionPtr> all_;
-};
-
 TEST(ConnectionFilterBooleanTest, QueriesNarrowedToClientIdsUseTheIndexAndAnswerAlike) {
   const std::vector<Connection> fleet = Fleet();
   const char* const filters[] = {
@@ -872,11 +843,11 @@ TEST(ConnectionFilterBooleanTest, QueriesNarrowedToClientIdsUseTheIndexAndAnswer
     ConnectionQuery query;
     query.filter = text;
     ConnectionPage from_snapshot;
-    ASSERT_TRUE(RunConnectionQuery(fleet, query, &from_snapshot).ok());
-    const CountingSource source(fleet);
+    ASSERT_TRUE(RunReferenceQuery(fleet, query, &from_snapshot).ok());
+    const FleetSource source(fleet);
     ConnectionPage from_index;
     ASSERT_TRUE(RunConnectionQuery(source, query, &from_index).ok());
-    EXPECT_EQ(source.snapshots, 0);
+    EXPECT_EQ(source.shared_snapshots, 0);
     EXPECT_GT(source.lookups, 0);
     ASSERT_EQ(from_index.connections.size(), from_snapshot.connections.size());
     EXPECT_GT(from_index.connections.size(), 0u);
@@ -886,18 +857,18 @@ TEST(ConnectionFilterBooleanTest, QueriesNarrowedToClientIdsUseTheIndexAndAnswer
     EXPECT_EQ(from_index.total_size, from_snapshot.total_size);
   }
   // One lookup per distinct id.
-  const CountingSource source(fleet);
+  const FleetSource source(fleet);
   ConnectionQuery query;
   query.filter = R"(client_id IN ("sensor-1", "gateway", "nobody", "sensor-1"))";
   ConnectionPage page;
   ASSERT_TRUE(RunConnectionQuery(source, query, &page).ok());
   EXPECT_EQ(source.lookups, 3);
   // An OR with a clause the index cannot answer reads the snapshot.
-  const CountingSource scanned(fleet);
+  const FleetSource scanned(fleet);
   query.filter = R"(client_id = "sensor-1" OR username = "bob")";
   ASSERT_TRUE(RunConnectionQuery(scanned, query, &page).ok());
   EXPECT_EQ(scanned.lookups, 0);
-  EXPECT_EQ(scanned.snapshots, 1);
+  EXPECT_EQ(scanned.shared_snapshots, 1);
   EXPECT_EQ(page.total_size, 2);
 }
 

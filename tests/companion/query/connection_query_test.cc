@@ -2,7 +2,7 @@
 // Tests for running a query (connection_query.h): keyset pages that visit every match once in
 // order (also while connections come and go), the default and largest page, offset, paging
 // errors, total size, the typed query, and the source path (the shared snapshot, the client id
-// index, details for the page only).
+// index, details for the page only), page for page as the reference (reference_query.h) answers.
 #include "companion/query/connection_query.h"
 
 #include <gmock/gmock.h>
@@ -23,7 +23,9 @@
 #include <vector>
 
 #include "../../support/connection_builder.h"
+#include "../../support/fleet_source.h"
 #include "../../support/query_fleet.h"
+#include "../../support/reference_query.h"
 #include "companion/connection.h"
 #include "companion/query/connection_fields.h"
 #include "companion/query/connection_filter.h"
@@ -223,7 +225,7 @@ TEST(ConnectionPagesTest, PagingErrors) {
     page.total_size = 99;
     page.next_page_token = "stale";
     page.connections.push_back(TestConnection(5));
-    const Status status = RunConnectionQuery(fleet, query, &page);
+    const Status status = RunConnectionQuery(FleetSource(fleet), query, &page);
     EXPECT_FALSE(status.ok());
     EXPECT_EQ(status.message(), message);
     EXPECT_TRUE(page.connections.empty());
@@ -244,26 +246,26 @@ TEST(ConnectionPagesTest, TotalSizeCountsEveryMatch) {
   EXPECT_THAT(FilterError("client_id = x"), HasSubstr("client_id"));
 }
 
-// A typed query pages through one large snapshot by reference: the snapshot is only read (not
-// moved from, not reordered), every connection comes exactly once, in order, and the cursor of
-// one page is where the next one starts.
-TEST(TypedConnectionQueryTest, PagesALargeSnapshotByReference) {
-  const std::vector<Connection> fleet = RandomFleet(50000, 11);
-  const std::vector<Connection> before = fleet;
+// A typed query pages through one large source by reference: the stored connections are only
+// read (not reordered), every connection comes exactly once, in order, and the cursor of one
+// page is where the next one starts.
+TEST(TypedConnectionQueryTest, PagesALargeSourceByReference) {
+  const FleetSource source(RandomFleet(50000, 11));
+  const std::vector<ConnectionPtr> before = *source.SharedSnapshot();
   TypedConnectionQuery query;
   query.order = ConnectionOrder({OrderKey{FindField("client_id")}});
   query.page_size = kMaxPageSize;
   std::vector<std::uint64_t> seqs;
   std::string previous;
   for (int pages = 0; pages < 10; ++pages) {
-    TypedConnectionPage page;
-    const Status status = RunConnectionQuery(fleet, query, &page);
+    SharedConnectionPage page;
+    const Status status = RunConnectionQuery(source, query, &page);
     ASSERT_TRUE(status.ok()) << status.message();
     EXPECT_EQ(page.total_size, 50000);
-    for (const Connection& c : page.connections) {
-      EXPECT_LE(previous, c.client_id);
-      previous = c.client_id;
-      seqs.push_back(c.seq);
+    for (const ConnectionPtr& c : page.connections) {
+      EXPECT_LE(previous, c->client_id);
+      previous = c->client_id;
+      seqs.push_back(c->seq);
     }
     if (!page.next) break;
     query.after = std::move(page.next);
@@ -271,30 +273,27 @@ TEST(TypedConnectionQueryTest, PagesALargeSnapshotByReference) {
   std::sort(seqs.begin(), seqs.end());
   ASSERT_EQ(seqs.size(), 50000u);
   for (std::size_t i = 0; i < seqs.size(); ++i) ASSERT_EQ(seqs[i], i + 1);
-  ASSERT_EQ(fleet.size(), before.size());
-  for (std::size_t i = 0; i < fleet.size(); ++i) {
-    ASSERT_EQ(fleet[i].seq, before[i].seq);
-    ASSERT_EQ(fleet[i].client_id, before[i].client_id);
-  }
+  EXPECT_EQ(*source.SharedSnapshot(), before);
 }
 
 TEST(TypedConnectionQueryTest, ClausesAreMatchedAsGivenAndPagingIsChecked) {
   std::vector<Connection> fleet = {TestConnection(1), TestConnection(2), TestConnection(3)};
   fleet[1].client_id = std::string(5000, 'a') + "\" = \"";
+  const FleetSource source(fleet);
   FilterClause clause;
   clause.field = FindField("client_id");
   clause.text = fleet[1].client_id;
   TypedConnectionQuery query;
   query.filter = ConnectionFilter({clause});
-  TypedConnectionPage page;
-  const Status found = RunConnectionQuery(fleet, query, &page);
+  SharedConnectionPage page;
+  const Status found = RunConnectionQuery(source, query, &page);
   ASSERT_TRUE(found.ok()) << found.message();
   ASSERT_EQ(page.connections.size(), 1u);
-  EXPECT_EQ(page.connections[0].seq, 2u);
+  EXPECT_EQ(page.connections[0]->seq, 2u);
   EXPECT_FALSE(page.next);
 
   query.page_size = kMaxPageSize + 1;
-  const Status refused = RunConnectionQuery(fleet, query, &page);
+  const Status refused = RunConnectionQuery(source, query, &page);
   EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(refused.message(), HasSubstr("page_size"));
   EXPECT_TRUE(page.connections.empty());
@@ -305,33 +304,15 @@ TEST(TypedConnectionQueryTest, ClausesAreMatchedAsGivenAndPagingIsChecked) {
 namespace source_path {
 
 // A source over a fleet that behaves like the registry: shared connections without their
-// details, an index by client id, details added by seq. Counts which way each query went.
-class FleetSource : public ConnectionSource {
+// details, an index by client id, details added by seq; FleetSource counts which way each query
+// went.
+class DetailedFleetSource : public FleetSource {
  public:
-  explicit FleetSource(std::vector<Connection> fleet) : fleet_(std::move(fleet)) {
-    for (const Connection& c : fleet_) {
-      Connection bare = c;
-      bare.idle_ns = -1;
-      bare.total_statistics = RequestStatistics{};
-      bare.recent_statistics = RequestStatistics{};
-      bare_.push_back(std::make_shared<const Connection>(std::move(bare)));
-    }
-  }
+  explicit DetailedFleetSource(std::vector<Connection> fleet)
+      : FleetSource(Bare(fleet)), fleet_(std::move(fleet)) {}
   std::vector<Connection> Snapshot() const override {
     ++snapshots;
     return fleet_;
-  }
-  ConnectionList SharedSnapshot() const override {
-    ++shared_snapshots;
-    return std::make_shared<const std::vector<ConnectionPtr>>(bare_);
-  }
-  std::vector<ConnectionPtr> FindByClientId(std::string_view client_id) const override {
-    ++lookups;
-    std::vector<ConnectionPtr> found;
-    for (const ConnectionPtr& c : bare_) {
-      if (c->client_id == client_id) found.push_back(c);
-    }
-    return found;
   }
   void AddDetails(std::vector<Connection>* connections) const override {
     details_added += connections->size();
@@ -345,25 +326,30 @@ class FleetSource : public ConnectionSource {
     }
   }
 
-  mutable int snapshots = 0;
-  mutable int shared_snapshots = 0;
-  mutable int lookups = 0;
   mutable std::size_t details_added = 0;
 
  private:
+  static std::vector<Connection> Bare(std::vector<Connection> fleet) {
+    for (Connection& c : fleet) {
+      c.idle_ns = -1;
+      c.total_statistics = RequestStatistics{};
+      c.recent_statistics = RequestStatistics{};
+    }
+    return fleet;
+  }
+
   std::vector<Connection> fleet_;
-  std::vector<ConnectionPtr> bare_;
 };
 
-Outcome RunOnSource(const ConnectionSource& source, const ConnectionQuery& query) {
+Outcome RunReference(const std::vector<Connection>& fleet, const ConnectionQuery& query) {
   ConnectionPage page;
-  const Status status = RunConnectionQuery(source, query, &page);
+  const Status status = RunReferenceQuery(fleet, query, &page);
   return OutcomeOf(status, std::move(page));
 }
 
-TEST(ConnectionSourceQueryTest, AnswersAsTheSnapshotDoesPageForPage) {
+TEST(ConnectionSourceQueryTest, AnswersAsTheReferenceDoesPageForPage) {
   const std::vector<Connection> fleet = RandomFleet(700, 11);
-  const FleetSource source(fleet);
+  const DetailedFleetSource source(fleet);
   const char* filters[] = {"",
                            "client_id = \"client-7\"",
                            "client_id = \"client-1*\"",
@@ -378,8 +364,8 @@ TEST(ConnectionSourceQueryTest, AnswersAsTheSnapshotDoesPageForPage) {
       std::string token;
       for (int pages = 0; pages < 100; ++pages) {
         const ConnectionQuery query = MakeQuery(filter, order_by, 60, token);
-        const Outcome expected = RunQuery(fleet, query);
-        const Outcome actual = RunOnSource(source, query);
+        const Outcome expected = RunReference(fleet, query);
+        const Outcome actual = RunQuery(source, query);
         EXPECT_EQ(actual.ok, expected.ok);
         EXPECT_EQ(actual.error, expected.error);
         EXPECT_EQ(actual.seqs, expected.seqs);
@@ -400,22 +386,22 @@ TEST(ConnectionSourceQueryTest, AnswersAsTheSnapshotDoesPageForPage) {
 }
 
 TEST(ConnectionSourceQueryTest, OneClientIdIsLookedUpNotScanned) {
-  const FleetSource source(RandomFleet(500, 3));
-  const Outcome outcome = RunOnSource(source, MakeQuery("client_id = \"client-9\""));
+  const DetailedFleetSource source(RandomFleet(500, 3));
+  const Outcome outcome = RunQuery(source, MakeQuery("client_id = \"client-9\""));
   ASSERT_TRUE(outcome.ok) << outcome.error;
   EXPECT_EQ(source.lookups, 1);
   EXPECT_EQ(source.shared_snapshots, 0);
   EXPECT_EQ(source.snapshots, 0);
   EXPECT_EQ(source.details_added, outcome.seqs.size());
   // A prefix is no single client id: the shared snapshot is read.
-  ASSERT_TRUE(RunOnSource(source, MakeQuery("client_id = \"client-9*\"")).ok);
+  ASSERT_TRUE(RunQuery(source, MakeQuery("client_id = \"client-9*\"")).ok);
   EXPECT_EQ(source.lookups, 1);
   EXPECT_EQ(source.shared_snapshots, 1);
 }
 
 TEST(ConnectionSourceQueryTest, OnlyThePageIsCopiedAndDetailed) {
-  const FleetSource source(RandomFleet(500, 4));
-  const Outcome outcome = RunOnSource(source, MakeQuery("", "", 25));
+  const DetailedFleetSource source(RandomFleet(500, 4));
+  const Outcome outcome = RunQuery(source, MakeQuery("", "", 25));
   ASSERT_TRUE(outcome.ok);
   EXPECT_EQ(outcome.seqs.size(), 25u);
   EXPECT_EQ(source.details_added, 25u);
@@ -423,10 +409,10 @@ TEST(ConnectionSourceQueryTest, OnlyThePageIsCopiedAndDetailed) {
 }
 
 TEST(ConnectionSourceQueryTest, AFilterOrOrderOnADetailReadsTheDetailedSnapshot) {
-  const FleetSource source(RandomFleet(100, 5));
-  ASSERT_TRUE(RunOnSource(source, MakeQuery("total_request_statistics.publish_count > 3")).ok);
+  const DetailedFleetSource source(RandomFleet(100, 5));
+  ASSERT_TRUE(RunQuery(source, MakeQuery("total_request_statistics.publish_count > 3")).ok);
   EXPECT_EQ(source.snapshots, 1);
-  ASSERT_TRUE(RunOnSource(source, MakeQuery("", "recent_request_statistics.deliver_bytes")).ok);
+  ASSERT_TRUE(RunQuery(source, MakeQuery("", "recent_request_statistics.deliver_bytes")).ok);
   EXPECT_EQ(source.snapshots, 2);
   EXPECT_EQ(source.shared_snapshots, 0);
   EXPECT_EQ(source.details_added, 0u);  // they came with the snapshot
@@ -443,7 +429,7 @@ TEST(ConnectionSourceQueryTest, TheSourcesExceptionPassesThrough) {
 }
 
 TEST(ConnectionSourceQueryTest, TypedPagesShareTheStoredConnectionsAndCanBeUnlimited) {
-  const FleetSource source(RandomFleet(300, 6));
+  const DetailedFleetSource source(RandomFleet(300, 6));
   TypedConnectionQuery query;
   query.order = ConnectionOrder({OrderKey{FindField("client_id")}});
   query.unlimited = true;

@@ -26,6 +26,29 @@ namespace {
 
 constexpr std::int64_t kMaxI64 = std::numeric_limits<std::int64_t>::max();
 
+// Each text of `rows` parses to its value.
+template <typename Parse, typename Rows>
+void ExpectValues(Parse parse, const Rows& rows) {
+  for (const auto& [text, nanos] : rows) {
+    SCOPED_TRACE(text);
+    const StatusOr<std::int64_t> parsed = parse(text);
+    ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+    EXPECT_EQ(*parsed, nanos);
+  }
+}
+
+// Each text of `rows` is refused as an invalid argument, with its reason.
+template <typename Parse, typename Rows>
+void ExpectRefusals(Parse parse, const Rows& rows) {
+  for (const auto& [text, expected_why] : rows) {
+    SCOPED_TRACE(text);
+    const StatusOr<std::int64_t> parsed = parse(text);
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(parsed.status().message(), expected_why);
+  }
+}
+
 TEST(QuerySyntaxTest, Durations) {
   const std::pair<const char*, std::int64_t> good[] = {
       {"0", 0},
@@ -49,12 +72,7 @@ TEST(QuerySyntaxTest, Durations) {
       {"2562047h", 2562047LL * 3600 * kTestSecond},
       {"9223372036854775807ns", kMaxI64},
   };
-  for (const auto& [text, nanos] : good) {
-    SCOPED_TRACE(text);
-    const StatusOr<std::int64_t> parsed = ParseDuration(text);
-    ASSERT_TRUE(parsed.ok()) << parsed.status().message();
-    EXPECT_EQ(*parsed, nanos);
-  }
+  ExpectValues(ParseDuration, good);
   const std::pair<const char*, const char*> bad[] = {
       {"", "empty"},
       {"s", "expected a number at 's'"},
@@ -71,13 +89,7 @@ TEST(QuerySyntaxTest, Durations) {
       {"99999999999999999999s", "out of range"},
       {"2562047h2562047h", "out of range"},
   };
-  for (const auto& [text, expected_why] : bad) {
-    SCOPED_TRACE(text);
-    const StatusOr<std::int64_t> parsed = ParseDuration(text);
-    ASSERT_FALSE(parsed.ok());
-    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_EQ(parsed.status().message(), expected_why);
-  }
+  ExpectRefusals(ParseDuration, bad);
 }
 
 TEST(QuerySyntaxTest, Timestamps) {
@@ -98,12 +110,7 @@ TEST(QuerySyntaxTest, Timestamps) {
       {"1677-09-22T00:00:00Z", -9223286400LL * kTestSecond},
       {"1677-09-21T00:12:44Z", -9223372036LL * kTestSecond},
   };
-  for (const auto& [text, nanos] : good) {
-    SCOPED_TRACE(text);
-    const StatusOr<std::int64_t> parsed = ParseTimestamp(text);
-    ASSERT_TRUE(parsed.ok()) << parsed.status().message();
-    EXPECT_EQ(*parsed, nanos);
-  }
+  ExpectValues(ParseTimestamp, good);
   const std::string format = "expected YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)";
   const std::pair<const char*, std::string> bad[] = {
       {"", format},
@@ -131,13 +138,7 @@ TEST(QuerySyntaxTest, Timestamps) {
       {"0001-01-01T00:00:00Z",
        "out of the supported range (1677-09-21T00:12:44Z to 2262-04-11T23:47:16.854775807Z)"},
   };
-  for (const auto& [text, expected_why] : bad) {
-    SCOPED_TRACE(text);
-    const StatusOr<std::int64_t> parsed = ParseTimestamp(text);
-    ASSERT_FALSE(parsed.ok());
-    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_EQ(parsed.status().message(), expected_why);
-  }
+  ExpectRefusals(ParseTimestamp, bad);
 }
 
 TEST(QuerySyntaxTest, StringLiterals) {
