@@ -6,7 +6,6 @@
 #include <string_view>
 
 #include "companion/json_writer.h"
-#include "link/name_table.h"
 
 namespace mqc {
 
@@ -29,49 +28,45 @@ HttpResponse KubeMqErrorResponse(int status, std::string_view message) {
 
 namespace {
 
-// kOk is no error and has no Connect name.
-constexpr NamedValue<StatusCode> kConnectRpcCodeNames[] = {
-    {StatusCode::kInvalidArgument, "invalid_argument"},
-    {StatusCode::kDeadlineExceeded, "deadline_exceeded"},
-    {StatusCode::kResourceExhausted, "resource_exhausted"},
-    {StatusCode::kUnimplemented, "unimplemented"},
-    {StatusCode::kInternal, "internal"},
-    {StatusCode::kNotFound, "not_found"},
-    {StatusCode::kUnauthenticated, "unauthenticated"},
-    {StatusCode::kPermissionDenied, "permission_denied"},
-    {StatusCode::kUnavailable, "unavailable"},
+struct ConnectCode {
+  StatusCode code;
+  std::string_view name;
+  int http_status;
 };
+
+// Connect's name of each error code and the HTTP status an error of it is sent with (the Connect
+// protocol's table of error codes). kOk is no error and has no name.
+constexpr ConnectCode kConnectCodes[] = {
+    {StatusCode::kInvalidArgument, "invalid_argument", kHttpBadRequest},
+    {StatusCode::kDeadlineExceeded, "deadline_exceeded", kHttpGatewayTimeout},
+    // 429 is Connect's; the router answers a request body too large with 413 itself.
+    {StatusCode::kResourceExhausted, "resource_exhausted", kHttpTooManyRequests},
+    {StatusCode::kUnimplemented, "unimplemented", kHttpNotImplemented},
+    {StatusCode::kInternal, "internal", kHttpInternalServerError},
+    {StatusCode::kNotFound, "not_found", kHttpNotFound},
+    {StatusCode::kUnauthenticated, "unauthenticated", kHttpUnauthorized},
+    {StatusCode::kPermissionDenied, "permission_denied", kHttpForbidden},
+    {StatusCode::kUnavailable, "unavailable", kHttpServiceUnavailable},
+};
+
+const ConnectCode* FindConnectCode(StatusCode code) {
+  for (const ConnectCode& entry : kConnectCodes) {
+    if (entry.code == code) return &entry;
+  }
+  return nullptr;
+}
 
 }  // namespace
 
 std::string_view ConnectRpcCodeName(StatusCode code) {
-  return NameOf(kConnectRpcCodeNames, code, "unknown");
+  const ConnectCode* entry = FindConnectCode(code);
+  return entry != nullptr ? entry->name : "unknown";
 }
 
 int ConnectRpcHttpStatus(StatusCode code) {
-  switch (code) {
-    case StatusCode::kOk:
-      return kHttpOk;
-    case StatusCode::kInvalidArgument:
-      return kHttpBadRequest;
-    case StatusCode::kDeadlineExceeded:
-      return kHttpGatewayTimeout;
-    case StatusCode::kResourceExhausted:
-      return 429;  // Connect's mapping; the router answers a body too large with 413
-    case StatusCode::kUnimplemented:
-      return kHttpNotImplemented;
-    case StatusCode::kNotFound:
-      return kHttpNotFound;
-    case StatusCode::kUnauthenticated:
-      return kHttpUnauthorized;
-    case StatusCode::kPermissionDenied:
-      return kHttpForbidden;
-    case StatusCode::kUnavailable:
-      return 503;
-    case StatusCode::kInternal:
-      break;
-  }
-  return kHttpInternalServerError;
+  if (code == StatusCode::kOk) return kHttpOk;
+  const ConnectCode* entry = FindConnectCode(code);
+  return entry != nullptr ? entry->http_status : kHttpInternalServerError;
 }
 
 HttpResponse ConnectRpcErrorResponse(const Status& status, int http_status) {

@@ -24,6 +24,7 @@ inline constexpr int kHttpMethodNotAllowed = 405;
 inline constexpr int kHttpPayloadTooLarge = 413;
 inline constexpr int kHttpUnsupportedMediaType = 415;
 inline constexpr int kHttpMisdirectedRequest = 421;
+inline constexpr int kHttpTooManyRequests = 429;
 inline constexpr int kHttpInternalServerError = 500;
 inline constexpr int kHttpServiceUnavailable = 503;
 inline constexpr int kHttpNotImplemented = 501;
