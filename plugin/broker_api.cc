@@ -83,9 +83,8 @@ int BrokerApi::AclCheck(mosquitto* client, const char* topic, std::uint32_t payl
 
 bool BrokerApi::ReadStringProperty(const void* properties, int identifier,
                                    std::string* value) const {
-  if (properties == nullptr) return false;
-  if (!capabilities_.property_readers) {
-    return !capabilities_.api_2_1 && ReadProperty20(properties, identifier, value);
+  if (properties == nullptr || !capabilities_.property_readers) {
+    return ReadPropertyWithoutReaders(properties, identifier, value);
   }
   char* text = nullptr;
   if (read_string_(properties, identifier, &text, false) == nullptr) return false;
@@ -97,9 +96,8 @@ bool BrokerApi::ReadStringProperty(const void* properties, int identifier,
 
 bool BrokerApi::ReadBinaryProperty(const void* properties, int identifier,
                                    std::string* value) const {
-  if (properties == nullptr) return false;
-  if (!capabilities_.property_readers) {
-    return !capabilities_.api_2_1 && ReadProperty20(properties, identifier, value);
+  if (properties == nullptr || !capabilities_.property_readers) {
+    return ReadPropertyWithoutReaders(properties, identifier, value);
   }
   void* data = nullptr;
   std::uint16_t length = 0;
@@ -107,6 +105,14 @@ bool BrokerApi::ReadBinaryProperty(const void* properties, int identifier,
   const CSmartPtr<void, std::free> owner(data);
   value->assign(static_cast<const char*>(data), data != nullptr ? length : 0);
   return true;
+}
+
+// No properties, or a broker without the exported readers: on 2.0 the property list is read
+// directly (its layout is the same for strings and binary data); 2.1 always exports them.
+bool BrokerApi::ReadPropertyWithoutReaders(const void* properties, int identifier,
+                                           std::string* value) const {
+  return properties != nullptr && !capabilities_.api_2_1 &&
+         ReadProperty20(properties, identifier, value);
 }
 
 std::string BrokerApi::ErrorText(int code) const {

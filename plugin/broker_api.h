@@ -89,6 +89,8 @@ class BrokerApi {
   int ClientState(const mosquitto* client) const;
 
  private:
+  bool ReadPropertyWithoutReaders(const void* properties, int identifier, std::string* value) const;
+
   using AclCheckFunction = int (*)(mosquitto*, const char*, std::uint32_t, void*, std::uint8_t,
                                    bool, int);
   using ReadStringFunction = const void* (*)(const void*, int, char**, bool);
