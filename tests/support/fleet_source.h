@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // A fleet of connections behind the ConnectionSource interface, as the registry serves it to the
 // query engine: shared connections in one shared snapshot built once (the registry builds its
-// own once per change), lookups by client id, and counts of how each query read it. Shared by the query tests, the fuzz targets and the benchmarks.
+// own once per change), lookups by client id, and counts of how each query read it. Shared by the
+// query tests, the fuzz targets and the benchmarks.
 #pragma once
 
 #include <cstdint>
