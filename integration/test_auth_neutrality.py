@@ -32,6 +32,12 @@ from harness import (MOSQUITTO_CTRL, MOSQUITTO_PASSWD, Broker, Client, broker_pl
 from test_list_connections import by_client
 
 DYNSEC_PLUGIN = broker_plugin("mosquitto_dynamic_security.so")
+# Test plugins beside ours (tests/plugins/): a version 5 plugin that registers BASIC_AUTH, ACL_CHECK
+# or both ("pluginuser"/"pluginpass" accepted, "blocked" refused; topics under ok/ allowed, under
+# deny/ denied; the rest deferred), and one of the older interface (mosquitto_auth_*: "v4user"/
+# "v4pass", "v4blocked"; v4ok/, v4deny/).
+NEUTRALITY_PLUGIN = os.environ.get("MQC_NEUTRALITY_PLUGIN", "")
+V4_AUTH_PLUGIN = os.environ.get("MQC_V4_AUTH_PLUGIN", "")
 
 # Who connects, per protocol version: (kind, username, password, MQTT 5 authentication
 # method). The client id is "<kind>-v<version>", the same in both runs, so that records compare
@@ -47,7 +53,22 @@ CLIENT_KINDS = [
     ("extauth", None, None, "SCRAM-SHA-1"),
 ]
 VERSIONS = (4, 5)
-CLIENT_COUNT = sum(1 for v in VERSIONS for kind in CLIENT_KINDS if v == 5 or not kind[3])
+
+
+def client_count(kinds):
+    return sum(1 for v in VERSIONS for kind in kinds if v == 5 or not kind[3])
+
+
+# The users, filters and topics the test plugins decide (only the set-ups with them run these).
+PLUGIN_KINDS = [
+    ("pluginuser", "pluginuser", "pluginpass", None),
+    ("pluginbadpw", "pluginuser", "wrong", None),
+    ("blocked", "blocked", "x", None),
+    ("v4user", "v4user", "v4pass", None),
+    ("v4blocked", "v4blocked", "x", None),
+]
+PLUGIN_FILTERS = ["ok/#", "deny/#", "v4ok/#", "v4deny/#"]
+PLUGIN_TOPICS = ["ok/x", "deny/x", "v4ok/x", "v4deny/x"]
 
 # Subscribed filters and published topics; "{me}" is the client's own id (for %c patterns).
 FILTERS = ["#", "public/#", "anon/#", "user/#", "other/#", "drop/#", "open/#",
@@ -248,7 +269,7 @@ def make_dynsec_file(workdir, roles=None):
     }, indent=2)
 
 
-def run_scenario(broker, check_listing, check_counts, clean=True):
+def run_scenario(broker, check_listing, check_counts, clean=True, plugins=False):
     """Runs the scenario on a started broker and returns its outcomes as plain data.
 
     `check_listing(expected_ids, when)` and, once every delivery arrived,
@@ -258,14 +279,17 @@ def run_scenario(broker, check_listing, check_counts, clean=True):
     saves in its persistence file. Anonymous clients stay clean then: Mosquitto 2.0.11 saves a
     client without a username after one with a username with that earlier username's length
     (persist__client_save reuses its chunk), reading past that string's end (ASan reports it
-    in the broker).
+    in the broker). `plugins`: the test plugins' users, filters and topics too.
     """
+    kinds = CLIENT_KINDS + (PLUGIN_KINDS if plugins else [])
+    filters = FILTERS + (PLUGIN_FILTERS if plugins else [])
+    topics = TOPICS + (PLUGIN_TOPICS if plugins else [])
     outcome = {"connack": {}, "suback": {}, "puback": {}, "received": {}}
     connected = []
     try:
         # 1. CONNECT: refused clients are closed at once (paho would retry every second).
         for version in VERSIONS:
-            for kind, username, password, auth_method in CLIENT_KINDS:
+            for kind, username, password, auth_method in kinds:
                 if auth_method and version != 5:
                     continue
                 client_id = f"{kind}-v{version}"
@@ -289,14 +313,14 @@ def run_scenario(broker, check_listing, check_counts, clean=True):
 
         # 2. SUBSCRIBE, one filter per packet so that each code is known by filter.
         for me, client in connected:
-            outcome["suback"][me] = {f: client.subscribe(f.format(me=me), qos=1) for f in FILTERS}
+            outcome["suback"][me] = {f: client.subscribe(f.format(me=me), qos=1) for f in filters}
 
         # 3. PUBLISH from everyone, QoS 1: the PUBACK comes after the broker queued the
         # deliveries, so the received sets are complete once the traffic goes quiet.
         pending = []
         for me, client in connected:
             codes = record_pubacks(client.client) if client.version == 5 else None
-            for template in TOPICS:
+            for template in topics:
                 info = client.client.publish(template.format(me=me), f"from {me}".encode(), 1)
                 pending.append((client, me, template, info, codes))
         for client, me, template, info, codes in pending:
@@ -379,6 +403,35 @@ SETUPS = {
         listener_extra="plugin_use aclcheck"),
 }
 
+# Another plugin after ours that registers only one of the two events, both, or answers through
+# the older interface: 2.0 refuses what every callback defers and allows what no callback is
+# asked, so the plugin must read which callbacks are there (src/broker/callback_chain.h).
+def test_plugin_lines(events):
+    return f"plugin {NEUTRALITY_PLUGIN}\nplugin_opt_events {events}"
+
+
+V4_PLUGIN_LINE = f"plugin {V4_AUTH_PLUGIN}"
+SETUPS.update({
+    "auth_only_plugin": dict(allow_anonymous=True, test_plugins=True,
+                             plugin_after=test_plugin_lines("auth")),
+    "acl_only_plugin": dict(allow_anonymous=True, test_plugins=True,
+                            plugin_after=test_plugin_lines("acl")),
+    "acl_only_plugin_anonymous_false": dict(allow_anonymous=False, test_plugins=True,
+                                            plugin_after=test_plugin_lines("acl")),
+    "auth_and_acl_plugin": dict(allow_anonymous=True, test_plugins=True,
+                                plugin_after=test_plugin_lines("both")),
+    "auth_only_plugin_with_acl_file": dict(allow_anonymous=True, test_plugins=True,
+                                           plugin_after=test_plugin_lines("auth"),
+                                           extra=ACL_LINE, files={"acl": ACL_FILE}),
+    "acl_only_plugin_with_password_file": dict(allow_anonymous=True, test_plugins=True,
+                                               plugin_after=test_plugin_lines("acl"),
+                                               extra=PASSWORD_FILE, files={"passwd": "PASSWD"}),
+    "v4_plugin": dict(allow_anonymous=True, test_plugins=True, plugin_after=V4_PLUGIN_LINE),
+    "v4_and_acl_only_plugin": dict(allow_anonymous=True, test_plugins=True,
+                                   plugin_after=test_plugin_lines("acl") + "\n" +
+                                   V4_PLUGIN_LINE),
+})
+
 # Set-ups run with persistent sessions, then once more after a restart of the broker (which
 # restores them from its persistence file, and the plugin reads that file at start).
 RESTART_BETWEEN_RUNS = {"password_acl_persistence"}
@@ -394,6 +447,8 @@ class AuthNeutralityTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
+        assert NEUTRALITY_PLUGIN and V4_AUTH_PLUGIN, \
+            "MQC_NEUTRALITY_PLUGIN and MQC_V4_AUTH_PLUGIN must name the built test plugins"
         workdir = tempfile.mkdtemp(prefix="mqc-auth-")
         try:
             cls.generated = {"PASSWD": make_password_file(workdir),
@@ -404,6 +459,7 @@ class AuthNeutralityTest(unittest.TestCase):
 
     def run_setup(self, name, plugin):
         kwargs = dict(SETUPS[name])
+        plugins = kwargs.pop("test_plugins", False)
         kwargs["files"] = {file: self.generated.get(content, content)
                            for file, content in kwargs.get("files", {}).items()}
         broker = Broker(plugin=plugin, **kwargs)
@@ -437,7 +493,7 @@ class AuthNeutralityTest(unittest.TestCase):
                 return
             expected = {}
             for me, codes in outcome["suback"].items():
-                granted = [f.format(me=me) for f in FILTERS if codes[f][0] < 0x80]
+                granted = [f.format(me=me) for f, code in codes.items() if code[0] < 0x80]
                 if name in RESTART_BETWEEN_RUNS:
                     # A resumed session lists what the broker restored first, in the order of
                     # its mosquitto.db, so only the set is the client's.
@@ -466,16 +522,18 @@ class AuthNeutralityTest(unittest.TestCase):
         try:
             broker.start()
             if name in RESTART_BETWEEN_RUNS:
-                first = run_scenario(broker, check_listing, check_counts, clean=False)
+                first = run_scenario(broker, check_listing, check_counts, clean=False,
+                                     plugins=plugins)
                 broker.restart()
                 outcome = {"before restart": first,
                            "after restart": run_scenario(broker, check_listing, check_counts,
+                                                         plugins=plugins,
                                                          clean=False)}
                 if plugin and not re.search(r"mosquitto_connections: [1-9]\d* persistent "
                                             r"sessions with", broker.log()):
                     listing_problems.append(("log", "no session read from mosquitto.db"))
             else:
-                outcome = run_scenario(broker, check_listing, check_counts)
+                outcome = run_scenario(broker, check_listing, check_counts, plugins=plugins)
             if plugin and name in LISTING_MAY_MISS and \
                     "load this plugin before the other plugins" not in broker.log():
                 listing_problems.append(("log", "no warning about the plugin load order"))
@@ -488,6 +546,7 @@ class AuthNeutralityTest(unittest.TestCase):
         return outcome, listing_problems
 
     def check(self, name):
+        plugins = SETUPS[name].get("test_plugins", False)
         # The two brokers are independent: they run side by side (the test waits mostly on
         # sockets), which halves the suite's time.
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
@@ -498,7 +557,8 @@ class AuthNeutralityTest(unittest.TestCase):
         # Guard against a vacuous pass: the scenario must have done something.
         for run in ([without["before restart"], without["after restart"]]
                     if name in RESTART_BETWEEN_RUNS else [without]):
-            self.assertEqual(len(run["connack"]), CLIENT_COUNT)
+            self.assertEqual(len(run["connack"]),
+                             client_count(CLIENT_KINDS + (PLUGIN_KINDS if plugins else [])))
         self.assertEqual(with_plugin, without, f"{name}: outcomes differ with the plugin "
                          "(first = with plugin, second = plain Mosquitto)")
         self.assertEqual(listing_problems, [], f"{name}: /api/mqtt/connections")
@@ -560,6 +620,32 @@ class AuthNeutralityTest(unittest.TestCase):
 
     def test_dynamic_security_loaded_before_the_plugin(self):
         self.check("dynsec_before_plugin")
+
+    # 10: another plugin after ours that registers only BASIC_AUTH, only ACL_CHECK, or both, with
+    # and without the broker's own files; and a plugin of the older interface.
+    def test_plugin_that_only_authenticates(self):
+        self.check("auth_only_plugin")
+
+    def test_plugin_that_only_checks_acls(self):
+        self.check("acl_only_plugin")
+
+    def test_plugin_that_only_checks_acls_allow_anonymous_false(self):
+        self.check("acl_only_plugin_anonymous_false")
+
+    def test_plugin_that_authenticates_and_checks_acls(self):
+        self.check("auth_and_acl_plugin")
+
+    def test_plugin_that_only_authenticates_with_an_acl_file(self):
+        self.check("auth_only_plugin_with_acl_file")
+
+    def test_plugin_that_only_checks_acls_with_a_password_file(self):
+        self.check("acl_only_plugin_with_password_file")
+
+    def test_plugin_of_the_older_interface(self):
+        self.check("v4_plugin")
+
+    def test_plugin_of_the_older_interface_and_an_acl_only_plugin(self):
+        self.check("v4_and_acl_only_plugin")
 
     # 2.1: a password or ACL plugin loaded with global_plugin or plugin_load is never bypassed.
     def test_password_plugin_loaded_with_global_plugin(self):
