@@ -57,6 +57,7 @@ static_assert(kBrokerSuccess == MOSQ_ERR_SUCCESS && kBrokerErrAuth == MOSQ_ERR_A
 // kBrokerErrPluginIgnore and kBrokerErrBanned are 2.1's alone and the 2.0 headers built against
 // here lack them: the 2.1 brokers' integration runs pin them (test_bans: CONNACK 0x8A;
 // test_auth_neutrality: IGNORE).
+static_assert(kEventAclCheck == MOSQ_EVT_ACL_CHECK && kEventBasicAuth == MOSQ_EVT_BASIC_AUTH);
 static_assert(kAclRead == MOSQ_ACL_READ && kAclWrite == MOSQ_ACL_WRITE &&
               kAclSubscribe == MOSQ_ACL_SUBSCRIBE && kAclUnsubscribe == MOSQ_ACL_UNSUBSCRIBE);
 static_assert(kPropertyResponseTopic == MQTT_PROP_RESPONSE_TOPIC &&
@@ -191,6 +192,7 @@ void ApplyBans(PluginState* state, BansCommand&& command) {
 
 bool RegisterBrokerEvents(PluginState* state) {
   const bool api_2_1 = state->api.api_2_1();
+  state->mosquitto.SetOwnCallbacks(OnBasicAuth, OnAclCheck, state);
   for (const BrokerEventKind kind : WantedEvents(*state)) {
     const EventHandler handler = HandlerOf(kind, api_2_1);
     const int rc = mosquitto_callback_register(state->identifier, handler.event, handler.callback,

@@ -1,13 +1,39 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "mosquitto_broker.h"
 
+#include <dlfcn.h>
+
 #include <string>
+#include <vector>
 
 namespace mqc {
 
 int MosquittoBroker::AskLaterAclSources(const AclCheckEvent& check) {
   return api_->AclCheck(Native(check.client), check.topic, check.payloadlen,
                         const_cast<void*>(check.payload), check.qos, check.retain, check.access);
+}
+
+// Called from inside the callback (BrokerEvents), so that the broker's loop is on the stack.
+const BrokerCallbackNode* MosquittoBroker::FindOwnCallback(int event) {
+  const BrokerCallbackFn own = event == kEventAclCheck    ? own_acl_check_
+                               : event == kEventBasicAuth ? own_basic_auth_
+                                                          : nullptr;
+  if (own == nullptr || own_userdata_ == nullptr) return nullptr;
+  return FindCallerNode(own, own_userdata_);
+}
+
+// 2.0 loads a file as a version 5 plugin when it exports mosquitto_plugin_version, else
+// through mosquitto_auth_plugin_version (src/security.c: security__load_v2..v5, v2.0.11). The
+// file is already loaded: RTLD_NOLOAD finds it without running anything of it.
+bool MosquittoBroker::AnyOlderPlugin(const std::vector<std::string>& paths) const {
+  for (const std::string& path : paths) {
+    void* handle = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+    if (handle == nullptr) return true;
+    const bool version_5 = dlsym(handle, "mosquitto_plugin_version") != nullptr;
+    dlclose(handle);
+    if (!version_5) return true;
+  }
+  return false;
 }
 
 bool MosquittoBroker::ReadStringProperty(const void* properties, int identifier,

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "broker/broker.h"
 #include "broker_api.h"
@@ -75,6 +76,16 @@ class MosquittoBroker final : public Broker {
     return mqc::ReadClientBytes(Native(client), offset, size, out);
   }
   int AskLaterAclSources(const AclCheckEvent& check) override;
+  const BrokerCallbackNode* FindOwnCallback(int event) override;
+  bool AnyOlderPlugin(const std::vector<std::string>& paths) const override;
+  // The callbacks this plugin registered for BASIC_AUTH and ACL_CHECK on 2.0, with their
+  // userdata: what FindOwnCallback looks for.
+  void SetOwnCallbacks(BrokerCallbackFn basic_auth, BrokerCallbackFn acl_check,
+                       const void* userdata) {
+    own_basic_auth_ = basic_auth;
+    own_acl_check_ = acl_check;
+    own_userdata_ = userdata;
+  }
   bool ReadStringProperty(const void* properties, int identifier,
                           std::string* value) const override;
   bool ReadBinaryProperty(const void* properties, int identifier,
@@ -93,6 +104,9 @@ class MosquittoBroker final : public Broker {
 
  private:
   const BrokerApi* api_;
+  BrokerCallbackFn own_basic_auth_ = nullptr;
+  BrokerCallbackFn own_acl_check_ = nullptr;
+  const void* own_userdata_ = nullptr;
 };
 
 }  // namespace mqc

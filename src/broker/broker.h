@@ -21,7 +21,10 @@
 #include <cstdint>
 #include <string>
 
+#include <vector>
+
 #include "broker/broker_capabilities.h"
+#include "broker/callback_chain.h"
 #include "broker/client_facts.h"
 #include "link/broker_config.h"
 #include "link/event_records.h"
@@ -41,6 +44,10 @@ constexpr int kBrokerErrPluginIgnore = 32;
 // 2.1's MOSQ_ERR_BANNED: from BASIC_AUTH, CONNACK 0x8A (Banned) for MQTT 5 and 5 (not
 // authorised) for 3.1.1 (src/handle_connect.c, v2.1.0 on). 2.0 has no such answer.
 constexpr int kBrokerErrBanned = 138;
+
+// The events whose callback chains 2.0 combines (MOSQ_EVT_*).
+constexpr int kEventAclCheck = 2;
+constexpr int kEventBasicAuth = 3;
 
 // An ACL check's access (MOSQ_ACL_*).
 constexpr int kAclRead = 1;
@@ -124,6 +131,13 @@ class Broker {
   // The answer of the ACL sources after this plugin (2.0's mosquitto_acl_check); only when
   // capabilities().acl_check. The broker calls this plugin's ACL callback again inside it.
   virtual int AskLaterAclSources(const AclCheckEvent& check) = 0;
+  // 2.0: this plugin's own node in the broker's chain of `event`'s callbacks (kEventBasicAuth,
+  // kEventAclCheck), found from inside that callback (FindCallerNode); null where not found.
+  virtual const BrokerCallbackNode* FindOwnCallback(int event) = 0;
+  // Whether any of these plugin files, as the broker loaded them, is not a version 5 plugin
+  // (no mosquitto_plugin_version): 2.0 asks those after every callback, through their v4
+  // functions. True also where a file cannot be told (never assume nothing checks).
+  virtual bool AnyOlderPlugin(const std::vector<std::string>& paths) const = 0;
   // MQTT 5 string and binary properties of a message; false when absent.
   virtual bool ReadStringProperty(const void* properties, int identifier,
                                   std::string* value) const = 0;

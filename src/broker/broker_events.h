@@ -72,6 +72,13 @@ struct BrokerEventsState {
   // Set while the ACL_CHECK handler asks the broker for the later sources' answer: the nested
   // call reaches this plugin's callback again, which must then defer.
   bool acl_check_nested = false;
+  // 2.0: this plugin's place in the broker's chains of BASIC_AUTH and ACL_CHECK callbacks
+  // (callback_chain.h), looked for at the first call of each, and whether a plugin in scope is
+  // asked through 2.0's older interface after every callback (then the chains alone do not tell
+  // the broker's answer; unknown until the first chain is looked for).
+  CallbackChain basic_auth_chain;
+  CallbackChain acl_chain;
+  std::optional<bool> older_plugins;
   // Set while the plugin kicks a client for an admin: the broker sends that client's
   // DISCONNECT from inside the kick, and it closes as KICKED.
   bool kicking = false;
@@ -166,8 +173,8 @@ std::vector<BrokerEventKind> WantedEvents(const BrokerEventsState& state);
 // mosquitto_acl_check, and an ACL plugin other than the acl_file): logged at start.
 inline bool UnreadAclSource(const BrokerEventsState& state) {
   const BrokerCapabilities& capabilities = state.broker->capabilities();
-  return !capabilities.api_2_1 && !state.decide_acl && !capabilities.acl_check &&
-         state.acl_file == nullptr;
+  return !capabilities.api_2_1 && !state.decide_acl && !kCanReadCallbackChains &&
+         !capabilities.acl_check && state.acl_file == nullptr;
 }
 
 // Presence messages, when an option asks for them (after the session table exists): published
@@ -287,8 +294,7 @@ class BrokerEvents {
       // Watching must never change the outcome: fall through to the decision.
     }
     if (banned != 0) return banned;
-    return NeutralBasicAuthAnswer(broker().api_2_1(), state_.decide_basic_auth,
-                                  state_.allow_anonymous);
+    return BasicAuthAnswer();
   }
 
   // EXT_AUTH_START: a CONNECT with MQTT 5 enhanced authentication, or a re-authentication.
@@ -545,8 +551,79 @@ class BrokerEvents {
     return BanRefusalCode(broker().api_2_1(), enhanced);
   }
 
+  // The answer to a CONNECT nothing here refused, as the broker would give it without this
+  // plugin (NeutralBasicAuthAnswer). On 2.0 where the configuration names another plugin, the
+  // chain tells whether any other callback is there to answer: with none (a plugin that only
+  // checks ACLs), the broker answers as with no callback at all.
+  int BasicAuthAnswer() {
+    if (!broker().api_2_1() && !state_.decide_basic_auth) {
+      try {
+        const CallbackChain* chain = ReadableChain(kEventBasicAuth);
+        if (chain != nullptr && !chain->HasOthers()) {
+          return state_.allow_anonymous ? kBrokerSuccess : kBrokerErrAuth;
+        }
+      } catch (...) {
+      }
+    }
+    return NeutralBasicAuthAnswer(broker().api_2_1(), state_.decide_basic_auth,
+                                  state_.allow_anonymous);
+  }
+
+  // 2.0: the chain of `event`'s callbacks where it tells the broker's answer (found, and no
+  // plugin of the older interface in scope); null otherwise. Looked for once, from inside the
+  // callback (the broker's loop must be on the stack).
+  const CallbackChain* ReadableChain(int event) {
+    CallbackChain& chain = event == kEventAclCheck ? state_.acl_chain : state_.basic_auth_chain;
+    if (chain.state() == CallbackChain::State::kUnknown) LookForChain(event, &chain);
+    return chain.known() && !state_.older_plugins.value_or(true) ? &chain : nullptr;
+  }
+
+  [[gnu::noinline, gnu::cold]] void LookForChain(int event, CallbackChain* chain) {
+    if (!state_.older_plugins) {
+      state_.older_plugins = true;  // until the files tell otherwise
+      state_.older_plugins = broker().AnyOlderPlugin(
+          OtherPlugins(ScopeOf(state_.broker_config, state_.own_path), state_.own_path));
+    }
+    chain->Found(broker().FindOwnCallback(event));
+    const std::string name = event == kEventAclCheck ? "ACL_CHECK" : "BASIC_AUTH";
+    if (!chain->known()) {
+      broker().Log(LogLevel::kWarning,
+                   "mosquitto_connections: cannot read the broker's " + name +
+                       " callbacks: this plugin defers to the other plugins the configuration "
+                       "names, and where none of them answers " + name +
+                       " the broker refuses (docs/how-it-works.md)");
+    } else if (*state_.older_plugins) {
+      std::string text = "mosquitto_connections: a plugin of the older interface "
+                         "(mosquitto_auth_*) answers " + name +
+                         " after every callback: this plugin defers to it";
+      if (event == kEventAclCheck && !broker().capabilities().acl_check) {
+        text += "; this broker does not export mosquitto_acl_check: a subscription or delivery "
+                "that plugin refuses is still listed and counted";
+      }
+      broker().Log(LogLevel::kNotice, text);
+    } else {
+      broker().Log(LogLevel::kInfo, "mosquitto_connections: read the broker's " + name +
+                                        " callbacks: this plugin answers as the broker would "
+                                        "without it");
+    }
+  }
+
+  // 2.0 with another plugin configured: whether the ACL_CHECK chain shows no other callback,
+  // so that the broker, without this plugin, would allow every check.
+  bool NoOtherAclCallback() {
+    try {
+      const CallbackChain* chain = ReadableChain(kEventAclCheck);
+      return chain != nullptr && !chain->HasOthers();
+    } catch (...) {
+      return false;
+    }
+  }
+
   // The broker's answer to this check from every ACL source after this plugin (the acl_file
-  // check, plugins loaded later): the broker's own mosquitto_acl_check runs the callback chain
+  // check, plugins loaded later). Where the chain is read (callback_chain.h) the plugin asks
+  // the callbacks after its own itself, in order, as the broker's loop would have, and answers
+  // with the first answer: the broker then asks none of them again. Otherwise the broker's own
+  // mosquitto_acl_check runs the callback chain
   // again, and this plugin's callback steps aside in that nested call (`acl_check_nested`).
   // Returning that answer to the outer call ends its loop, so every other callback still runs
   // once per check: the nested call takes the place of the rest of the outer loop. When every
@@ -557,7 +634,17 @@ class BrokerEvents {
   // ACL plugin the answer stays unknown, and the check is recorded as if allowed
   // (UnreadAclSource, logged at start). The broker asks those sources itself: the callback then
   // defers.
-  int AskLaterAclSources(const AclCheckEvent& data) {
+  // `*exact`: whether the answer is the broker's (false: worked out from the acl_file, or
+  // unknown and taken as allowed).
+  int AskLaterAclSources(const AclCheckEvent& data, bool* exact) {
+    if (state_.acl_chain.known() && !state_.older_plugins.value_or(true)) {
+      *exact = true;
+      const int answer =
+          state_.acl_chain.AskAfter(kEventAclCheck, data, kBrokerErrPluginDefer);
+      // Every callback deferred (other callbacks are there: NoOtherAclCallback): a denial.
+      return answer == kBrokerErrPluginDefer ? kBrokerErrAclDenied : answer;
+    }
+    *exact = broker().capabilities().acl_check;
     if (!broker().capabilities().acl_check) {
       if (state_.acl_file == nullptr || data.access != kAclRead) return kBrokerSuccess;
       return state_.acl_file->Allows(IdOf(data.client), broker().ClientUsername(data.client),
@@ -595,9 +682,11 @@ class BrokerEvents {
     }
     if (data.access == kAclWrite) return;
     if constexpr (kAskLater) {
-      const int later = AskLaterAclSources(data);
-      // Unknown without mosquitto_acl_check: the others decide, and the check is recorded.
-      if (broker().capabilities().acl_check) *answer = later;
+      bool exact = false;
+      const int later = AskLaterAclSources(data, &exact);
+      // Unknown without the chain or mosquitto_acl_check: the others decide, and the check is
+      // recorded.
+      if (exact) *answer = later;
       if (later != kBrokerSuccess) {
         if (data.access == kAclSubscribe) sessions.SubscribeDenied(data.client, data.topic);
         return;
@@ -680,7 +769,9 @@ class BrokerEvents {
         StrictRefusesSubscribe(data)) {
       return kBrokerErrAclDenied;
     }
-    if (state_.decide_acl) {
+    // This plugin's own nested call (AskLaterAclSources): let the rest of the chain decide.
+    if (state_.acl_check_nested && !state_.decide_acl) return kBrokerErrPluginDefer;
+    if (state_.decide_acl || NoOtherAclCallback()) {
       // No other ACL source: the broker allows everything (mosquitto_acl_check()).
       try {
         WatchAclCheck<false>(data, nullptr);
@@ -689,8 +780,6 @@ class BrokerEvents {
       }
       return kBrokerSuccess;
     }
-    // This plugin's own nested call (AskLaterAclSources): let the rest of the chain decide.
-    if (state_.acl_check_nested) return kBrokerErrPluginDefer;
     // A check that records nothing is left to the other sources.
     int answer = kBrokerErrPluginDefer;
     try {

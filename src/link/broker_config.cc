@@ -297,11 +297,18 @@ std::string ConfigPathFromArguments(const std::vector<std::string>& arguments) {
 
 bool IsSameFile(const std::string& a, const std::string& b) { return Canonical(a) == Canonical(b); }
 
+std::vector<std::string> OtherPlugins(const BrokerConfig& config, const std::string& own_plugin) {
+  std::vector<std::string> others;
+  for (const std::string& plugin : config.plugins) {
+    if (!IsSameFile(plugin, own_plugin)) others.push_back(plugin);
+  }
+  return others;
+}
+
 namespace {
 
 bool HasOtherPlugin(const BrokerConfig& config, const std::string& own_plugin) {
-  return std::any_of(config.plugins.begin(), config.plugins.end(),
-                     [&](const std::string& plugin) { return !IsSameFile(plugin, own_plugin); });
+  return !OtherPlugins(config, own_plugin).empty();
 }
 
 }  // namespace

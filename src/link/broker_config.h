@@ -116,6 +116,9 @@ const std::vector<std::pair<std::string, std::string>>* OptionsOfPlugin(
 // listeners, persistence and the rest stay as they are).
 BrokerConfig ScopeOf(const BrokerConfig& config, const std::string& own_plugin);
 
+// The plugin files of `config` (as its lines name them) other than `own_plugin`.
+std::vector<std::string> OtherPlugins(const BrokerConfig& config, const std::string& own_plugin);
+
 bool HasOtherAuthSource(const BrokerConfig& config, const std::string& own_plugin);
 bool HasOtherAclSource(const BrokerConfig& config, const std::string& own_plugin);
 

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "../support/broker_chain.h"
 #include "../support/fake_broker.h"
 #include "../support/laid_out_client.h"
 #include "../support/matrix_brokers.h"
@@ -61,6 +62,20 @@ class BrokerEventsTest : public ::testing::Test {
     state_.traffic =
         std::make_unique<TrafficMeter>(&counters_, DefaultPattern::kEvents, RpcTracker::Options{});
     state_.bans = std::make_unique<BanGate>(&counters_);
+    // The chains as looked for and not found (the configuration decides), unless a test reads
+    // them (ChainsAt).
+    state_.basic_auth_chain.Found(nullptr);
+    state_.acl_chain.Found(nullptr);
+    state_.older_plugins = false;
+  }
+
+  // The broker's chains, read afresh at the next call: FindOwnCallback finds this plugin's
+  // node of BASIC_AUTH and ACL_CHECK there (null: not found).
+  void ChainsAt(const BrokerCallbackNode* basic_auth, const BrokerCallbackNode* acl) {
+    broker_.own_callbacks = {{kEventBasicAuth, basic_auth}, {kEventAclCheck, acl}};
+    state_.basic_auth_chain = CallbackChain();
+    state_.acl_chain = CallbackChain();
+    state_.older_plugins.reset();
   }
   BrokerEvents<FakeBroker> Events() { return BrokerEvents<FakeBroker>(state_); }
 
@@ -130,6 +145,110 @@ TEST_F(BrokerEventsTest, BasicAuthOn20DecidesOnlyWithoutAnotherSourceAsTheBroker
   EXPECT_EQ(Events().OnBasicAuth(b.handle()), kBrokerSuccess);
   state_.allow_anonymous = false;
   EXPECT_EQ(Events().OnBasicAuth(c.handle()), kBrokerErrAuth);
+}
+
+// 2.0 with another plugin configured: what it registers is read from the broker's chains. A
+// plugin that only authenticates leaves this plugin alone in the ACL_CHECK chain, where the
+// broker without it would allow every check (it has no callback to ask); one that only checks
+// ACLs leaves it alone in the BASIC_AUTH chain, where the broker answers by allow_anonymous
+// alone, for clients with a username too.
+TEST_F(BrokerEventsTest, AChainWithNoOtherCallbackIsAnsweredAsTheBrokerWithoutCallbacks) {
+  Use(FakeBroker::Api20(/*acl_check=*/false));
+  state_.decide_basic_auth = false;
+  state_.decide_acl = false;
+  BrokerChain basic_auth;
+  BrokerChain acl;
+  OtherCallback other;
+  const BrokerCallbackNode* own_basic_auth = basic_auth.Append(OtherCallback::Call, nullptr);
+  const BrokerCallbackNode* own_acl = acl.Append(OtherCallback::Call, nullptr);
+  // An authentication-only plugin after this one.
+  BrokerCallbackNode* other_basic_auth = basic_auth.Append(OtherCallback::Call, &other);
+  ChainsAt(own_basic_auth, own_acl);
+  FakeClient a = Client("a");
+  a.facts.username = "user";
+  EXPECT_EQ(Events().OnBasicAuth(a.handle()), kBrokerErrPluginDefer);
+  state_.sessions->Settle();
+  ExpectEveryAccessAnswered(&BrokerEvents<FakeBroker>::OnAclCheck, &a, kBrokerSuccess);
+  Events().OnAclCheck(AclCheck(&a, kAclSubscribe, "events/b"));
+  EXPECT_TRUE(state_.sessions->HoldsSubscription(a.handle(), "events/b"));
+  EXPECT_EQ(other.calls, 0);  // the broker asks it, not this plugin
+  EXPECT_EQ(broker_.own_callback_lookups, 2);  // once per chain
+
+  // An ACL-only plugin: nothing else answers BASIC_AUTH.
+  basic_auth.head()->next = nullptr;
+  basic_auth.head()->prev = basic_auth.head();
+  static_cast<void>(other_basic_auth);
+  for (const bool anonymous : {true, false}) {
+    state_.allow_anonymous = anonymous;
+    FakeClient b = Client(anonymous ? "b1" : "b2");
+    b.facts.username = "user";
+    EXPECT_EQ(Events().OnBasicAuth(b.handle()), anonymous ? kBrokerSuccess : kBrokerErrAuth);
+  }
+}
+
+// With other ACL callbacks in the chain the plugin asks those after its own itself, once each,
+// and answers with the first answer that is not DEFER, or the broker's denial when every one
+// defers: what it records is what the broker decided.
+TEST_F(BrokerEventsTest, AnAclChainWithOtherCallbacksIsAskedOnceAndItsAnswerRecorded) {
+  Use(FakeBroker::Api20(/*acl_check=*/false));
+  state_.decide_acl = false;
+  BrokerChain acl;
+  OtherCallback acl_plugin;
+  acl_plugin.answer_for = [](const void* event_data) {
+    const std::string topic = static_cast<const AclCheckEvent*>(event_data)->topic;
+    if (topic.rfind("ok/", 0) == 0) return kBrokerSuccess;
+    if (topic.rfind("deny/", 0) == 0) return kBrokerErrAclDenied;
+    return kBrokerErrPluginDefer;
+  };
+  const BrokerCallbackNode* own_acl = acl.Append(OtherCallback::Call, nullptr);
+  acl.Append(OtherCallback::Call, &acl_plugin);
+  ChainsAt(nullptr, own_acl);
+  FakeClient a = Client("a");
+  Connect(&a);
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&a, kAclSubscribe, "ok/#")), kBrokerSuccess);
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&a, kAclSubscribe, "deny/#")), kBrokerErrAclDenied);
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&a, kAclSubscribe, "other/#")), kBrokerErrAclDenied);
+  EXPECT_EQ(acl_plugin.calls, 3);
+  EXPECT_TRUE(state_.sessions->HoldsSubscription(a.handle(), "ok/#"));
+  EXPECT_FALSE(state_.sessions->HoldsSubscription(a.handle(), "deny/#"));
+  EXPECT_FALSE(state_.sessions->HoldsSubscription(a.handle(), "other/#"));
+  // A publish records nothing: the broker asks the others itself.
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&a, kAclWrite, "ok/x")), kBrokerErrPluginDefer);
+  EXPECT_EQ(acl_plugin.calls, 3);
+}
+
+// Where a plugin of the older interface is in scope (the broker asks it after every callback),
+// or the chain cannot be found, the configuration decides, as before the chains were read; a
+// chain not found is said once in the log.
+TEST_F(BrokerEventsTest, AnOlderPluginOrAnUnfoundChainLeavesTheConfigurationToDecide) {
+  Use(FakeBroker::Api20(/*acl_check=*/false));
+  state_.decide_basic_auth = false;
+  state_.decide_acl = false;
+  BrokerChain basic_auth;
+  BrokerChain acl;
+  const BrokerCallbackNode* own_basic_auth = basic_auth.Append(OtherCallback::Call, nullptr);
+  const BrokerCallbackNode* own_acl = acl.Append(OtherCallback::Call, nullptr);
+  ChainsAt(own_basic_auth, own_acl);
+  broker_.older_plugin = true;
+  FakeClient a = Client("a");
+  a.facts.username = "user";
+  EXPECT_EQ(Events().OnBasicAuth(a.handle()), kBrokerErrPluginDefer);
+  state_.sessions->Settle();
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&a, kAclSubscribe, "events/a")),
+            kBrokerErrPluginDefer);
+  ASSERT_EQ(broker_.log.size(), 2u);
+  EXPECT_NE(broker_.log[0].second.find("older interface"), std::string::npos);
+
+  broker_.older_plugin = false;
+  ChainsAt(nullptr, nullptr);
+  broker_.log.clear();
+  FakeClient b = Client("b");
+  EXPECT_EQ(Events().OnBasicAuth(b.handle()), kBrokerErrPluginDefer);
+  EXPECT_EQ(Events().OnBasicAuth(Client("c").handle()), kBrokerErrPluginDefer);
+  ASSERT_EQ(broker_.log.size(), 1u);
+  EXPECT_EQ(broker_.log[0].first, LogLevel::kWarning);
+  EXPECT_NE(broker_.log[0].second.find("cannot read the broker's BASIC_AUTH callbacks"),
+            std::string::npos);
 }
 
 TEST_F(BrokerEventsTest, EnhancedAuthStartIsNeutralOnBoth) {
@@ -314,7 +433,8 @@ TEST_F(BrokerEventsTest, The21PluginRegistersForAclChecksOnlyWhereItsAnswerIsNeu
 // deliveries it cannot tell apart from denials.
 TEST_F(BrokerEventsTest, AnUnreadAclSourceIsOnly20sWithoutTheNestedCheck) {
   Use(FakeBroker::Api20(/*acl_check=*/false));
-  EXPECT_TRUE(UnreadAclSource(state_));
+  // Unread only where the broker's chain cannot be read either (callback_chain.h).
+  EXPECT_EQ(UnreadAclSource(state_), !kCanReadCallbackChains);
   state_.acl_file = std::make_unique<AclFile>();
   EXPECT_FALSE(UnreadAclSource(state_));
   state_.acl_file.reset();

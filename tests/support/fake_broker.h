@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -118,6 +119,17 @@ class FakeBroker final : public Broker {
     ++bytes_reads;
     return true;
   }
+  // What FindOwnCallback finds for each event (null: nothing), how often it was asked, and
+  // what AnyOlderPlugin answers.
+  std::map<int, const BrokerCallbackNode*> own_callbacks;
+  mutable int own_callback_lookups = 0;
+  bool older_plugin = false;
+  const BrokerCallbackNode* FindOwnCallback(int event) override {
+    ++own_callback_lookups;
+    const auto found = own_callbacks.find(event);
+    return found != own_callbacks.end() ? found->second : nullptr;
+  }
+  bool AnyOlderPlugin(const std::vector<std::string>&) const override { return older_plugin; }
   int AskLaterAclSources(const AclCheckEvent& check) override {
     later_acl_checks.push_back(check);
     if (inside_later_acl) inside_later_acl(check);
