@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "link/clock.h"
+#include "link/json_string.h"
 #include "link/name_table.h"
 
 namespace mqc {
@@ -19,28 +20,6 @@ constexpr std::size_t kMaxTopicBytes = 65535;
 
 // The longest of the three kinds ("disconnected").
 constexpr std::size_t kMaxKindBytes = 12;
-
-// Appends `text` as a JSON string: runs of plain bytes in one append.
-void AppendJsonString(std::string_view text, std::string* out) {
-  out->push_back('"');
-  std::size_t plain = 0;  // start of the current run of bytes that need no escape
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    if (byte >= 0x20 && byte != '"' && byte != '\\' && byte != 0x7f) continue;
-    out->append(text.data() + plain, i - plain);
-    plain = i + 1;
-    if (byte == '"' || byte == '\\') {
-      out->push_back('\\');
-      out->push_back(static_cast<char>(byte));
-    } else {
-      static constexpr char kHex[] = "0123456789abcdef";
-      const char escaped[6] = {'\\', 'u', '0', '0', kHex[byte >> 4], kHex[byte & 0xf]};
-      out->append(escaped, sizeof escaped);
-    }
-  }
-  out->append(text.data() + plain, text.size() - plain);  // MQTT strings are UTF-8 already
-  out->push_back('"');
-}
 
 void AppendNumber(std::int64_t value, std::string* out) {
   char digits[24];

@@ -2,7 +2,7 @@
 // Small helpers over cJSON, which only reads JSON here: the requests (the HTTP views) and the ban
 // file (ban_store.h), with an owning pointer. Every JSON the companion writes, answers and the
 // ban file, is written with JsonWriter (companion/json_writer.h), whose strings
-// AppendJsonString below escapes. Pure functions, safe on any thread.
+// AppendJsonString (link/json_string.h) escapes. Pure functions, safe on any thread.
 #pragma once
 
 #include <cjson/cJSON.h>
@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "link/json_string.h"  // ToValidUtf8, AppendJsonString
 #include "link/text_util.h"
 
 namespace mqc {
@@ -21,13 +22,6 @@ using CjsonPtr = CSmartPtr<cJSON, cJSON_Delete>;
 // Parses JSON text (which need not be NUL-terminated); null when it is not valid JSON, also
 // when valid JSON is followed by anything but whitespace. Safe on any thread (serialised).
 CjsonPtr ParseJson(std::string_view text);
-
-// `value` with every byte sequence that is not valid UTF-8, and every NUL, replaced by U+FFFD.
-std::string ToValidUtf8(std::string_view value);
-
-// Appends `value` to *out as a JSON string literal, quotes included: made valid UTF-8 as
-// ToValidUtf8 does and escaped as cJSON prints strings (JsonWriter's strings).
-void AppendJsonString(std::string_view value, std::string* out);
 
 // `value` for an error message: in single quotes, cut to 64 bytes (then "...'") at a character
 // boundary, valid UTF-8. Keeps an echoed request value short and printable.

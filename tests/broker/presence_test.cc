@@ -10,6 +10,7 @@
 
 #include "../support/client_facts_builder.h"
 #include "../support/null_sink.h"
+#include "link/json_string.h"
 #include "link/plugin_options.h"
 
 namespace mqc {
@@ -132,7 +133,7 @@ TEST(PresencePayloadTest, DisconnectedHasEmqxsFieldsAndOmitsAMissingUsername) {
   std::string out;
   BuildDisconnectedPayload(c, CloseReason::kKicked, 1700000000500000000, FixedNow(), &out);
   EXPECT_EQ(out,
-            "{\"clientid\":\"a\\u000ab\",\"ipaddress\":\"127.0.0.1\",\"sockport\":1883,"
+            "{\"clientid\":\"a\\nb\",\"ipaddress\":\"127.0.0.1\",\"sockport\":1883,"
             "\"proto_name\":\"MQIsdp\",\"proto_ver\":3,\"reason\":\"kicked\","
             "\"disconnected_at\":1700000000500,\"ts\":1700000000123}");
   std::set<std::string> expected = kEmqxDisconnected;
@@ -144,17 +145,21 @@ TEST(PresencePayloadTest, DisconnectedHasEmqxsFieldsAndOmitsAMissingUsername) {
   EXPECT_EQ(Keys(out), kEmqxDisconnected);
 }
 
+// Escaped as the companion escapes its answers (link/json_string.h): one escaper for both.
 TEST(PresencePayloadTest, StringsAreEscapedAsJsonNeeds) {
   ObservedConnection c;
   c.client_id = std::string_view(
       "a\"b\\c\x01"
-      "d\x7f\xc3\xa9",
-      10);
+      "d\x7f\xc3\xa9\xff\t",
+      12);
   c.username = "u";
   std::string out;
   BuildDisconnectedPayload(c, CloseReason::kClientDisconnect, 0, 0, &out);
-  const std::string expected =
-      "{\"clientid\":\"a\\\"b\\\\c\\u0001d\\u007f\xc3\xa9\",\"username\":\"u\"";
+  std::string expected = "{\"clientid\":";
+  AppendJsonString(c.client_id, &expected);
+  EXPECT_EQ(expected,
+            "{\"clientid\":\"a\\\"b\\\\c\\u0001d\x7f\xc3\xa9\xef\xbf\xbd\\t\"");
+  expected += ",\"username\":\"u\"";
   EXPECT_EQ(out.substr(0, expected.size()), expected);
 }
 
