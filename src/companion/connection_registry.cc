@@ -183,8 +183,7 @@ void ConnectionRegistry::Apply(const ConnectionEvent& event) {
     Publish(ChangeKind::kClosed, nullptr, entry.connection);  // refused at CONNECT
     AddClosed(std::move(entry.connection));
   } else {
-    // Traffic before this moment belongs to no complete window this companion saw.
-    entry.window_start = ReadTotals(entry).value_or(RequestStatistics{});
+    StartWindow(&entry);
     Publish(ChangeKind::kOpened, nullptr, entry.connection);
     Put(&Target(), event.seq, std::move(entry));
   }
@@ -364,20 +363,42 @@ std::optional<RequestStatistics> ConnectionRegistry::ReadTotals(const Entry& ent
   return totals;
 }
 
+bool ConnectionRegistry::OpenedInWindow(const Entry& entry) const {
+  return window_minute_ >= 0 && entry.connection->open_time_ns >= window_minute_ * kMinuteNs;
+}
+
+void ConnectionRegistry::StartWindow(Entry* entry) const {
+  // The broker zeroed the slot when the connection opened, and the companion reads the event
+  // some time later (a moment, or a whole restart): what the slot counted in between belongs
+  // to this window when the connection opened in it. Of one opened before the window began,
+  // the figures at its start are lost: the window counts from here (a lower bound), and the
+  // next one is whole.
+  entry->window_start = OpenedInWindow(*entry)
+                            ? RequestStatistics{}
+                            : ReadTotals(*entry).value_or(RequestStatistics{});
+}
+
 void ConnectionRegistry::RollStatisticsWindow(std::int64_t now_ns) {
   const std::int64_t minute = now_ns / kMinuteNs;
   std::lock_guard<std::mutex> lock(mutex_);
   if (minute == window_minute_) return;
-  // The first call only starts the clock: each connection's window began when it was seen.
   const bool first = window_minute_ < 0;
   const bool complete = window_minute_ + 1 == minute;  // else minutes were missed
   window_minute_ = minute;
-  if (first) return;
-  for (auto& [seq, entry] : open_) {
-    const std::optional<RequestStatistics> totals = ReadTotals(entry);
-    if (!totals) continue;
-    entry.recent = complete ? Minus(*totals, entry.window_start) : RequestStatistics{};
-    entry.window_start = *totals;
+  // A staged connection (a resync under way) is one of the broker's too: its minute ends now.
+  for (OpenMap* map : {&open_, staging_ ? &*staging_ : nullptr}) {
+    if (map == nullptr) continue;
+    for (auto& [seq, entry] : *map) {
+      if (first) {
+        // The clock starts: the connections seen before it learn when their window began.
+        if (OpenedInWindow(entry)) entry.window_start = RequestStatistics{};
+        continue;
+      }
+      const std::optional<RequestStatistics> totals = ReadTotals(entry);
+      if (!totals) continue;
+      entry.recent = complete ? Minus(*totals, entry.window_start) : RequestStatistics{};
+      entry.window_start = *totals;
+    }
   }
 }
 

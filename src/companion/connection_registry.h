@@ -10,8 +10,12 @@
 //
 // Traffic statistics of open connections live in the broker's shared slots: DetailedSnapshot
 // reads them (a seqlock, no lock shared with the broker); RollStatisticsWindow keeps the
-// previous complete minute of each (recentRequestStatistics). A closed connection keeps what
-// its close event carried.
+// previous complete minute of each (recentRequestStatistics). A connection opened during a
+// minute counts that minute from its first byte (the broker zeroed its slot at the open),
+// however late the companion reads its event, across a restart of the companion too; one
+// opened before this companion first saw it and before the current minute began counts that
+// minute from when it was first read, and whole minutes from the next boundary. A closed
+// connection keeps what its close event carried.
 //
 // A configuration reload changes default_pattern, closed_max and closed_ttl through a kSettings
 // record: subscriptions are mapped again, the closed list is trimmed at once.
@@ -92,7 +96,8 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   void ExpireClosed(std::int64_t now_ns);
 
   // At every whole minute of Unix time: each open connection's traffic in the minute that just
-  // ended becomes its recent statistics. Call often; it acts once per minute.
+  // ended becomes its recent statistics. Call often; it acts once per minute. The first call
+  // starts the clock (no minute ends); a gap of minutes leaves no complete window (zeros).
   void RollStatisticsWindow(std::int64_t now_ns);
 
   // Every connection, open and recently closed, and every offline session, without traffic
@@ -149,7 +154,9 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   struct Entry {
     ConnectionPtr connection;  // never null once stored
     std::uint32_t stats_slot = kNoStatsSlot;
-    RequestStatistics window_start;  // totals at the start of the current minute
+    // Totals at the start of the current minute, or at the open of a connection opened in it
+    // (zero); what the slot held when first read for one opened before (see StartWindow).
+    RequestStatistics window_start;
     RequestStatistics recent;        // the previous complete minute
   };
   using OpenMap = std::map<std::uint64_t, Entry>;
@@ -158,6 +165,12 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   using ClientIdIndex = std::unordered_multimap<std::string_view, ConnectionPtr>;
 
   Entry FromEvent(const ConnectionEvent& event) const;
+  // Whether the connection opened during the current minute window (the clock has started).
+  bool OpenedInWindow(const Entry& entry) const;
+  // The totals an open connection's current window starts from, when the registry first sees
+  // it: zero traffic if it opened in the window (its slot was zeroed at the open), else what
+  // the slot holds now.
+  void StartWindow(Entry* entry) const;
   Entry FromEvent(const OfflineSessionEvent& event) const;
   std::size_t CountLocked(ConnectionState state) const;
   // Snapshot and DetailedSnapshot: a copy of every connection, with open ones' traffic totals

@@ -644,17 +644,28 @@ class RegistryDetailsTest : public ::testing::Test {
     options_.stats_count = 4;
     registry_ = std::make_unique<ConnectionRegistry>(options_);
   }
-  void Open(std::uint64_t seq, std::uint16_t local_port, std::uint32_t slot, std::int64_t now) {
+  // Connection `seq` ("c<seq>") opened at `open_ns` (when the broker gave it `slot`, zeroed),
+  // seen by the registry at `now`. The slot keeps what was counted into it before: traffic
+  // between the CONNECT and the moment the companion reads the event.
+  void Open(std::uint64_t seq, std::uint16_t local_port, std::uint32_t slot, std::int64_t now,
+            std::int64_t open_ns = 0) {
     ConnectionEvent e;
     e.seq = seq;
     e.client_id = "c" + std::to_string(seq);
     e.local_port = local_port;
     e.stats_slot = slot;
+    e.open_time_ns = open_ns;
     if (slot != kNoStatsSlot) slots_[slot].seq.store(seq);
-    std::string bytes;
-    Encode(e, &bytes);
-    ASSERT_TRUE(ApplyEventRecord(registry_.get(), EventType::kConnection, bytes, now));
+    Apply(EventType::kConnection, e, now);
   }
+  template <typename Event>
+  void Apply(EventType type, const Event& event, std::int64_t now) {
+    std::string bytes;
+    Encode(event, &bytes);
+    ASSERT_TRUE(ApplyEventRecord(registry_.get(), type, bytes, now));
+  }
+  // The broker's side of a CONNECT: the slot handed over zeroed to `seq`.
+  void Assign(std::uint32_t slot, std::uint64_t seq) { AssignStatsSlot(slots_[slot], seq); }
   Connection Find(const std::vector<Connection>& all, std::uint64_t seq) {
     for (const auto& c : all) {
       if (c.seq == seq) return c;
@@ -765,6 +776,106 @@ TEST_F(RegistryDetailsTest, TopClientsRankThePreviousMinuteAndLeaveOutTheRest) {
   EXPECT_EQ(top[0].client_id, "c4");
   EXPECT_EQ(top[1].client_id, "c1");
   EXPECT_EQ(registry_->TopClients(100).size(), 3u);
+}
+
+// The report this came from: a client connects and at once publishes 300 messages; the
+// companion reads the CONNECT event after some of them (or all) were counted into the slot.
+// The window of a connection opened during the minute starts at its open, where the broker
+// zeroed its slot, not at what the companion first read.
+TEST_F(RegistryDetailsTest, TrafficBeforeTheCompanionSawTheConnectionCountsInItsMinute) {
+  registry_->RollStatisticsWindow(10 * kMinute + 1);  // the clock runs: minute 10
+  Assign(0, 1);
+  Bump(slots_[0].publish_count, 300);  // right after CONNECT, before the event is read
+  Bump(slots_[0].deliver_count, 2);
+  Open(1, 1883, 0, 10 * kMinute + 20'000'000'000, 10 * kMinute + 10'000'000'000);
+  Bump(slots_[0].publish_count, 5);
+  EXPECT_EQ(Find(registry_->DetailedSnapshot(), 1).total_statistics.publish_count, 305u);
+  registry_->RollStatisticsWindow(11 * kMinute);
+  const Connection c = Find(registry_->DetailedSnapshot(), 1);
+  EXPECT_EQ(c.recent_statistics.publish_count, 305u);
+  EXPECT_EQ(c.recent_statistics.deliver_count, 2u);
+  const auto top = registry_->TopClients(5);
+  ASSERT_EQ(top.size(), 1u);
+  EXPECT_EQ(top[0].client_id, "c1");
+  EXPECT_EQ(top[0].recent.publish_count, 305u);
+  // The next minute is the connection's own again.
+  Bump(slots_[0].publish_count, 4);
+  registry_->RollStatisticsWindow(12 * kMinute);
+  EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics.publish_count, 4u);
+}
+
+// A persistent session that resumes is a new connection (its own seq and slot, zeroed): the
+// messages queued while it was offline go out right after its CONNECT, and they are deliveries
+// of the minute it resumed in, however late the companion reads the CONNECT.
+TEST_F(RegistryDetailsTest, AResumedSessionCountsTheDeliveriesOfItsResume) {
+  registry_->RollStatisticsWindow(10 * kMinute + 1);
+  OfflineSessionEvent offline;
+  offline.seq = 1;
+  offline.client_id = "c2";
+  offline.since_ns = 9 * kMinute;
+  Apply(EventType::kOfflineSession, offline, 10 * kMinute + 2);
+  EXPECT_TRUE(registry_->TopClients(5).empty());  // an offline session has no traffic
+  Assign(1, 2);
+  Bump(slots_[1].deliver_count, 20);  // the queued messages, sent before the event is read
+  Bump(slots_[1].deliver_bytes, 200);
+  Apply(EventType::kOfflineSessionEnd, OfflineSessionEndEvent{1}, 10 * kMinute + 40'000'000'000);
+  Open(2, 1883, 1, 10 * kMinute + 40'000'000'000, 10 * kMinute + 30'000'000'000);
+  registry_->RollStatisticsWindow(11 * kMinute);
+  EXPECT_EQ(Find(registry_->DetailedSnapshot(), 2).recent_statistics.deliver_count, 20u);
+  EXPECT_EQ(Find(registry_->DetailedSnapshot(), 2).recent_statistics.deliver_bytes, 200u);
+  const auto top = registry_->TopClients(5);
+  ASSERT_EQ(top.size(), 1u);
+  EXPECT_EQ(top[0].client_id, "c2");
+  EXPECT_EQ(top[0].recent.deliver_count, 20u);
+}
+
+// A restarted companion reads the slots again (a resync). Of a connection opened during the
+// current minute it knows the window exactly (the slot was zeroed at the open); of an older one
+// it cannot know what the slot held when the minute began: its first window counts from the
+// restart (what this companion saw, a lower bound), and full windows start at the next
+// boundary. The same whether the clock starts before or after the resync is read.
+TEST_F(RegistryDetailsTest, ARestartedCompanionKnowsTheMinuteOfConnectionsOpenedInIt) {
+  for (const bool clock_first : {false, true}) {
+    SCOPED_TRACE(clock_first ? "clock first" : "resync first");
+    registry_ = std::make_unique<ConnectionRegistry>(options_);  // the restarted companion
+    const std::int64_t restart = 10 * kMinute + 30'000'000'000;
+    Assign(0, 1);  // opened at 10:10, before the restart
+    Bump(slots_[0].publish_count, 30);
+    Assign(1, 2);  // opened at 9:50, the minute before
+    Bump(slots_[1].publish_count, 40);
+    if (clock_first) registry_->RollStatisticsWindow(restart);
+    Apply(EventType::kResyncBegin, ResyncEvent{1}, restart);
+    Open(1, 1883, 0, restart, 10 * kMinute + 10'000'000'000);
+    Open(2, 1883, 1, restart, 9 * kMinute + 50'000'000'000);
+    Apply(EventType::kResyncEnd, ResyncEvent{1}, restart);
+    registry_->RollStatisticsWindow(restart + 1);
+    Bump(slots_[0].publish_count, 5);
+    Bump(slots_[1].publish_count, 5);
+    registry_->RollStatisticsWindow(11 * kMinute);
+    EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics.publish_count, 35u);  // exact
+    EXPECT_EQ(Find(registry_->Snapshot(), 2).recent_statistics.publish_count, 5u);  // seen only
+    Bump(slots_[0].publish_count, 7);
+    Bump(slots_[1].publish_count, 7);
+    registry_->RollStatisticsWindow(12 * kMinute);
+    EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics.publish_count, 7u);
+    EXPECT_EQ(Find(registry_->Snapshot(), 2).recent_statistics.publish_count, 7u);
+  }
+}
+
+// A connection that opens during a resync (events lost on a full ring) waits in the staged set
+// until the resync ends; a minute that ends meanwhile ends for it too.
+TEST_F(RegistryDetailsTest, AMinuteThatEndsDuringAResyncEndsForTheStagedConnections) {
+  registry_->RollStatisticsWindow(10 * kMinute + 1);
+  Apply(EventType::kResyncBegin, ResyncEvent{1}, 10 * kMinute + 50'000'000'000);
+  Assign(0, 1);
+  Bump(slots_[0].publish_count, 3);  // minute 10
+  Open(1, 1883, 0, 10 * kMinute + 55'000'000'000, 10 * kMinute + 52'000'000'000);
+  registry_->RollStatisticsWindow(11 * kMinute);
+  Bump(slots_[0].publish_count, 4);  // minute 11
+  Apply(EventType::kResyncEnd, ResyncEvent{1}, 11 * kMinute + 1);
+  EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics.publish_count, 3u);
+  registry_->RollStatisticsWindow(12 * kMinute);
+  EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics.publish_count, 4u);
 }
 
 TEST_F(RegistryDetailsTest, AClosedConnectionKeepsTheTotalsAndIdleOfItsClose) {
