@@ -75,8 +75,8 @@ constexpr std::uint16_t kHashKey = 40;
 // The fields every layout has, before the message counts.
 constexpr std::array<FieldPlace, kLayoutFieldCount> Common(
     std::uint16_t protocol, std::uint16_t address, std::uint16_t keepalive,
-    std::uint16_t clean_start, std::uint16_t expiry, std::uint16_t sub_count,
-    std::uint16_t hh_sock, std::uint16_t remote_port) {
+    std::uint16_t clean_start, std::uint16_t expiry, std::uint16_t sub_count, std::uint16_t hh_sock,
+    std::uint16_t remote_port) {
   std::array<FieldPlace, kLayoutFieldCount> fields{};
   auto at = [&fields](LayoutField field) -> FieldPlace& {
     return fields[static_cast<std::size_t>(field)];
@@ -102,9 +102,9 @@ constexpr BrokerLayout Layout20Old(const char* name, std::uint16_t protocol, std
                                    std::uint16_t keepalive, std::uint16_t clean_start,
                                    std::uint16_t expiry, std::uint16_t sub_count,
                                    std::uint16_t msgs_in, std::uint16_t hh_sock) {
-  BrokerLayout layout{name, ProtocolEncoding::k20,
-                      Common(protocol, address, keepalive, clean_start, expiry, sub_count,
-                             hh_sock, 0)};
+  BrokerLayout layout{
+      name, ProtocolEncoding::k20,
+      Common(protocol, address, keepalive, clean_start, expiry, sub_count, hh_sock, 0)};
   layout.fields[static_cast<std::size_t>(LayoutField::kMsgsInCount)] = F(msgs_in + 32, 4);
   layout.fields[static_cast<std::size_t>(LayoutField::kMsgsOutCount)] = F(msgs_in + 48 + 32, 4);
   return layout;
@@ -118,9 +118,9 @@ constexpr BrokerLayout LayoutSplit(const char* name, ProtocolEncoding encoding,
                                    std::uint16_t expiry, std::uint16_t sub_count,
                                    std::uint16_t msgs_in, std::uint16_t hh_sock,
                                    std::uint16_t remote_port) {
-  BrokerLayout layout{name, encoding,
-                      Common(protocol, address, keepalive, clean_start, expiry, sub_count,
-                             hh_sock, remote_port)};
+  BrokerLayout layout{
+      name, encoding,
+      Common(protocol, address, keepalive, clean_start, expiry, sub_count, hh_sock, remote_port)};
   auto at = [&layout](LayoutField field) -> FieldPlace& {
     return layout.fields[static_cast<std::size_t>(field)];
   };
@@ -135,16 +135,16 @@ constexpr BrokerLayout LayoutSplit20(const char* name, std::uint16_t protocol,
                                      std::uint16_t clean_start, std::uint16_t expiry,
                                      std::uint16_t sub_count, std::uint16_t msgs_in,
                                      std::uint16_t hh_sock) {
-  return LayoutSplit(name, ProtocolEncoding::k20, protocol, address, keepalive, clean_start,
-                     expiry, sub_count, msgs_in, hh_sock, 0);
+  return LayoutSplit(name, ProtocolEncoding::k20, protocol, address, keepalive, clean_start, expiry,
+                     sub_count, msgs_in, hh_sock, 0);
 }
 constexpr BrokerLayout LayoutSplit21(const char* name, std::uint16_t protocol,
                                      std::uint16_t address, std::uint16_t keepalive,
                                      std::uint16_t clean_start, std::uint16_t expiry,
                                      std::uint16_t sub_count, std::uint16_t msgs_in,
                                      std::uint16_t hh_sock, std::uint16_t remote_port) {
-  return LayoutSplit(name, ProtocolEncoding::k21, protocol, address, keepalive, clean_start,
-                     expiry, sub_count, msgs_in, hh_sock, remote_port);
+  return LayoutSplit(name, ProtocolEncoding::k21, protocol, address, keepalive, clean_start, expiry,
+                     sub_count, msgs_in, hh_sock, remote_port);
 }
 
 // v2.0.11 (upstream's own tag).
@@ -215,13 +215,15 @@ constexpr BrokerLayout kV21Master[] = {
     LayoutSplit21("2.1-43c27150 builtin WebSockets", 80, 88, 124, 298, 304, 516, 328, 592, 664),
     LayoutSplit21("2.1-43c27150 ADNS", 32, 40, 76, 250, 256, 468, 280, 536, 608),
     LayoutSplit21("2.1-43c27150 ADNS libwebsockets", 32, 40, 76, 250, 256, 468, 280, 544, 616),
-    LayoutSplit21("2.1-43c27150 ADNS builtin WebSockets", 88, 96, 132, 306, 312, 524, 336, 600, 672),
+    LayoutSplit21("2.1-43c27150 ADNS builtin WebSockets", 88, 96, 132, 306, 312, 524, 336, 600,
+                  672),
     LayoutSplit21("2.1-43c27150 TLS", 24, 32, 68, 374, 376, 588, 400, 656, 728),
     LayoutSplit21("2.1-43c27150 TLS libwebsockets", 24, 32, 68, 374, 376, 588, 400, 664, 736),
     LayoutSplit21("2.1-43c27150 TLS builtin WebSockets", 80, 88, 124, 430, 432, 644, 456, 720, 792),
     LayoutSplit21("2.1-43c27150 TLS ADNS", 32, 40, 76, 382, 384, 596, 408, 664, 736),
     LayoutSplit21("2.1-43c27150 TLS ADNS libwebsockets", 32, 40, 76, 382, 384, 596, 408, 672, 744),
-    LayoutSplit21("2.1-43c27150 TLS ADNS builtin WebSockets", 88, 96, 132, 438, 440, 652, 464, 728, 800),
+    LayoutSplit21("2.1-43c27150 TLS ADNS builtin WebSockets", 88, 96, 132, 438, 440, 652, 464, 728,
+                  800),
 };
 
 template <std::size_t N>
@@ -546,8 +548,7 @@ void BrokerLayoutVerifier::Decide(Broker& broker, bool proved) {
   }
   broker.Log(LogLevel::kNotice,
              "mosquitto_connections: broker layout: verified " + std::string(chosen_->name) +
-                 " for Mosquitto " + version_.Text() + " (after " +
-                 std::to_string(observations_) +
+                 " for Mosquitto " + version_.Text() + " (after " + std::to_string(observations_) +
                  (observations_ == 1 ? " observation" : " observations") +
                  ": a client's id, address, username and socket-hash pointers and its protocol, "
                  "keepalive, clean start and subscription count agreed with the broker's "

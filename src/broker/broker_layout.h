@@ -54,14 +54,15 @@ enum class LayoutField : std::uint8_t {
   kSessionExpiryInterval,
   kIsBridge,
   // The anchors: pointers compared with what the broker's accessors return, never followed.
-  kAddress,  // char *address: mosquitto_client_address
-  kId,       // char *id: mosquitto_client_id
+  kAddress,   // char *address: mosquitto_client_address
+  kId,        // char *id: mosquitto_client_id
   kUsername,  // char *username: mosquitto_client_username
-  kSockKey,  // hh_sock.key: &client->sock for a client with a socket (struct UT_hash_handle)
+  kSockKey,   // hh_sock.key: &client->sock for a client with a socket (struct UT_hash_handle)
   // 2.1: uint16_t remote_port, the peer's port the broker took from the socket or a PROXY
   // header (src/proxy_v1.c, src/proxy_v2.c of v2.1.2). Absent from the 2.0 layouts.
   kRemotePort,
-  kMsgsInInflightCount,  // 2.0.13 on: msgs_in.inflight_count; the counts come last  // 2.0.13 on: msgs_in.inflight_count
+  kMsgsInInflightCount,  // 2.0.13 on: msgs_in.inflight_count; the counts come last  // 2.0.13 on:
+                         // msgs_in.inflight_count
   kMsgsInQueuedCount,
   kMsgsOutInflightCount,
   kMsgsOutQueuedCount,

@@ -134,16 +134,15 @@ TEST(BrokerLayoutVerifier, OneConnectIsEnough) {
   for (const BrokerVersion& version : {Version(2, 0, 11), Version(2, 0, 21), Version(2, 1, 2)}) {
     for (const BrokerLayout* truth : BrokerLayoutCandidates(version)) {
       SCOPED_TRACE(std::string(truth->name) + " as " + version.Text());
-      FakeBroker broker = truth->protocol == ProtocolEncoding::k21 ? FakeBroker::Api21()
-                                                                    : FakeBroker::Api20();
+      FakeBroker broker =
+          truth->protocol == ProtocolEncoding::k21 ? FakeBroker::Api21() : FakeBroker::Api20();
       BrokerLayoutVerifier verifier(BrokerLayoutCandidates(version), version);
       FakeClient client = LaidOut(*truth, "first", false, 60);
       client.facts.username = "device";
       verifier.Observe(broker, client.handle());
       ASSERT_TRUE(verifier.verified());
       EXPECT_EQ(verifier.layout(), truth);
-      EXPECT_EQ(verifier.Read(broker, client.handle(), LayoutField::kSessionExpiryInterval),
-                3600);
+      EXPECT_EQ(verifier.Read(broker, client.handle(), LayoutField::kSessionExpiryInterval), 3600);
     }
   }
 }
@@ -262,9 +261,8 @@ TEST(BrokerLayoutVerifier, AccessorValuesThatAgreeByChanceDoNotProveAShiftedLayo
 // (Master's "TLS builtin WebSockets" has its hh_sock where 2.1.2's "TLS ADNS builtin
 // WebSockets" has it: their `address` differs.)
 TEST(BrokerLayoutTable, TheAnchorsTellEveryCandidateApart) {
-  for (const BrokerVersion& version :
-       {Version(2, 0, 11), Version(2, 0, 12), Version(2, 0, 13), Version(2, 0, 22),
-        Version(2, 1, 2)}) {
+  for (const BrokerVersion& version : {Version(2, 0, 11), Version(2, 0, 12), Version(2, 0, 13),
+                                       Version(2, 0, 22), Version(2, 1, 2)}) {
     const std::vector<const BrokerLayout*> candidates = BrokerLayoutCandidates(version);
     for (const BrokerLayout* a : candidates) {
       for (const BrokerLayout* b : candidates) {
