@@ -670,9 +670,9 @@ def disconnect_all(clients):
 
 def verify_client_layout(broker, prefix):
     """Has the broker verify its client layout (src/broker/broker_layout.h; what
-    test_broker_layout.py tests): three clean-session clients named `prefix`-0..2, of both
-    protocol versions, change their subscriptions (12 observations, 3 clients, the changes), then
-    disconnect. Returns once the broker logged the layout as verified and none of them is listed
+    test_broker_layout.py tests; the first CONNECT is enough, the rest checks it again): three
+    clean-session clients named `prefix`-0..2, of both protocol versions, change their
+    subscriptions, then disconnect. Returns once the broker logged the layout as verified and none of them is listed
     any more."""
     # All three stay connected until the end: a client that left could hand its memory, and so
     # its address, to the next, which the verifier would then count as the same client.

@@ -93,7 +93,7 @@ struct BrokerEventsState {
   std::unique_ptr<Presence> presence;
   std::unique_ptr<BanGate> bans;  // the companion's ban list, asked at CONNECT
   // Where struct mosquitto's integers lie, trusted once verified (broker_layout.h); fed at
-  // CONNECT, SUBSCRIBE and UNSUBSCRIBE until it decides. Null: not set up (nothing is read).
+  // CONNECT, SUBSCRIBE and UNSUBSCRIBE (checked again there once verified). Null: not set up (nothing is read).
   std::unique_ptr<BrokerLayoutVerifier> layout;
   // Walks the open connections at TICK to refresh their message counts (message_counts.h).
   MessageCountSweep message_sweep;
@@ -872,11 +872,17 @@ class BrokerEvents {
     if (slot != nullptr) RefreshMessageCounts(state_.layout.get(), broker(), client, slot);
   }
 
-  // Feeds the layout verifier a client the handler touches anyway; nothing once it decided.
-  // When that verifies the layout, the bridge role of the connections opened before is read
-  // (once: SessionTable::ResolveBridges).
+  // Feeds the layout verifier a client the handler touches anyway (it checks a verified
+  // layout again each time); nothing once it gave up. When that verifies the layout, the bridge
+  // role of the connections opened before is read (once: SessionTable::ResolveBridges); their
+  // session expiry and message counts are read when needed, as for any other connection.
   void ObserveLayout(const BrokerClient* client) {
-    if (state_.layout != nullptr && state_.layout->verifying()) {
+    if (state_.layout == nullptr) return;
+    if (state_.layout->verified()) {
+      state_.layout->Observe(broker(), client);
+      return;
+    }
+    if (state_.layout->verifying()) {
       state_.layout->Observe(broker(), client);
       if (state_.layout->verified()) {
         // The broker's own bridge contexts (Discover) carry their role already.

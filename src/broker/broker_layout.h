@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Where a few integer fields of Mosquitto's client (`struct mosquitto`, lib/mosquitto_internal.h)
 // lie, for each supported broker version and build option set, and a verifier that trusts one
-// of those layouts only after the broker's own accessors agreed with it on real clients.
+// of those layouts once the broker's own accessors and pointers agreed with it on a real client.
 //
 // No accessor tells a plugin a client's session expiry, whether it is a bridge, or how many
 // messages it has queued or in flight; the struct does, but its layout depends on the version
@@ -9,14 +9,24 @@
 //   - BrokerLayoutCandidates(version) gives the layouts that may fit (broker_layout.cc holds the
 //     table, with the upstream tags and options each one was measured from);
 //   - BrokerLayoutVerifier reads, on clients the plugin already touches (CONNECT, SUBSCRIBE,
-//     UNSUBSCRIBE; never per message), the fields that also have an accessor (keepalive,
-//     protocol version, clean session, subscription count) through each candidate and compares;
-//     a candidate that disagrees once is dropped;
-//   - until one candidate agreed often enough, on enough clients and across subscription
-//     changes, and for ever once none is left, Read() answers nothing (the API says "unknown").
+//     UNSUBSCRIBE; never per message), through each candidate: the pointer-sized fields the
+//     broker's accessors return (`id`, `address`, `username`), which must hold the very pointers
+//     the accessors give; `hh_sock.key` (the broker's socket hash keys every socket client by
+//     its own `sock`), which must point at the client's own `sock`; and the fields that also
+//     have an accessor (keepalive, protocol version, clean session, subscription count). A
+//     candidate that disagrees once is dropped;
+//   - the pointers lie before the fields read and `hh_sock` after them, and no wrong offset
+//     holds a heap pointer the accessor returns or the client's own address by chance: one
+//     client with an id and a socket (every CONNECT) that agrees verifies the layout, and a field
+//     inserted or removed anywhere between `address` and `hh_sock` (as upstream's 43c27150 did)
+//     makes every old layout disagree instead of reading wrong figures;
+//   - once verified, every later observation checks the layout again: a disagreement (a shift
+//     that padding hid from hh_sock) switches it off for good;
+//   - until verified, and for ever once no candidate is left, Read() answers nothing (the API
+//     says "unknown").
 // Only integers inside the client's allocation are read (Broker::ReadClientBytes, whose
-// implementation checks the offset against malloc_usable_size); no pointer is followed, nothing
-// is written.
+// implementation checks the offset against malloc_usable_size); the pointers read are compared,
+// never followed; nothing is written.
 //
 // Threads: the broker thread only (it is fed from the broker's callbacks).
 #pragma once
@@ -34,7 +44,7 @@
 
 namespace mqc {
 
-// The fields the layout knows. The verification fields come first.
+// The fields the layout knows. The verification fields come first, the message counts last.
 enum class LayoutField : std::uint8_t {
   kProtocol,  // enum mosquitto__protocol (encoded per line: ProtocolEncoding)
   kKeepalive,
@@ -43,7 +53,16 @@ enum class LayoutField : std::uint8_t {
   kSessionExpiryTime,
   kSessionExpiryInterval,
   kIsBridge,
-  kMsgsInInflightCount,  // 2.0.13 on: msgs_in.inflight_count
+  // The anchors: pointers compared with what the broker's accessors return, never followed.
+  kAddress,   // char *address: mosquitto_client_address
+  kId,        // char *id: mosquitto_client_id
+  kUsername,  // char *username: mosquitto_client_username
+  kSockKey,   // hh_sock.key: &client->sock for a client with a socket (struct UT_hash_handle)
+  // 2.1: uint16_t remote_port, the peer's port the broker took from the socket or a PROXY
+  // header (src/proxy_v1.c, src/proxy_v2.c of v2.1.2). Absent from the 2.0 layouts.
+  kRemotePort,
+  kMsgsInInflightCount,  // 2.0.13 on: msgs_in.inflight_count; the counts come last  // 2.0.13 on:
+                         // msgs_in.inflight_count
   kMsgsInQueuedCount,
   kMsgsOutInflightCount,
   kMsgsOutQueuedCount,
@@ -63,12 +82,17 @@ struct FieldPlace {
   std::uint8_t size = 0;
 };
 
+// Where `sock` lies in every layout here: `int ident` first (epoll builds), then `sock`
+// (plugin/client_reader.h reads the socket there too). hh_sock.key holds the client's address
+// plus this.
+constexpr std::size_t kSockOffset = 4;
+
 // Which values `protocol` takes (enum mosquitto__protocol): 2.0 numbers MQTT 3.1, 3.1.1 and 5
 // as 1, 2, 5; 2.1 as 3, 4, 5 (lib/mosquitto_internal.h of v2.0.11 and v2.1.2).
 enum class ProtocolEncoding : std::uint8_t { k20, k21 };
 
 struct BrokerLayout {
-  const char* name;  // "2.0.15-2.0.22 TLS ADNS": versions and the build options that matter
+  const char* name;  // "2.0.15-2.0.22 TLS ADNS WebSockets": versions and the options that matter
   ProtocolEncoding protocol;
   std::array<FieldPlace, kLayoutFieldCount> fields;
 
@@ -78,10 +102,16 @@ struct BrokerLayout {
   // The end of the last field read: the client's allocation must be at least this large.
   std::size_t End() const;
   bool SamePlaces(const BrokerLayout& other) const;
+  // Whether every field read for a figure (session expiry, is_bridge, remote_port, the message
+  // counts) lies in the same place in `other`: then either gives the same figures, however
+  // their verification-only fields differ.
+  bool SameFigures(const BrokerLayout& other) const;
 };
 
 // The layouts that may fit a broker of this version (2.0.11 to 2.0.22, 2.1.x): one per set of
-// the build options that move the fields. Empty for another or an unknown version.
+// the build options that move the fields; for 2.1, also those of upstream's master after 2.1.2
+// (commit 43c27150 inserted `password_len`, and master still calls itself 2.1.2: the anchors
+// tell them apart, not the version). Empty for another or an unknown version.
 std::vector<const BrokerLayout*> BrokerLayoutCandidates(const BrokerVersion& version);
 
 // The MQTT protocol version (3, 4, 5) a raw `protocol` stands for, 0 for any other value, as
@@ -90,14 +120,8 @@ int ProtocolVersionOf(ProtocolEncoding encoding, std::int64_t raw);
 
 class BrokerLayoutVerifier {
  public:
-  // Verified after kAgreements agreeing observations of one candidate, over at least kClients
-  // distinct clients, of which at least kChanges saw a client's subscription count change since
-  // its previous observation: one client, or a broker where nothing changes, proves little
-  // (a wrong offset may hold a constant that happens to match). Ambiguous (two candidates
-  // with different places still agreeing) after kMaxObservations: unknown.
-  static constexpr int kAgreements = 12;
-  static constexpr int kClients = 3;
-  static constexpr int kChanges = 2;
+  // Two candidates with different places still agreeing after kMaxObservations (the table
+  // never holds such a pair for one version: a test checks it): unknown.
   static constexpr int kMaxObservations = 256;
   // The most bytes the message counts span in any layout (2.0.13 on: 100).
   static constexpr std::size_t kMaxCountsSpan = 128;
@@ -111,7 +135,9 @@ class BrokerLayoutVerifier {
   void Start(Broker& broker);
 
   // One observation of a client the plugin touches anyway (never per message). Compares every
-  // live candidate with the broker's accessors; logs one line when the state is decided.
+  // live candidate with the broker's accessors; verifies when the client has an id and a socket
+  // and the candidates left agree on every place. Once verified, checks the chosen layout
+  // again, and switches it off when it disagrees. Logs one line when the state is decided.
   void Observe(Broker& broker, const BrokerClient* client);
 
   State state() const { return state_; }
@@ -131,30 +157,24 @@ class BrokerLayoutVerifier {
                                                  const BrokerClient* client) const;
 
  private:
-  struct Candidate {
-    const BrokerLayout* layout = nullptr;
-    int agreements = 0;
-    int changes = 0;
-    std::vector<const BrokerClient*> clients;  // distinct ones seen, at most kClients
-  };
-  // The subscription count last observed per client (a few recent ones).
-  struct LastSeen {
-    const BrokerClient* client;
-    int sub_count;
-  };
-
   // Empty when the candidate agrees with the accessors on this client, else why not.
+  // `*anchored`: whether the agreement proves the layout (the id and the socket hash key were
+  // there to compare, and the username agreed).
   static std::string Disagreement(const Broker& broker, const BrokerClient* client,
-                                  const BrokerLayout& layout);
+                                  const BrokerLayout& layout, bool* anchored);
   void Fail(Broker& broker, const std::string& why);
-  void Decide(Broker& broker);
+  // `proved`: an anchored observation (Disagreement) agreed with a candidate left.
+  void Decide(Broker& broker, bool proved);
 
-  std::vector<Candidate> candidates_;
+  // Before verification, the candidates still agreeing; after it, those that agree and give
+  // the figures chosen_ gives (chosen_ first): a later disagreement of chosen_ hands over to the
+  // next of them (Debian's 2.0.11 and upstream's 2.0.11 without WebSockets differ only in
+  // where sub_count lies, and a CONNECT cannot tell them apart).
+  std::vector<const BrokerLayout*> candidates_;
   BrokerVersion version_;
   State state_ = State::kVerifying;
   const BrokerLayout* chosen_ = nullptr;
   int observations_ = 0;
-  std::vector<LastSeen> last_seen_;
   std::string last_refusal_;  // why the last candidate was dropped
   // The bytes of chosen_ that hold the message counts: [counts_offset_, + counts_size_).
   std::size_t counts_offset_ = 0;

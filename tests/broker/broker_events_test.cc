@@ -787,13 +787,14 @@ TEST_F(SessionExpiryEventsTest, ADisconnectThatChangesTheIntervalIsFollowed) {
 }
 
 // Until the layout is verified nothing is read: the session is listed as the client asked,
-// with no time. A bridge's own client is left so too.
+// with no time. A bridge's own client is left so too. (A client first seen by its message, as
+// on a use_identity_as_username listener, is not observed: the layout stays unverified.)
 TEST_F(SessionExpiryEventsTest, AnUnverifiedLayoutOrABridgeKeepsTheSessionAsBefore) {
   Use(FakeBroker::Api20());
   const BrokerLayout& truth = Debian2021Layout();
   StartVerifying(Version(2, 0, 21));
   FakeClient zero = Mqtt5(truth, "zero", 0);
-  Connect(&zero);
+  Events().OnMessage(Message(&zero, "events/a"));
   ASSERT_TRUE(state_.layout->verifying());
   const int reads = broker_.bytes_reads;
   Events().OnDisconnect(zero.handle(), -1);
@@ -807,6 +808,24 @@ TEST_F(SessionExpiryEventsTest, AnUnverifiedLayoutOrABridgeKeepsTheSessionAsBefo
   ConnectSubscribeAndLeave(&bridge);
   ASSERT_EQ(sink_.offline.size(), 2u);
   EXPECT_EQ(sink_.offline[1].expiry_time_ns, 0);
+}
+
+// The fresh broker: its first client, MQTT 5 with clean start false and no session
+// expiry, verifies the layout at its own CONNECT; when it leaves, its session ends with it (not
+// listed OFFLINE). The next one, with 3 s, is listed with the broker's expiry time.
+TEST_F(SessionExpiryEventsTest, TheFirstClientOfAFreshBrokerIsFollowedExactly) {
+  Use(FakeBroker::Api20());
+  const BrokerLayout& truth = Debian2021Layout();
+  StartVerifying(Version(2, 0, 21));
+  FakeClient first = Mqtt5(truth, "first", 0);
+  ConnectSubscribeAndLeave(&first);
+  EXPECT_TRUE(state_.layout->verified());
+  EXPECT_EQ(state_.sessions->offline_count(), 0u);
+  EXPECT_TRUE(sink_.offline.empty());
+  FakeClient three = Mqtt5(truth, "three", 3);
+  ConnectSubscribeAndLeave(&three);
+  ASSERT_EQ(sink_.offline.size(), 1u);
+  EXPECT_EQ(sink_.offline[0].expiry_time_ns, 103 * kSecond);
 }
 
 // 2.1 tells interval 0 by its event: DISCONNECT ends the session, CLIENT_OFFLINE keeps it,
@@ -919,15 +938,16 @@ TEST_F(BridgeEventsTest, AClientSeenWithoutConnectButWithAnAddressIsNoOutgoingBr
 }
 
 // At CONNECT: the verified layout's is_bridge (set by the CONNECT's bridge bit) makes an
-// incoming bridge, or no bridge; an unverified one says nothing, and reads nothing.
+// incoming bridge, or no bridge. The first CONNECT verifies the layout and is read through it.
 TEST_F(BridgeEventsTest, AtConnectTheVerifiedLayoutTellsAnIncomingBridge) {
   Use(FakeBroker::Api20());
   const BrokerLayout& truth = Debian2021Layout();
   StartVerifying(Version(2, 0, 21));
   FakeClient early = LaidOut(truth, "early", true, 60);
   Connect(&early);
+  ASSERT_TRUE(state_.layout->verified());
   ASSERT_NE(Announced("early"), nullptr);
-  EXPECT_EQ(Announced("early")->bridge, BridgeRole::kUnknown);
+  EXPECT_EQ(Announced("early")->bridge, BridgeRole::kNone);
 
   VerifyLayout(Version(2, 0, 21), truth);
   FakeClient remote_bridge = LaidOut(truth, "remote.to-here", false, 60);
@@ -956,11 +976,13 @@ TEST_F(BridgeEventsTest, VerifyingTheLayoutResolvesTheConnectionsOpenedBefore) {
   Use(FakeBroker::Api20());
   const BrokerLayout& truth = Debian2021Layout();
   StartVerifying(Version(2, 0, 21));
+  // Seen first by its message (no CONNECT observed: a use_identity_as_username listener).
   FakeClient remote_bridge = LaidOut(truth, "remote.to-here", false, 60);
   Put(&remote_bridge, truth, LayoutField::kIsBridge, 1);
-  Connect(&remote_bridge);
+  Events().OnMessage(Message(&remote_bridge, "events/a"));
   FakeClient own = OwnBridge(truth);
   Events().OnMessage(Message(&own, "events/bridge/x"));
+  ASSERT_TRUE(state_.layout->verifying());
   ASSERT_EQ(Announced("remote.to-here")->bridge, BridgeRole::kUnknown);
   ASSERT_EQ(Announced(own.facts.client_id)->bridge, BridgeRole::kOutgoing);
   EXPECT_TRUE(sink_.bridges.empty());
@@ -1026,25 +1048,23 @@ TEST_F(SessionExpiryEventsTest, MessageCountsAreCopiedOnceTheLayoutIsVerified) {
   const BrokerVersion version = Version(2, 0, 21);
   const BrokerLayout& truth = Debian2021Layout();
   StartVerifying(version);
+  // Seen first by its message (no CONNECT observed): nothing verified yet.
   FakeClient slow = LaidOut(truth, "slow", true, 60);
   PutCounts(&slow, truth, 7, 3, 0, 1);
-  Connect(&slow);
+  Events().OnMessage(Message(&slow, "events/a"));
   ConnectionStatsSlot* slot = state_.sessions->View(slow.handle()).stats;
   ASSERT_NE(slot, nullptr);
-  Events().OnAclCheck(AclCheck(&slow, kAclSubscribe, "events/a", 1));
   Events().SweepMessageCounts(broker_.monotonic_ns);
   ASSERT_TRUE(state_.layout->verifying());
   EXPECT_EQ(slot->messages_out.load(), 0u);
   EXPECT_EQ(SlotCounts(slot).out.known, MessageQueue::Known::kUnknown);
 
-  std::vector<FakeClient> others{LaidOut(truth, "v1", true, 60), LaidOut(truth, "v2", false, 30),
-                                 LaidOut(truth, "v3", true, 15)};
-  Traffic(&broker_, state_.layout.get(), &others, truth);
+  // Its SUBSCRIBE verifies the layout, and copies its counts.
+  SetSubCount(&slow, truth, 1);
+  Events().OnAclCheck(AclCheck(&slow, kAclSubscribe, "events/b", 1));
   ASSERT_TRUE(state_.layout->verified());
   // The first sweep once verified starts the sweep's clock (and walks one slot).
   Events().SweepMessageCounts(broker_.monotonic_ns);
-  SetSubCount(&slow, truth, 2);
-  Events().OnAclCheck(AclCheck(&slow, kAclSubscribe, "events/b", 1));
   MessageCounts counts = SlotCounts(slot);
   EXPECT_EQ(counts.out.known, MessageQueue::Known::kSplit);
   EXPECT_EQ(counts.out.queued, 7u);
@@ -1088,7 +1108,7 @@ TEST_F(SessionExpiryEventsTest, MessageCountsAreCopiedOnceTheLayoutIsVerified) {
 TEST_F(SessionExpiryEventsTest, On2011OnlyTheSumIsKnown) {
   Use(FakeBroker::Api20());
   const BrokerVersion version = Version(2, 0, 11);
-  const BrokerLayout& truth = *Named(BrokerLayoutCandidates(version), "2.0.12 TLS ADNS");
+  const BrokerLayout& truth = *Named(BrokerLayoutCandidates(version), "2.0.12 TLS ADNS WebSockets");
   VerifyLayout(version, truth);
   FakeClient slow = LaidOut(truth, "slow", true, 60);
   Put(&slow, truth, LayoutField::kMsgsOutCount, 42);
@@ -1116,7 +1136,7 @@ TEST_F(SessionExpiryEventsTest, AShiftedLayoutYieldsNoFigure) {
       const BrokerVersion version = api21 ? Version(2, 1, 2) : Version(2, 0, 21);
       const std::vector<const BrokerLayout*> all = BrokerLayoutCandidates(version);
       const BrokerLayout* truth =
-          Named(all, api21 ? "2.1 TLS builtin WebSockets" : "2.0.15-2.0.22 TLS ADNS");
+          Named(all, api21 ? "2.1 TLS builtin WebSockets" : "2.0.15-2.0.22 TLS ADNS WebSockets");
       BrokerLayout shifted = *truth;
       for (FieldPlace& place : shifted.fields) {
         if (place.size != 0) place.offset = static_cast<std::uint16_t>(place.offset + shift);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "broker/broker.h"
+#include "broker/broker_layout.h"
 #include "client_facts_builder.h"
 
 namespace mqc {
@@ -30,6 +31,13 @@ struct FakeClient {
   std::uint16_t peer_port = 0;
   int sub_count = 0;                  // mosquitto_client_sub_count
   std::vector<unsigned char> memory;  // the broker's struct, as broker/broker_layout.h reads it
+  // Where the broker's struct holds the pointers its accessors return, and hh_sock.key: the
+  // fake writes them into what ReadClientBytes reads, as they are at that moment (they depend
+  // on where the FakeClient lives). Null: none written.
+  const BrokerLayout* anchors = nullptr;
+  // Set: the struct's `username` holds this string's pointer, not the accessor's answer (an
+  // outgoing bridge's context, whose accessor answers its bridge's local_username).
+  std::string struct_username;
 
   BrokerClient* handle() { return reinterpret_cast<BrokerClient*>(this); }
 };
@@ -113,9 +121,11 @@ class FakeBroker final : public Broker {
   }
   bool ReadClientBytes(const BrokerClient* client, std::size_t offset, std::size_t size,
                        void* out) const override {
-    const std::vector<unsigned char>& memory = Of(client).memory;
+    const FakeClient& fake = Of(client);
+    const std::vector<unsigned char>& memory = fake.memory;
     if (size == 0 || offset > memory.size() || size > memory.size() - offset) return false;
     std::memcpy(out, memory.data() + offset, size);
+    if (fake.anchors != nullptr) WriteAnchors(client, offset, size, out);
     ++bytes_reads;
     return true;
   }
@@ -130,6 +140,37 @@ class FakeBroker final : public Broker {
     return found != own_callbacks.end() ? found->second : nullptr;
   }
   bool AnyOlderPlugin(const std::vector<std::string>&) const override { return older_plugin; }
+  // The anchors' values (see FakeClient::anchors) over the bytes [offset, offset + size) read.
+  void WriteAnchors(const BrokerClient* client, std::size_t offset, std::size_t size,
+                    void* out) const {
+    const FakeClient& fake = Of(client);
+    auto value = [](const void* pointer) { return reinterpret_cast<std::uintptr_t>(pointer); };
+    const struct {
+      LayoutField field;
+      std::uintptr_t value;
+      bool present;
+    } anchors[] = {
+        {LayoutField::kId, value(ClientId(client)), true},
+        {LayoutField::kAddress, value(ClientAddress(client)), true},
+        {LayoutField::kUsername,
+         fake.struct_username.empty() ? value(ClientUsername(client))
+                                      : value(fake.struct_username.c_str()),
+         true},
+        {LayoutField::kSockKey, value(reinterpret_cast<const char*>(client) + kSockOffset),
+         fake.socket >= 0},
+    };
+    for (const auto& anchor : anchors) {
+      const FieldPlace& place = fake.anchors->place(anchor.field);
+      if (!anchor.present || place.size != sizeof(anchor.value)) continue;
+      for (std::size_t i = 0; i < sizeof(anchor.value); ++i) {
+        const std::size_t at = place.offset + i;
+        if (at >= offset && at < offset + size) {
+          static_cast<unsigned char*>(out)[at - offset] =
+              reinterpret_cast<const unsigned char*>(&anchor.value)[i];
+        }
+      }
+    }
+  }
   int AskLaterAclSources(const AclCheckEvent& check) override {
     later_acl_checks.push_back(check);
     if (inside_later_acl) inside_later_acl(check);

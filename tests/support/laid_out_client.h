@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Test clients whose struct bytes are laid out as a BrokerLayout says (broker/broker_layout.h),
-// and the traffic that makes a BrokerLayoutVerifier trust that layout. Shared by the layout's
-// own tests and the handlers' tests that read through a verified layout.
+// with the pointers the broker's accessors return where that layout puts them (FakeClient::
+// anchors), and the traffic of a few clients. Shared by the layout's own tests and the handlers'
+// tests that read through a verified layout.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -58,6 +59,7 @@ inline FakeClient LaidOut(const BrokerLayout& truth, const std::string& id, bool
   for (std::size_t i = 0; i < client.memory.size(); ++i) {
     client.memory[i] = static_cast<unsigned char>((i * 37 + 11) & 0xff);
   }
+  client.anchors = &truth;
   Put(&client, truth, LayoutField::kProtocol, truth.protocol == ProtocolEncoding::k20 ? 2 : 4);
   Put(&client, truth, LayoutField::kKeepalive, keepalive);
   Put(&client, truth, LayoutField::kCleanStart, clean ? 1 : 0);

@@ -17,14 +17,19 @@ inline BrokerVersion Version(int major, int minor, int patch) {
   return version;
 }
 
-// Debian 13's 2.0.21 (TLS, c-ares).
+// Debian 13's 2.0.21 (TLS, c-ares, libwebsockets).
 inline const BrokerLayout& Debian2021Layout() {
-  return *Named(BrokerLayoutCandidates(Version(2, 0, 21)), "2.0.15-2.0.22 TLS ADNS");
+  return *Named(BrokerLayoutCandidates(Version(2, 0, 21)), "2.0.15-2.0.22 TLS ADNS WebSockets");
 }
 
 // 2.1.2 built with TLS and its own WebSockets.
 inline const BrokerLayout& Builtin21Layout() {
   return *Named(BrokerLayoutCandidates(Version(2, 1, 2)), "2.1 TLS builtin WebSockets");
+}
+
+// Upstream's master from 43c27150 on (it says 2.1.2), built as 2.1-cmake is.
+inline const BrokerLayout& Master21Layout() {
+  return *Named(BrokerLayoutCandidates(Version(2, 1, 2)), "2.1-43c27150 TLS builtin WebSockets");
 }
 
 }  // namespace mqc
