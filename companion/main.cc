@@ -246,6 +246,20 @@ rlim_t RaiseDescriptorLimit() {
   return limit.rlim_cur;
 }
 
+// How long the event loop may wait for the broker when nothing came (the broker wakes it at the
+// TICK after it wrote, WaitForBrokerEvents): until the next expiry of closed connections, the
+// next minute of the statistics windows (ConnectionRegistry::RollStatisticsWindow counts whole
+// minutes of the wall clock), or the next refresh of the network figures, and a second at most:
+// the heartbeat the plugin watches for stalls (5 s), and stop signals.
+std::int64_t IdleWaitNs(std::int64_t now, std::int64_t next_expiry_ns, NetworkInfoCache* network) {
+  constexpr std::int64_t kMaxIdleWaitNs = 1'000'000'000;
+  constexpr std::int64_t kMinIdleWaitNs = 1'000'000;
+  constexpr std::int64_t kMinuteNs = 60'000'000'000;
+  const std::int64_t next_minute = (now / kMinuteNs + 1) * kMinuteNs;
+  return std::max(kMinIdleWaitNs, std::min({kMaxIdleWaitNs, next_expiry_ns - now,
+                                            next_minute - now, network->RefreshDueInNs()}));
+}
+
 int Run(int argc, char** argv) {
   CompanionArguments arguments;
   const Status parsed =
@@ -418,7 +432,11 @@ int Run(int argc, char** argv) {
     registry.RollStatisticsWindow(now);
     // While the rich API is in use, the next sock_diag dump is taken here, ahead of requests.
     network.RefreshIfDue();
-    std::this_thread::sleep_for(std::chrono::milliseconds(applied > 0 ? 1 : 10));
+    if (applied > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // more is likely on its way
+    } else {
+      link.WaitForEvents(IdleWaitNs(now, next_expiry_ns, &network));
+    }
   }
   return 0;
 }

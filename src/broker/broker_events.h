@@ -459,6 +459,7 @@ class BrokerEvents {
       if (state_.companion->serving()) ResyncStep(state_.link.get(), state_.sessions.get());
       SweepMessageCounts(now);
       state_.link->ReleaseReadPages();
+      state_.link->WakeCompanion();  // after every event this TICK wrote
     } catch (...) {
     }
     return kBrokerSuccess;

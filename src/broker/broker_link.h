@@ -61,6 +61,8 @@ class BrokerLink : public EventSink {
   // writer has unread records on (positions p and p + capacity share a page) is never given
   // back. Returns the bytes given back.
   std::uint64_t ReleaseReadPages();
+  // At TICK: wakes the companion if it waits and events are unread (WakeWaitingCompanion).
+  bool WakeCompanion() { return WakeWaitingCompanion(region_->header()); }
   static constexpr std::uint64_t kReleaseStep = 64 * 1024;
 
   std::uint64_t events_lost() const;

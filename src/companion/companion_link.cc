@@ -110,6 +110,10 @@ void CompanionLink::Heartbeat() {
   heartbeat.store(heartbeat.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
+void CompanionLink::WaitForEvents(std::int64_t timeout_ns) {
+  WaitForBrokerEvents(region_->header(), timeout_ns);
+}
+
 void CompanionLink::ReportFailed(const std::string& why) {
   auto& companion = region_->header()->companion;
   const std::size_t n = std::min(why.size(), sizeof(companion.failure) - 1);

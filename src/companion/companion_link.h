@@ -55,6 +55,8 @@ class CompanionLink {
   void ReportServing(int port);
   // Tells the broker the event loop is alive (a stalled companion is restarted).
   void Heartbeat();
+  // Sleeps until the broker has written events, or `timeout_ns` (WaitForBrokerEvents).
+  void WaitForEvents(std::int64_t timeout_ns);
   void ReportFailed(const std::string& why);
 
   std::uint64_t malformed_events() const { return malformed_; }

@@ -263,6 +263,14 @@ void NetworkInfoCache::Fill(std::vector<Connection>* connections) {
   FillNetworkInfo(*index, Now() - taken_ns, connections);
 }
 
+std::int64_t NetworkInfoCache::RefreshDueInNs() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::int64_t now = Now();
+  if (!have_dump_ || last_.index == nullptr) return kNoRefreshDue;
+  if (now - last_request_ns_ >= options_.keep_fresh_ns) return kNoRefreshDue;
+  return std::max<std::int64_t>(0, last_.taken_ns + options_.max_age_ns / 4 * 3 - now);
+}
+
 void NetworkInfoCache::RefreshIfDue() {
   std::vector<std::uint16_t> ports;
   std::size_t open = 0;

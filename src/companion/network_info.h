@@ -113,6 +113,10 @@ class NetworkInfoCache {
   // (within keep_fresh_ns), takes the next dump before the last is max_age_ns old, of the ports
   // the last covered, without holding up the requests meanwhile. Otherwise does nothing.
   void RefreshIfDue();
+  // Nanoseconds until RefreshIfDue will have work (0: now); kNoRefreshDue while requests are
+  // not coming. The event loop waits no longer than this.
+  std::int64_t RefreshDueInNs();
+  static constexpr std::int64_t kNoRefreshDue = INT64_MAX;
 
   // Dumps taken so far (successful or not).
   std::uint64_t dumps() const;

@@ -2,8 +2,11 @@
 #include "link/shared_region.h"
 
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -112,6 +115,46 @@ StatusOr<std::unique_ptr<SharedRegion>> SharedRegion::Attach(int fd) {
         "shared memory has another layout (plugin and companion from different builds?)");
   }
   return std::unique_ptr<SharedRegion>(new SharedRegion(fd, false, base, size));
+}
+
+namespace {
+
+std::uint32_t* FutexWord(std::atomic<std::uint32_t>* word) {
+  return reinterpret_cast<std::uint32_t*>(word);
+}
+
+bool EventsUnread(const SharedHeader& header) {
+  return header.events.head.load(std::memory_order_acquire) !=
+         header.events.tail.load(std::memory_order_relaxed);
+}
+
+}  // namespace
+
+void WaitForBrokerEvents(SharedHeader* header, std::int64_t timeout_ns) {
+  if (timeout_ns <= 0) return;
+  const std::uint32_t seen = header->broker.wake.load(std::memory_order_acquire);
+  header->companion.waiting.store(1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!EventsUnread(*header)) {
+    timespec timeout{};
+    timeout.tv_sec = static_cast<time_t>(timeout_ns / 1000000000);
+    timeout.tv_nsec = static_cast<long>(timeout_ns % 1000000000);
+    // Not FUTEX_PRIVATE_FLAG: the word lies in a mapping two processes share. Any return (woken,
+    // the word already changed, the timeout, a signal) ends the wait: the caller polls.
+    syscall(SYS_futex, FutexWord(&header->broker.wake), FUTEX_WAIT, seen, &timeout, nullptr, 0);
+  }
+  header->companion.waiting.store(0, std::memory_order_relaxed);
+}
+
+bool WakeWaitingCompanion(SharedHeader* header) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (header->companion.waiting.load(std::memory_order_relaxed) == 0) return false;
+  if (!EventsUnread(*header)) return false;
+  header->companion.waiting.store(0, std::memory_order_relaxed);  // one wake per wait
+  auto& wake = header->broker.wake;
+  wake.store(wake.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  syscall(SYS_futex, FutexWord(&wake), FUTEX_WAKE, 1, nullptr, nullptr, 0);
+  return true;
 }
 
 }  // namespace mqc

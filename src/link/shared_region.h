@@ -25,7 +25,7 @@ static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
               "shared counters must be lock-free to be shared between processes");
 
 inline constexpr std::uint64_t kSharedMagic = 0x6d71632d73686d31ULL;  // "mqc-shm1"
-inline constexpr std::uint32_t kSharedVersion = 9;
+inline constexpr std::uint32_t kSharedVersion = 10;
 
 // The companion's life cycle as the broker sees it.
 enum class CompanionState : std::uint32_t { kStarting = 0, kServing = 1, kFailed = 2 };
@@ -222,13 +222,18 @@ struct CompanionControl {
   std::atomic<std::int32_t> http_port{0};
   std::atomic<std::uint64_t> resync_requested{0};  // bumped to ask for a full resync
   std::atomic<std::uint64_t> heartbeat{0};         // bumped by the companion's event loop
+  std::atomic<std::uint32_t> waiting{0};  // 1 while the event loop waits for the broker
   char failure[512] = {};  // why it failed; written before state becomes kFailed
 };
 
 struct BrokerControl {
   std::atomic<std::uint64_t> resync_started{0};  // the last resync generation begun
   std::atomic<std::uint64_t> events_lost{0};     // events dropped on a full ring
+  // A futex word: bumped, and the companion woken, when events wait for a waiting companion.
+  std::atomic<std::uint32_t> wake{0};
 };
+static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t),
+              "a futex word is a plain 32-bit integer");
 
 struct SharedHeader {
   std::uint64_t magic = kSharedMagic;
@@ -247,6 +252,20 @@ struct SharedHeader {
   std::uint64_t stats_offset = 0;
   std::uint64_t stats_slots = 0;
 };
+
+// The companion's event loop sleeps until the broker has written, so that an idle broker costs
+// nothing: the companion says it waits (CompanionControl::waiting), checks the events ring once
+// more, and sleeps on BrokerControl::wake (a futex in the shared mapping) up to a timeout; the
+// broker thread, at TICK (never per message), wakes it only when it waits and unread events are
+// there: at most one syscall per TICK. Both sides put a full fence between their store and their
+// load (the companion's `waiting` and the broker's ring head), so that one of the two always sees
+// the other: the events are read at the latest one TICK after they were written.
+//
+// The companion: returns once events are unread, it was woken, or `timeout_ns` passed.
+void WaitForBrokerEvents(SharedHeader* header, std::int64_t timeout_ns);
+// The broker thread at TICK: wakes a waiting companion when unread events are there; true
+// when it did (one futex syscall).
+bool WakeWaitingCompanion(SharedHeader* header);
 
 // Adds to a counter that only the broker thread writes: a plain load and store, no lock.
 inline void Bump(std::atomic<std::uint64_t>& counter, std::uint64_t by = 1) noexcept {
