@@ -335,7 +335,8 @@ int Run(int argc, char** argv) {
                            options.metrics_top_clients);
   exporter.SetBuildInfo(kPluginVersion, arguments.broker_version);
   HttpRouter router(
-      source, [&exporter] { return exporter.Render(); }, connect_service.Handler());
+      source, [&exporter] { return exporter.Render(); }, connect_service.Handler(),
+      connect_service.Methods());
 
   AccessTokens tokens(options.RequiresToken());
   TokenSet token_set;

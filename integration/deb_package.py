@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""The .deb that `cpack -G DEB` makes from this build tree: its control fields, its files, and
-the plugin loaded from where the package puts it into the real broker, with no `companion`
-option, serving a real client back over HTTP.
+"""The .deb that `cpack -G DEB` makes from this build tree: its control fields, its files, what
+Debian's lintian says of it, and the plugin loaded from where the package puts it into the real
+broker, with no `companion` option, serving a real client back over HTTP.
 
 Registered by the top-level CMakeLists.txt (packaging section) for unsanitized builds only; it
 reuses the build tree named by MQC_BUILD_DIR.
 """
 
+import gzip
 import os
 import re
 import shutil
@@ -21,6 +22,15 @@ VERSION = os.environ.get("MQC_VERSION", "")
 DEB_VERSION = os.environ.get("MQC_DEB_VERSION", "")  # e.g. 0.1.0-1~deb12
 PLUGIN_DIR = os.environ.get("MQC_DEB_PLUGIN_DIR", "")  # e.g. /usr/lib/x86_64-linux-gnu/...
 EXAMPLE_CONF = "/usr/share/doc/mosquitto-connections/examples/00-mosquitto-connections.conf"
+DOC = "/usr/share/doc/mosquitto-connections"
+MAN_PAGE = "/usr/share/man/man1/mosquitto-connections.1.gz"
+# lintian's tags that fail the package: errors and warnings. The others are shown and accepted:
+# I: (info) says what a stricter build could add (on Debian 12: hardening-no-bindnow and
+# hardening-no-fortify-functions, the build's own compiler flags; binary-has-unneeded-section
+# .comment, the compiler's version string), X: (experimental) executable-in-usr-lib names the
+# companion, which the package keeps in its own folder under /usr/lib as Debian's policy allows
+# for a program that only another program starts; P: (pedantic), C:, O: and N: are notes.
+LINTIAN_FAILING = ("E", "W")
 
 
 def run(*command):
@@ -145,14 +155,81 @@ class DebPackageTest(unittest.TestCase):
         self.assertEqual(files, sorted([PLUGIN_DIR.lstrip("/") + "/mosquitto_connections.so",
                                         PLUGIN_DIR.lstrip("/") + "/mosquitto_connections_companion",
                                         "usr/bin/mosquitto-connections",
+                                        MAN_PAGE.lstrip("/"),
                                         EXAMPLE_CONF.lstrip("/"),
-                                        "usr/share/doc/mosquitto-connections/copyright"]))
+                                        DOC.lstrip("/") + "/copyright",
+                                        DOC.lstrip("/") + "/changelog.Debian.gz",
+                                        DOC.lstrip("/") + "/changelog.gz"]))
         companion = os.stat(self.root + PLUGIN_DIR + "/mosquitto_connections_companion")
         self.assertTrue(companion.st_mode & 0o111, "the companion is executable")
         cli = self.root + "/usr/bin/mosquitto-connections"
         self.assertTrue(os.stat(cli).st_mode & 0o111, "the command line is executable")
         # It runs from where the package puts it, with Debian's python3 only.
         self.assertIn("usage: mosquitto-connections", run(cli, "--help"))
+
+    def test_manual_page_and_changelogs(self):
+        self.extract()
+        with gzip.open(self.root + MAN_PAGE, "rt") as f:
+            self.assertIn(f'.TH MOSQUITTO-CONNECTIONS 1 "" "mosquitto-connections {VERSION}"',
+                          f.read())
+        with gzip.open(self.root + DOC + "/changelog.Debian.gz", "rt") as f:
+            entry = f.read()
+        # Its first line names this package's version; its signature the Maintainer field.
+        self.assertRegex(entry, rf"^mosquitto-connections \({re.escape(DEB_VERSION)}\) "
+                                r"[a-z]+; urgency=medium\n")
+        self.assertIn(f"\n -- {self.field('Maintainer')}  ", entry)
+        self.assertRegex(self.field("Maintainer"), r"^[^<>]+ <[^<>@ ]+@[^<>@ ]+>$")
+        with gzip.open(self.root + DOC + "/changelog.gz", "rt") as f:
+            with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                   "CHANGELOG.md")) as source:
+                self.assertEqual(f.read(), source.read())
+
+    def test_description_says_what_the_readme_says(self):
+        description = self.field("Description")
+        self.assertIn("2.0.11 to 2.1.x", description)  # README: "Add it to an existing Mosquitto"
+        self.assertIn(EXAMPLE_CONF, description)
+        self.assertIn("/etc/mosquitto/conf.d/", description)
+        self.assertNotIn("mosquitto.conf:", description)
+        for line in description.splitlines():
+            self.assertLessEqual(len(line), 80, line)
+
+    def test_lintian_reports_no_error_and_no_warning(self):
+        lintian = shutil.which("lintian")
+        self.assertIsNotNone(lintian,
+                             "Debian's lintian package is needed (scripts/debian-packages-test.txt)")
+        result = subprocess.run(
+            [lintian, "--display-info", "--display-experimental", "--fail-on", "error,warning",
+             self.deb], capture_output=True, text=True, timeout=300)
+        tags = re.findall(r"^([A-Z]): mosquitto-connections(?: [a-z]+)?: (\S+)(.*)$",
+                          result.stdout, re.M)
+        print("\n" + result.stdout)  # the accepted tags, for the test's log
+        failing = [f"{kind}: {tag}{rest}" for kind, tag, rest in tags if kind in LINTIAN_FAILING]
+        self.assertEqual(failing, [])
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+
+    def test_the_examples_install_leaves_the_command_line_to_the_deb(self):
+        """scripts/run-example.sh's own install line, run into a scratch prefix: the plugin and
+        its companion only, so that no /usr/local/bin copy hides the .deb's /usr/bin one; a
+        plain `cmake --install` (the README's source install) has the command line and its
+        manual page."""
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts",
+                              "run-example.sh")
+        with open(script) as f:
+            lines = [line for line in f if line.startswith("cmake --install build ")]
+        self.assertEqual(len(lines), 1, lines)
+        words = lines[0].split(">")[0].split()
+        self.assertEqual(words[:5], ["cmake", "--install", "build", "--prefix", "/usr/local"])
+
+        def installed(arguments):
+            prefix = tempfile.mkdtemp(prefix="prefix-", dir=self.work)
+            run("cmake", "--install", BUILD_DIR, "--prefix", prefix, *arguments)
+            return sorted(os.path.relpath(os.path.join(folder, f), prefix)
+                          for folder, _, names in os.walk(prefix) for f in names)
+        self.assertEqual(installed(words[5:]), ["lib/mosquitto/mosquitto_connections.so",
+                                                "lib/mosquitto/mosquitto_connections_companion"])
+        everything = installed([])
+        self.assertIn("bin/mosquitto-connections", everything)
+        self.assertIn("share/man/man1/mosquitto-connections.1.gz", everything)
 
     def test_the_example_drop_in_file_loads_the_plugin_from_include_dir(self):
         # The example, copied into a conf.d folder that the broker's configuration includes, as

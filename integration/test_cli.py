@@ -617,6 +617,65 @@ if __name__ == "__main__":
     unittest.main()
 
 
+def load_cli():
+    """cli/mosquitto-connections as a module, for its tables without a broker."""
+    import importlib.machinery
+    import importlib.util
+    loader = importlib.machinery.SourceFileLoader("mosquitto_connections_cli", CLI)
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+class ReadmeSamplesTest(unittest.TestCase):
+    def test_the_readmes_list_samples_have_the_columns_the_cli_prints(self):
+        """Each `list` table in the README has the header the CLI prints and a cell per column
+        in each row, so that a new column cannot leave the samples behind."""
+        columns = load_cli().COLUMNS
+        self.assertEqual(columns, HEADER)
+        readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "README.md")
+        with open(readme) as f:
+            lines = f.read().splitlines()
+        tables = 0
+        for number, line in enumerate(lines):
+            if not line.startswith("CLIENT-ID "):
+                continue
+            tables += 1
+            self.assertEqual(line.split(), columns, f"README.md line {number + 1}")
+            for row in lines[number + 1:]:
+                if not row.strip() or row.startswith(("$", "```")):
+                    break
+                self.assertEqual(len(row.split()), len(columns), f"README.md: {row}")
+        self.assertGreaterEqual(tables, 3)
+
+
+class ManualPageTest(unittest.TestCase):
+    def test_the_manual_page_names_every_command_and_option(self):
+        """cli/mosquitto-connections.1.in (the .deb's and `cmake --install`'s manual page) has a
+        line for each command and each option string of the program's parser."""
+        import argparse
+        page_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli",
+                                 "mosquitto-connections.1.in")
+        with open(page_path) as f:
+            page = f.read().replace("\\-", "-")  # roff's minus signs as the program spells them
+        parser = load_cli().build_parser()
+        names = set()
+
+        def collect(parser):
+            for action in parser._actions:
+                names.update(action.option_strings)
+                if isinstance(action, argparse._SubParsersAction):
+                    for command, subparser in action.choices.items():
+                        names.add(command)
+                        collect(subparser)
+        collect(parser)
+        self.assertGreater(len(names), 20)
+        for name in sorted(names):
+            pattern = r"(?m)^\.(B|BR|BI|TP)\b.*(?<![\w-])" + re.escape(name) + r"(?![\w-])"
+            self.assertTrue(re.search(pattern, page), f"{name} is not in {page_path}")
+
+
 class TopPinningTest(unittest.TestCase):
     """top's order without a broker: each server's top-clients metric first, in its order, then
     the rest by the rate measured between the two samples (the real broker's figures:
@@ -624,12 +683,7 @@ class TopPinningTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        import importlib.machinery
-        import importlib.util
-        loader = importlib.machinery.SourceFileLoader("mosquitto_connections_cli", CLI)
-        spec = importlib.util.spec_from_loader(loader.name, loader)
-        cls.cli = importlib.util.module_from_spec(spec)
-        loader.exec_module(cls.cli)
+        cls.cli = load_cli()
 
     def frame_order(self, top, sort="rate", held=None):
         class Node:

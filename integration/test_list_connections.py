@@ -229,7 +229,16 @@ class FieldsTest(unittest.TestCase):
             "/mqtt.connections.v1.ConnectionsService/KickConnection", method="POST", body=b"{}",
             headers=HEADERS)
         self.assertEqual(status, 501)
-        self.assertEqual(json.loads(text)["code"], "unimplemented")
+        error = json.loads(text)
+        self.assertEqual(error["code"], "unimplemented")
+        # The answer names every method the schema declares, each of which the companion serves.
+        schema = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "proto", "mqtt",
+                              "connections", "v1", "connections.proto")
+        with open(schema) as f:
+            methods = sorted(re.findall(r"^\s*rpc\s+(\w+)\s*\(", f.read(), re.MULTILINE))
+        self.assertGreaterEqual(len(methods), 6, methods)
+        self.assertEqual(error["message"], "method 'KickConnection' is not implemented; "
+                         "implemented: " + ", ".join(methods))
         # The broker kept routing through all of it.
         sub = Client(self.broker, "after-connect-errors")
         sub.subscribe("events/ok", 1)

@@ -17,9 +17,12 @@ from paho.mqtt.properties import Properties
 from harness import (BROKER_VERSION, MOSQUITTO_PASSWD, Broker, Client, broker_tool, free_port,
                      stop_process, wait_for)
 
+# The contract's label values (../shared/spec/README.md, "GET /metrics"): exactly these, so that
+# a KubeMQ dashboard's `sum by (operation)` sees no value of this project's own.
 OPERATIONS = ["publish_events", "publish_store", "publish_queues", "rpc_command", "rpc_query",
-              "deliver_events", "deliver_store", "deliver_queues", "rpc_response", "subscribe"]
+              "deliver_events", "deliver_store", "deliver_queues", "rpc_response"]
 STATUSES = ["success", "error", "dropped"]
+DURATION_OPERATIONS = ["rpc_command", "rpc_query", "rpc_response"]
 BUCKETS = ["0.01", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10", "30", "60", "+Inf"]
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
@@ -55,6 +58,35 @@ class Metrics:
 
     def histogram_count(self, operation):
         return self.get("kubemq_mqtt_operation_duration_seconds_count", operation=operation)
+
+    def subscribes(self, status):
+        """mosquitto_connections_subscribes_total: SUBSCRIBE filters made (success) or refused by
+        strict mode (error)."""
+        return self.get("mosquitto_connections_subscribes_total", status=status)
+
+    def off_contract_labels(self):
+        """The kubemq_mqtt_* samples with an `operation` or `status` outside the contract's sets,
+        or whose seed family carries other label names than the contract's ([] when none).
+        kubemq_mqtt_http_requests_total's `status` is an HTTP status, not an outcome."""
+        wrong = []
+        for (name, labels) in sorted(self.samples, key=repr):
+            if not name.startswith("kubemq_mqtt_"):
+                continue
+            values = dict(labels)
+            if "operation" in values and values["operation"] not in OPERATIONS:
+                wrong.append((name, values))
+            if ("status" in values and values["status"] not in STATUSES
+                    and name != "kubemq_mqtt_http_requests_total"):
+                wrong.append((name, values))
+            if name == "kubemq_mqtt_operations_total" and set(values) != {"operation", "status"}:
+                wrong.append((name, values))
+            if name.startswith("kubemq_mqtt_operation_duration_seconds"):
+                if values.get("operation") not in DURATION_OPERATIONS or (
+                        set(values) - {"operation", "le"}):
+                    wrong.append((name, values))
+            if name == "kubemq_mqtt_connections" and values:
+                wrong.append((name, values))
+        return wrong
 
 
 def delta(before, after, operation, status):
@@ -131,9 +163,40 @@ class MetricsTest(unittest.TestCase):
             histogram_ops = {dict(labels)["operation"] for (name, labels) in m.samples
                              if name == "kubemq_mqtt_operation_duration_seconds_count"}
             self.assertEqual(histogram_ops, {"rpc_command", "rpc_query", "rpc_response"})
+            operations = {dict(labels)["operation"] for (name, labels) in m.samples
+                          if name == "kubemq_mqtt_operations_total"}
+            self.assertEqual(operations, set(OPERATIONS))
+            self.assertEqual(m.types["mosquitto_connections_subscribes_total"], "counter")
+            self.assertEqual((m.subscribes("success"), m.subscribes("error")), (0, 0))
+            self.assertEqual(m.off_contract_labels(), [])
             for (name, labels) in m.samples:
                 for key, _ in labels:
                     self.assertNotIn(key, ("client_id", "client", "username"), name)
+        broker.cleanup_dir()
+
+    def test_subscriptions_count_in_the_projects_own_family_not_as_an_operation(self):
+        """Subscriptions, publishes, deliveries and an RPC round trip: every kubemq_mqtt_* sample
+        keeps the contract's operations and statuses, and each SUBSCRIBE filter counts in
+        mosquitto_connections_subscribes_total."""
+        with Broker() as broker:
+            before = Metrics(broker)
+            responder = Responder(broker, "l-responder")  # two filters
+            sub = Client(broker, "l-sub", version=5)
+            for topic in ("events/#", "store/orders", "$share/g/queues/jobs", "$SYS/#"):
+                sub.subscribe(topic, 1)
+            requester = Client(broker, "l-requester", version=5)
+            requester.subscribe("$reply/l-requester/#", 1)
+            requester.publish("commands/svc/x", b"go", qos=1,
+                              properties=v5_properties("$reply/l-requester/c", b"c"))
+            requester.publish("events/a", b"x", qos=1)
+            requester.publish("events//bad", b"x", qos=1)
+            after = wait_metrics(broker, lambda m: delta(before, m, "rpc_response", "success") == 1,
+                                 what="the RPC response delivered")
+            self.assertEqual(after.subscribes("success") - before.subscribes("success"), 2 + 4 + 1)
+            self.assertEqual(after.subscribes("error"), 0)
+            self.assertEqual(after.off_contract_labels(), [])
+            for c in (responder.client, sub, requester):
+                c.disconnect()
         broker.cleanup_dir()
 
     def test_publishes_and_deliveries_by_pattern(self):

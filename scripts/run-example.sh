@@ -52,7 +52,10 @@ fi
 scripts/install-deps.sh --example
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMQC_TESTS=OFF > /dev/null
 cmake --build build -j "$(nproc)" --target mosquitto_connections mosquitto_connections_companion
-cmake --install build --prefix /usr/local > /dev/null
+# The plugin and its companion only: a command line in /usr/local/bin would come before the
+# .deb's /usr/bin copy on the PATH once the README's .deb is installed too (the clone's
+# cli/mosquitto-connections runs as it is).
+cmake --install build --prefix /usr/local --component plugin > /dev/null
 
 stop
 # The broker drops to user mosquitto before the plugin starts, and the plugin reads the
@@ -70,4 +73,5 @@ done
 grep "serving on" "$state/mosquitto.log"
 echo "Mosquitto runs (pid $(cat "$pidfile"), log $state/mosquitto.log)."
 echo "Try: curl -s http://127.0.0.1:8080/api/mqtt/connections | jq ."
+echo "     cli/mosquitto-connections list"
 echo "Stop it with: scripts/run-example.sh stop"

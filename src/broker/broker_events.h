@@ -728,8 +728,9 @@ class BrokerEvents {
 
   // Strict mode (plugin_opt_kubemq_strict, docs/topic-mapping.md): whether KubeMQ would refuse
   // this SUBSCRIBE filter (KubemqSubscribeRefusal decides); a refused one is counted as an
-  // error of operation `subscribe`. A filter the client already holds is a re-check (a kick's,
-  // 2.0.12 on) or a renewal of a subscription accepted when it was made: never refused here.
+  // error of mosquitto_connections_subscribes_total. A filter the client already holds is a
+  // re-check (a kick's, 2.0.12 on) or a renewal of a subscription accepted when it was made:
+  // never refused here.
   [[gnu::noinline, gnu::cold]] bool StrictRefusesSubscribe(const AclCheckEvent& data) {
     try {
       SessionTable& sessions = *state_.sessions;

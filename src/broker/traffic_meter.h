@@ -91,11 +91,12 @@ class TrafficMeter {
   static void OnRequest(ConnectionStatsSlot* stats) {
     if (stats != nullptr) Bump(stats->request_count);
   }
-  // A SUBSCRIBE filter: a request, and operation `subscribe`, success when the broker made the
-  // subscription, error when strict mode refused it.
+  // A SUBSCRIBE filter: a request, and a count of mosquitto_connections_subscribes_total,
+  // success when the broker made the subscription, error when strict mode refused it.
   void OnSubscribe(ConnectionStatsSlot* stats, bool made) {
     OnRequest(stats);
-    Count(Operation::kSubscribe, made);
+    const SubscribeStatus status = made ? SubscribeStatus::kSuccess : SubscribeStatus::kError;
+    Bump(counters_->subscribes[static_cast<std::size_t>(status)]);
   }
 
   void OnTick(std::int64_t monotonic_ns) { rpc_.OnTick(monotonic_ns); }

@@ -43,9 +43,11 @@ using prometheus::MetricType;
 
 // Label values, in the order of the enums that index the shared counters.
 constexpr std::array<const char*, kOperationCount> kOperationLabels = {
-    "publish_events", "publish_store", "publish_queues", "rpc_command",  "rpc_query",
-    "deliver_events", "deliver_store", "deliver_queues", "rpc_response", "subscribe"};
+    "publish_events", "publish_store", "publish_queues", "rpc_command", "rpc_query",
+    "deliver_events", "deliver_store", "deliver_queues", "rpc_response"};
 constexpr std::array<const char*, kStatusCount> kStatusLabels = {"success", "error", "dropped"};
+constexpr std::array<const char*, kSubscribeStatusCount> kSubscribeStatusLabels = {"success",
+                                                                                   "error"};
 constexpr std::array<const char*, kDurationOperationCount> kDurationLabels = {
     "rpc_command", "rpc_query", "rpc_response"};
 constexpr std::array<const char*, 8> kCloseReasonLabels = {  // by CloseReason
@@ -64,6 +66,12 @@ static_assert(static_cast<std::size_t>(CloseReason::kAccessRevoked) + 1 ==
                       kCloseReasonLabels.size() &&
                   std::extent_v<decltype(BrokerCounters::disconnects)> == kCloseReasonLabels.size(),
               "one disconnects counter and one label per CloseReason");
+static_assert(static_cast<std::size_t>(Operation::kRpcResponse) + 1 == kOperationLabels.size() &&
+                  static_cast<std::size_t>(OperationStatus::kDropped) + 1 == kStatusLabels.size(),
+              "one label per Operation and per OperationStatus");
+static_assert(static_cast<std::size_t>(SubscribeStatus::kError) + 1 ==
+                  kSubscribeStatusLabels.size(),
+              "one label per SubscribeStatus");
 static_assert(static_cast<std::size_t>(Pattern::kNone) == 0 &&
                   static_cast<std::size_t>(Pattern::kQueries) == 5,
               "kPatternLabels follows Pattern");
@@ -141,6 +149,7 @@ class MetricsExporter::BrokerCollector : public prometheus::Collectable {
                                      "CONNECTs the broker refused.", counters.connects_refused));
     families.push_back(Disconnects());
     families.push_back(Subscriptions());
+    families.push_back(Subscribes());
     families.push_back(SingleCounter("kubemq_mqtt_received_messages_total",
                                      "PUBLISH messages received from clients.",
                                      counters.received_messages));
@@ -215,6 +224,21 @@ class MetricsExporter::BrokerCollector : public prometheus::Collectable {
     const auto counts = registry_.SubscriptionsByPattern();
     for (std::size_t pattern = 0; pattern < counts.size(); ++pattern) {
       AddGauge(&family, counts[pattern], {{"pattern", kPatternLabels[pattern]}});
+    }
+    return family;
+  }
+
+  // The project's own family, not kubemq_mqtt_operations_total: KubeMQ has no subscribe
+  // operation, and a tenth operation would change every `sum by (operation)` of a KubeMQ
+  // dashboard.
+  MetricFamily Subscribes() const {
+    MetricFamily family = NewFamily(
+        "mosquitto_connections_subscribes_total",
+        "SUBSCRIBE filters: made by the broker (success), refused by KubeMQ strict mode (error).",
+        MetricType::Counter);
+    for (std::size_t status = 0; status < kSubscribeStatusCount; ++status) {
+      AddCounter(&family, Load(shared_.counters.subscribes[status]),
+                 {{"status", kSubscribeStatusLabels[status]}});
     }
     return family;
   }

@@ -31,7 +31,8 @@ inline constexpr std::uint32_t kSharedVersion = 10;
 enum class CompanionState : std::uint32_t { kStarting = 0, kServing = 1, kFailed = 2 };
 
 // kubemq_mqtt_operations_total{operation,status}: the order of these enums is the order of the
-// counters in the shared region.
+// counters in the shared region. Exactly the contract's nine operations and three statuses:
+// KubeMQ dashboards sum this family by operation, so nothing of the project's own goes here.
 enum class Operation : std::uint8_t {
   kPublishEvents,
   kPublishStore,
@@ -42,11 +43,16 @@ enum class Operation : std::uint8_t {
   kDeliverStore,
   kDeliverQueues,
   kRpcResponse,
-  kSubscribe,  // each SUBSCRIBE filter: made (success), refused by KubeMQ strict mode (error)
 };
 enum class OperationStatus : std::uint8_t { kSuccess, kError, kDropped };
-inline constexpr std::size_t kOperationCount = 10;
+inline constexpr std::size_t kOperationCount = 9;
 inline constexpr std::size_t kStatusCount = 3;
+
+// mosquitto_connections_subscribes_total{status}: each SUBSCRIBE filter, made by the broker
+// (success) or refused by KubeMQ strict mode (error). The project's own family: KubeMQ has no
+// subscribe operation.
+enum class SubscribeStatus : std::uint8_t { kSuccess, kError };
+inline constexpr std::size_t kSubscribeStatusCount = 2;
 
 // kubemq_mqtt_operation_duration_seconds: observed for rpc_command, rpc_query, rpc_response.
 inline constexpr std::size_t kDurationOperationCount = 3;  // in that order
@@ -74,6 +80,7 @@ struct BrokerCounters {
   std::atomic<std::uint64_t> delivered_messages{0};
   std::atomic<std::uint64_t> delivered_bytes{0};  // payload bytes queued to subscribers
   std::atomic<std::uint64_t> connects_banned{0};  // CONNECTs refused for a ban (also refused)
+  std::atomic<std::uint64_t> subscribes[kSubscribeStatusCount] = {};  // by SubscribeStatus
 };
 
 // Per-connection traffic, in a slot the broker assigns at CONNECT (ConnectionEvent::stats_slot).

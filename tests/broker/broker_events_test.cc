@@ -474,7 +474,7 @@ TEST_F(BrokerEventsTest, PresenceIsSetUpOnlyWhenAskedAndPublishesThroughTheBroke
 // ---- strict mode ----
 
 // Strict mode refuses a SUBSCRIBE KubeMQ would refuse, on 2.1 through its ACL_CHECK (IGNORE for
-// everything else), and counts it as an error of operation `subscribe`.
+// everything else), and counts it as an error of mosquitto_connections_subscribes_total.
 TEST_F(BrokerEventsTest, StrictModeOn21RefusesWhatKubemqWouldAndIgnoresTheRest) {
   Use(FakeBroker::Api21());
   state_.options.kubemq_strict = true;
@@ -487,11 +487,7 @@ TEST_F(BrokerEventsTest, StrictModeOn21RefusesWhatKubemqWouldAndIgnoresTheRest) 
   EXPECT_EQ(Events().OnAclCheck21(AclCheck(&client, kAclSubscribe, "events/#")),
             kBrokerErrPluginIgnore);
   EXPECT_EQ(Events().OnAclCheck21(AclCheck(&client, kAclWrite, "store/#")), kBrokerErrPluginIgnore);
-  EXPECT_EQ(counters_
-                .operations[static_cast<int>(Operation::kSubscribe)]
-                           [static_cast<int>(OperationStatus::kError)]
-                .load(),
-            2u);
+  EXPECT_EQ(counters_.subscribes[static_cast<int>(SubscribeStatus::kError)].load(), 2u);
   // Without strict mode, the same filter is the broker's to decide.
   state_.options.kubemq_strict = false;
   EXPECT_EQ(Events().OnAclCheck21(AclCheck(&client, kAclSubscribe, "store/#")),

@@ -116,13 +116,19 @@ TEST_F(TrafficMeterTest, TheCachedTopicKeepsItsVerdictForTheFastPath) {
   EXPECT_FALSE(meter_.TryPublishCached(&stats_, "events//other", 1));
 }
 
-TEST_F(TrafficMeterTest, SubscriptionsCountAsRequestsAndAsOperationSubscribe) {
+// SUBSCRIBE outcomes have a family of their own: no KubeMQ operation moves.
+TEST_F(TrafficMeterTest, SubscriptionsCountAsRequestsAndInTheirOwnCounters) {
   meter_.OnSubscribe(&stats_, /*made=*/true);
   meter_.OnSubscribe(&stats_, /*made=*/true);
   meter_.OnSubscribe(nullptr, /*made=*/false);
-  EXPECT_EQ(Ops(Operation::kSubscribe, OperationStatus::kSuccess), 2u);
-  EXPECT_EQ(Ops(Operation::kSubscribe, OperationStatus::kError), 1u);
+  EXPECT_EQ(counters_.subscribes[static_cast<int>(SubscribeStatus::kSuccess)].load(), 2u);
+  EXPECT_EQ(counters_.subscribes[static_cast<int>(SubscribeStatus::kError)].load(), 1u);
   EXPECT_EQ(stats_.request_count.load(), 2u);
+  for (std::size_t op = 0; op < kOperationCount; ++op) {
+    for (std::size_t status = 0; status < kStatusCount; ++status) {
+      EXPECT_EQ(counters_.operations[op][status].load(), 0u) << op << " " << status;
+    }
+  }
 }
 
 TEST_F(TrafficMeterTest, DefaultPatternDecidesUnprefixedTopics) {

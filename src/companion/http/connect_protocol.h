@@ -6,9 +6,11 @@
 // admin views disconnect_view.h and ban_view.h). Nothing here reads or writes one codec.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "companion/connection.h"
 #include "companion/connection_changes.h"
@@ -23,6 +25,14 @@ using ConnectRpcHandler =
     std::function<HttpResponse(const std::string& method, const HttpRequest& request)>;
 
 inline constexpr char kConnectRpcServicePrefix[] = "/mqtt.connections.v1.ConnectionsService/";
+
+// "A, B, C": method names as an `unimplemented` answer lists the implemented ones, sorted.
+inline std::string JoinMethodNames(std::vector<std::string> names) {
+  std::sort(names.begin(), names.end());
+  std::string joined;
+  for (const std::string& name : names) joined += (joined.empty() ? "" : ", ") + name;
+  return joined;
+}
 
 enum class ConnectCodec : std::uint8_t { kJson, kProto };
 

@@ -289,17 +289,19 @@ ConnectRpcService::ConnectRpcService(const ConnectionSource& source,
 
 HttpResponse ConnectRpcService::Handle(const std::string& method,
                                        const HttpRequest& request) const {
-  if (method == kWatchConnections && live_ != nullptr && changes_ != nullptr) {
-    return HandleWatchConnections(request);
-  }
-  if (method != kListConnections) {
-    const std::string implemented =
-        std::string(kListConnections) +
-        (live_ != nullptr && changes_ != nullptr ? ", " + std::string(kWatchConnections) : "");
-    return ConnectRpcError(kUnimplemented, "method " + QuoteForMessage(method) +
-                                               " is not implemented; implemented: " + implemented);
-  }
-  return HandleListConnections(request);
+  if (method == kWatchConnections && Watches()) return HandleWatchConnections(request);
+  if (method == kListConnections) return HandleListConnections(request);
+  // Through HttpRouter only a method of Methods() comes here; the router's answer to any other
+  // also names the methods of its own routes.
+  return ConnectRpcError(kUnimplemented,
+                         "method " + QuoteForMessage(method) +
+                             " is not implemented; implemented: " + JoinMethodNames(Methods()));
+}
+
+std::vector<std::string> ConnectRpcService::Methods() const {
+  std::vector<std::string> methods = {std::string(kListConnections)};
+  if (Watches()) methods.emplace_back(kWatchConnections);
+  return methods;
 }
 
 ConnectRpcHandler ConnectRpcService::Handler() const {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "companion/connection.h"
 #include "companion/connection_changes.h"
@@ -55,9 +56,14 @@ class ConnectRpcService {
   // Handle() bound to this service, for HttpRouter. The service must outlive the handler.
   ConnectRpcHandler Handler() const;
 
+  // The methods Handle() answers (WatchConnections only with `live` and `changes`), for
+  // HttpRouter, which answers every other method itself.
+  std::vector<std::string> Methods() const;
+
  private:
   HttpResponse HandleListConnections(const HttpRequest& request) const;
   HttpResponse HandleWatchConnections(const HttpRequest& request) const;
+  bool Watches() const { return live_ != nullptr && changes_ != nullptr; }
 
   const ConnectionSource& source_;
   const ConnectRpcServiceOptions::Clock clock_;

@@ -28,12 +28,14 @@
 //   no-cache (a new build's files are fetched at once). The path "/" is exact, not a prefix.
 #include "companion/http/http_router.h"
 
+#include <algorithm>
 #include <exception>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "companion/http/embedded_files.h"
 #include "companion/http/view_util.h"
@@ -126,7 +128,7 @@ std::string_view HttpPathLabel(std::string_view path) noexcept {
 }
 
 HttpRouter::HttpRouter(const ConnectionSource& connections, MetricsProvider metrics,
-                       ConnectRpcHandler connect)
+                       ConnectRpcHandler connect, std::vector<std::string> connect_methods)
     : connections_(connections) {
   routes_.push_back({kConnectionsPath, kGetMethods, ErrorFormat::kKubeMq,
                      [this](const HttpRequest& request, std::string_view, const Caller&) {
@@ -228,16 +230,29 @@ HttpRouter::HttpRouter(const ConnectionSource& connections, MetricsProvider metr
     route.admin_off = kBanningOff;
     routes_.push_back(std::move(route));
   }
-  routes_.push_back({kConnectRpcServicePrefix, kConnectRpcMethods, ErrorFormat::kConnectRpc,
-                     [connect = std::move(connect)](const HttpRequest& request,
-                                                    std::string_view method, const Caller&) {
-                       if (!connect) {
-                         return ConnectRpcErrorResponse(
-                             Status(StatusCode::kUnimplemented,
-                                    "method " + QuoteForMessage(method) + " is not implemented"));
-                       }
-                       return connect(std::string(method), request);
-                     }});
+  // Every Connect method answered, from the routes above and what `connect` says it answers:
+  // the one list, so that a new route or service method is named without a second list.
+  const std::string_view prefix = kConnectRpcServicePrefix;
+  for (const Route& route : routes_) {
+    if (route.path.size() > prefix.size() && route.path.substr(0, prefix.size()) == prefix) {
+      implemented_.emplace_back(route.path.substr(prefix.size()));
+    }
+  }
+  const bool filtered = !connect_methods.empty();
+  implemented_.insert(implemented_.end(), connect_methods.begin(), connect_methods.end());
+  std::sort(implemented_.begin(), implemented_.end());
+  routes_.push_back(
+      {kConnectRpcServicePrefix, kConnectRpcMethods, ErrorFormat::kConnectRpc,
+       [this, filtered, connect = std::move(connect), served = std::move(connect_methods)](
+           const HttpRequest& request, std::string_view method, const Caller&) {
+         if (connect &&
+             (!filtered || std::find(served.begin(), served.end(), method) != served.end())) {
+           return connect(std::string(method), request);
+         }
+         std::string message = "method " + QuoteForMessage(method) + " is not implemented";
+         if (!implemented_.empty()) message += "; implemented: " + JoinMethodNames(implemented_);
+         return ConnectRpcErrorResponse(Status(StatusCode::kUnimplemented, message));
+       }});
 }
 
 const HttpRouter::Route* HttpRouter::Find(std::string_view path) const {

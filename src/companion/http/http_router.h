@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Maps HTTP requests to the companion's views, from one route table:
+// Maps HTTP requests to the companion's views, from one route table (which is also where an
+// `unimplemented` answer to an unknown Connect method takes the implemented ones from):
 //   GET    /api/mqtt/connections                        KubeMQ connections endpoint
 //   DELETE /api/mqtt/connections/{client_id}            disconnect (admin)
 //   GET    /api/mqtt/bans, POST (admin)                 the ban list, a new ban (ban_view.h)
@@ -55,9 +56,16 @@ std::string_view HttpPathLabel(std::string_view path) noexcept;
 class HttpRouter {
  public:
   // `connections` must outlive the router. Empty `metrics`: /metrics is 404. Empty `connect`:
-  // every Connect call is answered `unimplemented` (501).
+  // every Connect call but the router's own Connect routes is answered `unimplemented` (501).
+  // `connect_methods`: the methods `connect` implements (ConnectRpcService::Methods()); the
+  // router answers any other method `unimplemented` with the list of every implemented one, its
+  // own routes' included. Empty: every method without a route of its own goes to `connect`.
   HttpRouter(const ConnectionSource& connections, MetricsProvider metrics,
-             ConnectRpcHandler connect);
+             ConnectRpcHandler connect, std::vector<std::string> connect_methods = {});
+
+  // Every Connect method this router answers, sorted: its own Connect routes' and
+  // `connect_methods`. What an `unimplemented` answer lists.
+  const std::vector<std::string>& connect_methods() const { return implemented_; }
   // Its routes point back at it: not copied or moved.
   HttpRouter(const HttpRouter&) = delete;
   HttpRouter& operator=(const HttpRouter&) = delete;
@@ -129,6 +137,7 @@ class HttpRouter {
   const std::string ban_rpc_path_ = std::string(kConnectRpcServicePrefix) + kBanClientMethod;
   const std::string unban_rpc_path_ = std::string(kConnectRpcServicePrefix) + kUnbanClientMethod;
   std::vector<Route> routes_;
+  std::vector<std::string> implemented_;  // sorted; from routes_ and `connect_methods`
 };
 
 }  // namespace mqc

@@ -516,9 +516,11 @@ TEST_F(ConnectRpcServiceTest, PageTokenFromAnotherQueryIsRefused) {
 TEST_F(ConnectRpcServiceTest, UnknownMethodIsUnimplemented) {
   for (const std::string method : {"Foo", "", "listConnections", "ListConnections/", "Get"}) {
     const HttpResponse response = Call(Post(""), method);
-    ExpectError(response, 501, "unimplemented", "method '" + method + "' is not implemented");
+    ExpectError(response, 501, "unimplemented",
+                "method '" + method + "' is not implemented; implemented: ListConnections");
   }
   EXPECT_EQ(source_.snapshots.load(), 0);
+  EXPECT_EQ(service_.Methods(), std::vector<std::string>{"ListConnections"});  // no live view
 }
 
 TEST_F(ConnectRpcServiceTest, OtherHttpMethodsAreRefused) {

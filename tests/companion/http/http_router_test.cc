@@ -3,6 +3,7 @@
 #include "companion/http/http_router.h"
 
 #include <gmock/gmock.h>
+#include <google/protobuf/descriptor.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -14,10 +15,12 @@
 #include <vector>
 
 #include "companion/connection.h"
+#include "companion/connection_changes.h"
 #include "companion/http/access_tokens.h"
 #include "companion/http/connect_rpc_service.h"
 #include "companion/http/host_check.h"
 #include "companion/json_util.h"
+#include "mqtt/connections/v1/connections.pb.h"
 
 namespace mqc {
 namespace {
@@ -298,7 +301,60 @@ TEST_F(HttpRouterTest, ConnectWithoutHandlerIsUnimplemented) {
   EXPECT_EQ(response.status, 501);
   EXPECT_EQ(response.content_type, "application/json");
   EXPECT_EQ(response.body,
-            R"({"code":"unimplemented","message":"method 'ListConnections' is not implemented"})");
+            R"({"code":"unimplemented","message":"method 'ListConnections' is not implemented; )"
+            R"(implemented: BanClient, DisconnectConnection, ListBans, UnbanClient"})");
+}
+
+// An empty live view: WatchConnections is wired as the companion wires it.
+class EmptyLive : public LiveConnections {
+ public:
+  ConnectionList LiveSnapshot(std::uint64_t* as_of) const override {
+    *as_of = 0;
+    return {};
+  }
+  bool synced() const override { return true; }
+};
+
+// Wired as companion/main.cc wires it: an unknown method's answer lists every implemented
+// method, which are exactly the schema's (proto/), and each of them is answered by its view.
+TEST_F(HttpRouterTest, AnUnknownConnectMethodListsEveryImplementedOne) {
+  EmptyLive live;
+  ConnectionChanges changes({16, 1});
+  ConnectRpcServiceOptions options;
+  options.live = &live;
+  options.changes = &changes;
+  const ConnectRpcService service(source_, options);
+  const HttpRouter router(source_, nullptr, service.Handler(), service.Methods());
+  const google::protobuf::ServiceDescriptor* schema =
+      ::mqtt::connections::v1::ListConnectionsRequest::descriptor()->file()->FindServiceByName(
+          "ConnectionsService");
+  ASSERT_NE(schema, nullptr);
+  std::vector<std::string> declared;
+  for (int i = 0; i < schema->method_count(); ++i) {
+    declared.emplace_back(schema->method(i)->name());
+  }
+  EXPECT_THAT(router.connect_methods(), ::testing::UnorderedElementsAreArray(declared));
+
+  const std::string prefix = kConnectRpcServicePrefix;
+  for (const char* unknown : {"KickConnection", "", "listConnections"}) {
+    const HttpResponse response = router.Handle(Request("POST", prefix + unknown));
+    EXPECT_EQ(response.status, 501) << unknown;
+    EXPECT_EQ(response.body, std::string(R"({"code":"unimplemented","message":"method ')") +
+                                 unknown +
+                                 R"(' is not implemented; implemented: BanClient, )"
+                                 R"(DisconnectConnection, ListBans, ListConnections, )"
+                                 R"(UnbanClient, WatchConnections"})");
+  }
+  for (const std::string& method : router.connect_methods()) {
+    const HttpResponse response = router.Handle(Request("POST", prefix + method));
+    EXPECT_THAT(response.body, Not(HasSubstr("is not implemented"))) << method;
+    EXPECT_NE(response.status, 501) << method;
+  }
+  // Without WatchConnections' live view the service does not offer it, and neither does the list.
+  const ConnectRpcService unary(source_);
+  const HttpRouter without(source_, nullptr, unary.Handler(), unary.Methods());
+  EXPECT_THAT(without.connect_methods(), Not(::testing::Contains("WatchConnections")));
+  EXPECT_EQ(without.Handle(Request("POST", prefix + "WatchConnections")).status, 501);
 }
 
 TEST_F(HttpRouterTest, ConnectCallsReachTheHandlerWithTheMethodName) {
