@@ -96,23 +96,36 @@ if [ "$sanitizers" -gt 0 ]; then
   wants tsan && start_build tsan "$sanitizer_jobs" "${tsan_options[@]}"
 fi
 
+# ctest, with its output also kept in build-<variant>/ctest-<label>.log; afterwards the ten
+# slowest tests of that run are printed, so that a test's cost stays visible.
+run_ctest() {  # variant, label, ctest arguments...
+  local variant=$1 label=$2 status=0
+  shift 2
+  ctest --test-dir "build-$variant" --output-on-failure "$@" 2>&1 |
+    tee "build-$variant/ctest-$label.log" || status=$?
+  echo "--- the ten slowest of $variant $label ---"
+  sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) [ .*]*[A-Za-z* ]+ +([0-9.]+) sec$/\2 \1/p' \
+    "build-$variant/ctest-$label.log" | sort -rn | head -10
+  return "$status"
+}
+
 # Integration suites run $jobs at a time (integration/CMakeLists.txt says which take turns or
 # run alone; integration/harness.py keeps their ports apart).
 if wants release; then
   echo "=== release ==="
-  ctest --test-dir build-release --output-on-failure -j "$jobs" -LE 'integration|bench'
-  ctest --test-dir build-release --output-on-failure -j "$jobs" -L integration
-  ctest --test-dir build-release --output-on-failure -L bench
+  run_ctest release unit -j "$jobs" -LE 'integration|bench'
+  run_ctest release integration -j "$jobs" -L integration
+  run_ctest release bench -L bench
 fi
 if wants asan; then
   echo "=== asan ==="
   finish_build asan
-  ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE 'integration|bench'
-  ctest --test-dir build-asan --output-on-failure -j "$jobs" -L integration
+  ASAN_OPTIONS=detect_leaks=1 run_ctest asan unit -j "$jobs" -LE 'integration|bench'
+  run_ctest asan integration -j "$jobs" -L integration
 fi
 if wants tsan; then
   echo "=== tsan ==="
   finish_build tsan
-  ctest --test-dir build-tsan --output-on-failure -j "$jobs" -LE 'integration|bench'
-  ctest --test-dir build-tsan --output-on-failure -j "$jobs" -L integration
+  run_ctest tsan unit -j "$jobs" -LE 'integration|bench'
+  run_ctest tsan integration -j "$jobs" -L integration
 fi
