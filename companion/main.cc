@@ -351,7 +351,7 @@ int Run(int argc, char** argv) {
   router.SetHealth([&registry] { return registry.current(); });
   router.SetErrorLog([&link](const std::string& line) { link.Log(LogLevel::kError, line); });
   BanStore ban_store(BanFile(read_config, &link),
-                     [&link](const std::vector<Ban>& bans) { return link.SendBans(bans); });
+                     [&link](const std::vector<Ban>& bans) { return link.SendBans(bans) != 0; });
   const Status bans_loaded = ban_store.Load(NowNs());
   if (!bans_loaded.ok()) {
     link.ReportFailed(bans_loaded.message());

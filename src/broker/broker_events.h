@@ -420,7 +420,12 @@ class BrokerEvents {
 
   // Puts a ban list from the companion in force (at TICK, and while the companion starts).
   void ApplyBans(BansCommand&& command) {
+    const std::uint64_t sequence = command.sequence;
     broker().Log(LogLevel::kInfo, state_.bans->Replace(std::move(command)));
+    // In force: the companion's answer to the admin waits for this (CompanionLink::WaitForBans).
+    if (state_.region != nullptr) {
+      state_.region->header()->broker.bans_applied.store(sequence, std::memory_order_release);
+    }
   }
 
   // TICK's slice (part of its periodic work) of the walk over the open connections that keeps their

@@ -36,6 +36,7 @@ class BrokerBans {
   void Sweep(std::int64_t now_ns);
 
  private:
+  void InForce();
   BanOutcome Add(Ban ban, const Caller& caller);
   BanOutcome Remove(const Ban& target, const Caller& caller);
   // Asks the broker to kick every open connection `matcher` matches (not asked before).

@@ -2,8 +2,10 @@
 #include "companion/companion_link.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string_view>
+#include <thread>
 
 namespace mqc {
 
@@ -89,13 +91,33 @@ bool CompanionLink::RequestKick(const KickCommand& command) {
                             static_cast<std::uint32_t>(buffer_.size()));
 }
 
-bool CompanionLink::SendBans(const std::vector<Ban>& bans) {
+std::uint64_t CompanionLink::SendBans(const std::vector<Ban>& bans) {
   BansCommand command;
   command.bans = bans;
   std::lock_guard<std::mutex> lock(log_mutex_);
+  auto& sent = region_->header()->companion.bans_sent;
+  command.sequence = sent.load(std::memory_order_relaxed) + 1;
   Encode(command, &buffer_);
-  return commands_.TryWrite(static_cast<std::uint16_t>(CommandType::kBans), buffer_.data(),
-                            static_cast<std::uint32_t>(buffer_.size()));
+  if (!commands_.TryWrite(static_cast<std::uint16_t>(CommandType::kBans), buffer_.data(),
+                          static_cast<std::uint32_t>(buffer_.size()))) {
+    return 0;
+  }
+  sent.store(command.sequence, std::memory_order_relaxed);
+  return command.sequence;
+}
+
+std::uint64_t CompanionLink::bans_sent() const {
+  return region_->header()->companion.bans_sent.load(std::memory_order_relaxed);
+}
+
+bool CompanionLink::WaitForBans(std::uint64_t sequence, std::int64_t timeout_ns) {
+  const auto& applied = region_->header()->broker.bans_applied;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeout_ns);
+  while (applied.load(std::memory_order_acquire) < sequence) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
 }
 
 void CompanionLink::ReportServing(int port) {

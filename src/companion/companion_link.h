@@ -45,9 +45,14 @@ class CompanionLink {
   bool RequestKick(const KickCommand& command);
 
   // Sends the whole ban list to the broker thread (in force at its next TICK, or before it
-  // accepts clients when sent before ReportServing); false when the commands ring is full.
-  // Any thread.
-  bool SendBans(const std::vector<Ban>& bans);
+  // accepts clients when sent before ReportServing). Returns the list's number
+  // (BansCommand::sequence), or 0 when the commands ring is full. Any thread.
+  std::uint64_t SendBans(const std::vector<Ban>& bans);
+  // The number of the last list sent.
+  std::uint64_t bans_sent() const;
+  // Waits, at most `timeout_ns`, until the broker has put list `sequence` (or a later one) in
+  // force; false on the timeout.
+  bool WaitForBans(std::uint64_t sequence, std::int64_t timeout_ns);
 
   // How many settings records (sent at every configuration reload) Poll has read so far.
   std::uint64_t settings_seen() const { return settings_seen_; }

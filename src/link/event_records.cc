@@ -226,6 +226,7 @@ bool Decode(std::string_view bytes, KickCommand* c) {
 
 void Encode(const BansCommand& c, std::string* out) {
   ByteWriter w(out);
+  w.Field(c.sequence);
   w.Field(static_cast<std::uint32_t>(c.bans.size()));
   for (const Ban& ban : c.bans) {
     w.Field(ban.as());
@@ -237,7 +238,7 @@ void Encode(const BansCommand& c, std::string* out) {
 bool Decode(std::string_view bytes, BansCommand* c) {
   ByteReader r(bytes);
   std::uint32_t count = 0;
-  if (!r.Field(count) || count > kMaxBans) return false;
+  if (!r.Field(c->sequence) || !r.Field(count) || count > kMaxBans) return false;
   c->bans.clear();
   c->bans.reserve(count);
   std::string as;

@@ -137,6 +137,9 @@ inline constexpr std::size_t kMaxKickCallerBytes = 128;
 // change and when a companion starts. Only what the broker needs: kind, who, until.
 struct BansCommand {
   std::vector<Ban> bans;
+  // The companion's number of this list (CompanionControl::bans_sent), which the broker thread
+  // acknowledges once it is in force (BrokerControl::bans_applied).
+  std::uint64_t sequence = 0;
 };
 
 // Encoders append to *out (cleared first); decoders return false on a malformed record.

@@ -230,12 +230,14 @@ struct CompanionControl {
   std::atomic<std::uint64_t> resync_requested{0};  // bumped to ask for a full resync
   std::atomic<std::uint64_t> heartbeat{0};         // bumped by the companion's event loop
   std::atomic<std::uint32_t> waiting{0};  // 1 while the event loop waits for the broker
+  std::atomic<std::uint64_t> bans_sent{0};  // the number of the last ban list sent
   char failure[512] = {};  // why it failed; written before state becomes kFailed
 };
 
 struct BrokerControl {
   std::atomic<std::uint64_t> resync_started{0};  // the last resync generation begun
   std::atomic<std::uint64_t> events_lost{0};     // events dropped on a full ring
+  std::atomic<std::uint64_t> bans_applied{0};  // the number of the last ban list in force
   // A futex word: bumped, and the companion woken, when events wait for a waiting companion.
   std::atomic<std::uint32_t> wake{0};
 };

@@ -1253,5 +1253,45 @@ TEST_F(BrokerEventsTest, TheTicksPeriodicWorkRunsOncePerInterval) {
   EXPECT_EQ(state_.tick_work_ns, broker_.monotonic_ns);
 }
 
+// The TICK's work also acknowledges the ban list it put in force (the admin's answer waits for
+// it), and wakes a waiting companion only when events are unread.
+TEST_F(BrokerEventsTest, TheTickAcknowledgesBansAndWakesOnlyAWaitingCompanionWithNews) {
+  Use(FakeBroker::Api20());
+  auto created = SharedRegion::Create(SharedRegionSizes{4096, 4096, 8});
+  ASSERT_TRUE(created.ok()) << created.status().message();
+  state_.region = std::move(created).value();
+  state_.link = std::make_unique<BrokerLink>(state_.region.get());
+  state_.companion = std::make_unique<CompanionSupervisor>(
+      state_.region.get(), "/nonexistent/mqc-companion", std::vector<std::string>{},
+      [this](LogLevel level, const std::string& text) { broker_.log.emplace_back(level, text); });
+  SharedHeader* header = state_.region->header();
+  RingWriter commands(&header->commands, state_.region->commands_data(), header->commands_capacity);
+  BansCommand bans;
+  bans.sequence = 7;
+  std::string bytes;
+  Encode(bans, &bytes);
+  ASSERT_TRUE(commands.TryWrite(static_cast<std::uint16_t>(CommandType::kBans), bytes.data(),
+                                static_cast<std::uint32_t>(bytes.size())));
+  broker_.monotonic_ns += BrokerEventsState::kTickWorkIntervalNs;
+  Events().OnTick();
+  EXPECT_EQ(header->broker.bans_applied.load(), 7u);
+
+  // Waiting, nothing unread: no wake. Then an event: woken once, at the next TICK's work.
+  header->companion.waiting.store(1);
+  broker_.monotonic_ns += BrokerEventsState::kTickWorkIntervalNs;
+  Events().OnTick();
+  EXPECT_EQ(header->broker.wake.load(), 0u);
+  EXPECT_EQ(header->companion.waiting.load(), 1u);
+  RingWriter events(&header->events, state_.region->events_data(), header->events_capacity);
+  ASSERT_TRUE(events.TryWrite(1, bytes.data(), static_cast<std::uint32_t>(bytes.size())));
+  broker_.monotonic_ns += BrokerEventsState::kTickWorkIntervalNs;
+  Events().OnTick();
+  EXPECT_EQ(header->broker.wake.load(), 1u);
+  EXPECT_EQ(header->companion.waiting.load(), 0u);
+  broker_.monotonic_ns += BrokerEventsState::kTickWorkIntervalNs;
+  Events().OnTick();  // not waiting any more: no second wake
+  EXPECT_EQ(header->broker.wake.load(), 1u);
+}
+
 }  // namespace
 }  // namespace mqc

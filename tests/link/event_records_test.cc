@@ -406,12 +406,14 @@ TEST(KickCommandTest, TheLongestFieldsPassWhole) {
 
 TEST(BansCommandTest, RoundTripAndBounds) {
   BansCommand sent;
+  sent.sequence = 42;
   sent.bans = {Target("clientid", "c1", 5), Target("username", "u"),
                Target("peerhost_net", "10.0.0.0/8"), Target("peerhost", "::1")};
   std::string bytes;
   Encode(sent, &bytes);
   BansCommand read;
   ASSERT_TRUE(Decode(bytes, &read));
+  EXPECT_EQ(read.sequence, 42u);
   ASSERT_EQ(read.bans.size(), 4u);
   EXPECT_EQ(read.bans[0].until_ns, 5);
   EXPECT_EQ(read.bans[2].who, "10.0.0.0/8");

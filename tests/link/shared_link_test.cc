@@ -87,6 +87,57 @@ TEST_F(SharedLinkTest, ACompanionStartingLateGetsTheWholeStateByResync) {
   EXPECT_EQ(region_->header()->broker.resync_started.load(), started);
 }
 
+// The companion's wait for the broker (WaitForBrokerEvents): it times out when nothing comes,
+// returns at once when events are unread, and the broker's wake ends it early. Bounds are loose:
+// a loaded machine may run the threads late, never early.
+TEST_F(SharedLinkTest, TheCompanionSleepsUntilTheBrokerWakesItOrItsTimeout) {
+  companion_->Begin();
+  ASSERT_TRUE(ResyncStep(broker_.get(), table_.get()));
+  companion_->Poll(&registry_, 0);
+  using Clock = std::chrono::steady_clock;
+  auto start = Clock::now();
+  companion_->WaitForEvents(50'000'000);
+  EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(45));
+  EXPECT_EQ(region_->header()->companion.waiting.load(), 0u);
+  EXPECT_FALSE(broker_->WakeCompanion());  // not waiting
+
+  Connect(&clients_[0], "news");
+  start = Clock::now();
+  companion_->WaitForEvents(5'000'000'000);  // unread events: no wait at all
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+  companion_->Poll(&registry_, 0);
+
+  std::thread waiter([this] { companion_->WaitForEvents(10'000'000'000); });
+  // The broker's TICK, once the companion waits and an event is written.
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (region_->header()->companion.waiting.load() == 0 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  start = Clock::now();
+  Connect(&clients_[1], "later");
+  EXPECT_TRUE(broker_->WakeCompanion());
+  waiter.join();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+}
+
+// The admin's answer waits until the broker has the ban list it was sent (BansCommand::sequence,
+// acknowledged in BrokerControl::bans_applied): a later list acknowledges an earlier one too.
+TEST_F(SharedLinkTest, ABanListIsInForceOnceTheBrokerAcknowledgesItsNumber) {
+  const std::uint64_t first = companion_->SendBans({});
+  const std::uint64_t second = companion_->SendBans({});
+  ASSERT_EQ(second, first + 1);
+  EXPECT_EQ(companion_->bans_sent(), second);
+  EXPECT_FALSE(companion_->WaitForBans(first, 1'000'000));
+  std::vector<std::uint64_t> applied;
+  broker_->DrainCommands(nullptr, nullptr, [&](BansCommand&& command) {
+    applied.push_back(command.sequence);
+    region_->header()->broker.bans_applied.store(command.sequence);
+  });
+  EXPECT_EQ(applied, (std::vector<std::uint64_t>{first, second}));
+  EXPECT_TRUE(companion_->WaitForBans(first, 0));
+  EXPECT_TRUE(companion_->WaitForBans(second, 0));
+}
+
 TEST_F(SharedLinkTest, AFullRingNeverBlocksAndTheLossIsRepairedByAResync) {
   companion_->Begin();
   ASSERT_TRUE(ResyncStep(broker_.get(), table_.get()));
