@@ -13,7 +13,11 @@ Every client sends right after its CONNECT while the companion is stopped (SIGST
 companion reads each CONNECT event only after the traffic it must count: the report this came
 from lost such a burst from the next minute's figures (recentRequestStatistics 0, or 205 of 300,
 and no top client). A second broker, in the same minute, does it across a restart of its
-companion, with a subscriber and a resumed persistent session for the deliveries."""
+companion, with a subscriber and a resumed persistent session for the deliveries; then, to the
+restarted companion, a device connects, sends a burst and leaves, twice under one client id (the
+second time while the companion is stopped): its closed records show nothing of the minute while
+it runs, each its own burst the next minute, and the top clients list the client id once with
+the sum."""
 
 import contextlib
 import json
@@ -26,7 +30,7 @@ import unittest
 from browser import dump_dom, parse_html
 from harness import Broker, Client, disconnect_all, wait_for
 from test_grafana_dashboard import DASHBOARD, TARGET_LABELS, promql_names, queries, scrape_series
-from test_list_connections import by_client
+from test_list_connections import by_client, connections
 
 FAMILY = "kubemq_mqtt_top_client_messages_per_second"
 CLI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli",
@@ -39,6 +43,9 @@ OFFLINE = "MQTT_CONNECTION_STATE_OFFLINE"
 # The restarted broker's traffic: a burst a subscriber receives, and messages for a persistent
 # session, queued while it is offline and sent live after it resumes.
 BURST, QUEUED, LIVE = 120, 15, 15
+# The device that connects, sends a burst and leaves: its two visits of the minute.
+LEAVER, VISITS = "leaver", (20, 25)
+CLOSED = "MQTT_CONNECTION_STATE_CLOSED"
 
 
 def wait_for_minute_start(latest_second=45):
@@ -60,8 +67,11 @@ def burst(client, topic, count):
 @contextlib.contextmanager
 def companion_stopped(broker):
     """The broker's companion stopped (SIGSTOP) for the block: the broker goes on, and the
-    companion reads the events of the block only after it. Yields the companion's pid."""
-    pid = broker.companion_pid
+    companion reads the events of the block only after it (the one running now: the first, or
+    the one that replaced it). Yields the companion's pid."""
+    pids = broker.companion_pids()
+    assert len(pids) == 1, f"one companion expected, found {pids}"
+    pid = pids[0]
     os.kill(pid, signal.SIGSTOP)
     try:
         yield pid
@@ -70,12 +80,25 @@ def companion_stopped(broker):
             os.kill(pid, signal.SIGCONT)
 
 
+def counts(stats):
+    """(publishCount, deliverCount) of a statistics object (zeros are left out of the JSON)."""
+    return int(stats.get("publishCount", 0)), int(stats.get("deliverCount", 0))
+
+
 def recent(broker, client_id):
     """(publishCount, deliverCount) of the client's open connection: recent and total."""
     c = by_client(broker, client_id)
     assert c is not None, f"{client_id} is not listed open"
-    counts = lambda stats: (int(stats.get("publishCount", 0)), int(stats.get("deliverCount", 0)))
     return counts(c.get("recentRequestStatistics", {})), counts(c["totalRequestStatistics"])
+
+
+def closed_figures(broker, client_id):
+    """[(recent, total)] of the client's closed connections, oldest first, as (publishCount,
+    deliverCount) each: ListConnections with the closed state."""
+    listed = connections(broker, f'client_id = "{client_id}" AND state = {CLOSED}')
+    listed.sort(key=lambda c: c["closeTime"])
+    return [(counts(c.get("recentRequestStatistics", {})), counts(c["totalRequestStatistics"]))
+            for c in listed]
 
 
 def top_samples(text):
@@ -116,6 +139,7 @@ class TopClientsTest(unittest.TestCase):
                     clients.append(Client(broker, client_id))
                     burst(clients[-1], f"events/{client_id}", count)
             self.restart_after_traffic(restarted, clients)
+            self.burst_and_leave(restarted)
             self.assertEqual(int(time.time() // 60), minute, "the traffic spans one minute")
 
             def ranked():
@@ -199,9 +223,25 @@ class TopClientsTest(unittest.TestCase):
                  timeout=10, what="the restarted companion's list")
         self.assertNotIn(old, broker.companion_pids())
 
+    def burst_and_leave(self, broker):
+        """A device connects, sends a burst and disconnects, twice under one client id, the
+        second time while the companion is stopped (it reads the CONNECT and the close only
+        after both). Until the minute ends, its closed records show the minute before (it was
+        not there: zeros)."""
+        for visit, count in enumerate(VISITS):
+            with companion_stopped(broker) if visit == 1 else contextlib.nullcontext():
+                leaver = Client(broker, LEAVER)
+                burst(leaver, f"events/{LEAVER}", count)
+                leaver.disconnect()
+            wait_for(lambda: len(closed_figures(broker, LEAVER)) == visit + 1,
+                     what=f"the device's closed record {visit + 1}")
+        self.assertEqual(closed_figures(broker, LEAVER),
+                         [((0, 0), (count, 0)) for count in VISITS])
+
     def check_restarted(self, broker):
         """The restarted companion's figures of the minute: every connection opened in it, so
-        its whole life is the minute (recent equals total), and the top clients show them."""
+        its whole life is the minute (recent equals total), and the top clients show them; the
+        device that left shows each visit in its closed record, their sum in the top clients."""
         def ranked():
             text = broker.http("/metrics")[2]
             return text if top_samples(text) else None
@@ -216,6 +256,9 @@ class TopClientsTest(unittest.TestCase):
         # The live ones on every broker; the queued ones where the broker counts its resend as
         # deliveries (2.1: docs/broker-versions.md).
         self.assertIn(figures["resumer"][0], ((0, LIVE), (0, QUEUED + LIVE)))
+        self.assertEqual(closed_figures(broker, LEAVER),
+                         [((count, 0), (count, 0)) for count in VISITS])
+        figures[LEAVER] = ((sum(VISITS), 0), None)
         expected = {}
         for client_id, ((publishes, deliveries), _) in figures.items():
             expected[(client_id, "publish")] = publishes / 60

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <memory>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #include "link/kubemq_strict.h"
@@ -36,6 +38,26 @@ RequestStatistics Minus(const RequestStatistics& a, const RequestStatistics& b) 
       sub(a.deliver_count, b.deliver_count), sub(a.deliver_bytes, b.deliver_bytes),
       sub(a.request_count, b.request_count)};
 }
+
+RequestStatistics Plus(const RequestStatistics& a, const RequestStatistics& b) {
+  return RequestStatistics{a.publish_count + b.publish_count, a.publish_bytes + b.publish_bytes,
+                           a.deliver_count + b.deliver_count, a.deliver_bytes + b.deliver_bytes,
+                           a.request_count + b.request_count};
+}
+
+bool IsZero(const RequestStatistics& s) {
+  return s.publish_count == 0 && s.publish_bytes == 0 && s.deliver_count == 0 &&
+         s.deliver_bytes == 0 && s.request_count == 0;
+}
+
+bool Same(const RequestStatistics& a, const RequestStatistics& b) {
+  return a.publish_count == b.publish_count && a.publish_bytes == b.publish_bytes &&
+         a.deliver_count == b.deliver_count && a.deliver_bytes == b.deliver_bytes &&
+         a.request_count == b.request_count;
+}
+
+// What the top clients rank by: messages in and out.
+std::uint64_t Messages(const RequestStatistics& s) { return s.publish_count + s.deliver_count; }
 
 }  // namespace
 
@@ -193,12 +215,12 @@ void ConnectionRegistry::Apply(const CloseEvent& event, std::int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mutex_);
   // During a resync the connection may be in the staged set, the current one, or both.
   ConnectionPtr closing;
-  RequestStatistics recent;
+  Entry window;  // its minute window, as the registry kept it
   for (OpenMap* map : {staging_ ? &*staging_ : nullptr, &open_}) {
     if (map == nullptr) continue;
     auto it = map->find(event.seq);
     if (it == map->end()) continue;
-    if (!closing) recent = it->second.recent;
+    if (!closing) window = it->second;
     ConnectionPtr removed = Remove(map, event.seq);
     if (!closing) closing = std::move(removed);
   }
@@ -208,10 +230,27 @@ void ConnectionRegistry::Apply(const CloseEvent& event, std::int64_t now_ns) {
   connection->close_time_ns = event.close_time_ns;
   connection->close_reason = event.reason;
   connection->total_statistics = event.totals;
-  connection->recent_statistics = recent;
+  connection->recent_statistics = window.recent;
   connection->idle_ns = event.idle_ns;
+  // Its traffic of the minute it closed in is shown once that minute has ended: now, when the
+  // close is read after the boundary, else at the next roll (RollClosedMinutes).
+  // The minute it closed in is the registry's current window for a close stamped in it or
+  // later (the roll comes a few milliseconds after the boundary: as for open connections, the
+  // window is the registry's), else the stamp's.
+  ClosedMinute minute{0, std::min(event.close_time_ns / kMinuteNs, window_minute_), {}};
+  bool pending = false;
+  if (window_minute_ >= 0) {
+    minute.traffic = LastMinuteTraffic(window, *connection, minute.minute);
+    if (minute.minute < window_minute_) {
+      connection->recent_statistics =
+          minute.minute + 1 == window_minute_ ? minute.traffic : RequestStatistics{};
+    } else {
+      pending = !IsZero(minute.traffic);
+    }
+  }
   Publish(ChangeKind::kClosed, closing, connection);
-  AddClosed(std::move(connection));
+  const bool visit = pending || !IsZero(connection->recent_statistics);
+  AddClosed(std::move(connection), visit ? &minute : nullptr);
   ExpireClosedLocked(now_ns);
 }
 
@@ -315,6 +354,7 @@ void ConnectionRegistry::EndResync(const ResyncEvent& event) {
     auto old = open_.find(seq);
     if (old == open_.end()) continue;
     entry.window_start = old->second.window_start;
+    entry.window_minute = old->second.window_minute;
     entry.recent = old->second.recent;
   }
   open_ = std::move(*staging_);
@@ -367,6 +407,21 @@ bool ConnectionRegistry::OpenedInWindow(const Entry& entry) const {
   return window_minute_ >= 0 && entry.connection->open_time_ns >= window_minute_ * kMinuteNs;
 }
 
+RequestStatistics ConnectionRegistry::LastMinuteTraffic(const Entry& entry,
+                                                        const Connection& closed,
+                                                        std::int64_t minute) {
+  // Opened in that minute: its whole life (the broker zeroed its slot at the open), however
+  // late the registry read its events.
+  if (closed.open_time_ns >= minute * kMinuteNs) return closed.total_statistics;
+  // The window began in that minute: from its start (or from when it was first read, a lower
+  // bound after a restart of the companion) to the close.
+  if (entry.window_minute == minute) return Minus(closed.total_statistics, entry.window_start);
+  // A roll read the slot's final figures after the close, before the close event was read: the
+  // minute it closed in is the recent figure that roll made.
+  if (entry.window_minute == minute + 1) return entry.recent;
+  return RequestStatistics{};  // the registry cannot split its traffic by minute
+}
+
 void ConnectionRegistry::StartWindow(Entry* entry) const {
   // The broker zeroed the slot when the connection opened, and the companion reads the event
   // some time later (a moment, or a whole restart): what the slot counted in between belongs
@@ -376,6 +431,7 @@ void ConnectionRegistry::StartWindow(Entry* entry) const {
   entry->window_start = OpenedInWindow(*entry)
                             ? RequestStatistics{}
                             : ReadTotals(*entry).value_or(RequestStatistics{});
+  entry->window_minute = window_minute_;
 }
 
 void ConnectionRegistry::RollStatisticsWindow(std::int64_t now_ns) {
@@ -392,26 +448,59 @@ void ConnectionRegistry::RollStatisticsWindow(std::int64_t now_ns) {
       if (first) {
         // The clock starts: the connections seen before it learn when their window began.
         if (OpenedInWindow(entry)) entry.window_start = RequestStatistics{};
+        entry.window_minute = minute;
         continue;
       }
       const std::optional<RequestStatistics> totals = ReadTotals(entry);
       if (!totals) continue;
       entry.recent = complete ? Minus(*totals, entry.window_start) : RequestStatistics{};
       entry.window_start = *totals;
+      entry.window_minute = minute;
     }
   }
+  RollClosedMinutes(minute);
 }
 
-void ConnectionRegistry::AddClosed(ConnectionPtr connection) {
+void ConnectionRegistry::RollClosedMinutes(std::int64_t minute) {
+  // Only the closed connections with a figure to show or to end; each changed one is stored
+  // anew (a reader's snapshot keeps the value it took), and no change is published.
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < closed_minutes_.size(); ++i) {
+    const ClosedMinute& closed = closed_minutes_[i];
+    ConnectionPtr& stored = closed_[closed.position - closed_popped_];
+    const RequestStatistics shown =
+        closed.minute + 1 == minute ? closed.traffic : RequestStatistics{};
+    if (!Same(stored->recent_statistics, shown)) {
+      auto copy = std::make_shared<Connection>(*stored);
+      copy->recent_statistics = shown;
+      Unindex(stored.get());
+      stored = std::move(copy);
+      Index(stored);
+    }
+    // Kept while its minute has not ended, or while it shows traffic (zeros at the next roll).
+    if (closed.minute >= minute || !IsZero(shown)) closed_minutes_[kept++] = closed;
+  }
+  closed_minutes_.resize(kept);
+}
+
+void ConnectionRegistry::AddClosed(ConnectionPtr connection, ClosedMinute* minute) {
   if (options_.closed_max == 0) return;
   Index(connection);
   closed_.push_back(std::move(connection));
   while (closed_.size() > options_.closed_max) PopClosed();
+  if (minute != nullptr) {
+    minute->position = closed_popped_ + closed_.size() - 1;
+    closed_minutes_.push_back(*minute);
+  }
 }
 
 void ConnectionRegistry::PopClosed() {
   Unindex(closed_.front().get());
   closed_.pop_front();
+  ++closed_popped_;
+  while (!closed_minutes_.empty() && closed_minutes_.front().position < closed_popped_) {
+    closed_minutes_.pop_front();
+  }
 }
 
 void ConnectionRegistry::ExpireClosed(std::int64_t now_ns) {
@@ -507,35 +596,61 @@ std::array<std::size_t, kPatternCount> ConnectionRegistry::SubscriptionsByPatter
 std::vector<ConnectionRegistry::TopClient> ConnectionRegistry::TopClients(std::size_t n) const {
   struct Candidate {
     std::uint64_t messages;
-    const Connection* connection;
-    const RequestStatistics* recent;
+    std::string_view client_id;
+    RequestStatistics recent;
   };
   // "a before b": more messages, then the smaller client id.
   const auto before = [](const Candidate& a, const Candidate& b) {
     if (a.messages != b.messages) return a.messages > b.messages;
-    return a.connection->client_id < b.connection->client_id;
+    return a.client_id < b.client_id;
   };
   std::vector<Candidate> kept;  // a heap whose top is the last of the kept ones
   std::vector<TopClient> top;
   if (n == 0) return top;
   kept.reserve(n + 1);
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto& [seq, entry] : open_) {
-    const std::uint64_t messages = entry.recent.publish_count + entry.recent.deliver_count;
-    if (messages == 0) continue;
-    const Candidate candidate{messages, entry.connection.get(), &entry.recent};
-    if (kept.size() == n && !before(candidate, kept.front())) continue;
+  const auto consider = [&](std::string_view client_id, const RequestStatistics& recent) {
+    const std::uint64_t messages = Messages(recent);
+    if (messages == 0) return;
+    const Candidate candidate{messages, client_id, recent};
+    if (kept.size() == n && !before(candidate, kept.front())) return;
     kept.push_back(candidate);
     std::push_heap(kept.begin(), kept.end(), before);
     if (kept.size() > n) {
       std::pop_heap(kept.begin(), kept.end(), before);
       kept.pop_back();
     }
+  };
+  std::lock_guard<std::mutex> lock(mutex_);
+  // The closed connections with traffic in the minute (few: those closed about then), summed
+  // by client id with the open connection or offline session of that id, found by the index.
+  std::unordered_map<std::string_view, RequestStatistics> closed;
+  std::vector<std::uint64_t> merged;  // seqs of open_ entries counted in `closed`
+  for (const ClosedMinute& minute : closed_minutes_) {
+    const Connection& connection = *closed_[minute.position - closed_popped_];
+    if (Messages(connection.recent_statistics) == 0) continue;
+    auto [it, added] = closed.try_emplace(connection.client_id);
+    it->second = Plus(it->second, connection.recent_statistics);
+    if (!added) continue;
+    auto [same, end] = by_client_id_.equal_range(connection.client_id);
+    for (; same != end; ++same) {
+      if (same->second->state == ConnectionState::kClosed) continue;
+      const auto entry = open_.find(same->second->seq);
+      if (entry == open_.end() || Messages(entry->second.recent) == 0) continue;
+      it->second = Plus(it->second, entry->second.recent);
+      merged.push_back(same->second->seq);
+    }
   }
+  std::sort(merged.begin(), merged.end());
+  for (const auto& [seq, entry] : open_) {
+    if (Messages(entry.recent) == 0) continue;
+    if (!merged.empty() && std::binary_search(merged.begin(), merged.end(), seq)) continue;
+    consider(entry.connection->client_id, entry.recent);
+  }
+  for (const auto& [client_id, recent] : closed) consider(client_id, recent);
   std::sort_heap(kept.begin(), kept.end(), before);
   top.reserve(kept.size());
   for (const Candidate& candidate : kept) {
-    top.push_back(TopClient{candidate.connection->client_id, *candidate.recent});
+    top.push_back(TopClient{std::string(candidate.client_id), candidate.recent});
   }
   return top;
 }

@@ -15,7 +15,10 @@
 // however late the companion reads its event, across a restart of the companion too; one
 // opened before this companion first saw it and before the current minute began counts that
 // minute from when it was first read, and whole minutes from the next boundary. A closed
-// connection keeps what its close event carried.
+// connection keeps what its close event carried, and its recent statistics follow the minutes
+// too: when the minute it closed in ends they become its traffic of that minute (up to the
+// close), a minute later zeros (it sent nothing). Only the closed connections whose figure
+// changes at the next boundary are visited then (closed_minutes_, at most the closed list).
 //
 // A configuration reload changes default_pattern, closed_max and closed_ttl through a kSettings
 // record: subscriptions are mapped again, the closed list is trimmed at once.
@@ -98,6 +101,10 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   // At every whole minute of Unix time: each open connection's traffic in the minute that just
   // ended becomes its recent statistics. Call often; it acts once per minute. The first call
   // starts the clock (no minute ends); a gap of minutes leaves no complete window (zeros).
+  // A closed connection's recent statistics become its traffic in the minute it closed in when
+  // that minute ends, and zeros at the next boundary; the stored connection is replaced (a
+  // new value, as any change), and no change is published: a WatchConnections connection
+  // carries no figures of the minute (docs/api.md).
   void RollStatisticsWindow(std::int64_t now_ns);
 
   // Every connection, open and recently closed, and every offline session, without traffic
@@ -129,10 +136,13 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   // Snapshot so that a scrape copies no connection.
   std::array<std::size_t, kPatternCount> SubscriptionsByPattern() const;
 
-  // The top talkers of /metrics (plugin_opt_metrics_top_clients): the `n` open connections and
-  // offline sessions with the most publishes plus deliveries in the previous complete minute of
-  // Unix time (recentRequestStatistics), most first, ties by client id; none without traffic.
-  // One pass over the listed connections under the lock, keeping at most `n` (n <= 100).
+  // The top talkers of /metrics (plugin_opt_metrics_top_clients): the `n` client ids with the
+  // most publishes plus deliveries in the previous complete minute of Unix time
+  // (recentRequestStatistics), most first, ties by client id; none without traffic. A client
+  // id's figure is the sum over its open connection or offline session and its closed
+  // connections that show traffic (one that connected, sent and left in that minute), so that
+  // it is one series of /metrics. One pass over the open connections and over the closed ones
+  // with a figure under the lock, keeping at most `n` (n <= 100).
   struct TopClient {
     std::string client_id;
     RequestStatistics recent;
@@ -157,7 +167,18 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
     // Totals at the start of the current minute, or at the open of a connection opened in it
     // (zero); what the slot held when first read for one opened before (see StartWindow).
     RequestStatistics window_start;
-    RequestStatistics recent;        // the previous complete minute
+    // The Unix minute window_start belongs to: the current one once a roll read the slot or the
+    // connection was first seen in it; older when the slot was no longer the connection's at a
+    // boundary (it had closed, the close not read yet). -1 before the clock started.
+    std::int64_t window_minute = -1;
+    RequestStatistics recent;  // the previous complete minute
+  };
+  // A closed connection whose recent statistics are not zeros, or change at the next boundary:
+  // its traffic in the minute it closed in, shown once that minute ends.
+  struct ClosedMinute {
+    std::uint64_t position;  // closed_popped_ + its index in closed_
+    std::int64_t minute;     // the Unix minute it closed in
+    RequestStatistics traffic;
   };
   using OpenMap = std::map<std::uint64_t, Entry>;
   // Client id -> a stored connection of the current view. The key views the connection's own
@@ -180,8 +201,16 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   // gets the message counts read under the same check (left as it was when the read fails).
   std::optional<RequestStatistics> ReadTotals(const Entry& entry,
                                               MessageCounts* messages = nullptr) const;
-  void AddClosed(ConnectionPtr connection);
+  // Appends to the closed list (nothing with closed_max 0); `minute`, when not null, is the
+  // connection's figure of its last minute (its position is filled in).
+  void AddClosed(ConnectionPtr connection, ClosedMinute* minute = nullptr);
   void PopClosed();
+  // A closing connection's traffic in `minute`, the one it closed in, from its open entry and
+  // the totals of its close; zeros when the registry cannot split it by minute.
+  static RequestStatistics LastMinuteTraffic(const Entry& entry, const Connection& closed,
+                                             std::int64_t minute);
+  // The closed connections' figures at the boundary that starts `minute`.
+  void RollClosedMinutes(std::int64_t minute);
   // Stores `entry` under `seq` in `map`, replacing (and unindexing) what was there.
   void Put(OpenMap* map, std::uint64_t seq, Entry entry);
   // Removes `seq` from `map`; returns what was stored (null when nothing was).
@@ -210,6 +239,10 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   mutable std::condition_variable view_changed_;  // see ViewChanged
   OpenMap open_;
   std::deque<ConnectionPtr> closed_;  // oldest close first
+  std::uint64_t closed_popped_ = 0;   // closed connections ever dropped from closed_'s front
+  // Positions ascending; only ones still in closed_ (PopClosed drops the others): at most
+  // closed_.size() entries, and in practice the closes of the last two minutes.
+  std::deque<ClosedMinute> closed_minutes_;
   ClientIdIndex by_client_id_;        // open_ and closed_
   // The last SharedSnapshot; reset by every change of open_ or closed_ (they all pass through
   // Index, Unindex or RebuildIndex).

@@ -648,10 +648,10 @@ class RegistryDetailsTest : public ::testing::Test {
   // seen by the registry at `now`. The slot keeps what was counted into it before: traffic
   // between the CONNECT and the moment the companion reads the event.
   void Open(std::uint64_t seq, std::uint16_t local_port, std::uint32_t slot, std::int64_t now,
-            std::int64_t open_ns = 0) {
+            std::int64_t open_ns = 0, const std::string& client_id = "") {
     ConnectionEvent e;
     e.seq = seq;
-    e.client_id = "c" + std::to_string(seq);
+    e.client_id = client_id.empty() ? "c" + std::to_string(seq) : client_id;
     e.local_port = local_port;
     e.stats_slot = slot;
     e.open_time_ns = open_ns;
@@ -666,6 +666,23 @@ class RegistryDetailsTest : public ::testing::Test {
   }
   // The broker's side of a CONNECT: the slot handed over zeroed to `seq`.
   void Assign(std::uint32_t slot, std::uint64_t seq) { AssignStatsSlot(slots_[slot], seq); }
+  // The broker's side of a close: the slot given back (it keeps its figures until it is taken
+  // again), its totals in the close event, read by the registry at `now`.
+  void Close(std::uint64_t seq, std::uint32_t slot, std::int64_t close_ns, std::int64_t now) {
+    const RequestStatistics totals = LoadStatsSlot(slots_[slot]);
+    Apply(EventType::kClose, CloseEvent{seq, close_ns, CloseReason::kClientDisconnect, totals},
+          now);
+  }
+  // The stored connection `seq` as a reader of the shared view sees it (no details added).
+  Connection Stored(std::uint64_t seq) { return Find(registry_->Snapshot(), seq); }
+  // client id -> publishes plus deliveries of the top clients, in their order.
+  std::vector<std::pair<std::string, std::uint64_t>> Top(std::size_t n) {
+    std::vector<std::pair<std::string, std::uint64_t>> top;
+    for (const auto& client : registry_->TopClients(n)) {
+      top.emplace_back(client.client_id, client.recent.publish_count + client.recent.deliver_count);
+    }
+    return top;
+  }
   Connection Find(const std::vector<Connection>& all, std::uint64_t seq) {
     for (const auto& c : all) {
       if (c.seq == seq) return c;
@@ -876,6 +893,208 @@ TEST_F(RegistryDetailsTest, AMinuteThatEndsDuringAResyncEndsForTheStagedConnecti
   EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics.publish_count, 3u);
   registry_->RollStatisticsWindow(12 * kMinute);
   EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics.publish_count, 4u);
+}
+
+using TopList = std::vector<std::pair<std::string, std::uint64_t>>;
+
+// The device: it connects, sends a burst and leaves within one minute. When that minute
+// ends, its closed record's recent statistics are the minute's traffic (all of its life: the
+// broker zeroed its slot at the open), and it is among the top clients; a minute later both are
+// back to nothing, as for any connection that sent nothing in the previous minute. The same
+// when the companion reads its CONNECT and its close only after the minute ended (its slot
+// already given to another connection).
+TEST_F(RegistryDetailsTest, AConnectionThatBurstsAndLeavesWithinAMinuteShowsItTheNextMinute) {
+  for (const bool read_late : {false, true}) {
+    SCOPED_TRACE(read_late ? "events read after the minute" : "events read at once");
+    registry_ = std::make_unique<ConnectionRegistry>(options_);
+    registry_->RollStatisticsWindow(10 * kMinute + 1);
+    Assign(0, 1);
+    Bump(slots_[0].publish_count, 300);
+    Bump(slots_[0].publish_bytes, 3000);
+    Bump(slots_[0].deliver_count, 2);
+    const std::int64_t open = 10 * kMinute + 10'000'000'000;
+    const std::int64_t close = 10 * kMinute + 30'000'000'000;
+    if (!read_late) {
+      Open(1, 1883, 0, open + 1, open);
+      Close(1, 0, close, close + 1);
+      const Connection c = Stored(1);
+      EXPECT_EQ(c.state, ConnectionState::kClosed);
+      EXPECT_EQ(c.total_statistics.publish_count, 300u);
+      EXPECT_EQ(c.recent_statistics.publish_count, 0u);  // minute 9: it was not there
+      EXPECT_TRUE(registry_->TopClients(5).empty());
+      registry_->RollStatisticsWindow(11 * kMinute);
+    } else {
+      RequestStatistics totals = LoadStatsSlot(slots_[0]);
+      registry_->RollStatisticsWindow(11 * kMinute);
+      Open(1, 1883, 0, 11 * kMinute + 5, open);
+      Assign(0, 7);  // the slot, given back at the close, serves another connection now
+      Apply(EventType::kClose, CloseEvent{1, close, CloseReason::kClientDisconnect, totals},
+            11 * kMinute + 6);
+    }
+    Connection c = Stored(1);
+    EXPECT_EQ(c.recent_statistics.publish_count, 300u);
+    EXPECT_EQ(c.recent_statistics.publish_bytes, 3000u);
+    EXPECT_EQ(c.recent_statistics.deliver_count, 2u);
+    EXPECT_EQ(Find(registry_->DetailedSnapshot(), 1).recent_statistics.publish_count, 300u);
+    EXPECT_EQ(Top(5), (TopList{{"c1", 302}}));
+    registry_->RollStatisticsWindow(12 * kMinute);
+    c = Stored(1);
+    EXPECT_EQ(c.recent_statistics.publish_count, 0u);  // minute 11: it was gone
+    EXPECT_EQ(c.recent_statistics.deliver_count, 0u);
+    EXPECT_EQ(c.total_statistics.publish_count, 300u);
+    EXPECT_TRUE(registry_->TopClients(5).empty());
+  }
+}
+
+// An older connection that closes: until the minute it closed in ends it shows the minute
+// before (as it did while open, and it stays among the top clients for it); then what it sent
+// in its last minute, up to its close; then nothing. Also when the registry reads the close
+// only after the minute ended, the slot still holding its final figures at the boundary.
+TEST_F(RegistryDetailsTest, AClosedConnectionShowsItsLastMinuteWhenThatMinuteEnds) {
+  for (const bool read_late : {false, true}) {
+    SCOPED_TRACE(read_late ? "close read after the minute" : "close read at once");
+    registry_ = std::make_unique<ConnectionRegistry>(options_);
+    registry_->RollStatisticsWindow(9 * kMinute + 1);
+    Assign(0, 1);
+    Open(1, 1883, 0, 9 * kMinute + 2, 9 * kMinute + 1);
+    Bump(slots_[0].publish_count, 5);  // minute 9
+    registry_->RollStatisticsWindow(10 * kMinute);
+    Bump(slots_[0].publish_count, 7);  // minute 10, then the close
+    const std::int64_t close = 10 * kMinute + 30'000'000'000;
+    if (!read_late) {
+      Close(1, 0, close, close + 1);
+      EXPECT_EQ(Stored(1).recent_statistics.publish_count, 5u);
+      EXPECT_EQ(Top(5), (TopList{{"c1", 5}}));
+      registry_->RollStatisticsWindow(11 * kMinute);
+    } else {
+      registry_->RollStatisticsWindow(11 * kMinute);  // reads the slot's final figures
+      Close(1, 0, close, 11 * kMinute + 1);
+    }
+    EXPECT_EQ(Stored(1).recent_statistics.publish_count, 7u);
+    EXPECT_EQ(Top(5), (TopList{{"c1", 7}}));
+    registry_->RollStatisticsWindow(12 * kMinute);
+    EXPECT_EQ(Stored(1).recent_statistics.publish_count, 0u);
+    EXPECT_TRUE(registry_->TopClients(5).empty());
+  }
+}
+
+// Minutes the companion missed: a connection that closed in minute 10 sent nothing in minute
+// 12, the previous complete minute at the next boundary it sees.
+TEST_F(RegistryDetailsTest, AClosedConnectionShowsNothingForMinutesAfterItsClose) {
+  registry_->RollStatisticsWindow(10 * kMinute + 1);
+  Assign(0, 1);
+  Open(1, 1883, 0, 10 * kMinute + 2, 10 * kMinute + 1);
+  Bump(slots_[0].publish_count, 4);
+  Close(1, 0, 10 * kMinute + 3, 10 * kMinute + 4);
+  registry_->RollStatisticsWindow(13 * kMinute);
+  EXPECT_EQ(Stored(1).recent_statistics.publish_count, 0u);
+  EXPECT_TRUE(registry_->TopClients(5).empty());
+  // Read only two minutes after its close: nothing to show either.
+  Assign(1, 2);
+  Bump(slots_[1].publish_count, 6);
+  const RequestStatistics totals = LoadStatsSlot(slots_[1]);
+  Open(2, 1883, 1, 13 * kMinute + 1, 11 * kMinute + 1);
+  Apply(EventType::kClose, CloseEvent{2, 11 * kMinute + 2, CloseReason::kClientDisconnect, totals},
+        13 * kMinute + 2);
+  EXPECT_EQ(Stored(2).recent_statistics.publish_count, 0u);
+  EXPECT_TRUE(registry_->TopClients(5).empty());
+}
+
+// The top clients are clients: a device that connects, bursts and leaves three times in a
+// minute (the third time it stays) is one client id with the sum of its connections, one
+// series of /metrics, ranked by that sum; still at most n of them.
+TEST_F(RegistryDetailsTest, TopClientsSumTheConnectionsOfOneClientIdInTheMinute) {
+  registry_->RollStatisticsWindow(10 * kMinute + 1);
+  std::int64_t t = 10 * kMinute + 1'000'000'000;
+  for (std::uint64_t seq = 1; seq <= 3; ++seq, t += 1'000'000'000) {
+    Assign(0, seq);
+    Open(seq, 1883, 0, t, t, "device");
+    Bump(slots_[0].publish_count, 10 * seq);  // 10, 20, 30
+    if (seq < 3) Close(seq, 0, t + 1, t + 2);
+  }
+  Assign(1, 4);
+  Open(4, 1883, 1, t, t, "other");
+  Bump(slots_[1].publish_count, 45);
+  Assign(2, 5);
+  Open(5, 1883, 2, t, t, "quiet");
+  Bump(slots_[2].deliver_count, 1);
+  Close(5, 2, t + 1, t + 2);
+  registry_->RollStatisticsWindow(11 * kMinute);
+  EXPECT_EQ(Top(5), (TopList{{"device", 60}, {"other", 45}, {"quiet", 1}}));
+  EXPECT_EQ(Top(2), (TopList{{"device", 60}, {"other", 45}}));
+  EXPECT_EQ(Top(1), (TopList{{"device", 60}}));
+  const auto top = registry_->TopClients(1);
+  EXPECT_EQ(top[0].recent.publish_count, 60u);
+  // Without the two closed ones it would lose to "other": the sum decides, not one connection.
+  EXPECT_EQ(Stored(1).recent_statistics.publish_count, 10u);
+  EXPECT_EQ(Stored(2).recent_statistics.publish_count, 20u);
+}
+
+// Closed connections the list no longer holds (closed_max, closed_ttl) show in no top list; a
+// reload that trims the list drops them too.
+TEST_F(RegistryDetailsTest, ClosedConnectionsTrimmedFromTheListLeaveTheTopClients) {
+  options_.closed_max = 2;
+  registry_ = std::make_unique<ConnectionRegistry>(options_);
+  registry_->RollStatisticsWindow(10 * kMinute + 1);
+  for (std::uint64_t seq = 1; seq <= 3; ++seq) {
+    const std::int64_t t = 10 * kMinute + static_cast<std::int64_t>(seq) * 1'000'000'000;
+    Assign(0, seq);
+    Open(seq, 1883, 0, t, t);
+    Bump(slots_[0].publish_count, seq);
+    Close(seq, 0, t + 1, t + 2);
+  }
+  EXPECT_EQ(registry_->closed_count(), 2u);
+  registry_->RollStatisticsWindow(11 * kMinute);
+  EXPECT_EQ(Top(5), (TopList{{"c3", 3}, {"c2", 2}}));
+  SettingsEvent settings;
+  settings.closed_max = 1;
+  settings.closed_ttl_ns = options_.closed_ttl_ns;
+  Apply(EventType::kSettings, settings, 11 * kMinute + 1);
+  EXPECT_EQ(Top(5), (TopList{{"c3", 3}}));
+  registry_->ExpireClosed(11 * kMinute + options_.closed_ttl_ns);
+  EXPECT_TRUE(registry_->TopClients(5).empty());
+  EXPECT_EQ(registry_->closed_count(), 0u);
+  registry_->RollStatisticsWindow(12 * kMinute);  // nothing left to roll
+  EXPECT_TRUE(registry_->TopClients(5).empty());
+}
+
+// The minute's figure changes the stored closed connection: a new value (a reader's shared
+// snapshot keeps the one it took), found by client id, and no change for WatchConnections,
+// whose connections carry no traffic figures of the minute (open ones' change every minute
+// without one either).
+TEST(ConnectionRegistryChangesTest, AClosedConnectionsMinuteIsNoChangeOfTheStream) {
+  ConnectionChanges changes({16, 100});
+  ConnectionStatsSlot slots[1];
+  ConnectionRegistryOptions options;
+  options.changes = &changes;
+  options.stats = slots;
+  options.stats_count = 1;
+  ConnectionRegistry registry(options);
+  const auto apply = [&](EventType type, const auto& event) {
+    std::string bytes;
+    Encode(event, &bytes);
+    ASSERT_TRUE(ApplyEventRecord(&registry, type, bytes, 10 * kMinute + 3));
+  };
+  registry.RollStatisticsWindow(10 * kMinute + 1);
+  AssignStatsSlot(slots[0], 1);
+  ConnectionEvent open = Open(1, "burst", 10 * kMinute + 2);
+  open.stats_slot = 0;
+  apply(EventType::kConnection, open);
+  Bump(slots[0].publish_count, 9);
+  apply(EventType::kClose,
+        CloseEvent{1, 10 * kMinute + 3, CloseReason::kClientDisconnect, LoadStatsSlot(slots[0])});
+  const std::uint64_t last = changes.last_sequence();
+  const ConnectionList before = registry.SharedSnapshot();
+  registry.RollStatisticsWindow(11 * kMinute);
+  EXPECT_EQ(changes.last_sequence(), last);
+  ASSERT_EQ(before->size(), 1u);
+  EXPECT_EQ((*before)[0]->recent_statistics.publish_count, 0u);
+  const ConnectionList after = registry.SharedSnapshot();
+  ASSERT_EQ(after->size(), 1u);
+  EXPECT_EQ((*after)[0]->recent_statistics.publish_count, 9u);
+  const auto found = registry.FindByClientId("burst");
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0]->recent_statistics.publish_count, 9u);
 }
 
 TEST_F(RegistryDetailsTest, AClosedConnectionKeepsTheTotalsAndIdleOfItsClose) {
