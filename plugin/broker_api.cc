@@ -66,9 +66,14 @@ BrokerApi BrokerApi::Find() {
   if (!capabilities.api_2_1) {
     api.acl_check_ = Lookup<AclCheckFunction>("mosquitto_acl_check");
     api.get_state_ = Lookup<GetStateFunction>("mosquitto__get_state");
+  } else {
+    // 2.1 on: the name is on every build's export list. 2.0 has no function of that name; a
+    // symbol of it in some other library would not be the broker's.
+    api.client_by_id_ = Lookup<ClientByIdFunction>("mosquitto_client");
   }
   capabilities.acl_check = api.acl_check_ != nullptr;
   capabilities.get_state = api.get_state_ != nullptr;
+  capabilities.client_lookup = api.client_by_id_ != nullptr;
   api.read_string_ = Lookup<ReadStringFunction>("mosquitto_property_read_string");
   api.read_binary_ = Lookup<ReadBinaryFunction>("mosquitto_property_read_binary");
   capabilities.property_readers = api.read_string_ != nullptr && api.read_binary_ != nullptr;
@@ -125,6 +130,10 @@ std::string BrokerApi::ErrorText(int code) const {
 
 int BrokerApi::ClientState(const mosquitto* client) const {
   return get_state_ != nullptr ? get_state_(client) : -1;
+}
+
+const mosquitto* BrokerApi::ClientById(const char* client_id) const {
+  return client_by_id_ != nullptr && client_id != nullptr ? client_by_id_(client_id) : nullptr;
 }
 
 }  // namespace mqc

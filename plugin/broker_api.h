@@ -87,6 +87,9 @@ class BrokerApi {
   std::string ErrorText(int code) const;
   // The broker's state of a client (2.0: mosquitto__get_state), or -1 where unknown.
   int ClientState(const mosquitto* client) const;
+  // The client the broker holds under `client_id` (2.1's mosquitto_client), or null; always
+  // null where capabilities().client_lookup is false.
+  const mosquitto* ClientById(const char* client_id) const;
 
  private:
   bool ReadPropertyWithoutReaders(const void* properties, int identifier, std::string* value) const;
@@ -97,6 +100,8 @@ class BrokerApi {
   using ReadBinaryFunction = const void* (*)(const void*, int, void**, std::uint16_t*, bool);
   using StrerrorFunction = const char* (*)(int);
   using GetStateFunction = int (*)(const mosquitto*);
+  // include/mosquitto/broker.h of v2.1.2: struct mosquitto *mosquitto_client(const char *).
+  using ClientByIdFunction = mosquitto* (*)(const char*);
 
   BrokerCapabilities capabilities_;
   AclCheckFunction acl_check_ = nullptr;
@@ -104,6 +109,7 @@ class BrokerApi {
   ReadBinaryFunction read_binary_ = nullptr;
   StrerrorFunction strerror_ = nullptr;
   GetStateFunction get_state_ = nullptr;
+  ClientByIdFunction client_by_id_ = nullptr;
 };
 
 }  // namespace mqc

@@ -59,6 +59,9 @@ class MosquittoBroker final : public Broker {
   int ClientState(const BrokerClient* client) const override {
     return api_->ClientState(Native(client));
   }
+  const BrokerClient* FindClient(const char* client_id) const override {
+    return reinterpret_cast<const BrokerClient*>(api_->ClientById(client_id));
+  }
   int SubCount(const BrokerClient* client) const override {
     return mosquitto_client_sub_count(Native(client));
   }

@@ -177,6 +177,7 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
       state->link.get(), (std::uint64_t{seed()} << 32) | seed(), state->region->stats(),
       state->region->header()->stats_slots, &state->region->header()->counters);
   state->sessions->SetConnectsConfirmed(state->api.api_2_1());
+  state->sessions->SetUnknownExpiryFollowed(state->api.capabilities().client_lookup);
   state->sessions->SetPersistentClientExpiration(
       state->broker_config.persistent_client_expiration_s);
   RestorePersistedSessions(state.get());
@@ -188,7 +189,11 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
   state->bans = std::make_unique<BanGate>(&state->region->header()->counters);
   state->layout = std::make_unique<BrokerLayoutVerifier>(
       BrokerLayoutCandidates(state->api.capabilities().version), state->api.capabilities().version);
-  state->layout->Start(state->mosquitto);
+  if (state->options.client_layout) {
+    state->layout->Start(state->mosquitto);
+  } else {
+    state->layout->TurnOff(state->mosquitto, "plugin_opt_client_layout off");
+  }
 
   const std::string companion = state->options.companion_path.empty()
                                     ? Directory(own_path) + "/" + kCompanionName

@@ -114,6 +114,10 @@ class Broker {
   virtual std::int64_t IdleMs(const BrokerClient* client) const = 0;
   // The broker's state of a client (2.0: mosquitto__get_state), or -1 where unknown.
   virtual int ClientState(const BrokerClient* client) const = 0;
+  // The client object the broker holds under `client_id` (2.1's mosquitto_client), connected
+  // or offline; null when it holds none, and always null where capabilities().client_lookup is
+  // false. Never per message: the plugin asks at TICK, a bounded number of ids each time.
+  virtual const BrokerClient* FindClient(const char* client_id) const = 0;
   // mosquitto_client_sub_count, mosquitto_client_clean_session, mosquitto_client_keepalive:
   // what broker/broker_layout.h checks its reads against.
   virtual int SubCount(const BrokerClient* client) const = 0;

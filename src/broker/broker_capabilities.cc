@@ -99,6 +99,10 @@ std::string BrokerCapabilities::Describe(bool unread_acl_source) const {
           "mosquitto__get_state (a close is CLIENT_DISCONNECT, SESSION_TAKEN_OVER, KICKED or "
           "AUTHENTICATION_FAILED where known, else unspecified)");
     }
+  } else if (!client_lookup) {
+    missing.push_back(
+        "mosquitto_client (an MQTT 5 session's end by expiry is seen only where the client "
+        "layout is verified)");
   }
   if (!version.known()) missing.push_back("its version string (per_listener_settings refused)");
   if (missing.empty()) return text + "; every feature available";

@@ -48,6 +48,11 @@ struct BrokerCapabilities {
   bool property_readers = false;
   // mosquitto__get_state: why a 2.0 client disconnected.
   bool get_state = false;
+  // mosquitto_client(id): the client object the broker holds under a client id, connected or
+  // offline. 2.1 exports it from every build (src/linker.syms, v2.1.0 to master); 2.0 has no
+  // such function. It is how the plugin sees the broker expire a session whose expiry it was
+  // not told (SessionTable::EndGoneOffline): 2.1 sends no plugin event for that.
+  bool client_lookup = false;
 
   // With per_listener_settings true, Mosquitto 2.0 sends TICK from 2.0.15 on (src/loop.c), and
   // 2.1 always. The plugin needs TICK to hear its companion.

@@ -41,6 +41,7 @@
 #include "broker/configuration.h"
 #include "broker/message_counts.h"
 #include "broker/presence.h"
+#include "broker/round_pace.h"
 #include "broker/session_table.h"
 #include "broker/traffic_meter.h"
 #include "link/broker_config.h"
@@ -97,6 +98,11 @@ struct BrokerEventsState {
   std::unique_ptr<BrokerLayoutVerifier> layout;
   // Walks the open connections at TICK to refresh their message counts (message_counts.h).
   MessageCountSweep message_sweep;
+  // Paces TICK's checks of the offline sessions whose expiry the broker did not tell
+  // (BrokerEvents::FollowUnknownExpiry): every one once a second, at most kMaxExpiryChecks a TICK.
+  static constexpr std::int64_t kExpiryRoundNs = 1000000000;
+  static constexpr std::size_t kMaxExpiryChecks = 1024;
+  RoundPace expiry_pace{kExpiryRoundNs, kMaxExpiryChecks};
 
   // 2.1: whether the plugin watches ACL checks (no other ACL source: its IGNORE is neutral).
   bool watch_acl_21 = false;
@@ -440,6 +446,22 @@ class BrokerEvents {
     });
   }
 
+  // TICK's slice of the check of the offline sessions whose expiry the broker did not tell (2.1
+  // without a verified client layout): the broker expires them without a plugin event, and the
+  // plugin asks it, a bounded number a TICK (expiry_pace), whether it still holds each one
+  // (Broker::FindClient; SessionTable::EndGoneOffline). A session ends within about a second
+  // of the broker's expiry while a round fits kMaxExpiryChecks a TICK. Nothing where the broker
+  // cannot be asked (2.0) or no session is of unknown expiry (every one, where the layout is
+  // verified: its expiry is read at the close and followed by ExpireOffline).
+  void FollowUnknownExpiry(std::int64_t now) {
+    SessionTable& sessions = *state_.sessions;
+    const std::size_t unknown = sessions.unknown_expiry_count();
+    if (unknown == 0 || !broker().capabilities().client_lookup) return;
+    sessions.EndGoneOffline(
+        state_.expiry_pace.ItemsNow(now, unknown),
+        [this](const std::string& id) { return broker().FindClient(id.c_str()); });
+  }
+
   // TICK (2.0: every turn of the broker's loop; 2.1: when asked for, plugin/broker_events.cc).
   // A TICK settles what the callbacks before it left open and ends a reload's re-check; the
   // periodic work (the companion's commands, its supervision, resync, expiry) is done at most
@@ -461,6 +483,7 @@ class BrokerEvents {
       state_.companion->Tick(now);  // delays and stall checks: no wall-clock jumps
       state_.traffic->OnTick(now);
       state_.sessions->ExpireOffline(broker().NowNs());
+      FollowUnknownExpiry(now);
       if (state_.companion->serving()) ResyncStep(state_.link.get(), state_.sessions.get());
       SweepMessageCounts(now);
       state_.link->ReleaseReadPages();

@@ -133,6 +133,9 @@ class BrokerLayoutVerifier {
 
   // Logs why nothing will be read when there is no candidate at all. Call once, at start.
   void Start(Broker& broker);
+  // Trusts no layout from now on, with the log line of an unknown one naming `why`
+  // (plugin_opt_client_layout off).
+  void TurnOff(Broker& broker, const std::string& why) { Fail(broker, why); }
 
   // One observation of a client the plugin touches anyway (never per message). Compares every
   // live candidate with the broker's accessors; verifies when the client has an id and a socket

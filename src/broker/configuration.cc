@@ -138,6 +138,9 @@ void ApplyOptions(BrokerEventsState* state, PluginOptions reloaded) {
   // client should not see the broker's answers change under a reload: restart to change it.
   Keep(state, "kubemq_strict", &PluginOptions::kubemq_strict,
        std::string(old.kubemq_strict ? "true" : "false") + " until the broker restarts", &reloaded);
+  // The layout is verified, or turned off, once per broker run (plugin.cc).
+  Keep(state, "client_layout", &PluginOptions::client_layout,
+       std::string(old.client_layout ? "verify" : "off") + " until the broker restarts", &reloaded);
   // The companion sizes its top-clients family at start.
   Keep(state, "metrics_top_clients", &PluginOptions::metrics_top_clients,
        std::to_string(old.metrics_top_clients) + " until the broker restarts", &reloaded);

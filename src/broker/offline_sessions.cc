@@ -14,6 +14,7 @@ OfflineSessions::Added OfflineSessions::Add(const std::string& id, OfflineSessio
   const std::uint64_t age = ++next_age_;
   by_age_.emplace(age, id);
   if (session.gone_by_ns != 0) by_expiry_.emplace(session.gone_by_ns, id);
+  if (session.expiry_unknown) unknown_expiry_.insert(age);
   // Moved in once, constructed in its node (the id is not in the map any more).
   auto it = sessions_
                 .emplace(std::piecewise_construct, std::forward_as_tuple(id),
@@ -44,6 +45,7 @@ std::optional<std::pair<std::string, OfflineSession>> OfflineSessions::TakeExpir
 
 std::optional<OfflineSession> OfflineSessions::Erase(Map::iterator it) {
   by_age_.erase(it->second.age);
+  unknown_expiry_.erase(it->second.age);
   const std::int64_t gone_by_ns = it->second.session.gone_by_ns;
   if (gone_by_ns != 0) {
     auto [first, last] = by_expiry_.equal_range(gone_by_ns);

@@ -280,6 +280,9 @@ void SessionTable::KeepOffline(const OpenConnection& connection, const void* cli
   } else if (persistent_expiration_s_ > 0) {
     session.gone_by_ns = BrokerExpiry(now_ns, 0xffffffff, persistent_expiration_s_)->gone_by_ns;
   }
+  // Where the broker can be asked, it tells when it dropped a session of unknown time
+  // (EndGoneOffline). A takeover's session passes to its new connection at once.
+  session.expiry_unknown = follow_unknown_expiry_ && !interval && !taken_over;
   AddOffline(std::string(connection.client_id()), std::move(session));
 }
 
@@ -332,10 +335,13 @@ std::optional<SessionTable::ExpiryTimes> SessionTable::BrokerExpiry(
 void SessionTable::ExpireOffline(std::int64_t now_ns) {
   // The broker expires a session in the first second past its expiry time (BrokerExpiry).
   while (std::optional<std::pair<std::string, OfflineSession>> due = offline_.TakeExpired(now_ns)) {
-    const auto& [id, session] = *due;
-    if (observer_ != nullptr && session.observed) observer_->OfflineSessionEnded(id);
-    EmitOfflineEnd(session);
+    EndExpired(due->first, due->second);
   }
+}
+
+void SessionTable::EndExpired(const std::string& id, const OfflineSession& session) {
+  if (observer_ != nullptr && session.observed) observer_->OfflineSessionEnded(id);
+  EmitOfflineEnd(session);
 }
 
 bool SessionTable::EmitOffline(const OfflineSession& session) {

@@ -218,6 +218,32 @@ class SessionTable {
   // comparison.
   void ExpireOffline(std::int64_t now_ns);
 
+  // Whether the broker can be asked which client object it holds under an id (2.1's
+  // mosquitto_client, BrokerCapabilities::client_lookup): then an offline session whose expiry
+  // the broker did not tell (an MQTT 5 one without a verified client layout) is followed with
+  // EndGoneOffline. Set before the first client.
+  void SetUnknownExpiryFollowed(bool followed) { follow_unknown_expiry_ = followed; }
+  // The offline sessions EndGoneOffline follows.
+  std::size_t unknown_expiry_count() const { return offline_.unknown_expiry_count(); }
+  // At TICK: asks `held_by(id)` (the broker's client object of that id, null for none) about at
+  // most `count` of the sessions of unknown expiry, going round (OfflineSessions::
+  // SweepUnknownExpiry), and ends each one the broker holds no object for any more, as
+  // ExpireOffline ends an expired one. Mosquitto 2.1 expires a session without a plugin event
+  // (src/session_expiry.c: session_expiry__check, v2.1.2 and master): it takes the client out
+  // of its by-id table (context__add_to_disused), and frees it later. A different object is a
+  // new connection of the id: its CONNECT resumes or ends the session (Accept), so it is left
+  // alone here. No allocation once `gone_ids_` has grown.
+  template <typename HeldBy>
+  void EndGoneOffline(std::size_t count, HeldBy held_by) {
+    gone_ids_.clear();
+    offline_.SweepUnknownExpiry(
+        count, [&](const std::string& id, const OfflineSession&) { return held_by(id) == nullptr; },
+        &gone_ids_);
+    for (const std::string& id : gone_ids_) {
+      if (std::optional<OfflineSession> gone = offline_.Take(id)) EndExpired(id, *gone);
+    }
+  }
+
   // When the broker expires a session that goes offline at `now_ns` (Unix time) with this
   // expiry interval, as src/session_expiry.c (2.0.11 to 2.1.2) does: its session_expiry_time
   // is the loop's whole second (db.now_real_s) plus the interval, or plus
@@ -373,6 +399,8 @@ class SessionTable {
   void AddOffline(const std::string& id, OfflineSession&& session, bool announce = true);
   // Announces the end of an offline session that left offline_, when it was listed.
   void EmitOfflineEnd(const OfflineSession& session);
+  // The end of a session the broker expired (it left offline_): the observer, then the event.
+  void EndExpired(const std::string& id, const OfflineSession& session);
   bool EmitOffline(const OfflineSession& session);
   bool EmitOfflineInFull(const std::string& id);
   Uuid NewUuid();
@@ -397,6 +425,8 @@ class SessionTable {
   std::size_t sweep_at_ = 0;    // SweepOpen's cursor in open_
   OfflineSessions offline_;     // by client id, with their age and expiry orders
   std::int64_t persistent_expiration_s_ = 0;
+  bool follow_unknown_expiry_ = false;
+  std::vector<std::string> gone_ids_;  // EndGoneOffline's, kept for its capacity
   SubscriptionEvent subscription_;  // reused for every subscription emitted (its filter's capacity)
 
   bool reloading_ = false;

@@ -165,6 +165,12 @@ const std::vector<OptionSpec>& Specs() {
       {"kubemq_strict", "true or false", BoolInto(&PluginOptions::kubemq_strict)},
       {"metrics_top_clients", "an integer from 0 to 100 (0 = off)",
        UnsignedInto(0, 100, &PluginOptions::metrics_top_clients)},
+      {"client_layout", "verify or off (off: read nothing of the broker's client struct)",
+       [](std::string_view value, PluginOptions* o) {
+         if (value != "verify" && value != "off") return Refused();
+         o->client_layout = value == "verify";
+         return Status();
+       }},
       {"companion", "the absolute path of the companion executable",
        AbsolutePathInto(&PluginOptions::companion_path)},
   };

@@ -31,6 +31,10 @@ struct PluginOptions {
   std::uint32_t http_max_streams = 8;  // WatchConnections streams at once (0: the method is off)
   // Changes a WatchConnections stream may fall behind the newest before it is cut off.
   std::uint32_t http_stream_buffer = 4096;
+  // plugin_opt_client_layout: `verify` (true) lets the plugin verify and then read the broker's
+  // client struct (broker/broker_layout.h); `off` (false) reads nothing of it, as on a build
+  // whose layout is unknown. Tests use `off` to see what such a build shows.
+  bool client_layout = true;
 
   // Security (README, "Security"). The companion reads the token files itself: tokens never
   // enter the broker process or the shared region.

@@ -90,9 +90,17 @@ TEST(BrokerCapabilitiesTest, TheStartLineNamesTheBrokerAndWhatItHides) {
   BrokerCapabilities v21;
   v21.api_2_1 = true;
   v21.property_readers = true;
+  v21.client_lookup = true;
   v21.version = FindBrokerVersion(Binary({"2.1.2"}));
   EXPECT_EQ(v21.Describe(true),
             "mosquitto_connections: broker 2.1.2, plugin API 2.1; every feature available");
+  // A 2.1 build that hid mosquitto_client (none of the matrix does: src/linker.syms has it).
+  v21.client_lookup = false;
+  EXPECT_EQ(v21.Describe(true),
+            "mosquitto_connections: broker 2.1.2, plugin API 2.1; this broker does not export "
+            "mosquitto_client (an MQTT 5 session's end by expiry is seen only where the client "
+            "layout is verified)");
+  v21.client_lookup = true;
   v21.version = BrokerVersion{};
   EXPECT_THAT(v21.Describe(true), HasSubstr("its version string"));
 }

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <utility>
@@ -59,6 +60,7 @@ class BrokerEventsTest : public ::testing::Test {
     state_.sessions =
         std::make_unique<SessionTable>(&sink_, 1, slots_.data(), slots_.size(), &counters_);
     state_.sessions->SetConnectsConfirmed(broker_.api_2_1());
+    state_.sessions->SetUnknownExpiryFollowed(broker_.capabilities().client_lookup);
     state_.traffic =
         std::make_unique<TrafficMeter>(&counters_, DefaultPattern::kEvents, RpcTracker::Options{});
     state_.bans = std::make_unique<BanGate>(&counters_);
@@ -849,6 +851,113 @@ TEST_F(SessionExpiryEventsTest, On21TheEventTellsWhetherTheSessionEnds) {
   ConnectSubscribeAndLeave(&odd, DisconnectEvent::kClientOffline);
   ASSERT_EQ(sink_.offline.size(), 3u);
   EXPECT_EQ(sink_.offline[2].expiry_time_ns, 0);
+}
+
+// 2.1 without a verified layout: the broker expires a session with no plugin event
+// (src/session_expiry.c: session_expiry__check); the plugin asks it at TICK whether it still
+// holds the session's client under its id (mosquitto_client), and ends the session when not.
+TEST_F(SessionExpiryEventsTest, On21WithoutTheLayoutTheBrokersLookupTellsTheExpiry) {
+  Use(FakeBroker::Api21());
+  FakeClient stays = Client("stays", 5);
+  stays.facts.clean_session = false;
+  ConnectSubscribeAndLeave(&stays, DisconnectEvent::kClientOffline);
+  ASSERT_EQ(sink_.offline.size(), 1u);
+  EXPECT_EQ(sink_.offline[0].expiry_time_ns, 0);
+  broker_.clients_by_id["stays"] = &stays;  // offline, still held
+  Events().FollowUnknownExpiry(broker_.monotonic_ns);
+  EXPECT_EQ(broker_.client_lookups, 1);
+  EXPECT_EQ(state_.sessions->offline_count(), 1u);
+  broker_.clients_by_id.erase("stays");  // expired
+  broker_.monotonic_ns += 50000000;
+  Events().FollowUnknownExpiry(broker_.monotonic_ns);
+  EXPECT_EQ(state_.sessions->offline_count(), 0u);
+  Events().FollowUnknownExpiry(broker_.monotonic_ns + 50000000);
+  EXPECT_EQ(broker_.client_lookups, 2);  // nothing left to ask about
+}
+
+// The same id resumed by a new connection: the broker holds the new client object under it
+// before the plugin's CONNECT settles the resume. Not an expiry: the session's subscriptions
+// pass to the new connection, and the offline session ends once.
+TEST_F(SessionExpiryEventsTest, On21AResumeIsNotTakenForAnExpiry) {
+  Use(FakeBroker::Api21());
+  FakeClient old_client = Client("resumed", 5);
+  old_client.facts.clean_session = false;
+  ConnectSubscribeAndLeave(&old_client, DisconnectEvent::kClientOffline);
+  old_client.socket = -1;
+  FakeClient new_client = Client("resumed", 5);
+  new_client.facts.clean_session = false;
+  Events().OnBasicAuth(new_client.handle());
+  broker_.clients_by_id["resumed"] = &new_client;
+  Events().FollowUnknownExpiry(broker_.monotonic_ns);
+  EXPECT_EQ(state_.sessions->offline_count(), 1u);
+  // src/handle_connect.c: the offline object's DISCONNECT (taken over), then CONNECT.
+  constexpr int kSessionTakenOver = 142;  // MOSQ_ERR_SESSION_TAKEN_OVER
+  Events().OnDisconnect(old_client.handle(), kSessionTakenOver, DisconnectEvent::kDisconnect);
+  Events().OnConnect21(new_client.handle());
+  Events().FollowUnknownExpiry(broker_.monotonic_ns + 50000000);
+  EXPECT_EQ(state_.sessions->offline_count(), 0u);
+  ASSERT_EQ(sink_.connections.size(), 2u);
+  const std::uint64_t seq = sink_.connections[1].seq;
+  int handed_over = 0;
+  for (const auto& [type, subscription] : sink_.subscriptions) {
+    if (type == EventType::kSubscribe && subscription.seq == seq) ++handed_over;
+  }
+  EXPECT_EQ(handed_over, 1);
+}
+
+// With the layout verified the expiry is read at the close and followed from its time: no
+// session is of unknown expiry, and TICK asks the broker nothing. 2.0 has no lookup at all.
+TEST_F(SessionExpiryEventsTest, AVerifiedLayoutOr20AsksTheBrokerNothing) {
+  Use(FakeBroker::Api21());
+  const BrokerLayout& truth = Builtin21Layout();
+  VerifyLayout(Version(2, 1, 2), truth);
+  FakeClient three = Mqtt5(truth, "three", 3);
+  ConnectSubscribeAndLeave(&three, DisconnectEvent::kClientOffline);
+  ASSERT_EQ(sink_.offline.size(), 1u);
+  EXPECT_EQ(sink_.offline[0].expiry_time_ns, 103 * kSecond);
+  EXPECT_EQ(state_.sessions->unknown_expiry_count(), 0u);
+  Events().FollowUnknownExpiry(broker_.monotonic_ns);
+  EXPECT_EQ(broker_.client_lookups, 0);
+  EXPECT_EQ(state_.sessions->offline_count(), 1u);
+
+  Use(FakeBroker::Api20());
+  FakeClient v5 = Client("v5", 5);
+  v5.facts.clean_session = false;
+  ConnectSubscribeAndLeave(&v5);
+  EXPECT_EQ(state_.sessions->offline_count(), 1u);
+  Events().FollowUnknownExpiry(broker_.monotonic_ns);
+  EXPECT_EQ(broker_.client_lookups, 0);
+}
+
+// No TICK asks about more than kMaxExpiryChecks sessions, however many there are; TICKs in a
+// row go round all of them.
+TEST_F(SessionExpiryEventsTest, EachTickAsksABoundedSliceAndTheSlicesGoRound) {
+  Use(FakeBroker::Api21());
+  constexpr std::size_t kSessions = BrokerEventsState::kMaxExpiryChecks * 2 + 10;
+  std::deque<FakeClient> clients;
+  for (std::size_t i = 0; i < kSessions; ++i) {
+    FakeClient& client = clients.emplace_back(Client("s" + std::to_string(i), 5));
+    client.facts.clean_session = false;
+    Connect(&client);
+    Events().OnDisconnect(client.handle(), 0, DisconnectEvent::kClientOffline);
+    broker_.clients_by_id[client.facts.client_id] = &client;
+  }
+  ASSERT_EQ(state_.sessions->unknown_expiry_count(), kSessions);
+  // The broker expired the youngest: the first TICK's slice does not reach it.
+  broker_.clients_by_id.erase("s" + std::to_string(kSessions - 1));
+  int ticks = 0;
+  while (state_.sessions->offline_count() == kSessions && ticks < 100) {
+    const int before = broker_.client_lookups;
+    Events().FollowUnknownExpiry(broker_.monotonic_ns);
+    broker_.monotonic_ns += 50000000;  // 2.1's idle TICKs: a twentieth of a round each
+    EXPECT_LE(broker_.client_lookups - before,
+              static_cast<int>(BrokerEventsState::kMaxExpiryChecks));
+    EXPECT_GE(broker_.client_lookups - before, 1);
+    ++ticks;
+  }
+  EXPECT_EQ(state_.sessions->offline_count(), kSessions - 1);
+  EXPECT_GT(ticks, 1);  // not all at once
+  EXPECT_LT(ticks, 100);
 }
 
 // ---- bridges ----

@@ -80,18 +80,22 @@ class ReloadTest : public ::testing::Test {
 
 TEST_F(ReloadTest, RegistryOptionsAreAppliedAndStartOnlyOnesKept) {
   Start({"http_port 8080"});
-  Write({"http_port 9090", "default_pattern store", "closed_max 7", "kubemq_strict true"});
+  Write({"http_port 9090", "default_pattern store", "closed_max 7", "kubemq_strict true",
+         "client_layout off"});
   ReloadConfiguration(&state_);
   EXPECT_EQ(state_.options.default_pattern, DefaultPattern::kStore);
   EXPECT_EQ(state_.options.closed_max, 7u);
   EXPECT_EQ(state_.options.http_port, 8080);   // kept
   EXPECT_FALSE(state_.options.kubemq_strict);  // kept
+  EXPECT_TRUE(state_.options.client_layout);   // kept
   EXPECT_TRUE(state_.settings_pending);
   EXPECT_THAT(Lines(), ::testing::ElementsAre(
                            "mosquitto_connections: reload: plugin_opt_http_port changed; keeping "
                            "serving on http://127.0.0.1:8080 (restart the broker to move the API)",
                            "mosquitto_connections: reload: plugin_opt_kubemq_strict changed; "
                            "keeping false until the broker restarts",
+                           "mosquitto_connections: reload: plugin_opt_client_layout changed; "
+                           "keeping verify until the broker restarts",
                            "mosquitto_connections: reload: applied default_pattern store, "
                            "closed_max 7"));
 }

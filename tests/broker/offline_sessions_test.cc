@@ -162,6 +162,79 @@ TEST(OfflineSessionsTest, AnExpiredSessionLeavesTheAgeOrder) {
   EXPECT_EQ(sessions.Add("d", Session(4)).displaced->event.seq, 2u);
 }
 
+// A session whose expiry the broker did not tell.
+OfflineSession Unknown(std::uint64_t seq) {
+  OfflineSession session = Session(seq);
+  session.expiry_unknown = true;
+  return session;
+}
+
+// The ids one SweepUnknownExpiry call of `count` visits, in its order; none is gone.
+std::vector<std::string> Visit(OfflineSessions* sessions, std::size_t count) {
+  std::vector<std::string> visited;
+  std::vector<std::string> gone;
+  sessions->SweepUnknownExpiry(
+      count,
+      [&](const std::string& id, const OfflineSession&) {
+        visited.push_back(id);
+        return false;
+      },
+      &gone);
+  EXPECT_THAT(gone, IsEmpty());
+  return visited;
+}
+
+// Only the sessions of unknown expiry are visited, a bounded number a call, in the order they
+// were added and round again, each at most once a call; a session leaving or one added does
+// not make the walk skip or repeat the others.
+TEST(OfflineSessionsTest, TheSweepOverUnknownExpiryGoesRoundInBoundedSteps) {
+  OfflineSessions sessions(10);
+  sessions.Add("a", Unknown(1));
+  sessions.Add("known", Session(2, 50));
+  sessions.Add("b", Unknown(3));
+  sessions.Add("c", Unknown(4));
+  EXPECT_EQ(sessions.unknown_expiry_count(), 3u);
+  EXPECT_THAT(Visit(&sessions, 2), ElementsAre("a", "b"));
+  EXPECT_THAT(Visit(&sessions, 2), ElementsAre("c", "a"));
+  EXPECT_THAT(Visit(&sessions, 10), ElementsAre("b", "c", "a"));  // each once a call
+  ASSERT_TRUE(sessions.Take("b"));
+  sessions.Add("d", Unknown(5));
+  EXPECT_EQ(sessions.unknown_expiry_count(), 3u);
+  EXPECT_THAT(Visit(&sessions, 1), ElementsAre("c"));
+  EXPECT_THAT(Visit(&sessions, 3), ElementsAre("d", "a", "c"));
+  EXPECT_THAT(Visit(&sessions, 0), IsEmpty());
+}
+
+// What `gone` says is handed back by id, and nothing leaves during the walk; replacing,
+// taking, expiring or evicting a session takes it out of the walk.
+TEST(OfflineSessionsTest, TheSweepHandsBackTheGoneAndEveryWayOutLeavesIt) {
+  OfflineSessions sessions(3);
+  sessions.Add("a", Unknown(1));
+  sessions.Add("b", Unknown(2));
+  std::vector<std::string> gone;
+  sessions.SweepUnknownExpiry(
+      5,
+      [](const std::string& id, const OfflineSession& session) {
+        return id == "b" && session.event.seq == 2;
+      },
+      &gone);
+  EXPECT_THAT(gone, ElementsAre("b"));
+  EXPECT_EQ(sessions.size(), 2u);
+  sessions.Add("b", Session(3));  // replaced by one of known expiry
+  EXPECT_EQ(sessions.unknown_expiry_count(), 1u);
+  OfflineSession expiring = Unknown(4);
+  expiring.gone_by_ns = 10;
+  sessions.Add("c", std::move(expiring));
+  EXPECT_EQ(sessions.unknown_expiry_count(), 2u);
+  EXPECT_THAT(Expire(&sessions, 10), ElementsAre("c"));
+  EXPECT_EQ(sessions.unknown_expiry_count(), 1u);
+  sessions.Add("d", Session(5));
+  sessions.Add("e", Session(6));  // full: "a", the oldest, is forgotten
+  EXPECT_EQ(sessions.Find("a"), nullptr);
+  EXPECT_EQ(sessions.unknown_expiry_count(), 0u);
+  EXPECT_THAT(Visit(&sessions, 5), IsEmpty());
+}
+
 TEST(OfflineSessionsTest, TheDefaultBoundIsTheSessionTables) {
   EXPECT_EQ(OfflineSessions().max_sessions(), OfflineSessions::kDefaultMaxSessions);
   EXPECT_EQ(OfflineSessions(0).max_sessions(), 1u);  // never a bound that keeps nothing

@@ -701,6 +701,86 @@ TEST_F(SessionTableTest, WithoutAKnownIntervalAnMqtt5SessionIsListedWithNoTime) 
   }
 }
 
+// ---- following a session of unknown expiry through the broker's client lookup (2.1) ----
+
+// 2.1's CLIENT_OFFLINE without a verified layout: the session outlives its connection, how
+// long unknown.
+SessionExpiry Outlives() {
+  SessionExpiry expiry;
+  expiry.known = SessionExpiry::Known::kOutlives;
+  return expiry;
+}
+
+// Where the broker can be asked, a session of unknown expiry stays while the broker holds its
+// client object under its id, and ends, as an expired one does, once it holds none.
+TEST_F(SessionTableTest, ASessionTheBrokerNoLongerHoldsEndsAsExpired) {
+  table_.SetUnknownExpiryFollowed(true);
+  Open(a_, Facts("u", /*clean=*/false, 5), 1, {{"events/x", 1}});
+  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1, Outlives());
+  ASSERT_EQ(sink_.offline.size(), 1u);
+  EXPECT_EQ(sink_.offline[0].expiry_time_ns, 0);
+  EXPECT_EQ(table_.unknown_expiry_count(), 1u);
+  std::vector<std::string> asked;
+  const void* held = a_;
+  const auto held_by = [&](const std::string& id) {
+    asked.push_back(id);
+    return held;
+  };
+  table_.EndGoneOffline(4, held_by);
+  EXPECT_EQ(asked, std::vector<std::string>{"u"});  // one session: asked once
+  EXPECT_EQ(table_.offline_count(), 1u);
+  held = nullptr;  // the broker's session_expiry__check took it out of its table
+  table_.EndGoneOffline(4, held_by);
+  EXPECT_EQ(table_.offline_count(), 0u);
+  EXPECT_EQ(table_.unknown_expiry_count(), 0u);
+  EXPECT_THAT(sink_.lines, ElementsAre("open 1 u", "sub 1 events/x 1", "close 1 reason 1",
+                                       "offline 2 u", "sub 2 events/x 1", "offline-end 2"));
+  table_.EndGoneOffline(4, held_by);  // nothing left to ask
+  EXPECT_EQ(asked.size(), 2u);
+}
+
+// The broker holding another object under the id is a new connection of it: its CONNECT
+// resumes the session (Accept), which ends the offline session once, with its subscriptions
+// handed over; the lookup leaves it alone.
+TEST_F(SessionTableTest, ANewConnectionsObjectIsAResumeNotAnExpiry) {
+  table_.SetUnknownExpiryFollowed(true);
+  Open(a_, Facts("r", /*clean=*/false, 5), 1, {{"events/x", 1}});
+  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1, Outlives());
+  table_.BeginConnect(b_, Facts("r", false, 5), 101 * kSecond);
+  table_.EndGoneOffline(4, [&](const std::string&) { return b_; });
+  EXPECT_EQ(table_.offline_count(), 1u);
+  // Inside the CONNECT the broker disconnects the offline object (2.1: DISCONNECT, taken over).
+  table_.Disconnect(a_, true, CloseReason::kSessionTakenOver, 101 * kSecond, -1,
+                    SessionExpiry::Interval(0));
+  table_.Settle();
+  table_.EndGoneOffline(4, [&](const std::string&) { return b_; });
+  EXPECT_THAT(sink_.lines,
+              ElementsAre("open 1 r", "sub 1 events/x 1", "close 1 reason 1", "offline 2 r",
+                          "sub 2 events/x 1", "offline-end 2", "open 3 r", "sub 3 events/x 1"));
+  EXPECT_EQ(table_.offline_count(), 0u);
+}
+
+// Only sessions whose expiry is unknown are followed, and only where the broker can be asked:
+// a known interval has its time (ExpireOffline), MQTT 3.1.1's never expires unless
+// persistent_client_expiration says, a takeover's session passes on at once.
+TEST_F(SessionTableTest, OnlyASessionOfUnknownExpiryIsFollowed) {
+  table_.SetUnknownExpiryFollowed(true);
+  Open(a_, Facts("known", /*clean=*/false, 5), 1);
+  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
+                    SessionExpiry::Interval(3));
+  Open(b_, Facts("v311", /*clean=*/false, 4), 1);
+  table_.Disconnect(b_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1, Outlives());
+  EXPECT_EQ(table_.offline_count(), 2u);
+  EXPECT_EQ(table_.unknown_expiry_count(), 0u);
+
+  SessionTable unasked(&sink_, 1);  // 2.0: nothing to ask
+  unasked.BeginConnect(c_, Facts("v5", /*clean=*/false, 5), 1);
+  unasked.Settle();
+  unasked.Disconnect(c_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1, Outlives());
+  EXPECT_EQ(unasked.offline_count(), 1u);
+  EXPECT_EQ(unasked.unknown_expiry_count(), 0u);
+}
+
 // A takeover's old client has its interval zeroed by the broker for the hand-over
 // (src/handle_connect.c): its subscriptions still pass to the new connection.
 TEST_F(SessionTableTest, ATakeoverHandsTheSessionOverWhateverTheIntervalReads) {

@@ -132,6 +132,8 @@ TEST(PluginOptionsTest, BadValuesAreRefusedNamingOptionValueAndWhatIsAccepted) {
       {"http_admin_token_file", "", "absolute path"},
       {"metrics_public", "yes", "true or false"},
       {"kubemq_strict", "on", "true or false"},
+      {"client_layout", "on", "verify or off"},
+      {"client_layout", "", "verify or off"},
       {"metrics_top_clients", "101", "from 0 to 100"},
       {"metrics_top_clients", "-1", "from 0 to 100"},
       {"http_tls_cert", "cert.pem", "absolute path"},
@@ -175,6 +177,13 @@ TEST(PluginOptionsTest, StrictAndTopClientsAreParsed) {
   const PluginOptions options = Parsed({{"kubemq_strict", "true"}, {"metrics_top_clients", "100"}});
   EXPECT_TRUE(options.kubemq_strict);
   EXPECT_EQ(options.metrics_top_clients, 100u);
+}
+
+// plugin_opt_client_layout: verified and read unless turned off.
+TEST(PluginOptionsTest, TheClientLayoutIsVerifiedUnlessTurnedOff) {
+  EXPECT_TRUE(PluginOptions{}.client_layout);
+  EXPECT_TRUE(Parsed({{"client_layout", "verify"}}).client_layout);
+  EXPECT_FALSE(Parsed({{"client_layout", "off"}}).client_layout);
 }
 
 TEST(PluginOptionsTest, SecurityOptionsAreParsed) {

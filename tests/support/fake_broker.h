@@ -73,6 +73,7 @@ class FakeBroker final : public Broker {
     FakeBroker broker;
     broker.caps.api_2_1 = true;
     broker.caps.property_readers = true;
+    broker.caps.client_lookup = true;
     return broker;
   }
 
@@ -111,6 +112,16 @@ class FakeBroker final : public Broker {
   }
   std::int64_t IdleMs(const BrokerClient* client) const override { return Of(client).idle_ms; }
   int ClientState(const BrokerClient* client) const override { return Of(client).state; }
+  // What mosquitto_client(id) finds (only with caps.client_lookup), and how often it was asked.
+  std::map<std::string, const FakeClient*> clients_by_id;
+  mutable int client_lookups = 0;
+  const BrokerClient* FindClient(const char* client_id) const override {
+    ++client_lookups;
+    if (!caps.client_lookup) return nullptr;
+    const auto found = clients_by_id.find(client_id);
+    return found == clients_by_id.end() ? nullptr
+                                        : reinterpret_cast<const BrokerClient*>(found->second);
+  }
   int SubCount(const BrokerClient* client) const override { return Of(client).sub_count; }
   bool CleanSession(const BrokerClient* client) const override {
     return Of(client).facts.clean_session;
