@@ -59,7 +59,6 @@ BanOutcome BrokerBans::Add(Ban ban, const Caller& caller) {
   const std::int64_t now = NowNs();
   outcome.status = store_->Add(ban, now);
   if (!outcome.status.ok()) return outcome;
-  InForce();
   link_->Log(LogLevel::kNotice, "banned " + ban.Describe() + " " + Until(ban) +
                                     " at the request of " + Who(caller) +
                                     (ban.reason.empty() ? "" : ", reason '" +
@@ -68,6 +67,7 @@ BanOutcome BrokerBans::Add(Ban ban, const Caller& caller) {
   std::vector<Ban> one{ban};
   outcome.kicked = KickMatching(BanMatcher(std::move(one)), caller.address, caller.token_line, now);
   outcome.ban = std::move(ban);
+  InForce();  // the kicks queued behind the list are carried out at the same TICK
   return outcome;
 }
 
@@ -102,8 +102,12 @@ std::size_t BrokerBans::KickMatching(const BanMatcher& matcher, const std::strin
     }
     if (matching != nullptr) matching->insert(c->uid);
     {
+      // Already asked for (Sweep, a moment ago): counted, not asked again.
       std::lock_guard<std::mutex> lock(kicked_mutex_);
-      if (!kicked_.insert(c->uid).second) continue;
+      if (!kicked_.insert(c->uid).second) {
+        ++kicked;
+        continue;
+      }
     }
     KickCommand command;
     command.client_id = c->client_id;
