@@ -292,9 +292,11 @@ class StartLineTest(unittest.TestCase):
             self.assertEqual(shown, expected)
         self.assertIn(f"broker {'.'.join(map(str, BROKER_VERSION))}, ", shown)
 
-    def test_an_acl_plugin_whose_answers_are_hidden_is_named(self):
-        # Dynamic security after the plugin, on a 2.0 build that hides mosquitto_acl_check: the
-        # plugin cannot learn its answers, and says what that costs.
+    def test_an_acl_plugin_after_it_hides_nothing(self):
+        # Dynamic security after the plugin: on 2.0 the plugin reads the broker's chain of
+        # callbacks (src/broker/callback_chain.h), on 2.0.21 too, which hides
+        # mosquitto_acl_check, so no build of the matrix says that answers are hidden (README's
+        # broker table). Before the chain was read, 2.0.21's start line named the cost.
         dynsec = broker_plugin("mosquitto_dynamic_security.so")
         with tempfile.TemporaryDirectory() as folder:
             config = os.path.join(folder, "dynsec.json")
@@ -307,12 +309,9 @@ class StartLineTest(unittest.TestCase):
         with broker:
             log = broker.log()
         broker.cleanup_dir()
-        hidden = BROKER_VERSION < (2, 1, 0) and "mosquitto_acl_check" in log
-        if BROKER_NAME == "2.0.21-debian":
-            self.assertTrue(hidden, log)
-            self.assertIn("a message they deny still counts as delivered", log)
-        elif BROKER_NAME in ("system", "2.1-make", "2.1-cmake"):
-            self.assertFalse(hidden, log)
+        self.assertIn("mosquitto_connections: broker ", log)
+        self.assertNotIn("mosquitto_acl_check", log)
+        self.assertNotIn("a message they deny still counts as delivered", log)
 
 
 class StartupErrorTest(unittest.TestCase):
