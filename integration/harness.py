@@ -473,6 +473,16 @@ class Broker:
         except urllib.error.HTTPError as error:
             return error.code, dict(error.headers), error.read().decode()
 
+    def rich_connections(self, filter_text=""):
+        """The rich API's connections (ListConnections, Connect JSON) that `filter_text` selects:
+        open, offline and recently closed alike unless it says otherwise."""
+        status, _, body = self.http(
+            "/mqtt.connections.v1.ConnectionsService/ListConnections", method="POST",
+            body=json.dumps({"filter": filter_text}).encode(),
+            headers={"Content-Type": "application/json", "Connect-Protocol-Version": "1"})
+        assert status == 200, body
+        return json.loads(body).get("connections", [])
+
     def connections(self, query=""):
         status, _, body = self.http("/api/mqtt/connections" + query)
         assert status == 200, (status, body)

@@ -7,7 +7,6 @@ bridge role each connection was found to have. A broker with exactly one client,
 with clean start false and no session expiry, follows that session exactly: it is neither listed
 nor counted after it leaves."""
 
-import json
 import os
 import re
 import unittest
@@ -16,7 +15,6 @@ import urllib.request
 from harness import BROKER_NAME, BrokerPerTestCase, Client, SharedBrokerTestCase, wait_for
 from test_watch_connections import Stream
 
-RPC = "/mqtt.connections.v1.ConnectionsService/ListConnections"
 
 
 def readme_layout(broker_name):
@@ -75,11 +73,7 @@ class OneClientTest(BrokerPerTestCase):
     expiry (the issue's small broker): it subscribes once and leaves."""
 
     def entries(self, client_id):
-        status, _, body = self.broker.http(
-            RPC, method="POST", body=json.dumps({"filter": f'client_id = "{client_id}"'}).encode(),
-            headers={"Content-Type": "application/json", "Connect-Protocol-Version": "1"})
-        assert status == 200, body
-        return json.loads(body)["connections"]
+        return self.broker.rich_connections(f'client_id = "{client_id}"')
 
     def events_gauge(self):
         url = f"http://127.0.0.1:{self.broker.http_port}/metrics"

@@ -15,7 +15,6 @@ plugin event (src/session_expiry.c: session_expiry__check, v2.1.2 and master), a
 asks the broker at TICK whether it still holds the session's client (mosquitto_client)."""
 
 import calendar
-import json
 import math
 import re
 import time
@@ -24,7 +23,6 @@ import urllib.request
 
 from harness import Client, SharedBrokerTestCase, wait_for
 
-RPC = "/mqtt.connections.v1.ConnectionsService/ListConnections"
 OFFLINE = "MQTT_CONNECTION_STATE_OFFLINE"
 
 
@@ -39,11 +37,7 @@ class ExpiryTestCase(SharedBrokerTestCase):
     """What the suites below read: a client id's listed entries and the events gauge."""
 
     def entries(self, client_id):
-        status, _, body = self.broker.http(
-            RPC, method="POST", body=json.dumps({"filter": f'client_id = "{client_id}"'}).encode(),
-            headers={"Content-Type": "application/json", "Connect-Protocol-Version": "1"})
-        assert status == 200, body
-        return json.loads(body)["connections"]
+        return self.broker.rich_connections(f'client_id = "{client_id}"')
 
     def offline(self, client_id):
         return [c for c in self.entries(client_id) if c["state"] == OFFLINE]

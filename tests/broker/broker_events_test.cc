@@ -71,6 +71,18 @@ class BrokerEventsTest : public ::testing::Test {
     state_.older_plugins = false;
   }
 
+  // A real shared region and link for the TICK's periodic work, with a companion supervisor
+  // that never started, and none can: its restarts only log (here into the broker's log).
+  void UseRealRegion() {
+    auto created = SharedRegion::Create(SharedRegionSizes{4096, 4096, 8});
+    ASSERT_TRUE(created.ok()) << created.status().message();
+    state_.region = std::move(created).value();
+    state_.link = std::make_unique<BrokerLink>(state_.region.get());
+    state_.companion = std::make_unique<CompanionSupervisor>(
+        state_.region.get(), "/nonexistent/mqc-companion", std::vector<std::string>{},
+        [this](LogLevel level, const std::string& text) { broker_.log.emplace_back(level, text); });
+  }
+
   // The broker's chains, read afresh at the next call: FindOwnCallback finds this plugin's
   // node of BASIC_AUTH and ACL_CHECK there (null: not found).
   void ChainsAt(const BrokerCallbackNode* basic_auth, const BrokerCallbackNode* acl) {
@@ -1323,14 +1335,7 @@ TEST_F(BrokerEventsTest, ATickSettlesAndEndsAReload) {
 // has expired; a TICK before the interval is over does neither.
 TEST_F(BrokerEventsTest, TheTicksPeriodicWorkRunsOncePerInterval) {
   Use(FakeBroker::Api20());
-  auto created = SharedRegion::Create(SharedRegionSizes{4096, 4096, 8});
-  ASSERT_TRUE(created.ok()) << created.status().message();
-  state_.region = std::move(created).value();
-  state_.link = std::make_unique<BrokerLink>(state_.region.get());
-  // Never started, and none can be: its restarts only log (here into the broker's log).
-  state_.companion = std::make_unique<CompanionSupervisor>(
-      state_.region.get(), "/nonexistent/mqc-companion", std::vector<std::string>{},
-      [this](LogLevel level, const std::string& text) { broker_.log.emplace_back(level, text); });
+  ASSERT_NO_FATAL_FAILURE(UseRealRegion());
   SharedHeader* header = state_.region->header();
   RingWriter commands(&header->commands, state_.region->commands_data(), header->commands_capacity);
   KickCommand kick;
@@ -1366,13 +1371,7 @@ TEST_F(BrokerEventsTest, TheTicksPeriodicWorkRunsOncePerInterval) {
 // it), and wakes a waiting companion only when events are unread.
 TEST_F(BrokerEventsTest, TheTickAcknowledgesBansAndWakesOnlyAWaitingCompanionWithNews) {
   Use(FakeBroker::Api20());
-  auto created = SharedRegion::Create(SharedRegionSizes{4096, 4096, 8});
-  ASSERT_TRUE(created.ok()) << created.status().message();
-  state_.region = std::move(created).value();
-  state_.link = std::make_unique<BrokerLink>(state_.region.get());
-  state_.companion = std::make_unique<CompanionSupervisor>(
-      state_.region.get(), "/nonexistent/mqc-companion", std::vector<std::string>{},
-      [this](LogLevel level, const std::string& text) { broker_.log.emplace_back(level, text); });
+  ASSERT_NO_FATAL_FAILURE(UseRealRegion());
   SharedHeader* header = state_.region->header();
   RingWriter commands(&header->commands, state_.region->commands_data(), header->commands_capacity);
   BansCommand bans;
