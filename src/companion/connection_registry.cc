@@ -148,6 +148,8 @@ ConnectionRegistry::Entry ConnectionRegistry::FromEvent(const ConnectionEvent& e
   c.ip_address = event.ip_address;
   c.port = event.port;
   c.local_port = event.local_port;
+  c.proxy_address = event.proxy_address;
+  c.proxy_port = event.proxy_port;
   for (const ListenerConfig& listener : options_.listeners) {
     if (event.local_port != 0 && listener.port == event.local_port) {
       c.listener_name = ListenerName(listener);
