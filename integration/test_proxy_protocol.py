@@ -21,6 +21,7 @@ import subprocess
 import tempfile
 import unittest
 
+import jsonschema
 import paho.mqtt.client as mqtt
 
 from harness import Broker, free_port, stop_process, wait_for
@@ -29,6 +30,7 @@ from test_list_connections import make_test_pki
 PATH = "/mqtt.connections.v1.ConnectionsService/ListConnections"
 HEADERS = {"Content-Type": "application/json", "Connect-Protocol-Version": "1"}
 HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
+DOCUMENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "api", "openapi.json")
 # The address the "remote" clients connect from: loopback, but not HAProxy's 127.0.0.1.
 CLIENT_ADDRESS = "127.0.0.7"
 
@@ -108,6 +110,18 @@ class HaProxy:
     def log(self):
         with open(self.log_path, "rb") as f:
             return f.read().decode("utf-8", "replace")
+
+
+def check_against_document(test, connection):
+    """`connection` (one of ListConnections' JSON) is what api/openapi.json says a Connection
+    is (test_openapi checks every answer on a broker without PROXY listeners)."""
+    with open(DOCUMENT) as f:
+        document = json.load(f)
+    validator = jsonschema.Draft202012Validator(
+        document["components"]["schemas"]["Connection"],
+        resolver=jsonschema.RefResolver.from_schema(document))
+    errors = [error.message for error in validator.iter_errors(connection)]
+    test.assertEqual(errors, [], connection)
 
 
 def connect_through(port, client_id, source_address, tls=None):
@@ -210,6 +224,7 @@ class ProxyProtocolTest(unittest.TestCase):
             # The figures are still the kernel's for that socket.
             self.assertGreaterEqual(c["networkInfo"]["rttMicros"], 0)
             self.assertEqual(c["tlsInfo"], {"enabled": False})
+            check_against_document(self, c)
         finally:
             close(client)
 
@@ -234,6 +249,7 @@ class ProxyProtocolTest(unittest.TestCase):
             self.assertEqual(c["source"], {"ipAddress": CLIENT_ADDRESS, "port": own_port})
             self.assertNotIn("proxy", c)
             self.assertNotIn("proxySocket", c["networkInfo"])
+            check_against_document(self, c)
         finally:
             close(client)
 
@@ -282,6 +298,7 @@ class ProxyTlsTest(unittest.TestCase):
                                  "AUTHENTICATION_MECHANISM_MTLS")
                 self.assertEqual(c["authenticationInfo"]["userPrincipal"], "tls-client")
                 self.assertEqual(c["proxy"]["ipAddress"], "127.0.0.1")
+                check_against_document(self, c)
             finally:
                 close(client)
         finally:
