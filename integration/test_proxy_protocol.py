@@ -254,6 +254,42 @@ class ProxyProtocolTest(unittest.TestCase):
             close(client)
 
 
+class ProxyWithoutLayoutTest(unittest.TestCase):
+    """Where no client layout is verified (plugin_opt_client_layout off, what a build the
+    layout table does not know shows), the client's port behind a balancer is unknown: left out,
+    never the balancer's, even for a client on the balancer's own address; `proxy` and the
+    balancer's socket are still known."""
+
+    def test_the_port_is_left_out_rather_than_the_balancers(self):
+        folder = tempfile.mkdtemp(prefix="mqc-it-haproxy-nolayout-")
+        listener_port = free_port()
+        broker = Broker(options={"client_layout": "off"}, listener_extra=(
+            f"listener {listener_port} 127.0.0.1\nenable_proxy_protocol 2"))
+        proxy = HaProxy(folder, "nolayout", listener_port, "send-proxy-v2")
+        try:
+            broker.start()
+            proxy.start()
+            client = connect_through(proxy.port, "no-layout", "127.0.0.1")
+            try:
+                self.assertEqual(wait_for(lambda: broker.connection("no-layout"),
+                                          what="no-layout listed")["remote_addr"], "127.0.0.1")
+                status, _, body = broker.http(
+                    PATH, method="POST", headers=HEADERS,
+                    body=json.dumps({"filter": 'client_id = "no-layout"'}).encode())
+                self.assertEqual(status, 200, body)
+                c = json.loads(body)["connections"][0]
+                self.assertEqual(c["source"], {"ipAddress": "127.0.0.1"})
+                self.assertEqual({c["proxy"]["port"]}, established_peers(listener_port))
+                check_against_document(self, c)
+            finally:
+                close(client)
+        finally:
+            proxy.stop()
+            broker.stop()
+            broker.cleanup_dir()
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 class ProxyTlsTest(unittest.TestCase):
     """TLS ended at HAProxy, with client certificates: HAProxy verifies them and passes the
     facts in PROXY v2 TLVs (`send-proxy-v2-ssl-cn`); the listener takes only such clients
