@@ -52,6 +52,9 @@ NOT_APPLICABLE = [
      "test_acl_plugin_loaded_with_plugin_load_and_plugin_use",
      before_2_1, "plugin_load, plugin_use and the acl-file plugin are Mosquitto 2.1's "
      "(src/conf.c, plugins/acl-file)"),
+    ("test_proxy_protocol", before_2_1,
+     "enable_proxy_protocol (PROXY protocol listeners, behind HAProxy) is Mosquitto 2.1's "
+     "(src/conf.c, src/proxy_v1.c, src/proxy_v2.c); 2.0 refuses the option"),
     ("test_kubemq_strict.StrictModeBesideAnAuthPluginTest", before_2_1,
      "on 2.0 the plugin leaves ACL decisions to the other plugin whatever strict mode says "
      "(README, Auth neutrality): the case is 2.1's, where strict mode adds an ACL callback"),

@@ -43,35 +43,48 @@ bool AddressOf(const sockaddr_storage& address, std::string* ip, std::uint16_t* 
   return true;
 }
 
-// The remote port, trusted only if the peer's IP is the one the broker reports; and the local
-// port, which names the listener.
-void ReadSocketPorts(const mosquitto* client, ClientFacts* facts) {
+const ListenerConfig* ListenerOn(const BrokerConfig& config, int port) {
+  for (const auto& listener : config.listeners) {
+    if (listener.port == port) return &listener;
+  }
+  return nullptr;
+}
+
+// The socket's ports: the remote one trusted only if the peer's IP is the one the broker
+// reports, and the local one, which names the listener (a socket whose peer is someone else,
+// such as a bridge's own connection, gets neither). Behind a load balancer (a PROXY protocol
+// listener) the peer is the balancer, whatever its address: the client's own port comes from
+// the broker (BrokerEvents), and the peer is kept as the proxy.
+void ReadSocketPorts(const mosquitto* client, const BrokerConfig& config, ClientFacts* facts) {
   const int sock = ClientSocket(client);
   if (sock < 0) return;
   sockaddr_storage peer{};
   socklen_t length = sizeof(peer);
   std::string peer_ip;
   std::uint16_t peer_port = 0;
-  if (getpeername(sock, reinterpret_cast<sockaddr*>(&peer), &length) != 0 ||
-      !AddressOf(peer, &peer_ip, &peer_port) || peer_ip != facts->ip_address) {
-    return;
-  }
-  facts->port = peer_port;
   sockaddr_storage local{};
-  length = sizeof(local);
   std::string local_ip;
   std::uint16_t local_port = 0;
-  if (getsockname(sock, reinterpret_cast<sockaddr*>(&local), &length) == 0 &&
-      AddressOf(local, &local_ip, &local_port)) {
+  if (getpeername(sock, reinterpret_cast<sockaddr*>(&peer), &length) != 0 ||
+      !AddressOf(peer, &peer_ip, &peer_port)) {
+    return;
+  }
+  length = sizeof(local);
+  if (getsockname(sock, reinterpret_cast<sockaddr*>(&local), &length) != 0 ||
+      !AddressOf(local, &local_ip, &local_port)) {
+    local_port = 0;
+  }
+  const ListenerConfig* listener = local_port != 0 ? ListenerOn(config, local_port) : nullptr;
+  if (listener != nullptr && listener->proxy_protocol != 0) {
     facts->local_port = local_port;
+    facts->proxied = true;
+    facts->proxy_ip = std::move(peer_ip);
+    facts->proxy_port = peer_port;
+    return;
   }
-}
-
-const ListenerConfig* ListenerOn(const BrokerConfig& config, int port) {
-  for (const auto& listener : config.listeners) {
-    if (listener.port == port) return &listener;
-  }
-  return nullptr;
+  if (peer_ip != facts->ip_address) return;
+  facts->port = peer_port;
+  facts->local_port = local_port;
 }
 
 // OPENSSL_free is a macro; this gives CSmartPtr a function to call.
@@ -119,13 +132,18 @@ ClientFacts ReadFacts(const mosquitto* client, const BrokerConfig& config) {
   facts.clean_session = mosquitto_client_clean_session(client);
   facts.keep_alive = static_cast<std::uint16_t>(mosquitto_client_keepalive(client));
   facts.has_socket = ClientSocket(client) >= 0;
-  ReadSocketPorts(client, &facts);
+  ReadSocketPorts(client, config, &facts);
   const ListenerConfig* listener = ListenerOn(config, facts.local_port);
   if (listener != nullptr && listener->require_certificate) {
     facts.peer_certificate_subject = CertificateSubject(client);
   }
   if (listener != nullptr && listener->psk) {
     facts.mechanism = AuthMechanism::kPsk;
+  } else if (listener != nullptr && listener->proxy_protocol == 2 &&
+             listener->require_certificate) {
+    // TLS ended at the balancer: the broker refuses a PROXY v2 header without a certificate the
+    // balancer verified (src/proxy_v2.c of 2.1), and keeps no certificate of its own.
+    facts.mechanism = AuthMechanism::kMtls;
   } else if (!facts.peer_certificate_subject.empty()) {
     facts.mechanism = AuthMechanism::kMtls;
   } else {

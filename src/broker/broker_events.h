@@ -288,7 +288,7 @@ class BrokerEvents {
       // Observed first: the observation that verifies the layout tells this client's bridge bit.
       ObserveLayout(client);
       if (!state_.sessions->IsRecheck(client, broker().ClientSocket(client) >= 0)) {
-        ClientFacts facts = broker().ReadFacts(client, state_.broker_config);
+        ClientFacts facts = ReadFacts(client);
         if (facts.mechanism == AuthMechanism::kPassword) {
           facts.credentials_checked = !state_.decide_basic_auth;
         }
@@ -313,7 +313,7 @@ class BrokerEvents {
       // DISCONNECT.
       if (state_.sessions->IsRecheck(client, broker().ClientSocket(client) >= 0)) return neutral;
       ObserveLayout(client);
-      ClientFacts facts = broker().ReadFacts(client, state_.broker_config);
+      ClientFacts facts = ReadFacts(client);
       facts.mechanism = AuthMechanism::kEnhanced;
       facts.auth_method = auth_method != nullptr ? auth_method : "";
       facts.bridge = BridgeAtConnect(client);
@@ -338,7 +338,7 @@ class BrokerEvents {
       SessionTable& sessions = *state_.sessions;
       if (!sessions.IsPending(client) && !sessions.IsOpen(client)) {
         sessions.Settle();
-        ClientFacts facts = broker().ReadFacts(client, state_.broker_config);
+        ClientFacts facts = ReadFacts(client);
         facts.bridge = BridgeAtConnect(client);
         sessions.BeginConnect(client, std::move(facts), broker().NowNs());
       }
@@ -542,7 +542,7 @@ class BrokerEvents {
         broker().ClientId(client) == nullptr) {
       return SessionTable::ClientView{};
     }
-    ClientFacts facts = broker().ReadFacts(client, state_.broker_config);
+    ClientFacts facts = ReadFacts(client);
     facts.bridge = BridgeAtConnect(client);
     if (facts.ip_address.empty() && facts.bridge != BridgeRole::kNone) {
       // A connected client without an address is the broker's own bridge context: both
@@ -900,6 +900,21 @@ class BrokerEvents {
   // layout is verified; nothing before.
   void RefreshMessages(const BrokerClient* client, ConnectionStatsSlot* slot) {
     if (slot != nullptr) RefreshMessageCounts(state_.layout.get(), broker(), client, slot);
+  }
+
+  // What the broker and the client's socket tell of a client (Broker::ReadFacts). Behind a
+  // load balancer (a PROXY protocol listener, Mosquitto 2.1) the socket's port is the
+  // balancer's: the client's own is the one the broker took from the PROXY header, its
+  // `remote_port`, read through the verified layout (unknown until then).
+  ClientFacts ReadFacts(const BrokerClient* client) const {
+    ClientFacts facts = broker().ReadFacts(client, state_.broker_config);
+    const BrokerLayoutVerifier* layout = state_.layout.get();
+    if (facts.proxied && layout != nullptr && layout->verified()) {
+      const std::optional<std::int64_t> port =
+          layout->Read(broker(), client, LayoutField::kRemotePort);
+      if (port && *port > 0 && *port <= 65535) facts.port = static_cast<std::uint16_t>(*port);
+    }
+    return facts;
   }
 
   // Feeds the layout verifier a client the handler touches anyway (it checks a verified

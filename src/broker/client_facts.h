@@ -22,8 +22,15 @@ struct ClientFacts {
   std::uint8_t protocol_version = 0;
   bool clean_session = true;
   std::uint16_t keep_alive = 0;
-  std::uint16_t port = 0;
+  std::uint16_t port = 0;  // the client's; 0 when unknown
   std::uint16_t local_port = 0;
+  // On a PROXY protocol listener (enable_proxy_protocol, Mosquitto 2.1) the broker takes the
+  // client's address and port from the header its load balancer sends, and the socket's peer is
+  // the balancer: its address and port are these, and `port` is the broker's own (read through
+  // the verified client layout: BrokerEvents), never the socket's.
+  bool proxied = false;
+  std::string proxy_ip;
+  std::uint16_t proxy_port = 0;
   AuthMechanism mechanism = AuthMechanism::kUnspecified;
   // Whether anything checks what the client presented: a password_file or an auth plugin for
   // a username, TLS itself for a certificate or a PSK. A username that nothing checks is

@@ -37,15 +37,20 @@ SessionTable::OpenConnection::OpenConnection(const ConnectionEvent& event)
       keep_alive(event.keep_alive),
       port(event.port),
       local_port(event.local_port),
+      proxy_port(event.proxy_port),
       protocol_version(event.protocol_version),
       clean_session(event.clean_session),
       auth_mechanism(event.auth_mechanism),
       auth_state(event.auth_state),
       bridge(event.bridge) {
-  const std::string* strings[5] = {&event.client_id, &event.username, &event.ip_address,
-                                   &event.auth_method, &event.peer_certificate_subject};
+  const std::string* strings[kStrings] = {&event.client_id,
+                                          &event.username,
+                                          &event.ip_address,
+                                          &event.auth_method,
+                                          &event.peer_certificate_subject,
+                                          &event.proxy_address};
   std::uint32_t end = 0;
-  for (std::size_t i = 0; i < 5; ++i) {
+  for (std::size_t i = 0; i < kStrings; ++i) {
     end += static_cast<std::uint32_t>(strings[i]->size());
     ends[i] = end;
   }
@@ -89,6 +94,8 @@ ConnectionEvent SessionTable::OpenConnection::Event() const {
   event.ip_address = String(2);
   event.auth_method = String(3);
   event.peer_certificate_subject = String(4);
+  event.proxy_address = String(5);
+  event.proxy_port = proxy_port;
   event.bridge = bridge;
   return event;
 }
@@ -139,6 +146,8 @@ ConnectionEvent SessionTable::MakeEvent(const ClientFacts& facts, std::int64_t n
   event.ip_address = facts.ip_address;
   event.auth_method = facts.auth_method;
   event.peer_certificate_subject = facts.peer_certificate_subject;
+  event.proxy_address = facts.proxy_ip;
+  event.proxy_port = facts.proxy_port;
   event.bridge = facts.bridge;
   return event;
 }

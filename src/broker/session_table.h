@@ -328,8 +328,8 @@ class SessionTable {
 
  private:
   // What a connection keeps while open: the fields of its ConnectionEvent, its strings in one
-  // allocation (client id, username, IP address, auth method, certificate subject), and its
-  // subscriptions. Event() rebuilds the whole event, for a resync.
+  // allocation (client id, username, IP address, auth method, certificate subject, proxy
+  // address), and its subscriptions. Event() rebuilds the whole event, for a resync.
   struct OpenConnection {
     std::uint64_t seq = 0;
     Uuid uid{};
@@ -338,12 +338,14 @@ class SessionTable {
     std::uint16_t keep_alive = 0;
     std::uint16_t port = 0;
     std::uint16_t local_port = 0;
+    std::uint16_t proxy_port = 0;
     std::uint8_t protocol_version = 0;
     bool clean_session = true;
     AuthMechanism auth_mechanism = AuthMechanism::kUnspecified;
     AuthState auth_state = AuthState::kUnspecified;
     BridgeRole bridge = BridgeRole::kUnknown;
-    std::uint32_t ends[5] = {};  // where each string ends in `text`
+    static constexpr std::size_t kStrings = 6;
+    std::uint32_t ends[kStrings] = {};  // where each string ends in `text`
     std::unique_ptr<char[]> text;
     SubscriptionList subscriptions;
 

@@ -61,6 +61,9 @@ struct NetworkInfo {
   std::uint32_t receive_queue_bytes = 0;    // received, not yet read by the broker
   std::int64_t since_last_receive_ns = -1;  // -1 when unknown
   std::int64_t since_last_send_ns = -1;
+  // The socket is a load balancer's (the connection came through a PROXY protocol listener):
+  // the figures are of the balancer's connection to the broker, not of the client's own.
+  bool proxy_socket = false;
 };
 
 struct Connection {
@@ -82,6 +85,11 @@ struct Connection {
   int port = 0;               // 0 when the broker could not tell the remote port
   int local_port = 0;         // the listener's port the client reached; 0 when unknown
   std::string listener_name;  // "mqtt:1883"; empty when unknown
+  // Behind a load balancer (a PROXY protocol listener, Mosquitto 2.1): the socket's peer, the
+  // balancer (ip_address and port are the client's, from the PROXY header); empty and 0
+  // otherwise.
+  std::string proxy_address;
+  int proxy_port = 0;
   TlsInfo tls;
   AuthenticationInfo authentication;
   std::vector<Subscription> subscriptions;

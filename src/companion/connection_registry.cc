@@ -148,10 +148,15 @@ ConnectionRegistry::Entry ConnectionRegistry::FromEvent(const ConnectionEvent& e
   c.ip_address = event.ip_address;
   c.port = event.port;
   c.local_port = event.local_port;
+  c.proxy_address = event.proxy_address;
+  c.proxy_port = event.proxy_port;
   for (const ListenerConfig& listener : options_.listeners) {
     if (event.local_port != 0 && listener.port == event.local_port) {
       c.listener_name = ListenerName(listener);
-      c.tls.enabled = listener.tls;
+      // Behind a load balancer that ends TLS, the broker refuses a PROXY v2 header without TLS
+      // facts where the listener says so; it keeps none of those facts for a client.
+      c.tls.enabled =
+          listener.tls || (listener.proxy_protocol == 2 && listener.proxy_v2_require_tls);
       break;
     }
   }

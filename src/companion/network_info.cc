@@ -40,9 +40,18 @@ NetworkInfo FromSocket(const TcpSocketInfo& socket) {
   return info;
 }
 
+// The socket's remote end: the client's, or behind a load balancer the balancer's (the client's
+// own port is no port of this host's sockets, and the socket from that address and port may be
+// another connection's).
+const std::string& SocketPeer(const Connection& c) {
+  return c.proxy_address.empty() ? c.ip_address : c.proxy_address;
+}
+int SocketPeerPort(const Connection& c) { return c.proxy_address.empty() ? c.port : c.proxy_port; }
+
 bool IsOpenTcp(const Connection& c) {
-  return c.state == ConnectionState::kOpen && c.port > 0 && c.port <= 65535 && c.local_port > 0 &&
-         c.local_port <= 65535;
+  const int peer_port = SocketPeerPort(c);
+  return c.state == ConnectionState::kOpen && peer_port > 0 && peer_port <= 65535 &&
+         c.local_port > 0 && c.local_port <= 65535;
 }
 
 }  // namespace
@@ -146,15 +155,17 @@ void FillNetworkInfo(const SocketIndex& index, std::int64_t age_ns,
   SocketIndex::Address address;
   for (Connection& c : *connections) {
     if (!IsOpenTcp(c)) continue;
-    if (parsed_text == nullptr || *parsed_text != c.ip_address) {
-      parsed = SocketIndex::ParseAddress(c.ip_address, &address);
-      parsed_text = &c.ip_address;
+    const std::string& peer = SocketPeer(c);
+    if (parsed_text == nullptr || *parsed_text != peer) {
+      parsed = SocketIndex::ParseAddress(peer, &address);
+      parsed_text = &peer;
     }
     if (!parsed) continue;
-    NetworkInfo info = index.Find(address, c.port, c.local_port);
+    NetworkInfo info = index.Find(address, SocketPeerPort(c), c.local_port);
     if (!info.known) continue;
     info.since_last_receive_ns += age;
     info.since_last_send_ns += age;
+    info.proxy_socket = !c.proxy_address.empty();
     c.network = info;
     c.idle_ns = info.since_last_receive_ns;
   }

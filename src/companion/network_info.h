@@ -4,7 +4,9 @@
 //
 // Matching: the plugin records, per connection, the client's address and port (from the
 // broker and getpeername) and the listener's local port (getsockname). A socket of the dump is
-// the connection's when those three agree. Addresses are compared as 16-byte IPv6 addresses,
+// the connection's when those three agree. Behind a load balancer (Connection::proxy_address)
+// the socket's remote end is the balancer's, so its address and port are matched instead, and
+// the figures are marked as the proxy's (NetworkInfo::proxy_socket). Addresses are compared as 16-byte IPv6 addresses,
 // IPv4 ones written as IPv4-mapped (::ffff:a.b.c.d), since a client on a dual-stack listener is
 // an IPv6 socket with a mapped address to the kernel, and the broker may write it either way.
 // Nothing is matched for a connection whose remote or local port is unknown (0), whose address

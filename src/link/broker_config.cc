@@ -229,6 +229,13 @@ Status ParseBrokerConfig(std::string_view text, const std::string& path, bool fo
     } else if (key == "use_subject_as_username") {
       if (!ParseBool(value, &flag)) return bad("use_subject_as_username needs true or false");
       current->use_subject_as_username = flag;
+    } else if (key == "enable_proxy_protocol") {
+      // The broker refuses any other value (src/conf.c of 2.1).
+      if (value != "1" && value != "2") return bad("enable_proxy_protocol needs 1 or 2");
+      current->proxy_protocol = value == "1" ? 1 : 2;
+    } else if (key == "proxy_protocol_v2_require_tls") {
+      if (!ParseBool(value, &flag)) return bad("proxy_protocol_v2_require_tls needs true or false");
+      current->proxy_v2_require_tls = flag;
     } else if (key == "max_qos") {
       current->max_qos = std::atoi(std::string(value).c_str());
     } else if (key == "persistence" || key == "retained_persistence") {

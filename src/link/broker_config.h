@@ -28,6 +28,13 @@ struct ListenerConfig {
   bool use_identity_as_username = false;
   bool use_subject_as_username = false;
   int max_qos = 2;
+  // enable_proxy_protocol (Mosquitto 2.1): 0 without, 1 or 2 for PROXY protocol v1 or v2. The
+  // socket's peer is then the load balancer, and the broker takes the client's address and port
+  // from the PROXY header (docs/how-it-works.md, "Behind a load balancer").
+  int proxy_protocol = 0;
+  // proxy_protocol_v2_require_tls: the broker refuses a v2 header that carries no TLS facts, so
+  // every client on the listener reached the balancer over TLS.
+  bool proxy_v2_require_tls = false;
 };
 
 // One bridge of the broker (a `connection` block): the connection the broker itself makes to

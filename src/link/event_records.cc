@@ -103,7 +103,8 @@ bool Fields(Codec& c, RecordRef<Codec, ConnectionEvent> e) {
          c.Enum(e.auth_state, AuthState::kFailure) && c.Field(e.keep_alive) && c.Field(e.port) &&
          c.Field(e.local_port) && c.Field(e.stats_slot) && c.Field(e.client_id) &&
          c.Field(e.username) && c.Field(e.ip_address) && c.Field(e.auth_method) &&
-         c.Field(e.peer_certificate_subject) && c.Enum(e.bridge, BridgeRole::kIncoming);
+         c.Field(e.peer_certificate_subject) && c.Enum(e.bridge, BridgeRole::kIncoming) &&
+         c.Field(e.proxy_address) && c.Field(e.proxy_port);
 }
 
 template <typename Codec>

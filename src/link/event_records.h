@@ -67,6 +67,10 @@ struct ConnectionEvent {
   std::string auth_method;
   std::string peer_certificate_subject;  // on require_certificate listeners
   BridgeRole bridge = BridgeRole::kUnknown;
+  // Behind a load balancer (a PROXY protocol listener): the socket's peer, the balancer, whose
+  // socket the kernel's figures describe; empty and 0 otherwise (broker/client_facts.h).
+  std::string proxy_address;
+  std::uint16_t proxy_port = 0;
 };
 
 struct CloseEvent {

@@ -1118,6 +1118,51 @@ TEST_F(BridgeEventsTest, VerifyingTheLayoutResolvesTheConnectionsOpenedBefore) {
   EXPECT_EQ(Announced("later")->bridge, BridgeRole::kNone);
 }
 
+// Behind a load balancer (a PROXY protocol listener, 2.1): the socket's port is the balancer's,
+// so the client's own port is the broker's `remote_port` (from the PROXY header), read through
+// the layout its own CONNECT verifies; a client the broker's socket reaches directly keeps the
+// socket's port whatever remote_port holds; and without a verified layout the port stays
+// unknown (0), never the balancer's.
+TEST_F(BridgeEventsTest, BehindALoadBalancerThePortIsTheBrokersFromThePROXYHeader) {
+  Use(FakeBroker::Api21());
+  const BrokerLayout& truth = Builtin21Layout();
+  StartVerifying(Version(2, 1, 2));
+  FakeClient proxied = LaidOut(truth, "behind", true, 60);
+  proxied.facts.proxied = true;
+  proxied.facts.proxy_ip = "127.0.0.1";
+  proxied.facts.proxy_port = 41000;
+  proxied.facts.port = 0;
+  Put(&proxied, truth, LayoutField::kRemotePort, 50709);
+  Connect(&proxied);
+  ASSERT_TRUE(state_.layout->verified());
+  const ConnectionEvent* event = Announced("behind");
+  ASSERT_NE(event, nullptr);
+  EXPECT_EQ(event->port, 50709);
+  EXPECT_EQ(event->proxy_address, "127.0.0.1");
+  EXPECT_EQ(event->proxy_port, 41000);
+
+  FakeClient direct = LaidOut(truth, "direct", true, 60);
+  direct.facts.port = 40000;
+  Put(&direct, truth, LayoutField::kRemotePort, 40001);
+  Connect(&direct);
+  ASSERT_NE(Announced("direct"), nullptr);
+  EXPECT_EQ(Announced("direct")->port, 40000);
+  EXPECT_EQ(Announced("direct")->proxy_address, "");
+  EXPECT_EQ(Announced("direct")->proxy_port, 0);
+
+  // A layout that cannot be verified (a build the table does not know): no port at all.
+  state_.layout = std::make_unique<BrokerLayoutVerifier>(std::vector<const BrokerLayout*>{},
+                                                         Version(2, 1, 2));
+  FakeClient unverified = LaidOut(truth, "unverified", true, 60);
+  unverified.facts = proxied.facts;
+  unverified.facts.client_id = "unverified";
+  Put(&unverified, truth, LayoutField::kRemotePort, 50710);
+  Connect(&unverified);
+  ASSERT_NE(Announced("unverified"), nullptr);
+  EXPECT_EQ(Announced("unverified")->port, 0);
+  EXPECT_EQ(Announced("unverified")->proxy_port, 41000);
+}
+
 // A layout that failed verification reads nothing, for good: bridges at CONNECT stay unknown
 // and nothing is announced; the broker's own bridge is still known by how it is seen.
 TEST_F(BridgeEventsTest, AFailedLayoutReadsNothingAndSaysUnknown) {

@@ -835,6 +835,9 @@ TEST_F(SessionTableTest, FullStateGivesBackEveryFieldAndSubscriptionOfAnOpenConn
   facts.port = 40000;
   facts.local_port = 1883;
   facts.mechanism = AuthMechanism::kEnhanced;
+  facts.proxied = true;
+  facts.proxy_ip = "10.0.0.2";
+  facts.proxy_port = 41000;
   table_.BeginConnect(a_, facts, 5);
   table_.Settle();
   const std::string long_filter = "events/" + std::string(300, 'x');
@@ -862,6 +865,10 @@ TEST_F(SessionTableTest, FullStateGivesBackEveryFieldAndSubscriptionOfAnOpenConn
   EXPECT_EQ(again.keep_alive, 30);
   EXPECT_EQ(again.port, 40000);
   EXPECT_EQ(again.local_port, 1883);
+  EXPECT_EQ(again.proxy_address, "10.0.0.2");
+  EXPECT_EQ(again.proxy_port, 41000);
+  EXPECT_EQ(announced.proxy_address, "10.0.0.2");
+  EXPECT_EQ(announced.proxy_port, 41000);
   EXPECT_EQ(again.auth_mechanism, AuthMechanism::kEnhanced);
   EXPECT_EQ(again.auth_state, announced.auth_state);
   EXPECT_EQ(again.protocol_version, announced.protocol_version);

@@ -639,7 +639,16 @@ class RegistryDetailsTest : public ::testing::Test {
     ListenerConfig ws;
     ws.port = 8083;
     ws.protocol = "websockets";
-    options_.listeners = {plain, tls, ws};
+    ListenerConfig proxy_v1;
+    proxy_v1.port = 1884;
+    proxy_v1.proxy_protocol = 1;
+    ListenerConfig proxy_v2;
+    proxy_v2.port = 1885;
+    proxy_v2.proxy_protocol = 2;
+    ListenerConfig proxy_v2_tls = proxy_v2;
+    proxy_v2_tls.port = 1886;
+    proxy_v2_tls.proxy_v2_require_tls = true;
+    options_.listeners = {plain, tls, ws, proxy_v1, proxy_v2, proxy_v2_tls};
     options_.stats = slots_;
     options_.stats_count = 4;
     registry_ = std::make_unique<ConnectionRegistry>(options_);
@@ -708,6 +717,22 @@ TEST_F(RegistryDetailsTest, ListenerNameAndTlsComeFromTheLocalPort) {
   EXPECT_TRUE(Find(all, 2).tls.enabled);
   EXPECT_EQ(Find(all, 3).listener_name, "ws:8083");
   EXPECT_EQ(Find(all, 4).listener_name, "");
+}
+
+// Behind a load balancer the listener itself is plain; TLS ended at the balancer is known only
+// where the broker refuses a PROXY v2 header without TLS facts (proxy_protocol_v2_require_tls):
+// the broker keeps nothing else of them for a client.
+TEST_F(RegistryDetailsTest, TlsEndedAtTheBalancerIsKnownWhereTheListenerRequiresIt) {
+  Open(1, 1884, kNoStatsSlot, 0);
+  Open(2, 1885, kNoStatsSlot, 0);
+  Open(3, 1886, kNoStatsSlot, 0);
+  const auto all = registry_->Snapshot();
+  EXPECT_EQ(Find(all, 1).listener_name, "mqtt:1884");
+  EXPECT_FALSE(Find(all, 1).tls.enabled);
+  EXPECT_EQ(Find(all, 2).listener_name, "mqtt:1885");
+  EXPECT_FALSE(Find(all, 2).tls.enabled);
+  EXPECT_EQ(Find(all, 3).listener_name, "mqtt:1886");
+  EXPECT_TRUE(Find(all, 3).tls.enabled);
 }
 
 TEST_F(RegistryDetailsTest, DetailedSnapshotReadsTheSlotOnlyWhileItIsTheConnections) {

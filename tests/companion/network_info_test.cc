@@ -113,6 +113,40 @@ TEST(MatchSocketsTest, AnotherAddressWithTheSamePortsIsNotTheConnections) {
   EXPECT_FALSE(other[0].network.known);
 }
 
+// Behind a load balancer (a PROXY protocol listener) the broker's socket is the balancer's: the
+// connection gets that socket's figures, marked as the proxy's, and never those of another
+// socket that happens to come from the client's own address and port (here a client of the same
+// host connected straight to the listener from the port the balancer reported).
+TEST(MatchSocketsTest, AProxiedConnectionGetsTheBalancersSocketMarkedAsSuch) {
+  Connection proxied = Open("127.0.0.7", 50709, 1884);
+  proxied.proxy_address = "127.0.0.1";
+  proxied.proxy_port = 41000;
+  std::vector<Connection> connections = {proxied, Open("127.0.0.1", 50001, 1884)};
+  MatchSockets({Socket(AF_INET, "127.0.0.7", 50709, 1884, 7),
+                Socket(AF_INET, "127.0.0.1", 41000, 1884, 42),
+                Socket(AF_INET, "127.0.0.1", 50001, 1884, 9)},
+               0, &connections);
+  ASSERT_TRUE(connections[0].network.known);
+  EXPECT_EQ(connections[0].network.rtt_us, 42u);
+  EXPECT_TRUE(connections[0].network.proxy_socket);
+  ASSERT_TRUE(connections[1].network.known);
+  EXPECT_EQ(connections[1].network.rtt_us, 9u);
+  EXPECT_FALSE(connections[1].network.proxy_socket);
+
+  // The client's own port unknown (the broker's client layout not verified): the balancer's
+  // socket is still known.
+  proxied.port = 0;
+  connections = {proxied};
+  MatchSockets({Socket(AF_INET, "127.0.0.1", 41000, 1884, 42)}, 0, &connections);
+  ASSERT_TRUE(connections[0].network.known);
+  EXPECT_EQ(connections[0].network.rtt_us, 42u);
+  // And without the balancer's socket in the dump, nothing.
+  connections = {proxied};
+  connections[0].port = 50709;
+  MatchSockets({Socket(AF_INET, "127.0.0.7", 50709, 1884, 7)}, 0, &connections);
+  EXPECT_FALSE(connections[0].network.known);
+}
+
 TEST(MatchSocketsTest, UnknownPortsUnixSocketsAndClosedConnectionsGetNothing) {
   Connection closed = Open("127.0.0.1", 50000, 1883);
   closed.state = ConnectionState::kClosed;

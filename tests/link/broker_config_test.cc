@@ -188,6 +188,29 @@ TEST(BrokerConfigTest, ListenersAndTheirSettings) {
   EXPECT_EQ(config.listeners[2].protocol, "websockets");
 }
 
+// Mosquitto 2.1's PROXY protocol listeners: the version of the header each expects, and whether
+// a v2 header must say the client reached the balancer over TLS.
+TEST(BrokerConfigTest, ProxyProtocolListeners) {
+  const BrokerConfig config = Parse(
+      "listener 1883\n"
+      "listener 1884\nenable_proxy_protocol 1\n"
+      "listener 1885\nenable_proxy_protocol 2\nproxy_protocol_v2_require_tls true\n");
+  ASSERT_EQ(config.listeners.size(), 3u);
+  EXPECT_EQ(config.listeners[0].proxy_protocol, 0);
+  EXPECT_FALSE(config.listeners[0].proxy_v2_require_tls);
+  EXPECT_EQ(config.listeners[1].proxy_protocol, 1);
+  EXPECT_FALSE(config.listeners[1].proxy_v2_require_tls);
+  EXPECT_EQ(config.listeners[2].proxy_protocol, 2);
+  EXPECT_TRUE(config.listeners[2].proxy_v2_require_tls);
+  for (const char* bad :
+       {"listener 1\nenable_proxy_protocol 3\n", "listener 1\nenable_proxy_protocol\n",
+        "listener 1\nenable_proxy_protocol 0\n", "listener 1\nenable_proxy_protocol v2\n"}) {
+    EXPECT_EQ(Refusal(bad).message(), "m.conf:2: enable_proxy_protocol needs 1 or 2") << bad;
+  }
+  EXPECT_EQ(Refusal("listener 1\nproxy_protocol_v2_require_tls 1\n").message(),
+            "m.conf:2: proxy_protocol_v2_require_tls needs true or false");
+}
+
 TEST(BrokerConfigTest, BadBooleansAreRefusedWithFileAndLine) {
   EXPECT_EQ(Refusal("listener 1\nallow_anonymous yes\n").message(),
             "m.conf:2: allow_anonymous needs true or false");

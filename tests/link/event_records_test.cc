@@ -114,6 +114,8 @@ TEST(EventRecordsTest, AConnectionRecordCarriesEveryField) {
   sent.auth_method = "SCRAM-SHA-256";
   sent.peer_certificate_subject = "CN=device,O=example";
   sent.bridge = BridgeRole::kIncoming;
+  sent.proxy_address = "10.0.0.2";
+  sent.proxy_port = 41000;
   std::string bytes;
   Encode(sent, &bytes);
 
@@ -140,6 +142,8 @@ TEST(EventRecordsTest, AConnectionRecordCarriesEveryField) {
   EXPECT_EQ(back.auth_method, "SCRAM-SHA-256");
   EXPECT_EQ(back.peer_certificate_subject, "CN=device,O=example");
   EXPECT_EQ(back.bridge, BridgeRole::kIncoming);
+  EXPECT_EQ(back.proxy_address, "10.0.0.2");
+  EXPECT_EQ(back.proxy_port, 41000);
   EXPECT_TRUE(RefusesEveryCutAndAnExtraByte<ConnectionEvent>(bytes));
 }
 

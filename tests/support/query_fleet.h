@@ -32,6 +32,8 @@ inline std::vector<Connection> FilterFleet() {
   c1.keep_alive = 60;
   c1.ip_address = "10.0.0.1";
   c1.port = 50001;
+  c1.proxy_address = "192.0.2.10";  // behind a load balancer
+  c1.proxy_port = 41000;
   c1.authentication = {AuthMechanism::kPassword, AuthState::kSuccess, "alice", ""};
   c1.subscriptions = {TestSubscription("events/a", 1, Pattern::kEvents, "a"),
                       TestSubscription("$share/g1/queues/q", 2, Pattern::kQueues, "q", "g1")};

@@ -35,6 +35,9 @@ inline bool HasIdleDuration(const Connection& connection) { return connection.id
 // Unix socket listener or an unknown remote port).
 inline bool HasNetworkInfo(const Connection& connection) { return connection.network.known; }
 
+// The connection came through a load balancer (a PROXY protocol listener): `proxy` is set.
+inline bool HasProxy(const Connection& connection) { return !connection.proxy_address.empty(); }
+
 inline bool HasSinceLastReceive(const NetworkInfo& network) {
   return network.since_last_receive_ns >= 0;
 }

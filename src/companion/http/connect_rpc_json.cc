@@ -23,13 +23,15 @@
 //   whose zero means "none" or "unknown" are omitted (those the binary codec leaves unset too
 //   are decided in connect_fields.h): closeTime and closeReason unless closed
 //   (closeTime also when 0), username, listenerName, source.ipAddress, tlsVersion, cipher,
-//   peerCertificateSubject, userPrincipal, method when empty, source.port when 0, idleDuration
+//   peerCertificateSubject, userPrincipal, method when empty, source.port when 0, `proxy` for
+//   a client the broker's socket reaches directly (its port when 0), idleDuration
 //   when unknown (< 0), the message counts when unknown (messagesQueued and messagesInFlight
 //   also where the broker counts only their sum, messagesPending), networkInfo when the kernel
 //   reported no socket for the connection (closed ones, offline sessions, a Unix socket listener,
-//   an unknown remote port; its durations when unknown), a subscription's mappingError when the
-//   mapping is valid, and nextPageToken on the last page. A subscription always has filter, qos,
-//   pattern, channel and sharedGroup, empty strings included, as on the KubeMQ endpoint.
+//   an unknown remote port; its durations when unknown, proxySocket when false), a subscription's
+//   mappingError when the mapping is valid, and nextPageToken on the last page. A subscription
+//   always has filter, qos, pattern, channel and sharedGroup, empty strings included, as on the
+//   KubeMQ endpoint.
 // - Enum names are the schema's (proto/mqtt/connections/v1/connections.proto), which the
 //   filter's table (connection_fields.cc) also takes, so that what a response shows can be
 //   filtered on: close reasons without a CLOSE_REASON_ prefix (`CLIENT_DISCONNECT`) except the
@@ -407,6 +409,7 @@ void WriteNetworkInfo(const NetworkInfo& network, JsonWriter* json) {
   if (HasSinceLastSend(network)) {
     json->Key("sinceLastSend").String(FormatDuration(network.since_last_send_ns));
   }
+  if (network.proxy_socket) json->Key("proxySocket").Bool(true);
   json->EndObject();
 }
 
@@ -457,6 +460,12 @@ void WriteConnection(const Connection& connection, JsonWriter* json) {
   WriteStringIfSet("ipAddress", connection.ip_address, json);
   if (connection.port != 0) json->Key("port").Int(connection.port);
   json->EndObject();
+  if (HasProxy(connection)) {
+    json->Key("proxy").BeginObject();
+    json->Key("ipAddress").String(connection.proxy_address);
+    if (connection.proxy_port != 0) json->Key("port").Int(connection.proxy_port);
+    json->EndObject();
+  }
   WriteStringIfSet("listenerName", connection.listener_name, json);
 
   json->Key("tlsInfo").BeginObject();

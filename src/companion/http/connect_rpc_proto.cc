@@ -8,9 +8,9 @@
 // - What the JSON side leaves out (connect_rpc_json.cc) is left unset here, so both codecs carry
 //   the same values; both ask connect_fields.h (closeTime and closeReason unless closed,
 //   sessionExpiryTime unless offline, idleDuration when unknown, networkInfo and its durations
-//   when not known, bridgeRole when unknown) and MessageQueue (the message counts). In binary
-//   protobuf an unset scalar and its zero are the same bytes, so the remaining "left out when
-//   empty" rules of the JSON side need nothing here.
+//   when not known, bridgeRole when unknown, proxy without a load balancer) and MessageQueue (the
+//   message counts). In binary protobuf an unset scalar and its zero are the same bytes, so the
+//   remaining "left out when empty" rules of the JSON side need nothing here.
 // - Strings are made valid UTF-8 as the JSON side makes them (ToValidUtf8): proto3 strings must
 //   be, and protobuf logs an error for each one that is not.
 // - Request: protobuf's own parser; it refuses truncated input, wrong wire types and strings
@@ -75,6 +75,7 @@ void SetNetworkInfo(const NetworkInfo& network, connections_v1::NetworkInfo* mes
   if (HasSinceLastSend(network)) {
     SetDuration(network.since_last_send_ns, message->mutable_since_last_send());
   }
+  message->set_proxy_socket(network.proxy_socket);
 }
 
 void SubscriptionToProto(const Subscription& subscription, connections_v1::Subscription* out) {
@@ -112,6 +113,11 @@ void ConnectionToProto(const Connection& connection, connections_v1::Connection*
   connections_v1::Source* source = message->mutable_source();
   source->set_ip_address(ToValidUtf8(connection.ip_address));
   source->set_port(connection.port);
+  if (HasProxy(connection)) {
+    connections_v1::Source* proxy = message->mutable_proxy();
+    proxy->set_ip_address(ToValidUtf8(connection.proxy_address));
+    proxy->set_port(connection.proxy_port);
+  }
   message->set_listener_name(ToValidUtf8(connection.listener_name));
   connections_v1::TlsInfo* tls = message->mutable_tls_info();
   tls->set_enabled(connection.tls.enabled);

@@ -167,6 +167,8 @@ std::vector<FieldDef> BuildFields() {
       Scalar("keep_alive", K::kInt, [](C c) { return Signed(c.keep_alive); }),
       Scalar("source.ip_address", K::kString, [](C c) { return Text(c.ip_address); }),
       Scalar("source.port", K::kInt, [](C c) { return Signed(c.port); }),
+      Scalar("proxy.ip_address", K::kString, [](C c) { return Text(c.proxy_address); }),
+      Scalar("proxy.port", K::kInt, [](C c) { return Signed(c.proxy_port); }),
       Scalar("listener_name", K::kString, [](C c) { return Text(c.listener_name); }),
       Scalar("tls_info.enabled", K::kBool, [](C c) { return Signed(c.tls.enabled ? 1 : 0); }),
       Scalar("tls_info.tls_version", K::kString, [](C c) { return Text(c.tls.tls_version); }),

@@ -38,6 +38,8 @@ TEST(ConnectionFieldsTest, EveryFieldReadsItsOwnMember) {
   c.keep_alive = 11;
   c.ip_address = "1.2.3.4";
   c.port = 12;
+  c.proxy_address = "5.6.7.8";
+  c.proxy_port = 41000;
   c.listener_name = "lst";
   c.tls = {true, "tv", "ci", "subj"};
   c.authentication = {AuthMechanism::kPsk, AuthState::kFailure, "prin", "meth"};
@@ -71,6 +73,8 @@ TEST(ConnectionFieldsTest, EveryFieldReadsItsOwnMember) {
       {"keep_alive", "keepAlive", "11"},
       {"source.ip_address", "source.ipAddress", R"("1.2.3.4")"},
       {"source.port", "source.port", "12"},
+      {"proxy.ip_address", "proxy.ipAddress", R"("5.6.7.8")"},
+      {"proxy.port", "proxy.port", "41000"},
       {"listener_name", "listenerName", R"("lst")"},
       {"tls_info.enabled", "tlsInfo.enabled", "true"},
       {"tls_info.tls_version", "tlsInfo.tlsVersion", R"("tv")"},

@@ -74,6 +74,8 @@ TEST(ConnectionFilterTest, StringFields) {
       {R"(username = "\u0061lic\u0065")", {1}},
       {R"(uid = "c3")", {3}},
       {R"(source.ip_address = "::1")", {3}},
+      {R"(proxy.ip_address = "192.0.2.10")", {1}},
+      {R"(proxy.ip_address = "")", {2, 3, 4}},
       {R"(source.ipAddress != "::1")", {1, 2, 4}},
       {R"(listener_name = "mqtt:1883")", {1, 4}},
       {R"(listenerName >= "mqtts")", {2, 3}},  // "mqtt:" < "mqtts" < "ws:"
@@ -118,6 +120,8 @@ TEST(ConnectionFilterTest, IntegerFields) {
       {"keep_alive >= 60", {1, 4}},
       {"keepAlive = 0", {3}},
       {"source.port = 0", {2}},
+      {"proxy.port = 41000", {1}},
+      {"proxy.port = 0", {2, 3, 4}},
       {"source.port > 50000", {1, 3}},
       {"source.port != 0", {1, 3, 4}},
       {"source.port > -1", {1, 2, 3, 4}},
