@@ -483,6 +483,13 @@ class Broker:
         assert status == 200, body
         return json.loads(body).get("connections", [])
 
+    def subscriptions_gauge(self, pattern):
+        """kubemq_mqtt_subscriptions{pattern} of /metrics (0 when the family has no such sample)."""
+        _, _, text = self.http("/metrics")
+        values = re.findall(rf'^kubemq_mqtt_subscriptions\{{pattern="{pattern}"\}} (\S+)$', text,
+                            re.M)
+        return float(values[0]) if values else 0.0
+
     def connections(self, query=""):
         status, _, body = self.http("/api/mqtt/connections" + query)
         assert status == 200, (status, body)

@@ -8,9 +8,7 @@ with clean start false and no session expiry, follows that session exactly: it i
 nor counted after it leaves."""
 
 import os
-import re
 import unittest
-import urllib.request
 
 from harness import BROKER_NAME, BrokerPerTestCase, Client, SharedBrokerTestCase, wait_for
 from test_watch_connections import Stream
@@ -76,11 +74,7 @@ class OneClientTest(BrokerPerTestCase):
         return self.broker.rich_connections(f'client_id = "{client_id}"')
 
     def events_gauge(self):
-        url = f"http://127.0.0.1:{self.broker.http_port}/metrics"
-        with urllib.request.urlopen(url, timeout=5) as response:
-            text = response.read().decode()
-        values = re.findall(r'^kubemq_mqtt_subscriptions\{pattern="events"\} (\S+)$', text, re.M)
-        return float(values[0]) if values else 0.0
+        return self.broker.subscriptions_gauge("events")
 
     def test_the_only_client_s_session_ends_with_it(self):
         only = Client(self.broker, "only-one", version=5, clean=False, session_expiry=0)

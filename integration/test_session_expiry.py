@@ -19,7 +19,6 @@ import math
 import re
 import time
 import unittest
-import urllib.request
 
 from harness import Client, SharedBrokerTestCase, wait_for
 
@@ -46,11 +45,7 @@ class ExpiryTestCase(SharedBrokerTestCase):
         return [c for c in self.entries(client_id) if c["state"] == "MQTT_CONNECTION_STATE_CLOSED"]
 
     def events_gauge(self):
-        url = f"http://127.0.0.1:{self.broker.http_port}/metrics"
-        with urllib.request.urlopen(url, timeout=5) as response:
-            text = response.read().decode()
-        values = re.findall(r'^kubemq_mqtt_subscriptions\{pattern="events"\} (\S+)$', text, re.M)
-        return float(values[0]) if values else 0.0
+        return self.broker.subscriptions_gauge("events")
 
     def subscribed_session(self, client_id, session_expiry):
         client = Client(self.broker, client_id, version=5, clean=False,
