@@ -12,7 +12,7 @@
 #include "client_reader.h"
 #include "link/broker_config.h"
 #include "link/plugin_options.h"
-#include "mosquitto_broker.h"
+#include "mosquitto_adapter.h"
 
 struct mosquitto_plugin_id_t;
 

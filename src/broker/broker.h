@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // What the broker-side decisions (broker_events.h) need from the broker, without a Mosquitto
 // header: a client's facts, the ACL sources after this plugin, kick, publish, log, the clock and
-// what this broker build can do. plugin/mosquitto_broker.h implements it over Mosquitto's plugin
+// what this broker build can do. plugin/mosquitto_adapter.h implements it over Mosquitto's plugin
 // API (2.0 and 2.1, their differences behind BrokerCapabilities); tests/support/fake_broker.h
 // implements it for the unit tests.
 //

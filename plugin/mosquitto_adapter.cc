@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "mosquitto_broker.h"
+#include "mosquitto_adapter.h"
 
 #include <dlfcn.h>
 
