@@ -130,8 +130,10 @@ std::vector<MemoryRange> PrivateAnonymousRanges(std::string_view maps) {
 }
 
 // Reads memory that only `ranges` vouches for: no sanitizer's instrumentation (a candidate
-// may lie in an allocator's red zone, which is mapped and readable).
-__attribute__((no_sanitize("address", "undefined"))) const BrokerCallbackNode* MatchCallbackNode(
+// may lie in an allocator's red zone, in freed memory, or in a sanitizer's own shadow, all
+// mapped and readable, none of them the program's to touch under instrumentation).
+__attribute__((no_sanitize("address", "thread", "undefined"))) const BrokerCallbackNode*
+MatchCallbackNode(
     const std::vector<MemoryRange>& ranges, const std::uintptr_t* words, std::size_t count,
     BrokerCallbackFn fn, const void* userdata) {
   constexpr std::size_t kSize = sizeof(BrokerCallbackNode);
@@ -139,10 +141,11 @@ __attribute__((no_sanitize("address", "undefined"))) const BrokerCallbackNode* M
     if (!Inside(ranges, words[i], kSize)) continue;
     const auto* node = reinterpret_cast<const BrokerCallbackNode*>(words[i]);
     if (node->cb != fn || node->userdata != userdata) continue;
-    if (std::any_of(std::begin(node->hash_handle), std::end(node->hash_handle),
-                    [](const void* word) { return word != nullptr; })) {
-      continue;
-    }
+    // A plain loop, not a library call: everything that reads the candidate stays in this
+    // uninstrumented function.
+    bool empty_hash_handle = true;
+    for (const void* word : node->hash_handle) empty_hash_handle &= word == nullptr;
+    if (!empty_hash_handle) continue;
     const BrokerCallbackNode* prev = node->prev;
     const BrokerCallbackNode* next = node->next;
     if (!Inside(ranges, reinterpret_cast<std::uintptr_t>(prev), kSize)) continue;
@@ -157,7 +160,7 @@ __attribute__((no_sanitize("address", "undefined"))) const BrokerCallbackNode* M
   return nullptr;
 }
 
-__attribute__((noinline, no_sanitize("address", "undefined"))) const BrokerCallbackNode*
+__attribute__((noinline, no_sanitize("address", "thread", "undefined"))) const BrokerCallbackNode*
 FindCallerNode(BrokerCallbackFn fn, const void* userdata) {
   if (!kCanReadCallbackChains) return nullptr;
   std::uintptr_t registers[kSavedRegisters > 0 ? kSavedRegisters : 1] = {};
