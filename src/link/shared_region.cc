@@ -134,7 +134,7 @@ void WaitForBrokerEvents(SharedHeader* header, std::int64_t timeout_ns) {
   if (timeout_ns <= 0) return;
   const std::uint32_t seen = header->broker.wake.load(std::memory_order_acquire);
   header->companion.waiting.store(1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  FullFence();
   if (!EventsUnread(*header)) {
     timespec timeout{};
     timeout.tv_sec = static_cast<time_t>(timeout_ns / 1000000000);
@@ -147,7 +147,7 @@ void WaitForBrokerEvents(SharedHeader* header, std::int64_t timeout_ns) {
 }
 
 bool WakeWaitingCompanion(SharedHeader* header) {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  FullFence();
   if (header->companion.waiting.load(std::memory_order_relaxed) == 0) return false;
   if (!EventsUnread(*header)) return false;
   header->companion.waiting.store(0, std::memory_order_relaxed);  // one wake per wait

@@ -175,10 +175,11 @@ inline void StoreMessageCounts(ConnectionStatsSlot& slot, const MessageCounts& c
   slot.messages_in.store(EncodeMessageQueue(counts.in), std::memory_order_relaxed);
 }
 
-// The seqlock's two fences. GCC warns (-Wtsan) that ThreadSanitizer does not model standalone
-// fences: under TSan they still execute, but TSan derives no ordering from them. That loses
-// nothing here, since every field of a slot is an atomic (TSan reports no race on atomics
-// whatever their order), and every other build keeps the fences' full meaning.
+// The seqlock's two fences, and the full fence of the companion's wake-up (WaitForBrokerEvents).
+// GCC warns (-Wtsan) that ThreadSanitizer does not model standalone fences: under TSan they
+// still execute, but TSan derives no ordering from them. That loses nothing here, since every
+// field they order is an atomic (TSan reports no race on atomics whatever their order), and
+// every other build keeps the fences' full meaning.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpragmas"  // -Wtsan is GCC 12's
@@ -186,6 +187,7 @@ inline void StoreMessageCounts(ConnectionStatsSlot& slot, const MessageCounts& c
 #endif
 inline void SeqlockReleaseFence() noexcept { __atomic_thread_fence(__ATOMIC_RELEASE); }
 inline void SeqlockAcquireFence() noexcept { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
+inline void FullFence() noexcept { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
