@@ -666,10 +666,9 @@ class BrokerEvents {
   // `*exact`: whether the answer is the broker's (false: worked out from the acl_file, or
   // unknown and taken as allowed).
   int AskLaterAclSources(const AclCheckEvent& data, bool* exact) {
-    if (state_.acl_chain.known() && !state_.older_plugins.value_or(true)) {
+    if (const CallbackChain* chain = ReadableChain(kEventAclCheck)) {
       *exact = true;
-      const int answer =
-          state_.acl_chain.AskAfter(kEventAclCheck, data, kBrokerErrPluginDefer);
+      const int answer = chain->AskAfter(kEventAclCheck, data, kBrokerErrPluginDefer);
       // Every callback deferred (other callbacks are there: NoOtherAclCallback): a denial.
       return answer == kBrokerErrPluginDefer ? kBrokerErrAclDenied : answer;
     }

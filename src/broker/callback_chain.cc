@@ -44,14 +44,19 @@ constexpr std::size_t kSavedRegisters = 0;
 #define MQC_READ_SAVED_REGISTERS(out) static_cast<void>(out)
 #endif
 
+// The range (of `ranges`, in address order) that holds `address`, or null.
+const MemoryRange* Containing(const std::vector<MemoryRange>& ranges, std::uintptr_t address) {
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), address,
+                             [](std::uintptr_t a, const MemoryRange& r) { return a < r.begin; });
+  if (it == ranges.begin() || address >= (it - 1)->end) return nullptr;
+  return &*(it - 1);
+}
+
 // Inside one range, all `size` bytes from `address`.
 bool Inside(const std::vector<MemoryRange>& ranges, std::uintptr_t address, std::size_t size) {
   if (address == 0 || address % alignof(void*) != 0 || address + size < address) return false;
-  auto it = std::upper_bound(ranges.begin(), ranges.end(), address,
-                             [](std::uintptr_t a, const MemoryRange& r) { return a < r.begin; });
-  if (it == ranges.begin()) return false;
-  --it;
-  return address >= it->begin && address + size <= it->end;
+  const MemoryRange* range = Containing(ranges, address);
+  return range != nullptr && address + size <= range->end;
 }
 
 bool ParseHex(std::string_view text, std::uintptr_t* value) {
@@ -169,11 +174,9 @@ FindCallerNode(BrokerCallbackFn fn, const void* userdata) {
   // The stack grows down: the frames of this plugin, then the broker's loop, lie above here.
   const auto low = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) &
                    ~static_cast<std::uintptr_t>(alignof(void*) - 1);
-  std::uintptr_t high = low + kCallerWordsBytes;
-  auto stack = std::upper_bound(ranges.begin(), ranges.end(), low,
-                                [](std::uintptr_t a, const MemoryRange& r) { return a < r.begin; });
-  if (stack == ranges.begin() || low >= (stack - 1)->end) return nullptr;
-  high = std::min(high, (stack - 1)->end);
+  const MemoryRange* stack = Containing(ranges, low);
+  if (stack == nullptr) return nullptr;
+  const std::uintptr_t high = std::min(low + kCallerWordsBytes, stack->end);
   std::vector<std::uintptr_t> words(kSavedRegisters + (high - low) / sizeof(std::uintptr_t));
   std::copy(std::begin(registers), std::end(registers), words.begin());
   std::uintptr_t* out = words.data() + kSavedRegisters;
