@@ -319,8 +319,8 @@ class Broker:
             with open(path, "w") as f:
                 f.write(content.replace("{dir}", self.dir))
             os.chmod(path, 0o644)
-        self.persistence_dir = os.path.join(self.dir, "data")
-        os.makedirs(self.persistence_dir)
+        self.persistence_dir = os.path.join(self.dir, "data")  # may hold `files` already
+        os.makedirs(self.persistence_dir, exist_ok=True)
         os.chmod(self.persistence_dir, 0o777)  # the broker saves there as user mosquitto
         self.config = os.path.join(self.dir, "mosquitto.conf")
         # A process outside this harness (another program on the machine) can still bind the

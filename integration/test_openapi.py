@@ -31,6 +31,8 @@ SERVICE = "/mqtt.connections.v1.ConnectionsService/"
 # broker for it.
 UNREACHABLE_OPERATIONS = {(CLIENT_PATH, "delete", "504"), (DISCONNECT, "post", "504"),
                           ("/healthz", "get", "503")}
+BAN_FILE = "data/mosquitto-connections-bans.json"  # the companion's, under persistence
+PRELOADED_BANS = 990  # of the 1000 a broker keeps at most: the API adds the last ten
 READ_TOKEN = "openapi-read-token-0123456789"
 ADMIN_TOKEN = "openapi-admin-token-0123456789"
 
@@ -119,11 +121,16 @@ class OpenApiTest(unittest.TestCase):
                           dict(CONNECT_HEADERS, **(headers or {})), expect, **kwargs)[1]
 
     @contextlib.contextmanager
-    def broker_with_tokens(self):
+    def broker_with_tokens(self, bans=()):
         """A broker of its own that asks for READ_TOKEN and ADMIN_TOKEN, started, and
-        self.broker while the block runs (self.check's), then the class's again."""
-        broker = Broker(files={"read.tokens": READ_TOKEN + "\n",
-                               "admin.tokens": ADMIN_TOKEN + "\n"},
+        self.broker while the block runs (self.check's), then the class's again. `bans` (client
+        ids) are in its ban file when it starts (persistence on)."""
+        files = {"read.tokens": READ_TOKEN + "\n", "admin.tokens": ADMIN_TOKEN + "\n"}
+        if bans:
+            files[BAN_FILE] = json.dumps({"version": 1, "bans": [
+                {"as": "clientid", "who": who, "by": "openapi", "reason": "", "at": "",
+                 "until": ""} for who in bans]})
+        broker = Broker(files=files, persistence=bool(bans),
                         options={"http_token_file": "{dir}/read.tokens",
                                  "http_admin_token_file": "{dir}/admin.tokens"})
         shared, self.broker = self.broker, broker
@@ -181,7 +188,11 @@ class OpenApiTest(unittest.TestCase):
         proto = dict(admin, **{"Content-Type": "application/proto"})
         ban = json.dumps({"as": "clientid", "who": "oa-banned", "reason": "r"}).encode()
         target = json.dumps({"as": "clientid", "who": "oa-banned"}).encode()
-        with self.broker_with_tokens() as broker:
+        # The broker starts with PRELOADED_BANS of its 1000 from its ban file: each ban the API
+        # adds is answered once the broker applied it (at its next TICK), so the 1000 are not
+        # all added one by one.
+        preloaded = [f"oa-many-{i}" for i in range(PRELOADED_BANS)]
+        with self.broker_with_tokens(bans=preloaded) as broker:
             victim = Client(broker, "oa-banned")
             wait_for(lambda: self.list_rich({"filter": 'client_id = "oa-banned"'},
                                             headers=read).get("connections"),
@@ -200,7 +211,7 @@ class OpenApiTest(unittest.TestCase):
             self.assertEqual(added["data"]["kicked"], 1)
             victim.client.loop_stop()
             _, listed = self.check("/api/mqtt/bans", headers=read, expect=200)
-            self.assertEqual(listed["data"]["count"], 1)
+            self.assertEqual(listed["data"]["count"], PRELOADED_BANS + 1)
             self.check("/api/mqtt/bans/clientid/oa-banned", "DELETE", headers=admin, expect=200)
             for method in ("ListBans", "BanClient", "UnbanClient"):
                 path = SERVICE + method
@@ -219,7 +230,7 @@ class OpenApiTest(unittest.TestCase):
             # 1000 bans at most: 429. A slow broker may also answer 429 on the way, when its
             # request queue is full: that one says so, and the same request is sent again.
             deadline = time.monotonic() + 120
-            count = 0
+            count = PRELOADED_BANS
             while count < 1000 and time.monotonic() < deadline:
                 status, _, body = broker.http("/api/mqtt/bans", "POST", json.dumps(
                     {"as": "clientid", "who": f"oa-many-{count}"}).encode(), admin)
