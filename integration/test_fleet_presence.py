@@ -82,7 +82,7 @@ def bridge_states(client):
 
 class FleetPresenceTest(unittest.TestCase):
     def setUp(self):
-        self.brokers, self.clients = [], []
+        self.clients = []
         self.central = self.broker(Broker(plugin=False))
         self.watcher = self.client(self.central, "central-watcher")
         self.watcher.subscribe(CENTRAL_PREFIX + "#", 0)
@@ -96,7 +96,6 @@ class FleetPresenceTest(unittest.TestCase):
 
     def broker(self, broker):
         broker.start()
-        self.brokers.append(broker)
         self.addCleanup(self.stop, broker)
         return broker
 
