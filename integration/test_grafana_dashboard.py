@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """conf/grafana/mosquitto-connections.json against a real /metrics scrape: after real traffic
 (publishes, deliveries, subscriptions of several patterns, a refused CONNECT, disconnects, API
-requests), every metric name that a panel query or a template variable uses is served, and
-every label it groups or matches by exists on those metrics (or is a label Prometheus adds).
-Every query also passes Prometheus' own parser (promtool check rules)."""
+requests), every metric name that a panel query or a template variable uses is served, or is
+a recording rule of conf/prometheus-rules.yml whose own expression names served metrics, or
+Prometheus' `up`; and every label it groups or matches by exists on those metrics (or is a
+label Prometheus adds, or a rule keeps). Every query also passes Prometheus' own parser
+(promtool check rules). The Fleet row (docs/fleet.md) sums every broker: its queries use the
+fleet's recording rules and no `$instance` filter."""
 
 import json
 import os
@@ -17,7 +20,13 @@ from harness import Broker, Client, passwd_file, wait_for
 
 DASHBOARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "conf", "grafana",
                          "mosquitto-connections.json")
-TARGET_LABELS = {"instance", "job"}  # added by Prometheus at scrape time
+RULES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "conf",
+                     "prometheus-rules.yml")
+# Added by Prometheus at scrape time: `node` is the target label of conf/prometheus.yml (each
+# broker's plugin_opt_node_id), since /metrics carries no broker label.
+TARGET_LABELS = {"instance", "job", "node"}
+# Series Prometheus makes itself for every scrape target, with the target's labels only.
+PROMETHEUS_SERIES = {"up"}
 PROMQL_WORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "and", "or",
                 "unless", "bool", "offset", "inf", "nan"}
 # Families served only when an option turns them on, each checked against a real scrape by the
@@ -58,10 +67,44 @@ def promql_names(expr):
     return names, labels
 
 
+def recording_rules():
+    """{recorded name: PromQL} of conf/prometheus-rules.yml (each rule's expr on one line)."""
+    with open(RULES) as f:
+        text = f.read()
+    rules = dict(re.findall(r"^\s*- record: (\S+)\n\s*expr: (.+)$", text, re.M))
+    assert len(rules) == text.count("- record:"), "a recording rule's expr is not on one line"
+    return rules
+
+
+def kept_labels(expr):
+    """The labels an aggregation `op by (a, b) (...)` keeps, or None for other expressions."""
+    match = re.match(r"\s*(?:sum|count|min|max|avg)\s+by\s*\(([^)]*)\)", expr)
+    return {name.strip() for name in match.group(1).split(",")} if match else None
+
+
+def served_names(name, rules):
+    """The metric names `name` stands for in a scrape: itself, or what its rule uses."""
+    if name not in rules:
+        return {name}
+    names, _ = promql_names(rules[name])
+    return set().union(*(served_names(n, rules) for n in names))
+
+
 def panels_of(dashboard):
     for panel in dashboard["panels"]:
         yield panel
         yield from panel.get("panels", [])  # panels inside a collapsed row
+
+
+def row_panels(dashboard, title):
+    """The panels of the (open) row called `title`: those after it, up to the next row."""
+    found, inside = [], False
+    for panel in dashboard["panels"]:
+        if panel["type"] == "row":
+            inside = panel["title"] == title
+        elif inside:
+            found.append(panel)
+    return found
 
 
 def queries(dashboard):
@@ -152,21 +195,69 @@ class GrafanaDashboardTest(unittest.TestCase):
             broker.stop()
             broker.cleanup_dir()
 
-        checked = 0
+        rules = recording_rules()
+        for name in PROMETHEUS_SERIES:
+            series[name] = set()
+        checked = recorded = 0
         for where, expr in queries(self.dashboard):
             names, labels = promql_names(expr)
             self.assertTrue(names, f"{where}: no metric found in {expr}")
             if names <= set(OPT_IN):
                 continue
+            known = set(TARGET_LABELS)
             for name in sorted(names):
-                self.assertIn(name, series,
-                              f"{where} uses metric '{name}', which /metrics does not serve")
-                checked += 1
-            known = set(TARGET_LABELS).union(*(series[n] for n in names))
+                if ":" in name:
+                    self.assertTrue(name in rules, f"{where} uses '{name}', which no recording "
+                                                   "rule of conf/prometheus-rules.yml makes")
+                    recorded += 1
+                    kept = kept_labels(rules[name])
+                    known |= kept if kept is not None else set()
+                for served in sorted(served_names(name, rules)):
+                    self.assertIn(served, series, f"{where} uses metric '{served}'"
+                                  f"{f' (through {name})' if served != name else ''}, "
+                                  "which /metrics does not serve")
+                    checked += 1
+                    if ":" not in name:
+                        known |= series[served]
             for label in sorted(labels):
                 self.assertIn(label, known,
                               f"{where} uses label '{label}', which none of {sorted(names)} has")
         self.assertGreaterEqual(checked, 15)
+        self.assertGreaterEqual(recorded, 10)
+
+    def test_the_fleet_row_sums_every_broker_with_the_recording_rules(self):
+        self.assertEqual(self.dashboard["panels"][0]["title"], "Fleet", "the Fleet row comes first")
+        panels = row_panels(self.dashboard, "Fleet")
+        titles = [p["title"] for p in panels]
+        for wanted in ("Fleet: open connections", "Fleet: brokers answering",
+                       "Open connections by broker and fleet total", "Brokers up",
+                       "Connects and disconnects by broker"):
+            self.assertIn(wanted, titles)
+        rules = recording_rules()
+        used = set()
+        for panel in panels:
+            for target in panel["targets"]:
+                where = f"panel '{panel['title']}' target {target['refId']}"
+                self.assertNotIn("$instance", target["expr"], f"{where}: the fleet is every broker")
+                names, _ = promql_names(target["expr"])
+                used |= names
+                for name in names:
+                    self.assertTrue(name in rules or name in PROMETHEUS_SERIES
+                                    or name.startswith("kubemq_mqtt_"), f"{where}: '{name}'")
+        # The fleet's sums, each broker's share, and whether every broker answered.
+        for name in ("job:kubemq_mqtt_connections:sum", "kubemq_mqtt_connections",
+                     "job:mosquitto_connections_up:sum", "job:mosquitto_connections_targets:count",
+                     "instance:kubemq_mqtt_connects:rate5m", "job:kubemq_mqtt_connects:rate5m",
+                     "job_reason:kubemq_mqtt_disconnects:rate5m",
+                     "job_version:mosquitto_connections_build_info:count", "up"):
+            self.assertIn(name, used)
+        # Per-broker series name their broker: every legend of a per-broker query shows `node`.
+        for panel in panels:
+            for target in panel["targets"]:
+                names, _ = promql_names(target["expr"])
+                if any(n.startswith("instance:") or n in ("up", "kubemq_mqtt_connections")
+                       for n in names):
+                    self.assertIn("{{node}}", target["legendFormat"], panel["title"])
 
     def test_the_name_check_itself(self):
         # What the checks above rely on: names, functions and labels told apart.
@@ -177,6 +268,13 @@ class GrafanaDashboardTest(unittest.TestCase):
         self.assertEqual(labels, {"le", "operation", "instance", "status", "job"})
         self.assertEqual(scrape_series('# HELP x\nm{a="1",b="2"} 3\nm 4\nn_total 1e3\n'),
                          {"m": {"a", "b"}, "n_total": set()})
+        self.assertEqual(promql_names("-instance:x_y:rate5m + job:z:sum"),
+                         ({"instance:x_y:rate5m", "job:z:sum"}, set()))
+        self.assertEqual(kept_labels("sum by (job, instance) (rate(x[5m]))"), {"job", "instance"})
+        self.assertIsNone(kept_labels("rate(x[5m])"))
+        rules = recording_rules()
+        self.assertEqual(served_names("job:kubemq_mqtt_connects:rate5m", rules),
+                         {"kubemq_mqtt_connects_total"})
 
 
 if __name__ == "__main__":
