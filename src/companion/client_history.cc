@@ -31,6 +31,11 @@ ClientEvent EventOf(const Connection& connection, ClientEventKind kind, std::int
 
 }  // namespace
 
+bool ClosesAConnection(ClientEventKind kind) noexcept {
+  return kind == ClientEventKind::kRefused || kind == ClientEventKind::kKicked ||
+         kind == ClientEventKind::kTakenOver || kind == ClientEventKind::kClosed;
+}
+
 std::string_view ClientEventKindName(ClientEventKind kind) noexcept {
   switch (kind) {
     case ClientEventKind::kConnected:

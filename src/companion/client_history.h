@@ -42,6 +42,9 @@ enum class ClientEventKind : std::uint8_t {
   kSessionEnded = 9,  // its offline session ended (expired, cleaned or taken up)
 };
 
+// Whether `kind` ends a connection (kRefused, kKicked, kTakenOver, kClosed): it has a reason.
+bool ClosesAConnection(ClientEventKind kind) noexcept;
+
 // The kind's name as the API writes it ("CLIENT_EVENT_KIND_CONNECTED").
 std::string_view ClientEventKindName(ClientEventKind kind) noexcept;
 

@@ -40,7 +40,9 @@ void WriteEvent(const ClientEvent& event, JsonWriter* json) {
   json->BeginObject();
   json->Key("time").String(FormatRfc3339Nanos(event.time_ns));
   json->Key("kind").String(ClientEventKindName(event.kind));
-  if (event.close_reason != CloseReason::kUnspecified) {
+  // Every closing kind names its reason, CLOSE_REASON_UNSPECIFIED included, as a closed
+  // connection's closeReason does (a broker that cannot tell it: README, Supported brokers).
+  if (ClosesAConnection(event.kind)) {
     json->Key("closeReason").String(
         ResponseEnumName(*kCloseReasonField, static_cast<std::int64_t>(event.close_reason)));
   }
