@@ -36,6 +36,7 @@
 #include "companion/ban_store.h"
 #include "companion/broker_bans.h"
 #include "companion/broker_disconnect.h"
+#include "companion/client_history.h"
 #include "companion/companion_link.h"
 #include "companion/connection_registry.h"
 #include "companion/detailed_source.h"
@@ -304,6 +305,13 @@ int Run(int argc, char** argv) {
   changes_options.history =
       std::max<std::size_t>(8192, 2 * std::size_t{options.http_stream_buffer});
   ConnectionChanges changes(changes_options);
+  // Fed every change as it is published, before the registry publishes its first.
+  ClientHistoryOptions history_options;
+  history_options.per_client = options.history_events;
+  history_options.max_events = options.history_max_events;
+  ClientHistory history(history_options);
+  changes.SetListener(
+      [&history](const ConnectionChange& change) { history.Record(change, NowNs()); });
   ConnectionRegistryOptions registry_options;
   registry_options.changes = &changes;
   registry_options.node_id = options.node_id;
@@ -359,6 +367,7 @@ int Run(int argc, char** argv) {
   }
   BrokerBans broker_bans(&ban_store, &registry, &link, &region->header()->counters);
   router.SetBanAdmin(broker_bans.Admin());
+  router.SetClientHistory(&history);
   if (!options.http_admin_token_file.empty()) {
     router.SetDisconnector(
         [&registry, &link](const DisconnectTarget& target, const Caller& caller) {

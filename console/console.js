@@ -25,6 +25,8 @@ const SERVICE = '/mqtt.connections.v1.ConnectionsService/';
 const OPEN = 'MQTT_CONNECTION_STATE_OPEN';
 const CLOSED = 'MQTT_CONNECTION_STATE_CLOSED';
 const WATCH_PATH = '/mqtt.connections.v1.ConnectionsService/WatchConnections';
+const HISTORY_PATH = '/mqtt.connections.v1.ConnectionsService/GetClientHistory';
+const EVENT_PREFIX = 'CLIENT_EVENT_KIND_';
 const REFRESH_MS = 3000;        // polling, when there is no stream
 const LIVE_REFRESH_MS = 15000;  // with the stream: figures and rates only
 const CHANGE_DELAY_MS = 100;    // changes that come together are shown together
@@ -531,6 +533,50 @@ function renderDetail(connection) {
   if (others.length) section(panel, 'More', others.map((k) => [k, connection[k]]));
 }
 
+// The client id's kept events, oldest first; null when the broker keeps none of it (404) or
+// the history is off (403).
+async function clientHistory(clientId) {
+  const response = await request(HISTORY_PATH, {clientId});
+  if (response.status === 404 || response.status === 403) return null;
+  if (!response.ok) throw new Error(await errorText(response));
+  return (await response.json()).events || [];
+}
+
+// What an event says beyond its kind: the reason, the filters, the user, the address.
+function eventDetails(event) {
+  const parts = [];
+  if (event.closeReason) parts.push(event.closeReason);
+  if (event.count) {
+    parts.push(event.count + (event.count > 1 ? ' filters' : ' filter') + ', last ' +
+               JSON.stringify(event.filter || ''));
+  }
+  if (event.username) parts.push('user ' + JSON.stringify(event.username));
+  if (event.protocolVersion) parts.push('MQTT ' + (PROTOCOLS[event.protocolVersion] || ''));
+  if (event.ipAddress) {
+    const host = event.ipAddress.includes(':') ? '[' + event.ipAddress + ']' : event.ipAddress;
+    parts.push(host + (event.port ? ':' + event.port : ''));
+  }
+  return parts.join(', ');
+}
+
+// The timeline of the detail panel: one item per kept event, oldest first.
+function renderHistory(panel, events) {
+  panel.appendChild(element('h3', 'History (' + events.length + ')'));
+  const list = document.createElement('ol');
+  list.id = 'history';
+  list.className = 'timeline';
+  for (const event of events) {
+    const item = document.createElement('li');
+    item.dataset.kind = shortEnum(event.kind, EVENT_PREFIX);
+    item.appendChild(element('time', event.time.replace('T', ' ').replace(/\.\d+Z$/, 'Z')));
+    const kind = item.dataset.kind.toLowerCase();
+    item.appendChild(element('span', kind.replace(/_/g, ' '), 'badge ' + kind));
+    item.appendChild(element('span', eventDetails(event), 'event-details'));
+    list.appendChild(item);
+  }
+  panel.appendChild(list);
+}
+
 async function refreshDetail() {
   if (!view.uid && !view.clientId) {
     renderDetail(null);
@@ -553,7 +599,12 @@ async function refreshDetail() {
   const busy = $('disconnect') &&
       ($('disconnect').classList.contains('confirm') || $('disconnect').disabled);
   if (busy) return;
+  // The history first (a second request), then one redraw: a client id the closed list no
+  // longer holds still shows what happened to it.
+  const clientId = connection ? connection.clientId : view.clientId;
+  const events = clientId ? await clientHistory(clientId) : null;
   renderDetail(connection);
+  if (events && events.length) renderHistory($('detail'), events);
   if (keepMessage && $('action-message')) $('action-message').textContent = keepMessage;
 }
 

@@ -130,9 +130,16 @@ class OpenApiTest(unittest.TestCase):
             files[BAN_FILE] = json.dumps({"version": 1, "bans": [
                 {"as": "clientid", "who": who, "by": "openapi", "reason": "", "at": "",
                  "until": ""} for who in bans]})
-        broker = Broker(files=files, persistence=bool(bans),
-                        options={"http_token_file": "{dir}/read.tokens",
-                                 "http_admin_token_file": "{dir}/admin.tokens"})
+        with self.own_broker(files=files, persistence=bool(bans),
+                             options={"http_token_file": "{dir}/read.tokens",
+                                      "http_admin_token_file": "{dir}/admin.tokens"}) as broker:
+            yield broker
+
+    @contextlib.contextmanager
+    def own_broker(self, **kwargs):
+        """A broker of its own (Broker's arguments), started, and self.broker while the block
+        runs, then the class's again."""
+        broker = Broker(**kwargs)
         shared, self.broker = self.broker, broker
         try:
             broker.start()
@@ -244,6 +251,36 @@ class OpenApiTest(unittest.TestCase):
             _, full = self.check("/api/mqtt/bans", "POST", ban, admin, expect=429)
             self.assertIn("at most 1000 bans", full["error_string"])
             self.check(SERVICE + "BanClient", "POST", ban, admin, expect=429)
+
+    # Before test_every_endpoint_answers_as_documented too.
+    def test_client_history_answers_as_documented(self):
+        path = SERVICE + "GetClientHistory"
+        read = dict(CONNECT_HEADERS, Authorization=f"Bearer {READ_TOKEN}")
+        ask = json.dumps({"clientId": "oa-history"}).encode()
+        first = Client(self.broker, "oa-history")
+        first.subscribe("events/a/#", 1)
+        first.subscribe("events/b/#", 1)
+        first.disconnect()
+        wait_for(lambda: len(self.check(path, "POST", ask, CONNECT_HEADERS)[1].get(
+            "events", [])) == 3, what="oa-history's three events")
+        _, history = self.check(path, "POST", ask, CONNECT_HEADERS, expect=200)
+        self.assertEqual([(e["kind"], e.get("count")) for e in history["events"]],
+                         [("CLIENT_EVENT_KIND_CONNECTED", None), ("CLIENT_EVENT_KIND_SUBSCRIBED", 2),
+                          ("CLIENT_EVENT_KIND_CLOSED", None)])
+        self.check(path, "POST", b"", dict(CONNECT_HEADERS, **{"Content-Type": "application/proto"}),
+                   expect=400)  # no client id
+        self.check(path, "POST", json.dumps({"clientId": "oa-nobody"}).encode(), CONNECT_HEADERS,
+                   expect=404)
+        for bad in (b"{}", b'{"clientId": 5}', b"[", b'{"clientId": ""}'):
+            self.check(path, "POST", bad, CONNECT_HEADERS, expect=400)
+        self.check(path, "POST", ask, dict(CONNECT_HEADERS, **{"Content-Type": "text/plain"}),
+                   expect=415)
+        self.check(path, "GET", expect=405)
+        with self.broker_with_tokens():
+            self.check(path, "POST", ask, CONNECT_HEADERS, expect=401)
+            self.check(path, "POST", ask, read, expect=404)
+        with self.own_broker(options={"history_events": "0"}):
+            self.check(path, "POST", ask, CONNECT_HEADERS, expect=403)
 
     def test_document_is_valid_openapi_json_schema(self):
         self.assertEqual(self.document["openapi"], "3.1.0")

@@ -144,6 +144,11 @@ void ApplyOptions(BrokerEventsState* state, PluginOptions reloaded) {
   // The companion sizes its top-clients family at start.
   Keep(state, "metrics_top_clients", &PluginOptions::metrics_top_clients,
        std::to_string(old.metrics_top_clients) + " until the broker restarts", &reloaded);
+  // The companion sizes a client's history at start.
+  Keep(state, "history_events", &PluginOptions::history_events,
+       std::to_string(old.history_events) + " until the broker restarts", &reloaded);
+  Keep(state, "history_max_events", &PluginOptions::history_max_events,
+       std::to_string(old.history_max_events) + " until the broker restarts", &reloaded);
   // The companion reads the token files again when it gets the settings record, sent at every
   // reload (the tokens themselves never pass through the broker).
   state->settings_pending = true;

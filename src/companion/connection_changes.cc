@@ -25,10 +25,13 @@ ConnectionChanges::ConnectionChanges(const ConnectionChangesOptions& options)
 
 void ConnectionChanges::Publish(ConnectionChange change) {
   auto shared = std::make_shared<ConnectionChange>(std::move(change));
-  std::lock_guard<std::mutex> lock(mutex_);
-  shared->sequence = ++last_;
-  changes_.push_back(std::move(shared));
-  while (changes_.size() > history_) changes_.pop_front();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    shared->sequence = ++last_;
+    changes_.push_back(shared);
+    while (changes_.size() > history_) changes_.pop_front();
+  }
+  if (listener_) listener_(*shared);
 }
 
 ConnectionChanges::Read ConnectionChanges::ReadAfter(

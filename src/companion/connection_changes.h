@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "companion/connection.h"
@@ -83,8 +84,15 @@ class ConnectionChanges {
   explicit ConnectionChanges(const ConnectionChangesOptions& options = {});
 
   // Numbers `change` (its sequence is overwritten) and keeps it, dropping the oldest beyond
-  // `history`.
+  // `history`; then hands it to the listener.
   void Publish(ConnectionChange change);
+
+  // Called with every change Publish numbers, on the publishing thread (the registry's lock
+  // held), outside this class's own lock: it must be quick and call nothing back. Set before
+  // the first Publish (a client's history, client_history.h).
+  void SetListener(std::function<void(const ConnectionChange&)> listener) {
+    listener_ = std::move(listener);
+  }
 
   enum class Read : std::uint8_t {
     kChanges,  // *out holds the next changes after `after` (at most `max`)
@@ -111,6 +119,7 @@ class ConnectionChanges {
   mutable std::mutex mutex_;
   std::deque<ConnectionChangePtr> changes_;  // oldest first, consecutive sequences
   std::uint64_t last_ = 0;
+  std::function<void(const ConnectionChange&)> listener_;
 
   std::mutex waiters_mutex_;  // after mutex_ when both are taken (never are, today)
   std::map<std::uint64_t, std::function<void()>> waiters_;

@@ -21,6 +21,9 @@ struct PluginOptions {
   DefaultPattern default_pattern = DefaultPattern::kEvents;
   std::uint32_t closed_max = 1000;   // recently closed connections kept (0 = none)
   std::uint32_t closed_ttl_s = 300;  // seconds a closed connection stays listed
+  // A client's history (GetClientHistory): events kept per client id (0 = none), and in all.
+  std::uint32_t history_events = 32;
+  std::uint32_t history_max_events = 20000;
   std::uint32_t rpc_timeout_s = 30;
   std::uint32_t rpc_max_pending = 1024;
   std::string companion_path;  // empty: beside the plugin's .so

@@ -348,20 +348,13 @@ std::string FormatDuration(std::int64_t nanos) {
 
 // An enum value as responses name it (see the top of this file).
 void WriteEnum(const FieldDef* field, std::int64_t number, JsonWriter* json) {
-  if (field != nullptr) {
-    for (std::size_t i = 0; i < field->enum_count; ++i) {
-      const EnumName& entry = field->enum_names[i];
-      if (entry.number != number) continue;
-      std::string_view name = entry.name;
-      if (number != 0 && !field->short_prefix.empty() &&
-          name.substr(0, field->short_prefix.size()) == field->short_prefix) {
-        name.remove_prefix(field->short_prefix.size());
-      }
-      json->String(name);
-      return;
-    }
+  const std::string_view name =
+      field != nullptr ? ResponseEnumName(*field, number) : std::string_view();
+  if (name.empty()) {
+    json->Int(number);
+  } else {
+    json->String(name);
   }
-  json->Int(number);
 }
 
 // An int64 or uint64 member: protobuf's JSON mapping writes it as a string of digits.

@@ -282,6 +282,37 @@ Status DecodeUnbanClientRequestProto(std::string_view bytes, std::string_view wh
   return Status();
 }
 
+Status DecodeGetClientHistoryRequestProto(std::string_view bytes, std::string_view where,
+                                          std::string* client_id) {
+  connections_v1::GetClientHistoryRequest message;
+  Status status = ParseBinary(bytes, where, &message);
+  if (!status.ok()) return status;
+  *client_id = message.client_id();
+  return Status();
+}
+
+std::string EncodeGetClientHistoryResponseProto(std::string_view client_id,
+                                                const std::vector<ClientEvent>& events,
+                                                std::uint64_t dropped) {
+  connections_v1::GetClientHistoryResponse message;
+  message.set_client_id(std::string(client_id));
+  for (const ClientEvent& event : events) {
+    connections_v1::ClientEvent* out = message.add_events();
+    SetTimestamp(event.time_ns, out->mutable_time());
+    out->set_kind(static_cast<connections_v1::ClientEventKind>(event.kind));
+    out->set_close_reason(static_cast<connections_v1::CloseReason>(event.close_reason));
+    out->set_uid(event.uid);
+    out->set_ip_address(event.ip_address);
+    out->set_port(event.port);
+    out->set_username(event.username);
+    out->set_protocol_version(event.protocol_version);
+    out->set_count(static_cast<std::int32_t>(event.count));
+    out->set_filter(event.filter);
+  }
+  message.set_dropped_events(static_cast<std::int64_t>(dropped));
+  return message.SerializeAsString();
+}
+
 std::string EncodeListBansResponseProto(const std::vector<Ban>& bans, std::uint64_t refused_total) {
   connections_v1::ListBansResponse message;
   for (const Ban& ban : bans) SetBan(ban, message.add_bans());

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "companion/client_history.h"
 #include "companion/connection.h"
 #include "companion/http/connect_protocol.h"
 #include "companion/query/connection_query.h"
@@ -66,6 +67,13 @@ Status DecodeUnbanClientRequestProto(std::string_view bytes, std::string_view wh
 std::string EncodeListBansResponseProto(const std::vector<Ban>& bans, std::uint64_t refused_total);
 std::string EncodeBanClientResponseProto(const Ban& ban, std::size_t kicked);
 std::string EncodeUnbanClientResponseProto(const Ban& ban);
+// GetClientHistory in binary (history_view.h): the request's client id, and the response.
+Status DecodeGetClientHistoryRequestProto(std::string_view bytes, std::string_view where,
+                                          std::string* client_id);
+std::string EncodeGetClientHistoryResponseProto(std::string_view client_id,
+                                                const std::vector<ClientEvent>& events,
+                                                std::uint64_t dropped);
+
 // WatchConnections in binary: the request, and one response message.
 Status DecodeWatchConnectionsRequestProto(std::string_view bytes, std::string_view where,
                                           WatchConnectionsRequest* request);

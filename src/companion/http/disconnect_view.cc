@@ -23,11 +23,9 @@
 #include "companion/json_writer.h"
 
 namespace mqc {
-namespace {
-
-constexpr std::size_t kMaxClientIdBytes = 65535;
 
 Status CheckClientId(std::string_view client_id) {
+  constexpr std::size_t kMaxClientIdBytes = 65535;
   if (client_id.empty() || client_id.size() > kMaxClientIdBytes ||
       client_id.find('\0') != std::string_view::npos) {
     return Status(
@@ -36,6 +34,8 @@ Status CheckClientId(std::string_view client_id) {
   }
   return Status();
 }
+
+namespace {
 
 int HttpStatusOf(StatusCode code) {
   return code == StatusCode::kInvalidArgument ? kHttpBadRequest : ConnectRpcHttpStatus(code);

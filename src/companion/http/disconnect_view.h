@@ -15,10 +15,14 @@
 
 #include "companion/admin_actions.h"
 #include "companion/http/http_server.h"
+#include "link/status.h"
 
 namespace mqc {
 
 inline constexpr char kDisconnectConnectionMethod[] = "DisconnectConnection";
+
+// kInvalidArgument unless `client_id` is 1 to 65535 bytes without NUL (MQTT's bound).
+Status CheckClientId(std::string_view client_id);
 
 // DELETE /api/mqtt/connections/{client_id}: `client_id` is the percent-decoded rest of the path.
 HttpResponse KubeMqDisconnect(const Disconnector& disconnector, std::string_view client_id,

@@ -230,6 +230,15 @@ HttpRouter::HttpRouter(const ConnectionSource& connections, MetricsProvider metr
     route.admin_off = kBanningOff;
     routes_.push_back(std::move(route));
   }
+  routes_.push_back({history_rpc_path_, kPostMethod, ErrorFormat::kConnectRpc,
+                     [this](const HttpRequest& request, std::string_view, const Caller&) {
+                       if (history_ == nullptr) {
+                         return ConnectRpcErrorResponse(
+                             Status(StatusCode::kPermissionDenied, kHistoryOff));
+                       }
+                       return ConnectRpcGetClientHistory(*history_, request);
+                     },
+                     AccessLevel::kRead});
   // Every Connect method answered, from the routes above and what `connect` says it answers:
   // the one list, so that a new route or service method is named without a second list.
   const std::string_view prefix = kConnectRpcServicePrefix;
@@ -291,6 +300,8 @@ void HttpRouter::SetDisconnector(Disconnector disconnector) {
 }
 
 void HttpRouter::SetBanAdmin(BanAdmin admin) { ban_admin_ = std::move(admin); }
+
+void HttpRouter::SetClientHistory(const ClientHistory* history) { history_ = history; }
 
 void HttpRouter::SetHealth(std::function<bool()> current) { health_ = std::move(current); }
 

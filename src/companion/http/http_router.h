@@ -8,6 +8,7 @@
 //   GET    /metrics                                     Prometheus text (when a provider is set)
 //   POST   /mqtt.connections.v1.ConnectionsService/DisconnectConnection   disconnect (admin)
 //   POST   .../ListBans, .../BanClient (admin), .../UnbanClient (admin)     bans
+//   POST   .../GetClientHistory                          a client's history (history_view.h)
 //   POST   /mqtt.connections.v1.ConnectionsService/<M>  Connect RPC unary (GET: Connect's GET form)
 //   GET    /, /console.css, /console.js                 the web console (console/, embedded; no
 //                                                       token: it holds no data, and asks for one)
@@ -39,6 +40,7 @@
 #include "companion/http/ban_view.h"
 #include "companion/http/connect_protocol.h"
 #include "companion/http/disconnect_view.h"
+#include "companion/http/history_view.h"
 #include "companion/http/host_check.h"
 #include "companion/http/http_server.h"
 #include "companion/http/kubemq_view.h"
@@ -78,6 +80,9 @@ class HttpRouter {
   // Unset (the default): the ban routes answer 404 as unknown paths would not; they answer 403
   // "banning is off". Changes need an admin token either way.
   void SetBanAdmin(BanAdmin admin);
+  // Null (the default): GetClientHistory answers permission_denied, as with the history off.
+  // `history` must outlive the router.
+  void SetClientHistory(const ClientHistory* history);
   // Whether the companion's view is current (synchronised with the broker): /healthz answers
   // 200 then, else 503. Empty (the default): always 200. Called on MHD's threads.
   void SetHealth(std::function<bool()> current);
@@ -128,6 +133,7 @@ class HttpRouter {
   bool metrics_public_ = false;
   Disconnector disconnector_;
   BanAdmin ban_admin_;
+  const ClientHistory* history_ = nullptr;
   std::function<bool()> health_;
   HostCheck host_check_;
   std::function<void(const std::string&)> error_log_;
@@ -136,6 +142,8 @@ class HttpRouter {
   const std::string list_bans_rpc_path_ = std::string(kConnectRpcServicePrefix) + kListBansMethod;
   const std::string ban_rpc_path_ = std::string(kConnectRpcServicePrefix) + kBanClientMethod;
   const std::string unban_rpc_path_ = std::string(kConnectRpcServicePrefix) + kUnbanClientMethod;
+  const std::string history_rpc_path_ =
+      std::string(kConnectRpcServicePrefix) + kGetClientHistoryMethod;
   std::vector<Route> routes_;
   std::vector<std::string> implemented_;  // sorted; from routes_ and `connect_methods`
 };

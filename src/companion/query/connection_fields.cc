@@ -307,6 +307,20 @@ bool FindEnumNumber(const FieldDef& field, std::string_view name, std::int64_t* 
   return false;
 }
 
+std::string_view ResponseEnumName(const FieldDef& field, std::int64_t number) {
+  for (std::size_t i = 0; i < field.enum_count; ++i) {
+    const EnumName& entry = field.enum_names[i];
+    if (entry.number != number) continue;
+    std::string_view name = entry.name;
+    if (number != 0 && !field.short_prefix.empty() &&
+        name.substr(0, field.short_prefix.size()) == field.short_prefix) {
+      name.remove_prefix(field.short_prefix.size());
+    }
+    return name;
+  }
+  return std::string_view();
+}
+
 std::string EnumNameList(const FieldDef& field) {
   std::string list;
   for (std::size_t i = 0; i < field.enum_count; ++i) {

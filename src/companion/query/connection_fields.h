@@ -73,6 +73,10 @@ const FieldDef* FindField(std::string_view path);
 // The enum number of `name` for an enum field; false when the field has no such name.
 bool FindEnumNumber(const FieldDef& field, std::string_view name, std::int64_t* number);
 
+// The name responses give `number` of an enum field (without `short_prefix`, but for the zero);
+// empty when the field has no such number.
+std::string_view ResponseEnumName(const FieldDef& field, std::int64_t number);
+
 // "A, B, C": the full names an enum field accepts, for error messages.
 std::string EnumNameList(const FieldDef& field);
 

@@ -8,12 +8,14 @@
 
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "companion/client_history.h"
 #include "companion/connection.h"
 #include "companion/connection_changes.h"
 #include "companion/http/access_tokens.h"
@@ -302,7 +304,78 @@ TEST_F(HttpRouterTest, ConnectWithoutHandlerIsUnimplemented) {
   EXPECT_EQ(response.content_type, "application/json");
   EXPECT_EQ(response.body,
             R"({"code":"unimplemented","message":"method 'ListConnections' is not implemented; )"
-            R"(implemented: BanClient, DisconnectConnection, ListBans, UnbanClient"})");
+            R"(implemented: BanClient, DisconnectConnection, GetClientHistory, ListBans, )"
+            R"(UnbanClient"})");
+}
+
+// GetClientHistory: a read token's method, JSON or binary, its errors as Connect errors.
+TEST_F(HttpRouterTest, GetClientHistoryAnswersTheKeptEventsOfOneClientId) {
+  const std::string path = std::string(kConnectRpcServicePrefix) + "GetClientHistory";
+  const auto post = [&path](const HttpRouter& router, std::string body,
+                            std::string content_type = "application/json") {
+    HttpRequest request = Request("POST", path);
+    request.headers = {{"Content-Type", std::move(content_type)}, {"Connect-Protocol-Version", "1"}};
+    request.body = std::move(body);
+    return router.Handle(request);
+  };
+  EXPECT_EQ(post(bare_, R"({"clientId":"c"})").body,
+            R"({"code":"permission_denied","message":"the client history is off )"
+            R"x((plugin_opt_history_events 0)"})x");
+
+  ClientHistory history;
+  auto open = std::make_shared<Connection>();
+  open->client_id = "c";
+  open->uid = "u1";
+  open->ip_address = "192.0.2.1";
+  open->port = 1883;
+  open->username = "alice";
+  open->protocol_version = 5;
+  open->open_time_ns = 1700000000123456789;
+  ConnectionChange opened;
+  opened.kind = ChangeKind::kOpened;
+  opened.after = open;
+  history.Record(opened, 0);
+  auto closed = std::make_shared<Connection>(*open);
+  closed->close_reason = CloseReason::kKicked;
+  closed->close_time_ns = 1700000001000000000;
+  ConnectionChange kicked;
+  kicked.kind = ChangeKind::kClosed;
+  kicked.before = open;
+  kicked.after = closed;
+  history.Record(kicked, 0);
+  HttpRouter router(source_, nullptr, nullptr);
+  router.SetClientHistory(&history);
+  const HttpResponse json = post(router, R"({"clientId":"c"})");
+  EXPECT_EQ(json.status, 200);
+  EXPECT_EQ(json.body,
+            R"({"clientId":"c","events":[{"time":"2023-11-14T22:13:20.123456789Z",)"
+            R"("kind":"CLIENT_EVENT_KIND_CONNECTED","uid":"u1","ipAddress":"192.0.2.1",)"
+            R"("port":1883,"username":"alice","protocolVersion":5},)"
+            R"({"time":"2023-11-14T22:13:21.000000000Z","kind":"CLIENT_EVENT_KIND_KICKED",)"
+            R"("closeReason":"KICKED","uid":"u1","ipAddress":"192.0.2.1","port":1883}]})");
+
+  ::mqtt::connections::v1::GetClientHistoryRequest request;
+  request.set_client_id("c");
+  const HttpResponse binary = post(router, request.SerializeAsString(), "application/proto");
+  EXPECT_EQ(binary.status, 200);
+  EXPECT_EQ(binary.content_type, "application/proto");
+  ::mqtt::connections::v1::GetClientHistoryResponse answer;
+  ASSERT_TRUE(answer.ParseFromString(binary.body));
+  ASSERT_EQ(answer.events_size(), 2);
+  EXPECT_EQ(answer.events(1).kind(), ::mqtt::connections::v1::CLIENT_EVENT_KIND_KICKED);
+  EXPECT_EQ(answer.events(1).close_reason(), ::mqtt::connections::v1::KICKED);
+  EXPECT_EQ(answer.events(0).time().seconds(), 1700000000);
+
+  const HttpResponse unknown = post(router, R"({"clientId":"nobody"})");
+  EXPECT_EQ(unknown.status, 404);
+  EXPECT_THAT(unknown.body, HasSubstr(R"("code":"not_found")"));
+  EXPECT_THAT(unknown.body, HasSubstr("no event kept for client id 'nobody'"));
+  for (const char* body : {"{}", R"({"clientId":7})", "[]", R"({"clientId":""})"}) {
+    const HttpResponse bad = post(router, body);
+    EXPECT_EQ(bad.status, 400) << body;
+    EXPECT_THAT(bad.body, HasSubstr(R"("code":"invalid_argument")")) << body;
+  }
+  EXPECT_EQ(router.Handle(Request("GET", path)).status, 405);
 }
 
 // An empty live view: WatchConnections is wired as the companion wires it.
@@ -342,8 +415,8 @@ TEST_F(HttpRouterTest, AnUnknownConnectMethodListsEveryImplementedOne) {
     EXPECT_EQ(response.body, std::string(R"({"code":"unimplemented","message":"method ')") +
                                  unknown +
                                  R"(' is not implemented; implemented: BanClient, )"
-                                 R"(DisconnectConnection, ListBans, ListConnections, )"
-                                 R"(UnbanClient, WatchConnections"})");
+                                 R"(DisconnectConnection, GetClientHistory, ListBans, )"
+                                 R"(ListConnections, UnbanClient, WatchConnections"})");
   }
   for (const std::string& method : router.connect_methods()) {
     const HttpResponse response = router.Handle(Request("POST", prefix + method));

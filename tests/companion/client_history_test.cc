@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "companion/client_history.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "companion/companion_link.h"
+#include "companion/connection_changes.h"
+#include "companion/connection_registry.h"
+#include "link/event_records.h"
+
+namespace mqc {
+namespace {
+
+ConnectionPtr MakeConnection(const std::string& client_id, const std::string& uid,
+                             ConnectionState state, CloseReason reason = CloseReason::kUnspecified) {
+  auto connection = std::make_shared<Connection>();
+  connection->client_id = client_id;
+  connection->uid = uid;
+  connection->state = state;
+  connection->close_reason = reason;
+  connection->ip_address = "192.0.2.7";
+  connection->port = 40001;
+  connection->open_time_ns = 1000;
+  if (state == ConnectionState::kClosed) connection->close_time_ns = 2000;
+  return connection;
+}
+
+ConnectionChange Change(ChangeKind kind, ConnectionPtr before, ConnectionPtr after,
+                        const std::string& filter = "") {
+  ConnectionChange change;
+  change.kind = kind;
+  change.before = std::move(before);
+  change.after = std::move(after);
+  change.subscription.filter = filter;
+  return change;
+}
+
+std::vector<ClientEventKind> Kinds(const ClientHistory& history, const std::string& client_id) {
+  std::vector<ClientEvent> events;
+  std::uint64_t dropped = 0;
+  std::vector<ClientEventKind> kinds;
+  if (!history.Find(client_id, &events, &dropped)) return kinds;
+  for (const ClientEvent& event : events) kinds.push_back(event.kind);
+  return kinds;
+}
+
+TEST(ClientHistoryTest, EachChangeBecomesItsEventWithTheClosingKindFromTheReason) {
+  ClientHistory history;
+  const ConnectionPtr open = MakeConnection("c", "u1", ConnectionState::kOpen);
+  history.Record(Change(ChangeKind::kOpened, nullptr, open), 5);
+  history.Record(Change(ChangeKind::kClosed, open,
+                        MakeConnection("c", "u1", ConnectionState::kClosed, CloseReason::kKicked)),
+                 6);
+  const ConnectionPtr second = MakeConnection("c", "u2", ConnectionState::kOpen);
+  history.Record(Change(ChangeKind::kOpened, nullptr, second), 7);
+  history.Record(
+      Change(ChangeKind::kClosed, second,
+             MakeConnection("c", "u2", ConnectionState::kClosed, CloseReason::kSessionTakenOver)),
+      8);
+  history.Record(
+      Change(ChangeKind::kClosed, nullptr,
+             MakeConnection("c", "u3", ConnectionState::kClosed,
+                            CloseReason::kAuthenticationFailed)),
+      9);
+  history.Record(Change(ChangeKind::kClosed, open,
+                        MakeConnection("c", "u4", ConnectionState::kClosed,
+                                       CloseReason::kConnectionLost)),
+                 10);
+  history.Record(Change(ChangeKind::kWentOffline, nullptr,
+                        MakeConnection("c", "u4", ConnectionState::kOffline)),
+                 11);
+  history.Record(Change(ChangeKind::kExpired, MakeConnection("c", "u4", ConnectionState::kOffline),
+                        nullptr),
+                 12);
+  history.Record(Change(ChangeKind::kReset, nullptr, nullptr), 13);
+  history.Record(Change(ChangeKind::kUpdated, open, open), 14);
+  EXPECT_EQ(Kinds(history, "c"),
+            (std::vector<ClientEventKind>{
+                ClientEventKind::kConnected, ClientEventKind::kKicked, ClientEventKind::kConnected,
+                ClientEventKind::kTakenOver, ClientEventKind::kRefused, ClientEventKind::kClosed,
+                ClientEventKind::kWentOffline, ClientEventKind::kSessionEnded}));
+  std::vector<ClientEvent> events;
+  std::uint64_t dropped = 0;
+  ASSERT_TRUE(history.Find("c", &events, &dropped));
+  EXPECT_EQ(events[4].close_reason, CloseReason::kAuthenticationFailed);
+  EXPECT_EQ(events[4].uid, "u3");
+  EXPECT_EQ(events[1].time_ns, 2000);  // the connection's close time, not the clock's
+  EXPECT_EQ(events[7].time_ns, 12);    // a session's end has no time of its own
+  EXPECT_EQ(events[0].ip_address, "192.0.2.7");
+  EXPECT_EQ(events[0].port, 40001);
+  EXPECT_EQ(dropped, 0u);
+}
+
+TEST(ClientHistoryTest, ARunOfSubscriptionsOfOneConnectionIsOneEventWithItsCount) {
+  ClientHistory history;
+  const ConnectionPtr open = MakeConnection("c", "u1", ConnectionState::kOpen);
+  history.Record(Change(ChangeKind::kOpened, nullptr, open), 1);
+  for (const char* filter : {"a/#", "b/#", "c/+"}) {
+    history.Record(Change(ChangeKind::kSubscribed, open, open, filter), 2);
+  }
+  history.Record(Change(ChangeKind::kUnsubscribed, open, open, "a/#"), 3);
+  history.Record(Change(ChangeKind::kSubscribed, open, open, "d"), 4);
+  std::vector<ClientEvent> events;
+  std::uint64_t dropped = 0;
+  ASSERT_TRUE(history.Find("c", &events, &dropped));
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[1].kind, ClientEventKind::kSubscribed);
+  EXPECT_EQ(events[1].count, 3u);
+  EXPECT_EQ(events[1].filter, "c/+");
+  EXPECT_EQ(events[2].kind, ClientEventKind::kUnsubscribed);
+  EXPECT_EQ(events[2].count, 1u);
+  EXPECT_EQ(events[3].count, 1u);
+  EXPECT_EQ(history.event_count(), 4u);
+}
+
+TEST(ClientHistoryTest, KeepsTheLastEventsPerClientAndCountsTheDropped) {
+  ClientHistory history({3, 100});
+  for (int i = 0; i < 5; ++i) {
+    const ConnectionPtr open = MakeConnection("c", "u" + std::to_string(i), ConnectionState::kOpen);
+    history.Record(Change(ChangeKind::kOpened, nullptr, open), i);
+  }
+  std::vector<ClientEvent> events;
+  std::uint64_t dropped = 0;
+  ASSERT_TRUE(history.Find("c", &events, &dropped));
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].uid, "u2");
+  EXPECT_EQ(events[2].uid, "u4");
+  EXPECT_EQ(dropped, 2u);
+  EXPECT_EQ(history.event_count(), 3u);
+  // A run goes on in the ring's newest slot, wherever the ring starts.
+  const ConnectionPtr last = MakeConnection("c", "u4", ConnectionState::kOpen);
+  history.Record(Change(ChangeKind::kSubscribed, last, last, "x"), 9);
+  history.Record(Change(ChangeKind::kSubscribed, last, last, "y"), 9);
+  ASSERT_TRUE(history.Find("c", &events, &dropped));
+  EXPECT_EQ(events.back().count, 2u);
+  EXPECT_EQ(events.front().uid, "u3");
+}
+
+TEST(ClientHistoryTest, BeyondTheTotalTheClientChangedLeastRecentlyGoesWhole) {
+  ClientHistory history({4, 5});
+  const auto open = [&history](const std::string& client_id) {
+    history.Record(
+        Change(ChangeKind::kOpened, nullptr, MakeConnection(client_id, "u", ConnectionState::kOpen)),
+        1);
+  };
+  open("a");
+  open("a");
+  open("b");
+  open("b");
+  open("a");  // a changed after b now
+  open("c");  // six events: b goes
+  EXPECT_EQ(Kinds(history, "b"), std::vector<ClientEventKind>{});
+  EXPECT_EQ(Kinds(history, "a").size(), 3u);
+  EXPECT_EQ(Kinds(history, "c").size(), 1u);
+  EXPECT_EQ(history.event_count(), 4u);
+  EXPECT_EQ(history.client_count(), 2u);
+}
+
+TEST(ClientHistoryTest, OffKeepsNothing) {
+  ClientHistory history({0, 100});
+  history.Record(
+      Change(ChangeKind::kOpened, nullptr, MakeConnection("c", "u", ConnectionState::kOpen)), 1);
+  EXPECT_FALSE(history.enabled());
+  EXPECT_EQ(history.client_count(), 0u);
+}
+
+TEST(ClientHistoryTest, KindNamesAreTheProtoEnumNames) {
+  EXPECT_EQ(ClientEventKindName(ClientEventKind::kTakenOver), "CLIENT_EVENT_KIND_TAKEN_OVER");
+  EXPECT_EQ(ClientEventKindName(ClientEventKind::kSessionEnded), "CLIENT_EVENT_KIND_SESSION_ENDED");
+  EXPECT_EQ(ClientEventKindName(static_cast<ClientEventKind>(200)),
+            "CLIENT_EVENT_KIND_UNSPECIFIED");
+}
+
+// Fed by the registry's changes as they are published, the history sees every one, even when
+// more arrive at once than the change ring keeps.
+TEST(ClientHistoryTest, FedByTheRegistryItMissesNothingTheChangeRingDrops) {
+  ConnectionChanges changes({4, 1000});
+  ClientHistory history({8, 1000});
+  changes.SetListener([&history](const ConnectionChange& change) { history.Record(change, 1); });
+  ConnectionRegistryOptions options;
+  options.changes = &changes;
+  ConnectionRegistry registry(options);
+  const auto apply = [&registry](EventType type, const auto& event) {
+    std::string bytes;
+    Encode(event, &bytes);
+    ASSERT_TRUE(ApplyEventRecord(&registry, type, bytes, 10));
+  };
+  ConnectionEvent open;
+  open.seq = 1;
+  open.client_id = "d";
+  open.ip_address = "198.51.100.2";
+  open.username = "alice";
+  open.protocol_version = 5;
+  apply(EventType::kConnection, open);
+  for (const char* filter : {"a", "b", "c", "d", "e", "f"}) {
+    apply(EventType::kSubscribe, SubscriptionEvent{1, 1, filter});
+  }
+  apply(EventType::kClose, CloseEvent{1, 20, CloseReason::kKicked, {}});
+  ConnectionEvent refused = open;
+  refused.seq = 2;
+  refused.close_time_ns = 30;
+  refused.close_reason = CloseReason::kAuthenticationFailed;
+  apply(EventType::kConnection, refused);
+  std::vector<ClientEvent> events;
+  std::uint64_t dropped = 0;
+  ASSERT_TRUE(history.Find("d", &events, &dropped));
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[0].kind, ClientEventKind::kConnected);
+  EXPECT_EQ(events[0].username, "alice");
+  EXPECT_EQ(events[0].protocol_version, 5);
+  EXPECT_EQ(events[1].count, 6u);
+  EXPECT_EQ(events[2].kind, ClientEventKind::kKicked);
+  EXPECT_EQ(events[3].kind, ClientEventKind::kRefused);
+  EXPECT_EQ(events[3].close_reason, CloseReason::kAuthenticationFailed);
+}
+
+}  // namespace
+}  // namespace mqc
