@@ -33,6 +33,7 @@
 #include <tuple>
 #include <vector>
 
+#include "companion/activity_history.h"
 #include "companion/ban_store.h"
 #include "companion/broker_bans.h"
 #include "companion/broker_disconnect.h"
@@ -368,6 +369,11 @@ int Run(int argc, char** argv) {
   BrokerBans broker_bans(&ban_store, &registry, &link, &region->header()->counters);
   router.SetBanAdmin(broker_bans.Admin());
   router.SetClientHistory(&history);
+  ActivityHistoryOptions activity_options;
+  activity_options.interval_ns = std::int64_t{options.activity_interval_s} * 1'000'000'000;
+  activity_options.samples = 3600 / options.activity_interval_s;  // an hour
+  ActivityHistory activity(activity_options);
+  router.SetActivity(&activity);
   if (!options.http_admin_token_file.empty()) {
     router.SetDisconnector(
         [&registry, &link](const DisconnectTarget& target, const Caller& caller) {
@@ -437,6 +443,8 @@ int Run(int argc, char** argv) {
     if (now >= next_expiry_ns) {
       registry.ExpireClosed(now);
       if (registry.synced()) broker_bans.Sweep(now);
+      // The console's last hour: a sample at each interval's end (within this second).
+      activity.Sample(now, ReadActivityTotals(region->header()->counters, registry.open_count()));
       next_expiry_ns = now + 1000000000;
     }
     registry.RollStatisticsWindow(now);

@@ -26,6 +26,11 @@ const OPEN = 'MQTT_CONNECTION_STATE_OPEN';
 const CLOSED = 'MQTT_CONNECTION_STATE_CLOSED';
 const WATCH_PATH = '/mqtt.connections.v1.ConnectionsService/WatchConnections';
 const HISTORY_PATH = '/mqtt.connections.v1.ConnectionsService/GetClientHistory';
+const ACTIVITY_PATH = '/mqtt.connections.v1.ConnectionsService/GetActivity';
+const SVG = 'http://www.w3.org/2000/svg';
+// One colour per series of a chart, in order (distinct for the colour-blind: blue, orange,
+// red, green, purple, grey).
+const SERIES_COLOURS = ['#0b63c5', '#e8710a', '#b42318', '#067647', '#7a5af8', '#667085'];
 const EVENT_PREFIX = 'CLIENT_EVENT_KIND_';
 const REFRESH_MS = 3000;        // polling, when there is no stream
 const LIVE_REFRESH_MS = 15000;  // with the stream: figures and rates only
@@ -353,6 +358,91 @@ function renderTopClients(top) {
                                          client.deliver.toFixed(1) + ' deliver/s', 'note'));
     return item;
   }));
+}
+
+// --- the last hour (GetActivity) -------------------------------------------------------------
+
+async function refreshActivity() {
+  const response = await request(ACTIVITY_PATH, {});
+  if (!response.ok) throw new Error('GetActivity: ' + await errorText(response));
+  renderActivity(await response.json());
+}
+
+// A sample's count per second.
+function perSecond(sample, value) {
+  return (value || 0) / (sample.seconds || 1);
+}
+
+function renderActivity(answer) {
+  const samples = answer.samples || [];
+  const interval = answer.intervalSeconds || 10;
+  $('activity').hidden = false;
+  $('activity-note').textContent = samples.length
+      ? samples.length + ' samples of ' + interval + ' s, the newest ' +
+        new Date(samples[samples.length - 1].time).toLocaleTimeString()
+      : 'the first sample comes within ' + interval + ' s';
+  const reasons = new Set();
+  for (const sample of samples) Object.keys(sample.disconnects || {}).forEach((r) => reasons.add(r));
+  chart('chart-connections', samples, [
+    ['open', (s) => s.openConnections || 0]]);
+  chart('chart-churn', samples, [['connects', (s) => perSecond(s, s.connects)]].concat(
+      [...reasons].sort().map((reason) => [
+        'closed ' + reason.toLowerCase().replace(/_/g, ' '),
+        (s) => perSecond(s, (s.disconnects || {})[reason])])));
+  chart('chart-messages', samples, [
+    ['received', (s) => perSecond(s, s.messagesReceived)],
+    ['delivered', (s) => perSecond(s, s.messagesDelivered)]]);
+  chart('chart-refusals', samples, [
+    ['CONNECTs refused', (s) => perSecond(s, s.connectsRefused)],
+    ['SUBSCRIBEs refused', (s) => perSecond(s, s.subscribesRefused)]]);
+}
+
+// A small line chart of `series` ([label, value of a sample]) over the samples, into the figure
+// `id` (its caption kept): one polyline per series, the top value written on the axis.
+function chart(id, samples, series) {
+  const figure = $(id);
+  for (const old of figure.querySelectorAll('svg, .legend')) old.remove();
+  const width = 280;
+  const height = 80;
+  const left = 34;
+  const svg = document.createElementNS(SVG, 'svg');
+  svg.setAttribute('viewBox', `0 0 ${width} ${height}`);
+  const values = series.map(([, value]) => samples.map(value));
+  const top = Math.max(1, ...values.flat());
+  const line = (x1, y1, x2, y2) => {
+    const axis = document.createElementNS(SVG, 'line');
+    Object.entries({x1, y1, x2, y2, class: 'axis'}).forEach(([k, v]) => axis.setAttribute(k, v));
+    svg.appendChild(axis);
+  };
+  line(left, 4, left, height - 4);
+  line(left, height - 4, width, height - 4);
+  const label = document.createElementNS(SVG, 'text');
+  label.setAttribute('x', 2);
+  label.setAttribute('y', 12);
+  label.textContent = top >= 100 ? Math.round(top).toString() : String(+top.toPrecision(2));
+  svg.appendChild(label);
+  const slots = Math.max(samples.length - 1, 1);
+  values.forEach((points, index) => {
+    const polyline = document.createElementNS(SVG, 'polyline');
+    polyline.setAttribute('class', 'series');
+    polyline.setAttribute('stroke', SERIES_COLOURS[index % SERIES_COLOURS.length]);
+    polyline.dataset.series = series[index][0];
+    // One sample alone is drawn as a short flat line.
+    const xy = points.length === 1 ? [[left, points[0]], [width, points[0]]]
+        : points.map((v, i) => [left + (width - left) * i / slots, v]);
+    polyline.setAttribute('points', xy.map(([x, v]) =>
+        x.toFixed(1) + ',' + (height - 4 - (height - 8) * v / top).toFixed(1)).join(' '));
+    svg.appendChild(polyline);
+  });
+  figure.appendChild(svg);
+  const legend = element('div', '', 'legend');
+  series.forEach(([name], index) => {
+    const last = values[index].length ? values[index][values[index].length - 1] : 0;
+    const entry = element('span', name + ' ' + (Number.isInteger(last) ? last : last.toFixed(1)));
+    entry.style.setProperty('--swatch', SERIES_COLOURS[index % SERIES_COLOURS.length]);
+    legend.appendChild(entry);
+  });
+  figure.appendChild(legend);
 }
 
 async function refreshFigures() {
@@ -746,7 +836,7 @@ async function refresh() {
   try {
     await refreshLists();
     $('error').hidden = true;
-    await Promise.all([refreshDetail(), refreshFigures(), refreshBans()]);
+    await Promise.all([refreshDetail(), refreshFigures(), refreshBans(), refreshActivity()]);
     $('refreshed').textContent = 'updated ' + new Date().toLocaleTimeString();
   } catch (error) {
     showError(error);

@@ -44,7 +44,8 @@ class OpenApiTest(unittest.TestCase):
             cls.document = json.load(f)
         cls.resolver = jsonschema.RefResolver.from_schema(cls.document)
         cls.met = set()
-        cls.broker = Broker(passwords={"alice": "secret"}, options={"node_id": "3"},
+        cls.broker = Broker(passwords={"alice": "secret"},
+                            options={"node_id": "3", "activity_interval": "1"},
                             allow_anonymous=True)
         cls.broker.start()
 
@@ -281,6 +282,18 @@ class OpenApiTest(unittest.TestCase):
             self.check(path, "POST", ask, read, expect=404)
         with self.own_broker(options={"history_events": "0"}):
             self.check(path, "POST", ask, CONNECT_HEADERS, expect=403)
+
+    # Before test_every_endpoint_answers_as_documented too.
+    def test_activity_answers_as_documented(self):
+        path = SERVICE + "GetActivity"
+        wait_for(lambda: self.check(path, "POST", b"{}", CONNECT_HEADERS, expect=200)[1][
+            "samples"], timeout=15, what="a first sample")
+        self.check(path, "POST", b"[", CONNECT_HEADERS, expect=400)
+        self.check(path, "POST", b"{}", dict(CONNECT_HEADERS, **{"Content-Type": "text/plain"}),
+                   expect=415)
+        self.check(path, "GET", expect=405)
+        with self.broker_with_tokens():
+            self.check(path, "POST", b"{}", CONNECT_HEADERS, expect=401)
 
     def test_document_is_valid_openapi_json_schema(self):
         self.assertEqual(self.document["openapi"], "3.1.0")

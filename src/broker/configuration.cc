@@ -149,6 +149,8 @@ void ApplyOptions(BrokerEventsState* state, PluginOptions reloaded) {
        std::to_string(old.history_events) + " until the broker restarts", &reloaded);
   Keep(state, "history_max_events", &PluginOptions::history_max_events,
        std::to_string(old.history_max_events) + " until the broker restarts", &reloaded);
+  Keep(state, "activity_interval", &PluginOptions::activity_interval_s,
+       std::to_string(old.activity_interval_s) + " until the broker restarts", &reloaded);
   // The companion reads the token files again when it gets the settings record, sent at every
   // reload (the tokens themselves never pass through the broker).
   state->settings_pending = true;

@@ -24,6 +24,8 @@ struct PluginOptions {
   // A client's history (GetClientHistory): events kept per client id (0 = none), and in all.
   std::uint32_t history_events = 32;
   std::uint32_t history_max_events = 20000;
+  // GetActivity (the console's charts): seconds per sample; an hour of them is kept.
+  std::uint32_t activity_interval_s = 10;
   std::uint32_t rpc_timeout_s = 30;
   std::uint32_t rpc_max_pending = 1024;
   std::string companion_path;  // empty: beside the plugin's .so

@@ -29,6 +29,7 @@
 
 #include "companion/http/connect_fields.h"
 #include "companion/json_util.h"
+#include "companion/query/connection_fields.h"
 #include "link/topic_mapping.h"
 
 namespace mqc {
@@ -310,6 +311,36 @@ std::string EncodeGetClientHistoryResponseProto(std::string_view client_id,
     out->set_filter(event.filter);
   }
   message.set_dropped_events(static_cast<std::int64_t>(dropped));
+  return message.SerializeAsString();
+}
+
+Status DecodeGetActivityRequestProto(std::string_view bytes, std::string_view where) {
+  connections_v1::GetActivityRequest message;
+  return ParseBinary(bytes, where, &message);
+}
+
+std::string EncodeGetActivityResponseProto(std::uint32_t interval_seconds,
+                                           const std::vector<ActivitySample>& samples) {
+  static const FieldDef* const kCloseReasonField = FindField("close_reason");
+  connections_v1::GetActivityResponse message;
+  message.set_interval_seconds(interval_seconds);
+  for (const ActivitySample& sample : samples) {
+    connections_v1::ActivitySample* out = message.add_samples();
+    SetTimestamp(sample.end_ns, out->mutable_time());
+    out->set_seconds(sample.seconds);
+    out->set_open_connections(ActivityCount(sample.open_connections));
+    out->set_connects(ActivityCount(sample.connects));
+    out->set_connects_refused(ActivityCount(sample.connects_refused));
+    for (std::size_t reason = 0; reason < 8; ++reason) {
+      if (sample.disconnects[reason] == 0) continue;
+      (*out->mutable_disconnects())[std::string(ResponseEnumName(
+          *kCloseReasonField, static_cast<std::int64_t>(reason)))] =
+          ActivityCount(sample.disconnects[reason]);
+    }
+    out->set_messages_received(ActivityCount(sample.messages_received));
+    out->set_messages_delivered(ActivityCount(sample.messages_delivered));
+    out->set_subscribes_refused(ActivityCount(sample.subscribes_refused));
+  }
   return message.SerializeAsString();
 }
 

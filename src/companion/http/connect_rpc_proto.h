@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "companion/activity_history.h"
 #include "companion/client_history.h"
 #include "companion/connection.h"
 #include "companion/http/connect_protocol.h"
@@ -73,6 +74,11 @@ Status DecodeGetClientHistoryRequestProto(std::string_view bytes, std::string_vi
 std::string EncodeGetClientHistoryResponseProto(std::string_view client_id,
                                                 const std::vector<ClientEvent>& events,
                                                 std::uint64_t dropped);
+
+// GetActivity in binary (activity_view.h).
+Status DecodeGetActivityRequestProto(std::string_view bytes, std::string_view where);
+std::string EncodeGetActivityResponseProto(std::uint32_t interval_seconds,
+                                           const std::vector<ActivitySample>& samples);
 
 // WatchConnections in binary: the request, and one response message.
 Status DecodeWatchConnectionsRequestProto(std::string_view bytes, std::string_view where,

@@ -239,6 +239,15 @@ HttpRouter::HttpRouter(const ConnectionSource& connections, MetricsProvider metr
                        return ConnectRpcGetClientHistory(*history_, request);
                      },
                      AccessLevel::kRead});
+  routes_.push_back({activity_rpc_path_, kPostMethod, ErrorFormat::kConnectRpc,
+                     [this](const HttpRequest& request, std::string_view, const Caller&) {
+                       if (activity_ == nullptr) {
+                         return ConnectRpcErrorResponse(
+                             Status(StatusCode::kUnavailable, "no activity is kept"));
+                       }
+                       return ConnectRpcGetActivity(*activity_, request);
+                     },
+                     AccessLevel::kRead});
   // Every Connect method answered, from the routes above and what `connect` says it answers:
   // the one list, so that a new route or service method is named without a second list.
   const std::string_view prefix = kConnectRpcServicePrefix;
@@ -302,6 +311,8 @@ void HttpRouter::SetDisconnector(Disconnector disconnector) {
 void HttpRouter::SetBanAdmin(BanAdmin admin) { ban_admin_ = std::move(admin); }
 
 void HttpRouter::SetClientHistory(const ClientHistory* history) { history_ = history; }
+
+void HttpRouter::SetActivity(const ActivityHistory* activity) { activity_ = activity; }
 
 void HttpRouter::SetHealth(std::function<bool()> current) { health_ = std::move(current); }
 

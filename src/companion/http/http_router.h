@@ -9,6 +9,7 @@
 //   POST   /mqtt.connections.v1.ConnectionsService/DisconnectConnection   disconnect (admin)
 //   POST   .../ListBans, .../BanClient (admin), .../UnbanClient (admin)     bans
 //   POST   .../GetClientHistory                          a client's history (history_view.h)
+//   POST   .../GetActivity                               the last hour (activity_view.h)
 //   POST   /mqtt.connections.v1.ConnectionsService/<M>  Connect RPC unary (GET: Connect's GET form)
 //   GET    /, /console.css, /console.js                 the web console (console/, embedded; no
 //                                                       token: it holds no data, and asks for one)
@@ -37,6 +38,7 @@
 
 #include "companion/connection.h"
 #include "companion/http/access_tokens.h"
+#include "companion/http/activity_view.h"
 #include "companion/http/ban_view.h"
 #include "companion/http/connect_protocol.h"
 #include "companion/http/disconnect_view.h"
@@ -83,6 +85,9 @@ class HttpRouter {
   // Null (the default): GetClientHistory answers permission_denied, as with the history off.
   // `history` must outlive the router.
   void SetClientHistory(const ClientHistory* history);
+  // Null (the default): GetActivity answers `unavailable`; the companion always sets one.
+  // `activity` must outlive the router.
+  void SetActivity(const ActivityHistory* activity);
   // Whether the companion's view is current (synchronised with the broker): /healthz answers
   // 200 then, else 503. Empty (the default): always 200. Called on MHD's threads.
   void SetHealth(std::function<bool()> current);
@@ -134,6 +139,7 @@ class HttpRouter {
   Disconnector disconnector_;
   BanAdmin ban_admin_;
   const ClientHistory* history_ = nullptr;
+  const ActivityHistory* activity_ = nullptr;
   std::function<bool()> health_;
   HostCheck host_check_;
   std::function<void(const std::string&)> error_log_;
@@ -144,6 +150,7 @@ class HttpRouter {
   const std::string unban_rpc_path_ = std::string(kConnectRpcServicePrefix) + kUnbanClientMethod;
   const std::string history_rpc_path_ =
       std::string(kConnectRpcServicePrefix) + kGetClientHistoryMethod;
+  const std::string activity_rpc_path_ = std::string(kConnectRpcServicePrefix) + kGetActivityMethod;
   std::vector<Route> routes_;
   std::vector<std::string> implemented_;  // sorted; from routes_ and `connect_methods`
 };

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "companion/activity_history.h"
 #include "companion/client_history.h"
 #include "companion/connection.h"
 #include "companion/connection_changes.h"
@@ -304,8 +305,8 @@ TEST_F(HttpRouterTest, ConnectWithoutHandlerIsUnimplemented) {
   EXPECT_EQ(response.content_type, "application/json");
   EXPECT_EQ(response.body,
             R"({"code":"unimplemented","message":"method 'ListConnections' is not implemented; )"
-            R"(implemented: BanClient, DisconnectConnection, GetClientHistory, ListBans, )"
-            R"(UnbanClient"})");
+            R"(implemented: BanClient, DisconnectConnection, GetActivity, GetClientHistory, )"
+            R"(ListBans, UnbanClient"})");
 }
 
 // GetClientHistory: a read token's method, JSON or binary, its errors as Connect errors.
@@ -378,6 +379,39 @@ TEST_F(HttpRouterTest, GetClientHistoryAnswersTheKeptEventsOfOneClientId) {
   EXPECT_EQ(router.Handle(Request("GET", path)).status, 405);
 }
 
+// GetActivity: the samples as counts, zero members left out, disconnects by reason name.
+TEST_F(HttpRouterTest, GetActivityAnswersTheSamples) {
+  const std::string path = std::string(kConnectRpcServicePrefix) + "GetActivity";
+  ActivityHistory activity({10'000'000'000, 6});
+  ActivityTotals totals;
+  activity.Sample(1700000000'000000000, totals);
+  totals.open_connections = 3;
+  totals.connects = 5;
+  totals.disconnects[5] = 2;
+  totals.messages_delivered = 40;
+  activity.Sample(1700000010'000000000, totals);
+  HttpRouter router(source_, nullptr, nullptr);
+  HttpRequest request = Request("POST", path);
+  request.headers = {{"Content-Type", "application/json"}, {"Connect-Protocol-Version", "1"}};
+  request.body = "{}";
+  EXPECT_EQ(router.Handle(request).status, 503);  // none set
+  router.SetActivity(&activity);
+  const HttpResponse json = router.Handle(request);
+  EXPECT_EQ(json.status, 200);
+  EXPECT_EQ(json.body,
+            R"({"intervalSeconds":10,"samples":[{"time":"2023-11-14T22:13:30.000000000Z",)"
+            R"("seconds":10,"openConnections":3,"connects":5,"disconnects":{"KICKED":2},)"
+            R"("messagesDelivered":40}]})");
+  request.headers = {{"Content-Type", "application/proto"}, {"Connect-Protocol-Version", "1"}};
+  request.body.clear();
+  const HttpResponse binary = router.Handle(request);
+  ::mqtt::connections::v1::GetActivityResponse answer;
+  ASSERT_TRUE(answer.ParseFromString(binary.body));
+  ASSERT_EQ(answer.samples_size(), 1);
+  EXPECT_EQ(answer.samples(0).disconnects().at("KICKED"), 2u);
+  EXPECT_EQ(answer.samples(0).messages_delivered(), 40u);
+}
+
 // An empty live view: WatchConnections is wired as the companion wires it.
 class EmptyLive : public LiveConnections {
  public:
@@ -415,8 +449,8 @@ TEST_F(HttpRouterTest, AnUnknownConnectMethodListsEveryImplementedOne) {
     EXPECT_EQ(response.body, std::string(R"({"code":"unimplemented","message":"method ')") +
                                  unknown +
                                  R"(' is not implemented; implemented: BanClient, )"
-                                 R"(DisconnectConnection, GetClientHistory, ListBans, )"
-                                 R"(ListConnections, UnbanClient, WatchConnections"})");
+                                 R"(DisconnectConnection, GetActivity, GetClientHistory, )"
+                                 R"(ListBans, ListConnections, UnbanClient, WatchConnections"})");
   }
   for (const std::string& method : router.connect_methods()) {
     const HttpResponse response = router.Handle(Request("POST", prefix + method));

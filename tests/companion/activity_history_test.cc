@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "companion/activity_history.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace mqc {
+namespace {
+
+constexpr std::int64_t kSecond = 1'000'000'000;
+
+ActivityTotals Totals(std::uint64_t connects, std::uint64_t delivered, std::uint64_t open) {
+  ActivityTotals totals;
+  totals.connects = connects;
+  totals.messages_delivered = delivered;
+  totals.open_connections = open;
+  totals.disconnects[5] = connects / 2;  // KICKED
+  return totals;
+}
+
+TEST(ActivityHistoryTest, OneSampleAtEachIntervalEndWithWhatChangedInIt) {
+  ActivityHistory history({10 * kSecond, 4});
+  EXPECT_EQ(history.DueInNs(1000 * kSecond), 0);
+  history.Sample(1003 * kSecond, Totals(100, 1000, 7));  // the baseline
+  EXPECT_TRUE(history.Samples().empty());
+  EXPECT_EQ(history.DueInNs(1003 * kSecond), 7 * kSecond);
+  history.Sample(1009 * kSecond, Totals(150, 1500, 9));  // not yet at 1010
+  EXPECT_TRUE(history.Samples().empty());
+  history.Sample(1010 * kSecond, Totals(160, 1600, 10));
+  history.Sample(1020 * kSecond + 400'000'000, Totals(164, 1600, 4));
+  const std::vector<ActivitySample> samples = history.Samples();
+  ASSERT_EQ(samples.size(), 2u);
+  EXPECT_EQ(samples[0].end_ns, 1010 * kSecond);
+  EXPECT_EQ(samples[0].seconds, 7u);  // from the baseline at 1003
+  EXPECT_EQ(samples[0].connects, 60u);
+  EXPECT_EQ(samples[0].messages_delivered, 600u);
+  EXPECT_EQ(samples[0].open_connections, 10u);
+  EXPECT_EQ(samples[0].disconnects[5], 30u);
+  EXPECT_EQ(samples[1].seconds, 10u);
+  EXPECT_EQ(samples[1].connects, 4u);
+  EXPECT_EQ(samples[1].messages_delivered, 0u);
+  EXPECT_EQ(samples[1].open_connections, 4u);
+}
+
+TEST(ActivityHistoryTest, KeepsTheLastSamplesOldestFirst) {
+  ActivityHistory history({kSecond, 3});
+  for (int i = 0; i <= 6; ++i) history.Sample(i * kSecond, Totals(10 * i, 0, i));
+  const std::vector<ActivitySample> samples = history.Samples();
+  ASSERT_EQ(samples.size(), 3u);
+  EXPECT_EQ(samples[0].open_connections, 4u);
+  EXPECT_EQ(samples[2].open_connections, 6u);
+  EXPECT_EQ(samples[2].connects, 10u);
+}
+
+TEST(ActivityHistoryTest, ASleptIntervalIsOneLongerSampleAndCountersThatWentBackStartAgain) {
+  ActivityHistory history({10 * kSecond, 10});
+  history.Sample(0, Totals(100, 0, 0));
+  history.Sample(35 * kSecond, Totals(130, 0, 0));
+  history.Sample(40 * kSecond, Totals(5, 0, 0));  // a new broker's counters
+  const std::vector<ActivitySample> samples = history.Samples();
+  ASSERT_EQ(samples.size(), 2u);
+  EXPECT_EQ(samples[0].seconds, 35u);
+  EXPECT_EQ(samples[0].connects, 30u);
+  EXPECT_EQ(samples[1].connects, 5u);
+}
+
+TEST(ActivityHistoryTest, ReadsTheBrokersCounters) {
+  BrokerCounters counters;
+  counters.connects = 3;
+  counters.connects_refused = 2;
+  counters.disconnects[1] = 4;
+  counters.received_messages = 11;
+  counters.delivered_messages = 12;
+  counters.subscribes[static_cast<std::size_t>(SubscribeStatus::kError)] = 6;
+  const ActivityTotals totals = ReadActivityTotals(counters, 9);
+  EXPECT_EQ(totals.open_connections, 9u);
+  EXPECT_EQ(totals.connects, 3u);
+  EXPECT_EQ(totals.connects_refused, 2u);
+  EXPECT_EQ(totals.disconnects[1], 4u);
+  EXPECT_EQ(totals.messages_received, 11u);
+  EXPECT_EQ(totals.messages_delivered, 12u);
+  EXPECT_EQ(totals.subscribes_refused, 6u);
+  EXPECT_EQ(ActivityCount(0x1'0000'0000ull), 0xffffffffu);
+}
+
+}  // namespace
+}  // namespace mqc
