@@ -33,97 +33,22 @@
 #include <vector>
 
 #include "broker/acl_file.h"
-#include "broker/ban_gate.h"
 #include "broker/broker.h"
+#include "broker/broker_core.h"
 #include "broker/broker_layout.h"
-#include "broker/broker_link.h"
-#include "broker/companion_supervisor.h"
-#include "broker/configuration.h"
 #include "broker/message_counts.h"
-#include "broker/presence.h"
-#include "broker/round_pace.h"
 #include "broker/session_table.h"
 #include "broker/traffic_meter.h"
-#include "link/broker_config.h"
 #include "link/kubemq_strict.h"
 #include "link/plugin_options.h"
-#include "link/shared_region.h"
 
 namespace mqc {
-
-// The broker side's state that the decisions read and write (the plugin's PluginState extends
-// it with what only the entry points need). Touched by the broker thread only.
-struct BrokerEventsState {
-  // The broker (the plugin's MosquittoBroker, a test's FakeBroker); BrokerEvents<B> reaches it
-  // as the B it is, only on the paths that call out.
-  Broker* broker = nullptr;
-
-  PluginOptions options;
-  BrokerConfig broker_config;
-  std::string config_path;  // the broker's configuration file, read again at every reload
-  std::string own_path;     // this plugin's .so, to find its own plugin line
-
-  // Auth neutrality on 2.0: decide only where the broker has no other decision maker, and then
-  // exactly as the broker itself would without this plugin (DecideAuth). 2.1 never decides.
-  bool decide_basic_auth = false;
-  bool allow_anonymous = false;
-  bool decide_acl = false;
-  // The broker's acl_file as the plugin reads it, where it needs it (plugin.cc: ReadAclFile).
-  std::unique_ptr<AclFile> acl_file;
-  // Set while the ACL_CHECK handler asks the broker for the later sources' answer: the nested
-  // call reaches this plugin's callback again, which must then defer.
-  bool acl_check_nested = false;
-  // 2.0: this plugin's place in the broker's chains of BASIC_AUTH and ACL_CHECK callbacks
-  // (callback_chain.h), looked for at the first call of each, and whether a plugin in scope is
-  // asked through 2.0's older interface after every callback (then the chains alone do not tell
-  // the broker's answer; unknown until the first chain is looked for).
-  CallbackChain basic_auth_chain;
-  CallbackChain acl_chain;
-  std::optional<bool> older_plugins;
-  // Set while the plugin kicks a client for an admin: the broker sends that client's
-  // DISCONNECT from inside the kick, and it closes as KICKED.
-  bool kicking = false;
-
-  std::unique_ptr<SharedRegion> region;
-  std::unique_ptr<BrokerLink> link;
-  std::unique_ptr<SessionTable> sessions;
-  std::unique_ptr<TrafficMeter> traffic;
-  std::unique_ptr<CompanionSupervisor> companion;
-  // Presence messages; null when off.
-  std::unique_ptr<PresencePublisher> presence_publisher;
-  std::unique_ptr<Presence> presence;
-  std::unique_ptr<BanGate> bans;  // the companion's ban list, asked at CONNECT
-  // Where struct mosquitto's integers lie, trusted once verified (broker_layout.h); fed at
-  // CONNECT, SUBSCRIBE and UNSUBSCRIBE (checked again there once verified). Null: not set up (nothing is read).
-  std::unique_ptr<BrokerLayoutVerifier> layout;
-  // Walks the open connections at TICK to refresh their message counts (message_counts.h).
-  MessageCountSweep message_sweep;
-  // Paces TICK's checks of the offline sessions whose expiry the broker did not tell
-  // (BrokerEvents::FollowUnknownExpiry): every one once a second, at most kMaxExpiryChecks a TICK.
-  static constexpr std::int64_t kExpiryRoundNs = 1000000000;
-  static constexpr std::size_t kMaxExpiryChecks = 1024;
-  RoundPace expiry_pace{kExpiryRoundNs, kMaxExpiryChecks};
-
-  // 2.1: whether the plugin watches ACL checks (no other ACL source: its IGNORE is neutral).
-  bool watch_acl_21 = false;
-
-  bool settings_pending = false;  // reloaded options the running companion has not been sent
-
-  // The last TICK that did the periodic work (MonotonicNs).
-  std::int64_t tick_work_ns = 0;
-  static constexpr std::int64_t kTickWorkIntervalNs = 1000000;
-};
 
 // The event that reports a connection's end.
 enum class DisconnectEvent : std::uint8_t {
   kDisconnect,     // 2.0's DISCONNECT (every connection); 2.1's (its session ends with it)
   kClientOffline,  // 2.1's CLIENT_OFFLINE (its session stays)
 };
-
-// A delivery of a presence message: counted nowhere (README, "Presence messages").
-inline bool IsPresenceDelivery(const BrokerEventsState& state, const char* topic) {
-  return state.presence != nullptr && topic[0] == '$' && state.presence->IsPresenceTopic(topic);
-}
 
 // The answer to a CONNECT a ban refuses. 2.1 answers MOSQ_ERR_BANNED (CONNACK 0x8A for MQTT 5);
 // 2.0 has no such answer, and MOSQ_ERR_AUTH is the closest (0x87 Not authorized; 3.1.1: 5, not
@@ -141,14 +66,6 @@ inline int NeutralBasicAuthAnswer(bool api_2_1, bool decide_basic_auth, bool all
   if (!decide_basic_auth) return kBrokerErrPluginDefer;
   return allow_anonymous ? kBrokerSuccess : kBrokerErrAuth;
 }
-
-// Sends reloaded registry options to the running companion; false while the ring is full.
-bool SendSettingsIfPending(BrokerEventsState* state);
-
-// At TICK: starts the resync the link says is due (BrokerLink::TakeResyncDue) and carries an
-// unfinished one on as far as the ring has room (SessionTable's full state). True when no
-// resync is due or under way any more. A resync the ring refuses is due again (Emit).
-bool ResyncStep(BrokerLink* link, SessionTable* table);
 
 // The broker events the plugin registers for. plugin/broker_events.cc gives each the broker's
 // code and its callback.
@@ -173,20 +90,7 @@ enum class BrokerEventKind : std::uint8_t {
 // other ACL source, watch_acl_21) or for strict mode: a plugin in the ACL chain may change the
 // answer (src/plugin_acl_check.c returns the last callback's answer when none decides, so an
 // IGNORE after another plugin's DEFER would turn a denial into an allow).
-std::vector<BrokerEventKind> WantedEvents(const BrokerEventsState& state);
-
-// Whether an ACL source after the plugin decides what the plugin cannot learn (2.0 without
-// mosquitto_acl_check, and an ACL plugin other than the acl_file): logged at start.
-inline bool UnreadAclSource(const BrokerEventsState& state) {
-  const BrokerCapabilities& capabilities = state.broker->capabilities();
-  return !capabilities.api_2_1 && !state.decide_acl && !kCanReadCallbackChains &&
-         !capabilities.acl_check && state.acl_file == nullptr;
-}
-
-// Presence messages, when an option asks for them (after the session table exists): published
-// through the broker (Broker::Publish), told of every open and close by the session table.
-// Logs one line saying what is published.
-void SetUpPresence(BrokerEventsState* state);
+std::vector<BrokerEventKind> WantedEvents(const BrokerCore& core);
 
 // A client id for one log line: control characters (a newline could forge a line) become '?'.
 std::string Printable(const std::string& text);
@@ -197,8 +101,8 @@ std::string KickLogLine(const KickCommand& command, int rc, const std::string& e
 template <typename B>
 class BrokerEvents {
  public:
-  // `state.broker` is a B.
-  explicit BrokerEvents(BrokerEventsState& state) : state_(state) {}
+  // `core.broker()` is a B.
+  explicit BrokerEvents(BrokerCore& core) : core_(core) {}
 
   // ---- the per-message path ----
 
@@ -207,34 +111,34 @@ class BrokerEvents {
   // Counts what WatchAclCheck would, without it. A publish (WRITE) records nothing here: it is
   // counted at MESSAGE. Nothing here throws or calls out.
   int OnAclCheck(const AclCheckEvent& data) {
-    if (state_.decide_acl && !state_.sessions->has_unsettled()) {
+    if (core_.settings().decide_acl && !core_.connects().has_unsettled()) {
       if (data.access == kAclWrite) return kBrokerSuccess;
       if (data.access == kAclRead && DeliveredCached(data)) return kBrokerSuccess;
     }
-    return AclCheckInFull(state_, data);
+    return AclCheckInFull(core_, data);
   }
 
   // MESSAGE (2.0 and 2.1's MESSAGE_IN). Most publishes: a connected client, no CONNECT
   // pending, a topic already classified. Nothing here throws.
   int OnMessage(const MessageEvent& data) {
-    if (!state_.sessions->has_unsettled()) {
-      ConnectionStatsSlot* const* stats = state_.sessions->OpenStats(data.client);
+    if (!core_.connects().has_unsettled()) {
+      ConnectionStatsSlot* const* stats = core_.sessions().OpenStats(data.client);
       if (stats != nullptr &&
-          state_.traffic->TryPublishCached(*stats, data.topic, data.payloadlen)) {
-        return state_.options.kubemq_strict && state_.traffic->cached_kubemq_refused()
+          core_.traffic().TryPublishCached(*stats, data.topic, data.payloadlen)) {
+        return core_.options().kubemq_strict && core_.traffic().cached_kubemq_refused()
                    ? kBrokerErrAclDenied
                    : kBrokerSuccess;
       }
     }
-    return MessageInFull(state_, data);
+    return MessageInFull(core_, data);
   }
 
   // 2.1: a PUBLISH being sent to a client: a delivery, counted once per packet the broker sends
   // (every copy a client receives, none for a message dropped at max_queued_messages).
   // Resent QoS 1/2 messages of a resumed session count again: each is sent again.
   int OnMessageOut(const MessageEvent& data) {
-    if (!state_.sessions->has_unsettled() && DeliveredCached(data)) return kBrokerSuccess;
-    return MessageOutInFull(state_, data);
+    if (!core_.connects().has_unsettled() && DeliveredCached(data)) return kBrokerSuccess;
+    return MessageOutInFull(core_, data);
   }
 
   // 2.1: an ACL check the plugin only watches, registered only where no other ACL source exists
@@ -254,21 +158,20 @@ class BrokerEvents {
   // would allow what that plugin deferred: strict mode assumes the plugin is loaded first.
   // Watching READ checks stays for the case without other sources.
   int OnAclCheck21(const AclCheckEvent& data) {
-    if (data.access == kAclSubscribe && state_.options.kubemq_strict) {
+    if (data.access == kAclSubscribe && core_.options().kubemq_strict) {
       return StrictRefusesSubscribe(data) ? kBrokerErrAclDenied : kBrokerErrPluginIgnore;
     }
-    if (data.access != kAclRead || !state_.watch_acl_21) return kBrokerErrPluginIgnore;
+    if (data.access != kAclRead || !core_.settings().watch_acl_21) return kBrokerErrPluginIgnore;
     try {
-      SessionTable& sessions = *state_.sessions;
-      if (broker().ClientSocket(data.client) < 0 && !sessions.IsOpen(data.client) &&
-          !sessions.IsPending(data.client)) {
+      if (broker().ClientSocket(data.client) < 0 && !core_.sessions().IsOpen(data.client) &&
+          !core_.connects().IsPending(data.client)) {
         // The check carries the message's QoS; the session gets it at most at its
         // subscription's.
         const std::uint8_t qos = std::min<std::uint8_t>(
-            data.qos, sessions.OfflineQos(data.client, IdOf(data.client), data.topic));
-        if (qos == 0 && !IsPresenceDelivery(state_, data.topic)) {
+            data.qos, core_.sessions().OfflineQos(data.client, IdOf(data.client), data.topic));
+        if (qos == 0 && !core_.IsPresenceDelivery(data.topic)) {
           Details clock(broker(), data.client, nullptr);
-          state_.traffic->OnDeliver(data.client, nullptr, /*online=*/false, data.topic,
+          core_.traffic().OnDeliver(data.client, nullptr, /*online=*/false, data.topic,
                                     data.payloadlen, 0, clock);
         }
       }
@@ -287,14 +190,14 @@ class BrokerEvents {
       // the connection stays what it was, and the decision below is the broker's own again.
       // Observed first: the observation that verifies the layout tells this client's bridge bit.
       ObserveLayout(client);
-      if (!state_.sessions->IsRecheck(client, broker().ClientSocket(client) >= 0)) {
+      if (!core_.connects().IsRecheck(client, broker().ClientSocket(client) >= 0)) {
         ClientFacts facts = ReadFacts(client);
         if (facts.mechanism == AuthMechanism::kPassword) {
-          facts.credentials_checked = !state_.decide_basic_auth;
+          facts.credentials_checked = !core_.settings().decide_basic_auth;
         }
         facts.bridge = BridgeAtConnect(client);
-        state_.sessions->BeginConnect(client, std::move(facts), broker().NowNs());
-        if (state_.bans->active()) banned = BanRefusal(client, false);
+        core_.connects().BeginConnect(client, std::move(facts), broker().NowNs());
+        if (core_.bans().active()) banned = BanRefusal(client, false);
       }
     } catch (...) {
       // Watching must never change the outcome: fall through to the decision.
@@ -311,14 +214,14 @@ class BrokerEvents {
       // as EXT_AUTH_START too (src/handle_auth.c, 2.0 and 2.1): the connection stays what it
       // was. On 2.0 a refused re-authentication ends the connection with the broker's
       // DISCONNECT.
-      if (state_.sessions->IsRecheck(client, broker().ClientSocket(client) >= 0)) return neutral;
+      if (core_.connects().IsRecheck(client, broker().ClientSocket(client) >= 0)) return neutral;
       ObserveLayout(client);
       ClientFacts facts = ReadFacts(client);
       facts.mechanism = AuthMechanism::kEnhanced;
       facts.auth_method = auth_method != nullptr ? auth_method : "";
       facts.bridge = BridgeAtConnect(client);
-      state_.sessions->BeginConnect(client, std::move(facts), broker().NowNs());
-      if (state_.bans->active()) {
+      core_.connects().BeginConnect(client, std::move(facts), broker().NowNs());
+      if (core_.bans().active()) {
         const int banned = BanRefusal(client, true);
         if (banned != 0) return banned;
       }
@@ -335,15 +238,14 @@ class BrokerEvents {
   int OnConnect21(BrokerClient* client) {
     try {
       ObserveLayout(client);
-      SessionTable& sessions = *state_.sessions;
-      if (!sessions.IsPending(client) && !sessions.IsOpen(client)) {
-        sessions.Settle();
+      if (!core_.connects().IsPending(client) && !core_.sessions().IsOpen(client)) {
+        core_.connects().Settle();
         ClientFacts facts = ReadFacts(client);
         facts.bridge = BridgeAtConnect(client);
-        sessions.BeginConnect(client, std::move(facts), broker().NowNs());
+        core_.connects().BeginConnect(client, std::move(facts), broker().NowNs());
       }
-      sessions.Confirm(client);
-      RefreshMessages(client, sessions.View(client).stats);
+      core_.connects().Confirm(client);
+      RefreshMessages(client, core_.sessions().View(client).stats);
     } catch (...) {
     }
     return kBrokerSuccess;
@@ -356,21 +258,20 @@ class BrokerEvents {
   int OnDisconnect(BrokerClient* client, int broker_reason,
                    DisconnectEvent event = DisconnectEvent::kDisconnect) {
     try {
-      SessionTable& sessions = *state_.sessions;
-      const bool pending = sessions.IsPending(client);
+      const bool pending = core_.connects().IsPending(client);
       const bool refused =
           IsRefusal(broker().api_2_1(), pending, broker().ClientId(client) != nullptr,
                     pending ? broker().ClientState(client) : -1);
       const std::int64_t idle_ms = broker().IdleMs(client);  // the socket is still open here
       CloseReason reason = CloseReason::kUnspecified;
-      if (state_.kicking) {
+      if (core_.calls().kicking) {
         reason = CloseReason::kKicked;
       } else if (broker().api_2_1()) {
         reason = CloseReasonFromBrokerReason(broker_reason);
       } else {
         reason = CloseReasonFromClientState(broker().ClientState(client));
       }
-      sessions.Disconnect(client, !refused, reason, broker().NowNs(),
+      core_.connects().Disconnect(client, !refused, reason, broker().NowNs(),
                           idle_ms < 0 ? -1 : idle_ms * 1000000, ExpiryAtClose(client, event));
     } catch (...) {
     }
@@ -381,15 +282,14 @@ class BrokerEvents {
   // it). `qos`: the granted QoS.
   int OnSubscribe21(BrokerClient* client, bool made, const char* topic_filter, std::uint8_t qos) {
     try {
-      SessionTable& sessions = *state_.sessions;
-      sessions.Settle();
+      core_.connects().Settle();
       if (topic_filter == nullptr) return kBrokerSuccess;
       const SessionTable::ClientView view = ViewOrDiscover(client);
       if (made) {
-        sessions.Subscribe(client, topic_filter, qos, /*may_be_recheck=*/false);
-        state_.traffic->OnSubscribe(view.stats, /*made=*/true);
+        core_.connects().Subscribe(client, topic_filter, qos, /*may_be_recheck=*/false);
+        core_.traffic().OnSubscribe(view.stats, /*made=*/true);
       } else {
-        sessions.Unsubscribe(client, topic_filter);
+        core_.sessions().Unsubscribe(client, topic_filter);
         TrafficMeter::OnRequest(view.stats);
       }
       ObserveLayout(client);
@@ -404,9 +304,7 @@ class BrokerEvents {
   // it closes lost their access.
   int OnReload() {
     try {
-      state_.sessions->BeginReload();
-      ReloadConfiguration(&state_);
-      SendSettingsIfPending(&state_);
+      core_.Reload();
     } catch (...) {
       // A reload must never take the broker down: whatever was not applied stays as it was.
     }
@@ -417,31 +315,21 @@ class BrokerEvents {
   // The broker's own kick: an MQTT 5 client gets DISCONNECT 0x98 (administrative action), no
   // will is sent, and the client's DISCONNECT event comes before the call returns.
   void Kick(const KickCommand& command) {
-    state_.kicking = true;
+    core_.calls().kicking = true;
     const int rc = broker().Kick(command.client_id);
-    state_.kicking = false;
+    core_.calls().kicking = false;
     broker().Log(rc == kBrokerSuccess ? LogLevel::kNotice : LogLevel::kWarning,
                  KickLogLine(command, rc, rc == kBrokerSuccess ? "" : broker().ErrorText(rc)));
   }
 
-  // Puts a ban list from the companion in force (at TICK, and while the companion starts).
-  void ApplyBans(BansCommand&& command) {
-    const std::uint64_t sequence = command.sequence;
-    broker().Log(LogLevel::kInfo, state_.bans->Replace(std::move(command)));
-    // In force: the companion's answer to the admin waits for this (CompanionLink::WaitForBans).
-    if (state_.region != nullptr) {
-      state_.region->header()->broker.bans_applied.store(sequence, std::memory_order_release);
-    }
-  }
 
   // TICK's slice (part of its periodic work) of the walk over the open connections that keeps their
   // message counts fresh.
   void SweepMessageCounts(std::int64_t now) {
-    const BrokerLayoutVerifier* layout = state_.layout.get();
+    const BrokerLayoutVerifier* layout = core_.layout();
     if (layout == nullptr || !layout->verified()) return;
-    SessionTable& sessions = *state_.sessions;
-    const std::size_t slots = state_.message_sweep.SlotsNow(now, sessions.open_table_slots());
-    sessions.SweepOpen(slots, [this, layout](const void* client, ConnectionStatsSlot* slot) {
+    const std::size_t slots = core_.tick().message_sweep.SlotsNow(now, core_.sessions().open_table_slots());
+    core_.sessions().SweepOpen(slots, [this, layout](const void* client, ConnectionStatsSlot* slot) {
       RefreshMessageCounts(layout, broker(), static_cast<const BrokerClient*>(client), slot);
     });
   }
@@ -454,11 +342,10 @@ class BrokerEvents {
   // cannot be asked (2.0) or no session is of unknown expiry (every one, where the layout is
   // verified: its expiry is read at the close and followed by ExpireOffline).
   void FollowUnknownExpiry(std::int64_t now) {
-    SessionTable& sessions = *state_.sessions;
-    const std::size_t unknown = sessions.unknown_expiry_count();
+    const std::size_t unknown = core_.sessions().unknown_expiry_count();
     if (unknown == 0 || !broker().capabilities().client_lookup) return;
-    sessions.EndGoneOffline(
-        state_.expiry_pace.ItemsNow(now, unknown),
+    core_.sessions().EndGoneOffline(
+        core_.tick().expiry_pace.ItemsNow(now, unknown),
         [this](const std::string& id) { return broker().FindClient(id.c_str()); });
   }
 
@@ -468,26 +355,26 @@ class BrokerEvents {
   // once per kTickWorkIntervalNs: under load the loop turns every few microseconds.
   int OnTick() {
     try {
-      state_.sessions->Settle();
-      state_.sessions->EndReload();  // the broker's re-check of its clients is over
+      core_.connects().Settle();
+      core_.connects().EndReload();  // the broker's re-check of its clients is over
       const std::int64_t now = broker().MonotonicNs();
-      if (now - state_.tick_work_ns < BrokerEventsState::kTickWorkIntervalNs) {
+      if (now - core_.tick().work_ns < TickPacing::kWorkIntervalNs) {
         return kBrokerSuccess;
       }
-      state_.tick_work_ns = now;
-      SendSettingsIfPending(&state_);
-      state_.link->DrainCommands(
+      core_.tick().work_ns = now;
+      core_.SendSettingsIfPending();
+      core_.link()->DrainCommands(
           [this](const LogCommand& command) { broker().Log(command.level, command.text); },
           [this](const KickCommand& command) { Kick(command); },
-          [this](BansCommand&& command) { ApplyBans(std::move(command)); });
-      state_.companion->Tick(now);  // delays and stall checks: no wall-clock jumps
-      state_.traffic->OnTick(now);
-      state_.sessions->ExpireOffline(broker().NowNs());
+          [this](BansCommand&& command) { core_.ApplyBans(std::move(command)); });
+      core_.companion()->Tick(now);  // delays and stall checks: no wall-clock jumps
+      core_.traffic().OnTick(now);
+      core_.sessions().ExpireOffline(broker().NowNs());
       FollowUnknownExpiry(now);
-      if (state_.companion->serving()) ResyncStep(state_.link.get(), state_.sessions.get());
+      if (core_.companion()->serving()) core_.ResyncStep();
       SweepMessageCounts(now);
-      state_.link->ReleaseReadPages();
-      state_.link->WakeCompanion();  // after every event this TICK wrote
+      core_.link()->ReleaseReadPages();
+      core_.link()->WakeCompanion();  // after every event this TICK wrote
     } catch (...) {
     }
     return kBrokerSuccess;
@@ -519,9 +406,9 @@ class BrokerEvents {
   // counted as OnDeliver would. False: nothing counted, the full path decides.
   template <typename Event>
   bool DeliveredCached(const Event& data) {
-    ConnectionStatsSlot* const* stats = state_.sessions->OpenStats(data.client);
+    ConnectionStatsSlot* const* stats = core_.sessions().OpenStats(data.client);
     return stats != nullptr &&
-           state_.traffic->TryDeliverCached(*stats, data.topic, data.payloadlen);
+           core_.traffic().TryDeliverCached(*stats, data.topic, data.payloadlen);
   }
 
   const char* IdOf(const BrokerClient* client) const {
@@ -537,8 +424,7 @@ class BrokerEvents {
   // clients. Out of line: the per-message path only calls it for a client it does not find
   // open; what is read here is read once per connection.
   [[gnu::noinline, gnu::cold]] SessionTable::ClientView Discover(const BrokerClient* client) {
-    SessionTable& sessions = *state_.sessions;
-    if (sessions.IsPending(client) || broker().ClientSocket(client) < 0 ||
+    if (core_.connects().IsPending(client) || broker().ClientSocket(client) < 0 ||
         broker().ClientId(client) == nullptr) {
       return SessionTable::ClientView{};
     }
@@ -558,14 +444,14 @@ class BrokerEvents {
         facts.port = port;
       }
     }
-    sessions.BeginConnect(client, std::move(facts), broker().NowNs());
-    sessions.Settle();
-    return sessions.View(client);
+    core_.connects().BeginConnect(client, std::move(facts), broker().NowNs());
+    core_.connects().Settle();
+    return core_.sessions().View(client);
   }
 
   // The client as the session table knows it, discovered first when it is not (Discover).
   SessionTable::ClientView ViewOrDiscover(const BrokerClient* client) {
-    const SessionTable::ClientView view = state_.sessions->View(client);
+    const SessionTable::ClientView view = core_.sessions().View(client);
     return view.open ? view : Discover(client);
   }
 
@@ -574,7 +460,7 @@ class BrokerEvents {
   // open client is kicked by the companion instead).
   [[gnu::noinline]] int BanRefusal(const BrokerClient* client, bool enhanced) {
     const Ban* ban =
-        state_.bans->Refuses(broker().ClientId(client), broker().ClientUsername(client),
+        core_.bans().Refuses(broker().ClientId(client), broker().ClientUsername(client),
                              broker().ClientAddress(client), broker().NowNs());
     if (ban == nullptr) return 0;
     return BanRefusalCode(broker().api_2_1(), enhanced);
@@ -585,33 +471,33 @@ class BrokerEvents {
   // chain tells whether any other callback is there to answer: with none (a plugin that only
   // checks ACLs), the broker answers as with no callback at all.
   int BasicAuthAnswer() {
-    if (!broker().api_2_1() && !state_.decide_basic_auth) {
+    if (!broker().api_2_1() && !core_.settings().decide_basic_auth) {
       try {
         const CallbackChain* chain = ReadableChain(kEventBasicAuth);
         if (chain != nullptr && !chain->HasOthers()) {
-          return state_.allow_anonymous ? kBrokerSuccess : kBrokerErrAuth;
+          return core_.settings().allow_anonymous ? kBrokerSuccess : kBrokerErrAuth;
         }
       } catch (...) {
       }
     }
-    return NeutralBasicAuthAnswer(broker().api_2_1(), state_.decide_basic_auth,
-                                  state_.allow_anonymous);
+    return NeutralBasicAuthAnswer(broker().api_2_1(), core_.settings().decide_basic_auth,
+                                  core_.settings().allow_anonymous);
   }
 
   // 2.0: the chain of `event`'s callbacks where it tells the broker's answer (found, and no
   // plugin of the older interface in scope); null otherwise. Looked for once, from inside the
   // callback (the broker's loop must be on the stack).
   const CallbackChain* ReadableChain(int event) {
-    CallbackChain& chain = event == kEventAclCheck ? state_.acl_chain : state_.basic_auth_chain;
+    CallbackChain& chain = event == kEventAclCheck ? core_.calls().acl_chain : core_.calls().basic_auth_chain;
     if (chain.state() == CallbackChain::State::kUnknown) LookForChain(event, &chain);
-    return chain.known() && !state_.older_plugins.value_or(true) ? &chain : nullptr;
+    return chain.known() && !core_.calls().older_plugins.value_or(true) ? &chain : nullptr;
   }
 
   [[gnu::noinline, gnu::cold]] void LookForChain(int event, CallbackChain* chain) {
-    if (!state_.older_plugins) {
-      state_.older_plugins = true;  // until the files tell otherwise
-      state_.older_plugins = broker().AnyOlderPlugin(
-          OtherPlugins(ScopeOf(state_.broker_config, state_.own_path), state_.own_path));
+    if (!core_.calls().older_plugins) {
+      core_.calls().older_plugins = true;  // until the files tell otherwise
+      core_.calls().older_plugins = broker().AnyOlderPlugin(
+          OtherPlugins(ScopeOf(core_.settings().broker_config, core_.settings().own_path), core_.settings().own_path));
     }
     chain->Found(broker().FindOwnCallback(event));
     const std::string name = event == kEventAclCheck ? "ACL_CHECK" : "BASIC_AUTH";
@@ -621,7 +507,7 @@ class BrokerEvents {
                        " callbacks: this plugin defers to the other plugins the configuration "
                        "names, and where none of them answers " + name +
                        " the broker refuses (docs/how-it-works.md)");
-    } else if (*state_.older_plugins) {
+    } else if (*core_.calls().older_plugins) {
       std::string text = "mosquitto_connections: a plugin of the older interface "
                          "(mosquitto_auth_*) answers " + name +
                          " after every callback: this plugin defers to it";
@@ -674,15 +560,15 @@ class BrokerEvents {
     }
     *exact = broker().capabilities().acl_check;
     if (!broker().capabilities().acl_check) {
-      if (state_.acl_file == nullptr || data.access != kAclRead) return kBrokerSuccess;
-      return state_.acl_file->Allows(IdOf(data.client), broker().ClientUsername(data.client),
+      if (core_.settings().acl_file == nullptr || data.access != kAclRead) return kBrokerSuccess;
+      return core_.settings().acl_file->Allows(IdOf(data.client), broker().ClientUsername(data.client),
                                      data.topic, AclFile::kRead)
                  ? kBrokerSuccess
                  : kBrokerErrAclDenied;
     }
-    state_.acl_check_nested = true;
+    core_.calls().acl_check_nested = true;
     const int answer = broker().AskLaterAclSources(data);
-    state_.acl_check_nested = false;
+    core_.calls().acl_check_nested = false;
     return answer;
   }
 
@@ -694,19 +580,18 @@ class BrokerEvents {
   // is not used. One template, so that the path without another source stays what it was.
   template <bool kAskLater>
   [[gnu::noinline]] void WatchAclCheck(const AclCheckEvent& data, int* answer) {
-    SessionTable& sessions = *state_.sessions;
     // A READ or WRITE check for the client whose CONNECT is being handled is the broker
     // re-checking the messages of the session it resumes (src/handle_connect.c:
     // connection_check_acl, 2.0.12 on: the client's unfinished QoS 2 PUBLISHes as WRITE, then
     // the messages queued or in flight to it as READ): they were counted when first queued,
     // and that CONNECT is not over yet, so none of them settles it.
-    if ((data.access == kAclRead || data.access == kAclWrite) && sessions.IsPending(data.client)) {
+    if ((data.access == kAclRead || data.access == kAclWrite) && core_.connects().IsPending(data.client)) {
       return;
     }
     if (data.access == kAclSubscribe) {
-      sessions.SettleExceptHeldOf(data.client);  // a kick re-checks them all in a row
+      core_.connects().SettleExceptHeldOf(data.client);  // a kick re-checks them all in a row
     } else {
-      sessions.Settle();
+      core_.connects().Settle();
     }
     if (data.access == kAclWrite) return;
     if constexpr (kAskLater) {
@@ -716,34 +601,34 @@ class BrokerEvents {
       // recorded.
       if (exact) *answer = later;
       if (later != kBrokerSuccess) {
-        if (data.access == kAclSubscribe) sessions.SubscribeDenied(data.client, data.topic);
+        if (data.access == kAclSubscribe) core_.connects().SubscribeDenied(data.client, data.topic);
         return;
       }
     }
     const SessionTable::ClientView view = ViewOrDiscover(data.client);
     switch (data.access) {
       case kAclRead: {
-        if (IsPresenceDelivery(state_, data.topic)) break;  // counted nowhere
+        if (core_.IsPresenceDelivery(data.topic)) break;  // counted nowhere
         // The check carries the message's QoS; an offline session gets it at most at its
         // subscription's QoS, and the broker throws a QoS 0 message for it away.
         std::uint8_t qos = data.qos;
         if (!view.open && qos > 0) {
           qos = std::min<std::uint8_t>(
-              qos, sessions.OfflineQos(data.client, IdOf(data.client), data.topic));
+              qos, core_.sessions().OfflineQos(data.client, IdOf(data.client), data.topic));
         }
         Details clock(broker(), data.client, nullptr);
-        state_.traffic->OnDeliver(data.client, view.stats, view.open, data.topic, data.payloadlen,
+        core_.traffic().OnDeliver(data.client, view.stats, view.open, data.topic, data.payloadlen,
                                   qos, clock);
         break;
       }
       case kAclSubscribe:
-        sessions.Subscribe(data.client, data.topic, data.qos);
-        state_.traffic->OnSubscribe(view.stats, /*made=*/true);
+        core_.connects().Subscribe(data.client, data.topic, data.qos);
+        core_.traffic().OnSubscribe(view.stats, /*made=*/true);
         ObserveLayout(data.client);
         RefreshMessages(data.client, view.stats);
         break;
       case kAclUnsubscribe:
-        sessions.Unsubscribe(data.client, data.topic);
+        core_.sessions().Unsubscribe(data.client, data.topic);
         TrafficMeter::OnRequest(view.stats);
         ObserveLayout(data.client);
         RefreshMessages(data.client, view.stats);
@@ -760,17 +645,16 @@ class BrokerEvents {
   // never refused here.
   [[gnu::noinline, gnu::cold]] bool StrictRefusesSubscribe(const AclCheckEvent& data) {
     try {
-      SessionTable& sessions = *state_.sessions;
-      sessions.SettleExceptHeldOf(data.client);
-      if (data.topic == nullptr || sessions.HoldsSubscription(data.client, data.topic)) {
+      core_.connects().SettleExceptHeldOf(data.client);
+      if (data.topic == nullptr || core_.sessions().HoldsSubscription(data.client, data.topic)) {
         return false;
       }
       const std::string refusal = KubemqSubscribeRefusal(
-          data.topic, MapTopicFilter(data.topic, state_.options.default_pattern), data.qos,
+          data.topic, MapTopicFilter(data.topic, core_.options().default_pattern), data.qos,
           broker().ProtocolVersion(data.client), IdOf(data.client));
       if (refusal.empty()) return false;
       const SessionTable::ClientView view = ViewOrDiscover(data.client);
-      state_.traffic->OnSubscribe(view.stats, /*made=*/false);
+      core_.traffic().OnSubscribe(view.stats, /*made=*/false);
       return true;
     } catch (...) {
       return false;  // unknown: the broker decides as without strict mode
@@ -779,28 +663,28 @@ class BrokerEvents {
 
   // The slow paths of the per-message handlers, out of line and static: the fast path then
   // keeps no BrokerEvents in memory, saves no registers and ends here with a jump.
-  [[gnu::noinline]] static int AclCheckInFull(BrokerEventsState& state, const AclCheckEvent& data) {
-    return BrokerEvents(state).AclCheckInFull(data);
+  [[gnu::noinline]] static int AclCheckInFull(BrokerCore& core, const AclCheckEvent& data) {
+    return BrokerEvents(core).AclCheckInFull(data);
   }
-  [[gnu::noinline]] static int MessageInFull(BrokerEventsState& state, const MessageEvent& data) {
-    return BrokerEvents(state).MessageInFull(data);
+  [[gnu::noinline]] static int MessageInFull(BrokerCore& core, const MessageEvent& data) {
+    return BrokerEvents(core).MessageInFull(data);
   }
-  [[gnu::noinline]] static int MessageOutInFull(BrokerEventsState& state,
+  [[gnu::noinline]] static int MessageOutInFull(BrokerCore& core,
                                                 const MessageEvent& data) {
-    return BrokerEvents(state).MessageOutInFull(data);
+    return BrokerEvents(core).MessageOutInFull(data);
   }
 
   // Every ACL check but the fast paths of OnAclCheck.
   int AclCheckInFull(const AclCheckEvent& data) {
     // Strict mode answers before any other source is asked (this plugin's nested call
     // excepted: the outer call already decided).
-    if (data.access == kAclSubscribe && state_.options.kubemq_strict && !state_.acl_check_nested &&
+    if (data.access == kAclSubscribe && core_.options().kubemq_strict && !core_.calls().acl_check_nested &&
         StrictRefusesSubscribe(data)) {
       return kBrokerErrAclDenied;
     }
     // This plugin's own nested call (AskLaterAclSources): let the rest of the chain decide.
-    if (state_.acl_check_nested && !state_.decide_acl) return kBrokerErrPluginDefer;
-    if (state_.decide_acl || NoOtherAclCallback()) {
+    if (core_.calls().acl_check_nested && !core_.settings().decide_acl) return kBrokerErrPluginDefer;
+    if (core_.settings().decide_acl || NoOtherAclCallback()) {
       // No other ACL source: the broker allows everything (mosquitto_acl_check()).
       try {
         WatchAclCheck<false>(data, nullptr);
@@ -822,14 +706,14 @@ class BrokerEvents {
   // Every publish but the fast path of OnMessage.
   int MessageInFull(const MessageEvent& data) {
     try {
-      state_.sessions->Settle();
+      core_.connects().Settle();
       const SessionTable::ClientView view = ViewOrDiscover(data.client);
       Details details(broker(), data.client, data.properties);
       const bool kubemq_accepts =
-          state_.traffic->OnPublish(data.client, view.stats, data.topic, data.payloadlen, details);
+          core_.traffic().OnPublish(data.client, view.stats, data.topic, data.payloadlen, details);
       // Strict mode: not routed; QoS 1/2 get 0x87 under MQTT 5 (src/handle_publish.c, 2.0 and
       // 2.1: a MESSAGE callback's MOSQ_ERR_ACL_DENIED is a denied PUBLISH).
-      if (!kubemq_accepts && state_.options.kubemq_strict) return kBrokerErrAclDenied;
+      if (!kubemq_accepts && core_.options().kubemq_strict) return kBrokerErrAclDenied;
     } catch (...) {
     }
     return kBrokerSuccess;  // anything else would refuse the message
@@ -840,19 +724,19 @@ class BrokerEvents {
     try {
       // The queued messages of a resumed session go out before its CONNECT event: that CONNECT
       // passed authentication.
-      state_.sessions->Confirm(data.client);
-      state_.sessions->Settle();
+      core_.connects().Confirm(data.client);
+      core_.connects().Settle();
       const SessionTable::ClientView view = ViewOrDiscover(data.client);
-      if (IsPresenceDelivery(state_, data.topic)) return kBrokerSuccess;  // counted nowhere
+      if (core_.IsPresenceDelivery(data.topic)) return kBrokerSuccess;  // counted nowhere
       Details clock(broker(), data.client, nullptr);
-      state_.traffic->OnDeliver(data.client, view.stats, /*online=*/true, data.topic,
+      core_.traffic().OnDeliver(data.client, view.stats, /*online=*/true, data.topic,
                                 data.payloadlen, data.qos, clock);
     } catch (...) {
     }
     return kBrokerSuccess;  // anything else would stop the message
   }
 
-  B& broker() const { return static_cast<B&>(*state_.broker); }
+  B& broker() const { return static_cast<B&>(core_.broker()); }
 
   // What the broker tells of a closing connection's session expiry interval (SessionExpiry).
   // Both versions call the plugins from src/context.c: context__disconnect before they put the
@@ -868,7 +752,7 @@ class BrokerEvents {
       if (event == DisconnectEvent::kDisconnect) return SessionExpiry::Interval(0);
       expiry.known = SessionExpiry::Known::kOutlives;
     }
-    const BrokerLayoutVerifier* layout = state_.layout.get();
+    const BrokerLayoutVerifier* layout = core_.layout();
     if (layout == nullptr || !layout->verified()) return expiry;
     const std::optional<std::int64_t> bridge =
         layout->Read(broker(), client, LayoutField::kIsBridge);
@@ -887,7 +771,7 @@ class BrokerEvents {
   // plugin event; and on their own bridge contexts (src/bridge.c: bridge__new). Unknown until
   // the layout is verified.
   BridgeRole BridgeAtConnect(const BrokerClient* client) const {
-    const BrokerLayoutVerifier* layout = state_.layout.get();
+    const BrokerLayoutVerifier* layout = core_.layout();
     if (layout == nullptr || !layout->verified()) return BridgeRole::kUnknown;
     const std::optional<std::int64_t> bridge =
         layout->Read(broker(), client, LayoutField::kIsBridge);
@@ -898,7 +782,7 @@ class BrokerEvents {
   // Copies a client's message counts into its statistics slot (message_counts.h), once the
   // layout is verified; nothing before.
   void RefreshMessages(const BrokerClient* client, ConnectionStatsSlot* slot) {
-    if (slot != nullptr) RefreshMessageCounts(state_.layout.get(), broker(), client, slot);
+    if (slot != nullptr) RefreshMessageCounts(core_.layout(), broker(), client, slot);
   }
 
   // What the broker and the client's socket tell of a client (Broker::ReadFacts). Behind a
@@ -906,8 +790,8 @@ class BrokerEvents {
   // balancer's: the client's own is the one the broker took from the PROXY header, its
   // `remote_port`, read through the verified layout (unknown until then).
   ClientFacts ReadFacts(const BrokerClient* client) const {
-    ClientFacts facts = broker().ReadFacts(client, state_.broker_config);
-    const BrokerLayoutVerifier* layout = state_.layout.get();
+    ClientFacts facts = broker().ReadFacts(client, core_.settings().broker_config);
+    const BrokerLayoutVerifier* layout = core_.layout();
     if (facts.proxied && layout != nullptr && layout->verified()) {
       const std::optional<std::int64_t> port =
           layout->Read(broker(), client, LayoutField::kRemotePort);
@@ -921,23 +805,23 @@ class BrokerEvents {
   // role of the connections opened before is read (once: SessionTable::ResolveBridges); their
   // session expiry and message counts are read when needed, as for any other connection.
   void ObserveLayout(const BrokerClient* client) {
-    if (state_.layout == nullptr) return;
-    if (state_.layout->verified()) {
-      state_.layout->Observe(broker(), client);
+    if (core_.layout() == nullptr) return;
+    if (core_.layout()->verified()) {
+      core_.layout()->Observe(broker(), client);
       return;
     }
-    if (state_.layout->verifying()) {
-      state_.layout->Observe(broker(), client);
-      if (state_.layout->verified()) {
+    if (core_.layout()->verifying()) {
+      core_.layout()->Observe(broker(), client);
+      if (core_.layout()->verified()) {
         // The broker's own bridge contexts (Discover) carry their role already.
-        state_.sessions->ResolveBridges([this](const void* open) {
+        core_.connects().ResolveBridges([this](const void* open) {
           return BridgeAtConnect(static_cast<const BrokerClient*>(open));
         });
       }
     }
   }
 
-  BrokerEventsState& state_;
+  BrokerCore& core_;
 };
 
 }  // namespace mqc

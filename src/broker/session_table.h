@@ -1,32 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The broker thread's own record of connections, and the events it sends to the companion.
-//
-// Mosquitto 2.0 has no connect, subscribe or unsubscribe event (docs/broker-versions.md,
-// "Mosquitto 2.0"). So:
-//   - a CONNECT is seen at BASIC_AUTH (or EXT_AUTH_START), before the broker's decision. It stays
-//     pending until the next broker callback of any kind: by then the broker has finished
-//     handling that CONNECT, and had it refused the client, the pending client's own DISCONNECT
-//     (with its id already gone) would have come first.
-//   - connections are keyed by the broker's client pointer, never by client id: in a takeover
-//     the new CONNECT comes before the old connection's DISCONNECT, and a refused client has no
-//     id any more at its DISCONNECT.
-//   - a takeover's old connection is closed before the new one is announced, so a reader of the
-//     events never sees two connections with one client id.
-//   - a persistent session's subscriptions are kept by client id after its DISCONNECT and handed
-//     to its next connection when the broker resumes that session (it then disconnects the old,
-//     offline client inside the new CONNECT), since a resume sends no SUBSCRIBE.
-//   - a config reload (SIGHUP) makes the broker re-run BASIC_AUTH for every client it holds,
-//     connected or offline (docs/reload.md). That is a re-check, not a CONNECT: IsRecheck tells
-//     them apart, and a connection the broker closes during the reload (from BeginReload to
-//     EndReload) lost its right to stay: it closes as kAccessRevoked.
-//   - sessions the broker restored from its persistence file are seeded at start
-//     (RestoreOffline) and handed over the same way; the broker's client object of such a
-//     session is unknown until it shows itself (an offline delivery or its resume).
-//   - the offline sessions a client asked for (clean session / clean start false, and every
-//     restored one) are announced as such (kOfflineSession) until they end.
-// The table is the source of a full resync when the companion (re)starts or lost events.
-// It hands its events to an EventSink as typed records (event_records.h); the sink encodes them
-// (BrokerLink) or keeps them (tests).
+// The broker thread's records: the open connections (keyed by the broker's client pointer,
+// never by client id), the offline sessions (by client id) and their subscriptions, and the
+// events that announce each change to an EventSink (BrokerLink, or a test's). Which CONNECT is
+// accepted, refused, a takeover or a resume is ConnectSettlement's to decide
+// (connect_settlement.h); the paged full state is ResyncWriter's (resync_writer.h).
+// docs/architecture.md ("The broker thread's view") has the long story.
 //
 // Threads: the broker thread only. Allocates per connection and per subscription, never per
 // message.
@@ -134,74 +112,28 @@ class SessionTable {
     const OpenEntry* entry = open_.Find(client);
     return entry != nullptr ? &entry->stats : nullptr;
   }
-  // The client whose CONNECT is being handled (its resumed session is being re-checked).
-  bool IsPending(const void* client) const { return pending_ && pending_->client == client; }
-  // Whether Settle has anything to do: a CONNECT pending, or subscription checks held.
-  bool has_unsettled() const { return pending_.has_value() || held_client_ != nullptr; }
-
   // For a message queued to an offline session: the highest QoS of that session's
   // subscriptions matching `topic` (the broker throws the message away when it is 0), or 2
   // when the plugin does not know the session.
   std::uint8_t OfflineQos(const void* client, std::string_view client_id,
                           std::string_view topic) const;
 
-  // A CONNECT is being authenticated (BASIC_AUTH, EXT_AUTH_START). A client without a socket
-  // is an offline session re-checked at a reload, not a CONNECT: it is ignored.
-  void BeginConnect(const void* client, ClientFacts facts, std::int64_t now_ns);
+  // A CONNECT ConnectSettlement accepted (begun at `begin_ns`): the connection opens and is
+  // announced; an offline session of its id ends first, and hands its subscriptions over when
+  // the client asked to resume it and the broker did (`resumes_session`).
+  void Open(const void* client, const ClientFacts& facts, std::int64_t begin_ns,
+            bool resumes_session);
+  // A CONNECT the broker refused: announced as a connection closed before it opened.
+  void RecordRefused(const ClientFacts& facts, std::int64_t begin_ns, std::int64_t now_ns);
 
-  // Whether an authentication event for `client` re-checks a client the broker already holds
-  // rather than starting a CONNECT: the client is open here, or has no socket (an offline
-  // session; a CONNECT always arrives on a socket), or its CONNECT is pending (an MQTT 5
-  // re-authentication, AUTH 0x19, is EXT_AUTH_START again). Settles a pending CONNECT of
-  // another client when it is.
-  bool IsRecheck(const void* client, bool has_socket);
-
-  // The broker reloads its configuration (RELOAD event) and re-checks every client; until
-  // EndReload (the next TICK), a DISCONNECT of an open connection is the reload revoking it.
-  void BeginReload() {
-    Settle();
-    reloading_ = true;
-  }
-  void EndReload() { reloading_ = false; }
-  bool reloading() const { return reloading_; }
-
-  // Call at the start of every broker callback but DISCONNECT: settles a pending CONNECT as
-  // accepted, since the broker has finished handling it, and applies held subscription checks
-  // (Subscribe), since no DISCONNECT followed them.
-  void Settle() {
-    if (pending_) SettlePending();
-    if (held_client_ != nullptr) ResolveHeld(/*disconnecting=*/false);
-  }
-  // Settle for a SUBSCRIBE check of `client`: its own held checks stay held (a kick re-checks
-  // every subscription in a row).
-  void SettleExceptHeldOf(const void* client) {
-    if (pending_) SettlePending();
-    if (held_client_ != nullptr && held_client_ != client) ResolveHeld(/*disconnecting=*/false);
-  }
-  // Mosquitto 2.1 confirms every CONNECT it accepts (its CONNECT event, Confirm), and frees the
-  // id of a client it refuses in enhanced authentication before that client's DISCONNECT would
-  // fire, so none does. With confirmed connects, Settle refuses a pending enhanced-
-  // authentication CONNECT that was not confirmed (a password CONNECT that is refused still
-  // gets its DISCONNECT first).
-  void SetConnectsConfirmed(bool confirmed) { connects_confirmed_ = confirmed; }
-  // The broker accepted `client`'s CONNECT.
-  void Confirm(const void* client) {
-    if (IsPending(client)) Accept();
-  }
-
-  // DISCONNECT. `has_client_id` is false for a client the broker refused. `reason` is what the
-  // caller could tell (client disconnect or connection lost); a takeover is recognised here.
-  // A DISCONNECT of another client while a CONNECT is pending happens inside that CONNECT (a
-  // takeover or a session resume): the old connection is closed, and the new one stays pending
-  // until the next callback settles it.
-  // `expiry`: what the broker tells of the session's expiry interval. kEnds: nothing is kept
-  // (neither listed offline nor kept for a resume); an interval: the session is kept until the
-  // broker expires it (ExpireOffline), and listed with that time when it is listed at all;
-  // kNothing and kOutlives: kept as the client asked (clean session / clean start false), with
-  // no time unless persistent_client_expiration bounds it. A takeover's old connection hands
-  // its session over whatever it says (the broker zeroes the old client's interval for it).
-  void Disconnect(const void* client, bool has_client_id, CloseReason reason, std::int64_t now_ns,
-                  std::int64_t idle_ns = -1, SessionExpiry expiry = {});
+  // The connection of `client` closes (nothing when it is not open). `connecting_id`: the client
+  // id of the CONNECT being handled, if any; `reloading`: a reload's re-check is under way
+  // (the close is then a revocation). What the broker tells of the session's expiry decides
+  // what is kept (docs/architecture.md). Returns whether this close hands a session to that
+  // CONNECT: a takeover of an open connection of its id, or the broker dropping the offline
+  // client object of the session it resumes.
+  bool Close(const void* client, CloseReason reason, std::int64_t now_ns, std::int64_t idle_ns,
+             SessionExpiry expiry, const std::string* connecting_id, bool reloading);
 
   // At start, before the first client: the sessions the broker restored from its persistence
   // file become offline sessions with their subscriptions (at most kMaxOfflineSessions). Not
@@ -258,42 +190,36 @@ class SessionTable {
   static std::optional<ExpiryTimes> BrokerExpiry(std::int64_t now_ns, std::uint32_t interval_s,
                                                  std::int64_t persistent_expiration_s);
 
-  // A subscription the broker allowed. Mosquitto 2.0.12 on (and Debian's 2.0.11) re-checks
-  // each subscription of a persistent client it kicks as a SUBSCRIBE ACL check with QoS 0, right
-  // before the client's DISCONNECT (src/plugin_public.c: check_subscription_acls), and removes
-  // the ones denied. So where such checks reach the plugin (`may_be_recheck`, 2.0's ACL_CHECK),
-  // a QoS 0 check of a filter held at a higher QoS is held: a DISCONNECT of that client next
-  // drops it, any other event applies it (Settle). A real downgrade followed at once by a
-  // dropped connection is then not applied: the one case this cannot tell apart.
-  void Subscribe(const void* client, std::string_view filter, std::uint8_t qos,
-                 bool may_be_recheck = true);
-  // A SUBSCRIBE check that another ACL source denied: when the client holds the filter, that
-  // was a kick's re-check if the client's DISCONNECT follows, and the broker removed it.
-  void SubscribeDenied(const void* client, std::string_view filter);
+  // A subscription the broker allowed (ConnectSettlement holds a kick's re-checks first).
+  void Subscribe(const void* client, std::string_view filter, std::uint8_t qos);
+  // The QoS the open client holds `filter` at; false when it does not hold it.
+  bool SubscribedQos(const void* client, std::string_view filter, std::uint8_t* qos) const;
   // Whether the open client holds `filter`: a SUBSCRIBE check of it is then a re-check (a kick's,
   // 2.0.12 on) or a renewal, not a new subscription.
   bool HoldsSubscription(const void* client, std::string_view filter) const;
   void Unsubscribe(const void* client, std::string_view filter);
 
-  // A full resync, spread over as many calls as the sink needs: BeginFullState emits
-  // ResyncBegin and notes which connections are open; each ContinueFullState emits as many of
-  // them (each with its subscriptions) as fit, then ResyncEnd, and returns true once done.
-  // Events of the connections meanwhile go out as usual. A refused Emit abandons the resync
-  // (start again with a new generation).
-  bool BeginFullState(std::uint64_t generation);
-  bool ContinueFullState();
-  bool full_state_active() const { return resync_active_; }
+  // What ResyncWriter reads: the open clients and listed offline sessions (by id) now, and each
+  // one's record as it is when written. Null: closed or gone since.
+  template <typename Visit>
+  void ForEachOpenClient(Visit visit) {
+    open_.ForEach([&](const void* client, OpenEntry&) { visit(client); });
+  }
+  template <typename Visit>
+  void ForEachListedOffline(Visit visit) const {
+    offline_.ForEach([&](const std::string& id, const OfflineSession& session) {
+      if (session.event.seq != 0) visit(id);
+    });
+  }
+  const SubscriptionList* OpenRecord(const void* client, ConnectionEvent* event) const;
+  const OfflineSession* ListedOffline(const std::string& id) const;
 
   // The client layout was verified (broker_layout.h): `role(client)` tells the bridge role of
-  // each open connection still unknown, and of the CONNECT being handled (announced later with
-  // it). One kBridge of seq 0 says that the open connections still unknown are no bridges,
+  // each open connection still unknown (ConnectSettlement asks it for the pending CONNECT). One kBridge of seq 0 says that the open connections still unknown are no bridges,
   // then one kBridge per exception: each bridge found, and each one whose role could not be
   // read (still unknown). Once per broker run: it visits every open connection.
   template <typename RoleOf>
   void ResolveBridges(RoleOf role) {
-    if (pending_ && pending_->facts.bridge == BridgeRole::kUnknown) {
-      pending_->facts.bridge = role(pending_->client);
-    }
     std::vector<std::pair<std::uint64_t, BridgeRole>> exceptions;
     open_.ForEach([&](const void* client, OpenEntry& entry) {
       OpenConnection& connection = *entry.connection;
@@ -366,36 +292,13 @@ class SessionTable {
     ConnectionStatsSlot* stats = nullptr;
     std::unique_ptr<OpenConnection> connection;
   };
-  struct Pending {
-    const void* client = nullptr;
-    ClientFacts facts;
-    std::int64_t begin_ns = 0;
-    bool resumes_session = false;  // the broker disconnected the old client of this id for it
-  };
-  void Accept();
-  void Refuse(std::int64_t now_ns);
-  void SettlePending() {
-    if (connects_confirmed_ && pending_->facts.mechanism == AuthMechanism::kEnhanced) {
-      Refuse(pending_->begin_ns);
-    } else {
-      Accept();
-    }
-  }
-  // Applies (not `disconnecting`) or drops the held subscription checks; see Subscribe.
-  void ResolveHeld(bool disconnecting);
-  void Hold(const void* client, std::string_view filter, bool denied);
-  bool EmitOneInFull(const void* client);
-  // Emits `head` (a ConnectionEvent or an OfflineSessionEvent) and `subscriptions` of its seq,
-  // all or none.
-  template <typename Head>
-  bool EmitWhole(const Head& head, const SubscriptionList& subscriptions);
   ConnectionEvent MakeEvent(const ClientFacts& facts, std::int64_t now_ns);
   bool EmitConnection(const ConnectionEvent& event);
   bool EmitBridge(std::uint64_t seq, BridgeRole role);
   bool EmitSubscription(EventType type, std::uint64_t seq, std::string_view filter,
                         std::uint8_t qos);
   void KeepOffline(const OpenConnection& connection, const void* client, std::int64_t now_ns,
-                   SessionExpiry expiry);
+                   SessionExpiry expiry, bool taken_over);
   // Adds an offline session (replacing one of that id, forgetting the oldest when full),
   // announcing the end of the one it displaced and, when it is listed, itself.
   void AddOffline(const std::string& id, OfflineSession&& session, bool announce = true);
@@ -404,10 +307,7 @@ class SessionTable {
   // The end of a session the broker expired (it left offline_): the observer, then the event.
   void EndExpired(const std::string& id, const OfflineSession& session);
   bool EmitOffline(const OfflineSession& session);
-  bool EmitOfflineInFull(const std::string& id);
   Uuid NewUuid();
-  void CloseOpen(const void* client, CloseReason reason, std::int64_t now_ns, std::int64_t idle_ns,
-                 SessionExpiry expiry);
 
   EventSink* sink_;
   ConnectionObserver* observer_ = nullptr;
@@ -415,14 +315,6 @@ class SessionTable {
   StatsSlotPool stats_;
   std::mt19937_64 random_;
   std::uint64_t next_seq_ = 0;
-  std::optional<Pending> pending_;
-  // Subscription checks that may be a kick's re-check (Subscribe), of one client.
-  struct HeldCheck {
-    std::string filter;
-    bool denied = false;  // else a downgrade to QoS 0
-  };
-  const void* held_client_ = nullptr;
-  std::vector<HeldCheck> held_;
   PointerMap<OpenEntry> open_;  // by the broker's client object
   std::size_t sweep_at_ = 0;    // SweepOpen's cursor in open_
   OfflineSessions offline_;     // by client id, with their age and expiry orders
@@ -431,14 +323,6 @@ class SessionTable {
   std::vector<std::string> gone_ids_;  // EndGoneOffline's, kept for its capacity
   SubscriptionEvent subscription_;  // reused for every subscription emitted (its filter's capacity)
 
-  bool reloading_ = false;
-  bool connects_confirmed_ = false;
-  bool resync_active_ = false;
-  std::uint64_t resync_generation_ = 0;
-  std::vector<const void*> resync_queue_;
-  std::size_t resync_next_ = 0;
-  std::vector<std::string> resync_offline_queue_;  // announced offline sessions, by client id
-  std::size_t resync_offline_next_ = 0;
 };
 
 }  // namespace mqc
