@@ -139,9 +139,11 @@ void AskForTheNextTick21(mosquitto_evt_tick* tick) {
 }
 
 int OnTick(int /*event*/, void* event_data, void* userdata) {
-  auto* core = static_cast<BrokerCore*>(userdata);
-  if (core->broker().api_2_1()) AskForTheNextTick21(static_cast<mosquitto_evt_tick*>(event_data));
-  return Events(*core).OnTick();
+  Events events = EventsOf(userdata);
+  if (events.broker().capabilities().api_2_1) {
+    AskForTheNextTick21(static_cast<mosquitto_evt_tick*>(event_data));
+  }
+  return events.OnTick();
 }
 
 struct EventHandler {
