@@ -172,17 +172,9 @@ class BrokerEvents {
   // sees what MESSAGE_OUT cannot: a QoS 0 message for an offline session, which the broker
   // throws away (counted as dropped, as on 2.0).
   //
-  // Strict mode registers it also where other sources exist, to refuse a SUBSCRIBE that KubeMQ
-  // would refuse: 2.1's loop (src/plugin_acl_check.c: plugin__acl_check) ends at the first
-  // answer that is neither DEFER nor IGNORE, and handle_subscribe turns ACL_DENIED into 0x80
-  // (MQTT 3.1.1) or 0x87 (MQTT 5). Every other check still answers IGNORE: the acl_file's
-  // callback and those of plugins loaded later come after this one (src/plugin_init.c: plugins
-  // first, then mosquitto_security_init_default; callbacks are appended), so the last of them
-  // decides, and where no other ACL callback exists (a password-only plugin) IGNORE is the
-  // broker's own allow, where DEFER would turn every check into a denial. Behind an ACL plugin
-  // loaded before this one (the start log warns when it is not first) an IGNORE answered last
-  // would allow what that plugin deferred: strict mode assumes the plugin is loaded first.
-  // Watching READ checks stays for the case without other sources.
+  // Strict mode registers it also where other sources exist, to refuse a SUBSCRIBE KubeMQ would
+  // refuse, and answers IGNORE to every other check: docs/topic-mapping.md ("Strict mode") has
+  // why that is the broker's own answer, and why the plugin must be loaded first.
   int OnAclCheck21(const AclCheckEvent& data) {
     if (data.access == kAclSubscribe && core_.options().kubemq_strict) {
       return EventDecisions::StrictSubscribe21(core_, data);

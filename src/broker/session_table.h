@@ -141,30 +141,24 @@ class SessionTable {
   // them (events written before it would be skipped, and could fill the ring).
   void RestoreOffline(const std::vector<PersistedSession>& sessions, std::int64_t now_ns);
 
-  // The broker's persistent_client_expiration (0: none). With it, the broker expires a session
-  // that goes offline after that long at most (an MQTT 3.1.1 one after exactly that long; an
-  // MQTT 5 one sooner when its own interval is shorter, visible only through the client
-  // layout). Sessions restored from the persistence file are never expired by Mosquitto 2.0.11.
+  // The broker's persistent_client_expiration (0: none): the longest an offline session is
+  // kept (docs/how-it-works.md has how each version applies it).
   void SetPersistentClientExpiration(std::int64_t seconds) { persistent_expiration_s_ = seconds; }
   // At TICK: ends the offline sessions the broker has expired by now. Nothing to do costs one
   // comparison.
   void ExpireOffline(std::int64_t now_ns);
 
-  // Whether the broker can be asked which client object it holds under an id (2.1's
-  // mosquitto_client, BrokerCapabilities::client_lookup): then an offline session whose expiry
-  // the broker did not tell (an MQTT 5 one without a verified client layout) is followed with
-  // EndGoneOffline. Set before the first client.
+  // Whether the broker can be asked which client object it holds under an id
+  // (BrokerCapabilities::client_lookup): then offline sessions of unknown expiry are followed
+  // with EndGoneOffline. Set before the first client.
   void SetUnknownExpiryFollowed(bool followed) { follow_unknown_expiry_ = followed; }
   // The offline sessions EndGoneOffline follows.
   std::size_t unknown_expiry_count() const { return offline_.unknown_expiry_count(); }
   // At TICK: asks `held_by(id)` (the broker's client object of that id, null for none) about at
-  // most `count` of the sessions of unknown expiry, going round (OfflineSessions::
-  // SweepUnknownExpiry), and ends each one the broker holds no object for any more, as
-  // ExpireOffline ends an expired one. Mosquitto 2.1 expires a session without a plugin event
-  // (src/session_expiry.c: session_expiry__check, v2.1.2 and master): it takes the client out
-  // of its by-id table (context__add_to_disused), and frees it later. A different object is a
-  // new connection of the id: its CONNECT resumes or ends the session (Accept), so it is left
-  // alone here. No allocation once `gone_ids_` has grown.
+  // most `count` of the sessions of unknown expiry, going round, and ends as expired each one
+  // the broker holds no object for any more: 2.1 expires a session without a plugin event
+  // (docs/broker-versions.md, "How 2.1 shows a session's expiry"). A different object is a new
+  // connection of the id, left to its CONNECT. No allocation once `gone_ids_` has grown.
   template <typename HeldBy>
   void EndGoneOffline(std::size_t count, HeldBy held_by) {
     gone_ids_.clear();
@@ -177,12 +171,9 @@ class SessionTable {
   }
 
   // When the broker expires a session that goes offline at `now_ns` (Unix time) with this
-  // expiry interval, as src/session_expiry.c (2.0.11 to 2.1.2) does: its session_expiry_time
-  // is the loop's whole second (db.now_real_s) plus the interval, or plus
-  // persistent_client_expiration when that is set and shorter; an interval of 0xffffffff
-  // without persistent_client_expiration never expires (nothing). `gone_by_ns`: the broker
-  // drops the session at the first second past that time (session_expiry__check compares
-  // whole seconds, once a second), so by the start of the next second.
+  // interval, as src/session_expiry.c (2.0.11 to 2.1.2) computes it in whole seconds
+  // (docs/how-it-works.md); nothing for one that never expires. `gone_by_ns`: the start of the
+  // second by which the broker has dropped it.
   struct ExpiryTimes {
     std::int64_t expiry_time_ns = 0;  // session_expiry_time, in nanoseconds
     std::int64_t gone_by_ns = 0;
