@@ -17,7 +17,6 @@
 
 #include "broker/broker_core.h"
 #include "broker/configuration.h"
-#include "link/clock.h"
 #include "link/companion_arguments.h"
 #include "link/version.h"
 #include "plugin_state.h"
@@ -157,11 +156,11 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
     return MOSQ_ERR_UNKNOWN;
   }
   // The versions come first: the line an operator greps for when asking what runs.
-  LogToBroker(LogLevel::kNotice,
-              std::string("mosquitto_connections: version ") + kPluginVersion + " on broker " +
-                  state->api.capabilities().version.Text() + ", serving on " +
-                  ServingUrl(state->core->options(), companion.http_port()) + " (companion pid " +
-                  std::to_string(companion.pid()) + ")");
+  LogToBroker(LogLevel::kNotice, std::string("mosquitto_connections: version ") + kPluginVersion +
+                                     " on broker " + state->api.capabilities().version.Text() +
+                                     ", serving on " +
+                                     ServingUrl(state->core->options(), companion.http_port()) +
+                                     " (companion pid " + std::to_string(companion.pid()) + ")");
   *userdata = state.release();
   return MOSQ_ERR_SUCCESS;
 }

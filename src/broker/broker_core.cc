@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "broker/broker_core.h"
 
+#include <atomic>
 #include <string>
 #include <utility>
 #include <vector>
@@ -123,11 +124,10 @@ void BrokerCore::RestorePersistedSessions() {
   std::size_t subscriptions = 0;
   for (const auto& session : sessions) subscriptions += session.subscriptions.size();
   sessions_.RestoreOffline(sessions, NowNs());
-  broker_->Log(LogLevel::kNotice,
-               "mosquitto_connections: " + std::to_string(sessions.size()) +
-                   " persistent sessions with " + std::to_string(subscriptions) +
-                   " subscriptions read from " + path + " in " +
-                   std::to_string((MonotonicNs() - started) / 1000000) + " ms");
+  broker_->Log(LogLevel::kNotice, "mosquitto_connections: " + std::to_string(sessions.size()) +
+                                      " persistent sessions with " + std::to_string(subscriptions) +
+                                      " subscriptions read from " + path + " in " +
+                                      std::to_string((MonotonicNs() - started) / 1000000) + " ms");
 }
 
 // Presence messages, when an option asks for them: published through the broker
@@ -143,11 +143,11 @@ void BrokerCore::SetUpPresence() {
   presence_ = std::make_unique<Presence>(presence, presence_publisher_.get());
   presence_->SetPersistentClientExpiration(settings_.broker_config.persistent_client_expiration_s);
   sessions_.SetObserver(presence_.get());
-  broker_->Log(LogLevel::kNotice,
-               std::string("mosquitto_connections: presence messages on ") + presence_->prefix() +
-                   "<client id>/" + (presence.events ? "connected, disconnected" : "") +
-                   (presence.events && presence.retained ? " and " : "") +
-                   (presence.retained ? "state (retained)" : ""));
+  broker_->Log(LogLevel::kNotice, std::string("mosquitto_connections: presence messages on ") +
+                                      presence_->prefix() + "<client id>/" +
+                                      (presence.events ? "connected, disconnected" : "") +
+                                      (presence.events && presence.retained ? " and " : "") +
+                                      (presence.retained ? "state (retained)" : ""));
 }
 
 void BrokerCore::Reload() {
@@ -155,7 +155,8 @@ void BrokerCore::Reload() {
   const int http_port = companion_ != nullptr ? companion_->http_port() : 0;
   if (ReloadConfiguration(*broker_, &settings_, http_port)) {
     traffic_.SetOptions(settings_.options.default_pattern, RpcOptionsOf(settings_.options));
-    if (companion_ != nullptr) companion_->SetOptionOverrides(CompanionOverrides(settings_.options));
+    if (companion_ != nullptr)
+      companion_->SetOptionOverrides(CompanionOverrides(settings_.options));
   }
   SendSettingsIfPending();
 }

@@ -26,15 +26,10 @@ std::vector<BrokerEventKind> WantedEvents(const BrokerCore& core) {
 
 namespace {
 
-// The decisions off the per-message fast paths, as BrokerEvents had them, over the Broker
-// interface: the calls into the broker are virtual here, which nothing per message pays.
+// EventDecisions' work (broker_events.h), one view of the core per event.
 class Decisions {
  public:
-  // `core.broker()` is a B.
   explicit Decisions(BrokerCore& core) : core_(core) {}
-
-
-
 
   // 2.1's watched READ check of a client with no socket the table does not know open or
   // pending: a QoS 0 message for an offline session, which the broker throws away (counted as
@@ -54,7 +49,6 @@ class Decisions {
     }
     return kBrokerErrPluginIgnore;
   }
-
 
   // ---- connections ----
 
@@ -148,7 +142,8 @@ class Decisions {
         reason = CloseReasonFromClientState(broker().ClientState(client));
       }
       core_.connects().Disconnect(client, !refused, reason, broker().NowNs(),
-                          idle_ms < 0 ? -1 : idle_ms * 1000000, ExpiryAtClose(client, event));
+                                  idle_ms < 0 ? -1 : idle_ms * 1000000,
+                                  ExpiryAtClose(client, event));
     } catch (...) {
     }
     return kBrokerSuccess;
@@ -198,16 +193,17 @@ class Decisions {
                  KickLogLine(command, rc, rc == kBrokerSuccess ? "" : broker().ErrorText(rc)));
   }
 
-
   // TICK's slice (part of its periodic work) of the walk over the open connections that keeps their
   // message counts fresh.
   void SweepMessageCounts(std::int64_t now) {
     const BrokerLayoutVerifier* layout = core_.layout();
     if (layout == nullptr || !layout->verified()) return;
-    const std::size_t slots = core_.tick().message_sweep.SlotsNow(now, core_.sessions().open_table_slots());
-    core_.sessions().SweepOpen(slots, [this, layout](const void* client, ConnectionStatsSlot* slot) {
-      RefreshMessageCounts(layout, broker(), static_cast<const BrokerClient*>(client), slot);
-    });
+    const std::size_t slots =
+        core_.tick().message_sweep.SlotsNow(now, core_.sessions().open_table_slots());
+    core_.sessions().SweepOpen(
+        slots, [this, layout](const void* client, ConnectionStatsSlot* slot) {
+          RefreshMessageCounts(layout, broker(), static_cast<const BrokerClient*>(client), slot);
+        });
   }
 
   // TICK's slice of the check of the offline sessions whose expiry the broker did not tell (2.1
@@ -245,7 +241,6 @@ class Decisions {
     }
   }
 
-
   // MQTT 5 properties and the clock, read only for the messages that need them (RPC).
   class Details : public PublishDetails {
    public:
@@ -265,7 +260,6 @@ class Decisions {
     const BrokerClient* client_;
     const void* properties_;
   };
-
 
   const char* IdOf(const BrokerClient* client) const {
     const char* id = broker().ClientId(client);
@@ -344,7 +338,8 @@ class Decisions {
   // plugin of the older interface in scope); null otherwise. Looked for once, from inside the
   // callback (the broker's loop must be on the stack).
   const CallbackChain* ReadableChain(int event) {
-    CallbackChain& chain = event == kEventAclCheck ? core_.calls().acl_chain : core_.calls().basic_auth_chain;
+    CallbackChain& chain =
+        event == kEventAclCheck ? core_.calls().acl_chain : core_.calls().basic_auth_chain;
     if (chain.state() == CallbackChain::State::kUnknown) LookForChain(event, &chain);
     return chain.known() && !core_.calls().older_plugins.value_or(true) ? &chain : nullptr;
   }
@@ -353,7 +348,8 @@ class Decisions {
     if (!core_.calls().older_plugins) {
       core_.calls().older_plugins = true;  // until the files tell otherwise
       core_.calls().older_plugins = broker().AnyOlderPlugin(
-          OtherPlugins(ScopeOf(core_.settings().broker_config, core_.settings().own_path), core_.settings().own_path));
+          OtherPlugins(ScopeOf(core_.settings().broker_config, core_.settings().own_path),
+                       core_.settings().own_path));
     }
     chain->Found(broker().FindOwnCallback(event));
     const std::string name = event == kEventAclCheck ? "ACL_CHECK" : "BASIC_AUTH";
@@ -361,15 +357,17 @@ class Decisions {
       broker().Log(LogLevel::kWarning,
                    "mosquitto_connections: cannot read the broker's " + name +
                        " callbacks: this plugin defers to the other plugins the configuration "
-                       "names, and where none of them answers " + name +
-                       " the broker refuses (docs/how-it-works.md)");
+                       "names, and where none of them answers " +
+                       name + " the broker refuses (docs/how-it-works.md)");
     } else if (*core_.calls().older_plugins) {
-      std::string text = "mosquitto_connections: a plugin of the older interface "
-                         "(mosquitto_auth_*) answers " + name +
-                         " after every callback: this plugin defers to it";
+      std::string text =
+          "mosquitto_connections: a plugin of the older interface "
+          "(mosquitto_auth_*) answers " +
+          name + " after every callback: this plugin defers to it";
       if (event == kEventAclCheck && !broker().capabilities().acl_check) {
-        text += "; this broker does not export mosquitto_acl_check: a subscription or delivery "
-                "that plugin refuses is still listed and counted";
+        text +=
+            "; this broker does not export mosquitto_acl_check: a subscription or delivery "
+            "that plugin refuses is still listed and counted";
       }
       broker().Log(LogLevel::kNotice, text);
     } else {
@@ -417,8 +415,9 @@ class Decisions {
     *exact = broker().capabilities().acl_check;
     if (!broker().capabilities().acl_check) {
       if (core_.settings().acl_file == nullptr || data.access != kAclRead) return kBrokerSuccess;
-      return core_.settings().acl_file->Allows(IdOf(data.client), broker().ClientUsername(data.client),
-                                     data.topic, AclFile::kRead)
+      return core_.settings().acl_file->Allows(IdOf(data.client),
+                                               broker().ClientUsername(data.client), data.topic,
+                                               AclFile::kRead)
                  ? kBrokerSuccess
                  : kBrokerErrAclDenied;
     }
@@ -441,7 +440,8 @@ class Decisions {
     // connection_check_acl, 2.0.12 on: the client's unfinished QoS 2 PUBLISHes as WRITE, then
     // the messages queued or in flight to it as READ): they were counted when first queued,
     // and that CONNECT is not over yet, so none of them settles it.
-    if ((data.access == kAclRead || data.access == kAclWrite) && core_.connects().IsPending(data.client)) {
+    if ((data.access == kAclRead || data.access == kAclWrite) &&
+        core_.connects().IsPending(data.client)) {
       return;
     }
     if (data.access == kAclSubscribe) {
@@ -517,17 +517,17 @@ class Decisions {
     }
   }
 
-
   // Every ACL check but the fast paths of OnAclCheck.
   int AclCheckInFull(const AclCheckEvent& data) {
     // Strict mode answers before any other source is asked (this plugin's nested call
     // excepted: the outer call already decided).
-    if (data.access == kAclSubscribe && core_.options().kubemq_strict && !core_.calls().acl_check_nested &&
-        StrictRefusesSubscribe(data)) {
+    if (data.access == kAclSubscribe && core_.options().kubemq_strict &&
+        !core_.calls().acl_check_nested && StrictRefusesSubscribe(data)) {
       return kBrokerErrAclDenied;
     }
     // This plugin's own nested call (AskLaterAclSources): let the rest of the chain decide.
-    if (core_.calls().acl_check_nested && !core_.settings().decide_acl) return kBrokerErrPluginDefer;
+    if (core_.calls().acl_check_nested && !core_.settings().decide_acl)
+      return kBrokerErrPluginDefer;
     if (core_.settings().decide_acl || NoOtherAclCallback()) {
       // No other ACL source: the broker allows everything (mosquitto_acl_check()).
       try {
@@ -691,9 +691,7 @@ int EventDecisions::OnReload(BrokerCore& core) { return Decisions(core).OnReload
 void EventDecisions::Kick(BrokerCore& core, const KickCommand& command) {
   Decisions(core).Kick(command);
 }
-void EventDecisions::TickWork(BrokerCore& core, std::int64_t now) {
-  Decisions(core).TickWork(now);
-}
+void EventDecisions::TickWork(BrokerCore& core, std::int64_t now) { Decisions(core).TickWork(now); }
 void EventDecisions::SweepMessageCounts(BrokerCore& core, std::int64_t now) {
   Decisions(core).SweepMessageCounts(now);
 }

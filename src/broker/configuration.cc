@@ -29,10 +29,9 @@ void ReadAclFile(Broker& broker, BrokerSettings* state, const BrokerAuth& auth) 
   auto file = std::make_unique<AclFile>();
   const Status status = AclFile::Read(auth.acl_file_to_read, file.get());
   if (!status.ok()) {
-    broker.Log(
-        LogLevel::kWarning,
-        "mosquitto_connections: cannot read the acl_file to count deliveries exactly (" +
-            status.message() + "): a delivery it denies still counts as delivered");
+    broker.Log(LogLevel::kWarning,
+               "mosquitto_connections: cannot read the acl_file to count deliveries exactly (" +
+                   status.message() + "): a delivery it denies still counts as delivered");
     return;
   }
   state->acl_file = std::move(file);
@@ -123,8 +122,8 @@ void ApplyReloadedBrokerConfig(const Reload* reload, BrokerConfig config) {
 
 // An option a running plugin cannot change: the old value stays, and the log says so.
 template <typename T>
-void Keep(const Reload* state, const char* name, T PluginOptions::*option,
-          const std::string& why, PluginOptions* reloaded) {
+void Keep(const Reload* state, const char* name, T PluginOptions::*option, const std::string& why,
+          PluginOptions* reloaded) {
   const T& old_value = state->settings->options.*option;
   if (old_value == reloaded->*option) return;
   Log(state, LogLevel::kWarning, std::string("plugin_opt_") + name + " changed; keeping " + why);
@@ -135,8 +134,8 @@ void Keep(const Reload* state, const char* name, T PluginOptions::*option,
 // whether the registry's or the RPC tracker's options changed.
 bool ApplyOptions(const Reload* state, PluginOptions reloaded) {
   const PluginOptions& old = state->settings->options;
-  const std::string serving = "serving on " + ServingUrl(old, state->http_port) +
-                              " (restart the broker to move the API)";
+  const std::string serving =
+      "serving on " + ServingUrl(old, state->http_port) + " (restart the broker to move the API)";
   Keep(state, "http_port", &PluginOptions::http_port, serving, &reloaded);
   Keep(state, "http_bind", &PluginOptions::http_bind, serving, &reloaded);
   Keep(state, "node_id", &PluginOptions::node_id,
@@ -206,7 +205,8 @@ bool ApplyOptions(const Reload* state, PluginOptions reloaded) {
 bool ReloadConfiguration(Broker& broker, BrokerSettings* settings, int http_port) {
   const Reload reload{broker, settings, http_port};
   const Reload* state = &reload;
-  StatusOr<BrokerConfig> read = ReadUsableBrokerConfig(settings->config_path, broker.capabilities());
+  StatusOr<BrokerConfig> read =
+      ReadUsableBrokerConfig(settings->config_path, broker.capabilities());
   if (!read.ok()) {
     Log(state, LogLevel::kError,
         read.status().message() + "; keeping the configuration read before");

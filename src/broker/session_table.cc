@@ -382,8 +382,7 @@ bool SessionTable::EmitBridge(std::uint64_t seq, BridgeRole role) {
   return sink_->Emit(BridgeEvent{seq, role});
 }
 
-const SubscriptionList* SessionTable::OpenRecord(const void* client,
-                                                ConnectionEvent* event) const {
+const SubscriptionList* SessionTable::OpenRecord(const void* client, ConnectionEvent* event) const {
   const OpenEntry* const entry = open_.Find(client);
   if (entry == nullptr) return nullptr;
   *event = entry->connection->Event();

@@ -206,9 +206,10 @@ class SessionTable {
   const OfflineSession* ListedOffline(const std::string& id) const;
 
   // The client layout was verified (broker_layout.h): `role(client)` tells the bridge role of
-  // each open connection still unknown (ConnectSettlement asks it for the pending CONNECT). One kBridge of seq 0 says that the open connections still unknown are no bridges,
-  // then one kBridge per exception: each bridge found, and each one whose role could not be
-  // read (still unknown). Once per broker run: it visits every open connection.
+  // each open connection still unknown (ConnectSettlement asks it for the pending CONNECT). One
+  // kBridge of seq 0 says that the open connections still unknown are no bridges, then one kBridge
+  // per exception: each bridge found, and each one whose role could not be read (still unknown).
+  // Once per broker run: it visits every open connection.
   template <typename RoleOf>
   void ResolveBridges(RoleOf role) {
     std::vector<std::pair<std::uint64_t, BridgeRole>> exceptions;
@@ -313,7 +314,6 @@ class SessionTable {
   bool follow_unknown_expiry_ = false;
   std::vector<std::string> gone_ids_;  // EndGoneOffline's, kept for its capacity
   SubscriptionEvent subscription_;  // reused for every subscription emitted (its filter's capacity)
-
 };
 
 }  // namespace mqc

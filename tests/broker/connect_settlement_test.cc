@@ -175,7 +175,8 @@ TEST_F(ConnectSettlementTest, AResumedPersistentSessionKeepsItsSubscriptions) {
   connects_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
   EXPECT_EQ(table_.offline_count(), 1u);
   connects_.BeginConnect(b_, Facts("p", false), 3);
-  connects_.Disconnect(a_, true, CloseReason::kUnspecified, 3);  // the broker ends the offline client
+  connects_.Disconnect(a_, true, CloseReason::kUnspecified,
+                       3);  // the broker ends the offline client
   connects_.Settle();
   // Offline in between (listed), gone before the connection that resumes it is announced.
   EXPECT_THAT(sink_.lines,
@@ -317,7 +318,6 @@ TEST(ConnectSettlementRevokeTest, ARevokedConnectionIsCountedUnderItsOwnReason) 
   EXPECT_EQ(counters.disconnects[static_cast<int>(CloseReason::kClientDisconnect)].load(), 0u);
   EXPECT_EQ(table.open_count(), 0u);
 }
-
 
 }  // namespace
 }  // namespace mqc

@@ -131,6 +131,5 @@ TEST_F(ResyncWriterTest, FullStateReportsARefusingSink) {
   EXPECT_FALSE(resync_.active());  // abandoned: it starts again with a new generation
 }
 
-
 }  // namespace
 }  // namespace mqc

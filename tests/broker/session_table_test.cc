@@ -271,7 +271,7 @@ TEST_F(SessionTableTest, AnMqtt5SessionWhoseIntervalIsZeroEndsWithItsConnection)
 TEST_F(SessionTableTest, AFiniteIntervalIsListedWithItsTimeAndEndsWhenTheBrokerExpiresIt) {
   Open(a_, Facts("f", /*clean=*/false, 5), 1, {{"events/x", 1}});
   connects_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond + 250000000, -1,
-                    SessionExpiry::Interval(3));
+                       SessionExpiry::Interval(3));
   ASSERT_EQ(sink_.offline.size(), 1u);
   EXPECT_EQ(sink_.offline[0].expiry_time_ns, 103 * kSecond);
   EXPECT_EQ(table_.offline_count(), 1u);
@@ -285,7 +285,7 @@ TEST_F(SessionTableTest, AFiniteIntervalIsListedWithItsTimeAndEndsWhenTheBrokerE
   connects_.BeginConnect(b_, Facts("g", false, 5), 200 * kSecond);
   connects_.Settle();
   connects_.Disconnect(b_, true, CloseReason::kClientDisconnect, 200 * kSecond, -1,
-                    SessionExpiry::Interval(3));
+                       SessionExpiry::Interval(3));
   connects_.BeginConnect(c_, Facts("g", false, 5), 201 * kSecond);
   connects_.Disconnect(b_, true, CloseReason::kUnspecified, 201 * kSecond);  // the resume
   connects_.Settle();
@@ -300,10 +300,10 @@ TEST_F(SessionTableTest, PersistentClientExpirationCapsAKnownInterval) {
   table_.SetPersistentClientExpiration(60);
   Open(a_, Facts("long", /*clean=*/false, 5), 1);
   connects_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
-                    SessionExpiry::Interval(3600));
+                       SessionExpiry::Interval(3600));
   Open(b_, Facts("short", false, 5), 1);
   connects_.Disconnect(b_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
-                    SessionExpiry::Interval(10));
+                       SessionExpiry::Interval(10));
   ASSERT_EQ(sink_.offline.size(), 2u);
   EXPECT_EQ(sink_.offline[0].expiry_time_ns, 160 * kSecond);
   EXPECT_EQ(sink_.offline[1].expiry_time_ns, 110 * kSecond);
@@ -327,7 +327,7 @@ void ExpectListedWithNoTimeForGood(const RecordingSink& sink, SessionTable* tabl
 TEST_F(SessionTableTest, AnIntervalThatNeverExpiresHasNoTime) {
   Open(a_, Facts("n", /*clean=*/false, 5), 1);
   connects_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
-                    SessionExpiry::Interval(0xffffffff));
+                       SessionExpiry::Interval(0xffffffff));
   ExpectListedWithNoTimeForGood(sink_, &table_);
 }
 
@@ -336,7 +336,7 @@ TEST_F(SessionTableTest, AnIntervalThatNeverExpiresHasNoTime) {
 TEST_F(SessionTableTest, AnUnlistedMqtt5SessionIsForgottenWhenItExpires) {
   Open(a_, Facts("v5c", /*clean=*/true, 5), 1, {{"events/x", 1}});
   connects_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
-                    SessionExpiry::Interval(5));
+                       SessionExpiry::Interval(5));
   EXPECT_TRUE(sink_.offline.empty());
   EXPECT_EQ(table_.offline_count(), 1u);
   table_.ExpireOffline(106 * kSecond);
@@ -403,7 +403,7 @@ TEST_F(SessionTableTest, ANewConnectionsObjectIsAResumeNotAnExpiry) {
   EXPECT_EQ(table_.offline_count(), 1u);
   // Inside the CONNECT the broker disconnects the offline object (2.1: DISCONNECT, taken over).
   connects_.Disconnect(a_, true, CloseReason::kSessionTakenOver, 101 * kSecond, -1,
-                    SessionExpiry::Interval(0));
+                       SessionExpiry::Interval(0));
   connects_.Settle();
   table_.EndGoneOffline(4, [&](const std::string&) { return b_; });
   EXPECT_THAT(sink_.lines,
@@ -419,7 +419,7 @@ TEST_F(SessionTableTest, OnlyASessionOfUnknownExpiryIsFollowed) {
   table_.SetUnknownExpiryFollowed(true);
   Open(a_, Facts("known", /*clean=*/false, 5), 1);
   connects_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
-                    SessionExpiry::Interval(3));
+                       SessionExpiry::Interval(3));
   Open(b_, Facts("v311", /*clean=*/false, 4), 1);
   connects_.Disconnect(b_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1, Outlives());
   EXPECT_EQ(table_.offline_count(), 2u);
@@ -429,7 +429,8 @@ TEST_F(SessionTableTest, OnlyASessionOfUnknownExpiryIsFollowed) {
   ConnectSettlement unasked_connects(&unasked);
   unasked_connects.BeginConnect(c_, Facts("v5", /*clean=*/false, 5), 1);
   unasked_connects.Settle();
-  unasked_connects.Disconnect(c_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1, Outlives());
+  unasked_connects.Disconnect(c_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
+                              Outlives());
   EXPECT_EQ(unasked.offline_count(), 1u);
   EXPECT_EQ(unasked.unknown_expiry_count(), 0u);
 }
