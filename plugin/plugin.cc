@@ -142,19 +142,13 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
   state->core = std::move(core).value();
   if (!RegisterBrokerEvents(state.get())) return MOSQ_ERR_UNKNOWN;
 
-  BrokerCore* raw_core = state->core.get();
-  const auto pump = [raw_core] {
-    raw_core->link()->DrainCommands(
-        [](const LogCommand& command) { LogToBroker(command.level, command.text); }, nullptr,
-        [raw_core](BansCommand&& command) { raw_core->ApplyBans(std::move(command)); });
-  };
-  CompanionSupervisor& companion = *state->core->companion();
-  const Status started = companion.StartAndWait(kCompanionStartTimeoutMs, pump);
+  const Status started = state->core->StartCompanion(kCompanionStartTimeoutMs);
   if (!started.ok()) {
     LogError(started.message());
     UnregisterBrokerEvents(state.get());
     return MOSQ_ERR_UNKNOWN;
   }
+  const CompanionSupervisor& companion = *state->core->companion();
   // The versions come first: the line an operator greps for when asking what runs.
   LogToBroker(LogLevel::kNotice, std::string("mosquitto_connections: version ") + kPluginVersion +
                                      " on broker " + state->api.capabilities().version.Text() +
@@ -169,9 +163,7 @@ int Cleanup(void* userdata) {
   std::unique_ptr<PluginState> state(static_cast<PluginState*>(userdata));
   if (!state) return MOSQ_ERR_SUCCESS;
   UnregisterBrokerEvents(state.get());
-  state->core->companion()->Stop();
-  state->core->link()->DrainCommands(
-      [](const LogCommand& command) { LogToBroker(command.level, command.text); });
+  state->core->StopCompanion();
   return MOSQ_ERR_SUCCESS;
 }
 

@@ -150,6 +150,23 @@ void BrokerCore::SetUpPresence() {
                                       (presence.retained ? "state (retained)" : ""));
 }
 
+Status BrokerCore::StartCompanion(int timeout_ms) {
+  if (companion_ == nullptr) return InvalidArgument("no companion without a shared region");
+  const auto pump = [this] {
+    link_->DrainCommands(
+        [this](const LogCommand& command) { broker_->Log(command.level, command.text); }, nullptr,
+        [this](BansCommand&& command) { ApplyBans(std::move(command)); });
+  };
+  return companion_->StartAndWait(timeout_ms, pump);
+}
+
+void BrokerCore::StopCompanion() {
+  if (companion_ == nullptr) return;
+  companion_->Stop();
+  link_->DrainCommands(
+      [this](const LogCommand& command) { broker_->Log(command.level, command.text); });
+}
+
 void BrokerCore::Reload() {
   connects_.BeginReload();
   const int http_port = companion_ != nullptr ? companion_->http_port() : 0;

@@ -45,8 +45,7 @@ struct BrokerCoreSetup {
   std::string config_path;  // read again at every reload
   std::string own_path;     // this plugin's .so, to find its own plugin and options lines
   std::uint64_t uuid_seed = 0;
-  // The companion, supervised where there is a shared region (started by the caller:
-  // CompanionSupervisor::StartAndWait).
+  // The companion, supervised where there is a shared region (started by StartCompanion).
   std::string companion_path;
   std::vector<std::string> companion_arguments;
   CompanionSupervisor::Logger log;
@@ -126,6 +125,12 @@ class BrokerCore {
   bool IsPresenceDelivery(const char* topic) const {
     return presence_ != nullptr && topic[0] == '$' && presence_->IsPresenceTopic(topic);
   }
+
+  // Starts the companion and waits up to `timeout_ms` for it to serve, carrying out its log
+  // lines and ban lists meanwhile (CompanionSupervisor::StartAndWait). Needs the shared region.
+  Status StartCompanion(int timeout_ms);
+  // Stops the companion and logs what it still had to say (plugin cleanup).
+  void StopCompanion();
 
   // RELOAD (configuration.h: ReloadConfiguration): the settlement's reload window opens, the
   // configuration is read again, what changed is handed to the traffic meter and the
