@@ -65,7 +65,8 @@ static_assert(kPropertyResponseTopic == MQTT_PROP_RESPONSE_TOPIC &&
 
 using Events = BrokerEvents<MosquittoBroker>;
 
-Events EventsOf(void* userdata) { return Events(*static_cast<PluginState*>(userdata)); }
+// Every callback is registered with the broker core as its userdata.
+Events EventsOf(void* userdata) { return Events(*static_cast<BrokerCore*>(userdata)); }
 
 BrokerClient* ClientOf(mosquitto* client) { return reinterpret_cast<BrokerClient*>(client); }
 
@@ -138,9 +139,11 @@ void AskForTheNextTick21(mosquitto_evt_tick* tick) {
 }
 
 int OnTick(int /*event*/, void* event_data, void* userdata) {
-  auto* state = static_cast<PluginState*>(userdata);
-  if (state->api.api_2_1()) AskForTheNextTick21(static_cast<mosquitto_evt_tick*>(event_data));
-  return Events(*state).OnTick();
+  Events events = EventsOf(userdata);
+  if (events.broker().capabilities().api_2_1) {
+    AskForTheNextTick21(static_cast<mosquitto_evt_tick*>(event_data));
+  }
+  return events.OnTick();
 }
 
 struct EventHandler {
@@ -186,17 +189,13 @@ void LogToBroker(LogLevel level, const std::string& text) {
   mosquitto_log_printf(static_cast<int>(level), "%s", text.c_str());
 }
 
-void ApplyBans(PluginState* state, BansCommand&& command) {
-  Events(*state).ApplyBans(std::move(command));
-}
-
 bool RegisterBrokerEvents(PluginState* state) {
   const bool api_2_1 = state->api.api_2_1();
-  state->mosquitto.SetOwnCallbacks(OnBasicAuth, OnAclCheck, state);
-  for (const BrokerEventKind kind : WantedEvents(*state)) {
+  state->mosquitto.SetOwnCallbacks(OnBasicAuth, OnAclCheck, state->core.get());
+  for (const BrokerEventKind kind : WantedEvents(*state->core)) {
     const EventHandler handler = HandlerOf(kind, api_2_1);
     const int rc = mosquitto_callback_register(state->identifier, handler.event, handler.callback,
-                                               nullptr, state);
+                                               nullptr, state->core.get());
     if (rc != MOSQ_ERR_SUCCESS) {
       LogToBroker(LogLevel::kError, std::string("mosquitto_connections: cannot register for ") +
                                         handler.name + ": " + state->api.ErrorText(rc));

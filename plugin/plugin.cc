@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "broker/broker_layout.h"
-#include "link/clock.h"
+#include "broker/broker_core.h"
+#include "broker/configuration.h"
 #include "link/companion_arguments.h"
 #include "link/version.h"
 #include "plugin_state.h"
@@ -71,66 +71,35 @@ std::string Directory(const std::string& path) {
   return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
 }
 
-// Reads the broker's configuration file to learn what the plugin API does not tell.
-bool ApplyBrokerConfig(PluginState* state, const std::string& own_path) {
-  const std::string config_path = ConfigPathFromArguments(ProcessArguments());
-  if (config_path.empty()) {
-    LogError("cannot find the broker's configuration file on its command line (-c)");
-    return false;
+// What the broker core is built from, besides the options: the broker's configuration file
+// (found on the broker's command line, read to learn what the plugin API does not tell), this
+// plugin's path, and the companion's command line. The error says what was wrong.
+StatusOr<BrokerCoreSetup> CoreSetup(const BrokerApi& api, const PluginOptions& options,
+                                    const OptionPairs& pairs) {
+  BrokerCoreSetup setup;
+  setup.config_path = ConfigPathFromArguments(ProcessArguments());
+  if (setup.config_path.empty()) {
+    return InvalidArgument("cannot find the broker's configuration file on its command line (-c)");
   }
-  StatusOr<BrokerConfig> read = ReadBrokerConfig(config_path);
-  if (!read.ok()) {
-    LogError(read.status().message());
-    return false;
-  }
-  const BrokerConfig config = std::move(read).value();
-  if (config.per_listener_settings &&
-      !state->api.capabilities().SendsTickWithPerListenerSettings()) {
-    LogError(PerListenerSettingsRefusal(state->api.capabilities()));
-    return false;
-  }
-  state->broker_config = config;
-  state->config_path = config_path;
-  state->own_path = own_path;
-  ApplyAuthDecisions(state, config);
-  const BrokerConfig scoped = ScopeOf(config, own_path);
-  if (!scoped.plugins.empty() && !own_path.empty() &&
-      !IsSameFile(scoped.plugins.front(), own_path)) {
-    LogToBroker(LogLevel::kWarning,
-                "mosquitto_connections: load this plugin before the other plugins: a plugin "
-                "loaded earlier that decides authentication or ACLs hides connections and "
-                "subscriptions from it");
-  }
-  return true;
-}
-
-// The sessions the broker restored from its persistence file: the broker reads mosquitto.db
-// (db__open) before it loads plugins, so the file on disk now is the one it restored from.
-// Read once, here, before the first client. A file that cannot be read is one warning and no
-// session from it; the broker runs on, and those sessions show from their next connection.
-void RestorePersistedSessions(PluginState* state) {
-  const std::string path = state->broker_config.PersistenceFilePath();
-  if (path.empty()) return;
-  PersistenceLimits limits;
-  limits.max_sessions = SessionTable::kMaxOfflineSessions;
-  const std::int64_t started = MonotonicNs();
-  const StatusOr<PersistenceFile> file = ReadPersistenceFile(path, limits);
-  if (!file.ok()) {
-    LogToBroker(LogLevel::kWarning,
-                "mosquitto_connections: the broker's persistence file is not used, its sessions "
-                "are listed from their next connection on: " +
-                    file.status().message());
-    return;
-  }
-  if (file->missing) return;
-  const std::vector<PersistedSession>& sessions = file->sessions;
-  std::size_t subscriptions = 0;
-  for (const auto& session : sessions) subscriptions += session.subscriptions.size();
-  state->sessions->RestoreOffline(sessions, NowNs());
-  LogToBroker(LogLevel::kNotice, "mosquitto_connections: " + std::to_string(sessions.size()) +
-                                     " persistent sessions with " + std::to_string(subscriptions) +
-                                     " subscriptions read from " + path + " in " +
-                                     std::to_string((MonotonicNs() - started) / 1000000) + " ms");
+  StatusOr<BrokerConfig> config = ReadUsableBrokerConfig(setup.config_path, api.capabilities());
+  if (!config.ok()) return config.status();
+  setup.broker_config = std::move(config).value();
+  setup.own_path = OwnPath();
+  std::random_device seed;
+  setup.uuid_seed = (std::uint64_t{seed()} << 32) | seed();
+  setup.companion_path = options.companion_path.empty()
+                             ? Directory(setup.own_path) + "/" + kCompanionName
+                             : options.companion_path;
+  CompanionArguments arguments;
+  arguments.shared_fd = kCompanionSharedFd;
+  arguments.broker_pid = getpid();
+  arguments.broker_config = setup.config_path;
+  // For mosquitto_connections_build_info: the companion cannot read the broker's binary.
+  arguments.broker_version = api.capabilities().version.Text();
+  arguments.options = pairs;
+  setup.companion_arguments = WriteCompanionArguments(arguments);
+  setup.log = LogToBroker;
+  return setup;
 }
 
 }  // namespace
@@ -153,81 +122,39 @@ int Init(mosquitto_plugin_id_t* identifier, void** userdata, mosquitto_opt* opti
     LogError(parsed.status().message());
     return MOSQ_ERR_INVAL;
   }
-  state->options = std::move(parsed).value();
-  const std::string own_path = OwnPath();
-  if (!ApplyBrokerConfig(state.get(), own_path)) return MOSQ_ERR_INVAL;
-  // Fixed at start: the callbacks are registered once (a reload adds no plugin before this one).
-  state->watch_acl_21 = state->api.api_2_1() && state->decide_acl;
-
+  StatusOr<BrokerCoreSetup> setup = CoreSetup(state->api, *parsed, pairs);
+  if (!setup.ok()) {
+    LogError(setup.status().message());
+    return MOSQ_ERR_INVAL;
+  }
   StatusOr<std::unique_ptr<SharedRegion>> region = SharedRegion::Create(SharedRegionSizes{});
   if (!region.ok()) {
     LogError("cannot create the shared memory: " + region.status().message());
     return MOSQ_ERR_NOMEM;
   }
-  state->region = std::move(region).value();
-  state->link = std::make_unique<BrokerLink>(state->region.get());
-  LogToBroker(LogLevel::kNotice, state->api.capabilities().Describe(UnreadAclSource(*state)));
-  if (state->options.kubemq_strict) {
-    LogToBroker(LogLevel::kNotice,
-                "mosquitto_connections: KubeMQ strict mode: SUBSCRIBEs and PUBLISHes that "
-                "KubeMQ's MQTT side would refuse are refused (docs/topic-mapping.md)");
+  StatusOr<std::unique_ptr<BrokerCore>> core =
+      BrokerCore::Create(&state->mosquitto, std::move(parsed).value(), std::move(setup).value(),
+                         std::move(region).value());
+  if (!core.ok()) {
+    LogError(core.status().message());
+    return MOSQ_ERR_INVAL;
   }
-  std::random_device seed;
-  state->sessions = std::make_unique<SessionTable>(
-      state->link.get(), (std::uint64_t{seed()} << 32) | seed(), state->region->stats(),
-      state->region->header()->stats_slots, &state->region->header()->counters);
-  state->sessions->SetConnectsConfirmed(state->api.api_2_1());
-  state->sessions->SetUnknownExpiryFollowed(state->api.capabilities().client_lookup);
-  state->sessions->SetPersistentClientExpiration(
-      state->broker_config.persistent_client_expiration_s);
-  RestorePersistedSessions(state.get());
-  SetUpPresence(state.get());
-  state->traffic =
-      std::make_unique<TrafficMeter>(&state->region->header()->counters,
-                                     state->options.default_pattern, RpcOptionsOf(state->options));
-
-  state->bans = std::make_unique<BanGate>(&state->region->header()->counters);
-  state->layout = std::make_unique<BrokerLayoutVerifier>(
-      BrokerLayoutCandidates(state->api.capabilities().version), state->api.capabilities().version);
-  if (state->options.client_layout) {
-    state->layout->Start(state->mosquitto);
-  } else {
-    state->layout->TurnOff(state->mosquitto, "plugin_opt_client_layout off");
-  }
-
-  const std::string companion = state->options.companion_path.empty()
-                                    ? Directory(own_path) + "/" + kCompanionName
-                                    : state->options.companion_path;
-  CompanionArguments arguments;
-  arguments.shared_fd = kCompanionSharedFd;
-  arguments.broker_pid = getpid();
-  arguments.broker_config = state->config_path;
-  // For mosquitto_connections_build_info: the companion cannot read the broker's binary.
-  arguments.broker_version = state->api.capabilities().version.Text();
-  arguments.options = pairs;
-  state->companion = std::make_unique<CompanionSupervisor>(
-      state->region.get(), companion, WriteCompanionArguments(arguments), LogToBroker);
-
+  state->core = std::move(core).value();
   if (!RegisterBrokerEvents(state.get())) return MOSQ_ERR_UNKNOWN;
-  BrokerLink* link = state->link.get();
-  PluginState* raw_state = state.get();
-  const auto pump = [link, raw_state] {
-    link->DrainCommands(
-        [](const LogCommand& command) { LogToBroker(command.level, command.text); }, nullptr,
-        [raw_state](BansCommand&& command) { ApplyBans(raw_state, std::move(command)); });
-  };
-  const Status started = state->companion->StartAndWait(kCompanionStartTimeoutMs, pump);
+
+  const Status started = state->core->StartCompanion(kCompanionStartTimeoutMs);
   if (!started.ok()) {
     LogError(started.message());
     UnregisterBrokerEvents(state.get());
     return MOSQ_ERR_UNKNOWN;
   }
+  const CompanionSupervisor& companion = *state->core->companion();
   // The versions come first: the line an operator greps for when asking what runs.
-  LogToBroker(LogLevel::kNotice,
-              std::string("mosquitto_connections: version ") + kPluginVersion + " on broker " +
-                  state->api.capabilities().version.Text() + ", serving on " +
-                  ServingUrl(state->options, state->companion->http_port()) + " (companion pid " +
-                  std::to_string(state->companion->pid()) + ")");
+  LogToBroker(LogLevel::kNotice, std::string("mosquitto_connections: version ") + kPluginVersion +
+                                     " on broker " + state->api.capabilities().version.Text() +
+                                     ", serving on " +
+                                     ServingUrl(state->core->options(), companion.http_port()) +
+                                     " (companion pid " + std::to_string(companion.pid()) + ")");
   *userdata = state.release();
   return MOSQ_ERR_SUCCESS;
 }
@@ -236,9 +163,7 @@ int Cleanup(void* userdata) {
   std::unique_ptr<PluginState> state(static_cast<PluginState*>(userdata));
   if (!state) return MOSQ_ERR_SUCCESS;
   UnregisterBrokerEvents(state.get());
-  state->companion->Stop();
-  state->link->DrainCommands(
-      [](const LogCommand& command) { LogToBroker(command.level, command.text); });
+  state->core->StopCompanion();
   return MOSQ_ERR_SUCCESS;
 }
 

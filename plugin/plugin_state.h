@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/broker_core.h"
 #include "broker/broker_events.h"
 #include "broker_api.h"
 #include "client_reader.h"
@@ -18,16 +19,17 @@ struct mosquitto_plugin_id_t;
 
 namespace mqc {
 
-// BrokerEventsState (broker/broker_events.h) holds everything the decisions touch, in the order
-// it is torn down in; what only the entry points need is added here.
-struct PluginState : BrokerEventsState {
-  PluginState() { broker = &mosquitto; }
+// The broker core (broker/broker_core.h) holds everything the decisions touch; what only the
+// entry points need is added here. The callbacks get the core as their userdata.
+struct PluginState {
+  PluginState() = default;
   PluginState(const PluginState&) = delete;
   PluginState& operator=(const PluginState&) = delete;
 
   mosquitto_plugin_id_t* identifier = nullptr;
   BrokerApi api;                    // the broker's plugin API (2.0 or 2.1) and the names it exports
-  MosquittoBroker mosquitto{&api};  // the decisions' Broker (BrokerEventsState::broker)
+  MosquittoBroker mosquitto{&api};  // the decisions' Broker (BrokerCore::broker)
+  std::unique_ptr<BrokerCore> core;
 
   std::vector<BrokerEventKind> registered_events;  // in the order they were registered
 };
@@ -36,7 +38,5 @@ struct PluginState : BrokerEventsState {
 bool RegisterBrokerEvents(PluginState* state);
 void UnregisterBrokerEvents(PluginState* state);
 void LogToBroker(LogLevel level, const std::string& text);
-// Puts a ban list from the companion in force (at TICK, and while the companion starts).
-void ApplyBans(PluginState* state, BansCommand&& command);
 
 }  // namespace mqc

@@ -8,7 +8,6 @@
 
 #include "broker/acl_file.h"
 #include "broker/auth_decisions.h"
-#include "broker/broker_events.h"
 #include "link/host_names.h"
 
 namespace mqc {
@@ -24,16 +23,15 @@ namespace {
 
 // The acl_file the plugin reads itself, where DecideAuth says so (broker/auth_decisions.h).
 // Read again at every reload, as the broker does.
-void ReadAclFile(BrokerEventsState* state, const BrokerAuth& auth) {
+void ReadAclFile(Broker& broker, BrokerSettings* state, const BrokerAuth& auth) {
   state->acl_file.reset();
   if (!auth.read_acl_file) return;
   auto file = std::make_unique<AclFile>();
   const Status status = AclFile::Read(auth.acl_file_to_read, file.get());
   if (!status.ok()) {
-    state->broker->Log(
-        LogLevel::kWarning,
-        "mosquitto_connections: cannot read the acl_file to count deliveries exactly (" +
-            status.message() + "): a delivery it denies still counts as delivered");
+    broker.Log(LogLevel::kWarning,
+               "mosquitto_connections: cannot read the acl_file to count deliveries exactly (" +
+                   status.message() + "): a delivery it denies still counts as delivered");
     return;
   }
   state->acl_file = std::move(file);
@@ -41,9 +39,9 @@ void ReadAclFile(BrokerEventsState* state, const BrokerAuth& auth) {
 
 }  // namespace
 
-bool ApplyAuthDecisions(BrokerEventsState* state, const BrokerConfig& config) {
-  const BrokerAuth auth = DecideAuth(config, state->own_path, state->broker->capabilities());
-  ReadAclFile(state, auth);
+bool ApplyAuthDecisions(Broker& broker, BrokerSettings* state, const BrokerConfig& config) {
+  const BrokerAuth auth = DecideAuth(config, state->own_path, broker.capabilities());
+  ReadAclFile(broker, state, auth);
   const AuthDecisions& decisions = auth.decisions;
   const AuthDecisions before{state->decide_basic_auth, state->allow_anonymous, state->decide_acl};
   state->decide_basic_auth = decisions.decide_basic_auth;
@@ -59,6 +57,22 @@ RpcTracker::Options RpcOptionsOf(const PluginOptions& options) {
   return rpc;
 }
 
+StatusOr<BrokerConfig> ReadUsableBrokerConfig(const std::string& path,
+                                              const BrokerCapabilities& capabilities) {
+  StatusOr<BrokerConfig> read = ReadBrokerConfig(path);
+  if (!read.ok()) return read;
+  if (read->per_listener_settings && !capabilities.SendsTickWithPerListenerSettings()) {
+    return InvalidArgument(PerListenerSettingsRefusal(capabilities));
+  }
+  return read;
+}
+
+OptionPairs CompanionOverrides(const PluginOptions& options) {
+  return {{"default_pattern", std::string(DefaultPatternName(options.default_pattern))},
+          {"closed_max", std::to_string(options.closed_max)},
+          {"closed_ttl", std::to_string(options.closed_ttl_s)}};
+}
+
 std::string ServingUrl(const PluginOptions& options, int port) {
   const char* scheme = options.http_tls_cert.empty() ? "http://" : "https://";
   return scheme + HostPort(options.http_bind, port);
@@ -68,8 +82,15 @@ namespace {
 
 constexpr char kPrefix[] = "mosquitto_connections: reload: ";
 
-void Log(BrokerEventsState* state, LogLevel level, const std::string& text) {
-  state->broker->Log(level, kPrefix + text);
+// What a reload works on.
+struct Reload {
+  Broker& broker;
+  BrokerSettings* settings;
+  int http_port;
+};
+
+void Log(const Reload* state, LogLevel level, const std::string& text) {
+  state->broker.Log(level, kPrefix + text);
 }
 
 const char* YesNo(bool value) { return value ? "yes" : "no"; }
@@ -78,7 +99,8 @@ const char* YesNo(bool value) { return value ? "yes" : "no"; }
 // password_file or acl_file added by the reload (and drops a removed one) right after RELOAD.
 // It does not read listener or plugin lines again (src/conf.c skips them on reload) and keeps
 // the local-only mode it started in: so the plugin keeps those from before.
-void ApplyReloadedBrokerConfig(BrokerEventsState* state, BrokerConfig config) {
+void ApplyReloadedBrokerConfig(const Reload* reload, BrokerConfig config) {
+  BrokerSettings* state = reload->settings;
   config.listeners = state->broker_config.listeners;
   config.local_only = state->broker_config.local_only;
   config.plugins = state->broker_config.plugins;
@@ -89,8 +111,8 @@ void ApplyReloadedBrokerConfig(BrokerEventsState* state, BrokerConfig config) {
        ++i) {
     config.listener_security[i].plugins = state->broker_config.listener_security[i].plugins;
   }
-  if (ApplyAuthDecisions(state, config) && !state->broker->api_2_1()) {
-    Log(state, LogLevel::kNotice,
+  if (ApplyAuthDecisions(reload->broker, state, config) && !reload->broker.api_2_1()) {
+    Log(reload, LogLevel::kNotice,
         std::string("the plugin now decides authentication: ") + YesNo(state->decide_basic_auth) +
             ", ACLs: " + YesNo(state->decide_acl) + "; allow_anonymous " +
             (state->allow_anonymous ? "true" : "false"));
@@ -100,19 +122,20 @@ void ApplyReloadedBrokerConfig(BrokerEventsState* state, BrokerConfig config) {
 
 // An option a running plugin cannot change: the old value stays, and the log says so.
 template <typename T>
-void Keep(BrokerEventsState* state, const char* name, T PluginOptions::*option,
-          const std::string& why, PluginOptions* reloaded) {
-  const T& old_value = state->options.*option;
+void Keep(const Reload* state, const char* name, T PluginOptions::*option, const std::string& why,
+          PluginOptions* reloaded) {
+  const T& old_value = state->settings->options.*option;
   if (old_value == reloaded->*option) return;
   Log(state, LogLevel::kWarning, std::string("plugin_opt_") + name + " changed; keeping " + why);
   reloaded->*option = old_value;
 }
 
-// Applies the options that can change at run time; keeps the others with a warning.
-void ApplyOptions(BrokerEventsState* state, PluginOptions reloaded) {
-  const PluginOptions& old = state->options;
-  const std::string serving = "serving on " + ServingUrl(old, state->companion->http_port()) +
-                              " (restart the broker to move the API)";
+// Applies the options that can change at run time; keeps the others with a warning. Returns
+// whether the registry's or the RPC tracker's options changed.
+bool ApplyOptions(const Reload* state, PluginOptions reloaded) {
+  const PluginOptions& old = state->settings->options;
+  const std::string serving =
+      "serving on " + ServingUrl(old, state->http_port) + " (restart the broker to move the API)";
   Keep(state, "http_port", &PluginOptions::http_port, serving, &reloaded);
   Keep(state, "http_bind", &PluginOptions::http_bind, serving, &reloaded);
   Keep(state, "node_id", &PluginOptions::node_id,
@@ -153,7 +176,7 @@ void ApplyOptions(BrokerEventsState* state, PluginOptions reloaded) {
        std::to_string(old.activity_interval_s) + " until the broker restarts", &reloaded);
   // The companion reads the token files again when it gets the settings record, sent at every
   // reload (the tokens themselves never pass through the broker).
-  state->settings_pending = true;
+  state->settings->settings_pending = true;
 
   std::vector<std::string> changes;
   if (reloaded.default_pattern != old.default_pattern) {
@@ -172,54 +195,45 @@ void ApplyOptions(BrokerEventsState* state, PluginOptions reloaded) {
   if (reloaded.rpc_max_pending != old.rpc_max_pending) {
     changes.push_back("rpc_max_pending " + std::to_string(reloaded.rpc_max_pending));
   }
-  if (changes.empty()) return;
+  if (changes.empty()) return false;
 
-  state->traffic->SetOptions(reloaded.default_pattern, RpcOptionsOf(reloaded));
   // The running companion learns its part through the events ring (at the next TICK, where a
-  // full ring is retried); a restarted one from its arguments.
-  state->settings_pending = true;
-  state->companion->SetOptionOverrides(
-      {{"default_pattern", std::string(DefaultPatternName(reloaded.default_pattern))},
-       {"closed_max", std::to_string(reloaded.closed_max)},
-       {"closed_ttl", std::to_string(reloaded.closed_ttl_s)}});
-  state->options = reloaded;
+  // full ring is retried); a restarted one from its arguments (CompanionOverrides).
+  state->settings->options = reloaded;
   std::string text = "applied";
   for (const auto& change : changes) text += " " + change + ",";
   text.pop_back();
   Log(state, LogLevel::kNotice, text);
+  return true;
 }
 
 }  // namespace
 
-void ReloadConfiguration(BrokerEventsState* state) {
-  StatusOr<BrokerConfig> read = ReadBrokerConfig(state->config_path);
+bool ReloadConfiguration(Broker& broker, BrokerSettings* settings, int http_port) {
+  const Reload reload{broker, settings, http_port};
+  const Reload* state = &reload;
+  StatusOr<BrokerConfig> read =
+      ReadUsableBrokerConfig(settings->config_path, broker.capabilities());
   if (!read.ok()) {
     Log(state, LogLevel::kError,
         read.status().message() + "; keeping the configuration read before");
-    return;
+    return false;
   }
   const BrokerConfig config = std::move(read).value();
-  if (config.per_listener_settings &&
-      !state->broker->capabilities().SendsTickWithPerListenerSettings()) {
-    Log(state, LogLevel::kError,
-        PerListenerSettingsRefusal(state->broker->capabilities()) +
-            "; keeping the configuration read before");
-    return;
-  }
   ApplyReloadedBrokerConfig(state, config);
 
-  const auto* pairs = OptionsOfPlugin(config, state->own_path);
+  const auto* pairs = OptionsOfPlugin(config, settings->own_path);
   if (pairs == nullptr) {
     Log(state, LogLevel::kWarning,
         "no plugin line names this plugin any more; keeping its options");
-    return;
+    return false;
   }
   const StatusOr<PluginOptions> reloaded = ParsePluginOptions(*pairs);
   if (!reloaded.ok()) {
     Log(state, LogLevel::kError, reloaded.status().message() + "; keeping every option as it was");
-    return;
+    return false;
   }
-  ApplyOptions(state, *reloaded);
+  return ApplyOptions(state, *reloaded);
 }
 
 }  // namespace mqc

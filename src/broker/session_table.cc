@@ -104,19 +104,6 @@ SessionTable::SessionTable(EventSink* sink, std::uint64_t uuid_seed, ConnectionS
                            std::size_t stats_count, BrokerCounters* counters)
     : sink_(sink), counters_(counters), stats_(stats, stats_count), random_(uuid_seed) {}
 
-void SessionTable::BeginConnect(const void* client, ClientFacts facts, std::int64_t now_ns) {
-  Settle();
-  if (!facts.has_socket) return;
-  pending_ = Pending{client, std::move(facts), now_ns, false};
-}
-
-bool SessionTable::IsRecheck(const void* client, bool has_socket) {
-  if (IsPending(client)) return true;  // its CONNECT is still being handled
-  if (open_.Find(client) == nullptr && has_socket) return false;
-  Settle();
-  return true;
-}
-
 Uuid SessionTable::NewUuid() {
   Uuid uid{};
   const std::uint64_t high = random_();
@@ -152,18 +139,16 @@ ConnectionEvent SessionTable::MakeEvent(const ClientFacts& facts, std::int64_t n
   return event;
 }
 
-void SessionTable::Accept() {
-  Pending pending = std::move(*pending_);
-  pending_.reset();
-  ConnectionEvent event = MakeEvent(pending.facts, pending.begin_ns);
-  event.auth_state =
-      pending.facts.mechanism == AuthMechanism::kAnonymous || !pending.facts.credentials_checked
-          ? AuthState::kUnauthenticated
-          : AuthState::kSuccess;
+void SessionTable::Open(const void* client, const ClientFacts& facts, std::int64_t begin_ns,
+                        bool resumes_session) {
+  ConnectionEvent event = MakeEvent(facts, begin_ns);
+  event.auth_state = facts.mechanism == AuthMechanism::kAnonymous || !facts.credentials_checked
+                         ? AuthState::kUnauthenticated
+                         : AuthState::kSuccess;
   event.stats_slot = stats_.Take(event.seq);
   OpenConnection connection(event);
-  if (std::optional<OfflineSession> offline = offline_.Take(pending.facts.client_id)) {
-    if (!pending.facts.clean_session && pending.resumes_session) {
+  if (std::optional<OfflineSession> offline = offline_.Take(facts.client_id)) {
+    if (!facts.clean_session && resumes_session) {
       connection.subscriptions = std::move(offline->subscriptions);
     }
     EmitOfflineEnd(*offline);  // announced gone before the connection that replaces it
@@ -176,56 +161,36 @@ void SessionTable::Accept() {
   ConnectionStatsSlot* const stats = stats_.At(connection.stats_slot);
   auto owned = std::make_unique<OpenConnection>(std::move(connection));
   if (observer_ != nullptr) observer_->Opened(owned->Observed());
-  open_.Insert(pending.client, OpenEntry{stats, std::move(owned)});
+  open_.Insert(client, OpenEntry{stats, std::move(owned)});
 }
 
-void SessionTable::Refuse(std::int64_t now_ns) {
-  ConnectionEvent refused = MakeEvent(pending_->facts, pending_->begin_ns);
+void SessionTable::RecordRefused(const ClientFacts& facts, std::int64_t begin_ns,
+                                 std::int64_t now_ns) {
+  ConnectionEvent refused = MakeEvent(facts, begin_ns);
   refused.auth_state = AuthState::kFailure;
   refused.close_time_ns = now_ns;
   refused.close_reason = CloseReason::kAuthenticationFailed;
-  pending_.reset();
   if (counters_ != nullptr) Bump(counters_->connects_refused);
   EmitConnection(refused);
 }
 
-void SessionTable::Disconnect(const void* client, bool has_client_id, CloseReason reason,
-                              std::int64_t now_ns, std::int64_t idle_ns, SessionExpiry expiry) {
-  if (held_client_ != nullptr) ResolveHeld(/*disconnecting=*/held_client_ == client);
-  if (pending_ && pending_->client == client) {
-    if (!has_client_id) {
-      Refuse(now_ns);
-      return;
-    }
-    Accept();  // accepted, and gone again before any other callback
-  }
-  // A pending CONNECT stays pending: when this DISCONNECT is its takeover of the old client,
-  // the broker re-checks the resumed session's queued messages next, and those checks must
-  // still be recognised as happening inside that CONNECT (IsPending).
-  CloseOpen(client, reason, now_ns, idle_ns, expiry);
-}
-
-void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_t now_ns,
-                             std::int64_t idle_ns, SessionExpiry expiry) {
+bool SessionTable::Close(const void* client, CloseReason reason, std::int64_t now_ns,
+                         std::int64_t idle_ns, SessionExpiry expiry,
+                         const std::string* connecting_id, bool reloading) {
   OpenEntry* const entry = open_.Find(client);
   if (entry == nullptr) {
-    // The offline client object of a session that a pending CONNECT resumes.
-    if (pending_) {
-      const OfflineSession* offline = offline_.Find(pending_->facts.client_id);
-      // A session restored from the persistence file has no known client object yet: the
-      // broker disconnects that session's object inside this CONNECT, and no other.
-      if (offline != nullptr && (offline->client == client || offline->client == nullptr)) {
-        pending_->resumes_session = true;
-      }
-    }
-    return;
+    // The offline client object of a session that the CONNECT being handled resumes.
+    if (connecting_id == nullptr) return false;
+    const OfflineSession* offline = offline_.Find(*connecting_id);
+    // A session restored from the persistence file has no known client object yet: the
+    // broker disconnects that session's object inside this CONNECT, and no other.
+    return offline != nullptr && (offline->client == client || offline->client == nullptr);
   }
   OpenConnection& connection = *entry->connection;
-  const bool taken_over = pending_ && pending_->facts.client_id == connection.client_id();
+  const bool taken_over = connecting_id != nullptr && *connecting_id == connection.client_id();
   if (taken_over) {
     reason = CloseReason::kSessionTakenOver;
-    pending_->resumes_session = true;
-  } else if (reloading_) {
+  } else if (reloading) {
     reason = CloseReason::kAccessRevoked;
   }
   CloseEvent close;
@@ -251,17 +216,17 @@ void SessionTable::CloseOpen(const void* client, CloseReason reason, std::int64_
     }
     observer_->Closed(connection.Observed(), reason, now_ns, after);
   }
-  if (keep) KeepOffline(connection, client, now_ns, expiry);
+  if (keep) KeepOffline(connection, client, now_ns, expiry, taken_over);
   open_.Erase(client);
+  return taken_over;
 }
 
 void SessionTable::KeepOffline(const OpenConnection& connection, const void* client,
-                               std::int64_t now_ns, SessionExpiry expiry) {
+                               std::int64_t now_ns, SessionExpiry expiry, bool taken_over) {
   OfflineSession session;
   session.client = client;
   session.subscriptions = connection.subscriptions;
   // A takeover's old connection: its session passes to the new one at once, not offline.
-  const bool taken_over = pending_ && pending_->facts.client_id == connection.client_id();
   if (AskedForSession(connection) && !taken_over) {
     session.event.seq = ++next_seq_;
     session.event.uid = NewUuid();
@@ -361,56 +326,23 @@ bool SessionTable::EmitOffline(const OfflineSession& session) {
   return ok;
 }
 
-void SessionTable::Subscribe(const void* client, std::string_view filter, std::uint8_t qos,
-                             bool may_be_recheck) {
+void SessionTable::Subscribe(const void* client, std::string_view filter, std::uint8_t qos) {
   OpenEntry* const entry = open_.Find(client);
   if (entry == nullptr) return;
   OpenConnection& connection = *entry->connection;
-  std::uint8_t held_qos = 0;
-  if (may_be_recheck && qos == 0 && connection.subscriptions.Get(filter, &held_qos) &&
-      held_qos > 0) {
-    Hold(client, filter, /*denied=*/false);
-    return;
-  }
   if (!connection.subscriptions.Set(filter, qos)) return;
   EmitSubscription(EventType::kSubscribe, connection.seq, filter, qos);
 }
 
-void SessionTable::SubscribeDenied(const void* client, std::string_view filter) {
+bool SessionTable::SubscribedQos(const void* client, std::string_view filter,
+                                 std::uint8_t* qos) const {
   const OpenEntry* const entry = open_.Find(client);
-  std::uint8_t qos = 0;
-  if (entry == nullptr || !entry->connection->subscriptions.Get(filter, &qos)) return;
-  Hold(client, filter, /*denied=*/true);
+  return entry != nullptr && entry->connection->subscriptions.Get(filter, qos);
 }
 
 bool SessionTable::HoldsSubscription(const void* client, std::string_view filter) const {
-  const OpenEntry* const entry = open_.Find(client);
   std::uint8_t qos = 0;
-  return entry != nullptr && entry->connection->subscriptions.Get(filter, &qos);
-}
-
-void SessionTable::Hold(const void* client, std::string_view filter, bool denied) {
-  if (held_client_ != nullptr && held_client_ != client) ResolveHeld(/*disconnecting=*/false);
-  held_client_ = client;
-  held_.push_back(HeldCheck{std::string(filter), denied});
-}
-
-void SessionTable::ResolveHeld(bool disconnecting) {
-  const void* const client = held_client_;
-  std::vector<HeldCheck> held;
-  held.swap(held_);
-  held_client_ = nullptr;
-  for (const HeldCheck& check : held) {
-    // A kick removes what was denied and keeps the rest; a real SUBSCRIBE is the other way
-    // round (a denied one leaves the existing subscription as it was).
-    if (check.denied == disconnecting) {
-      if (check.denied) {
-        Unsubscribe(client, check.filter);
-      } else {
-        Subscribe(client, check.filter, 0, /*may_be_recheck=*/false);
-      }
-    }
-  }
+  return SubscribedQos(client, filter, &qos);
 }
 
 void SessionTable::Unsubscribe(const void* client, std::string_view filter) {
@@ -450,66 +382,16 @@ bool SessionTable::EmitBridge(std::uint64_t seq, BridgeRole role) {
   return sink_->Emit(BridgeEvent{seq, role});
 }
 
-bool SessionTable::BeginFullState(std::uint64_t generation) {
-  resync_active_ = false;
-  if (!sink_->Emit(EventType::kResyncBegin, ResyncEvent{generation})) return false;
-  resync_generation_ = generation;
-  resync_queue_.clear();
-  resync_queue_.reserve(open_.size());
-  open_.ForEach([this](const void* client, OpenEntry&) { resync_queue_.push_back(client); });
-  resync_next_ = 0;
-  resync_offline_queue_.clear();
-  offline_.ForEach([this](const std::string& id, const OfflineSession& session) {
-    if (session.event.seq != 0) resync_offline_queue_.push_back(id);
-  });
-  resync_offline_next_ = 0;
-  resync_active_ = true;
-  return true;
-}
-
-template <typename Head>
-bool SessionTable::EmitWhole(const Head& head, const SubscriptionList& subscriptions) {
-  if (!sink_->Fits(head, subscriptions)) return false;
-  bool ok = sink_->Emit(head);
-  subscriptions.ForEach([&](const SubscriptionList::Entry& entry) {
-    ok = ok && EmitSubscription(EventType::kSubscribe, head.seq, entry.filter, entry.qos);
-  });
-  if (!ok) resync_active_ = false;
-  return ok;
-}
-
-bool SessionTable::EmitOneInFull(const void* client) {
+const SubscriptionList* SessionTable::OpenRecord(const void* client, ConnectionEvent* event) const {
   const OpenEntry* const entry = open_.Find(client);
-  if (entry == nullptr) return true;  // closed since the resync began
-  const OpenConnection& connection = *entry->connection;
-  return EmitWhole(connection.Event(), connection.subscriptions);
+  if (entry == nullptr) return nullptr;
+  *event = entry->connection->Event();
+  return &entry->connection->subscriptions;
 }
 
-bool SessionTable::EmitOfflineInFull(const std::string& id) {
+const OfflineSession* SessionTable::ListedOffline(const std::string& id) const {
   const OfflineSession* const found = offline_.Find(id);
-  if (found == nullptr || found->event.seq == 0) return true;  // gone since
-  const OfflineSession& session = *found;
-  return EmitWhole(session.event, session.subscriptions);
-}
-
-bool SessionTable::ContinueFullState() {
-  if (!resync_active_) return false;
-  while (resync_next_ < resync_queue_.size()) {
-    if (!EmitOneInFull(resync_queue_[resync_next_])) return false;
-    ++resync_next_;
-  }
-  while (resync_offline_next_ < resync_offline_queue_.size()) {
-    if (!EmitOfflineInFull(resync_offline_queue_[resync_offline_next_])) return false;
-    ++resync_offline_next_;
-  }
-  const ResyncEvent end{resync_generation_};
-  if (!sink_->Fits(end) || !sink_->Emit(EventType::kResyncEnd, end)) {
-    return false;
-  }
-  resync_active_ = false;
-  resync_queue_.clear();
-  resync_offline_queue_.clear();
-  return true;
+  return found != nullptr && found->event.seq != 0 ? found : nullptr;
 }
 
 }  // namespace mqc

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <string>
@@ -54,50 +55,71 @@ class OfflineSink : public NullSink {
 
 class BrokerEventsTest : public ::testing::Test {
  protected:
-  void Use(FakeBroker broker) {
+  // The broker core as the plugin builds it (BrokerCore::Create), over `broker`, with no
+  // configuration file and no client layout (a test starts one: StartVerifying). Without
+  // `real_region` the table's records go to sink_; with it, to a real shared region's ring,
+  // with a companion supervisor that never started, and none can: its restarts only log (here
+  // into the broker's log). The chains as looked for and not found (the configuration
+  // decides), unless a test reads them (ChainsAt); no auth decisions of the plugin's own (a
+  // test sets its case's). The start's log lines are cleared.
+  void Use(FakeBroker broker, PluginOptions options = {}, bool real_region = false) {
     broker_ = std::move(broker);
-    state_.broker = &broker_;
-    state_.sessions =
-        std::make_unique<SessionTable>(&sink_, 1, slots_.data(), slots_.size(), &counters_);
-    state_.sessions->SetConnectsConfirmed(broker_.api_2_1());
-    state_.sessions->SetUnknownExpiryFollowed(broker_.capabilities().client_lookup);
-    state_.traffic =
-        std::make_unique<TrafficMeter>(&counters_, DefaultPattern::kEvents, RpcTracker::Options{});
-    state_.bans = std::make_unique<BanGate>(&counters_);
-    // The chains as looked for and not found (the configuration decides), unless a test reads
-    // them (ChainsAt).
-    state_.basic_auth_chain.Found(nullptr);
-    state_.acl_chain.Found(nullptr);
-    state_.older_plugins = false;
+    options.client_layout = false;
+    BrokerCoreSetup setup;
+    setup.uuid_seed = 1;
+    setup.sink = &sink_;
+    setup.stats = slots_.data();
+    setup.stats_count = slots_.size();
+    setup.counters = &counters_;
+    std::unique_ptr<SharedRegion> region;
+    if (real_region) {
+      auto created = SharedRegion::Create(SharedRegionSizes{4096, 4096, 8});
+      ASSERT_TRUE(created.ok()) << created.status().message();
+      region = std::move(created).value();
+      setup.companion_path = "/nonexistent/mqc-companion";
+      setup.log = [this](LogLevel level, const std::string& text) {
+        broker_.log.emplace_back(level, text);
+      };
+    }
+    auto core = BrokerCore::Create(&broker_, std::move(options), std::move(setup),
+                                   std::move(region));
+    ASSERT_TRUE(core.ok()) << core.status().message();
+    core_ = std::move(core).value();
+    core_->UseLayout(nullptr);
+    // No decisions of the plugin's own: each test sets the ones its case has.
+    BrokerSettings& settings = core_->settings();
+    settings.decide_basic_auth = false;
+    settings.allow_anonymous = false;
+    settings.decide_acl = false;
+    settings.watch_acl_21 = false;
+    core_->calls().basic_auth_chain.Found(nullptr);
+    core_->calls().acl_chain.Found(nullptr);
+    core_->calls().older_plugins = false;
+    broker_.log.clear();
   }
 
-  // A real shared region and link for the TICK's periodic work, with a companion supervisor
-  // that never started, and none can: its restarts only log (here into the broker's log).
+  // The same broker again, over a real shared region (Use).
   void UseRealRegion() {
-    auto created = SharedRegion::Create(SharedRegionSizes{4096, 4096, 8});
-    ASSERT_TRUE(created.ok()) << created.status().message();
-    state_.region = std::move(created).value();
-    state_.link = std::make_unique<BrokerLink>(state_.region.get());
-    state_.companion = std::make_unique<CompanionSupervisor>(
-        state_.region.get(), "/nonexistent/mqc-companion", std::vector<std::string>{},
-        [this](LogLevel level, const std::string& text) { broker_.log.emplace_back(level, text); });
+    FakeBroker broker = std::move(broker_);
+    core_.reset();
+    Use(std::move(broker), {}, /*real_region=*/true);
   }
 
   // The broker's chains, read afresh at the next call: FindOwnCallback finds this plugin's
   // node of BASIC_AUTH and ACL_CHECK there (null: not found).
   void ChainsAt(const BrokerCallbackNode* basic_auth, const BrokerCallbackNode* acl) {
     broker_.own_callbacks = {{kEventBasicAuth, basic_auth}, {kEventAclCheck, acl}};
-    state_.basic_auth_chain = CallbackChain();
-    state_.acl_chain = CallbackChain();
-    state_.older_plugins.reset();
+    core_->calls().basic_auth_chain = CallbackChain();
+    core_->calls().acl_chain = CallbackChain();
+    core_->calls().older_plugins.reset();
   }
-  BrokerEvents<FakeBroker> Events() { return BrokerEvents<FakeBroker>(state_); }
+  BrokerEvents<FakeBroker> Events() { return BrokerEvents<FakeBroker>(*core_); }
 
   // A client that connected: authenticated and settled (2.1: confirmed).
   void Connect(FakeClient* client) {
     Events().OnBasicAuth(client->handle());
     if (broker_.api_2_1()) Events().OnConnect21(client->handle());
-    state_.sessions->Settle();
+    core_->connects().Settle();
   }
 
   // Every access `client` asks for on "events/a" gets `answer` from `handler` (the 2.0 or the 2.1
@@ -113,8 +135,8 @@ class BrokerEventsTest : public ::testing::Test {
 
   // A layout verifier for `version`'s candidates, verifying from the next client seen.
   void StartVerifying(const BrokerVersion& version) {
-    state_.layout =
-        std::make_unique<BrokerLayoutVerifier>(BrokerLayoutCandidates(version), version);
+    core_->UseLayout(
+        std::make_unique<BrokerLayoutVerifier>(BrokerLayoutCandidates(version), version));
   }
 
   void Ban(BanKind kind, const std::string& who) {
@@ -123,14 +145,14 @@ class BrokerEventsTest : public ::testing::Test {
     ban.kind = kind;
     ban.who = who;
     command.bans.push_back(ban);
-    state_.bans->Replace(std::move(command));
+    core_->bans().Replace(std::move(command));
   }
 
   OfflineSink sink_;
   std::vector<ConnectionStatsSlot> slots_ = std::vector<ConnectionStatsSlot>(8);
   BrokerCounters counters_;
-  BrokerEventsState state_;
   FakeBroker broker_;
+  std::unique_ptr<BrokerCore> core_;
 };
 
 // ---- auth neutrality ----
@@ -140,8 +162,8 @@ TEST_F(BrokerEventsTest, BasicAuthOn21IgnoresWhateverIsConfigured) {
   FakeClient client = Client("a");
   for (bool decide : {false, true}) {
     for (bool anonymous : {false, true}) {
-      state_.decide_basic_auth = decide;
-      state_.allow_anonymous = anonymous;
+      core_->settings().decide_basic_auth = decide;
+      core_->settings().allow_anonymous = anonymous;
       EXPECT_EQ(Events().OnBasicAuth(client.handle()), kBrokerErrPluginIgnore);
     }
   }
@@ -152,12 +174,12 @@ TEST_F(BrokerEventsTest, BasicAuthOn20DecidesOnlyWithoutAnotherSourceAsTheBroker
   FakeClient a = Client("a");
   FakeClient b = Client("b");
   FakeClient c = Client("c");
-  state_.decide_basic_auth = false;
+  core_->settings().decide_basic_auth = false;
   EXPECT_EQ(Events().OnBasicAuth(a.handle()), kBrokerErrPluginDefer);
-  state_.decide_basic_auth = true;
-  state_.allow_anonymous = true;
+  core_->settings().decide_basic_auth = true;
+  core_->settings().allow_anonymous = true;
   EXPECT_EQ(Events().OnBasicAuth(b.handle()), kBrokerSuccess);
-  state_.allow_anonymous = false;
+  core_->settings().allow_anonymous = false;
   EXPECT_EQ(Events().OnBasicAuth(c.handle()), kBrokerErrAuth);
 }
 
@@ -168,8 +190,8 @@ TEST_F(BrokerEventsTest, BasicAuthOn20DecidesOnlyWithoutAnotherSourceAsTheBroker
 // alone, for clients with a username too.
 TEST_F(BrokerEventsTest, AChainWithNoOtherCallbackIsAnsweredAsTheBrokerWithoutCallbacks) {
   Use(FakeBroker::Api20(/*acl_check=*/false));
-  state_.decide_basic_auth = false;
-  state_.decide_acl = false;
+  core_->settings().decide_basic_auth = false;
+  core_->settings().decide_acl = false;
   BrokerChain basic_auth;
   BrokerChain acl;
   OtherCallback other;
@@ -181,10 +203,10 @@ TEST_F(BrokerEventsTest, AChainWithNoOtherCallbackIsAnsweredAsTheBrokerWithoutCa
   FakeClient a = Client("a");
   a.facts.username = "user";
   EXPECT_EQ(Events().OnBasicAuth(a.handle()), kBrokerErrPluginDefer);
-  state_.sessions->Settle();
+  core_->connects().Settle();
   ExpectEveryAccessAnswered(&BrokerEvents<FakeBroker>::OnAclCheck, &a, kBrokerSuccess);
   Events().OnAclCheck(AclCheck(&a, kAclSubscribe, "events/b"));
-  EXPECT_TRUE(state_.sessions->HoldsSubscription(a.handle(), "events/b"));
+  EXPECT_TRUE(core_->sessions().HoldsSubscription(a.handle(), "events/b"));
   EXPECT_EQ(other.calls, 0);  // the broker asks it, not this plugin
   EXPECT_EQ(broker_.own_callback_lookups, 2);  // once per chain
 
@@ -193,7 +215,7 @@ TEST_F(BrokerEventsTest, AChainWithNoOtherCallbackIsAnsweredAsTheBrokerWithoutCa
   basic_auth.head()->prev = basic_auth.head();
   static_cast<void>(other_basic_auth);
   for (const bool anonymous : {true, false}) {
-    state_.allow_anonymous = anonymous;
+    core_->settings().allow_anonymous = anonymous;
     FakeClient b = Client(anonymous ? "b1" : "b2");
     b.facts.username = "user";
     EXPECT_EQ(Events().OnBasicAuth(b.handle()), anonymous ? kBrokerSuccess : kBrokerErrAuth);
@@ -205,7 +227,7 @@ TEST_F(BrokerEventsTest, AChainWithNoOtherCallbackIsAnsweredAsTheBrokerWithoutCa
 // defers: what it records is what the broker decided.
 TEST_F(BrokerEventsTest, AnAclChainWithOtherCallbacksIsAskedOnceAndItsAnswerRecorded) {
   Use(FakeBroker::Api20(/*acl_check=*/false));
-  state_.decide_acl = false;
+  core_->settings().decide_acl = false;
   BrokerChain acl;
   OtherCallback acl_plugin;
   acl_plugin.answer_for = [](const void* event_data) {
@@ -223,9 +245,9 @@ TEST_F(BrokerEventsTest, AnAclChainWithOtherCallbacksIsAskedOnceAndItsAnswerReco
   EXPECT_EQ(Events().OnAclCheck(AclCheck(&a, kAclSubscribe, "deny/#")), kBrokerErrAclDenied);
   EXPECT_EQ(Events().OnAclCheck(AclCheck(&a, kAclSubscribe, "other/#")), kBrokerErrAclDenied);
   EXPECT_EQ(acl_plugin.calls, 3);
-  EXPECT_TRUE(state_.sessions->HoldsSubscription(a.handle(), "ok/#"));
-  EXPECT_FALSE(state_.sessions->HoldsSubscription(a.handle(), "deny/#"));
-  EXPECT_FALSE(state_.sessions->HoldsSubscription(a.handle(), "other/#"));
+  EXPECT_TRUE(core_->sessions().HoldsSubscription(a.handle(), "ok/#"));
+  EXPECT_FALSE(core_->sessions().HoldsSubscription(a.handle(), "deny/#"));
+  EXPECT_FALSE(core_->sessions().HoldsSubscription(a.handle(), "other/#"));
   // A publish records nothing: the broker asks the others itself.
   EXPECT_EQ(Events().OnAclCheck(AclCheck(&a, kAclWrite, "ok/x")), kBrokerErrPluginDefer);
   EXPECT_EQ(acl_plugin.calls, 3);
@@ -236,8 +258,8 @@ TEST_F(BrokerEventsTest, AnAclChainWithOtherCallbacksIsAskedOnceAndItsAnswerReco
 // chain not found is said once in the log.
 TEST_F(BrokerEventsTest, AnOlderPluginOrAnUnfoundChainLeavesTheConfigurationToDecide) {
   Use(FakeBroker::Api20(/*acl_check=*/false));
-  state_.decide_basic_auth = false;
-  state_.decide_acl = false;
+  core_->settings().decide_basic_auth = false;
+  core_->settings().decide_acl = false;
   BrokerChain basic_auth;
   BrokerChain acl;
   const BrokerCallbackNode* own_basic_auth = basic_auth.Append(OtherCallback::Call, nullptr);
@@ -247,7 +269,7 @@ TEST_F(BrokerEventsTest, AnOlderPluginOrAnUnfoundChainLeavesTheConfigurationToDe
   FakeClient a = Client("a");
   a.facts.username = "user";
   EXPECT_EQ(Events().OnBasicAuth(a.handle()), kBrokerErrPluginDefer);
-  state_.sessions->Settle();
+  core_->connects().Settle();
   EXPECT_EQ(Events().OnAclCheck(AclCheck(&a, kAclSubscribe, "events/a")),
             kBrokerErrPluginDefer);
   ASSERT_EQ(broker_.log.size(), 2u);
@@ -294,8 +316,8 @@ TEST_F(BrokerEventsTest, ABanRefusesWithBannedOn21AndNotAuthorizedOn20) {
 
   Use(FakeBroker::Api20());
   Ban(BanKind::kClientId, "bad");
-  state_.decide_basic_auth = true;
-  state_.allow_anonymous = true;
+  core_->settings().decide_basic_auth = true;
+  core_->settings().allow_anonymous = true;
   EXPECT_EQ(Events().OnBasicAuth(bad.handle()), kBrokerErrAuth);
   EXPECT_EQ(counters_.connects_banned.load(), 2u);
 }
@@ -314,16 +336,16 @@ TEST_F(BrokerEventsTest, ABanInEnhancedAuthenticationIsNotAuthorizedOnBoth) {
 // A reload re-checks the clients the broker holds: no new CONNECT, and no ban refuses them.
 TEST_F(BrokerEventsTest, AReloadsRecheckKeepsTheConnectionAndAnswersAsTheBroker) {
   Use(FakeBroker::Api20());
-  state_.decide_basic_auth = true;
-  state_.allow_anonymous = false;
+  core_->settings().decide_basic_auth = true;
+  core_->settings().allow_anonymous = false;
   FakeClient client = Client("a");
   Connect(&client);
   ASSERT_EQ(counters_.connects.load(), 1u);
   Ban(BanKind::kClientId, "a");
-  state_.sessions->BeginReload();
+  core_->connects().BeginReload();
   EXPECT_EQ(Events().OnBasicAuth(client.handle()), kBrokerErrAuth);  // the broker's own answer
-  state_.sessions->Settle();
-  EXPECT_EQ(state_.sessions->open_count(), 1u);
+  core_->connects().Settle();
+  EXPECT_EQ(core_->sessions().open_count(), 1u);
   EXPECT_EQ(counters_.connects.load(), 1u);
   EXPECT_EQ(counters_.connects_banned.load(), 0u);
 }
@@ -334,16 +356,16 @@ TEST_F(BrokerEventsTest, AReloadsRecheckKeepsTheConnectionAndAnswersAsTheBroker)
 // too (WRITE) while its CONNECT is being handled: counted when first queued, not again.
 TEST_F(BrokerEventsTest, AResumedSessionsRechecksCountNothing) {
   Use(FakeBroker::Api20());
-  state_.decide_acl = true;
+  core_->settings().decide_acl = true;
   FakeClient client = Client("a");
   EXPECT_EQ(Events().OnBasicAuth(client.handle()), kBrokerErrPluginDefer);
-  ASSERT_TRUE(state_.sessions->IsPending(client.handle()));
+  ASSERT_TRUE(core_->connects().IsPending(client.handle()));
   EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclWrite, "events/a", 2)), kBrokerSuccess);
   EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclRead, "events/a", 1)), kBrokerSuccess);
-  EXPECT_TRUE(state_.sessions->IsPending(client.handle()));  // the CONNECT is not settled
+  EXPECT_TRUE(core_->connects().IsPending(client.handle()));  // the CONNECT is not settled
   EXPECT_EQ(counters_.delivered_messages.load(), 0u);
   // Once settled, a delivery counts.
-  state_.sessions->Settle();
+  core_->connects().Settle();
   EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclRead, "events/a", 1)), kBrokerSuccess);
   EXPECT_EQ(counters_.delivered_messages.load(), 1u);
 }
@@ -352,23 +374,23 @@ TEST_F(BrokerEventsTest, AResumedSessionsRechecksCountNothing) {
 // nested call where this plugin defers, and their answer is the plugin's.
 TEST_F(BrokerEventsTest, TheLaterAclSourcesAnswerThroughTheNestedCheck) {
   Use(FakeBroker::Api20(/*acl_check=*/true));
-  state_.decide_acl = false;
+  core_->settings().decide_acl = false;
   FakeClient client = Client("a");
   Connect(&client);
   std::vector<int> nested_answers;
   broker_.inside_later_acl = [&](const AclCheckEvent& check) {
-    EXPECT_TRUE(state_.acl_check_nested);
+    EXPECT_TRUE(core_->calls().acl_check_nested);
     nested_answers.push_back(Events().OnAclCheck(check));
   };
   broker_.later_acl_answer = kBrokerErrAclDenied;
   EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclRead, "events/a")), kBrokerErrAclDenied);
   EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclSubscribe, "events/#")), kBrokerErrAclDenied);
-  EXPECT_FALSE(state_.sessions->HoldsSubscription(client.handle(), "events/#"));
+  EXPECT_FALSE(core_->sessions().HoldsSubscription(client.handle(), "events/#"));
   broker_.later_acl_answer = kBrokerSuccess;
   EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclRead, "events/a")), kBrokerSuccess);
   EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclSubscribe, "events/#")), kBrokerSuccess);
-  EXPECT_TRUE(state_.sessions->HoldsSubscription(client.handle(), "events/#"));
-  EXPECT_FALSE(state_.acl_check_nested);
+  EXPECT_TRUE(core_->sessions().HoldsSubscription(client.handle(), "events/#"));
+  EXPECT_FALSE(core_->calls().acl_check_nested);
 
   EXPECT_EQ(broker_.later_acl_checks.size(), 4u);
   EXPECT_EQ(nested_answers, std::vector<int>(4, kBrokerErrPluginDefer));
@@ -382,9 +404,9 @@ TEST_F(BrokerEventsTest, TheLaterAclSourcesAnswerThroughTheNestedCheck) {
 // broker asks it itself, so the plugin defers, and counts only what the file allows.
 TEST_F(BrokerEventsTest, WithoutTheNestedCheckTheAclFileDecidesWhatIsCounted) {
   Use(FakeBroker::Api20(/*acl_check=*/false));
-  state_.decide_acl = false;
-  state_.acl_file = std::make_unique<AclFile>();
-  ASSERT_TRUE(AclFile::Parse("topic read events/open\n", "acl", state_.acl_file.get()).ok());
+  core_->settings().decide_acl = false;
+  core_->settings().acl_file = std::make_unique<AclFile>();
+  ASSERT_TRUE(AclFile::Parse("topic read events/open\n", "acl", core_->settings().acl_file.get()).ok());
   FakeClient client = Client("a");
   Connect(&client);
   EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclRead, "events/open")), kBrokerErrPluginDefer);
@@ -397,7 +419,7 @@ TEST_F(BrokerEventsTest, WithoutTheNestedCheckTheAclFileDecidesWhatIsCounted) {
 // The plugin decides ACLs (no other source on 2.0): it allows everything, as the broker.
 TEST_F(BrokerEventsTest, WithoutAnotherAclSourceEveryCheckIsAllowed) {
   Use(FakeBroker::Api20());
-  state_.decide_acl = true;
+  core_->settings().decide_acl = true;
   FakeClient client = Client("a");
   Connect(&client);
   ExpectEveryAccessAnswered(&BrokerEvents<FakeBroker>::OnAclCheck, &client, kBrokerSuccess);
@@ -407,12 +429,12 @@ TEST_F(BrokerEventsTest, WithoutAnotherAclSourceEveryCheckIsAllowed) {
 // 2.1's ACL_CHECK only watches: IGNORE for every access, a SUBSCRIBE included.
 TEST_F(BrokerEventsTest, AclCheckOn21IgnoresEveryCheck) {
   Use(FakeBroker::Api21());
-  state_.watch_acl_21 = true;
+  core_->settings().watch_acl_21 = true;
   FakeClient client = Client("a");
   Connect(&client);
   ExpectEveryAccessAnswered(&BrokerEvents<FakeBroker>::OnAclCheck21, &client,
                             kBrokerErrPluginIgnore);
-  EXPECT_FALSE(state_.sessions->HoldsSubscription(client.handle(), "events/a"));
+  EXPECT_FALSE(core_->sessions().HoldsSubscription(client.handle(), "events/a"));
 }
 
 // ---- what is registered, what is logged at start ----
@@ -420,7 +442,7 @@ TEST_F(BrokerEventsTest, AclCheckOn21IgnoresEveryCheck) {
 TEST_F(BrokerEventsTest, The20PluginRegistersForEveryAclCheck) {
   using K = BrokerEventKind;
   Use(FakeBroker::Api20());
-  EXPECT_EQ(WantedEvents(state_),
+  EXPECT_EQ(WantedEvents(*core_),
             (std::vector<K>{K::kBasicAuth, K::kExtAuthStart, K::kAclCheck, K::kMessageIn,
                             K::kDisconnect, K::kTick, K::kReload}));
 }
@@ -433,14 +455,14 @@ TEST_F(BrokerEventsTest, The21PluginRegistersForAclChecksOnlyWhereItsAnswerIsNeu
                                    K::kSubscribe,  K::kUnsubscribe,  K::kMessageIn,
                                    K::kMessageOut, K::kDisconnect,   K::kClientOffline,
                                    K::kTick,       K::kReload};
-  EXPECT_EQ(WantedEvents(state_), reported);
+  EXPECT_EQ(WantedEvents(*core_), reported);
   std::vector<K> with_acl = reported;
   with_acl.insert(with_acl.begin() + 7, K::kAclCheck);
-  state_.watch_acl_21 = true;
-  EXPECT_EQ(WantedEvents(state_), with_acl);
-  state_.watch_acl_21 = false;
-  state_.options.kubemq_strict = true;
-  EXPECT_EQ(WantedEvents(state_), with_acl);
+  core_->settings().watch_acl_21 = true;
+  EXPECT_EQ(WantedEvents(*core_), with_acl);
+  core_->settings().watch_acl_21 = false;
+  core_->settings().options.kubemq_strict = true;
+  EXPECT_EQ(WantedEvents(*core_), with_acl);
 }
 
 // Only 2.0 without mosquitto_acl_check, with an ACL source the plugin neither is nor reads, has
@@ -448,35 +470,45 @@ TEST_F(BrokerEventsTest, The21PluginRegistersForAclChecksOnlyWhereItsAnswerIsNeu
 TEST_F(BrokerEventsTest, AnUnreadAclSourceIsOnly20sWithoutTheNestedCheck) {
   Use(FakeBroker::Api20(/*acl_check=*/false));
   // Unread only where the broker's chain cannot be read either (callback_chain.h).
-  EXPECT_EQ(UnreadAclSource(state_), !kCanReadCallbackChains);
-  state_.acl_file = std::make_unique<AclFile>();
-  EXPECT_FALSE(UnreadAclSource(state_));
-  state_.acl_file.reset();
-  state_.decide_acl = true;
-  EXPECT_FALSE(UnreadAclSource(state_));
+  EXPECT_EQ(UnreadAclSource(*core_), !kCanReadCallbackChains);
+  core_->settings().acl_file = std::make_unique<AclFile>();
+  EXPECT_FALSE(UnreadAclSource(*core_));
+  core_->settings().acl_file.reset();
+  core_->settings().decide_acl = true;
+  EXPECT_FALSE(UnreadAclSource(*core_));
   Use(FakeBroker::Api20(/*acl_check=*/true));
-  state_.decide_acl = false;
-  EXPECT_FALSE(UnreadAclSource(state_));
+  core_->settings().decide_acl = false;
+  EXPECT_FALSE(UnreadAclSource(*core_));
   Use(FakeBroker::Api21());
-  EXPECT_FALSE(UnreadAclSource(state_));
+  EXPECT_FALSE(UnreadAclSource(*core_));
 }
 
 // Presence: nothing without an option; with one, a connection's open and close are published
 // through the broker, and one log line says on which topics.
 TEST_F(BrokerEventsTest, PresenceIsSetUpOnlyWhenAskedAndPublishesThroughTheBroker) {
   Use(FakeBroker::Api20());
-  SetUpPresence(&state_);
-  EXPECT_EQ(state_.presence, nullptr);
-  EXPECT_TRUE(broker_.log.empty());
+  EXPECT_EQ(core_->presence(), nullptr);
 
-  state_.options.presence_events = true;
-  state_.options.presence_node = "node1";
-  SetUpPresence(&state_);
-  ASSERT_NE(state_.presence, nullptr);
-  ASSERT_EQ(broker_.log.size(), 1u);
-  EXPECT_EQ(broker_.log[0].second,
+  PluginOptions options;
+  options.presence_events = true;
+  options.presence_node = "node1";
+  FakeBroker broker = FakeBroker::Api20();
+  BrokerCoreSetup setup;
+  setup.sink = &sink_;
+  auto core = BrokerCore::Create(&broker, options, std::move(setup), nullptr);
+  ASSERT_TRUE(core.ok()) << core.status().message();
+  ASSERT_NE((*core)->presence(), nullptr);
+  const auto presence_line = std::find_if(broker.log.begin(), broker.log.end(), [](const auto& line) {
+    return line.second.find("presence messages") != std::string::npos;
+  });
+  ASSERT_NE(presence_line, broker.log.end());
+  EXPECT_EQ(presence_line->second,
             "mosquitto_connections: presence messages on $SYS/brokers/node1/clients/<client "
             "id>/connected, disconnected");
+  EXPECT_EQ(std::count_if(broker.log.begin(), broker.log.end(), [](const auto& line) {
+              return line.second.find("presence messages") != std::string::npos;
+            }), 1);
+  Use(std::move(broker), options);
   FakeClient client = Client("a");
   Connect(&client);
   Events().OnDisconnect(client.handle(), -1);
@@ -491,7 +523,7 @@ TEST_F(BrokerEventsTest, PresenceIsSetUpOnlyWhenAskedAndPublishesThroughTheBroke
 // everything else), and counts it as an error of mosquitto_connections_subscribes_total.
 TEST_F(BrokerEventsTest, StrictModeOn21RefusesWhatKubemqWouldAndIgnoresTheRest) {
   Use(FakeBroker::Api21());
-  state_.options.kubemq_strict = true;
+  core_->settings().options.kubemq_strict = true;
   FakeClient client = Client("a");
   Connect(&client);
   EXPECT_EQ(Events().OnAclCheck21(AclCheck(&client, kAclSubscribe, "store/#")),
@@ -503,7 +535,7 @@ TEST_F(BrokerEventsTest, StrictModeOn21RefusesWhatKubemqWouldAndIgnoresTheRest) 
   EXPECT_EQ(Events().OnAclCheck21(AclCheck(&client, kAclWrite, "store/#")), kBrokerErrPluginIgnore);
   EXPECT_EQ(counters_.subscribes[static_cast<int>(SubscribeStatus::kError)].load(), 2u);
   // Without strict mode, the same filter is the broker's to decide.
-  state_.options.kubemq_strict = false;
+  core_->settings().options.kubemq_strict = false;
   EXPECT_EQ(Events().OnAclCheck21(AclCheck(&client, kAclSubscribe, "store/#")),
             kBrokerErrPluginIgnore);
 }
@@ -516,20 +548,20 @@ TEST_F(BrokerEventsTest, StrictModeNeverRefusesAFilterTheClientHolds) {
   FakeClient client = Client("a");
   Connect(&client);
   Events().OnSubscribe21(client.handle(), true, "store/#", 0);
-  state_.options.kubemq_strict = true;
+  core_->settings().options.kubemq_strict = true;
   EXPECT_EQ(Events().OnAclCheck21(AclCheck(&client, kAclSubscribe, "store/#")),
             kBrokerErrPluginIgnore);
 
   Use(FakeBroker::Api20());
-  state_.options.kubemq_strict = true;
-  state_.decide_acl = true;
+  core_->settings().options.kubemq_strict = true;
+  core_->settings().decide_acl = true;
   FakeClient other = Client("b");
   Connect(&other);
   EXPECT_EQ(Events().OnAclCheck(AclCheck(&other, kAclSubscribe, "queries/svc/+")),
             kBrokerErrAclDenied);
   EXPECT_EQ(Events().OnAclCheck(AclCheck(&other, kAclSubscribe, "events/a", 1)), kBrokerSuccess);
-  EXPECT_TRUE(state_.sessions->HoldsSubscription(other.handle(), "events/a"));
-  EXPECT_FALSE(state_.sessions->HoldsSubscription(other.handle(), "queries/svc/+"));
+  EXPECT_TRUE(core_->sessions().HoldsSubscription(other.handle(), "events/a"));
+  EXPECT_FALSE(core_->sessions().HoldsSubscription(other.handle(), "queries/svc/+"));
 }
 
 // ---- 2.1's own events: CONNECT, SUBSCRIBE and UNSUBSCRIBE ----
@@ -540,7 +572,7 @@ TEST_F(BrokerEventsTest, On21AConnectNotSeenAuthenticatingIsListedOnce) {
   Use(FakeBroker::Api21());
   FakeClient client = Client("cert-user");
   EXPECT_EQ(Events().OnConnect21(client.handle()), kBrokerSuccess);
-  EXPECT_TRUE(state_.sessions->IsOpen(client.handle()));
+  EXPECT_TRUE(core_->sessions().IsOpen(client.handle()));
   EXPECT_EQ(Events().OnConnect21(client.handle()), kBrokerSuccess);
   ASSERT_EQ(sink_.connections.size(), 1u);
   EXPECT_EQ(sink_.connections[0].client_id, "cert-user");
@@ -553,11 +585,11 @@ TEST_F(BrokerEventsTest, On21ConnectConfirmsTheConnectBasicAuthBegan) {
   Use(FakeBroker::Api21());
   FakeClient client = Client("a");
   Events().OnBasicAuth(client.handle());
-  EXPECT_TRUE(state_.sessions->IsPending(client.handle()));
+  EXPECT_TRUE(core_->connects().IsPending(client.handle()));
   EXPECT_TRUE(sink_.connections.empty());
   Events().OnConnect21(client.handle());
-  EXPECT_FALSE(state_.sessions->IsPending(client.handle()));
-  EXPECT_TRUE(state_.sessions->IsOpen(client.handle()));
+  EXPECT_FALSE(core_->connects().IsPending(client.handle()));
+  EXPECT_TRUE(core_->sessions().IsOpen(client.handle()));
   EXPECT_EQ(sink_.connections.size(), 1u);
 }
 
@@ -570,12 +602,12 @@ TEST_F(BrokerEventsTest, On21SubscriptionsFollowWhatTheBrokerMade) {
   Connect(&client);
   const void* handle = client.handle();
   EXPECT_EQ(Events().OnSubscribe21(client.handle(), true, "events/a/#", 1), kBrokerSuccess);
-  EXPECT_TRUE(state_.sessions->HoldsSubscription(handle, "events/a/#"));
+  EXPECT_TRUE(core_->sessions().HoldsSubscription(handle, "events/a/#"));
   Events().OnSubscribe21(client.handle(), true, "events/a/#", 1);
   Events().OnSubscribe21(client.handle(), true, "events/a/#", 2);
   Events().OnSubscribe21(client.handle(), true, nullptr, 0);
   Events().OnSubscribe21(client.handle(), false, "events/a/#", 0);
-  EXPECT_FALSE(state_.sessions->HoldsSubscription(handle, "events/a/#"));
+  EXPECT_FALSE(core_->sessions().HoldsSubscription(handle, "events/a/#"));
   ASSERT_EQ(sink_.subscriptions.size(), 3u);
   EXPECT_EQ(sink_.subscriptions[0].first, EventType::kSubscribe);
   EXPECT_EQ(sink_.subscriptions[0].second.filter, "events/a/#");
@@ -642,7 +674,7 @@ TEST_F(BrokerEventsTest, AKicksDisconnectClosesAsKickedAndIsLogged) {
   Events().Kick(command);
   EXPECT_EQ(broker_.log.back().first, LogLevel::kWarning);
   EXPECT_NE(broker_.log.back().second.find("cannot disconnect"), std::string::npos);
-  EXPECT_FALSE(state_.kicking);
+  EXPECT_FALSE(core_->calls().kicking);
 }
 
 TEST_F(BrokerEventsTest, TheDisconnectInsideAKickClosesAsKicked) {
@@ -659,7 +691,7 @@ TEST_F(BrokerEventsTest, TheDisconnectInsideAKickClosesAsKicked) {
   Events().Kick(command);
   EXPECT_EQ(Events().OnDisconnect(other.handle(), -1), kBrokerSuccess);  // not a kick
   EXPECT_EQ(counters_.disconnects[static_cast<int>(CloseReason::kKicked)].load(), 1u);
-  EXPECT_EQ(state_.sessions->open_count(), 0u);
+  EXPECT_EQ(core_->sessions().open_count(), 0u);
 }
 
 // ---- the client layout ----
@@ -683,10 +715,10 @@ TEST_F(BrokerEventsTest, TheLayoutIsFedAtConnectAndSubscriptionsNeverPerMessage)
     Events().OnAclCheck(AclCheck(&client, kAclWrite, "events/a", 1));
     EXPECT_EQ(Events().OnMessage(Message(&client, "events/a")), kBrokerSuccess);
     EXPECT_EQ(counters_.delivered_messages.load(), delivered + 1);  // the delivery was seen
-    EXPECT_TRUE(state_.layout->verifying());
+    EXPECT_TRUE(core_->layout()->verifying());
     EXPECT_TRUE(broker_.log.empty());
     Events().OnAclCheck(AclCheck(&client, access, "events/a"));  // the broker's own answer
-    EXPECT_EQ(state_.layout->state(), BrokerLayoutVerifier::State::kUnknown);
+    EXPECT_EQ(core_->layout()->state(), BrokerLayoutVerifier::State::kUnknown);
     ASSERT_EQ(broker_.log.size(), 1u);
     EXPECT_NE(broker_.log[0].second.find("broker layout: unknown: "), std::string::npos);
   }
@@ -695,7 +727,7 @@ TEST_F(BrokerEventsTest, TheLayoutIsFedAtConnectAndSubscriptionsNeverPerMessage)
   FakeClient client = Client("b");
   StartVerifying(version);
   Events().OnBasicAuth(client.handle());
-  EXPECT_EQ(state_.layout->state(), BrokerLayoutVerifier::State::kUnknown);
+  EXPECT_EQ(core_->layout()->state(), BrokerLayoutVerifier::State::kUnknown);
   version.minor = 1;
   version.patch = 2;
   for (int step = 0; step < 2; ++step) {
@@ -704,13 +736,13 @@ TEST_F(BrokerEventsTest, TheLayoutIsFedAtConnectAndSubscriptionsNeverPerMessage)
     Connect(&other);
     StartVerifying(version);
     EXPECT_EQ(Events().OnMessageOut(Message(&other, "events/a")), kBrokerSuccess);
-    EXPECT_TRUE(state_.layout->verifying());
+    EXPECT_TRUE(core_->layout()->verifying());
     if (step == 0) {
       Events().OnConnect21(other.handle());
     } else {
       Events().OnSubscribe21(other.handle(), true, "events/a", 0);
     }
-    EXPECT_EQ(state_.layout->state(), BrokerLayoutVerifier::State::kUnknown);
+    EXPECT_EQ(core_->layout()->state(), BrokerLayoutVerifier::State::kUnknown);
   }
 }
 
@@ -734,8 +766,8 @@ class SessionExpiryEventsTest : public BrokerEventsTest {
     StartVerifying(version);
     std::vector<FakeClient> others{LaidOut(truth, "v1", true, 60), LaidOut(truth, "v2", false, 30),
                                    LaidOut(truth, "v3", true, 15)};
-    Traffic(&broker_, state_.layout.get(), &others, truth);
-    ASSERT_TRUE(state_.layout->verified());
+    Traffic(&broker_, core_->layout(), &others, truth);
+    ASSERT_TRUE(core_->layout()->verified());
   }
   // Connected with one subscription, then its connection ends at 100.25 s (2.0's DISCONNECT,
   // or the 2.1 event given).
@@ -760,7 +792,7 @@ TEST_F(SessionExpiryEventsTest, On20TheVerifiedLayoutTellsTheInterval) {
   VerifyLayout(Version(2, 0, 21), truth);
   FakeClient zero = Mqtt5(truth, "zero", 0);
   ConnectSubscribeAndLeave(&zero);
-  EXPECT_EQ(state_.sessions->offline_count(), 0u);
+  EXPECT_EQ(core_->sessions().offline_count(), 0u);
   EXPECT_TRUE(sink_.offline.empty());
 
   FakeClient three = Mqtt5(truth, "three", 3);
@@ -768,10 +800,10 @@ TEST_F(SessionExpiryEventsTest, On20TheVerifiedLayoutTellsTheInterval) {
   ASSERT_EQ(sink_.offline.size(), 1u);
   EXPECT_EQ(sink_.offline[0].client_id, "three");
   EXPECT_EQ(sink_.offline[0].expiry_time_ns, 103 * kSecond);
-  state_.sessions->ExpireOffline(104 * kSecond - 1);  // what TICK calls
-  EXPECT_EQ(state_.sessions->offline_count(), 1u);
-  state_.sessions->ExpireOffline(104 * kSecond);
-  EXPECT_EQ(state_.sessions->offline_count(), 0u);
+  core_->sessions().ExpireOffline(104 * kSecond - 1);  // what TICK calls
+  EXPECT_EQ(core_->sessions().offline_count(), 1u);
+  core_->sessions().ExpireOffline(104 * kSecond);
+  EXPECT_EQ(core_->sessions().offline_count(), 0u);
 }
 
 // A DISCONNECT packet's Session Expiry Interval is in the client's struct before the plugin's
@@ -793,7 +825,7 @@ TEST_F(SessionExpiryEventsTest, ADisconnectThatChangesTheIntervalIsFollowed) {
   Put(&ended, truth, LayoutField::kSessionExpiryInterval, 0);
   Events().OnDisconnect(ended.handle(), -1);
   EXPECT_EQ(sink_.offline.size(), 1u);
-  EXPECT_EQ(state_.sessions->offline_count(), 1u);  // "shortened" alone
+  EXPECT_EQ(core_->sessions().offline_count(), 1u);  // "shortened" alone
 }
 
 // Until the layout is verified nothing is read: the session is listed as the client asked,
@@ -805,7 +837,7 @@ TEST_F(SessionExpiryEventsTest, AnUnverifiedLayoutOrABridgeKeepsTheSessionAsBefo
   StartVerifying(Version(2, 0, 21));
   FakeClient zero = Mqtt5(truth, "zero", 0);
   Events().OnMessage(Message(&zero, "events/a"));
-  ASSERT_TRUE(state_.layout->verifying());
+  ASSERT_TRUE(core_->layout()->verifying());
   const int reads = broker_.bytes_reads;
   Events().OnDisconnect(zero.handle(), -1);
   EXPECT_EQ(broker_.bytes_reads, reads);
@@ -829,8 +861,8 @@ TEST_F(SessionExpiryEventsTest, TheFirstClientOfAFreshBrokerIsFollowedExactly) {
   StartVerifying(Version(2, 0, 21));
   FakeClient first = Mqtt5(truth, "first", 0);
   ConnectSubscribeAndLeave(&first);
-  EXPECT_TRUE(state_.layout->verified());
-  EXPECT_EQ(state_.sessions->offline_count(), 0u);
+  EXPECT_TRUE(core_->layout()->verified());
+  EXPECT_EQ(core_->sessions().offline_count(), 0u);
   EXPECT_TRUE(sink_.offline.empty());
   FakeClient three = Mqtt5(truth, "three", 3);
   ConnectSubscribeAndLeave(&three);
@@ -845,7 +877,7 @@ TEST_F(SessionExpiryEventsTest, On21TheEventTellsWhetherTheSessionEnds) {
   FakeClient ends = Client("ends", 5);
   ends.facts.clean_session = false;
   ConnectSubscribeAndLeave(&ends, DisconnectEvent::kDisconnect);
-  EXPECT_EQ(state_.sessions->offline_count(), 0u);
+  EXPECT_EQ(core_->sessions().offline_count(), 0u);
   FakeClient stays = Client("stays", 5);
   stays.facts.clean_session = false;
   ConnectSubscribeAndLeave(&stays, DisconnectEvent::kClientOffline);
@@ -878,11 +910,11 @@ TEST_F(SessionExpiryEventsTest, On21WithoutTheLayoutTheBrokersLookupTellsTheExpi
   broker_.clients_by_id["stays"] = &stays;  // offline, still held
   Events().FollowUnknownExpiry(broker_.monotonic_ns);
   EXPECT_EQ(broker_.client_lookups, 1);
-  EXPECT_EQ(state_.sessions->offline_count(), 1u);
+  EXPECT_EQ(core_->sessions().offline_count(), 1u);
   broker_.clients_by_id.erase("stays");  // expired
   broker_.monotonic_ns += 50000000;
   Events().FollowUnknownExpiry(broker_.monotonic_ns);
-  EXPECT_EQ(state_.sessions->offline_count(), 0u);
+  EXPECT_EQ(core_->sessions().offline_count(), 0u);
   Events().FollowUnknownExpiry(broker_.monotonic_ns + 50000000);
   EXPECT_EQ(broker_.client_lookups, 2);  // nothing left to ask about
 }
@@ -901,13 +933,13 @@ TEST_F(SessionExpiryEventsTest, On21AResumeIsNotTakenForAnExpiry) {
   Events().OnBasicAuth(new_client.handle());
   broker_.clients_by_id["resumed"] = &new_client;
   Events().FollowUnknownExpiry(broker_.monotonic_ns);
-  EXPECT_EQ(state_.sessions->offline_count(), 1u);
+  EXPECT_EQ(core_->sessions().offline_count(), 1u);
   // src/handle_connect.c: the offline object's DISCONNECT (taken over), then CONNECT.
   constexpr int kSessionTakenOver = 142;  // MOSQ_ERR_SESSION_TAKEN_OVER
   Events().OnDisconnect(old_client.handle(), kSessionTakenOver, DisconnectEvent::kDisconnect);
   Events().OnConnect21(new_client.handle());
   Events().FollowUnknownExpiry(broker_.monotonic_ns + 50000000);
-  EXPECT_EQ(state_.sessions->offline_count(), 0u);
+  EXPECT_EQ(core_->sessions().offline_count(), 0u);
   ASSERT_EQ(sink_.connections.size(), 2u);
   const std::uint64_t seq = sink_.connections[1].seq;
   int handed_over = 0;
@@ -927,16 +959,16 @@ TEST_F(SessionExpiryEventsTest, AVerifiedLayoutOr20AsksTheBrokerNothing) {
   ConnectSubscribeAndLeave(&three, DisconnectEvent::kClientOffline);
   ASSERT_EQ(sink_.offline.size(), 1u);
   EXPECT_EQ(sink_.offline[0].expiry_time_ns, 103 * kSecond);
-  EXPECT_EQ(state_.sessions->unknown_expiry_count(), 0u);
+  EXPECT_EQ(core_->sessions().unknown_expiry_count(), 0u);
   Events().FollowUnknownExpiry(broker_.monotonic_ns);
   EXPECT_EQ(broker_.client_lookups, 0);
-  EXPECT_EQ(state_.sessions->offline_count(), 1u);
+  EXPECT_EQ(core_->sessions().offline_count(), 1u);
 
   Use(FakeBroker::Api20());
   FakeClient v5 = Client("v5", 5);
   v5.facts.clean_session = false;
   ConnectSubscribeAndLeave(&v5);
-  EXPECT_EQ(state_.sessions->offline_count(), 1u);
+  EXPECT_EQ(core_->sessions().offline_count(), 1u);
   Events().FollowUnknownExpiry(broker_.monotonic_ns);
   EXPECT_EQ(broker_.client_lookups, 0);
 }
@@ -945,7 +977,7 @@ TEST_F(SessionExpiryEventsTest, AVerifiedLayoutOr20AsksTheBrokerNothing) {
 // row go round all of them.
 TEST_F(SessionExpiryEventsTest, EachTickAsksABoundedSliceAndTheSlicesGoRound) {
   Use(FakeBroker::Api21());
-  constexpr std::size_t kSessions = BrokerEventsState::kMaxExpiryChecks * 2 + 10;
+  constexpr std::size_t kSessions = TickPacing::kMaxExpiryChecks * 2 + 10;
   std::deque<FakeClient> clients;
   for (std::size_t i = 0; i < kSessions; ++i) {
     FakeClient& client = clients.emplace_back(Client("s" + std::to_string(i), 5));
@@ -954,20 +986,20 @@ TEST_F(SessionExpiryEventsTest, EachTickAsksABoundedSliceAndTheSlicesGoRound) {
     Events().OnDisconnect(client.handle(), 0, DisconnectEvent::kClientOffline);
     broker_.clients_by_id[client.facts.client_id] = &client;
   }
-  ASSERT_EQ(state_.sessions->unknown_expiry_count(), kSessions);
+  ASSERT_EQ(core_->sessions().unknown_expiry_count(), kSessions);
   // The broker expired the youngest: the first TICK's slice does not reach it.
   broker_.clients_by_id.erase("s" + std::to_string(kSessions - 1));
   int ticks = 0;
-  while (state_.sessions->offline_count() == kSessions && ticks < 100) {
+  while (core_->sessions().offline_count() == kSessions && ticks < 100) {
     const int before = broker_.client_lookups;
     Events().FollowUnknownExpiry(broker_.monotonic_ns);
     broker_.monotonic_ns += 50000000;  // 2.1's idle TICKs: a twentieth of a round each
     EXPECT_LE(broker_.client_lookups - before,
-              static_cast<int>(BrokerEventsState::kMaxExpiryChecks));
+              static_cast<int>(TickPacing::kMaxExpiryChecks));
     EXPECT_GE(broker_.client_lookups - before, 1);
     ++ticks;
   }
-  EXPECT_EQ(state_.sessions->offline_count(), kSessions - 1);
+  EXPECT_EQ(core_->sessions().offline_count(), kSessions - 1);
   EXPECT_GT(ticks, 1);  // not all at once
   EXPECT_LT(ticks, 100);
 }
@@ -1062,7 +1094,7 @@ TEST_F(BridgeEventsTest, AtConnectTheVerifiedLayoutTellsAnIncomingBridge) {
   StartVerifying(Version(2, 0, 21));
   FakeClient early = LaidOut(truth, "early", true, 60);
   Connect(&early);
-  ASSERT_TRUE(state_.layout->verified());
+  ASSERT_TRUE(core_->layout()->verified());
   ASSERT_NE(Announced("early"), nullptr);
   EXPECT_EQ(Announced("early")->bridge, BridgeRole::kNone);
 
@@ -1082,7 +1114,7 @@ TEST_F(BridgeEventsTest, AtConnectTheVerifiedLayoutTellsAnIncomingBridge) {
   FakeClient bridge_21 = LaidOut(truth_21, "remote.21", false, 60);
   Put(&bridge_21, truth_21, LayoutField::kIsBridge, 1);
   Events().OnConnect21(bridge_21.handle());  // no BASIC_AUTH seen (use_identity_as_username)
-  state_.sessions->Settle();
+  core_->connects().Settle();
   ASSERT_NE(Announced("remote.21"), nullptr);
   EXPECT_EQ(Announced("remote.21")->bridge, BridgeRole::kIncoming);
 }
@@ -1099,13 +1131,13 @@ TEST_F(BridgeEventsTest, VerifyingTheLayoutResolvesTheConnectionsOpenedBefore) {
   Events().OnMessage(Message(&remote_bridge, "events/a"));
   FakeClient own = OwnBridge(truth);
   Events().OnMessage(Message(&own, "events/bridge/x"));
-  ASSERT_TRUE(state_.layout->verifying());
+  ASSERT_TRUE(core_->layout()->verifying());
   ASSERT_EQ(Announced("remote.to-here")->bridge, BridgeRole::kUnknown);
   ASSERT_EQ(Announced(own.facts.client_id)->bridge, BridgeRole::kOutgoing);
   EXPECT_TRUE(sink_.bridges.empty());
 
   VerifyThroughHandlers(truth);
-  ASSERT_TRUE(state_.layout->verified());
+  ASSERT_TRUE(core_->layout()->verified());
   ASSERT_EQ(sink_.bridges.size(), 2u);
   EXPECT_EQ(sink_.bridges[0].seq, 0u);
   EXPECT_EQ(sink_.bridges[0].role, BridgeRole::kNone);
@@ -1134,7 +1166,7 @@ TEST_F(BridgeEventsTest, BehindALoadBalancerThePortIsTheBrokersFromThePROXYHeade
   proxied.facts.port = 0;
   Put(&proxied, truth, LayoutField::kRemotePort, 50709);
   Connect(&proxied);
-  ASSERT_TRUE(state_.layout->verified());
+  ASSERT_TRUE(core_->layout()->verified());
   const ConnectionEvent* event = Announced("behind");
   ASSERT_NE(event, nullptr);
   EXPECT_EQ(event->port, 50709);
@@ -1151,8 +1183,8 @@ TEST_F(BridgeEventsTest, BehindALoadBalancerThePortIsTheBrokersFromThePROXYHeade
   EXPECT_EQ(Announced("direct")->proxy_port, 0);
 
   // A layout that cannot be verified (a build the table does not know): no port at all.
-  state_.layout = std::make_unique<BrokerLayoutVerifier>(std::vector<const BrokerLayout*>{},
-                                                         Version(2, 1, 2));
+  core_->UseLayout(std::make_unique<BrokerLayoutVerifier>(std::vector<const BrokerLayout*>{},
+                                                         Version(2, 1, 2)));
   FakeClient unverified = LaidOut(truth, "unverified", true, 60);
   unverified.facts = proxied.facts;
   unverified.facts.client_id = "unverified";
@@ -1171,7 +1203,7 @@ TEST_F(BridgeEventsTest, AFailedLayoutReadsNothingAndSaysUnknown) {
   // Version 2.1's candidates on a 2.0 struct: none agrees.
   StartVerifying(Version(2, 1, 2));
   VerifyThroughHandlers(truth);
-  ASSERT_EQ(state_.layout->state(), BrokerLayoutVerifier::State::kUnknown);
+  ASSERT_EQ(core_->layout()->state(), BrokerLayoutVerifier::State::kUnknown);
   FakeClient remote_bridge = LaidOut(truth, "remote.to-here", false, 60);
   Put(&remote_bridge, truth, LayoutField::kIsBridge, 1);
   const int reads = broker_.bytes_reads;
@@ -1214,17 +1246,17 @@ TEST_F(SessionExpiryEventsTest, MessageCountsAreCopiedOnceTheLayoutIsVerified) {
   FakeClient slow = LaidOut(truth, "slow", true, 60);
   PutCounts(&slow, truth, 7, 3, 0, 1);
   Events().OnMessage(Message(&slow, "events/a"));
-  ConnectionStatsSlot* slot = state_.sessions->View(slow.handle()).stats;
+  ConnectionStatsSlot* slot = core_->sessions().View(slow.handle()).stats;
   ASSERT_NE(slot, nullptr);
   Events().SweepMessageCounts(broker_.monotonic_ns);
-  ASSERT_TRUE(state_.layout->verifying());
+  ASSERT_TRUE(core_->layout()->verifying());
   EXPECT_EQ(slot->messages_out.load(), 0u);
   EXPECT_EQ(SlotCounts(slot).out.known, MessageQueue::Known::kUnknown);
 
   // Its SUBSCRIBE verifies the layout, and copies its counts.
   SetSubCount(&slow, truth, 1);
   Events().OnAclCheck(AclCheck(&slow, kAclSubscribe, "events/b", 1));
-  ASSERT_TRUE(state_.layout->verified());
+  ASSERT_TRUE(core_->layout()->verified());
   // The first sweep once verified starts the sweep's clock (and walks one slot).
   Events().SweepMessageCounts(broker_.monotonic_ns);
   MessageCounts counts = SlotCounts(slot);
@@ -1260,7 +1292,7 @@ TEST_F(SessionExpiryEventsTest, MessageCountsAreCopiedOnceTheLayoutIsVerified) {
   Events().OnDisconnect(slow.handle(), -1);
   FakeClient next = LaidOut(truth, "next", true, 60);
   Connect(&next);
-  ConnectionStatsSlot* next_slot = state_.sessions->View(next.handle()).stats;
+  ConnectionStatsSlot* next_slot = core_->sessions().View(next.handle()).stats;
   ASSERT_NE(next_slot, nullptr);
   EXPECT_EQ(SlotCounts(next_slot).out.known, MessageQueue::Known::kUnknown);
 }
@@ -1277,7 +1309,7 @@ TEST_F(SessionExpiryEventsTest, On2011OnlyTheSumIsKnown) {
   Put(&slow, truth, LayoutField::kMsgsInCount, 2);
   Connect(&slow);
   Events().OnAclCheck(AclCheck(&slow, kAclSubscribe, "events/a", 1));
-  const MessageCounts counts = SlotCounts(state_.sessions->View(slow.handle()).stats);
+  const MessageCounts counts = SlotCounts(core_->sessions().View(slow.handle()).stats);
   EXPECT_EQ(counts.out.known, MessageQueue::Known::kTotal);
   EXPECT_EQ(counts.out.total, 42u);
   EXPECT_EQ(counts.out.queued, 0u);
@@ -1305,7 +1337,7 @@ TEST_F(SessionExpiryEventsTest, AShiftedLayoutYieldsNoFigure) {
       }
       const std::vector<const BrokerLayout*> table =
           shift == 8 ? std::vector<const BrokerLayout*>{truth} : all;
-      state_.layout = std::make_unique<BrokerLayoutVerifier>(table, version);
+      core_->UseLayout(std::make_unique<BrokerLayoutVerifier>(table, version));
       std::vector<FakeClient> clients;
       for (int i = 0; i < 6; ++i) {
         clients.push_back(LaidOut(shifted, "c" + std::to_string(i), i % 2 == 0, 60));
@@ -1324,9 +1356,9 @@ TEST_F(SessionExpiryEventsTest, AShiftedLayoutYieldsNoFigure) {
         broker_.monotonic_ns += MessageCountSweep::kRoundNs;  // a whole round
         Events().SweepMessageCounts(broker_.monotonic_ns);
       }
-      EXPECT_EQ(state_.layout->state(), BrokerLayoutVerifier::State::kUnknown);
+      EXPECT_EQ(core_->layout()->state(), BrokerLayoutVerifier::State::kUnknown);
       for (FakeClient& client : clients) {
-        const ConnectionStatsSlot* slot = state_.sessions->View(client.handle()).stats;
+        const ConnectionStatsSlot* slot = core_->sessions().View(client.handle()).stats;
         ASSERT_NE(slot, nullptr);
         EXPECT_EQ(slot->messages_out.load(), 0u);
         EXPECT_EQ(slot->messages_in.load(), 0u);
@@ -1363,15 +1395,15 @@ TEST(MessageCountSweepTest, SlicesFollowTheTimeBetweenTicks) {
 TEST_F(BrokerEventsTest, ATickSettlesAndEndsAReload) {
   Use(FakeBroker::Api20());
   FakeClient client = Client("a");
-  state_.sessions->BeginReload();
+  core_->connects().BeginReload();
   Events().OnBasicAuth(client.handle());  // a new CONNECT during the reload
-  ASSERT_TRUE(state_.sessions->reloading());
-  ASSERT_TRUE(state_.sessions->has_unsettled());
-  state_.tick_work_ns = broker_.monotonic_ns;
+  ASSERT_TRUE(core_->connects().reloading());
+  ASSERT_TRUE(core_->connects().has_unsettled());
+  core_->tick().work_ns = broker_.monotonic_ns;
   EXPECT_EQ(Events().OnTick(), kBrokerSuccess);
-  EXPECT_FALSE(state_.sessions->reloading());
-  EXPECT_FALSE(state_.sessions->has_unsettled());
-  EXPECT_EQ(state_.tick_work_ns, broker_.monotonic_ns);  // the periodic work did not run
+  EXPECT_FALSE(core_->connects().reloading());
+  EXPECT_FALSE(core_->connects().has_unsettled());
+  EXPECT_EQ(core_->tick().work_ns, broker_.monotonic_ns);  // the periodic work did not run
   EXPECT_EQ(counters_.connects.load(), 1u);
 }
 
@@ -1381,35 +1413,35 @@ TEST_F(BrokerEventsTest, ATickSettlesAndEndsAReload) {
 TEST_F(BrokerEventsTest, TheTicksPeriodicWorkRunsOncePerInterval) {
   Use(FakeBroker::Api20());
   ASSERT_NO_FATAL_FAILURE(UseRealRegion());
-  SharedHeader* header = state_.region->header();
-  RingWriter commands(&header->commands, state_.region->commands_data(), header->commands_capacity);
+  SharedHeader* header = core_->region()->header();
+  RingWriter commands(&header->commands, core_->region()->commands_data(), header->commands_capacity);
   KickCommand kick;
   kick.client_id = "a";
   std::string bytes;
   Encode(kick, &bytes);
 
-  state_.sessions->SetPersistentClientExpiration(10);
+  core_->sessions().SetPersistentClientExpiration(10);
   FakeClient session = Client("s");
   session.facts.clean_session = false;
   Connect(&session);
   broker_.now_ns = 100 * kSecond;
   Events().OnDisconnect(session.handle(), -1);
-  ASSERT_EQ(state_.sessions->offline_count(), 1u);
+  ASSERT_EQ(core_->sessions().offline_count(), 1u);
 
-  state_.tick_work_ns = broker_.monotonic_ns;
+  core_->tick().work_ns = broker_.monotonic_ns;
   broker_.now_ns = 200 * kSecond;  // long past the session's expiry
   ASSERT_TRUE(commands.TryWrite(static_cast<std::uint16_t>(CommandType::kKick), bytes.data(),
                                 static_cast<std::uint32_t>(bytes.size())));
-  broker_.monotonic_ns += BrokerEventsState::kTickWorkIntervalNs - 1;
+  broker_.monotonic_ns += TickPacing::kWorkIntervalNs - 1;
   Events().OnTick();
   EXPECT_TRUE(broker_.kicked.empty());
-  EXPECT_EQ(state_.sessions->offline_count(), 1u);
+  EXPECT_EQ(core_->sessions().offline_count(), 1u);
 
   broker_.monotonic_ns += 1;
   Events().OnTick();
   EXPECT_EQ(broker_.kicked, std::vector<std::string>{"a"});
-  EXPECT_EQ(state_.sessions->offline_count(), 0u);
-  EXPECT_EQ(state_.tick_work_ns, broker_.monotonic_ns);
+  EXPECT_EQ(core_->sessions().offline_count(), 0u);
+  EXPECT_EQ(core_->tick().work_ns, broker_.monotonic_ns);
 }
 
 // The TICK's work also acknowledges the ban list it put in force (the admin's answer waits for
@@ -1417,31 +1449,31 @@ TEST_F(BrokerEventsTest, TheTicksPeriodicWorkRunsOncePerInterval) {
 TEST_F(BrokerEventsTest, TheTickAcknowledgesBansAndWakesOnlyAWaitingCompanionWithNews) {
   Use(FakeBroker::Api20());
   ASSERT_NO_FATAL_FAILURE(UseRealRegion());
-  SharedHeader* header = state_.region->header();
-  RingWriter commands(&header->commands, state_.region->commands_data(), header->commands_capacity);
+  SharedHeader* header = core_->region()->header();
+  RingWriter commands(&header->commands, core_->region()->commands_data(), header->commands_capacity);
   BansCommand bans;
   bans.sequence = 7;
   std::string bytes;
   Encode(bans, &bytes);
   ASSERT_TRUE(commands.TryWrite(static_cast<std::uint16_t>(CommandType::kBans), bytes.data(),
                                 static_cast<std::uint32_t>(bytes.size())));
-  broker_.monotonic_ns += BrokerEventsState::kTickWorkIntervalNs;
+  broker_.monotonic_ns += TickPacing::kWorkIntervalNs;
   Events().OnTick();
   EXPECT_EQ(header->broker.bans_applied.load(), 7u);
 
   // Waiting, nothing unread: no wake. Then an event: woken once, at the next TICK's work.
   header->companion.waiting.store(1);
-  broker_.monotonic_ns += BrokerEventsState::kTickWorkIntervalNs;
+  broker_.monotonic_ns += TickPacing::kWorkIntervalNs;
   Events().OnTick();
   EXPECT_EQ(header->broker.wake.load(), 0u);
   EXPECT_EQ(header->companion.waiting.load(), 1u);
-  RingWriter events(&header->events, state_.region->events_data(), header->events_capacity);
+  RingWriter events(&header->events, core_->region()->events_data(), header->events_capacity);
   ASSERT_TRUE(events.TryWrite(1, bytes.data(), static_cast<std::uint32_t>(bytes.size())));
-  broker_.monotonic_ns += BrokerEventsState::kTickWorkIntervalNs;
+  broker_.monotonic_ns += TickPacing::kWorkIntervalNs;
   Events().OnTick();
   EXPECT_EQ(header->broker.wake.load(), 1u);
   EXPECT_EQ(header->companion.waiting.load(), 0u);
-  broker_.monotonic_ns += BrokerEventsState::kTickWorkIntervalNs;
+  broker_.monotonic_ns += TickPacing::kWorkIntervalNs;
   Events().OnTick();  // not waiting any more: no second wake
   EXPECT_EQ(header->broker.wake.load(), 1u);
 }

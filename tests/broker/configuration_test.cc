@@ -14,8 +14,6 @@
 #include <vector>
 
 #include "../support/fake_broker.h"
-#include "../support/null_sink.h"
-#include "broker/broker_events.h"
 
 namespace mqc {
 namespace {
@@ -31,17 +29,6 @@ class ReloadTest : public ::testing::Test {
     std::filesystem::create_directories(dir_);
     plugin_ = (dir_ / "mosquitto_connections.so").string();
     std::ofstream(plugin_) << "";
-    auto created = SharedRegion::Create(SharedRegionSizes{4096, 4096, 8});
-    ASSERT_TRUE(created.ok()) << created.status().message();
-    state_.region = std::move(created).value();
-    state_.region->header()->companion.http_port.store(8080);
-    state_.companion = std::make_unique<CompanionSupervisor>(
-        state_.region.get(), "/nonexistent/mqc-companion", std::vector<std::string>{},
-        [](LogLevel, const std::string&) {});
-    state_.broker = &broker_;
-    state_.sessions = std::make_unique<SessionTable>(&sink_, 1);
-    state_.traffic =
-        std::make_unique<TrafficMeter>(&counters_, DefaultPattern::kEvents, RpcTracker::Options{});
     state_.config_path = (dir_ / "mosquitto.conf").string();
     state_.own_path = plugin_;
     state_.options.http_port = 8080;
@@ -62,7 +49,7 @@ class ReloadTest : public ::testing::Test {
     const StatusOr<BrokerConfig> config = ReadBrokerConfig(state_.config_path);
     ASSERT_TRUE(config.ok()) << config.status().message();
     state_.broker_config = *config;
-    ApplyAuthDecisions(&state_, *config);
+    ApplyAuthDecisions(broker_, &state_, *config);
   }
   std::vector<std::string> Lines() const {
     std::vector<std::string> lines;
@@ -73,16 +60,15 @@ class ReloadTest : public ::testing::Test {
   std::filesystem::path dir_;
   std::string plugin_;
   FakeBroker broker_ = FakeBroker::Api20();
-  NullSink sink_;
-  BrokerCounters counters_;
-  BrokerEventsState state_;
+  static constexpr int kHttpPort = 8080;  // where the companion serves
+  BrokerSettings state_;
 };
 
 TEST_F(ReloadTest, RegistryOptionsAreAppliedAndStartOnlyOnesKept) {
   Start({"http_port 8080"});
   Write({"http_port 9090", "default_pattern store", "closed_max 7", "kubemq_strict true",
          "client_layout off"});
-  ReloadConfiguration(&state_);
+  EXPECT_TRUE(ReloadConfiguration(broker_, &state_, kHttpPort));  // the registry's changed
   EXPECT_EQ(state_.options.default_pattern, DefaultPattern::kStore);
   EXPECT_EQ(state_.options.closed_max, 7u);
   EXPECT_EQ(state_.options.http_port, 8080);   // kept
@@ -102,7 +88,7 @@ TEST_F(ReloadTest, RegistryOptionsAreAppliedAndStartOnlyOnesKept) {
 
 TEST_F(ReloadTest, NothingChangedLogsNothing) {
   Start({"http_port 8080"});
-  ReloadConfiguration(&state_);
+  EXPECT_FALSE(ReloadConfiguration(broker_, &state_, kHttpPort));
   EXPECT_TRUE(broker_.log.empty());
   EXPECT_EQ(state_.options.default_pattern, DefaultPattern::kEvents);
 }
@@ -110,14 +96,14 @@ TEST_F(ReloadTest, NothingChangedLogsNothing) {
 TEST_F(ReloadTest, AFileThatCannotBeUsedChangesNothing) {
   Start({});
   std::filesystem::remove(state_.config_path);  // gone
-  ReloadConfiguration(&state_);
+  ReloadConfiguration(broker_, &state_, kHttpPort);
   ASSERT_EQ(broker_.log.size(), 1u);
   EXPECT_EQ(broker_.log[0].first, LogLevel::kError);
   EXPECT_THAT(broker_.log[0].second, HasSubstr("keeping the configuration read before"));
   // The plugin's own options do not parse: every option stays.
   broker_.log.clear();
   Write({"default_pattern store", "closed_max lots"});
-  ReloadConfiguration(&state_);
+  ReloadConfiguration(broker_, &state_, kHttpPort);
   ASSERT_EQ(broker_.log.size(), 1u);
   EXPECT_EQ(broker_.log[0].first, LogLevel::kError);
   EXPECT_THAT(broker_.log[0].second, HasSubstr("plugin_opt_closed_max"));
@@ -126,7 +112,7 @@ TEST_F(ReloadTest, AFileThatCannotBeUsedChangesNothing) {
   // No plugin line names this plugin any more.
   broker_.log.clear();
   std::ofstream(state_.config_path) << "listener 1883 127.0.0.1\nallow_anonymous true\n";
-  ReloadConfiguration(&state_);
+  ReloadConfiguration(broker_, &state_, kHttpPort);
   ASSERT_EQ(broker_.log.size(), 1u);
   EXPECT_THAT(broker_.log[0].second, HasSubstr("no plugin line names this plugin any more"));
 }
@@ -139,7 +125,7 @@ TEST_F(ReloadTest, AuthDecisionsFollowTheFileOn20) {
   EXPECT_TRUE(state_.decide_basic_auth);
   std::ofstream(dir_ / "passwd") << "";
   Write({}, "password_file " + (dir_ / "passwd").string() + "\n");
-  ReloadConfiguration(&state_);
+  ReloadConfiguration(broker_, &state_, kHttpPort);
   EXPECT_FALSE(state_.decide_basic_auth);
   ASSERT_FALSE(broker_.log.empty());
   EXPECT_THAT(broker_.log[0].second, HasSubstr("the plugin now decides authentication: no"));

@@ -15,6 +15,7 @@
 
 #include "../support/fake_broker.h"
 #include "../support/null_sink.h"
+#include "broker/broker_core.h"
 #include "broker/broker_events.h"
 #include "broker/broker_link.h"
 #include "broker/stats_slot_pool.h"
@@ -44,30 +45,34 @@ class PerMessageTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     broker_ = GetParam() ? FakeBroker::Api21() : FakeBroker::Api20();
-    state_.broker = &broker_;
-    state_.decide_acl = true;
-    state_.watch_acl_21 = GetParam();
-    state_.sessions =
-        std::make_unique<SessionTable>(&sink_, 1, slots_.data(), slots_.size(), &counters_);
-    state_.sessions->SetConnectsConfirmed(GetParam());
-    state_.traffic =
-        std::make_unique<TrafficMeter>(&counters_, DefaultPattern::kEvents, RpcTracker::Options{});
-    state_.bans = std::make_unique<BanGate>(&counters_);
+    BrokerCoreSetup setup;
+    setup.uuid_seed = 1;
+    setup.sink = &sink_;
+    setup.stats = slots_.data();
+    setup.stats_count = slots_.size();
+    setup.counters = &counters_;
+    PluginOptions options;
+    options.client_layout = false;
+    auto core = BrokerCore::Create(&broker_, options, std::move(setup), nullptr);
+    ASSERT_TRUE(core.ok()) << core.status().message();
+    core_ = std::move(core).value();
+    core_->settings().decide_acl = true;
+    core_->settings().watch_acl_21 = GetParam();
     clients_.resize(1000);
-    BrokerEvents<FakeBroker> events(state_);
+    BrokerEvents<FakeBroker> events(*core_);
     for (std::size_t i = 0; i < clients_.size(); ++i) {
       clients_[i] = Client("client-" + std::to_string(i));
       events.OnBasicAuth(clients_[i].handle());
       if (GetParam()) events.OnConnect21(clients_[i].handle());
     }
-    state_.sessions->Settle();
+    core_->connects().Settle();
   }
 
   NullSink sink_;
   std::vector<ConnectionStatsSlot> slots_ = std::vector<ConnectionStatsSlot>(100);
   BrokerCounters counters_;
-  BrokerEventsState state_;
   FakeBroker broker_;
+  std::unique_ptr<BrokerCore> core_;
   std::vector<FakeClient> clients_;
 };
 
@@ -76,7 +81,7 @@ class PerMessageTest : public ::testing::TestWithParam<bool> {
 // time (classified) and again (cached), so that the fast paths and the general ones both run.
 TEST_P(PerMessageTest, DeliveriesAndPublishesAllocateNothing) {
   const bool api_2_1 = GetParam();
-  ASSERT_EQ(state_.sessions->open_count(), clients_.size());
+  ASSERT_EQ(core_->sessions().open_count(), clients_.size());
   // Two subscribers with a statistics slot, two without, and an offline session the table
   // never saw (no socket).
   FakeClient offline = Client("offline");
@@ -88,7 +93,7 @@ TEST_P(PerMessageTest, DeliveriesAndPublishesAllocateNothing) {
   const char* topics[] = {"events/a", "store/b",     "queues/c",         "site/d",
                           "$SYS/x",   "events//bad", long_topic.c_str(), "events/a/much/longer"};
 
-  BrokerEvents<FakeBroker> events(state_);
+  BrokerEvents<FakeBroker> events(*core_);
   std::uint64_t deliveries = 0;
   allocations = 0;
   counting = true;

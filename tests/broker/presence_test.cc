@@ -10,6 +10,7 @@
 
 #include "../support/client_facts_builder.h"
 #include "../support/null_sink.h"
+#include "broker/connect_settlement.h"
 #include "link/json_string.h"
 #include "link/plugin_options.h"
 
@@ -100,6 +101,7 @@ class PresenceTest : public ::testing::Test {
   int slots_[2] = {};
   NullSink sink_;
   SessionTable table_{&sink_, 42};
+  ConnectSettlement connects_{&table_};
   RecordingPublisher publisher_;
   std::unique_ptr<Presence> presence_;
 };
@@ -188,10 +190,10 @@ TEST(PresencePayloadTest, NodesAndClientIdsMustBeOneTopicLevel) {
 }
 
 TEST_F(PresenceTest, AnAcceptedConnectPublishesConnectedThenOnlineAndItsCloseDisconnected) {
-  table_.BeginConnect(a_, Facts("s1"), 1000000000);
+  connects_.BeginConnect(a_, Facts("s1"), 1000000000);
   EXPECT_THAT(publisher_.lines, IsEmpty());  // not yet accepted
-  table_.Settle();
-  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2000000000);
+  connects_.Settle();
+  connects_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2000000000);
   EXPECT_THAT(publisher_.short_lines, ElementsAre("s1/connected", "s1/state retained",
                                                   "s1/disconnected", "s1/state retained"));
   EXPECT_EQ(publisher_.lines[1], "s1/state retained online");
@@ -203,45 +205,45 @@ TEST_F(PresenceTest, AnAcceptedConnectPublishesConnectedThenOnlineAndItsCloseDis
 }
 
 TEST_F(PresenceTest, ARefusedConnectPublishesNothing) {
-  table_.BeginConnect(a_, Facts("s1"), 1);
-  table_.Disconnect(a_, /*has_client_id=*/false, CloseReason::kUnspecified, 2);
-  table_.Settle();
+  connects_.BeginConnect(a_, Facts("s1"), 1);
+  connects_.Disconnect(a_, /*has_client_id=*/false, CloseReason::kUnspecified, 2);
+  connects_.Settle();
   EXPECT_THAT(publisher_.lines, IsEmpty());
 }
 
 TEST_F(PresenceTest, ATakeoverClosesTheOldConnectionBeforeTheNewOneOpens) {
-  table_.BeginConnect(a_, Facts("s1"), 1);
-  table_.Settle();
+  connects_.BeginConnect(a_, Facts("s1"), 1);
+  connects_.Settle();
   publisher_.short_lines.clear();
-  table_.BeginConnect(b_, Facts("s1"), 2);
-  table_.Disconnect(a_, true, CloseReason::kConnectionLost, 3);  // inside the new CONNECT
-  table_.Settle();
+  connects_.BeginConnect(b_, Facts("s1"), 2);
+  connects_.Disconnect(a_, true, CloseReason::kConnectionLost, 3);  // inside the new CONNECT
+  connects_.Settle();
   EXPECT_THAT(publisher_.short_lines,
               ElementsAre("s1/disconnected", "s1/connected", "s1/state retained"));
   EXPECT_NE(publisher_.lines[2].find("\"reason\":\"takenover\""), std::string::npos);
 }
 
 TEST_F(PresenceTest, AReloadsRecheckPublishesNothingButARevocationDoes) {
-  table_.BeginConnect(a_, Facts("s1"), 1);
-  table_.Settle();
+  connects_.BeginConnect(a_, Facts("s1"), 1);
+  connects_.Settle();
   publisher_.lines.clear();
-  table_.BeginReload();
-  EXPECT_TRUE(table_.IsRecheck(a_, true));
-  table_.EndReload();
+  connects_.BeginReload();
+  EXPECT_TRUE(connects_.IsRecheck(a_, true));
+  connects_.EndReload();
   EXPECT_THAT(publisher_.lines, IsEmpty());
-  table_.BeginReload();
-  table_.Disconnect(a_, true, CloseReason::kUnspecified, 5);
-  table_.EndReload();
+  connects_.BeginReload();
+  connects_.Disconnect(a_, true, CloseReason::kUnspecified, 5);
+  connects_.EndReload();
   ASSERT_EQ(publisher_.lines.size(), 2U);
   EXPECT_NE(publisher_.lines[0].find("\"reason\":\"access_revoked\""), std::string::npos);
 }
 
 TEST_F(PresenceTest, AKicksHeldRecheckDoesNotDelayTheDisconnected) {
-  table_.BeginConnect(a_, Facts("s1", /*clean=*/false), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/x", 1);
-  table_.Subscribe(a_, "events/x", 0);  // a kick's re-check: held
-  table_.Disconnect(a_, true, CloseReason::kKicked, 2);
+  connects_.BeginConnect(a_, Facts("s1", /*clean=*/false), 1);
+  connects_.Settle();
+  connects_.Subscribe(a_, "events/x", 1);
+  connects_.Subscribe(a_, "events/x", 0);  // a kick's re-check: held
+  connects_.Disconnect(a_, true, CloseReason::kKicked, 2);
   EXPECT_THAT(publisher_.short_lines, ElementsAre("s1/connected", "s1/state retained",
                                                   "s1/disconnected", "s1/state retained"));
   EXPECT_NE(publisher_.lines[2].find("\"reason\":\"kicked\""), std::string::npos);
@@ -251,11 +253,11 @@ TEST_F(PresenceTest, AKicksHeldRecheckDoesNotDelayTheDisconnected) {
 TEST_F(PresenceTest, APersistentSessionGoesOfflineAndIsClearedWhenItExpires) {
   presence_->SetPersistentClientExpiration(60);
   table_.SetPersistentClientExpiration(60);
-  table_.BeginConnect(a_, Facts("s1", /*clean=*/false), 1);
-  table_.Settle();
+  connects_.BeginConnect(a_, Facts("s1", /*clean=*/false), 1);
+  connects_.Settle();
   EXPECT_NE(publisher_.lines[0].find("\"clean_start\":false,\"expiry_interval\":60,"),
             std::string::npos);
-  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 1000000000);
+  connects_.Disconnect(a_, true, CloseReason::kClientDisconnect, 1000000000);
   EXPECT_EQ(publisher_.lines.back(), "s1/state retained offline");
   table_.ExpireOffline(30000000000);
   EXPECT_EQ(publisher_.lines.size(), 4U);
@@ -271,15 +273,15 @@ TEST_F(PresenceTest, ARestoredSessionPublishesNothingUntilItConnects) {
   table_.RestoreOffline({restored}, 1);
   table_.ExpireOffline(1);
   EXPECT_THAT(publisher_.lines, IsEmpty());
-  table_.BeginConnect(a_, Facts("old", /*clean=*/false), 2);
-  table_.Settle();
+  connects_.BeginConnect(a_, Facts("old", /*clean=*/false), 2);
+  connects_.Settle();
   EXPECT_THAT(publisher_.short_lines, ElementsAre("old/connected", "old/state retained"));
 }
 
 TEST_F(PresenceTest, ClientIdsThatAreNoTopicLevelAreSkipped) {
-  table_.BeginConnect(a_, Facts("a+b"), 1);
-  table_.Settle();
-  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2);
+  connects_.BeginConnect(a_, Facts("a+b"), 1);
+  connects_.Settle();
+  connects_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2);
   EXPECT_THAT(publisher_.lines, IsEmpty());
   EXPECT_EQ(presence_->skipped(), 1U);
 }
@@ -295,17 +297,18 @@ TEST(PresenceOptionsTest, EventsAloneOrStateAloneCanBeOn) {
   RecordingPublisher publisher;
   NullSink sink;
   SessionTable table(&sink, 1);
+  ConnectSettlement connects(&table);
   PresenceOptions options;
   options.node = "node1";
   options.retained = true;  // without events: only the state topic
   Presence presence(options, &publisher, FixedNow);
   table.SetObserver(&presence);
   int client = 0;
-  table.BeginConnect(&client, Facts("s1"), 1);
-  table.Settle();
+  connects.BeginConnect(&client, Facts("s1"), 1);
+  connects.Settle();
   EXPECT_THAT(publisher.short_lines, ElementsAre("s1/state retained"));
   publisher.refuse = true;
-  table.Disconnect(&client, true, CloseReason::kClientDisconnect, 2);
+  connects.Disconnect(&client, true, CloseReason::kClientDisconnect, 2);
   EXPECT_EQ(presence.refused(), 1U);
 }
 

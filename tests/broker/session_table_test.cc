@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
+// SessionTable's records: what opens and closes, which session is kept offline and for how
+// long, restored sessions, statistics slots, bridge roles. Connections are opened through
+// ConnectSettlement, as the broker's events do (connect_settlement_test.cc has its decisions).
 #include "broker/session_table.h"
 
 #include <gmock/gmock.h>
@@ -14,160 +17,13 @@
 #include <vector>
 
 #include "../support/client_facts_builder.h"
+#include "../support/session_table_fixture.h"
 
 namespace mqc {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
-
-// Keeps every event, and a short line for each, so that tests read like the event stream.
-class RecordingSink : public EventSink {
- public:
-  bool Emit(const ConnectionEvent& e) override {
-    if (!Take()) return false;
-    connections.push_back(e);
-    lines.push_back((e.close_time_ns != 0 ? "refused " : "open ") + std::to_string(e.seq) + " " +
-                    e.client_id);
-    return true;
-  }
-  bool Emit(const CloseEvent& e) override {
-    if (!Take()) return false;
-    closes.push_back(e);
-    lines.push_back("close " + std::to_string(e.seq) + " reason " +
-                    std::to_string(static_cast<int>(e.reason)));
-    return true;
-  }
-  bool Emit(EventType type, const SubscriptionEvent& e) override {
-    if (!Take()) return false;
-    EXPECT_TRUE(type == EventType::kSubscribe || type == EventType::kUnsubscribe);
-    lines.push_back(std::string(type == EventType::kSubscribe ? "sub " : "unsub ") +
-                    std::to_string(e.seq) + " " + e.filter + " " + std::to_string(e.qos));
-    return true;
-  }
-  bool Emit(const OfflineSessionEvent& e) override {
-    if (!Take()) return false;
-    offline.push_back(e);
-    lines.push_back("offline " + std::to_string(e.seq) + " " + e.client_id);
-    return true;
-  }
-  bool Emit(const OfflineSessionEndEvent& e) override {
-    if (!Take()) return false;
-    lines.push_back("offline-end " + std::to_string(e.seq));
-    return true;
-  }
-  bool Emit(EventType type, const ResyncEvent& e) override {
-    if (!Take()) return false;
-    EXPECT_TRUE(type == EventType::kResyncBegin || type == EventType::kResyncEnd);
-    lines.push_back(std::string(type == EventType::kResyncBegin ? "begin " : "end ") +
-                    std::to_string(e.generation));
-    return true;
-  }
-  bool Emit(const SettingsEvent&) override {
-    if (!Take()) return false;
-    lines.push_back("settings");
-    return true;
-  }
-  bool Emit(const BridgeEvent& e) override {
-    if (!Take()) return false;
-    lines.push_back("bridge " + std::to_string(e.seq) + " " +
-                    std::to_string(static_cast<int>(e.role)));
-    return true;
-  }
-  bool Fits(const ConnectionEvent&, const SubscriptionList& subscriptions) override {
-    return FitsRecords(1 + subscriptions.size());
-  }
-  bool Fits(const OfflineSessionEvent&, const SubscriptionList& subscriptions) override {
-    return FitsRecords(1 + subscriptions.size());
-  }
-  bool Fits(const ResyncEvent&) override { return FitsRecords(1); }
-  void RefuseAfter(int count) { refuse_after_ = count; }
-  void SetRoom(int records) { room_ = records; }
-
-  std::vector<std::string> lines;
-  std::vector<ConnectionEvent> connections;
-  std::vector<CloseEvent> closes;
-  std::vector<OfflineSessionEvent> offline;
-
- private:
-  // Whether one more record is taken (false once RefuseAfter's count is reached).
-  bool Take() {
-    if (refuse_after_ >= 0 && static_cast<int>(lines.size()) >= refuse_after_) return false;
-    if (room_ > 0) --room_;
-    return true;
-  }
-  bool FitsRecords(std::size_t records) const {
-    return room_ < 0 || static_cast<int>(records) <= room_;
-  }
-
-  int refuse_after_ = -1;
-  int room_ = -1;  // records that fit at a time; -1: unlimited
-};
-
-// One filter a kick re-checks, and whether the broker allows it.
-struct Recheck {
-  const char* filter;
-  bool allowed;
-};
-
-class SessionTableTest : public ::testing::Test {
- protected:
-  // `client` connects with `facts` at `now_ns`, is announced (the next callback settles it), and
-  // subscribes to each (filter, QoS) in order.
-  void Open(const void* client, const ClientFacts& facts, std::int64_t now_ns,
-            const std::vector<std::pair<const char*, int>>& subscriptions = {}) {
-    table_.BeginConnect(client, facts, now_ns);
-    table_.Settle();
-    for (const auto& [filter, qos] : subscriptions) {
-      table_.Subscribe(client, filter, static_cast<std::uint8_t>(qos));
-    }
-  }
-
-  // A kick of a persistent `client` as Mosquitto 2.0.12+ (and Debian's 2.0.11) does it: each
-  // filter re-checked as a SUBSCRIBE with QoS 0 (or denied), other clients' events settling in
-  // between, then the client's DISCONNECT.
-  void Kick(const void* client, const std::vector<Recheck>& rechecks, std::int64_t now_ns) {
-    for (const Recheck& recheck : rechecks) {
-      table_.SettleExceptHeldOf(client);
-      if (recheck.allowed) {
-        table_.Subscribe(client, recheck.filter, 0);
-      } else {
-        table_.SubscribeDenied(client, recheck.filter);
-      }
-    }
-    table_.Disconnect(client, true, CloseReason::kKicked, now_ns);
-  }
-
-  // Distinct addresses standing in for the broker's client pointers.
-  const void* const a_ = &slots_[0];
-  const void* const b_ = &slots_[1];
-  const void* const c_ = &slots_[2];
-  const void* const d_ = &slots_[3];
-  int slots_[4] = {};
-  RecordingSink sink_;
-  SessionTable table_{&sink_, 42};
-};
-
-TEST_F(SessionTableTest, AConnectIsAnnouncedOnlyOnceTheNextCallbackShowsItWasAccepted) {
-  ClientFacts facts = Facts("sensor-1");
-  facts.username = "alice";
-  facts.mechanism = AuthMechanism::kPassword;
-  table_.BeginConnect(a_, facts, 1000);
-  EXPECT_THAT(sink_.lines, IsEmpty());
-  table_.Settle();
-  EXPECT_THAT(sink_.lines, ElementsAre("open 1 sensor-1"));
-  const ConnectionEvent& e = sink_.connections.at(0);
-  EXPECT_EQ(e.open_time_ns, 1000);
-  EXPECT_EQ(e.close_time_ns, 0);
-  EXPECT_EQ(e.username, "alice");
-  EXPECT_EQ(e.port, 50000);
-  EXPECT_EQ(e.local_port, 1883);
-  EXPECT_EQ(e.protocol_version, 4);
-  EXPECT_EQ(e.keep_alive, 60);
-  EXPECT_EQ(e.auth_mechanism, AuthMechanism::kPassword);
-  EXPECT_EQ(e.auth_state, AuthState::kSuccess);
-  EXPECT_TRUE(table_.IsOpen(a_));
-}
 
 // The roles learnt when the client layout is verified: each bridge among the open connections
 // is announced, then one record says the rest are none; the CONNECT being handled gets its
@@ -178,10 +34,10 @@ TEST_F(SessionTableTest, BridgeRolesResolvedLaterAreAnnouncedAndKeptForAResync) 
   own.bridge = BridgeRole::kOutgoing;
   Open(b_, own, 1001);
   Open(d_, Facts("unreadable"), 1002);
-  table_.BeginConnect(c_, Facts("pending"), 1003);  // not settled yet
+  connects_.BeginConnect(c_, Facts("pending"), 1003);  // not settled yet
   sink_.lines.clear();
   std::vector<const void*> asked;
-  table_.ResolveBridges([&](const void* client) {
+  connects_.ResolveBridges([&](const void* client) {
     asked.push_back(client);
     if (client == a_) return BridgeRole::kIncoming;
     return client == d_ || client == c_ ? BridgeRole::kUnknown : BridgeRole::kNone;
@@ -193,45 +49,18 @@ TEST_F(SessionTableTest, BridgeRolesResolvedLaterAreAnnouncedAndKeptForAResync) 
               ::testing::UnorderedElementsAre("bridge 1 3", "bridge 3 0"));
   // The outgoing one is known already: not asked.
   EXPECT_EQ(std::count(asked.begin(), asked.end(), b_), 0);
-  table_.Settle();
+  connects_.Settle();
   ASSERT_EQ(sink_.connections.back().client_id, "pending");
   EXPECT_EQ(sink_.connections.back().bridge, BridgeRole::kUnknown);  // unreadable: unknown
   sink_.connections.clear();
-  ASSERT_TRUE(table_.BeginFullState(5));
-  ASSERT_TRUE(table_.ContinueFullState());
+  ASSERT_TRUE(resync_.Begin(5));
+  ASSERT_TRUE(resync_.Continue());
   std::map<std::string, BridgeRole> roles;
   for (const ConnectionEvent& e : sink_.connections) roles[e.client_id] = e.bridge;
   EXPECT_EQ(roles["remote-bridge"], BridgeRole::kIncoming);
   EXPECT_EQ(roles["own-bridge"], BridgeRole::kOutgoing);
   EXPECT_EQ(roles["pending"], BridgeRole::kUnknown);
   EXPECT_EQ(roles["unreadable"], BridgeRole::kUnknown);
-}
-
-// Mosquitto 2.1 confirms each CONNECT it accepts (its CONNECT event), and a client refused in
-// enhanced authentication has its id freed before its DISCONNECT would fire, so none does.
-TEST_F(SessionTableTest, WithConfirmedConnectsAnUnconfirmedEnhancedConnectWasRefused) {
-  table_.SetConnectsConfirmed(true);
-  ClientFacts enhanced = Facts("scram");
-  enhanced.mechanism = AuthMechanism::kEnhanced;
-  enhanced.auth_method = "SCRAM-SHA-1";
-  table_.BeginConnect(a_, enhanced, 5);
-  table_.Settle();  // another client's event: no CONNECT came
-  EXPECT_FALSE(table_.IsOpen(a_));
-  ASSERT_THAT(sink_.lines, ElementsAre("refused 1 scram"));
-  EXPECT_EQ(sink_.connections.at(0).auth_state, AuthState::kFailure);
-  EXPECT_EQ(sink_.connections.at(0).close_reason, CloseReason::kAuthenticationFailed);
-
-  // Confirmed: accepted, whatever the mechanism.
-  table_.BeginConnect(b_, enhanced, 6);
-  table_.Confirm(b_);
-  table_.BeginConnect(c_, Facts("plain"), 7);
-  table_.Confirm(c_);
-  EXPECT_TRUE(table_.IsOpen(b_));
-  EXPECT_TRUE(table_.IsOpen(c_));
-  // A password CONNECT is still settled as accepted by the next event: a refused one gets its
-  // DISCONNECT first on 2.1 too.
-  Open(a_, Facts("late"), 8);
-  EXPECT_TRUE(table_.IsOpen(a_));
 }
 
 TEST_F(SessionTableTest, AnonymousAcceptedConnectionIsUnauthenticated) {
@@ -249,62 +78,21 @@ TEST_F(SessionTableTest, AUsernameNothingChecksIsUnauthenticated) {
   EXPECT_EQ(sink_.connections.at(0).auth_state, AuthState::kUnauthenticated);
 }
 
-TEST_F(SessionTableTest, ARefusedConnectIsAClosedConnectionThatNeverOpened) {
-  table_.BeginConnect(a_, Facts("intruder"), 1000);
-  table_.Disconnect(a_, /*has_client_id=*/false, CloseReason::kUnspecified, 2000);
-  EXPECT_THAT(sink_.lines, ElementsAre("refused 1 intruder"));
-  const ConnectionEvent& e = sink_.connections.at(0);
-  EXPECT_EQ(e.auth_state, AuthState::kFailure);
-  EXPECT_EQ(e.close_reason, CloseReason::kAuthenticationFailed);
-  EXPECT_EQ(e.close_time_ns, 2000);
-  EXPECT_EQ(table_.open_count(), 0u);
-  table_.Settle();
-  EXPECT_EQ(sink_.lines.size(), 1u);
-}
-
-TEST_F(SessionTableTest, AcceptedAndGoneBeforeAnyOtherCallbackOpensThenCloses) {
-  table_.BeginConnect(a_, Facts("quick"), 1000);
-  table_.Disconnect(a_, /*has_client_id=*/true, CloseReason::kConnectionLost, 1500);
-  EXPECT_THAT(sink_.lines, ElementsAre("open 1 quick", "close 1 reason 2"));
-  EXPECT_EQ(table_.open_count(), 0u);
-}
-
-TEST_F(SessionTableTest, TwoConnectsInOneLoopSettleTheFirstAtTheSecond) {
-  table_.BeginConnect(a_, Facts("one"), 1);
-  table_.BeginConnect(b_, Facts("two"), 2);
-  table_.Settle();
-  EXPECT_THAT(sink_.lines, ElementsAre("open 1 one", "open 2 two"));
-}
-
-TEST_F(SessionTableTest, ATakeoverClosesTheOldConnectionBeforeAnnouncingTheNew) {
-  Open(a_, Facts("dup"), 1);
-  table_.BeginConnect(b_, Facts("dup"), 2);
-  // Inside the new CONNECT the broker disconnects the old client: the old one is closed before
-  // the new one is announced, so no reader ever sees two with one client id.
-  table_.Disconnect(a_, true, CloseReason::kUnspecified, 3);
-  EXPECT_EQ(table_.open_count(), 0u);  // the new one is still inside its CONNECT
-  EXPECT_TRUE(table_.IsPending(b_));
-  table_.Settle();
-  EXPECT_THAT(sink_.lines, ElementsAre("open 1 dup", "close 1 reason 3", "open 2 dup"));
-  EXPECT_TRUE(table_.IsOpen(b_));
-  EXPECT_FALSE(table_.IsOpen(a_));
-}
-
 TEST_F(SessionTableTest, DropKeepsTheReasonItWasGiven) {
   Open(a_, Facts("x"), 1);
-  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 5);
+  connects_.Disconnect(a_, true, CloseReason::kClientDisconnect, 5);
   EXPECT_THAT(sink_.lines, ElementsAre("open 1 x", "close 1 reason 1"));
 }
 
 TEST_F(SessionTableTest, DisconnectOfAnUnknownClientIsIgnored) {
-  table_.Disconnect(c_, true, CloseReason::kUnspecified, 5);
-  table_.Disconnect(c_, false, CloseReason::kUnspecified, 5);
+  connects_.Disconnect(c_, true, CloseReason::kUnspecified, 5);
+  connects_.Disconnect(c_, false, CloseReason::kUnspecified, 5);
   EXPECT_THAT(sink_.lines, IsEmpty());
 }
 
 TEST_F(SessionTableTest, AReusedClientPointerIsANewConnection) {
   Open(a_, Facts("first"), 1);
-  table_.Disconnect(a_, true, CloseReason::kUnspecified, 2);
+  connects_.Disconnect(a_, true, CloseReason::kUnspecified, 2);
   Open(a_, Facts("second"), 3);
   EXPECT_THAT(sink_.lines, ElementsAre("open 1 first", "close 1 reason 0", "open 2 second"));
   EXPECT_NE(sink_.connections[0].uid, sink_.connections[1].uid);
@@ -312,107 +100,21 @@ TEST_F(SessionTableTest, AReusedClientPointerIsANewConnection) {
 
 TEST_F(SessionTableTest, SubscribeUpdatesQosInsteadOfDuplicatingAndUnsubscribeRemoves) {
   Open(a_, Facts("s"), 1, {{"events/a", 0}, {"events/b", 1}});
-  table_.Subscribe(a_, "events/a", 2);
-  table_.Subscribe(a_, "events/a", 2);  // no change, no event
+  connects_.Subscribe(a_, "events/a", 2);
+  connects_.Subscribe(a_, "events/a", 2);  // no change, no event
   table_.Unsubscribe(a_, "never/subscribed");
   table_.Unsubscribe(a_, "events/b");
-  table_.Subscribe(c_, "unknown/client", 0);
+  connects_.Subscribe(c_, "unknown/client", 0);
   EXPECT_THAT(sink_.lines, ElementsAre("open 1 s", "sub 1 events/a 0", "sub 1 events/b 1",
                                        "sub 1 events/a 2", "unsub 1 events/b 1"));
 }
 
-// Mosquitto 2.0.12+ (and Debian's 2.0.11) re-checks every subscription of a persistent client
-// it kicks as a SUBSCRIBE with QoS 0, right before the client's DISCONNECT, and drops the ones
-// denied. Those checks are no SUBSCRIBE: the session keeps its QoS.
-struct KickCase {
-  const char* name;
-  std::vector<std::pair<const char*, int>> subscriptions;
-  std::vector<Recheck> rechecks;
-  std::vector<std::string> lines;
-};
-
-class KickRecheckTest : public SessionTableTest, public ::testing::WithParamInterface<KickCase> {};
-
-TEST_P(KickRecheckTest, AKicksRecheckKeepsTheQosAndDropsWhatIsDenied) {
-  const KickCase& c = GetParam();
-  Open(a_, Facts("p", /*clean=*/false), 1, c.subscriptions);
-  Kick(a_, c.rechecks, 2);
-  EXPECT_EQ(sink_.lines, c.lines);
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    SessionTable, KickRecheckTest,
-    ::testing::Values(
-        KickCase{"QosZeroRecheckKeepsTheSubscriptionsQos",
-                 {{"events/x", 1}, {"events/y", 2}},
-                 {{"events/x", /*allowed=*/true}, {"events/y", true}},
-                 {"open 1 p", "sub 1 events/x 1", "sub 1 events/y 2", "close 1 reason 5",
-                  "offline 2 p", "sub 2 events/x 1", "sub 2 events/y 2"}},
-        KickCase{"DeniedRecheckRemovesTheSubscription",
-                 {{"events/x", 1}, {"events/y", 1}},
-                 {{"events/x", /*allowed=*/false}, {"events/y", true}},
-                 {"open 1 p", "sub 1 events/x 1", "sub 1 events/y 1", "unsub 1 events/x 1",
-                  "close 1 reason 5", "offline 2 p", "sub 2 events/y 1"}}),
-    [](const ::testing::TestParamInfo<KickCase>& param_info) {
-      return std::string(param_info.param.name);
-    });
-
-// A client that really downgrades a subscription to QoS 0 (or is refused a new QoS) is not
-// disconnected next: the next event of any other kind applies the downgrade.
-TEST_F(SessionTableTest, ARealDowngradeIsAppliedByTheNextEvent) {
-  Open(a_, Facts("p", /*clean=*/false), 1, {{"events/x", 1}, {"events/y", 1}});
-  table_.SettleExceptHeldOf(a_);
-  table_.Subscribe(a_, "events/x", 0);
-  table_.SettleExceptHeldOf(a_);
-  table_.SubscribeDenied(a_, "events/y");
-  EXPECT_TRUE(table_.has_unsettled());
-  table_.Settle();
-  EXPECT_FALSE(table_.has_unsettled());
-  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2);
-  EXPECT_THAT(sink_.lines, ElementsAre("open 1 p", "sub 1 events/x 1", "sub 1 events/y 1",
-                                       "sub 1 events/x 0", "close 1 reason 1", "offline 2 p",
-                                       "sub 2 events/x 0", "sub 2 events/y 1"));
-}
-
-// 2.1 reports a SUBSCRIBE only after the broker made it (no re-checks reach the plugin).
-TEST_F(SessionTableTest, AReportedSubscribeIsNeverHeld) {
-  Open(a_, Facts("p", /*clean=*/false), 1, {{"events/x", 1}});
-  table_.Subscribe(a_, "events/x", 0, /*may_be_recheck=*/false);
-  EXPECT_FALSE(table_.has_unsettled());
-  EXPECT_THAT(sink_.lines, ElementsAre("open 1 p", "sub 1 events/x 1", "sub 1 events/x 0"));
-}
-
-TEST_F(SessionTableTest, AResumedPersistentSessionKeepsItsSubscriptions) {
-  Open(a_, Facts("p", /*clean=*/false), 1, {{"events/x", 1}});
-  table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
-  EXPECT_EQ(table_.offline_count(), 1u);
-  table_.BeginConnect(b_, Facts("p", false), 3);
-  table_.Disconnect(a_, true, CloseReason::kUnspecified, 3);  // the broker ends the offline client
-  table_.Settle();
-  // Offline in between (listed), gone before the connection that resumes it is announced.
-  EXPECT_THAT(sink_.lines,
-              ElementsAre("open 1 p", "sub 1 events/x 1", "close 1 reason 2", "offline 2 p",
-                          "sub 2 events/x 1", "offline-end 2", "open 3 p", "sub 3 events/x 1"));
-  EXPECT_EQ(table_.offline_count(), 0u);
-}
-
-TEST_F(SessionTableTest, WithoutTheBrokerResumingTheSessionNothingIsHandedOver) {
-  // MQTT 5 with session expiry 0: the broker dropped the session at disconnect.
-  Open(a_, Facts("p5", false, 5), 1, {{"events/x", 1}});
-  table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
-  Open(b_, Facts("p5", false, 5), 3);
-  EXPECT_THAT(sink_.lines,
-              ElementsAre("open 1 p5", "sub 1 events/x 1", "close 1 reason 2", "offline 2 p5",
-                          "sub 2 events/x 1", "offline-end 2", "open 3 p5"));
-  EXPECT_EQ(table_.offline_count(), 0u);
-}
-
 TEST_F(SessionTableTest, ACleanReconnectForgetsTheOfflineSession) {
   Open(a_, Facts("p", false), 1, {{"events/x", 1}});
-  table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
-  table_.BeginConnect(b_, Facts("p", /*clean=*/true), 3);
-  table_.Disconnect(a_, true, CloseReason::kUnspecified, 3);
-  table_.Settle();
+  connects_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
+  connects_.BeginConnect(b_, Facts("p", /*clean=*/true), 3);
+  connects_.Disconnect(a_, true, CloseReason::kUnspecified, 3);
+  connects_.Settle();
   EXPECT_THAT(sink_.lines,
               ElementsAre("open 1 p", "sub 1 events/x 1", "close 1 reason 2", "offline 2 p",
                           "sub 2 events/x 1", "offline-end 2", "open 3 p"));
@@ -421,54 +123,30 @@ TEST_F(SessionTableTest, ACleanReconnectForgetsTheOfflineSession) {
 
 TEST_F(SessionTableTest, ACleanMqtt311SessionIsNotKeptOffline) {
   Open(a_, Facts("c", true, 4), 1, {{"events/x", 1}});
-  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2);
+  connects_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2);
   EXPECT_EQ(table_.offline_count(), 0u);
-}
-
-TEST_F(SessionTableTest, ATakeoverOfAPersistentSessionCarriesItsSubscriptions) {
-  Open(a_, Facts("p", false), 1, {{"store/orders/#", 2}});
-  table_.BeginConnect(b_, Facts("p", false), 2);
-  table_.Disconnect(a_, true, CloseReason::kUnspecified, 2);
-  table_.Settle();
-  EXPECT_THAT(sink_.lines, ElementsAre("open 1 p", "sub 1 store/orders/# 2", "close 1 reason 3",
-                                       "open 2 p", "sub 2 store/orders/# 2"));
 }
 
 TEST_F(SessionTableTest, OfflineSessionsAreBoundedOldestFirst) {
   for (std::size_t i = 0; i < SessionTable::kMaxOfflineSessions + 5; ++i) {
     Open(a_, Facts("id-" + std::to_string(i), false), 1, {{"t", 0}});
-    table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
+    connects_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
   }
   EXPECT_EQ(table_.offline_count(), SessionTable::kMaxOfflineSessions);
   sink_.lines.clear();
   // id-0 was evicted: no subscription handed over even though the broker resumes it.
-  table_.BeginConnect(b_, Facts("id-0", false), 3);
-  table_.Disconnect(a_, true, CloseReason::kUnspecified, 3);
-  table_.Settle();
+  connects_.BeginConnect(b_, Facts("id-0", false), 3);
+  connects_.Disconnect(a_, true, CloseReason::kUnspecified, 3);
+  connects_.Settle();
   ASSERT_EQ(sink_.lines.size(), 1u);
   EXPECT_THAT(sink_.lines[0], ::testing::StartsWith("open "));
-}
-
-// As the persistence file reader returns them for tests/data/mosquitto-2.0.11.db.
-std::vector<PersistedSession> Restored() {
-  PersistedSession v4;
-  v4.client_id = "db-v4";
-  v4.username = "alice";
-  v4.session_expiry_interval = 0xffffffff;
-  v4.subscriptions = {{"events/a/#", 1, 0, 0}, {"queues/jobs", 2, 0, 0}};
-  PersistedSession v5;
-  v5.client_id = "db-v5";
-  v5.session_expiry_interval = 3600;
-  v5.session_expiry_time = 1796093116;
-  v5.subscriptions = {{"commands/door", 0, 7, 0}};
-  return {v4, v5};
 }
 
 TEST_F(SessionTableTest, RestoredSessionsAreListedAsOfflineWithTheirExpiry) {
   table_.RestoreOffline(Restored(), 500);
   EXPECT_THAT(sink_.lines, IsEmpty());  // before the companion: its first resync carries them
-  ASSERT_TRUE(table_.BeginFullState(1));
-  ASSERT_TRUE(table_.ContinueFullState());
+  ASSERT_TRUE(resync_.Begin(1));
+  ASSERT_TRUE(resync_.Continue());
   std::set<std::string> middle(sink_.lines.begin() + 1, sink_.lines.end() - 1);
   EXPECT_EQ(middle,
             (std::set<std::string>{"offline 1 db-v4", "sub 1 events/a/# 1", "sub 1 queues/jobs 2",
@@ -488,9 +166,9 @@ TEST_F(SessionTableTest, ARestoredSessionIsHandedToTheConnectionThatResumesIt) {
   sink_.lines.clear();
   // The broker's object of the restored session (never seen before) is disconnected inside
   // the CONNECT that resumes it.
-  table_.BeginConnect(a_, Facts("db-v4", /*clean=*/false), 600);
-  table_.Disconnect(c_, true, CloseReason::kUnspecified, 600);
-  table_.Settle();
+  connects_.BeginConnect(a_, Facts("db-v4", /*clean=*/false), 600);
+  connects_.Disconnect(c_, true, CloseReason::kUnspecified, 600);
+  connects_.Settle();
   EXPECT_THAT(sink_.lines, ElementsAre("offline-end 1", "open 3 db-v4", "sub 3 events/a/# 1",
                                        "sub 3 queues/jobs 2"));
   EXPECT_EQ(table_.offline_count(), 1u);
@@ -499,9 +177,9 @@ TEST_F(SessionTableTest, ARestoredSessionIsHandedToTheConnectionThatResumesIt) {
 TEST_F(SessionTableTest, ARestoredSessionReconnectingCleanHasNoSubscriptions) {
   table_.RestoreOffline(Restored(), 500);
   sink_.lines.clear();
-  table_.BeginConnect(a_, Facts("db-v5", /*clean=*/true, 5), 600);
-  table_.Disconnect(c_, true, CloseReason::kUnspecified, 600);
-  table_.Settle();
+  connects_.BeginConnect(a_, Facts("db-v5", /*clean=*/true, 5), 600);
+  connects_.Disconnect(c_, true, CloseReason::kUnspecified, 600);
+  connects_.Settle();
   EXPECT_THAT(sink_.lines, ElementsAre("offline-end 2", "open 3 db-v5"));
 }
 
@@ -515,26 +193,9 @@ TEST_F(SessionTableTest, OfflineDeliveriesToARestoredSessionUseItsSubscriptionQo
 TEST_F(SessionTableTest, AnMqtt5CleanStartSessionIsKeptForAResumeButNotListed) {
   // Its session expiry interval is invisible: it may or may not outlive the connection.
   Open(a_, Facts("v5c", /*clean=*/true, 5), 1, {{"events/x", 1}});
-  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2);
+  connects_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2);
   EXPECT_THAT(sink_.lines, ElementsAre("open 1 v5c", "sub 1 events/x 1", "close 1 reason 1"));
   EXPECT_EQ(table_.offline_count(), 1u);
-}
-
-TEST_F(SessionTableTest, AReloadRecheckingAnOfflineSessionIsNoConnect) {
-  table_.RestoreOffline(Restored(), 500);
-  Open(a_, Facts("p", /*clean=*/false), 1, {{"events/x", 1}});
-  table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
-  sink_.lines.clear();
-  // At SIGHUP the broker checks every client it holds again, those without a socket too.
-  for (const char* id : {"p", "db-v4"}) {
-    ClientFacts facts = Facts(id, false);
-    facts.has_socket = false;
-    table_.BeginConnect(id == std::string("p") ? a_ : c_, facts, 3);
-  }
-  table_.Settle();
-  EXPECT_THAT(sink_.lines, IsEmpty());
-  EXPECT_EQ(table_.offline_count(), 3u);
-  EXPECT_EQ(table_.open_count(), 0u);
 }
 
 TEST_F(SessionTableTest, PersistentClientExpirationEndsOfflineSessionsWhenTheBrokerDoes) {
@@ -542,19 +203,19 @@ TEST_F(SessionTableTest, PersistentClientExpirationEndsOfflineSessionsWhenTheBro
   table_.SetPersistentClientExpiration(3600);
   table_.RestoreOffline(Restored(), 0);  // Mosquitto 2.0.11 never expires these
   Open(a_, Facts("v4", /*clean=*/false, 4), 0);
-  table_.Disconnect(a_, true, CloseReason::kConnectionLost, 100 * kSecond);
+  connects_.Disconnect(a_, true, CloseReason::kConnectionLost, 100 * kSecond);
   Open(b_, Facts("v5", /*clean=*/false, 5), 0);
-  table_.Disconnect(b_, true, CloseReason::kConnectionLost, 200 * kSecond);
+  connects_.Disconnect(b_, true, CloseReason::kConnectionLost, 200 * kSecond);
   Open(c_, Facts("back", /*clean=*/false, 4), 0);
-  table_.Disconnect(c_, true, CloseReason::kConnectionLost, 100 * kSecond);
+  connects_.Disconnect(c_, true, CloseReason::kConnectionLost, 100 * kSecond);
   ASSERT_EQ(sink_.offline.size(), 3u);
   // An MQTT 3.1.1 session's expiry is exactly the broker's limit; an MQTT 5 one may be sooner.
   EXPECT_EQ(sink_.offline[0].expiry_time_ns, 3700 * kSecond);
   EXPECT_EQ(sink_.offline[1].expiry_time_ns, 0);
   // "back" resumes before its time: nothing of it is left to expire.
-  table_.BeginConnect(a_, Facts("back", false), 150 * kSecond);
-  table_.Disconnect(c_, true, CloseReason::kUnspecified, 150 * kSecond);
-  table_.Settle();
+  connects_.BeginConnect(a_, Facts("back", false), 150 * kSecond);
+  connects_.Disconnect(c_, true, CloseReason::kUnspecified, 150 * kSecond);
+  connects_.Settle();
   sink_.lines.clear();
   // The broker drops a session in the first whole second past its expiry time.
   table_.ExpireOffline(3701 * kSecond - 1);
@@ -569,8 +230,6 @@ TEST_F(SessionTableTest, PersistentClientExpirationEndsOfflineSessionsWhenTheBro
 }
 
 // ---- the session expiry interval the broker tells at the connection's end ----
-
-constexpr std::int64_t kSecond = 1000000000;
 
 // src/session_expiry.c: the loop's whole second plus the interval (or the broker's limit when
 // shorter); dropped in the first second past it; 0xffffffff without a limit never.
@@ -594,7 +253,7 @@ TEST(SessionTableExpiryTest, TheBrokersExpiryTimeIsInWholeSeconds) {
 // and its next connection resumes nothing.
 TEST_F(SessionTableTest, AnMqtt5SessionWhoseIntervalIsZeroEndsWithItsConnection) {
   Open(a_, Facts("z", /*clean=*/false, 5), 1, {{"events/x", 1}});
-  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2, -1, SessionExpiry::Interval(0));
+  connects_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2, -1, SessionExpiry::Interval(0));
   EXPECT_EQ(table_.offline_count(), 0u);
   Open(b_, Facts("z", false, 5), 3);
   EXPECT_THAT(sink_.lines,
@@ -602,8 +261,8 @@ TEST_F(SessionTableTest, AnMqtt5SessionWhoseIntervalIsZeroEndsWithItsConnection)
   // 2.1's DISCONNECT event says as much without the layout: the same.
   SessionExpiry ends;
   ends.known = SessionExpiry::Known::kEnds;
-  table_.Subscribe(b_, "events/y", 0);
-  table_.Disconnect(b_, true, CloseReason::kConnectionLost, 4, -1, ends);
+  connects_.Subscribe(b_, "events/y", 0);
+  connects_.Disconnect(b_, true, CloseReason::kConnectionLost, 4, -1, ends);
   EXPECT_EQ(table_.offline_count(), 0u);
 }
 
@@ -611,8 +270,8 @@ TEST_F(SessionTableTest, AnMqtt5SessionWhoseIntervalIsZeroEndsWithItsConnection)
 // subscriptions, which the gauges count) at the first TICK past it.
 TEST_F(SessionTableTest, AFiniteIntervalIsListedWithItsTimeAndEndsWhenTheBrokerExpiresIt) {
   Open(a_, Facts("f", /*clean=*/false, 5), 1, {{"events/x", 1}});
-  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond + 250000000, -1,
-                    SessionExpiry::Interval(3));
+  connects_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond + 250000000, -1,
+                       SessionExpiry::Interval(3));
   ASSERT_EQ(sink_.offline.size(), 1u);
   EXPECT_EQ(sink_.offline[0].expiry_time_ns, 103 * kSecond);
   EXPECT_EQ(table_.offline_count(), 1u);
@@ -623,13 +282,13 @@ TEST_F(SessionTableTest, AFiniteIntervalIsListedWithItsTimeAndEndsWhenTheBrokerE
   EXPECT_THAT(sink_.lines, ElementsAre("offline-end 2"));
   EXPECT_EQ(table_.offline_count(), 0u);
   // A session that resumes in time is not expired afterwards.
-  table_.BeginConnect(b_, Facts("g", false, 5), 200 * kSecond);
-  table_.Settle();
-  table_.Disconnect(b_, true, CloseReason::kClientDisconnect, 200 * kSecond, -1,
-                    SessionExpiry::Interval(3));
-  table_.BeginConnect(c_, Facts("g", false, 5), 201 * kSecond);
-  table_.Disconnect(b_, true, CloseReason::kUnspecified, 201 * kSecond);  // the resume
-  table_.Settle();
+  connects_.BeginConnect(b_, Facts("g", false, 5), 200 * kSecond);
+  connects_.Settle();
+  connects_.Disconnect(b_, true, CloseReason::kClientDisconnect, 200 * kSecond, -1,
+                       SessionExpiry::Interval(3));
+  connects_.BeginConnect(c_, Facts("g", false, 5), 201 * kSecond);
+  connects_.Disconnect(b_, true, CloseReason::kUnspecified, 201 * kSecond);  // the resume
+  connects_.Settle();
   sink_.lines.clear();
   table_.ExpireOffline(300 * kSecond);
   EXPECT_THAT(sink_.lines, IsEmpty());
@@ -640,11 +299,11 @@ TEST_F(SessionTableTest, AFiniteIntervalIsListedWithItsTimeAndEndsWhenTheBrokerE
 TEST_F(SessionTableTest, PersistentClientExpirationCapsAKnownInterval) {
   table_.SetPersistentClientExpiration(60);
   Open(a_, Facts("long", /*clean=*/false, 5), 1);
-  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
-                    SessionExpiry::Interval(3600));
+  connects_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
+                       SessionExpiry::Interval(3600));
   Open(b_, Facts("short", false, 5), 1);
-  table_.Disconnect(b_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
-                    SessionExpiry::Interval(10));
+  connects_.Disconnect(b_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
+                       SessionExpiry::Interval(10));
   ASSERT_EQ(sink_.offline.size(), 2u);
   EXPECT_EQ(sink_.offline[0].expiry_time_ns, 160 * kSecond);
   EXPECT_EQ(sink_.offline[1].expiry_time_ns, 110 * kSecond);
@@ -667,8 +326,8 @@ void ExpectListedWithNoTimeForGood(const RecordingSink& sink, SessionTable* tabl
 // Never expiring (0xffffffff) without a limit: listed with no time, never swept.
 TEST_F(SessionTableTest, AnIntervalThatNeverExpiresHasNoTime) {
   Open(a_, Facts("n", /*clean=*/false, 5), 1);
-  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
-                    SessionExpiry::Interval(0xffffffff));
+  connects_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
+                       SessionExpiry::Interval(0xffffffff));
   ExpectListedWithNoTimeForGood(sink_, &table_);
 }
 
@@ -676,8 +335,8 @@ TEST_F(SessionTableTest, AnIntervalThatNeverExpiresHasNoTime) {
 // when the broker expires it.
 TEST_F(SessionTableTest, AnUnlistedMqtt5SessionIsForgottenWhenItExpires) {
   Open(a_, Facts("v5c", /*clean=*/true, 5), 1, {{"events/x", 1}});
-  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
-                    SessionExpiry::Interval(5));
+  connects_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
+                       SessionExpiry::Interval(5));
   EXPECT_TRUE(sink_.offline.empty());
   EXPECT_EQ(table_.offline_count(), 1u);
   table_.ExpireOffline(106 * kSecond);
@@ -693,30 +352,23 @@ TEST_F(SessionTableTest, WithoutAKnownIntervalAnMqtt5SessionIsListedWithNoTime) 
   for (SessionExpiry expiry : {SessionExpiry{}, outlives}) {
     RecordingSink sink;
     SessionTable table(&sink, 1);
-    table.BeginConnect(a_, Facts("u", /*clean=*/false, 5), 1);
-    table.Settle();
-    table.Subscribe(a_, "events/x", 1);
-    table.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1, expiry);
+    ConnectSettlement connects(&table);
+    connects.BeginConnect(a_, Facts("u", /*clean=*/false, 5), 1);
+    connects.Settle();
+    connects.Subscribe(a_, "events/x", 1);
+    connects.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1, expiry);
     ExpectListedWithNoTimeForGood(sink, &table);
   }
 }
 
 // ---- following a session of unknown expiry through the broker's client lookup (2.1) ----
 
-// 2.1's CLIENT_OFFLINE without a verified layout: the session outlives its connection, how
-// long unknown.
-SessionExpiry Outlives() {
-  SessionExpiry expiry;
-  expiry.known = SessionExpiry::Known::kOutlives;
-  return expiry;
-}
-
 // Where the broker can be asked, a session of unknown expiry stays while the broker holds its
 // client object under its id, and ends, as an expired one does, once it holds none.
 TEST_F(SessionTableTest, ASessionTheBrokerNoLongerHoldsEndsAsExpired) {
   table_.SetUnknownExpiryFollowed(true);
   Open(a_, Facts("u", /*clean=*/false, 5), 1, {{"events/x", 1}});
-  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1, Outlives());
+  connects_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1, Outlives());
   ASSERT_EQ(sink_.offline.size(), 1u);
   EXPECT_EQ(sink_.offline[0].expiry_time_ns, 0);
   EXPECT_EQ(table_.unknown_expiry_count(), 1u);
@@ -745,14 +397,14 @@ TEST_F(SessionTableTest, ASessionTheBrokerNoLongerHoldsEndsAsExpired) {
 TEST_F(SessionTableTest, ANewConnectionsObjectIsAResumeNotAnExpiry) {
   table_.SetUnknownExpiryFollowed(true);
   Open(a_, Facts("r", /*clean=*/false, 5), 1, {{"events/x", 1}});
-  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1, Outlives());
-  table_.BeginConnect(b_, Facts("r", false, 5), 101 * kSecond);
+  connects_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1, Outlives());
+  connects_.BeginConnect(b_, Facts("r", false, 5), 101 * kSecond);
   table_.EndGoneOffline(4, [&](const std::string&) { return b_; });
   EXPECT_EQ(table_.offline_count(), 1u);
   // Inside the CONNECT the broker disconnects the offline object (2.1: DISCONNECT, taken over).
-  table_.Disconnect(a_, true, CloseReason::kSessionTakenOver, 101 * kSecond, -1,
-                    SessionExpiry::Interval(0));
-  table_.Settle();
+  connects_.Disconnect(a_, true, CloseReason::kSessionTakenOver, 101 * kSecond, -1,
+                       SessionExpiry::Interval(0));
+  connects_.Settle();
   table_.EndGoneOffline(4, [&](const std::string&) { return b_; });
   EXPECT_THAT(sink_.lines,
               ElementsAre("open 1 r", "sub 1 events/x 1", "close 1 reason 1", "offline 2 r",
@@ -766,160 +418,40 @@ TEST_F(SessionTableTest, ANewConnectionsObjectIsAResumeNotAnExpiry) {
 TEST_F(SessionTableTest, OnlyASessionOfUnknownExpiryIsFollowed) {
   table_.SetUnknownExpiryFollowed(true);
   Open(a_, Facts("known", /*clean=*/false, 5), 1);
-  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
-                    SessionExpiry::Interval(3));
+  connects_.Disconnect(a_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
+                       SessionExpiry::Interval(3));
   Open(b_, Facts("v311", /*clean=*/false, 4), 1);
-  table_.Disconnect(b_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1, Outlives());
+  connects_.Disconnect(b_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1, Outlives());
   EXPECT_EQ(table_.offline_count(), 2u);
   EXPECT_EQ(table_.unknown_expiry_count(), 0u);
 
   SessionTable unasked(&sink_, 1);  // 2.0: nothing to ask
-  unasked.BeginConnect(c_, Facts("v5", /*clean=*/false, 5), 1);
-  unasked.Settle();
-  unasked.Disconnect(c_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1, Outlives());
+  ConnectSettlement unasked_connects(&unasked);
+  unasked_connects.BeginConnect(c_, Facts("v5", /*clean=*/false, 5), 1);
+  unasked_connects.Settle();
+  unasked_connects.Disconnect(c_, true, CloseReason::kClientDisconnect, 100 * kSecond, -1,
+                              Outlives());
   EXPECT_EQ(unasked.offline_count(), 1u);
   EXPECT_EQ(unasked.unknown_expiry_count(), 0u);
-}
-
-// A takeover's old client has its interval zeroed by the broker for the hand-over
-// (src/handle_connect.c): its subscriptions still pass to the new connection.
-TEST_F(SessionTableTest, ATakeoverHandsTheSessionOverWhateverTheIntervalReads) {
-  Open(a_, Facts("t", /*clean=*/false, 5), 1, {{"events/x", 1}});
-  table_.BeginConnect(b_, Facts("t", false, 5), 2);
-  table_.Disconnect(a_, true, CloseReason::kUnspecified, 2, -1, SessionExpiry::Interval(0));
-  table_.Settle();
-  EXPECT_THAT(sink_.lines, ElementsAre("open 1 t", "sub 1 events/x 1", "close 1 reason 3",
-                                       "open 2 t", "sub 2 events/x 1"));
-}
-
-TEST_F(SessionTableTest, FullStateListsOfflineSessionsWithTheirSubscriptions) {
-  table_.RestoreOffline(Restored(), 500);
-  Open(a_, Facts("p", /*clean=*/false), 1, {{"store/s", 1}});
-  table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
-  sink_.lines.clear();
-  ASSERT_TRUE(table_.BeginFullState(9));
-  ASSERT_TRUE(table_.ContinueFullState());
-  std::set<std::string> middle(sink_.lines.begin() + 1, sink_.lines.end() - 1);
-  EXPECT_EQ(middle,
-            (std::set<std::string>{"offline 1 db-v4", "sub 1 events/a/# 1", "sub 1 queues/jobs 2",
-                                   "offline 2 db-v5", "sub 2 commands/door 0", "offline 4 p",
-                                   "sub 4 store/s 1"}));
-}
-
-TEST_F(SessionTableTest, FullStateListsEveryOpenConnectionWithItsSubscriptions) {
-  table_.BeginConnect(a_, Facts("a"), 1);
-  table_.Settle();
-  table_.Subscribe(a_, "events/1", 1);
-  table_.BeginConnect(b_, Facts("b"), 2);
-  table_.Settle();
-  table_.BeginConnect(c_, Facts("c"), 3);  // still pending: announced when settled
-  sink_.lines.clear();
-  ASSERT_TRUE(table_.BeginFullState(7));
-  ASSERT_TRUE(table_.ContinueFullState());
-  std::set<std::string> middle(sink_.lines.begin() + 1, sink_.lines.end() - 1);
-  EXPECT_EQ(sink_.lines.front(), "begin 7");
-  EXPECT_EQ(sink_.lines.back(), "end 7");
-  EXPECT_EQ(middle, (std::set<std::string>{"open 1 a", "sub 1 events/1 1", "open 2 b"}));
-}
-
-// An open connection keeps its strings and subscriptions packed: a resync gives back every
-// field as announced, and the subscriptions left after removing one in the middle, long
-// filters included.
-TEST_F(SessionTableTest, FullStateGivesBackEveryFieldAndSubscriptionOfAnOpenConnection) {
-  ClientFacts facts = Facts("client-é");
-  facts.username = "user";
-  facts.ip_address = "::1";
-  facts.auth_method = "SCRAM-SHA-1";
-  facts.peer_certificate_subject = "CN=device";
-  facts.keep_alive = 30;
-  facts.port = 40000;
-  facts.local_port = 1883;
-  facts.mechanism = AuthMechanism::kEnhanced;
-  facts.proxied = true;
-  facts.proxy_ip = "10.0.0.2";
-  facts.proxy_port = 41000;
-  table_.BeginConnect(a_, facts, 5);
-  table_.Settle();
-  const std::string long_filter = "events/" + std::string(300, 'x');
-  table_.Subscribe(a_, "events/first", 0);
-  table_.Subscribe(a_, "events/middle", 1);
-  table_.Subscribe(a_, long_filter, 2);
-  table_.Subscribe(a_, "", 1);
-  table_.Unsubscribe(a_, "events/middle");
-  table_.Subscribe(a_, long_filter, 1);
-  ASSERT_EQ(sink_.connections.size(), 1u);
-  const ConnectionEvent announced = sink_.connections[0];
-  sink_.lines.clear();
-  ASSERT_TRUE(table_.BeginFullState(9));
-  ASSERT_TRUE(table_.ContinueFullState());
-  ASSERT_EQ(sink_.connections.size(), 2u);
-  const ConnectionEvent& again = sink_.connections[1];
-  EXPECT_EQ(again.seq, announced.seq);
-  EXPECT_EQ(again.uid, announced.uid);
-  EXPECT_EQ(again.open_time_ns, 5);
-  EXPECT_EQ(again.client_id, "client-é");
-  EXPECT_EQ(again.username, "user");
-  EXPECT_EQ(again.ip_address, "::1");
-  EXPECT_EQ(again.auth_method, "SCRAM-SHA-1");
-  EXPECT_EQ(again.peer_certificate_subject, "CN=device");
-  EXPECT_EQ(again.keep_alive, 30);
-  EXPECT_EQ(again.port, 40000);
-  EXPECT_EQ(again.local_port, 1883);
-  EXPECT_EQ(again.proxy_address, "10.0.0.2");
-  EXPECT_EQ(again.proxy_port, 41000);
-  EXPECT_EQ(announced.proxy_address, "10.0.0.2");
-  EXPECT_EQ(announced.proxy_port, 41000);
-  EXPECT_EQ(again.auth_mechanism, AuthMechanism::kEnhanced);
-  EXPECT_EQ(again.auth_state, announced.auth_state);
-  EXPECT_EQ(again.protocol_version, announced.protocol_version);
-  EXPECT_THAT(sink_.lines, ElementsAre("begin 9", "open 1 client-é", "sub 1 events/first 0",
-                                       "sub 1 " + long_filter + " 1", "sub 1  1", "end 9"));
-}
-
-TEST_F(SessionTableTest, FullStateIsSpreadOverCallsWhenTheSinkHasLittleRoom) {
-  Open(a_, Facts("a"), 1);
-  table_.Subscribe(a_, "events/1", 1);  // a connection and its subscription go together
-  Open(b_, Facts("b"), 2);
-  sink_.lines.clear();
-  sink_.SetRoom(1);
-  ASSERT_TRUE(table_.BeginFullState(3));
-  EXPECT_FALSE(table_.ContinueFullState());  // "a" needs room for two records
-  sink_.SetRoom(2);
-  EXPECT_FALSE(table_.ContinueFullState());  // "a" and its subscription fit, "b" does not
-  table_.Disconnect(b_, true, CloseReason::kClientDisconnect, 4);  // live events go on
-  sink_.SetRoom(-1);
-  EXPECT_TRUE(table_.ContinueFullState());
-  EXPECT_FALSE(table_.full_state_active());
-  EXPECT_EQ(sink_.lines.front(), "begin 3");
-  EXPECT_EQ(sink_.lines.back(), "end 3");
-  EXPECT_EQ(std::count(sink_.lines.begin(), sink_.lines.end(), "open 1 a"), 1);
-}
-
-TEST_F(SessionTableTest, FullStateReportsARefusingSink) {
-  Open(a_, Facts("a"), 1);
-  sink_.lines.clear();
-  sink_.RefuseAfter(1);
-  ASSERT_TRUE(table_.BeginFullState(1));
-  EXPECT_FALSE(table_.ContinueFullState());
-  EXPECT_FALSE(table_.full_state_active());  // abandoned: it starts again with a new generation
 }
 
 TEST(SessionTableStatsTest, SlotsAreAssignedResetAndTheirTotalsTravelWithTheClose) {
   RecordingSink sink;
   ConnectionStatsSlot slots[1];
   SessionTable table(&sink, 1, slots, 1);
+  ConnectSettlement connects(&table);
   int a = 0;
   int b = 0;
-  table.BeginConnect(&a, Facts("a"), 1);
-  table.Settle();
+  connects.BeginConnect(&a, Facts("a"), 1);
+  connects.Settle();
   ASSERT_EQ(sink.connections.at(0).stats_slot, 0u);
   ASSERT_EQ(table.View(&a).stats, &slots[0]);
   EXPECT_EQ(slots[0].seq.load(), sink.connections.at(0).seq);
   Bump(slots[0].publish_count, 3);
   Bump(slots[0].deliver_bytes, 40);
   // The only slot is taken: a second connection has none, and is still open.
-  table.BeginConnect(&b, Facts("b"), 2);
-  table.Settle();
+  connects.BeginConnect(&b, Facts("b"), 2);
+  connects.Settle();
   EXPECT_EQ(sink.connections.at(1).stats_slot, kNoStatsSlot);
   EXPECT_TRUE(table.View(&b).open);
   EXPECT_EQ(table.View(&b).stats, nullptr);
@@ -928,111 +460,26 @@ TEST(SessionTableStatsTest, SlotsAreAssignedResetAndTheirTotalsTravelWithTheClos
   EXPECT_EQ(*table.OpenStats(&a), &slots[0]);
   ASSERT_NE(table.OpenStats(&b), nullptr);
   EXPECT_EQ(*table.OpenStats(&b), nullptr);
-  table.Disconnect(&a, true, CloseReason::kClientDisconnect, 3);
+  connects.Disconnect(&a, true, CloseReason::kClientDisconnect, 3);
   EXPECT_FALSE(table.View(&a).open);
   EXPECT_EQ(table.OpenStats(&a), nullptr);
   ASSERT_EQ(sink.closes.size(), 1u);
   EXPECT_EQ(sink.closes[0].totals.publish_count, 3u);
   EXPECT_EQ(sink.closes[0].totals.deliver_bytes, 40u);
   // The close carried the totals; the next connection gets the slot back, reset.
-  table.BeginConnect(&a, Facts("c"), 4);
-  table.Settle();
+  connects.BeginConnect(&a, Facts("c"), 4);
+  connects.Settle();
   EXPECT_EQ(sink.connections.at(2).stats_slot, 0u);
   EXPECT_EQ(slots[0].publish_count.load(), 0u);
   EXPECT_EQ(slots[0].deliver_bytes.load(), 0u);
   EXPECT_EQ(slots[0].seq.load(), sink.connections.at(2).seq);
 }
 
-// A reload (SIGHUP) re-runs BASIC_AUTH for every client the broker holds (docs/reload.md).
-TEST_F(SessionTableTest, AReloadRecheckOfAnOpenClientIsNotAConnect) {
-  Open(a_, Facts("x"), 1, {{"events/x", 1}});
-  table_.BeginReload();
-  EXPECT_TRUE(table_.reloading());
-  EXPECT_TRUE(table_.IsRecheck(a_, /*has_socket=*/true));
-  table_.EndReload();
-  EXPECT_FALSE(table_.reloading());
-  // Outside a reload too: an open client is never connecting again.
-  EXPECT_TRUE(table_.IsRecheck(a_, true));
-  EXPECT_THAT(sink_.lines, ElementsAre("open 1 x", "sub 1 events/x 1"));
-  EXPECT_EQ(table_.open_count(), 1u);
-  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 5);
-  EXPECT_THAT(sink_.lines, ElementsAre("open 1 x", "sub 1 events/x 1", "close 1 reason 1"));
-}
-
-TEST_F(SessionTableTest, AReloadRecheckOfAnOfflineSessionOpensNothing) {
-  Open(a_, Facts("p", /*clean=*/false), 1, {{"events/x", 1}});
-  table_.Disconnect(a_, true, CloseReason::kConnectionLost, 2);
-  table_.BeginReload();
-  EXPECT_TRUE(table_.IsRecheck(a_, /*has_socket=*/false));
-  // The broker disconnects an offline session the reload no longer allows: nothing is open,
-  // and the session (which the broker keeps) stays listed as offline, announced once.
-  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 3);
-  table_.EndReload();
-  EXPECT_THAT(sink_.lines, ElementsAre("open 1 p", "sub 1 events/x 1", "close 1 reason 2",
-                                       "offline 2 p", "sub 2 events/x 1"));
-  EXPECT_EQ(table_.open_count(), 0u);
-}
-
-TEST_F(SessionTableTest, ANewClientWithASocketIsAConnectEvenDuringAReload) {
-  table_.BeginReload();
-  EXPECT_FALSE(table_.IsRecheck(a_, /*has_socket=*/true));
-  table_.EndReload();
-}
-
-TEST_F(SessionTableTest, ARecheckSettlesAPendingConnect) {
-  Open(a_, Facts("x"), 1);
-  table_.BeginConnect(b_, Facts("y"), 2);
-  EXPECT_TRUE(table_.IsRecheck(a_, true));
-  EXPECT_THAT(sink_.lines, ElementsAre("open 1 x", "open 2 y"));
-}
-
-// An MQTT 5 re-authentication (AUTH 0x19) is EXT_AUTH_START again for a client the broker holds:
-// open, or with its CONNECT still pending. Neither is a new connection.
-TEST_F(SessionTableTest, AReauthenticationIsARecheckOpenOrPending) {
-  table_.BeginConnect(a_, Facts("x"), 1);
-  EXPECT_TRUE(table_.IsRecheck(a_, /*has_socket=*/true));
-  EXPECT_TRUE(table_.IsPending(a_));  // still its own CONNECT, not settled by it
-  table_.Settle();
-  EXPECT_TRUE(table_.IsRecheck(a_, true));
-  EXPECT_THAT(sink_.lines, ElementsAre("open 1 x"));
-  EXPECT_EQ(table_.open_count(), 1u);
-}
-
-TEST_F(SessionTableTest, AClientClosedDuringAReloadIsRevokedAndOnlyThen) {
-  table_.BeginConnect(a_, Facts("x"), 1);
-  table_.BeginConnect(b_, Facts("y"), 1);
-  table_.BeginConnect(c_, Facts("z"), 1);
-  table_.BeginReload();  // settles y
-  EXPECT_TRUE(table_.IsRecheck(a_, true));
-  table_.Disconnect(a_, true, CloseReason::kClientDisconnect, 2);  // what the broker state says
-  table_.EndReload();
-  table_.Disconnect(b_, true, CloseReason::kClientDisconnect, 3);
-  table_.Disconnect(c_, true, CloseReason::kConnectionLost, 3);
-  EXPECT_THAT(sink_.lines, ElementsAre("open 1 x", "open 2 y", "open 3 z", "close 1 reason 7",
-                                       "close 2 reason 1", "close 3 reason 2"));
-}
-
-TEST(SessionTableRevokeTest, ARevokedConnectionIsCountedUnderItsOwnReason) {
-  RecordingSink sink;
-  BrokerCounters counters;
-  SessionTable table(&sink, 1, nullptr, 0, &counters);
-  int a = 0;
-  table.BeginConnect(&a, Facts("a"), 1);
-  table.BeginReload();
-  EXPECT_TRUE(table.IsRecheck(&a, true));
-  table.Disconnect(&a, true, CloseReason::kClientDisconnect, 2);
-  table.EndReload();
-  EXPECT_EQ(counters.connects.load(), 1u);
-  EXPECT_EQ(counters.disconnects[static_cast<int>(CloseReason::kAccessRevoked)].load(), 1u);
-  EXPECT_EQ(counters.disconnects[static_cast<int>(CloseReason::kClientDisconnect)].load(), 0u);
-  EXPECT_EQ(table.open_count(), 0u);
-}
-
 TEST_F(SessionTableTest, UidsAreVersion4UuidsAndUnique) {
   std::set<std::string> seen;
   for (int i = 0; i < 1000; ++i) {
-    table_.BeginConnect(a_, Facts("u"), i);
-    table_.Disconnect(a_, true, CloseReason::kUnspecified, i);
+    connects_.BeginConnect(a_, Facts("u"), i);
+    connects_.Disconnect(a_, true, CloseReason::kUnspecified, i);
   }
   const std::regex uuid4("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
   for (const auto& e : sink_.connections) {

@@ -29,6 +29,8 @@
 #include "../support/client_facts_builder.h"
 #include "broker/broker_events.h"
 #include "broker/broker_link.h"
+#include "broker/connect_settlement.h"
+#include "broker/resync_writer.h"
 #include "broker/session_table.h"
 #include "companion/companion_link.h"
 #include "companion/connection_registry.h"
@@ -50,6 +52,8 @@ class SharedLinkTest : public ::testing::Test {
     region_ = std::move(created).value();
     broker_ = std::make_unique<BrokerLink>(region_.get());
     table_ = std::make_unique<SessionTable>(broker_.get(), 1);
+    connects_ = std::make_unique<ConnectSettlement>(table_.get());
+    resync_ = std::make_unique<ResyncWriter>(table_.get(), broker_.get());
     companion_ = std::make_unique<CompanionLink>(region_.get());
   }
   std::vector<std::string> OpenIds() {
@@ -61,13 +65,15 @@ class SharedLinkTest : public ::testing::Test {
     return ids;
   }
   void Connect(const void* client, const std::string& id) {
-    table_->BeginConnect(client, Facts(id), 1);
-    table_->Settle();
+    connects_->BeginConnect(client, Facts(id), 1);
+    connects_->Settle();
   }
 
   std::unique_ptr<SharedRegion> region_;
   std::unique_ptr<BrokerLink> broker_;
   std::unique_ptr<SessionTable> table_;
+  std::unique_ptr<ConnectSettlement> connects_;
+  std::unique_ptr<ResyncWriter> resync_;
   std::unique_ptr<CompanionLink> companion_;
   ConnectionRegistry registry_{ConnectionRegistryOptions{}};
   int clients_[200] = {};
@@ -76,14 +82,14 @@ class SharedLinkTest : public ::testing::Test {
 TEST_F(SharedLinkTest, ACompanionStartingLateGetsTheWholeStateByResync) {
   Connect(&clients_[0], "early");
   companion_->Begin();  // skips what it missed, asks for a resync
-  EXPECT_TRUE(ResyncStep(broker_.get(), table_.get()));
+  EXPECT_TRUE(ResyncStep(broker_.get(), resync_.get()));
   Connect(&clients_[1], "later");
   companion_->Poll(&registry_, 0);
   EXPECT_TRUE(registry_.synced());
   EXPECT_THAT(OpenIds(), ::testing::ElementsAre("early", "later"));
   // Nothing more is due until asked again.
   const std::uint64_t started = region_->header()->broker.resync_started.load();
-  EXPECT_TRUE(ResyncStep(broker_.get(), table_.get()));
+  EXPECT_TRUE(ResyncStep(broker_.get(), resync_.get()));
   EXPECT_EQ(region_->header()->broker.resync_started.load(), started);
 }
 
@@ -92,7 +98,7 @@ TEST_F(SharedLinkTest, ACompanionStartingLateGetsTheWholeStateByResync) {
 // a loaded machine may run the threads late, never early.
 TEST_F(SharedLinkTest, TheCompanionSleepsUntilTheBrokerWakesItOrItsTimeout) {
   companion_->Begin();
-  ASSERT_TRUE(ResyncStep(broker_.get(), table_.get()));
+  ASSERT_TRUE(ResyncStep(broker_.get(), resync_.get()));
   companion_->Poll(&registry_, 0);
   using Clock = std::chrono::steady_clock;
   auto start = Clock::now();
@@ -140,20 +146,20 @@ TEST_F(SharedLinkTest, ABanListIsInForceOnceTheBrokerAcknowledgesItsNumber) {
 
 TEST_F(SharedLinkTest, AFullRingNeverBlocksAndTheLossIsRepairedByAResync) {
   companion_->Begin();
-  ASSERT_TRUE(ResyncStep(broker_.get(), table_.get()));
+  ASSERT_TRUE(ResyncStep(broker_.get(), resync_.get()));
   companion_->Poll(&registry_, 0);
   // The companion stalls while 200 clients connect: the ring overflows.
   for (int i = 0; i < 200; ++i) Connect(&clients_[i], "client-" + std::to_string(i));
   EXPECT_GT(broker_->events_lost(), 0u);
   for (int i = 0; i < 100; ++i) {
-    table_->Disconnect(&clients_[i], true, CloseReason::kClientDisconnect, 2);
+    connects_->Disconnect(&clients_[i], true, CloseReason::kClientDisconnect, 2);
   }
   // The companion catches up on what did fit, then the next TICK's resync repairs the rest;
   // a resync that does not fit yet is tried again after the companion has read more.
   bool repaired = false;
   for (int tick = 0; tick < 100 && !repaired; ++tick) {
     companion_->Poll(&registry_, 0);
-    repaired = ResyncStep(broker_.get(), table_.get());
+    repaired = ResyncStep(broker_.get(), resync_.get());
   }
   ASSERT_TRUE(repaired);
   companion_->Poll(&registry_, 0);
@@ -175,6 +181,8 @@ TEST(SharedLinkReleaseTest, ReadPagesOfTheRingAreGivenBackAndUnreadRecordsStay) 
   const std::unique_ptr<SharedRegion> region = std::move(created).value();
   BrokerLink broker(region.get());
   SessionTable table(&broker, 1);
+  ConnectSettlement connects(&table);
+  ResyncWriter resync(&table, &broker);
   CompanionLink companion(region.get());
   ConnectionRegistry registry{ConnectionRegistryOptions{}};
   const auto resident_kib = [&region] {
@@ -188,14 +196,14 @@ TEST(SharedLinkReleaseTest, ReadPagesOfTheRingAreGivenBackAndUnreadRecordsStay) 
     return open;
   };
   companion.Begin();
-  ASSERT_TRUE(ResyncStep(&broker, &table));
+  ASSERT_TRUE(ResyncStep(&broker, &resync));
   companion.Poll(&registry, 0);
   const long at_start = resident_kib();
   static int clients[6000];
   int connected = 0;
   const auto connect_next = [&] {
-    table.BeginConnect(&clients[connected], Facts("client-" + std::to_string(connected)), 1);
-    table.Settle();
+    connects.BeginConnect(&clients[connected], Facts("client-" + std::to_string(connected)), 1);
+    connects.Settle();
     ++connected;
   };
   // About 150 KiB of events, read by the companion: nothing given back before they are read.
@@ -269,15 +277,17 @@ TEST_F(SharedLinkTest, ACompanionReportsServingOrFailure) {
 // it and the request waits for no TICK.
 TEST_F(SharedLinkTest, ADetailedRequestAsksNothingOfTheBroker) {
   SessionTable table(broker_.get(), 1, region_->stats(), region_->header()->stats_slots);
+  ConnectSettlement connects(&table);
+  ResyncWriter resync(&table, broker_.get());
   const ClientFacts facts = Facts("detailed");  // from 127.0.0.1:50000 to the listener on 1883
-  table.BeginConnect(&clients_[0], facts, 1);
-  table.Settle();
+  connects.BeginConnect(&clients_[0], facts, 1);
+  connects.Settle();
   ConnectionRegistryOptions options;
   options.stats = region_->stats();
   options.stats_count = region_->header()->stats_slots;
   ConnectionRegistry registry(options);
   companion_->Begin();
-  ASSERT_TRUE(ResyncStep(broker_.get(), &table));
+  ASSERT_TRUE(ResyncStep(broker_.get(), &resync));
   companion_->Poll(&registry, 0);
   ASSERT_TRUE(registry.synced());
   companion_->Heartbeat();  // what the companion's loop writes anyway, before the copy
