@@ -439,6 +439,10 @@ void ConnectionRegistry::StartWindow(Entry* entry) const {
   entry->window_minute = window_minute_;
 }
 
+std::int64_t ConnectionRegistry::NextWindowNs(std::int64_t now_ns) {
+  return (now_ns / kMinuteNs + 1) * kMinuteNs;
+}
+
 void ConnectionRegistry::RollStatisticsWindow(std::int64_t now_ns) {
   const std::int64_t minute = now_ns / kMinuteNs;
   std::lock_guard<std::mutex> lock(mutex_);

@@ -106,6 +106,8 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   // new value, as any change), and no change is published: a WatchConnections connection
   // carries no figures of the minute (docs/api.md).
   void RollStatisticsWindow(std::int64_t now_ns);
+  // When (Unix ns) the next minute begins after `now_ns`: the event loop wakes for it.
+  static std::int64_t NextWindowNs(std::int64_t now_ns);
 
   // Every connection, open and recently closed, and every offline session, without traffic
   // totals (recent statistics included), as copies.
