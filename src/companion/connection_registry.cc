@@ -581,17 +581,6 @@ std::size_t ConnectionRegistry::offline_count() const {
   return CountLocked(ConnectionState::kOffline);
 }
 
-void ConnectionRegistry::VisitForMetrics(const ClosedVisitor& closed,
-                                         const LiveVisitor& live) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (closed) {
-    for (const ClosedMinute& minute : closed_minutes_) {
-      closed(*closed_[minute.position - closed_popped_]);
-    }
-  }
-  for (const auto& [seq, entry] : open_) live(*entry.connection, entry.recent);
-}
-
 std::size_t ConnectionRegistry::closed_count() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return closed_.size();

@@ -42,7 +42,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -134,13 +133,19 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   std::size_t open_count() const;
   std::size_t offline_count() const;
   // For the views of /metrics (metrics_views.h), in one hold of the lock so that a scrape
-  // copies no connection: `closed` (may be empty) gets each closed connection that may have
-  // figures for the previous complete minute (its recent_statistics; those closed about then),
-  // then `live` each open connection and offline session with its recent statistics. Neither
-  // may call the registry; what they are given lasts until they return.
-  using ClosedVisitor = std::function<void(const Connection& closed)>;
-  using LiveVisitor = std::function<void(const Connection& live, const RequestStatistics& recent)>;
-  void VisitForMetrics(const ClosedVisitor& closed, const LiveVisitor& live) const;
+  // copies no connection: `closed(const ConnectionPtr&)` gets each closed connection that may
+  // have figures for the previous complete minute (its recent_statistics; those closed about
+  // then), then `live(const ConnectionPtr&, const RequestStatistics& recent)` each open
+  // connection and offline session. Neither may call the registry. A template, so that the
+  // pass over every connection makes no indirect call.
+  template <typename ClosedVisitor, typename LiveVisitor>
+  void VisitForMetrics(ClosedVisitor&& closed, LiveVisitor&& live) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const ClosedMinute& minute : closed_minutes_) {
+      closed(closed_[minute.position - closed_popped_]);
+    }
+    for (const auto& [seq, entry] : open_) live(entry.connection, entry.recent);
+  }
   std::size_t closed_count() const;
   bool synced() const override;
   // Synced, and no resync under way (one follows events lost on a full ring): the view is the

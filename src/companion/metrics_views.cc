@@ -27,38 +27,43 @@ RequestStatistics Plus(const RequestStatistics& a, const RequestStatistics& b) {
 
 std::array<std::size_t, kPatternCount> SubscriptionsByPattern(const ConnectionRegistry& registry) {
   std::array<std::size_t, kPatternCount> counts{};
-  registry.VisitForMetrics(nullptr, [&counts](const Connection& live, const RequestStatistics&) {
-    for (const Subscription& subscription : live.subscriptions) {
-      ++counts[static_cast<std::size_t>(subscription.mapping.pattern)];
-    }
-  });
+  registry.VisitForMetrics([](const ConnectionPtr&) {},
+                           [&counts](const ConnectionPtr& live, const RequestStatistics&) {
+                             for (const Subscription& subscription : live->subscriptions) {
+                               ++counts[static_cast<std::size_t>(subscription.mapping.pattern)];
+                             }
+                           });
   return counts;
 }
 
 std::vector<TopClient> TopClients(const ConnectionRegistry& registry, std::size_t n) {
-  std::vector<TopClient> top;
-  if (n == 0) return top;
+  struct Candidate {
+    std::uint64_t messages;
+    std::string_view client_id;  // owner's
+    RequestStatistics recent;
+    ConnectionPtr owner;  // keeps client_id alive once the registry's lock is released
+  };
   // "a before b": more messages, then the smaller client id.
-  const auto before = [](const TopClient& a, const TopClient& b) {
-    const std::uint64_t a_messages = Messages(a.recent);
-    const std::uint64_t b_messages = Messages(b.recent);
-    if (a_messages != b_messages) return a_messages > b_messages;
+  const auto before = [](const Candidate& a, const Candidate& b) {
+    if (a.messages != b.messages) return a.messages > b.messages;
     return a.client_id < b.client_id;
   };
-  std::vector<TopClient> kept;  // a heap whose top is the last of the kept ones
+  std::vector<Candidate> kept;  // a heap whose top is the last of the kept ones
+  std::vector<TopClient> top;
+  if (n == 0) return top;
   kept.reserve(n + 1);
-  const auto consider = [&](std::string_view client_id, const RequestStatistics& recent) {
-    if (Messages(recent) == 0) return;
+  const auto consider = [&](const ConnectionPtr& owner, const RequestStatistics& recent) {
+    const std::uint64_t messages = Messages(recent);
+    if (messages == 0) return;
+    // Most connections lose here, before their owner is shared: not before the last kept.
     if (kept.size() == n) {
-      // Most connections lose here, before their client id is copied.
-      const std::uint64_t messages = Messages(recent);
-      const TopClient& last = kept.front();
-      const std::uint64_t last_messages = Messages(last.recent);
-      if (messages < last_messages || (messages == last_messages && client_id >= last.client_id)) {
+      const Candidate& last = kept.front();
+      if (messages < last.messages ||
+          (messages == last.messages && owner->client_id >= last.client_id)) {
         return;
       }
     }
-    kept.push_back(TopClient{std::string(client_id), recent});
+    kept.push_back(Candidate{messages, owner->client_id, recent, owner});
     std::push_heap(kept.begin(), kept.end(), before);
     if (kept.size() > n) {
       std::pop_heap(kept.begin(), kept.end(), before);
@@ -66,28 +71,37 @@ std::vector<TopClient> TopClients(const ConnectionRegistry& registry, std::size_
     }
   };
   // The closed connections with traffic in the minute (few: those closed about then), summed by
-  // client id with the open connection or offline session of that id; the others ranked alone.
-  std::unordered_map<std::string, RequestStatistics> closed;
+  // client id (first) with the open connection or offline session of that id (then); the others
+  // are ranked alone.
+  struct ClosedSum {
+    ConnectionPtr owner;  // one closed connection of the client id
+    RequestStatistics recent;
+  };
+  std::unordered_map<std::string_view, ClosedSum> closed;
   registry.VisitForMetrics(
-      [&closed](const Connection& connection) {
-        if (Messages(connection.recent_statistics) == 0) return;
-        RequestStatistics& sum = closed[connection.client_id];
-        sum = Plus(sum, connection.recent_statistics);
+      [&closed](const ConnectionPtr& connection) {
+        if (Messages(connection->recent_statistics) == 0) return;
+        auto [it, added] = closed.try_emplace(connection->client_id, ClosedSum{connection, {}});
+        it->second.recent = Plus(it->second.recent, connection->recent_statistics);
       },
-      [&](const Connection& live, const RequestStatistics& recent) {
+      [&](const ConnectionPtr& live, const RequestStatistics& recent) {
         if (Messages(recent) == 0) return;
         if (!closed.empty()) {
-          const auto same = closed.find(live.client_id);
+          const auto same = closed.find(live->client_id);
           if (same != closed.end()) {
-            same->second = Plus(same->second, recent);
+            same->second.recent = Plus(same->second.recent, recent);
             return;
           }
         }
-        consider(live.client_id, recent);
+        consider(live, recent);
       });
-  for (const auto& [client_id, recent] : closed) consider(client_id, recent);
+  for (const auto& [client_id, sum] : closed) consider(sum.owner, sum.recent);
   std::sort_heap(kept.begin(), kept.end(), before);
-  return kept;
+  top.reserve(kept.size());
+  for (const Candidate& candidate : kept) {
+    top.push_back(TopClient{std::string(candidate.client_id), candidate.recent});
+  }
+  return top;
 }
 
 }  // namespace mqc
