@@ -17,7 +17,7 @@
 
 namespace mqc {
 
-// Query parameters in the order the client sent them, percent-decoded, duplicates kept (so
+// Query parameters in the order the client sent them, percent-decoded, repeated names kept (so
 // that a view can refuse them). A parameter without '=' has an empty value.
 using QueryParams = std::vector<std::pair<std::string, std::string>>;
 using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
