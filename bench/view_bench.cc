@@ -17,7 +17,7 @@
 //   query_or_prefixes_ms and list_filter_or_prefixes_ms (an OR of two client id prefixes, a
 //   scan, a page of 1000 matches), each also as CPU time (_cpu_ms); rss_mib (resident memory at the
 //   end); top_clients_100_ms and
-//   top_clients_10_ms (ConnectionRegistry::TopClients over N connections that all had traffic in
+//   top_clients_10_ms (TopClients over N connections that all had traffic in
 //   the previous minute: the work plugin_opt_metrics_top_clients adds to each scrape) and
 //   metrics_render_top_0_ms / metrics_render_top_100_ms (a whole /metrics render without and
 //   with the top 100). Exits 1 with a message when an answer is wrong.
@@ -43,6 +43,7 @@
 #include "companion/http/http_router.h"
 #include "companion/json_util.h"
 #include "companion/metrics.h"
+#include "companion/metrics_views.h"
 #include "companion/query/connection_fields.h"
 #include "companion/query/connection_query.h"
 #include "link/clock.h"
@@ -278,12 +279,12 @@ int TopClientsBench(long count, int repeat) {
     Bump(slots[i].deliver_count, static_cast<std::uint64_t>(i % 3));
   }
   registry.RollStatisticsWindow(now + minute);
-  std::vector<ConnectionRegistry::TopClient> top;
-  const double top100_ms = MedianMs(repeat, [&] { top = registry.TopClients(100); });
+  std::vector<TopClient> top;
+  const double top100_ms = MedianMs(repeat, [&] { top = TopClients(registry, 100); });
   if (top.size() != 100 || top[0].recent.publish_count < top[99].recent.publish_count) {
     return Fail("top clients: wrong ranking");
   }
-  const double top10_ms = MedianMs(repeat, [&] { top = registry.TopClients(10); });
+  const double top10_ms = MedianMs(repeat, [&] { top = TopClients(registry, 10); });
   auto created = SharedRegion::Create(SharedRegionSizes{1 << 12, 1 << 12, 16});
   if (!created.ok()) return Fail("shared region: " + created.status().message());
   const std::unique_ptr<SharedRegion> region = std::move(created).value();

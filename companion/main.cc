@@ -4,8 +4,10 @@
 // network-facing lives here, so a crash or a slow request cannot touch the broker. It runs at a
 // lower CPU priority than the broker (YieldToBroker).
 //
-// Threads: main() runs the event loop (ring -> ConnectionRegistry, and the sock_diag dumps kept
-// fresh while the rich API is in use); libmicrohttpd's threads serve HTTP.
+// Assembly only: the parts are built here and handed to each other; the event loop is
+// Companion::Step (companion/companion.h), the secrets' rereading HttpSecrets.
+//
+// Threads: main() runs the event loop (Companion); libmicrohttpd's threads serve HTTP.
 //
 // Usage: the plugin starts it with the command line of link/companion_arguments.h.
 
@@ -18,19 +20,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
-#include <tuple>
 #include <vector>
 
 #include "companion/activity_history.h"
@@ -38,6 +35,7 @@
 #include "companion/broker_bans.h"
 #include "companion/broker_disconnect.h"
 #include "companion/client_history.h"
+#include "companion/companion.h"
 #include "companion/companion_link.h"
 #include "companion/connection_registry.h"
 #include "companion/detailed_source.h"
@@ -46,6 +44,7 @@
 #include "companion/http/disconnect_view.h"
 #include "companion/http/host_check.h"
 #include "companion/http/http_router.h"
+#include "companion/http/http_secrets.h"
 #include "companion/http/http_server.h"
 #include "companion/metrics.h"
 #include "companion/network_info.h"
@@ -141,101 +140,6 @@ std::string BanFile(const StatusOr<BrokerConfig>* config, CompanionLink* link) {
   return path;
 }
 
-// The token files named by the options, read whole (both or nothing). Tokens stay in this
-// process: they are never logged, and never pass through the broker or the shared region.
-Status ReadTokens(const PluginOptions& options, TokenSet* set, CompanionLink* link) {
-  TokenSet read;
-  for (const auto& [path, option, level] :
-       {std::tuple<const std::string&, const char*, AccessLevel>{
-            options.http_token_file, "http_token_file", AccessLevel::kRead},
-        std::tuple<const std::string&, const char*, AccessLevel>{
-            options.http_admin_token_file, "http_admin_token_file", AccessLevel::kAdmin}}) {
-    if (path.empty()) continue;
-    std::string warning;
-    const Status status = ReadTokenFile(path, option, level, &read, &warning);
-    if (!status.ok()) return status;
-    if (!warning.empty()) link->Log(LogLevel::kWarning, warning);
-  }
-  *set = std::move(read);
-  return Status();
-}
-
-// A PEM file for HTTPS; a failure names the option.
-StatusOr<std::string> ReadPem(const std::string& path, const char* option, const char* marker) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return InvalidArgument(std::string("plugin_opt_") + option + " " + path + ": cannot read it");
-  }
-  std::string pem{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (pem.find(marker) == std::string::npos) {
-    return InvalidArgument(std::string("plugin_opt_") + option + " " + path + ": no PEM '" +
-                           marker + "' block in it");
-  }
-  return pem;
-}
-
-struct TlsPems {
-  std::string cert;
-  std::string key;
-};
-
-// The HTTPS certificate and key named by the options, both or neither.
-StatusOr<TlsPems> ReadTls(const PluginOptions& options) {
-  StatusOr<std::string> cert =
-      ReadPem(options.http_tls_cert, "http_tls_cert", "-----BEGIN CERTIFICATE-----");
-  if (!cert.ok()) return cert.status();
-  StatusOr<std::string> key = ReadPem(options.http_tls_key, "http_tls_key", "PRIVATE KEY-----");
-  if (!key.ok()) return key.status();
-  return TlsPems{*std::move(cert), *std::move(key)};
-}
-
-// At a configuration reload (a settings record): the token files and the HTTPS certificate are
-// read again from the paths of the start, so that they rotate without a broker restart (which
-// would drop every MQTT client). A file that became bad keeps what was read before, and the log
-// says which.
-void RereadSecrets(const PluginOptions& options, AccessTokens* tokens, HttpServer* server,
-                   std::string* tls_cert_pem, std::string* tls_key_pem, CompanionLink* link) {
-  if (options.RequiresToken()) {
-    TokenSet reloaded;
-    const Status status = ReadTokens(options, &reloaded, link);
-    if (status.ok()) {
-      const std::size_t count = reloaded.entries.size();
-      tokens->Replace(std::move(reloaded));
-      link->Log(LogLevel::kNotice,
-                "reload: token files read again, " + std::to_string(count) + " tokens");
-    } else {
-      link->Log(LogLevel::kError,
-                "reload: " + status.message() + "; keeping the tokens read before");
-    }
-  }
-  if (options.http_tls_cert.empty()) return;
-  StatusOr<TlsPems> read = ReadTls(options);
-  if (!read.ok()) {
-    link->Log(LogLevel::kError,
-              "reload: " + read.status().message() + "; keeping the HTTPS certificate read before");
-    return;
-  }
-  std::string& cert_pem = read->cert;
-  std::string& key_pem = read->key;
-  if (cert_pem == *tls_cert_pem && key_pem == *tls_key_pem) {
-    link->Log(LogLevel::kInfo,
-              "reload: HTTPS certificate unchanged (" + options.http_tls_cert + ")");
-    return;
-  }
-  const Status replaced = server->ReplaceTls(cert_pem, key_pem);
-  if (!replaced.ok()) {
-    link->Log(LogLevel::kError, "reload: HTTPS certificate " + options.http_tls_cert +
-                                    " not used: " + replaced.message() +
-                                    "; keeping the one read before");
-    return;
-  }
-  *tls_cert_pem = std::move(cert_pem);
-  *tls_key_pem = std::move(key_pem);
-  link->Log(LogLevel::kNotice, "reload: HTTPS certificate read again from " +
-                                   options.http_tls_cert + " and " + options.http_tls_key +
-                                   "; new connections use it");
-}
-
 // Silent and trickling HTTP connections each hold a descriptor until they are closed: take the
 // whole budget the system allows (the soft limit up to the hard one).
 rlim_t RaiseDescriptorLimit() {
@@ -246,20 +150,6 @@ rlim_t RaiseDescriptorLimit() {
     if (setrlimit(RLIMIT_NOFILE, &limit) != 0) (void)getrlimit(RLIMIT_NOFILE, &limit);
   }
   return limit.rlim_cur;
-}
-
-// How long the event loop may wait for the broker when nothing came (the broker wakes it at the
-// TICK after it wrote, WaitForBrokerEvents): until the next expiry of closed connections, the
-// next minute of the statistics windows (ConnectionRegistry::RollStatisticsWindow counts whole
-// minutes of the wall clock), or the next refresh of the network figures, and a second at most:
-// the heartbeat the plugin watches for stalls (5 s), and stop signals.
-std::int64_t IdleWaitNs(std::int64_t now, std::int64_t next_expiry_ns, NetworkInfoCache* network) {
-  constexpr std::int64_t kMaxIdleWaitNs = 1'000'000'000;
-  constexpr std::int64_t kMinIdleWaitNs = 1'000'000;
-  constexpr std::int64_t kMinuteNs = 60'000'000'000;
-  const std::int64_t next_minute = (now / kMinuteNs + 1) * kMinuteNs;
-  return std::max(kMinIdleWaitNs, std::min({kMaxIdleWaitNs, next_expiry_ns - now,
-                                            next_minute - now, network->RefreshDueInNs()}));
 }
 
 int Run(int argc, char** argv) {
@@ -349,7 +239,10 @@ int Run(int argc, char** argv) {
 
   AccessTokens tokens(options.RequiresToken());
   TokenSet token_set;
-  const Status read_tokens = ReadTokens(options, &token_set, &link);
+  const SecretsLog secrets_log = [&link](LogLevel level, const std::string& line) {
+    link.Log(level, line);
+  };
+  const Status read_tokens = ReadTokens(options, &token_set, secrets_log);
   if (!read_tokens.ok()) {
     link.ReportFailed(read_tokens.message());
     return 1;
@@ -415,46 +308,23 @@ int Run(int argc, char** argv) {
   // this process).
   if (!ban_store.SendAll()) link.Log(LogLevel::kError, "the ban list could not reach the broker");
   link.ReportServing(server->port());
-  std::string tls_cert_pem = server_options.tls_cert_pem;  // what the server uses now
-  std::string tls_key_pem = server_options.tls_key_pem;
+  HttpSecrets secrets(options, &tokens, server.get(),
+                      TlsPems{server_options.tls_cert_pem, server_options.tls_key_pem},
+                      secrets_log);
 
-  std::int64_t next_expiry_ns = 0;
-  bool announced_sync = false;
-  std::uint64_t settings_seen = 0;
+  CompanionParts parts;
+  parts.link = &link;
+  parts.registry = &registry;
+  parts.changes = &changes;
+  parts.broker_bans = &broker_bans;
+  parts.network = &network;
+  parts.activity = &activity;
+  parts.counters = &region->header()->counters;
+  parts.on_reload = [&secrets] { secrets.Reread(); };
+  parts.upkeep = [&server] { server->StopRetired(); };
+  Companion companion(std::move(parts));
   while (!g_stop.load() && getppid() == arguments.broker_pid) {
-    const std::int64_t now = NowNs();
-    const std::size_t applied = link.Poll(&registry, now);
-    // Outside the registry's lock: the streams waiting for changes go on.
-    if (applied > 0) changes.WakeWaiters();
-    link.Heartbeat();
-    if (link.settings_seen() != settings_seen) {
-      // A configuration reload: the token files and the certificate are read again.
-      settings_seen = link.settings_seen();
-      RereadSecrets(options, &tokens, server.get(), &tls_cert_pem, &tls_key_pem, &link);
-    }
-    server->StopRetired();
-    if (!announced_sync && registry.synced()) {
-      // Tells the operator (and the tests) when a (re)started companion has the whole state.
-      link.Log(LogLevel::kInfo, "registry synchronised with the broker: " +
-                                    std::to_string(registry.open_count()) + " open connections, " +
-                                    std::to_string(registry.offline_count()) + " offline sessions");
-      announced_sync = true;
-    }
-    if (now >= next_expiry_ns) {
-      registry.ExpireClosed(now);
-      if (registry.synced()) broker_bans.Sweep(now);
-      // The console's last hour: a sample at each interval's end (within this second).
-      activity.Sample(now, ReadActivityTotals(region->header()->counters, registry.open_count()));
-      next_expiry_ns = now + 1000000000;
-    }
-    registry.RollStatisticsWindow(now);
-    // While the rich API is in use, the next sock_diag dump is taken here, ahead of requests.
-    network.RefreshIfDue();
-    if (applied > 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // more is likely on its way
-    } else {
-      link.WaitForEvents(IdleWaitNs(now, next_expiry_ns, &network));
-    }
+    companion.Wait(companion.Step(NowNs()));
   }
   return 0;
 }

@@ -39,12 +39,6 @@ RequestStatistics Minus(const RequestStatistics& a, const RequestStatistics& b) 
       sub(a.request_count, b.request_count)};
 }
 
-RequestStatistics Plus(const RequestStatistics& a, const RequestStatistics& b) {
-  return RequestStatistics{a.publish_count + b.publish_count, a.publish_bytes + b.publish_bytes,
-                           a.deliver_count + b.deliver_count, a.deliver_bytes + b.deliver_bytes,
-                           a.request_count + b.request_count};
-}
-
 bool IsZero(const RequestStatistics& s) {
   return s.publish_count == 0 && s.publish_bytes == 0 && s.deliver_count == 0 &&
          s.deliver_bytes == 0 && s.request_count == 0;
@@ -55,9 +49,6 @@ bool Same(const RequestStatistics& a, const RequestStatistics& b) {
          a.deliver_count == b.deliver_count && a.deliver_bytes == b.deliver_bytes &&
          a.request_count == b.request_count;
 }
-
-// What the top clients rank by: messages in and out.
-std::uint64_t Messages(const RequestStatistics& s) { return s.publish_count + s.deliver_count; }
 
 }  // namespace
 
@@ -433,10 +424,13 @@ void ConnectionRegistry::StartWindow(Entry* entry) const {
   // to this window when the connection opened in it. Of one opened before the window began,
   // the figures at its start are lost: the window counts from here (a lower bound), and the
   // next one is whole.
-  entry->window_start = OpenedInWindow(*entry)
-                            ? RequestStatistics{}
-                            : ReadTotals(*entry).value_or(RequestStatistics{});
+  entry->window_start = OpenedInWindow(*entry) ? RequestStatistics{}
+                                               : ReadTotals(*entry).value_or(RequestStatistics{});
   entry->window_minute = window_minute_;
+}
+
+std::int64_t ConnectionRegistry::NextWindowNs(std::int64_t now_ns) {
+  return (now_ns / kMinuteNs + 1) * kMinuteNs;
 }
 
 void ConnectionRegistry::RollStatisticsWindow(std::int64_t now_ns) {
@@ -585,79 +579,6 @@ std::size_t ConnectionRegistry::open_count() const {
 std::size_t ConnectionRegistry::offline_count() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return CountLocked(ConnectionState::kOffline);
-}
-
-std::array<std::size_t, kPatternCount> ConnectionRegistry::SubscriptionsByPattern() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::array<std::size_t, kPatternCount> counts{};
-  for (const auto& [seq, entry] : open_) {
-    for (const Subscription& subscription : entry.connection->subscriptions) {
-      ++counts[static_cast<std::size_t>(subscription.mapping.pattern)];
-    }
-  }
-  return counts;
-}
-
-std::vector<ConnectionRegistry::TopClient> ConnectionRegistry::TopClients(std::size_t n) const {
-  struct Candidate {
-    std::uint64_t messages;
-    std::string_view client_id;
-    RequestStatistics recent;
-  };
-  // "a before b": more messages, then the smaller client id.
-  const auto before = [](const Candidate& a, const Candidate& b) {
-    if (a.messages != b.messages) return a.messages > b.messages;
-    return a.client_id < b.client_id;
-  };
-  std::vector<Candidate> kept;  // a heap whose top is the last of the kept ones
-  std::vector<TopClient> top;
-  if (n == 0) return top;
-  kept.reserve(n + 1);
-  const auto consider = [&](std::string_view client_id, const RequestStatistics& recent) {
-    const std::uint64_t messages = Messages(recent);
-    if (messages == 0) return;
-    const Candidate candidate{messages, client_id, recent};
-    if (kept.size() == n && !before(candidate, kept.front())) return;
-    kept.push_back(candidate);
-    std::push_heap(kept.begin(), kept.end(), before);
-    if (kept.size() > n) {
-      std::pop_heap(kept.begin(), kept.end(), before);
-      kept.pop_back();
-    }
-  };
-  std::lock_guard<std::mutex> lock(mutex_);
-  // The closed connections with traffic in the minute (few: those closed about then), summed
-  // by client id with the open connection or offline session of that id, found by the index.
-  std::unordered_map<std::string_view, RequestStatistics> closed;
-  std::vector<std::uint64_t> merged;  // seqs of open_ entries counted in `closed`
-  for (const ClosedMinute& minute : closed_minutes_) {
-    const Connection& connection = *closed_[minute.position - closed_popped_];
-    if (Messages(connection.recent_statistics) == 0) continue;
-    auto [it, added] = closed.try_emplace(connection.client_id);
-    it->second = Plus(it->second, connection.recent_statistics);
-    if (!added) continue;
-    auto [same, end] = by_client_id_.equal_range(connection.client_id);
-    for (; same != end; ++same) {
-      if (same->second->state == ConnectionState::kClosed) continue;
-      const auto entry = open_.find(same->second->seq);
-      if (entry == open_.end() || Messages(entry->second.recent) == 0) continue;
-      it->second = Plus(it->second, entry->second.recent);
-      merged.push_back(same->second->seq);
-    }
-  }
-  std::sort(merged.begin(), merged.end());
-  for (const auto& [seq, entry] : open_) {
-    if (Messages(entry.recent) == 0) continue;
-    if (!merged.empty() && std::binary_search(merged.begin(), merged.end(), seq)) continue;
-    consider(entry.connection->client_id, entry.recent);
-  }
-  for (const auto& [client_id, recent] : closed) consider(client_id, recent);
-  std::sort_heap(kept.begin(), kept.end(), before);
-  top.reserve(kept.size());
-  for (const Candidate& candidate : kept) {
-    top.push_back(TopClient{std::string(candidate.client_id), candidate.recent});
-  }
-  return top;
 }
 
 std::size_t ConnectionRegistry::closed_count() const {

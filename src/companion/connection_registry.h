@@ -32,9 +32,9 @@
 //
 // Threads: the Apply methods, ExpireClosed and RollStatisticsWindow on the companion's event
 // thread; snapshots, the accessors and the waits on any thread (a wait blocks its thread on a
-// condition variable of the mutex, which the event thread notifies). One mutex guards everything; the
-// first SharedSnapshot after a change copies pointers under it, later ones share that copy,
-// and nothing slow runs there.
+// condition variable of the mutex, which the event thread notifies). One mutex guards everything;
+// the first SharedSnapshot after a change copies pointers under it, later ones share that copy, and
+// nothing slow runs there.
 #pragma once
 
 #include <array>
@@ -106,6 +106,8 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   // new value, as any change), and no change is published: a WatchConnections connection
   // carries no figures of the minute (docs/api.md).
   void RollStatisticsWindow(std::int64_t now_ns);
+  // When (Unix ns) the next minute begins after `now_ns`: the event loop wakes for it.
+  static std::int64_t NextWindowNs(std::int64_t now_ns);
 
   // Every connection, open and recently closed, and every offline session, without traffic
   // totals (recent statistics included), as copies.
@@ -130,24 +132,20 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
 
   std::size_t open_count() const;
   std::size_t offline_count() const;
-  // Subscriptions of open connections and of offline sessions (the broker still routes to
-  // those), indexed by Pattern (kNone first): the
-  // kubemq_mqtt_subscriptions{pattern} gauge, counted under the lock rather than from a
-  // Snapshot so that a scrape copies no connection.
-  std::array<std::size_t, kPatternCount> SubscriptionsByPattern() const;
-
-  // The top talkers of /metrics (plugin_opt_metrics_top_clients): the `n` client ids with the
-  // most publishes plus deliveries in the previous complete minute of Unix time
-  // (recentRequestStatistics), most first, ties by client id; none without traffic. A client
-  // id's figure is the sum over its open connection or offline session and its closed
-  // connections that show traffic (one that connected, sent and left in that minute), so that
-  // it is one series of /metrics. One pass over the open connections and over the closed ones
-  // with a figure under the lock, keeping at most `n` (n <= 100).
-  struct TopClient {
-    std::string client_id;
-    RequestStatistics recent;
-  };
-  std::vector<TopClient> TopClients(std::size_t n) const;
+  // For the views of /metrics (metrics_views.h), in one hold of the lock so that a scrape
+  // copies no connection: `closed(const ConnectionPtr&)` gets each closed connection that may
+  // have figures for the previous complete minute (its recent_statistics; those closed about
+  // then), then `live(const ConnectionPtr&, const RequestStatistics& recent)` each open
+  // connection and offline session. Neither may call the registry. A template, so that the
+  // pass over every connection makes no indirect call.
+  template <typename ClosedVisitor, typename LiveVisitor>
+  void VisitForMetrics(ClosedVisitor&& closed, LiveVisitor&& live) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const ClosedMinute& minute : closed_minutes_) {
+      closed(closed_[minute.position - closed_popped_]);
+    }
+    for (const auto& [seq, entry] : open_) live(entry.connection, entry.recent);
+  }
   std::size_t closed_count() const;
   bool synced() const override;
   // Synced, and no resync under way (one follows events lost on a full ring): the view is the
@@ -243,7 +241,7 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   // Positions ascending; only ones still in closed_ (PopClosed drops the others): at most
   // closed_.size() entries, and in practice the closes of the last two minutes.
   std::deque<ClosedMinute> closed_minutes_;
-  ClientIdIndex by_client_id_;        // open_ and closed_
+  ClientIdIndex by_client_id_;  // open_ and closed_
   // The last SharedSnapshot; reset by every change of open_ or closed_ (they all pass through
   // Index, Unindex or RebuildIndex).
   mutable ConnectionList shared_snapshot_;

@@ -31,6 +31,7 @@
 
 #include "companion/connection.h"
 #include "companion/connection_registry.h"
+#include "companion/metrics_views.h"
 #include "link/shared_region.h"
 #include "link/topic_mapping.h"
 
@@ -221,7 +222,7 @@ class MetricsExporter::BrokerCollector : public prometheus::Collectable {
                   "Subscriptions of open connections and of offline sessions, by KubeMQ pattern "
                   "(none: $ topics, and unprefixed ones under default_pattern none).",
                   MetricType::Gauge);
-    const auto counts = registry_.SubscriptionsByPattern();
+    const auto counts = SubscriptionsByPattern(registry_);
     for (std::size_t pattern = 0; pattern < counts.size(); ++pattern) {
       AddGauge(&family, counts[pattern], {{"pattern", kPatternLabels[pattern]}});
     }
@@ -251,7 +252,7 @@ class MetricsExporter::BrokerCollector : public prometheus::Collectable {
             " clients with the most PUBLISH messages received plus messages delivered in the "
             "previous complete minute (plugin_opt_metrics_top_clients), per second of it.",
         MetricType::Gauge);
-    for (const ConnectionRegistry::TopClient& client : registry_.TopClients(top_clients_)) {
+    for (const TopClient& client : mqc::TopClients(registry_, top_clients_)) {
       for (const auto& [direction, count] :
            {std::pair<const char*, std::uint64_t>{"deliver", client.recent.deliver_count},
             std::pair<const char*, std::uint64_t>{"publish", client.recent.publish_count}}) {

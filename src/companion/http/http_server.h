@@ -10,81 +10,19 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
 
+#include "companion/http/http_message.h"
 #include "link/status.h"
-#include "link/text_util.h"
-
-struct MHD_Daemon;
 
 namespace mqc {
 
+class MhdAdapter;
 class RequestClock;
-
-// MHD_stop_daemon, declared here so that this header needs no microhttpd.h.
-void StopMhdDaemon(MHD_Daemon* daemon) noexcept;
-
-// Query parameters in the order the client sent them, percent-decoded, duplicates kept (so
-// that a view can refuse them). A parameter without '=' has an empty value.
-using QueryParams = std::vector<std::pair<std::string, std::string>>;
-using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
-
-struct HttpRequest {
-  std::string method;  // "GET", "HEAD", "POST", ... as sent
-  std::string path;    // percent-decoded, without the query
-  QueryParams query;
-  HttpHeaders headers;  // as sent; look them up with FindHeader
-  std::string body;
-  std::string remote_address;  // the peer: "127.0.0.1:41234", "[::1]:41234"; empty if unknown
-  // This side's address of the connection, without port or brackets ("127.0.0.1", "::1",
-  // "192.0.2.10"; an IPv4 client of a dual-stack socket as IPv4); empty if unknown. The address
-  // the client reached the server by, for the Host check.
-  std::string local_address;
-  std::string version;  // "HTTP/1.1", "HTTP/1.0" as sent; empty if unknown
-  // The body was larger than HttpServerOptions::max_body_bytes: `body` is empty and the answer
-  // should be 413. Set instead of answering in the server so that the router picks the error
-  // format of the path.
-  bool body_too_large = false;
-
-  // The value of the first header called `name` (ASCII case-insensitive), or null.
-  const std::string* FindHeader(std::string_view name) const;
-};
-
-// A response body produced as it goes (a Connect server stream), sent with chunked encoding.
-// The server pulls from it on one of its threads at a time; Wake (given once, before the first
-// Read) may be called from any thread, any number of times, also after the stream has ended.
-class HttpBodyStream {
- public:
-  enum class Pull : std::uint8_t {
-    kData,  // *out has bytes to send (more may follow)
-    kWait,  // nothing now: the server parks the connection until Wake is called
-    kEnd,   // the body is complete (*out may hold its last bytes)
-  };
-  virtual ~HttpBodyStream() = default;
-  virtual void SetWake(std::function<void()> wake) = 0;
-  // Appends about `max` bytes to *out (a little more is fine: the server keeps the rest).
-  virtual Pull Read(std::size_t max, std::string* out) = 0;
-  // The server is stopping (or retiring the daemon serving this stream): end soon, with a last
-  // message saying so. Any thread; Wake follows.
-  virtual void Stop() = 0;
-};
-
-struct HttpResponse {
-  int status = 200;
-  std::string content_type;  // no Content-Type header when empty
-  // MHD leaves it out for HEAD requests, Content-Length stays. Sent without a copy; a body of a
-  // megabyte or more returns its memory to the system once sent (malloc_trim).
-  std::string body;
-  HttpHeaders headers;  // extra headers, e.g. Allow
-  // When set, the body comes from here instead of `body` (no Content-Length; chunked).
-  std::shared_ptr<HttpBodyStream> stream;
-};
+class StreamSet;
+class TlsRotation;
 
 struct HttpServerOptions {
   std::string bind_address = "127.0.0.1";  // an IPv4 or IPv6 literal: 0.0.0.0, ::, ::1, ...
@@ -143,50 +81,15 @@ class HttpServer {
   std::size_t stream_count() const;
 
  private:
-  // One MHD daemon with the TLS text it was given (MHD keeps pointers into it).
-  struct Daemon {
-    std::unique_ptr<std::string> cert_pem;
-    std::unique_ptr<std::string> key_pem;
-    CSmartPtr<MHD_Daemon, StopMhdDaemon> daemon;
-    int quiesced_fd = -1;  // the listening socket, closed by us after the daemon stops
-    std::int64_t retired_ns = 0;
-  };
+  explicit HttpServer(int port);
 
-  HttpServer(const HttpServerOptions& options, Handler handler);
-  // Starts a daemon on `listen_fd` (which MHD then owns). Fails as Start says of MHD: with
-  // HTTPS kInvalidArgument, else kUnavailable.
-  StatusOr<MHD_Daemon*> StartDaemon(int listen_fd, const std::string* cert_pem,
-                                    const std::string* key_pem);
-  void StopDaemon(Daemon* daemon);
-  // Tells the streams that started before `started_before_ns` (monotonic; all when 0) to end,
-  // wakes them, and waits up to `wait_ms` for them to finish: libmicrohttpd must not be stopped
-  // with a connection parked.
-  void StopStreams(std::int64_t started_before_ns, int wait_ms);
-  // Wakes every stream: a parked one checks its peer and its deadline. The request clock's
-  // thread calls it every second.
-  void TickStreams();
-
-  // Called on MHD threads only.
-  HttpResponse Dispatch(const HttpRequest& request) const;
-  void Log(const std::string& message) const noexcept;
-
-  friend struct HttpServerCallbacks;
-  friend class RequestClock;
-  friend struct StreamSender;
-
-  struct Streams;  // every StreamSender alive, under a mutex
-  std::unique_ptr<Streams> streams_;
-
-  const HttpServerOptions options_;
-  const Handler handler_;
   int port_ = 0;
-  // Closes connections whose request is overdue (request_time_limit_s); its thread stops before
-  // MHD does.
+  // Declared in the order they are needed; the destructor stops the streams and the daemons
+  // first, then the request clock's thread (whose tick wakes streams) stops before the set goes.
+  std::unique_ptr<StreamSet> streams_;
   std::unique_ptr<RequestClock> request_clock_;
-  bool ipv6_ = false;
-  // Destroyed first, so MHD's threads are gone before what they use.
-  std::vector<Daemon> retired_;
-  Daemon current_;
+  std::unique_ptr<MhdAdapter> adapter_;
+  std::unique_ptr<TlsRotation> daemons_;
 };
 
 }  // namespace mqc

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "companion/http/request_clock.h"
+
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include "link/clock.h"
+
+namespace mqc {
+
+RequestClock::RequestClock(unsigned limit_s, std::function<void()> tick)
+    : limit_ns_(std::int64_t{limit_s} * 1000000000),
+      tick_(std::move(tick)),
+      thread_([this] { Run(); }) {}
+
+RequestClock::~RequestClock() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+ConnectionClock* RequestClock::Started(int fd) {
+  auto clock = std::make_unique<ConnectionClock>();
+  clock->fd = fd;
+  clock->deadline_ns = MonotonicNs() + limit_ns_;
+  std::lock_guard<std::mutex> lock(mutex_);
+  live_.insert(clock.get());
+  return clock.release();
+}
+
+void RequestClock::Closed(ConnectionClock* clock) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    live_.erase(clock);
+  }
+  delete clock;
+}
+
+void RequestClock::Answered(ConnectionClock* clock) { Set(clock, 0); }
+
+void RequestClock::Completed(ConnectionClock* clock) { Set(clock, MonotonicNs() + limit_ns_); }
+
+void RequestClock::Set(ConnectionClock* clock, std::int64_t deadline_ns) {
+  if (clock == nullptr) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  clock->deadline_ns = deadline_ns;
+}
+
+void RequestClock::Run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  unsigned rounds = 0;
+  while (!stop_) {
+    wake_.wait_for(lock, std::chrono::milliseconds(500));
+    if (++rounds % 2 == 0 && tick_ && !stop_) {
+      // Outside the lock: a tick resumes parked connections, which takes MHD's own locks, and
+      // MHD's threads call Closed with those held.
+      lock.unlock();
+      tick_();
+      lock.lock();
+    }
+    const std::int64_t now = MonotonicNs();
+    for (ConnectionClock* clock : live_) {
+      if (clock->shut || clock->deadline_ns == 0 || now < clock->deadline_ns) continue;
+      (void)shutdown(clock->fd, SHUT_RDWR);  // MHD closes it; nothing to do if it is gone
+      clock->shut = true;
+    }
+  }
+}
+
+}  // namespace mqc

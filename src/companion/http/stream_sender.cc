@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "companion/http/stream_sender.h"
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "link/clock.h"
+
+namespace mqc {
+
+StreamSender::StreamSender(std::shared_ptr<HttpBodyStream> stream, int fd,
+                           std::function<void()> park, std::function<void()> resume)
+    : stream_(std::move(stream)),
+      fd_(fd),
+      park_(std::move(park)),
+      resume_(std::move(resume)),
+      started_ns_(MonotonicNs()) {}
+
+void StreamSender::Wake() {
+  bool resume = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (done_) return;
+    if (parked_) {
+      parked_ = false;
+      resume = true;
+    } else {
+      woken_ = true;
+    }
+  }
+  if (resume) resume_();
+}
+
+void StreamSender::Stop() {
+  stream_->Stop();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  Wake();
+}
+
+void StreamSender::Done() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  done_ = true;
+}
+
+bool StreamSender::PeerGone() const {
+  if (fd_ < 0) return false;
+  char byte = 0;
+  const ssize_t n = recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0) return true;
+  return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+}
+
+ssize_t StreamSender::Read(char* buffer, std::size_t max) {
+  if (sent_ == pending_.size() && !ended_) {
+    pending_.clear();
+    sent_ = 0;
+    // The end, not an error: MHD logs an error as a failure of ours, and the peer is gone.
+    if (PeerGone()) return kEndOfStream;
+    constexpr int kMaxRounds = 16;  // each further round follows a Wake during the last
+    for (int round = 0; round < kMaxRounds && pending_.empty() && !ended_; ++round) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        woken_ = false;
+      }
+      const HttpBodyStream::Pull pull = stream_->Read(max, &pending_);
+      if (pull == HttpBodyStream::Pull::kEnd) ended_ = true;
+      if (pull != HttpBodyStream::Pull::kWait || !pending_.empty()) break;
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopping_) {
+        ended_ = true;  // a stopped stream that has nothing more: end it here
+        break;
+      }
+      if (woken_) continue;
+      parked_ = true;
+      park_();
+      return 0;
+    }
+  }
+  if (sent_ == pending_.size()) return ended_ ? kEndOfStream : 0;
+  const std::size_t n = std::min(max, pending_.size() - sent_);
+  std::memcpy(buffer, pending_.data() + sent_, n);
+  sent_ += n;
+  return static_cast<ssize_t>(n);
+}
+
+std::shared_ptr<StreamSender> StreamSet::Add(std::shared_ptr<HttpBodyStream> stream, int fd,
+                                             std::function<void()> park,
+                                             std::function<void()> resume) {
+  HttpBodyStream& body = *stream;
+  auto sender =
+      std::make_shared<StreamSender>(std::move(stream), fd, std::move(park), std::move(resume));
+  const std::weak_ptr<StreamSender> weak = sender;
+  body.SetWake([weak] {
+    if (const auto alive = weak.lock()) alive->Wake();
+  });
+  bool closing = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    live_.insert(sender);
+    closing = closing_;
+  }
+  if (closing) sender->Stop();
+  return sender;
+}
+
+void StreamSet::Finished(const std::shared_ptr<StreamSender>& sender) {
+  sender->Done();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    live_.erase(sender);
+  }
+  changed_.notify_all();
+}
+
+void StreamSet::Stop(std::int64_t started_before_ns, int wait_ms) {
+  const auto selected = [started_before_ns](const StreamSender& sender) {
+    return started_before_ns == 0 || sender.started_ns() < started_before_ns;
+  };
+  std::vector<std::shared_ptr<StreamSender>> stopping;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (started_before_ns == 0) closing_ = true;
+    for (const auto& sender : live_) {
+      if (selected(*sender)) stopping.push_back(sender);
+    }
+  }
+  for (const auto& sender : stopping) sender->Stop();
+  stopping.clear();
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait_for(lock, std::chrono::milliseconds(wait_ms), [&] {
+    for (const auto& sender : live_) {
+      if (selected(*sender)) return false;
+    }
+    return true;
+  });
+  // A stream whose client reads nothing may still be sending: MHD closes it at stop. None is
+  // parked: Stop's wake resumed it, and a stopping stream never parks again.
+}
+
+void StreamSet::Tick() {
+  std::vector<std::shared_ptr<StreamSender>> live;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    live.assign(live_.begin(), live_.end());
+  }
+  for (const auto& sender : live) sender->Wake();
+}
+
+std::size_t StreamSet::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return live_.size();
+}
+
+}  // namespace mqc

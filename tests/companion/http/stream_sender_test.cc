@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The stream pump without libmicrohttpd: a StreamSender reading a scripted body stream, with
+// counters in place of parking and resuming a connection, and the StreamSet that wakes, stops
+// and counts them.
+#include "companion/http/stream_sender.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "link/clock.h"
+
+namespace mqc {
+namespace {
+
+// Sends what is queued, waits when nothing is, ends with "stopped\n" once stopped.
+class QueueStream : public HttpBodyStream {
+ public:
+  void SetWake(std::function<void()> wake) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    wake_ = std::move(wake);
+  }
+  Pull Read(std::size_t /*max*/, std::string* out) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopped_) {
+      out->append("stopped\n");
+      return Pull::kEnd;
+    }
+    if (queued_.empty()) return Pull::kWait;
+    out->append(queued_);
+    queued_.clear();
+    return Pull::kData;
+  }
+  void Stop() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopped_ = true;
+  }
+  void Push(const std::string& text) {
+    std::function<void()> wake;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queued_ += text;
+      wake = wake_;
+    }
+    if (wake) wake();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::function<void()> wake_;
+  std::string queued_;
+  bool stopped_ = false;
+};
+
+// Counts the parks and resumes a sender asks for.
+struct Parking {
+  std::atomic<int> parks{0};
+  std::atomic<int> resumes{0};
+  std::function<void()> Park() {
+    return [this] { ++parks; };
+  }
+  std::function<void()> Resume() {
+    return [this] { ++resumes; };
+  }
+};
+
+// Everything the sender has now, in reads of `max` bytes, until it parks or ends.
+std::string Drain(StreamSender* sender, std::size_t max, ssize_t* last) {
+  std::string out;
+  char buffer[64];
+  for (int i = 0; i < 100; ++i) {
+    *last = sender->Read(buffer, max);
+    if (*last <= 0) break;
+    out.append(buffer, static_cast<std::size_t>(*last));
+  }
+  return out;
+}
+
+TEST(StreamSenderTest, SendsInPiecesParksWhenEmptyAndOneWakeResumes) {
+  auto stream = std::make_shared<QueueStream>();
+  Parking parking;
+  StreamSet set;
+  const auto sender = set.Add(stream, -1, parking.Park(), parking.Resume());
+  stream->Push("0123456789");
+  ssize_t last = 0;
+  EXPECT_EQ(Drain(sender.get(), 4, &last), "0123456789");
+  EXPECT_EQ(last, 0);
+  EXPECT_EQ(parking.parks.load(), 1);
+  EXPECT_EQ(parking.resumes.load(), 0);
+  stream->Push("more");  // the stream's wake resumes the parked connection, once
+  stream->Push("again");
+  EXPECT_EQ(parking.resumes.load(), 1);
+  EXPECT_EQ(Drain(sender.get(), 64, &last), "moreagain");
+  EXPECT_EQ(parking.parks.load(), 2);
+}
+
+TEST(StreamSenderTest, AWakeBeforeAReadDoesNotKeepItFromParking) {
+  auto stream = std::make_shared<QueueStream>();
+  Parking parking;
+  StreamSet set;
+  const auto sender = set.Add(stream, -1, parking.Park(), parking.Resume());
+  sender->Wake();  // not parked: remembered, no resume
+  EXPECT_EQ(parking.resumes.load(), 0);
+  char buffer[8];
+  EXPECT_EQ(sender->Read(buffer, sizeof(buffer)), 0);  // Read clears it first, then parks
+  EXPECT_EQ(parking.parks.load(), 1);
+}
+
+TEST(StreamSenderTest, StopEndsWithTheLastWords) {
+  auto stream = std::make_shared<QueueStream>();
+  Parking parking;
+  StreamSet set;
+  const auto sender = set.Add(stream, -1, parking.Park(), parking.Resume());
+  ssize_t last = 0;
+  Drain(sender.get(), 64, &last);  // parks
+  sender->Stop();
+  EXPECT_EQ(parking.resumes.load(), 1);
+  EXPECT_EQ(Drain(sender.get(), 64, &last), "stopped\n");
+  EXPECT_EQ(last, StreamSender::kEndOfStream);
+}
+
+TEST(StreamSenderTest, AHungUpPeerEndsTheStream) {
+  int fds[2] = {-1, -1};
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+  auto stream = std::make_shared<QueueStream>();
+  Parking parking;
+  StreamSet set;
+  const auto sender = set.Add(stream, fds[0], parking.Park(), parking.Resume());
+  char buffer[8];
+  EXPECT_EQ(sender->Read(buffer, sizeof(buffer)), 0);  // peer there: parks
+  close(fds[1]);
+  EXPECT_EQ(sender->Read(buffer, sizeof(buffer)), StreamSender::kEndOfStream);
+  close(fds[0]);
+}
+
+TEST(StreamSetTest, CountsUntilFinishedAndNoResumeAfterwards) {
+  auto stream = std::make_shared<QueueStream>();
+  Parking parking;
+  StreamSet set;
+  const auto sender = set.Add(stream, -1, parking.Park(), parking.Resume());
+  EXPECT_EQ(set.size(), 1u);
+  ssize_t last = 0;
+  Drain(sender.get(), 64, &last);  // parks
+  set.Finished(sender);
+  EXPECT_EQ(set.size(), 0u);
+  stream->Push("late");
+  set.Tick();
+  EXPECT_EQ(parking.resumes.load(), 0);
+}
+
+TEST(StreamSetTest, TickWakesEveryParkedStream) {
+  StreamSet set;
+  Parking parking;
+  auto first = std::make_shared<QueueStream>();
+  auto second = std::make_shared<QueueStream>();
+  const auto a = set.Add(first, -1, parking.Park(), parking.Resume());
+  const auto b = set.Add(second, -1, parking.Park(), parking.Resume());
+  ssize_t last = 0;
+  Drain(a.get(), 64, &last);
+  Drain(b.get(), 64, &last);
+  EXPECT_EQ(parking.parks.load(), 2);
+  set.Tick();
+  EXPECT_EQ(parking.resumes.load(), 2);
+}
+
+TEST(StreamSetTest, StopSelectsByStartAndWaitsForFinished) {
+  StreamSet set;
+  Parking parking;
+  auto old_stream = std::make_shared<QueueStream>();
+  const auto old_sender = set.Add(old_stream, -1, parking.Park(), parking.Resume());
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  const std::int64_t between = MonotonicNs();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  auto new_stream = std::make_shared<QueueStream>();
+  const auto new_sender = set.Add(new_stream, -1, parking.Park(), parking.Resume());
+  // As MHD would: the stopped stream is read to its end and freed on another thread.
+  std::thread server([&] {
+    ssize_t last = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (std::chrono::steady_clock::now() < deadline) {
+      Drain(old_sender.get(), 64, &last);
+      if (last == StreamSender::kEndOfStream) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    set.Finished(old_sender);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  set.Stop(between, 5000);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
+  server.join();
+  EXPECT_EQ(set.size(), 1u);  // the one that started later serves on
+  char buffer[16];
+  EXPECT_EQ(new_sender->Read(buffer, sizeof(buffer)), 0);
+}
+
+TEST(StreamSetTest, AfterStoppingForGoodANewStreamIsStoppedAtOnce) {
+  StreamSet set;
+  set.Stop(0, 0);
+  Parking parking;
+  auto stream = std::make_shared<QueueStream>();
+  const auto sender = set.Add(stream, -1, parking.Park(), parking.Resume());
+  ssize_t last = 0;
+  EXPECT_EQ(Drain(sender.get(), 64, &last), "stopped\n");
+  EXPECT_EQ(last, StreamSender::kEndOfStream);
+  EXPECT_EQ(parking.parks.load(), 0);
+}
+
+}  // namespace
+}  // namespace mqc
