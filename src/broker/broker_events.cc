@@ -86,7 +86,10 @@ std::string KickLogLine(const KickCommand& command, int rc, const std::string& e
   const std::string who = "client '" + Printable(command.client_id) + "' at the request of " +
                           (command.caller.empty() ? "an unknown address" : command.caller) + " (" +
                           (command.token_line.empty() ? "no token" : command.token_line) + ")";
-  if (rc == kBrokerSuccess) return "mosquitto_connections: disconnected " + who;
+  if (rc == kBrokerSuccess) {
+    return "mosquitto_connections: disconnected " + who +
+           (command.with_will ? "" : ", without publishing its will");
+  }
   return "mosquitto_connections: cannot disconnect " + who + ": " + error_text;
 }
 

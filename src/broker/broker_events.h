@@ -414,11 +414,12 @@ class BrokerEvents {
   }
 
   // An admin's disconnect request from the companion (already bounds-checked by its decoder).
-  // The broker's own kick: an MQTT 5 client gets DISCONNECT 0x98 (administrative action), no
-  // will is sent, and the client's DISCONNECT event comes before the call returns.
+  // The broker's own kick: an MQTT 5 client gets DISCONNECT 0x98 (administrative action), its
+  // will is sent unless the admin asked not to, and the client's DISCONNECT event comes before
+  // the call returns.
   void Kick(const KickCommand& command) {
     state_.kicking = true;
-    const int rc = broker().Kick(command.client_id);
+    const int rc = broker().Kick(command.client_id, command.with_will);
     state_.kicking = false;
     broker().Log(rc == kBrokerSuccess ? LogLevel::kNotice : LogLevel::kWarning,
                  KickLogLine(command, rc, rc == kBrokerSuccess ? "" : broker().ErrorText(rc)));
@@ -912,6 +913,10 @@ class BrokerEvents {
       const std::optional<std::int64_t> port =
           layout->Read(broker(), client, LayoutField::kRemotePort);
       if (port && *port > 0 && *port <= 65535) facts.port = static_cast<std::uint16_t>(*port);
+    }
+    if (layout != nullptr && layout->verified()) {
+      const std::optional<std::int64_t> will = layout->Read(broker(), client, LayoutField::kWill);
+      if (will) facts.will = *will != 0 ? WillState::kSet : WillState::kNone;
     }
     return facts;
   }

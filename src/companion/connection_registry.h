@@ -197,6 +197,8 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   // Snapshot and DetailedSnapshot: a copy of every connection, with open ones' traffic totals
   // read from the shared slots when `with_totals`.
   std::vector<Connection> CopyAll(bool with_totals) const;
+  // Fills a connection's flapping counts as of now (a detail, like the totals).
+  void AddFlapping(Connection* connection, std::int64_t now_ns) const;
   // The slot's counters if it still belongs to `seq` (seqlock read); `messages`, when not null,
   // gets the message counts read under the same check (left as it was when the read fails).
   std::optional<RequestStatistics> ReadTotals(const Entry& entry,
@@ -251,6 +253,8 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   std::optional<std::uint64_t> staging_generation_;
   bool synced_ = false;
   std::int64_t window_minute_ = -1;  // the Unix minute the current window started in
+  // Connects and takeovers per client id, counted as the events come (not from a resync).
+  FlappingTracker flapping_;
 };
 
 }  // namespace mqc

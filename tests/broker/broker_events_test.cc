@@ -633,6 +633,7 @@ TEST_F(BrokerEventsTest, AKicksDisconnectClosesAsKickedAndIsLogged) {
   command.caller = "127.0.0.1:4000";
   Events().Kick(command);
   ASSERT_EQ(broker_.kicked, std::vector<std::string>{"a\nforged"});
+  EXPECT_EQ(broker_.kicked_with_will, std::vector<bool>{true});
   ASSERT_EQ(broker_.log.size(), 1u);
   EXPECT_EQ(broker_.log[0].first, LogLevel::kNotice);
   EXPECT_EQ(broker_.log[0].second,
@@ -643,6 +644,11 @@ TEST_F(BrokerEventsTest, AKicksDisconnectClosesAsKickedAndIsLogged) {
   EXPECT_EQ(broker_.log.back().first, LogLevel::kWarning);
   EXPECT_NE(broker_.log.back().second.find("cannot disconnect"), std::string::npos);
   EXPECT_FALSE(state_.kicking);
+  broker_.kick_answer = kBrokerSuccess;
+  command.with_will = false;  // an admin's preventWill reaches the broker's kick
+  Events().Kick(command);
+  EXPECT_EQ(broker_.kicked_with_will.back(), false);
+  EXPECT_NE(broker_.log.back().second.find(", without publishing its will"), std::string::npos);
 }
 
 TEST_F(BrokerEventsTest, TheDisconnectInsideAKickClosesAsKicked) {
