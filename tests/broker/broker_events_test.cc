@@ -1169,6 +1169,32 @@ TEST_F(BridgeEventsTest, BehindALoadBalancerThePortIsTheBrokersFromThePROXYHeade
   EXPECT_EQ(Announced("unverified")->proxy_port, 41000);
 }
 
+// Whether a client has a will: the client struct's `will` pointer, non-null or null, read at
+// CONNECT through the layout that CONNECT verifies; unknown without a verified layout.
+TEST_F(BridgeEventsTest, AWillIsReadAtConnectThroughTheVerifiedLayout) {
+  Use(FakeBroker::Api20());
+  const BrokerLayout& truth = Debian2021Layout();
+  StartVerifying(Version(2, 0, 21));
+  FakeClient with_will = LaidOut(truth, "with-will", true, 60);
+  Put(&with_will, truth, LayoutField::kWill, 0x7f0012345678);  // compared with null only
+  Connect(&with_will);
+  ASSERT_TRUE(state_.layout->verified());
+  ASSERT_NE(Announced("with-will"), nullptr);
+  EXPECT_EQ(Announced("with-will")->will, WillState::kSet);
+  FakeClient without = LaidOut(truth, "without-will", true, 60);
+  Connect(&without);
+  ASSERT_NE(Announced("without-will"), nullptr);
+  EXPECT_EQ(Announced("without-will")->will, WillState::kNone);
+
+  state_.layout = std::make_unique<BrokerLayoutVerifier>(std::vector<const BrokerLayout*>{},
+                                                         Version(2, 0, 21));
+  FakeClient unverified = LaidOut(truth, "unverified-will", true, 60);
+  Put(&unverified, truth, LayoutField::kWill, 0x7f0012345678);
+  Connect(&unverified);
+  ASSERT_NE(Announced("unverified-will"), nullptr);
+  EXPECT_EQ(Announced("unverified-will")->will, WillState::kUnknown);
+}
+
 // A layout that failed verification reads nothing, for good: bridges at CONNECT stay unknown
 // and nothing is announced; the broker's own bridge is still known by how it is seen.
 TEST_F(BridgeEventsTest, AFailedLayoutReadsNothingAndSaysUnknown) {
