@@ -515,7 +515,14 @@ function renderDetail(connection) {
     ['opened', connection.openTime], ['closed', connection.closeTime],
     ['close reason', connection.closeReason],
     ['session expiry', connection.sessionExpiryTime],
-    ['idle', connection.idleDuration]]);
+    ['idle', connection.idleDuration],
+    ['will', connection.hasWill === undefined ? undefined : (connection.hasWill ? 'yes' : 'no')],
+    // Counts of the client id (docs/api.md, "Flapping clients"); absent: 0.
+    ['connects (minute / hour)', (connection.reconnectsLastMinute || 0) + ' / ' +
+                                 (connection.reconnectsLastHour || 0)],
+    ['takeovers (minute / hour)', (connection.takeoversLastMinute || 0) + ' / ' +
+                                  (connection.takeoversLastHour || 0)],
+    ['taking turns from', (connection.takeoverAddresses || []).join(', ') || undefined]]);
 
   const tls = connection.tlsInfo || {};
   section(panel, 'TLS', [['enabled', tls.enabled === true], ['version', tls.tlsVersion],

@@ -25,8 +25,9 @@ SHARED_ID = "pingpong-device"
 TURNS = 6
 
 
-def raw_connect(host, port, client_id):
-    """A bare MQTT 3.1.1 CONNECT (clean session, keepalive 60) from `host`; the open socket."""
+def raw_connect_code(host, port, client_id):
+    """A bare MQTT 3.1.1 CONNECT (clean session, keepalive 60) from `host`: the open socket
+    and the CONNACK's return code."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.settimeout(5)
@@ -34,7 +35,14 @@ def raw_connect(host, port, client_id):
     body = b"\x00\x04MQTT\x04\x02" + (60).to_bytes(2, "big") + mqtt_string(client_id)
     sock.sendall(b"\x10" + mqtt_varint(len(body)) + body)
     connack = sock.recv(4)
-    assert connack == b"\x20\x02\x00\x00", connack
+    assert connack[:2] == b"\x20\x02", connack
+    return sock, connack[3]
+
+
+def raw_connect(host, port, client_id):
+    """raw_connect_code for a CONNECT that must be accepted: the open socket."""
+    sock, code = raw_connect_code(host, port, client_id)
+    assert code == 0, code
     return sock
 
 
@@ -128,6 +136,52 @@ class PingPongTest(unittest.TestCase):
             headers=RPC_HEADERS)
         self.assertEqual(status, 400, body)
         self.assertIn("reconnects_last_week", json.loads(body)["message"])
+
+
+class AutoBanTest(unittest.TestCase):
+    """plugin_opt_flapping_max_count 3 within 60 s: the fourth connect of one client id bans
+    it for plugin_opt_flapping_ban_time through the ban list, audited as by "flapping"."""
+
+    def test_a_client_id_connecting_too_often_is_banned(self):
+        broker = Broker(options={"flapping_max_count": "3", "flapping_window_time": "60",
+                                 "flapping_ban_time": "120"}, persistence=True)
+        with broker:
+            calm = Client(broker, "calm-once")
+            self.addCleanup(disconnect_all, [calm])
+            sockets = [raw_connect("127.0.0.1", broker.port, "flapper") for _ in range(3)]
+            self.addCleanup(lambda: [s.close() for s in sockets])
+
+            def bans():
+                status, _, body = broker.http("/api/mqtt/bans")
+                self.assertEqual(status, 200, body)
+                return json.loads(body)["data"]["bans"]
+            self.assertEqual(bans(), [])  # three connects are allowed
+            sockets.append(raw_connect("127.0.0.1", broker.port, "flapper"))
+            ban = wait_for(lambda: next((b for b in bans() if b["who"] == "flapper"), None),
+                           what="the flapping client banned")
+            self.assertEqual((ban["as"], ban["by"]), ("clientid", "flapping"))
+            self.assertIsNotNone(ban["until"])
+            self.assertEqual([b["who"] for b in bans()], ["flapper"])  # not the calm client
+            # Banned: the next CONNECT is refused (3.1.1: not authorised), and the log says why.
+            sock, code = raw_connect_code("127.0.0.1", broker.port, "flapper")
+            sockets.append(sock)
+            self.assertEqual(code, 5)
+            self.assertIn("banned clientid 'flapper' until ", broker.log())
+            self.assertIn("plugin_opt_flapping_max_count", broker.log())
+
+    def test_bad_flapping_options_are_refused_by_name(self):
+        for option, value in (("flapping_max_count", "-1"), ("flapping_window_time", "0"),
+                              ("flapping_window_time", "3601"), ("flapping_ban_time", "soon")):
+            with self.subTest(option=option, value=value):
+                broker = Broker(options={option: value}, expect_start=False)
+                broker.start()
+                try:
+                    self.assertIsNotNone(broker.wait_exit(), "the broker kept running")
+                    self.assertIn(f"plugin_opt_{option}", broker.log())
+                    self.assertNotIn("serving on", broker.log())
+                finally:
+                    broker.stop()
+                    broker.cleanup_dir()
 
 
 if __name__ == "__main__":

@@ -215,6 +215,7 @@ void ConnectionRegistry::Apply(const ConnectionEvent& event) {
     // A resync re-sends the open connections: only a connect seen as it happens counts.
     if (!staging_) {
       flapping_.Connected(event.client_id, event.ip_address, event.open_time_ns);
+      CheckFlapping(event);
     }
     StartWindow(&entry);
     Publish(ChangeKind::kOpened, nullptr, entry.connection);
@@ -551,6 +552,27 @@ std::vector<Connection> ConnectionRegistry::CopyAll(bool with_totals) const {
     if (with_totals) AddFlapping(&all.back(), now_ns);
   }
   return all;
+}
+
+void ConnectionRegistry::CheckFlapping(const ConnectionEvent& event) {
+  if (options_.flapping_max_count == 0 || event.client_id.empty()) return;
+  if (flapping_.ConnectsWithin(event.client_id, options_.flapping_window_s, event.open_time_ns) <=
+      options_.flapping_max_count) {
+    return;
+  }
+  if (flapping_offenders_.size() >= kMaxFlappingOffenders) return;
+  if (std::find(flapping_offenders_.begin(), flapping_offenders_.end(), event.client_id) !=
+      flapping_offenders_.end()) {
+    return;
+  }
+  flapping_offenders_.push_back(event.client_id);
+}
+
+std::vector<std::string> ConnectionRegistry::TakeFlappingOffenders() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> taken;
+  taken.swap(flapping_offenders_);
+  return taken;
 }
 
 void ConnectionRegistry::AddFlapping(Connection* connection, std::int64_t now_ns) const {

@@ -39,22 +39,22 @@ void FlappingTracker::Rate::Add(std::int64_t second) {
   Bump(&per_minute_[Slot(second / 60)]);
 }
 
-std::uint32_t FlappingTracker::Rate::LastMinute(std::int64_t now_second) const {
+std::uint32_t FlappingTracker::Rate::Seconds(std::int64_t now_second, std::int64_t seconds) const {
   std::uint32_t sum = 0;
-  // The slots hold the 60 seconds up to latest_second_; those within the minute up to now count.
+  // The slots hold the 60 seconds up to latest_second_; those within the window up to now count.
   for (std::int64_t s = latest_second_; s >= 0 && s > latest_second_ - 60; --s) {
-    if (s > now_second - 60) sum += per_second_[Slot(s)];
+    if (s > now_second - seconds && s <= now_second) sum += per_second_[Slot(s)];
   }
   return sum;
 }
 
-std::uint32_t FlappingTracker::Rate::LastHour(std::int64_t now_second) const {
+std::uint32_t FlappingTracker::Rate::Minutes(std::int64_t now_second, std::int64_t minutes) const {
   if (latest_second_ < 0) return 0;
   std::uint32_t sum = 0;
   const std::int64_t latest_minute = latest_second_ / 60;
   const std::int64_t now_minute = now_second / 60;
   for (std::int64_t m = latest_minute; m >= 0 && m > latest_minute - 60; --m) {
-    if (m > now_minute - 60) sum += per_minute_[Slot(m)];
+    if (m > now_minute - minutes && m <= now_minute) sum += per_minute_[Slot(m)];
   }
   return sum;
 }
@@ -98,6 +98,16 @@ void FlappingTracker::TakenOver(std::string_view client_id, std::int64_t time_ns
   const std::int64_t second = SecondOf(time_ns);
   Touch(client_id, second).takeovers.Add(second);
   ++takeovers_total_;
+}
+
+std::uint32_t FlappingTracker::ConnectsWithin(std::string_view client_id, std::uint32_t window_s,
+                                              std::int64_t now_ns) const {
+  auto found = ids_.find(client_id);
+  if (found == ids_.end() || window_s == 0) return 0;
+  const Rate& connects = found->second->connects;
+  const std::int64_t now = SecondOf(now_ns);
+  if (window_s <= 60) return connects.Seconds(now, window_s);
+  return connects.Minutes(now, std::min<std::int64_t>((window_s + 59) / 60, 60));
 }
 
 FlappingCounts FlappingTracker::Read(std::string_view client_id, std::int64_t now_ns) const {

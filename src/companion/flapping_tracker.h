@@ -54,6 +54,11 @@ class FlappingTracker {
 
   // The counts of `client_id` as of `now_ns`; zeros for an id not kept.
   FlappingCounts Read(std::string_view client_id, std::int64_t now_ns) const;
+  // Connects of `client_id` in the last `window_s` seconds (1 to 3600) as of `now_ns`: exact
+  // to the second up to 60 s, beyond that whole minutes (the current one and the
+  // ceil(window_s / 60) - 1 before it).
+  std::uint32_t ConnectsWithin(std::string_view client_id, std::uint32_t window_s,
+                               std::int64_t now_ns) const;
 
   std::size_t size() const { return ids_.size(); }
   std::size_t max_client_ids() const { return max_client_ids_; }
@@ -67,8 +72,11 @@ class FlappingTracker {
   class Rate {
    public:
     void Add(std::int64_t second);
-    std::uint32_t LastMinute(std::int64_t now_second) const;
-    std::uint32_t LastHour(std::int64_t now_second) const;
+    std::uint32_t LastMinute(std::int64_t now_second) const { return Seconds(now_second, 60); }
+    std::uint32_t LastHour(std::int64_t now_second) const { return Minutes(now_second, 60); }
+    // Events in the last `seconds` (1 to 60) seconds, and the last `minutes` (1 to 60) minutes.
+    std::uint32_t Seconds(std::int64_t now_second, std::int64_t seconds) const;
+    std::uint32_t Minutes(std::int64_t now_second, std::int64_t minutes) const;
 
    private:
     std::array<std::uint16_t, 60> per_second_{};

@@ -245,6 +245,36 @@ TEST_F(ConnectionRegistryTest, FlappingCountsComeWithTheDetails) {
   }
 }
 
+// plugin_opt_flapping_max_count: the connect that goes over the limit hands the client id over,
+// once until taken; nothing while the ban is off.
+TEST(ConnectionRegistryFlappingTest, AClientIdOverTheLimitIsHandedOverOnce) {
+  for (const std::uint32_t max_count : {0u, 2u}) {
+    SCOPED_TRACE(max_count);
+    ConnectionRegistryOptions options;
+    options.flapping_max_count = max_count;
+    options.flapping_window_s = 60;
+    ConnectionRegistry registry(options);
+    const auto open = [&registry](std::uint64_t seq, const std::string& id) {
+      std::string bytes;
+      Encode(Open(seq, id, NowNs()), &bytes);
+      ASSERT_TRUE(ApplyEventRecord(&registry, EventType::kConnection, bytes, 10));
+    };
+    open(1, "flapper");
+    open(2, "flapper");
+    open(3, "calm");
+    EXPECT_TRUE(registry.TakeFlappingOffenders().empty());  // two connects: not over two
+    open(4, "flapper");
+    open(5, "flapper");
+    const std::vector<std::string> offenders = registry.TakeFlappingOffenders();
+    if (max_count == 0) {
+      EXPECT_TRUE(offenders.empty());
+    } else {
+      EXPECT_EQ(offenders, std::vector<std::string>{"flapper"});
+    }
+    EXPECT_TRUE(registry.TakeFlappingOffenders().empty());
+  }
+}
+
 TEST_F(ConnectionRegistryTest, ARefusedConnectionIsListedClosedOnly) {
   ConnectionEvent e = Open(1, "bad");
   e.close_time_ns = 2;

@@ -94,6 +94,21 @@ TEST(FlappingTrackerTest, TheCapDropsTheLeastRecentlyActiveId) {
   EXPECT_EQ(tracker.dropped(), 1001u);
 }
 
+// The automatic ban's window: to the second up to a minute, whole minutes beyond.
+TEST(FlappingTrackerTest, ConnectsWithinAWindow) {
+  FlappingTracker tracker;
+  for (int s = 0; s < 10; ++s) tracker.Connected("c", "a", At(s));  // seconds 0 to 9
+  EXPECT_EQ(tracker.ConnectsWithin("c", 5, At(9)), 5u);             // seconds 5 to 9
+  EXPECT_EQ(tracker.ConnectsWithin("c", 60, At(9)), 10u);
+  EXPECT_EQ(tracker.ConnectsWithin("c", 1, At(20)), 0u);
+  tracker.Connected("c", "a", At(150));  // minute 2
+  EXPECT_EQ(tracker.ConnectsWithin("c", 60, At(150)), 1u);
+  EXPECT_EQ(tracker.ConnectsWithin("c", 120, At(150)), 1u);   // minutes 1 and 2
+  EXPECT_EQ(tracker.ConnectsWithin("c", 180, At(150)), 11u);  // minutes 0 to 2
+  EXPECT_EQ(tracker.ConnectsWithin("c", 3600, At(150)), 11u);
+  EXPECT_EQ(tracker.ConnectsWithin("nobody", 60, At(0)), 0u);
+}
+
 TEST(FlappingTrackerTest, CountersSaturateInsteadOfWrapping) {
   FlappingTracker tracker;
   for (int i = 0; i < 70000; ++i) tracker.Connected("storm", "a", At(0));
