@@ -209,6 +209,8 @@ int Run(int argc, char** argv) {
   registry_options.default_pattern = options.default_pattern;
   registry_options.closed_max = options.closed_max;
   registry_options.closed_ttl_ns = std::int64_t{options.closed_ttl_s} * 1000000000;
+  registry_options.flapping_max_count = options.flapping_max_count;
+  registry_options.flapping_window_s = options.flapping_window_time_s;
   // The broker's configuration, read once: listeners and bridges here, the ban file below.
   std::optional<StatusOr<BrokerConfig>> broker_config;
   if (!arguments.broker_config.empty()) broker_config = ReadBrokerConfig(arguments.broker_config);
@@ -260,6 +262,7 @@ int Run(int argc, char** argv) {
     return 1;
   }
   BrokerBans broker_bans(&ban_store, &registry, &link, &region->header()->counters);
+  broker_bans.set_flapping_ban_ns(std::int64_t{options.flapping_ban_time_s} * 1000000000);
   router.SetBanAdmin(broker_bans.Admin());
   router.SetClientHistory(&history);
   ActivityHistoryOptions activity_options;

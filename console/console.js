@@ -51,6 +51,8 @@ let watchLive = false;   // the stream has sent its current state (SYNCED)
 let watchRetry = null;
 let changeTimer = null;
 let confirmTimer = null;
+// The client id whose Disconnect keeps the will back (the detail panel's checkbox), or null.
+let preventWillFor = null;
 
 const $ = (id) => document.getElementById(id);
 
@@ -541,6 +543,18 @@ function renderDetail(connection) {
     button.id = 'disconnect';
     button.addEventListener('click', () => disconnect(button, connection.clientId));
     panel.appendChild(button);
+    // The broker publishes the will of a client it disconnects (MQTT's rule for a close by the
+    // server) unless this is ticked; kept across the panel's redraws, per client id.
+    const label = element('label', ' keep its will back');
+    const keep = document.createElement('input');
+    keep.type = 'checkbox';
+    keep.id = 'prevent-will';
+    keep.checked = preventWillFor === connection.clientId;
+    keep.addEventListener('change', () => {
+      preventWillFor = keep.checked ? connection.clientId : null;
+    });
+    label.prepend(keep);
+    panel.appendChild(label);
   }
   const message = element('p', '', 'note');
   message.id = 'action-message';
@@ -593,7 +607,14 @@ function renderDetail(connection) {
     ['opened', connection.openTime], ['closed', connection.closeTime],
     ['close reason', connection.closeReason],
     ['session expiry', connection.sessionExpiryTime],
-    ['idle', connection.idleDuration]]);
+    ['idle', connection.idleDuration],
+    ['will', connection.hasWill === undefined ? undefined : (connection.hasWill ? 'yes' : 'no')],
+    // Counts of the client id (docs/api.md, "Flapping clients"); absent: 0.
+    ['connects (minute / hour)', (connection.reconnectsLastMinute || 0) + ' / ' +
+                                 (connection.reconnectsLastHour || 0)],
+    ['takeovers (minute / hour)', (connection.takeoversLastMinute || 0) + ' / ' +
+                                  (connection.takeoversLastHour || 0)],
+    ['taking turns from', (connection.takeoverAddresses || []).join(', ') || undefined]]);
 
   const tls = connection.tlsInfo || {};
   section(panel, 'TLS', [['enabled', tls.enabled === true], ['version', tls.tlsVersion],
@@ -722,9 +743,12 @@ async function disconnect(button, clientId) {
   button.disabled = true;
   const message = $('action-message');
   try {
-    const response = await request(DISCONNECT_PATH, {clientId});
+    const preventWill = preventWillFor === clientId;
+    const response =
+        await request(DISCONNECT_PATH, preventWill ? {clientId, preventWill} : {clientId});
     if (response.ok) {
-      message.textContent = 'Disconnected ' + clientId + '.';
+      message.textContent =
+          'Disconnected ' + clientId + (preventWill ? ', its will kept back.' : '.');
     } else if (response.status === 403) {
       sessionStorage.setItem(NOT_ADMIN_KEY, '1');
       button.remove();

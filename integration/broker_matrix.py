@@ -39,7 +39,8 @@ MIXED_FLEET = ("test_fleet_metrics",)
 # 2.1 builds', which is what they are for; the layout's suites run on them, nothing else (the
 # rest is the same code on 2.1-make's broker).
 LAYOUT_BROKERS = ("2.1-bare",)
-LAYOUT_SUITES = ("test_broker_layout", "test_message_queues", "test_session_expiry")
+LAYOUT_SUITES = ("test_broker_layout", "test_message_queues", "test_session_expiry",
+                 "test_will")  # hasWill is read through the layout
 
 NOT_APPLICABLE = [
     *((suite, beside_system, "the suite tests the companion's side, the same with every broker; "

@@ -46,8 +46,8 @@ bool MosquittoBroker::ReadBinaryProperty(const void* properties, int identifier,
   return api_->ReadBinaryProperty(properties, identifier, value);
 }
 
-int MosquittoBroker::Kick(const std::string& client_id) {
-  return mosquitto_kick_client_by_clientid(client_id.c_str(), false);
+int MosquittoBroker::Kick(const std::string& client_id, bool with_will) {
+  return mosquitto_kick_client_by_clientid(client_id.c_str(), with_will);
 }
 
 // mosquitto_broker_publish_copy: exported by every supported broker (src/linker.syms of v2.0.11,

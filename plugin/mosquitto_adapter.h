@@ -93,7 +93,7 @@ class MosquittoBroker final : public Broker {
                           std::string* value) const override;
   bool ReadBinaryProperty(const void* properties, int identifier,
                           std::string* value) const override;
-  int Kick(const std::string& client_id) override;
+  int Kick(const std::string& client_id, bool with_will) override;
   bool Publish(const std::string& topic, const std::string& payload, bool retain) override;
   void Log(LogLevel level, const std::string& text) override;
   std::string ErrorText(int code) const override { return api_->ErrorText(code); }

@@ -148,9 +148,10 @@ class Broker {
   virtual bool ReadBinaryProperty(const void* properties, int identifier,
                                   std::string* value) const = 0;
 
-  // mosquitto_kick_client_by_clientid (without a will): the client's DISCONNECT event comes
-  // before it returns. A MOSQ_ERR_* code.
-  virtual int Kick(const std::string& client_id) = 0;
+  // mosquitto_kick_client_by_clientid: the client's DISCONNECT event comes before it returns;
+  // `with_will` false sets the client's state to disconnecting first, so its will is dropped.
+  // A MOSQ_ERR_* code.
+  virtual int Kick(const std::string& client_id, bool with_will) = 0;
   // mosquitto_broker_publish_copy: queued for the broker's next turn.
   virtual bool Publish(const std::string& topic, const std::string& payload, bool retain) = 0;
   virtual void Log(LogLevel level, const std::string& text) = 0;

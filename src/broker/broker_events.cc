@@ -183,11 +183,12 @@ class Decisions {
   }
 
   // An admin's disconnect request from the companion (already bounds-checked by its decoder).
-  // The broker's own kick: an MQTT 5 client gets DISCONNECT 0x98 (administrative action), no
-  // will is sent, and the client's DISCONNECT event comes before the call returns.
+  // The broker's own kick: an MQTT 5 client gets DISCONNECT 0x98 (administrative action), its
+  // will is sent unless the admin asked not to, and the client's DISCONNECT event comes before
+  // the call returns.
   void Kick(const KickCommand& command) {
     core_.calls().kicking = true;
-    const int rc = broker().Kick(command.client_id);
+    const int rc = broker().Kick(command.client_id, command.with_will);
     core_.calls().kicking = false;
     broker().Log(rc == kBrokerSuccess ? LogLevel::kNotice : LogLevel::kWarning,
                  KickLogLine(command, rc, rc == kBrokerSuccess ? "" : broker().ErrorText(rc)));
@@ -640,6 +641,10 @@ class Decisions {
           layout->Read(broker(), client, LayoutField::kRemotePort);
       if (port && *port > 0 && *port <= 65535) facts.port = static_cast<std::uint16_t>(*port);
     }
+    if (layout != nullptr && layout->verified()) {
+      const std::optional<std::int64_t> will = layout->Read(broker(), client, LayoutField::kWill);
+      if (will) facts.will = *will != 0 ? WillState::kSet : WillState::kNone;
+    }
     return facts;
   }
 
@@ -727,7 +732,10 @@ std::string KickLogLine(const KickCommand& command, int rc, const std::string& e
   const std::string who = "client '" + Printable(command.client_id) + "' at the request of " +
                           (command.caller.empty() ? "an unknown address" : command.caller) + " (" +
                           (command.token_line.empty() ? "no token" : command.token_line) + ")";
-  if (rc == kBrokerSuccess) return "mosquitto_connections: disconnected " + who;
+  if (rc == kBrokerSuccess) {
+    return "mosquitto_connections: disconnected " + who +
+           (command.with_will ? "" : ", without publishing its will");
+  }
   return "mosquitto_connections: cannot disconnect " + who + ": " + error_text;
 }
 

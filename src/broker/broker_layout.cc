@@ -61,6 +61,16 @@ namespace {
 // WITH_WEBSOCKETS=yes) and 2.1-cmake (WITH_ADNS OFF, WITH_WEBSOCKETS and WITH_WEBSOCKETS_BUILTIN
 // ON by default): "TLS builtin WebSockets".
 //
+// `will` lies after `in_packet` and the out-packet pointers, at a fixed distance from
+// `keepalive` in each line whatever the options (ADNS and builtin WebSockets come before
+// `protocol`, TLS after `will_delay_time`): 88 bytes on 2.0 (last_mid, state, three time_t, a
+// 40-byte struct mosquitto__packet, current_out_packet, out_packet), 100 on 2.1.0 to 2.1.2
+// (state, transport, three time_t, struct mosquitto__packet_in, out_packet), 108 from 43c27150
+// on (password_len moves the time_t fields by 8).
+constexpr std::uint16_t kWillAfterKeepalive20 = 88;
+constexpr std::uint16_t kWillAfterKeepalive21 = 100;
+constexpr std::uint16_t kWillAfterKeepalive21Master = 108;
+
 // The arguments, in the struct's order: protocol (4), address (then id and username, 8 each),
 // keepalive (2), clean_start (1), session_expiry_time (8; session_expiry_interval 8 and
 // is_bridge 14 after it), sub_count (4), msgs_in (struct mosquitto_msg_data; msgs_out follows
@@ -76,7 +86,7 @@ constexpr std::uint16_t kHashKey = 40;
 constexpr std::array<FieldPlace, kLayoutFieldCount> Common(
     std::uint16_t protocol, std::uint16_t address, std::uint16_t keepalive,
     std::uint16_t clean_start, std::uint16_t expiry, std::uint16_t sub_count, std::uint16_t hh_sock,
-    std::uint16_t remote_port) {
+    std::uint16_t remote_port, std::uint16_t will_after_keepalive) {
   std::array<FieldPlace, kLayoutFieldCount> fields{};
   auto at = [&fields](LayoutField field) -> FieldPlace& {
     return fields[static_cast<std::size_t>(field)];
@@ -93,6 +103,7 @@ constexpr std::array<FieldPlace, kLayoutFieldCount> Common(
   at(LayoutField::kUsername) = F(address + 16, 8);
   at(LayoutField::kSockKey) = F(hh_sock + kHashKey, 8);
   at(LayoutField::kRemotePort) = remote_port != 0 ? F(remote_port, 2) : kAbsent;
+  at(LayoutField::kWill) = F(keepalive + will_after_keepalive, 8);
   return fields;
 }
 
@@ -102,9 +113,9 @@ constexpr BrokerLayout Layout20Old(const char* name, std::uint16_t protocol, std
                                    std::uint16_t keepalive, std::uint16_t clean_start,
                                    std::uint16_t expiry, std::uint16_t sub_count,
                                    std::uint16_t msgs_in, std::uint16_t hh_sock) {
-  BrokerLayout layout{
-      name, ProtocolEncoding::k20,
-      Common(protocol, address, keepalive, clean_start, expiry, sub_count, hh_sock, 0)};
+  BrokerLayout layout{name, ProtocolEncoding::k20,
+                      Common(protocol, address, keepalive, clean_start, expiry, sub_count, hh_sock,
+                             0, kWillAfterKeepalive20)};
   layout.fields[static_cast<std::size_t>(LayoutField::kMsgsInCount)] = F(msgs_in + 32, 4);
   layout.fields[static_cast<std::size_t>(LayoutField::kMsgsOutCount)] = F(msgs_in + 48 + 32, 4);
   return layout;
@@ -117,10 +128,10 @@ constexpr BrokerLayout LayoutSplit(const char* name, ProtocolEncoding encoding,
                                    std::uint16_t keepalive, std::uint16_t clean_start,
                                    std::uint16_t expiry, std::uint16_t sub_count,
                                    std::uint16_t msgs_in, std::uint16_t hh_sock,
-                                   std::uint16_t remote_port) {
-  BrokerLayout layout{
-      name, encoding,
-      Common(protocol, address, keepalive, clean_start, expiry, sub_count, hh_sock, remote_port)};
+                                   std::uint16_t remote_port, std::uint16_t will_after_keepalive) {
+  BrokerLayout layout{name, encoding,
+                      Common(protocol, address, keepalive, clean_start, expiry, sub_count, hh_sock,
+                             remote_port, will_after_keepalive)};
   auto at = [&layout](LayoutField field) -> FieldPlace& {
     return layout.fields[static_cast<std::size_t>(field)];
   };
@@ -136,7 +147,7 @@ constexpr BrokerLayout LayoutSplit20(const char* name, std::uint16_t protocol,
                                      std::uint16_t sub_count, std::uint16_t msgs_in,
                                      std::uint16_t hh_sock) {
   return LayoutSplit(name, ProtocolEncoding::k20, protocol, address, keepalive, clean_start, expiry,
-                     sub_count, msgs_in, hh_sock, 0);
+                     sub_count, msgs_in, hh_sock, 0, kWillAfterKeepalive20);
 }
 constexpr BrokerLayout LayoutSplit21(const char* name, std::uint16_t protocol,
                                      std::uint16_t address, std::uint16_t keepalive,
@@ -144,7 +155,16 @@ constexpr BrokerLayout LayoutSplit21(const char* name, std::uint16_t protocol,
                                      std::uint16_t sub_count, std::uint16_t msgs_in,
                                      std::uint16_t hh_sock, std::uint16_t remote_port) {
   return LayoutSplit(name, ProtocolEncoding::k21, protocol, address, keepalive, clean_start, expiry,
-                     sub_count, msgs_in, hh_sock, remote_port);
+                     sub_count, msgs_in, hh_sock, remote_port, kWillAfterKeepalive21);
+}
+// The same after 43c27150: `will` lies 8 bytes further from `keepalive`.
+constexpr BrokerLayout LayoutSplit21Master(const char* name, std::uint16_t protocol,
+                                           std::uint16_t address, std::uint16_t keepalive,
+                                           std::uint16_t clean_start, std::uint16_t expiry,
+                                           std::uint16_t sub_count, std::uint16_t msgs_in,
+                                           std::uint16_t hh_sock, std::uint16_t remote_port) {
+  return LayoutSplit(name, ProtocolEncoding::k21, protocol, address, keepalive, clean_start, expiry,
+                     sub_count, msgs_in, hh_sock, remote_port, kWillAfterKeepalive21Master);
 }
 
 // v2.0.11 (upstream's own tag).
@@ -210,20 +230,24 @@ constexpr BrokerLayout kV21[] = {
 // Upstream's master from commit 43c27150 on (`password_len` after `last_mid`), which still
 // says 2.1.2.
 constexpr BrokerLayout kV21Master[] = {
-    LayoutSplit21("2.1-43c27150", 24, 32, 68, 242, 248, 460, 272, 528, 600),
-    LayoutSplit21("2.1-43c27150 libwebsockets", 24, 32, 68, 242, 248, 460, 272, 536, 608),
-    LayoutSplit21("2.1-43c27150 builtin WebSockets", 80, 88, 124, 298, 304, 516, 328, 592, 664),
-    LayoutSplit21("2.1-43c27150 ADNS", 32, 40, 76, 250, 256, 468, 280, 536, 608),
-    LayoutSplit21("2.1-43c27150 ADNS libwebsockets", 32, 40, 76, 250, 256, 468, 280, 544, 616),
-    LayoutSplit21("2.1-43c27150 ADNS builtin WebSockets", 88, 96, 132, 306, 312, 524, 336, 600,
-                  672),
-    LayoutSplit21("2.1-43c27150 TLS", 24, 32, 68, 374, 376, 588, 400, 656, 728),
-    LayoutSplit21("2.1-43c27150 TLS libwebsockets", 24, 32, 68, 374, 376, 588, 400, 664, 736),
-    LayoutSplit21("2.1-43c27150 TLS builtin WebSockets", 80, 88, 124, 430, 432, 644, 456, 720, 792),
-    LayoutSplit21("2.1-43c27150 TLS ADNS", 32, 40, 76, 382, 384, 596, 408, 664, 736),
-    LayoutSplit21("2.1-43c27150 TLS ADNS libwebsockets", 32, 40, 76, 382, 384, 596, 408, 672, 744),
-    LayoutSplit21("2.1-43c27150 TLS ADNS builtin WebSockets", 88, 96, 132, 438, 440, 652, 464, 728,
-                  800),
+    LayoutSplit21Master("2.1-43c27150", 24, 32, 68, 242, 248, 460, 272, 528, 600),
+    LayoutSplit21Master("2.1-43c27150 libwebsockets", 24, 32, 68, 242, 248, 460, 272, 536, 608),
+    LayoutSplit21Master("2.1-43c27150 builtin WebSockets", 80, 88, 124, 298, 304, 516, 328, 592,
+                        664),
+    LayoutSplit21Master("2.1-43c27150 ADNS", 32, 40, 76, 250, 256, 468, 280, 536, 608),
+    LayoutSplit21Master("2.1-43c27150 ADNS libwebsockets", 32, 40, 76, 250, 256, 468, 280, 544,
+                        616),
+    LayoutSplit21Master("2.1-43c27150 ADNS builtin WebSockets", 88, 96, 132, 306, 312, 524, 336,
+                        600, 672),
+    LayoutSplit21Master("2.1-43c27150 TLS", 24, 32, 68, 374, 376, 588, 400, 656, 728),
+    LayoutSplit21Master("2.1-43c27150 TLS libwebsockets", 24, 32, 68, 374, 376, 588, 400, 664, 736),
+    LayoutSplit21Master("2.1-43c27150 TLS builtin WebSockets", 80, 88, 124, 430, 432, 644, 456, 720,
+                        792),
+    LayoutSplit21Master("2.1-43c27150 TLS ADNS", 32, 40, 76, 382, 384, 596, 408, 664, 736),
+    LayoutSplit21Master("2.1-43c27150 TLS ADNS libwebsockets", 32, 40, 76, 382, 384, 596, 408, 672,
+                        744),
+    LayoutSplit21Master("2.1-43c27150 TLS ADNS builtin WebSockets", 88, 96, 132, 438, 440, 652, 464,
+                        728, 800),
 };
 
 template <std::size_t N>
@@ -246,6 +270,7 @@ constexpr NamedValue<LayoutField> kLayoutFieldNames[] = {
     {LayoutField::kUsername, "username"},
     {LayoutField::kSockKey, "hh_sock.key"},
     {LayoutField::kRemotePort, "remote_port"},
+    {LayoutField::kWill, "will"},
     {LayoutField::kMsgsInInflightCount, "msgs_in.inflight_count"},
     {LayoutField::kMsgsInQueuedCount, "msgs_in.queued_count"},
     {LayoutField::kMsgsOutInflightCount, "msgs_out.inflight_count"},

@@ -61,6 +61,9 @@ enum class LayoutField : std::uint8_t {
   // 2.1: uint16_t remote_port, the peer's port the broker took from the socket or a PROXY
   // header (src/proxy_v1.c, src/proxy_v2.c of v2.1.2). Absent from the 2.0 layouts.
   kRemotePort,
+  // struct mosquitto_message_all *will: whether the client has a will (null or not); compared
+  // with null only, never followed, so its topic, QoS and retain stay unknown.
+  kWill,
   kMsgsInInflightCount,  // 2.0.13 on: msgs_in.inflight_count; the counts come last  // 2.0.13 on:
                          // msgs_in.inflight_count
   kMsgsInQueuedCount,

@@ -42,6 +42,8 @@ struct ClientFacts {
   // Which end of a bridge the client is (read through the verified layout, or known by how
   // the client was seen: BrokerEvents::BridgeAtConnect and Discover).
   BridgeRole bridge = BridgeRole::kUnknown;
+  // Whether it has a will (read through the verified layout: BrokerEvents::ReadFacts).
+  WillState will = WillState::kUnknown;
 };
 
 }  // namespace mqc

@@ -174,6 +174,13 @@ bool ApplyOptions(const Reload* state, PluginOptions reloaded) {
        std::to_string(old.history_max_events) + " until the broker restarts", &reloaded);
   Keep(state, "activity_interval", &PluginOptions::activity_interval_s,
        std::to_string(old.activity_interval_s) + " until the broker restarts", &reloaded);
+  // The companion's registry and bans take the flapping ban's settings at start.
+  Keep(state, "flapping_max_count", &PluginOptions::flapping_max_count,
+       std::to_string(old.flapping_max_count) + " until the broker restarts", &reloaded);
+  Keep(state, "flapping_window_time", &PluginOptions::flapping_window_time_s,
+       std::to_string(old.flapping_window_time_s) + " until the broker restarts", &reloaded);
+  Keep(state, "flapping_ban_time", &PluginOptions::flapping_ban_time_s,
+       std::to_string(old.flapping_ban_time_s) + " until the broker restarts", &reloaded);
   // The companion reads the token files again when it gets the settings record, sent at every
   // reload (the tokens themselves never pass through the broker).
   state->settings->settings_pending = true;

@@ -42,7 +42,8 @@ SessionTable::OpenConnection::OpenConnection(const ConnectionEvent& event)
       clean_session(event.clean_session),
       auth_mechanism(event.auth_mechanism),
       auth_state(event.auth_state),
-      bridge(event.bridge) {
+      bridge(event.bridge),
+      will(event.will) {
   const std::string* strings[kStrings] = {&event.client_id,
                                           &event.username,
                                           &event.ip_address,
@@ -97,6 +98,7 @@ ConnectionEvent SessionTable::OpenConnection::Event() const {
   event.proxy_address = String(5);
   event.proxy_port = proxy_port;
   event.bridge = bridge;
+  event.will = will;
   return event;
 }
 
@@ -136,6 +138,7 @@ ConnectionEvent SessionTable::MakeEvent(const ClientFacts& facts, std::int64_t n
   event.proxy_address = facts.proxy_ip;
   event.proxy_port = facts.proxy_port;
   event.bridge = facts.bridge;
+  event.will = facts.will;
   return event;
 }
 

@@ -262,6 +262,7 @@ class SessionTable {
     AuthMechanism auth_mechanism = AuthMechanism::kUnspecified;
     AuthState auth_state = AuthState::kUnspecified;
     BridgeRole bridge = BridgeRole::kUnknown;
+    WillState will = WillState::kUnknown;
     static constexpr std::size_t kStrings = 6;
     std::uint32_t ends[kStrings] = {};  // where each string ends in `text`
     std::unique_ptr<char[]> text;

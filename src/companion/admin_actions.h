@@ -23,9 +23,10 @@ struct Caller {
   std::string token_line;  // "admin token file line 3"
 };
 
-struct DisconnectTarget {  // exactly one is set
+struct DisconnectTarget {  // exactly one of client_id and uid is set
   std::string client_id;
   std::string uid;
+  bool prevent_will = false;  // the broker publishes the client's will unless this is set
 };
 
 struct DisconnectOutcome {

@@ -24,7 +24,7 @@ std::string Until(const Ban& ban) {
 
 }  // namespace
 
-BrokerBans::BrokerBans(BanStore* store, const ConnectionRegistry* registry, CompanionLink* link,
+BrokerBans::BrokerBans(BanStore* store, ConnectionRegistry* registry, CompanionLink* link,
                        const BrokerCounters* counters)
     : store_(store), registry_(registry), link_(link), counters_(counters) {}
 
@@ -118,10 +118,33 @@ std::size_t BrokerBans::KickMatching(const BanMatcher& matcher, const std::strin
   return kicked;
 }
 
+void BrokerBans::BanFlapping(std::int64_t now_ns) {
+  for (const std::string& client_id : registry_->TakeFlappingOffenders()) {
+    Ban ban;
+    if (!ParseBanTarget("clientid", client_id, &ban).ok()) continue;  // an id a ban cannot name
+    ban.by = "flapping";
+    ban.reason = "connected too often (plugin_opt_flapping_max_count)";
+    ban.at_ns = now_ns;
+    ban.until_ns = now_ns + flapping_ban_ns_;
+    const Status added = store_->Add(ban, now_ns);
+    if (!added.ok()) {
+      link_->Log(LogLevel::kWarning,
+                 "cannot ban flapping " + ban.Describe() + ": " + added.message());
+      continue;
+    }
+    link_->Log(LogLevel::kNotice, "banned " + ban.Describe() + " " + Until(ban) +
+                                      ": it connected more than plugin_opt_flapping_max_count "
+                                      "times within plugin_opt_flapping_window_time");
+    std::vector<Ban> one{ban};
+    KickMatching(BanMatcher(std::move(one)), "flapping", "automatic ban", now_ns);
+  }
+}
+
 void BrokerBans::Sweep(std::int64_t now_ns) {
   for (const Ban& ban : store_->Expire(now_ns)) {
     link_->Log(LogLevel::kNotice, "ban on " + ban.Describe() + " expired");
   }
+  BanFlapping(now_ns);
   std::vector<Ban> bans = store_->List(now_ns);
   std::unordered_set<std::string> matching;
   if (!bans.empty()) {

@@ -5,9 +5,10 @@
 // clients it concerns: the companion finds them in its registry (its own thread's work, never the
 // broker's) and asks the broker to kick each by client id (KickCommand, the path of DELETE
 // /api/mqtt/connections/{id}: one lookup in the broker's client id index per client). Once a second
-// the event loop calls Sweep: bans that expired are dropped (and logged), and an open client a ban
-// concerns (one that connected before the broker had the list) is kicked, at most once per
-// connection.
+// the event loop calls Sweep: bans that expired are dropped (and logged), the client ids that went
+// over plugin_opt_flapping_max_count are banned for plugin_opt_flapping_ban_time (by "flapping",
+// EMQX's flapping_detect), and an open client a ban concerns (one that connected before the
+// broker had the list) is kicked, at most once per connection.
 //
 // Threads: the BanAdmin's functions on any HTTP thread, several at once; Sweep on the event
 // loop. The store and the link are safe to call concurrently; `kicked_` has its own mutex.
@@ -29,8 +30,10 @@ namespace mqc {
 class BrokerBans {
  public:
   // All must outlive this object.
-  BrokerBans(BanStore* store, const ConnectionRegistry* registry, CompanionLink* link,
+  BrokerBans(BanStore* store, ConnectionRegistry* registry, CompanionLink* link,
              const BrokerCounters* counters);
+  // How long the automatic ban of a flapping client id lasts (plugin_opt_flapping_ban_time).
+  void set_flapping_ban_ns(std::int64_t ns) { flapping_ban_ns_ = ns; }
 
   BanAdmin Admin();
   void Sweep(std::int64_t now_ns);
@@ -41,13 +44,18 @@ class BrokerBans {
   BanOutcome Remove(const Ban& target, const Caller& caller);
   // Asks the broker to kick every open connection `matcher` matches (not asked before).
   // `matching` (may be null) gets the uid of every open connection it matches.
+  // Bans each client id the registry found flapping (Sweep): added to the store and logged like
+  // an admin's ban, without waiting for the broker to have the list (the event loop must not
+  // wait): the kicks queue behind it on the commands ring.
+  void BanFlapping(std::int64_t now_ns);
   std::size_t KickMatching(const BanMatcher& matcher, const std::string& caller,
                            const std::string& token_line, std::int64_t now_ns,
                            std::unordered_set<std::string>* matching = nullptr);
 
   BanStore* store_;
-  const ConnectionRegistry* registry_;
+  ConnectionRegistry* registry_;
   CompanionLink* link_;
+  std::int64_t flapping_ban_ns_ = 300'000'000'000;
   const BrokerCounters* counters_;
   std::mutex kicked_mutex_;
   std::unordered_set<std::string> kicked_;  // uids asked to disconnect; guarded

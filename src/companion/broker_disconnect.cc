@@ -43,6 +43,7 @@ DisconnectOutcome DisconnectThroughBroker(const ConnectionRegistry& registry, Co
   command.client_id = found->client_id;
   command.caller = caller.address;
   command.token_line = caller.token_line;
+  command.with_will = !target.prevent_will;
   if (!link->RequestKick(command)) {
     outcome.status = Status(StatusCode::kResourceExhausted, "the broker's request queue is full");
     return outcome;

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "companion/flapping_tracker.h"
 #include "link/connection.h"
 #include "link/topic_mapping.h"
 
@@ -110,6 +111,12 @@ struct Connection {
   // for closed connections and offline sessions, and wherever the client layout is not
   // verified.
   MessageCounts messages;
+  // Whether the client sent a will at CONNECT (kUnknown where the broker's layout is not
+  // verified, and for offline sessions).
+  WillState will = WillState::kUnknown;
+  // Connects and takeovers of its client id in the last minute and hour, and the id's two
+  // latest addresses (a detail: they change with time; flapping_tracker.h).
+  FlappingCounts flapping;
 };
 
 }  // namespace mqc

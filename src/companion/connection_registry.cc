@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "link/clock.h"
 #include "link/kubemq_strict.h"
 
 namespace mqc {
@@ -141,6 +142,7 @@ ConnectionRegistry::Entry ConnectionRegistry::FromEvent(const ConnectionEvent& e
   c.local_port = event.local_port;
   c.proxy_address = event.proxy_address;
   c.proxy_port = event.proxy_port;
+  c.will = event.will;
   for (const ListenerConfig& listener : options_.listeners) {
     if (event.local_port != 0 && listener.port == event.local_port) {
       c.listener_name = ListenerName(listener);
@@ -201,6 +203,11 @@ void ConnectionRegistry::Apply(const ConnectionEvent& event) {
     Publish(ChangeKind::kClosed, nullptr, entry.connection);  // refused at CONNECT
     AddClosed(std::move(entry.connection));
   } else {
+    // A resync re-sends the open connections: only a connect seen as it happens counts.
+    if (!staging_) {
+      flapping_.Connected(event.client_id, event.ip_address, event.open_time_ns);
+      CheckFlapping(event);
+    }
     StartWindow(&entry);
     Publish(ChangeKind::kOpened, nullptr, entry.connection);
     Put(&Target(), event.seq, std::move(entry));
@@ -221,6 +228,9 @@ void ConnectionRegistry::Apply(const CloseEvent& event, std::int64_t now_ns) {
     if (!closing) closing = std::move(removed);
   }
   if (!closing) return;  // opened before this companion knew of it
+  if (event.reason == CloseReason::kSessionTakenOver) {
+    flapping_.TakenOver(closing->client_id, event.close_time_ns);
+  }
   auto connection = std::make_shared<Connection>(*closing);
   connection->state = ConnectionState::kClosed;
   connection->close_time_ns = event.close_time_ns;
@@ -521,6 +531,7 @@ std::vector<Connection> ConnectionRegistry::CopyAll(bool with_totals) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<Connection> all;
   all.reserve(open_.size() + closed_.size());
+  const std::int64_t now_ns = NowNs();
   for (const auto& [seq, entry] : open_) {
     all.push_back(*entry.connection);
     all.back().recent_statistics = entry.recent;
@@ -528,9 +539,39 @@ std::vector<Connection> ConnectionRegistry::CopyAll(bool with_totals) const {
     if (auto totals = ReadTotals(entry, &all.back().messages)) {
       all.back().total_statistics = *totals;
     }
+    AddFlapping(&all.back(), now_ns);
   }
-  for (const ConnectionPtr& connection : closed_) all.push_back(*connection);
+  for (const ConnectionPtr& connection : closed_) {
+    all.push_back(*connection);
+    if (with_totals) AddFlapping(&all.back(), now_ns);
+  }
   return all;
+}
+
+void ConnectionRegistry::CheckFlapping(const ConnectionEvent& event) {
+  if (options_.flapping_max_count == 0 || event.client_id.empty()) return;
+  if (flapping_.ConnectsWithin(event.client_id, options_.flapping_window_s, event.open_time_ns) <=
+      options_.flapping_max_count) {
+    return;
+  }
+  if (flapping_offenders_.size() >= kMaxFlappingOffenders) return;
+  if (std::find(flapping_offenders_.begin(), flapping_offenders_.end(), event.client_id) !=
+      flapping_offenders_.end()) {
+    return;
+  }
+  flapping_offenders_.push_back(event.client_id);
+}
+
+std::vector<std::string> ConnectionRegistry::TakeFlappingOffenders() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> taken;
+  taken.swap(flapping_offenders_);
+  return taken;
+}
+
+void ConnectionRegistry::AddFlapping(Connection* connection, std::int64_t now_ns) const {
+  if (flapping_.size() == 0) return;
+  connection->flapping = flapping_.Read(connection->client_id, now_ns);
 }
 
 ConnectionList ConnectionRegistry::SharedSnapshot() const {
@@ -554,7 +595,9 @@ std::vector<ConnectionPtr> ConnectionRegistry::FindByClientId(std::string_view c
 
 void ConnectionRegistry::AddDetails(std::vector<Connection>* connections) const {
   std::lock_guard<std::mutex> lock(mutex_);
+  const std::int64_t now_ns = NowNs();
   for (Connection& connection : *connections) {
+    AddFlapping(&connection, now_ns);
     if (connection.state != ConnectionState::kOpen) continue;
     auto it = open_.find(connection.seq);
     if (it == open_.end()) continue;

@@ -75,6 +75,10 @@ struct ConnectionRegistryOptions {
   // The broker's bridges (client ids filled in: FillBridgeClientIds), to name its own bridge
   // connections.
   std::vector<BridgeConfig> bridges = {};
+  // plugin_opt_flapping_max_count and _window_time: a client id that connects more than
+  // flapping_max_count times within the window is handed to TakeFlappingOffenders (0: never).
+  std::uint32_t flapping_max_count = 0;
+  std::uint32_t flapping_window_s = 60;
 };
 
 class ConnectionRegistry : public ConnectionSource, public LiveConnections {
@@ -158,6 +162,10 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   // Woken by every change of the view, it answers as soon as the close is applied.
   bool WaitUntilNotOpen(std::uint64_t seq, std::chrono::steady_clock::time_point deadline) const;
 
+  // The client ids that went over plugin_opt_flapping_max_count since the last call, each once
+  // (the caller bans them: BrokerBans::Sweep). Empty while the automatic ban is off.
+  std::vector<std::string> TakeFlappingOffenders();
+
  private:
   struct Entry {
     ConnectionPtr connection;  // never null once stored
@@ -195,6 +203,11 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   // Snapshot and DetailedSnapshot: a copy of every connection, with open ones' traffic totals
   // read from the shared slots when `with_totals`.
   std::vector<Connection> CopyAll(bool with_totals) const;
+  // Fills a connection's flapping counts as of now (a detail, like the totals).
+  void AddFlapping(Connection* connection, std::int64_t now_ns) const;
+  // After a connect of `event.client_id`: notes it as an offender when it connected more than
+  // flapping_max_count times within the window.
+  void CheckFlapping(const ConnectionEvent& event);
   // The slot's counters if it still belongs to `seq` (seqlock read); `messages`, when not null,
   // gets the message counts read under the same check (left as it was when the read fails).
   std::optional<RequestStatistics> ReadTotals(const Entry& entry,
@@ -249,6 +262,12 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   std::optional<std::uint64_t> staging_generation_;
   bool synced_ = false;
   std::int64_t window_minute_ = -1;  // the Unix minute the current window started in
+  // Connects and takeovers per client id, counted as the events come (not from a resync).
+  FlappingTracker flapping_;
+  // Client ids over the flapping limit, not yet taken (TakeFlappingOffenders); each once, at
+  // most kMaxFlappingOffenders (more wait for their next connect).
+  static constexpr std::size_t kMaxFlappingOffenders = 1024;
+  std::vector<std::string> flapping_offenders_;
 };
 
 }  // namespace mqc

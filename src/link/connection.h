@@ -47,6 +47,15 @@ enum class BridgeRole : std::uint8_t {
   kIncoming = 3,  // a remote broker's bridge connected here (CONNECT with the bridge bit)
 };
 
+// Whether a client sent a will at CONNECT, read from the broker's client struct (`will`: null or
+// not) once the layout is verified; kUnknown before, for good where it is unknown, and for
+// offline sessions. Its topic, QoS and retain are never read (that would follow a pointer).
+enum class WillState : std::uint8_t {
+  kUnknown = 0,
+  kNone = 1,
+  kSet = 2,
+};
+
 struct RequestStatistics {
   std::uint64_t publish_count = 0;
   std::uint64_t publish_bytes = 0;

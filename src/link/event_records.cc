@@ -104,7 +104,7 @@ bool Fields(Codec& c, RecordRef<Codec, ConnectionEvent> e) {
          c.Field(e.local_port) && c.Field(e.stats_slot) && c.Field(e.client_id) &&
          c.Field(e.username) && c.Field(e.ip_address) && c.Field(e.auth_method) &&
          c.Field(e.peer_certificate_subject) && c.Enum(e.bridge, BridgeRole::kIncoming) &&
-         c.Field(e.proxy_address) && c.Field(e.proxy_port);
+         c.Field(e.proxy_address) && c.Field(e.proxy_port) && c.Enum(e.will, WillState::kSet);
 }
 
 template <typename Codec>
@@ -150,7 +150,7 @@ bool Fields(Codec& c, RecordRef<Codec, BridgeEvent> e) {
 
 template <typename Codec>
 bool Fields(Codec& c, RecordRef<Codec, KickCommand> e) {
-  return c.Field(e.client_id) && c.Field(e.caller) && c.Field(e.token_line);
+  return c.Field(e.client_id) && c.Field(e.caller) && c.Field(e.token_line) && c.Bool(e.with_will);
 }
 
 template <typename Record>

@@ -71,6 +71,7 @@ struct ConnectionEvent {
   // socket the kernel's figures describe; empty and 0 otherwise (broker/client_facts.h).
   std::string proxy_address;
   std::uint16_t proxy_port = 0;
+  WillState will = WillState::kUnknown;  // whether it sent a will (link/connection.h)
 };
 
 struct CloseEvent {
@@ -133,6 +134,9 @@ struct KickCommand {
   std::string client_id;   // 1 to kMaxKickClientIdBytes bytes, no NUL
   std::string caller;      // the HTTP peer, "127.0.0.1:41234"; at most kMaxKickCallerBytes
   std::string token_line;  // "admin token file line 3"; at most kMaxKickCallerBytes
+  // Whether the broker publishes the client's will: MQTT publishes the will of a connection the
+  // server closes, so only an admin's preventWill turns it off.
+  bool with_will = true;
 };
 inline constexpr std::size_t kMaxKickClientIdBytes = 65535;
 inline constexpr std::size_t kMaxKickCallerBytes = 128;

@@ -178,6 +178,13 @@ const std::vector<OptionSpec>& Specs() {
          o->client_layout = value == "verify";
          return Status();
        }},
+      {"flapping_max_count",
+       "an integer from 0 to 100000 (connects allowed in flapping_window_time; 0 = no ban)",
+       UnsignedInto(0, 100000, &PluginOptions::flapping_max_count)},
+      {"flapping_window_time", "seconds, an integer from 1 to 3600",
+       UnsignedInto(1, 3600, &PluginOptions::flapping_window_time_s)},
+      {"flapping_ban_time", "seconds, an integer from 1 to 604800",
+       UnsignedInto(1, 604800, &PluginOptions::flapping_ban_time_s)},
       {"companion", "the absolute path of the companion executable",
        AbsolutePathInto(&PluginOptions::companion_path)},
   };

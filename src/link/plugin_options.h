@@ -56,6 +56,12 @@ struct PluginOptions {
   bool presence_events = false;
   bool presence_retained = false;
   std::string presence_node;  // empty: mosquitto@<host name>
+  // Automatic ban of flapping clients (EMQX's flapping_detect; docs/api.md, "Flapping
+  // clients"): a client id that connects more than flapping_max_count times within
+  // flapping_window_time seconds is banned for flapping_ban_time seconds. 0: off.
+  std::uint32_t flapping_max_count = 0;
+  std::uint32_t flapping_window_time_s = 60;
+  std::uint32_t flapping_ban_time_s = 300;
 
   // True when some token file is set: every API request then needs a token.
   bool RequiresToken() const { return !http_token_file.empty() || !http_admin_token_file.empty(); }

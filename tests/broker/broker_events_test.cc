@@ -665,6 +665,7 @@ TEST_F(BrokerEventsTest, AKicksDisconnectClosesAsKickedAndIsLogged) {
   command.caller = "127.0.0.1:4000";
   Events().Kick(command);
   ASSERT_EQ(broker_.kicked, std::vector<std::string>{"a\nforged"});
+  EXPECT_EQ(broker_.kicked_with_will, std::vector<bool>{true});
   ASSERT_EQ(broker_.log.size(), 1u);
   EXPECT_EQ(broker_.log[0].first, LogLevel::kNotice);
   EXPECT_EQ(broker_.log[0].second,
@@ -675,6 +676,11 @@ TEST_F(BrokerEventsTest, AKicksDisconnectClosesAsKickedAndIsLogged) {
   EXPECT_EQ(broker_.log.back().first, LogLevel::kWarning);
   EXPECT_NE(broker_.log.back().second.find("cannot disconnect"), std::string::npos);
   EXPECT_FALSE(core_->calls().kicking);
+  broker_.kick_answer = kBrokerSuccess;
+  command.with_will = false;  // an admin's preventWill reaches the broker's kick
+  Events().Kick(command);
+  EXPECT_EQ(broker_.kicked_with_will.back(), false);
+  EXPECT_NE(broker_.log.back().second.find(", without publishing its will"), std::string::npos);
 }
 
 TEST_F(BrokerEventsTest, TheDisconnectInsideAKickClosesAsKicked) {
@@ -1193,6 +1199,32 @@ TEST_F(BridgeEventsTest, BehindALoadBalancerThePortIsTheBrokersFromThePROXYHeade
   ASSERT_NE(Announced("unverified"), nullptr);
   EXPECT_EQ(Announced("unverified")->port, 0);
   EXPECT_EQ(Announced("unverified")->proxy_port, 41000);
+}
+
+// Whether a client has a will: the client struct's `will` pointer, non-null or null, read at
+// CONNECT through the layout that CONNECT verifies; unknown without a verified layout.
+TEST_F(BridgeEventsTest, AWillIsReadAtConnectThroughTheVerifiedLayout) {
+  Use(FakeBroker::Api20());
+  const BrokerLayout& truth = Debian2021Layout();
+  StartVerifying(Version(2, 0, 21));
+  FakeClient with_will = LaidOut(truth, "with-will", true, 60);
+  Put(&with_will, truth, LayoutField::kWill, 0x7f0012345678);  // compared with null only
+  Connect(&with_will);
+  ASSERT_TRUE(state_.layout->verified());
+  ASSERT_NE(Announced("with-will"), nullptr);
+  EXPECT_EQ(Announced("with-will")->will, WillState::kSet);
+  FakeClient without = LaidOut(truth, "without-will", true, 60);
+  Connect(&without);
+  ASSERT_NE(Announced("without-will"), nullptr);
+  EXPECT_EQ(Announced("without-will")->will, WillState::kNone);
+
+  state_.layout = std::make_unique<BrokerLayoutVerifier>(std::vector<const BrokerLayout*>{},
+                                                         Version(2, 0, 21));
+  FakeClient unverified = LaidOut(truth, "unverified-will", true, 60);
+  Put(&unverified, truth, LayoutField::kWill, 0x7f0012345678);
+  Connect(&unverified);
+  ASSERT_NE(Announced("unverified-will"), nullptr);
+  EXPECT_EQ(Announced("unverified-will")->will, WillState::kUnknown);
 }
 
 // A layout that failed verification reads nothing, for good: bridges at CONNECT stay unknown

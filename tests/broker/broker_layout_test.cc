@@ -84,6 +84,12 @@ TEST(BrokerLayoutTable, MatrixBrokersPlaces) {
       {&Master21Layout(), LayoutField::kMsgsOutQueuedCount, 456 + 72 + 56},
       {&Master21Layout(), LayoutField::kSockKey, 720 + 40},
       {&Master21Layout(), LayoutField::kRemotePort, 792},
+      // `will`: 88 bytes after keepalive on 2.0, 100 on 2.1.0-2.1.2 (offsetof against
+      // v2.1.2's header with TLS and built-in WebSockets: 224), 108 on master.
+      {debian_2011, LayoutField::kWill, 152},
+      {&Debian2021Layout(), LayoutField::kWill, 152},
+      {builtin_21, LayoutField::kWill, 224},
+      {&Master21Layout(), LayoutField::kWill, 232},
   };
   for (const auto& expected : places) {
     EXPECT_EQ(expected.layout->place(expected.field).offset, expected.offset)

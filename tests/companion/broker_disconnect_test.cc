@@ -116,6 +116,7 @@ TEST_F(BrokerDisconnectTest, AnOpenConnectionIsKickedByClientIdAndTheAnswerWaits
   EXPECT_EQ(kicks_[0].client_id, "sensor-1");
   EXPECT_EQ(kicks_[0].caller, "127.0.0.1:41234");
   EXPECT_EQ(kicks_[0].token_line, "admin token file line 3");
+  EXPECT_TRUE(kicks_[0].with_will);
   // The answer came once the registry showed it closed.
   ASSERT_EQ(registry_.Snapshot().size(), 1u);
   EXPECT_EQ(registry_.Snapshot()[0].state, ConnectionState::kClosed);
@@ -136,6 +137,21 @@ TEST_F(BrokerDisconnectTest, AConnectionIsFoundByItsUid) {
   EXPECT_EQ(outcome.uid, target.uid);
   ASSERT_EQ(kicks_.size(), 1u);
   EXPECT_EQ(kicks_[0].client_id, "sensor-2");
+}
+
+// preventWill reaches the broker's kick as with_will false.
+TEST_F(BrokerDisconnectTest, PreventWillKicksWithoutTheWill) {
+  Apply(EventType::kConnection, TestConnectionRecord(1, "sensor-1"));
+  BrokerClosesOnKick(1);
+  DisconnectTarget target;
+  target.client_id = "sensor-1";
+  target.prevent_will = true;
+  const DisconnectOutcome outcome =
+      DisconnectThroughBroker(registry_, companion_.get(), target, caller_);
+  broker_thread_.join();
+  EXPECT_TRUE(outcome.status.ok()) << outcome.status.message();
+  ASSERT_EQ(kicks_.size(), 1u);
+  EXPECT_FALSE(kicks_[0].with_will);
 }
 
 // The client reconnecting under its id while the companion waits is a new connection: the one

@@ -16,6 +16,7 @@
 #include "../support/connection_builder.h"
 #include "companion/companion_link.h"
 #include "companion/metrics_views.h"
+#include "link/clock.h"
 
 namespace mqc {
 namespace {
@@ -208,6 +209,71 @@ TEST_F(ConnectionRegistryTest, CloseMovesAConnectionToTheClosedList) {
     }
   }
   EXPECT_EQ(registry_.open_count(), 1u);
+}
+
+// Connects and takeovers of a client id are counted as the events come (not from a resync's
+// re-sent connections), and every connection of the id shows them as a detail.
+TEST_F(ConnectionRegistryTest, FlappingCountsComeWithTheDetails) {
+  ApplyResync(EventType::kResyncBegin, 1);
+  ApplyOpen(Open(1, "twin", NowNs()));  // re-sent by the resync: not a new connect
+  ApplyResync(EventType::kResyncEnd, 1);
+  ConnectionEvent second = Open(2, "twin", NowNs());
+  second.ip_address = "10.0.0.2";
+  ApplyOpen(second);
+  ApplyClose(1, NowNs(), CloseReason::kSessionTakenOver);
+  ConnectionEvent third = Open(3, "twin", NowNs());
+  third.ip_address = "10.0.0.3";
+  ApplyOpen(third);
+  ApplyClose(2, NowNs(), CloseReason::kSessionTakenOver);
+  ApplyOpen(Open(4, "calm", NowNs()));
+  std::map<std::uint64_t, FlappingCounts> counts;
+  for (const Connection& c : registry_.DetailedSnapshot()) counts[c.seq] = c.flapping;
+  ASSERT_EQ(counts.size(), 4u);
+  for (std::uint64_t seq : {1u, 2u, 3u}) {
+    EXPECT_EQ(counts[seq].connects_last_minute, 2u) << seq;
+    EXPECT_EQ(counts[seq].takeovers_last_minute, 2u) << seq;
+    EXPECT_EQ(counts[seq].addresses[0], "10.0.0.3") << seq;
+    EXPECT_EQ(counts[seq].addresses[1], "10.0.0.2") << seq;
+  }
+  EXPECT_EQ(counts[4].connects_last_minute, 1u);
+  EXPECT_EQ(counts[4].takeovers_last_hour, 0u);
+  // The plain snapshot carries no details; AddDetails fills them for the rows a caller keeps.
+  std::vector<Connection> plain = registry_.Snapshot();
+  for (const Connection& c : plain) EXPECT_EQ(c.flapping.connects_last_minute, 0u);
+  registry_.AddDetails(&plain);
+  for (const Connection& c : plain) {
+    EXPECT_EQ(c.flapping.connects_last_minute, c.client_id == "twin" ? 2u : 1u) << c.seq;
+  }
+}
+
+// plugin_opt_flapping_max_count: the connect that goes over the limit hands the client id over,
+// once until taken; nothing while the ban is off.
+TEST(ConnectionRegistryFlappingTest, AClientIdOverTheLimitIsHandedOverOnce) {
+  for (const std::uint32_t max_count : {0u, 2u}) {
+    SCOPED_TRACE(max_count);
+    ConnectionRegistryOptions options;
+    options.flapping_max_count = max_count;
+    options.flapping_window_s = 60;
+    ConnectionRegistry registry(options);
+    const auto open = [&registry](std::uint64_t seq, const std::string& id) {
+      std::string bytes;
+      Encode(Open(seq, id, NowNs()), &bytes);
+      ASSERT_TRUE(ApplyEventRecord(&registry, EventType::kConnection, bytes, 10));
+    };
+    open(1, "flapper");
+    open(2, "flapper");
+    open(3, "calm");
+    EXPECT_TRUE(registry.TakeFlappingOffenders().empty());  // two connects: not over two
+    open(4, "flapper");
+    open(5, "flapper");
+    const std::vector<std::string> offenders = registry.TakeFlappingOffenders();
+    if (max_count == 0) {
+      EXPECT_TRUE(offenders.empty());
+    } else {
+      EXPECT_EQ(offenders, std::vector<std::string>{"flapper"});
+    }
+    EXPECT_TRUE(registry.TakeFlappingOffenders().empty());
+  }
 }
 
 TEST_F(ConnectionRegistryTest, ARefusedConnectionIsListedClosedOnly) {

@@ -403,6 +403,11 @@ TEST(KickCommandTest, TheLongestFieldsPassWhole) {
   EXPECT_EQ(back.client_id, sent.client_id);
   EXPECT_EQ(back.caller, sent.caller);
   EXPECT_EQ(back.token_line, sent.token_line);
+  EXPECT_TRUE(back.with_will);  // the default: MQTT publishes the will of a closed connection
+  sent.with_will = false;
+  Encode(sent, &bytes);
+  ASSERT_TRUE(Decode(bytes, &back));
+  EXPECT_FALSE(back.with_will);
   sent.token_line = "line\x7f";  // DEL is no printable ASCII
   Encode(sent, &bytes);
   EXPECT_FALSE(Decode(bytes, &back));

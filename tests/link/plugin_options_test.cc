@@ -156,6 +156,11 @@ TEST(PluginOptionsTest, BadValuesAreRefusedNamingOptionValueAndWhatIsAccepted) {
       {"http_allowed_hosts", "[fe80::1%eth0]", "not an IPv6 address"},
       {"http_allowed_hosts", "http://a.example/", "not a host name"},
       {"http_allowed_hosts", "a.example # the proxy", "no end-of-line comments"},
+      {"flapping_max_count", "100001", "from 0 to 100000"},
+      {"flapping_max_count", "-1", "from 0 to 100000"},
+      {"flapping_window_time", "0", "from 1 to 3600"},
+      {"flapping_window_time", "1m", "bad value '1m' for plugin_opt_flapping_window_time"},
+      {"flapping_ban_time", "604801", "from 1 to 604800"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string(c.key) + "=" + c.value);
@@ -163,6 +168,19 @@ TEST(PluginOptionsTest, BadValuesAreRefusedNamingOptionValueAndWhatIsAccepted) {
     EXPECT_THAT(message, HasSubstr(std::string("plugin_opt_") + c.key));
     EXPECT_THAT(message, HasSubstr(c.message_part));
   }
+}
+
+// The automatic ban of flapping clients: off unless max_count is set; EMQX's window and ban.
+TEST(PluginOptionsTest, FlappingOptionsAreParsed) {
+  EXPECT_EQ(PluginOptions{}.flapping_max_count, 0u);
+  EXPECT_EQ(PluginOptions{}.flapping_window_time_s, 60u);
+  EXPECT_EQ(PluginOptions{}.flapping_ban_time_s, 300u);
+  const PluginOptions options = Parsed({{"flapping_max_count", "15"},
+                                        {"flapping_window_time", "3600"},
+                                        {"flapping_ban_time", "604800"}});
+  EXPECT_EQ(options.flapping_max_count, 15u);
+  EXPECT_EQ(options.flapping_window_time_s, 3600u);
+  EXPECT_EQ(options.flapping_ban_time_s, 604800u);
 }
 
 TEST(PluginOptionsTest, PresenceNodeIsAtMost255BytesWithoutNul) {

@@ -54,6 +54,7 @@ class FakeBroker final : public Broker {
   // broker sends the client's DISCONNECT.
   int kick_answer = kBrokerSuccess;
   std::vector<std::string> kicked;
+  std::vector<bool> kicked_with_will;  // beside kicked: each kick's with_will
   std::function<void(const std::string&)> inside_kick;
   std::vector<std::pair<LogLevel, std::string>> log;
   std::vector<std::string> published;
@@ -189,8 +190,9 @@ class FakeBroker final : public Broker {
   }
   bool ReadStringProperty(const void*, int, std::string*) const override { return false; }
   bool ReadBinaryProperty(const void*, int, std::string*) const override { return false; }
-  int Kick(const std::string& client_id) override {
+  int Kick(const std::string& client_id, bool with_will) override {
     kicked.push_back(client_id);
+    kicked_with_will.push_back(with_will);
     if (inside_kick) inside_kick(client_id);
     return kick_answer;
   }

@@ -67,6 +67,7 @@ inline FakeClient LaidOut(const BrokerLayout& truth, const std::string& id, bool
   Put(&client, truth, LayoutField::kSessionExpiryTime, 0);
   Put(&client, truth, LayoutField::kSessionExpiryInterval, clean ? 0 : 3600);
   Put(&client, truth, LayoutField::kIsBridge, 0);
+  Put(&client, truth, LayoutField::kWill, 0);  // no will unless a test sets one
   for (LayoutField field : {LayoutField::kMsgsInInflightCount, LayoutField::kMsgsInQueuedCount,
                             LayoutField::kMsgsOutInflightCount, LayoutField::kMsgsOutQueuedCount,
                             LayoutField::kMsgsInCount, LayoutField::kMsgsOutCount}) {

@@ -50,4 +50,10 @@ inline bool HasBridgeRole(const Connection& connection) {
   return connection.bridge != BridgeRole::kUnknown;
 }
 
+// Whether the broker told if the client has a will (its client layout is verified): then
+// hasWill is written, true or false; else left out (unknown).
+inline bool HasWillKnown(const Connection& connection) {
+  return connection.will != WillState::kUnknown;
+}
+
 }  // namespace mqc

@@ -498,10 +498,24 @@ void WriteConnection(const Connection& connection, JsonWriter* json) {
     WriteEnum(kBridgeRoleField, static_cast<std::int64_t>(connection.bridge), json);
   }
   WriteStringIfSet("bridgeName", connection.bridge_name, json);
+  if (HasWillKnown(connection)) json->Key("hasWill").Bool(connection.will == WillState::kSet);
   WriteMessageQueue(connection.messages.out, "messagesQueued", "messagesInFlight",
                     "messagesPending", json);
   WriteMessageQueue(connection.messages.in, "incomingMessagesQueued", "incomingMessagesInFlight",
                     "incomingMessagesPending", json);
+  // Counts as proto3's JSON writes them: left out when 0.
+  const FlappingCounts& flapping = connection.flapping;
+  for (const auto& [key, count] : {std::pair{"reconnectsLastMinute", flapping.connects_last_minute},
+                                   std::pair{"reconnectsLastHour", flapping.connects_last_hour},
+                                   std::pair{"takeoversLastMinute", flapping.takeovers_last_minute},
+                                   std::pair{"takeoversLastHour", flapping.takeovers_last_hour}}) {
+    if (count != 0) json->Key(key).Int(count);
+  }
+  if (flapping.ping_pong()) {
+    json->Key("takeoverAddresses").BeginArray();
+    for (const std::string& address : flapping.addresses) json->String(address);
+    json->EndArray();
+  }
   json->EndObject();
 }
 

@@ -148,6 +148,7 @@ void ConnectionToProto(const Connection& connection, connections_v1::Connection*
     message->set_bridge_role(static_cast<connections_v1::BridgeRole>(connection.bridge));
   }
   message->set_bridge_name(ToValidUtf8(connection.bridge_name));
+  if (HasWillKnown(connection)) message->set_has_will(connection.will == WillState::kSet);
   const MessageQueue& out = connection.messages.out;
   if (const auto count = out.Queued()) message->set_messages_queued(*count);
   if (const auto count = out.InFlight()) message->set_messages_in_flight(*count);
@@ -156,6 +157,16 @@ void ConnectionToProto(const Connection& connection, connections_v1::Connection*
   if (const auto count = in.Queued()) message->set_incoming_messages_queued(*count);
   if (const auto count = in.InFlight()) message->set_incoming_messages_in_flight(*count);
   if (const auto count = in.Pending()) message->set_incoming_messages_pending(*count);
+  const FlappingCounts& flapping = connection.flapping;
+  message->set_reconnects_last_minute(flapping.connects_last_minute);
+  message->set_reconnects_last_hour(flapping.connects_last_hour);
+  message->set_takeovers_last_minute(flapping.takeovers_last_minute);
+  message->set_takeovers_last_hour(flapping.takeovers_last_hour);
+  if (flapping.ping_pong()) {
+    for (const std::string& address : flapping.addresses) {
+      message->add_takeover_addresses(ToValidUtf8(address));
+    }
+  }
 }
 
 void ListConnectionsResponseToProto(const ConnectionPage& page,
@@ -209,14 +220,17 @@ std::string EncodeListConnectionsResponseProto(const ConnectionPage& page) {
 }
 
 Status DecodeDisconnectConnectionRequestProto(std::string_view bytes, std::string_view where,
-                                              std::string* client_id, std::string* uid) {
+                                              std::string* client_id, std::string* uid,
+                                              bool* prevent_will) {
   client_id->clear();
   uid->clear();
+  *prevent_will = false;
   connections_v1::DisconnectConnectionRequest message;
   Status status = ParseBinary(bytes, where, &message);
   if (!status.ok()) return status;
   *client_id = message.client_id();
   *uid = message.uid();
+  *prevent_will = message.prevent_will();
   return Status();
 }
 

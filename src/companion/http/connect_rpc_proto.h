@@ -42,10 +42,12 @@ Status DecodeListConnectionsRequestProto(std::string_view bytes, std::string_vie
 std::string EncodeListConnectionsResponseProto(const ConnectionPage& page);
 
 // DisconnectConnection in binary, for its handler: the request names the connection by client id
-// or by uid (a oneof: at most one is set; both empty when the request names none), and the
-// response. kInvalidArgument when the bytes are not a valid message.
+// or by uid (a oneof: at most one is set; both empty when the request names none), and whether
+// the will is kept back; and the response. kInvalidArgument when the bytes are not a valid
+// message.
 Status DecodeDisconnectConnectionRequestProto(std::string_view bytes, std::string_view where,
-                                              std::string* client_id, std::string* uid);
+                                              std::string* client_id, std::string* uid,
+                                              bool* prevent_will);
 std::string EncodeDisconnectConnectionResponseProto(std::string_view client_id,
                                                     std::string_view uid, bool disconnected);
 

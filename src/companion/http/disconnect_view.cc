@@ -41,7 +41,8 @@ int HttpStatusOf(StatusCode code) {
   return code == StatusCode::kInvalidArgument ? kHttpBadRequest : ConnectRpcHttpStatus(code);
 }
 
-// The JSON request message: clientId and uid as strings (null or absent: not given).
+// The JSON request message: clientId and uid as strings, preventWill as a boolean (null or
+// absent: not given).
 Status ReadDisconnectRequestJson(std::string_view body, DisconnectTarget* target) {
   const CjsonPtr message = ParseJson(body.empty() ? "{}" : body);
   if (!message || !cJSON_IsObject(message.get())) {
@@ -57,6 +58,13 @@ Status ReadDisconnectRequestJson(std::string_view body, DisconnectTarget* target
                     std::string("field '") + field + "' must be a string");
     }
     *into = value->valuestring;
+  }
+  const cJSON* prevent_will = cJSON_GetObjectItemCaseSensitive(message.get(), "preventWill");
+  if (prevent_will != nullptr && !cJSON_IsNull(prevent_will)) {
+    if (!cJSON_IsBool(prevent_will)) {
+      return Status(StatusCode::kInvalidArgument, "field 'preventWill' must be true or false");
+    }
+    target->prevent_will = cJSON_IsTrue(prevent_will);
   }
   return Status();
 }
@@ -85,10 +93,11 @@ HttpResponse ConnectRpcDisconnect(const Disconnector& disconnector, const HttpRe
   ConnectCodec codec = ConnectCodec::kJson;
   if (!CheckConnectUnaryPost(request, &codec, &error)) return error;
   DisconnectTarget target;
-  const Status read = codec == ConnectCodec::kProto
-                          ? DecodeDisconnectConnectionRequestProto(request.body, "request body",
-                                                                   &target.client_id, &target.uid)
-                          : ReadDisconnectRequestJson(request.body, &target);
+  const Status read =
+      codec == ConnectCodec::kProto
+          ? DecodeDisconnectConnectionRequestProto(request.body, "request body", &target.client_id,
+                                                   &target.uid, &target.prevent_will)
+          : ReadDisconnectRequestJson(request.body, &target);
   if (!read.ok()) return ConnectRpcErrorResponse(read);
   if (target.client_id.empty() == target.uid.empty()) {
     return ConnectRpcErrorResponse(

@@ -66,6 +66,11 @@ FieldValue MessageCount(const Connection& c) {
   return value;
 }
 
+template <std::uint32_t FlappingCounts::*kMember>
+FieldValue FlappingCount(const Connection& c) {
+  return Unsigned(c.flapping.*kMember);
+}
+
 template <std::uint64_t RequestStatistics::*kMember>
 FieldValue TotalStatistic(const Connection& c) {
   return Unsigned(c.total_statistics.*kMember);
@@ -149,6 +154,7 @@ std::vector<FieldDef> BuildFields() {
   using N = NetworkInfo;
   using M = MessageCounts;
   using Q = MessageQueue;
+  using F = FlappingCounts;
   return {
       Scalar("node_id", K::kInt, [](C c) { return Signed(c.node_id); }),
       Scalar("uid", K::kString, [](C c) { return Text(c.uid); }),
@@ -185,6 +191,10 @@ std::vector<FieldDef> BuildFields() {
              [](C c) { return Text(c.authentication.method); }),
       EnumField("bridge_role", kBridgeRoleNames, "", [](C c) { return EnumNumber(c.bridge); }),
       Scalar("bridge_name", K::kString, [](C c) { return Text(c.bridge_name); }),
+      Scalar("has_will", K::kBool,
+             [](C c) {
+               return SignedIf(c.will != WillState::kUnknown, c.will == WillState::kSet ? 1 : 0);
+             }),
       Detail(Scalar("idle_duration", K::kDuration,
                     [](C c) { return SignedIf(c.idle_ns >= 0, c.idle_ns); })),
       Detail(Scalar("network_info.rtt_micros", K::kInt, &NetworkNumber<&N::rtt_us>)),
@@ -225,6 +235,10 @@ std::vector<FieldDef> BuildFields() {
       Detail(Scalar("incoming_messages_queued", K::kUint, &MessageCount<&M::in, &Q::Queued>)),
       Detail(Scalar("incoming_messages_in_flight", K::kUint, &MessageCount<&M::in, &Q::InFlight>)),
       Detail(Scalar("incoming_messages_pending", K::kUint, &MessageCount<&M::in, &Q::Pending>)),
+      Detail(Scalar("reconnects_last_minute", K::kUint, &FlappingCount<&F::connects_last_minute>)),
+      Detail(Scalar("reconnects_last_hour", K::kUint, &FlappingCount<&F::connects_last_hour>)),
+      Detail(Scalar("takeovers_last_minute", K::kUint, &FlappingCount<&F::takeovers_last_minute>)),
+      Detail(Scalar("takeovers_last_hour", K::kUint, &FlappingCount<&F::takeovers_last_hour>)),
       OfSubscription("subscriptions.filter", K::kString,
                      [](const Subscription& s) { return Text(s.filter); }),
       OfSubscription("subscriptions.pattern", K::kString,

@@ -518,23 +518,32 @@ TEST_F(ConnectCodecTest, QueryErrorsInBinaryRequestsAreJsonErrors) {
 TEST(ConnectProtoMapping, DisconnectConnectionMessages) {
   std::string client_id = "stale";
   std::string uid = "stale";
+  bool prevent_will = true;  // stale too: the decoder resets it
   connections_v1::DisconnectConnectionRequest request;
   request.set_client_id("sensor-1");
-  ASSERT_TRUE(
-      DecodeDisconnectConnectionRequestProto(Binary(request), "request body", &client_id, &uid)
-          .ok());
+  ASSERT_TRUE(DecodeDisconnectConnectionRequestProto(Binary(request), "request body", &client_id,
+                                                     &uid, &prevent_will)
+                  .ok());
   EXPECT_EQ(client_id, "sensor-1");
   EXPECT_EQ(uid, "");
   request.set_uid("uid-7");  // the oneof keeps the last one set
-  ASSERT_TRUE(
-      DecodeDisconnectConnectionRequestProto(Binary(request), "request body", &client_id, &uid)
-          .ok());
+  ASSERT_TRUE(DecodeDisconnectConnectionRequestProto(Binary(request), "request body", &client_id,
+                                                     &uid, &prevent_will)
+                  .ok());
   EXPECT_EQ(client_id, "");
   EXPECT_EQ(uid, "uid-7");
-  ASSERT_TRUE(DecodeDisconnectConnectionRequestProto("", "request body", &client_id, &uid).ok());
+  EXPECT_FALSE(prevent_will);
+  request.set_prevent_will(true);
+  ASSERT_TRUE(DecodeDisconnectConnectionRequestProto(Binary(request), "request body", &client_id,
+                                                     &uid, &prevent_will)
+                  .ok());
+  EXPECT_TRUE(prevent_will);
+  ASSERT_TRUE(
+      DecodeDisconnectConnectionRequestProto("", "request body", &client_id, &uid, &prevent_will)
+          .ok());
   EXPECT_EQ(client_id + uid, "");
-  const Status bad = DecodeDisconnectConnectionRequestProto(std::string("\x0a\x09short", 7),
-                                                            "request body", &client_id, &uid);
+  const Status bad = DecodeDisconnectConnectionRequestProto(
+      std::string("\x0a\x09short", 7), "request body", &client_id, &uid, &prevent_will);
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.message(),
               HasSubstr("not a valid binary mqtt.connections.v1.DisconnectConnectionRequest"));

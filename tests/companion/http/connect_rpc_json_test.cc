@@ -153,6 +153,24 @@ std::vector<Connection> Connections() {
   unknown_bridge.network.since_last_receive_ns = 1;
   unknown_bridge.network.since_last_send_ns = 60 * kSecond;
   all.push_back(unknown_bridge);
+  // A will, and a takeover ping-pong's counts and addresses; no will, and counts with no
+  // takeover (no addresses shown).
+  Connection ping_pong = Rich();
+  ping_pong.uid = "uid-ping-pong";
+  ping_pong.will = WillState::kSet;
+  ping_pong.flapping.connects_last_minute = 6;
+  ping_pong.flapping.connects_last_hour = 60;
+  ping_pong.flapping.takeovers_last_minute = 5;
+  ping_pong.flapping.takeovers_last_hour = 59;
+  ping_pong.flapping.addresses = {"::1", "127.0.0.1"};
+  all.push_back(ping_pong);
+  Connection no_will = Rich();
+  no_will.uid = "uid-no-will";
+  no_will.will = WillState::kNone;
+  no_will.flapping.connects_last_minute = 1;
+  no_will.flapping.connects_last_hour = 1;
+  no_will.flapping.addresses = {"10.0.0.1", "10.0.0.2"};
+  all.push_back(no_will);
   // The largest values each field holds.
   Connection large = Rich();
   large.uid = "uid-large";

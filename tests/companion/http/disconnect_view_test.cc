@@ -125,6 +125,32 @@ TEST_F(DisconnectViewTest, ConnectFormDisconnectsByClientIdOrByUid) {
   EXPECT_EQ(targets_[1].uid, "0b0e6c1e-5c2a-4d7e-9f3a-1b2c3d4e5f60");
   EXPECT_EQ(targets_[2].uid, "u");
   EXPECT_EQ(callers_[1].token_line, "admin token file line 3");
+  for (const DisconnectTarget& target : targets_) EXPECT_FALSE(target.prevent_will);
+}
+
+// The will is published unless the request says preventWill true (null: as absent).
+TEST_F(DisconnectViewTest, ConnectFormCarriesPreventWill) {
+  EXPECT_EQ(Rpc(R"({"clientId":"a","preventWill":true})").status, 200);
+  EXPECT_EQ(Rpc(R"({"clientId":"b","preventWill":false})").status, 200);
+  EXPECT_EQ(Rpc(R"({"clientId":"c","preventWill":null})").status, 200);
+  ASSERT_EQ(targets_.size(), 3u);
+  EXPECT_TRUE(targets_[0].prevent_will);
+  EXPECT_FALSE(targets_[1].prevent_will);
+  EXPECT_FALSE(targets_[2].prevent_will);
+  const HttpResponse response = Rpc(R"({"clientId":"d","preventWill":"yes"})");
+  EXPECT_EQ(response.status, 400);
+  EXPECT_THAT(response.body, HasSubstr("field 'preventWill' must be true or false"));
+  EXPECT_EQ(targets_.size(), 3u);
+  // Binary: field 3 prevent_will.
+  const std::string binary(
+      "\x0a\x01"
+      "e"
+      "\x18\x01",
+      5);
+  EXPECT_EQ(Rpc(binary, "application/proto").status, 200);
+  ASSERT_EQ(targets_.size(), 4u);
+  EXPECT_EQ(targets_[3].client_id, "e");
+  EXPECT_TRUE(targets_[3].prevent_will);
 }
 
 TEST_F(DisconnectViewTest, ConnectFormRefusesARequestThatIsNotExactlyOneTarget) {

@@ -52,6 +52,11 @@ TEST(ConnectionFieldsTest, EveryFieldReadsItsOwnMember) {
   c.subscriptions = {TestSubscription("queues/ch", 2, Pattern::kQueues, "ch", "grp")};
   c.bridge = BridgeRole::kOutgoing;
   c.bridge_name = "brn";
+  c.will = WillState::kSet;
+  c.flapping.connects_last_minute = 71;
+  c.flapping.connects_last_hour = 72;
+  c.flapping.takeovers_last_minute = 73;
+  c.flapping.takeovers_last_hour = 74;
   const std::vector<Connection> snapshot = {c, TestConnection(1)};
   struct Row {
     const char* snake;
@@ -111,6 +116,11 @@ TEST(ConnectionFieldsTest, EveryFieldReadsItsOwnMember) {
       {"incoming_messages_queued", "incomingMessagesQueued", "61"},
       {"incoming_messages_in_flight", "incomingMessagesInFlight", "62"},
       {"incoming_messages_pending", "incomingMessagesPending", "123"},
+      {"has_will", "hasWill", "true"},
+      {"reconnects_last_minute", "reconnectsLastMinute", "71"},
+      {"reconnects_last_hour", "reconnectsLastHour", "72"},
+      {"takeovers_last_minute", "takeoversLastMinute", "73"},
+      {"takeovers_last_hour", "takeoversLastHour", "74"},
       {"subscriptions.filter", "subscriptions.filter", R"("queues/ch")"},
       {"subscriptions.pattern", "subscriptions.pattern", R"("queues")"},
       {"subscriptions.channel", "subscriptions.channel", R"("ch")"},
