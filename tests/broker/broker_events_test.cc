@@ -1210,7 +1210,7 @@ TEST_F(BridgeEventsTest, AWillIsReadAtConnectThroughTheVerifiedLayout) {
   FakeClient with_will = LaidOut(truth, "with-will", true, 60);
   Put(&with_will, truth, LayoutField::kWill, 0x7f0012345678);  // compared with null only
   Connect(&with_will);
-  ASSERT_TRUE(state_.layout->verified());
+  ASSERT_TRUE(core_->layout()->verified());
   ASSERT_NE(Announced("with-will"), nullptr);
   EXPECT_EQ(Announced("with-will")->will, WillState::kSet);
   FakeClient without = LaidOut(truth, "without-will", true, 60);
@@ -1218,8 +1218,8 @@ TEST_F(BridgeEventsTest, AWillIsReadAtConnectThroughTheVerifiedLayout) {
   ASSERT_NE(Announced("without-will"), nullptr);
   EXPECT_EQ(Announced("without-will")->will, WillState::kNone);
 
-  state_.layout = std::make_unique<BrokerLayoutVerifier>(std::vector<const BrokerLayout*>{},
-                                                         Version(2, 0, 21));
+  core_->UseLayout(std::make_unique<BrokerLayoutVerifier>(std::vector<const BrokerLayout*>{},
+                                                          Version(2, 0, 21)));
   FakeClient unverified = LaidOut(truth, "unverified-will", true, 60);
   Put(&unverified, truth, LayoutField::kWill, 0x7f0012345678);
   Connect(&unverified);
