@@ -35,6 +35,16 @@ void ListConnectionsResponseToProto(const ConnectionPage& page,
 Status DecodeListConnectionsRequestProto(std::string_view bytes, std::string_view where,
                                          ListConnectionsRequest* request);
 
+// The reverse of ConnectionToProto, for the answers of fleet peers (companion/fleet/): what
+// ConnectionToProto leaves unset comes back as the model's "unknown" (idle -1, no network
+// info, message counts unknown). Enum numbers pass through unchanged.
+Connection ConnectionFromProto(const connections_v1::Connection& message);
+
+// Reads a binary ListConnectionsResponse (a peer's answer) into *page. kInvalidArgument naming
+// `where` when the bytes are not a valid message.
+Status DecodeListConnectionsResponseProto(std::string_view bytes, std::string_view where,
+                                          ConnectionPage* page);
+
 // The binary encoding of `page` as a ListConnectionsResponse. Throws std::bad_alloc when out of
 // memory.
 std::string EncodeListConnectionsResponseProto(const ConnectionPage& page);
