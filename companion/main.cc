@@ -39,6 +39,7 @@
 #include "companion/companion_link.h"
 #include "companion/connection_registry.h"
 #include "companion/detailed_source.h"
+#include "companion/fleet/fleet_query.h"
 #include "companion/http/access_tokens.h"
 #include "companion/http/connect_rpc_service.h"
 #include "companion/http/disconnect_view.h"
@@ -330,6 +331,13 @@ int Run(int argc, char** argv) {
     connect_options.max_streams = options.http_max_streams;
     connect_options.stream_buffer = options.http_stream_buffer;
   }
+  // ListConnections with CONNECTION_SCOPE_FLEET (docs/fleet.md): null without peers.
+  StatusOr<std::unique_ptr<FleetQuery>> fleet = MakeFleetQuery(options, detailed_source);
+  if (!fleet.ok()) {
+    link.ReportFailed(fleet.status().message());
+    return 1;
+  }
+  if (*fleet) connect_options.fleet = (*fleet)->Lister();
   const ConnectRpcService connect_service(detailed_source, std::move(connect_options));
   MetricsExporter exporter(*region->header(), registry, options.node_id,
                            options.metrics_top_clients);

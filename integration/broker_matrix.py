@@ -31,6 +31,10 @@ COMPANION_ONLY = ("test_allowed_hosts", "test_cli", "test_connect_clients", "tes
                   "test_flood", "test_grafana_dashboard", "test_network_info", "test_openapi",
                   "test_top_clients")
 
+# Suites that start brokers of several builds themselves (test_fleet: a fleet of 2.0.11, 2.0.21
+# and 2.1): one run covers them all, so they run once, on system.
+SPANS_BROKERS = ("test_fleet",)
+
 # Brokers built for the client layout alone (scripts/prepare-brokers.py: 2.1-bare, the broker
 # without TLS or WebSockets and without plugins of its own): its struct differs from the other
 # 2.1 builds', which is what they are for; the layout's suites run on them, nothing else (the
@@ -42,6 +46,9 @@ NOT_APPLICABLE = [
     *((suite, beside_system, "the suite tests the companion's side, the same with every broker; "
        "it runs on system (integration/broker_matrix.py: COMPANION_ONLY)")
       for suite in COMPANION_ONLY),
+    *((suite, beside_system, "the suite starts brokers of several builds itself; it runs once, "
+       "on system (integration/broker_matrix.py: SPANS_BROKERS)")
+      for suite in SPANS_BROKERS),
     ("deb_package", lambda broker: broker.build != "system",
      "tests the .deb against the installed broker it depends on (Depends: mosquitto (>= "
      "2.0.11), mosquitto (<< 2.2)), not a broker unpacked or built into the build tree"),
