@@ -12,6 +12,8 @@ import http.server
 import json
 import os
 import socketserver
+import subprocess
+import tempfile
 import threading
 import time
 import unittest
@@ -298,6 +300,84 @@ class FleetPartialTest(unittest.TestCase):
         self.assertEqual(len(seen), len(set(seen)))
         self.assertTrue({f"part-0-{n}" for n in range(3)} | {f"part-1-{n}" for n in range(3)}
                         <= set(seen))
+
+
+def make_certificate(folder, name):
+    """A self-signed certificate for 127.0.0.1 (its own CA) and its key, as PEM texts."""
+    cert, key = os.path.join(folder, name + "-cert.pem"), os.path.join(folder, name + "-key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext",
+                    "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True, timeout=60)
+    with open(cert) as c, open(key) as k:
+        return c.read(), k.read()
+
+
+class FleetHttpsTest(unittest.TestCase):
+    """An https peer (2.1 serving its API over TLS): checked against plugin_opt_fleet_ca_file;
+    a broker given another CA names the peer and the failed check."""
+
+    @classmethod
+    def setUpClass(cls):
+        folder = tempfile.mkdtemp(prefix="mqc-fleet-tls-")
+        try:
+            cert, key = make_certificate(folder, "peer")
+            other_cert, _ = make_certificate(folder, "other")
+        finally:
+            for name in os.listdir(folder):
+                os.remove(os.path.join(folder, name))
+            os.rmdir(folder)
+        tls_port = free_port()
+        cls.tls_url = f"https://127.0.0.1:{tls_port}"
+        cls.peer = Broker(build=build("2.1-cmake"), files={
+            "tokens": TOKEN + "\n", "cert.pem": cert, "key.pem": key}, options={
+            "http_port": str(tls_port), "node_id": "2", "http_token_file": "{dir}/tokens",
+            "http_tls_cert": "{dir}/cert.pem", "http_tls_key": "{dir}/key.pem"})
+        cls.trusting = Broker(files={"tokens": TOKEN + "\n", "ca.pem": cert}, options={
+            "node_id": "1", "http_token_file": "{dir}/tokens", "fleet_token_file": "{dir}/tokens",
+            "fleet_peers": cls.tls_url, "fleet_ca_file": "{dir}/ca.pem"})
+        cls.distrusting = Broker(files={"tokens": TOKEN + "\n", "ca.pem": other_cert}, options={
+            "node_id": "3", "http_token_file": "{dir}/tokens", "fleet_token_file": "{dir}/tokens",
+            "fleet_peers": cls.tls_url, "fleet_ca_file": "{dir}/ca.pem"})
+        cls.brokers = [cls.peer, cls.trusting, cls.distrusting]
+        try:
+            for broker in cls.brokers:
+                broker.start()
+        except BaseException:
+            stop_fleet(cls.brokers)
+            raise
+        cls.clients = [Client(cls.peer, "tls-peer-0"), Client(cls.peer, "tls-peer-1"),
+                       Client(cls.trusting, "tls-self-0")]
+
+    @classmethod
+    def tearDownClass(cls):
+        for client in cls.clients:
+            client.disconnect()
+        stop_fleet(cls.brokers)
+
+    def fleet_page(self, broker):
+        status, body = list_connections(broker, {"filter": 'client_id = "tls-*"',
+                                                 "orderBy": "client_id",
+                                                 "scope": "CONNECTION_SCOPE_FLEET"},
+                                        timeout_ms=5000)
+        self.assertEqual(status, 200, body)
+        return body
+
+    def test_an_https_peer_signed_by_the_ca_file_is_listed(self):
+        body = wait_for(lambda: (lambda b: b if int(b["totalSize"]) == 3 else None)(
+            self.fleet_page(self.trusting)), what="the https peer's clients")
+        self.assertNotIn("peerErrors", body)
+        self.assertEqual([(c["clientId"], c["nodeId"]) for c in body["connections"]],
+                         [("tls-peer-0", 2), ("tls-peer-1", 2), ("tls-self-0", 1)])
+
+    def test_an_https_peer_of_another_ca_is_named_with_the_failed_check(self):
+        body = self.fleet_page(self.distrusting)
+        self.assertEqual(int(body["totalSize"]), 0)
+        [error] = body["peerErrors"]
+        self.assertEqual(error["peer"], self.tls_url)
+        self.assertEqual(error["code"], "unavailable")
+        self.assertIn("TLS handshake failed", error["message"])
+        self.assertIn("certificate", error["message"])
 
 
 class FleetOptionsTest(unittest.TestCase):
