@@ -100,8 +100,12 @@ class FleetListTest(unittest.TestCase):
         for index, broker in enumerate(cls.fleet):
             for n in range(4 + index):
                 cls.clients.append(Client(broker, f"fleet-{(n * 3 + index) % 10}-{index}-{n}"))
+        # One client id open on two brokers at once (two devices sharing it behind a balancer).
+        cls.clients += [Client(cls.fleet[0], "dupe-shared"), Client(cls.fleet[2], "dupe-shared"),
+                        Client(cls.fleet[1], "dupe-alone")]
         for index, broker in enumerate(cls.fleet):
-            wait_for(lambda b=broker, i=index: len(node_list(b, 'client_id = "fleet-*"')) == 4 + i,
+            wait_for(lambda b=broker, i=index: len(node_list(b, 'client_id = "fleet-*"')) == 4 + i
+                     and node_list(b, 'client_id = "dupe-*"'),
                      what=f"the clients of broker {index} listed")
 
     @classmethod
@@ -163,6 +167,21 @@ class FleetListTest(unittest.TestCase):
         self.assertEqual(int(body["totalSize"]), 15)
         self.assertNotIn("peerErrors", body)
         self.assertLess(time.monotonic() - started, 5)
+
+    def test_a_client_id_open_on_two_brokers_is_flagged(self):
+        for page_size in (1, 100):
+            got, total, errors = walk(self.fleet[1], {"filter": 'client_id = "dupe-*"',
+                                                      "orderBy": "client_id desc, node_id",
+                                                      "pageSize": page_size})
+            self.assertEqual(errors, [])
+            self.assertEqual(total, 3)
+            self.assertEqual([(c["clientId"], c["nodeId"], c.get("duplicateClientId", False))
+                              for c in got],
+                             [("dupe-shared", 1, True), ("dupe-shared", 3, True),
+                              ("dupe-alone", 2, False)])
+        # Node answers never carry the flag: no single broker can see the clash.
+        for c in node_list(self.fleet[0], 'client_id = "dupe-*"'):
+            self.assertNotIn("duplicateClientId", c)
 
     def test_bad_input_is_refused_naming_it(self):
         cases = [

@@ -110,6 +110,9 @@ struct Connection {
   // for closed connections and offline sessions, and wherever the client layout is not
   // verified.
   MessageCounts messages;
+  // Fleet answers only (companion/fleet/): the client id is open on another broker of the fleet
+  // too. Never set by the registry.
+  bool duplicate_client_id = false;
 };
 
 }  // namespace mqc

@@ -2,6 +2,8 @@
 // The fleet token and merge (see fleet_merge.h).
 #include "companion/fleet/fleet_merge.h"
 
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "companion/query/connection_page_token.h"
@@ -193,6 +195,35 @@ void MergeBrokerPages(const ConnectionOrder& order, std::uint64_t fingerprint,
     if (!found) next.push_back({answer.broker, std::move(token)});
   }
   if (more) out->next_page_token = EncodeFleetToken(fingerprint, next);
+}
+
+std::vector<std::string> OpenClientIds(const ConnectionPage& page) {
+  std::vector<std::string> ids;
+  std::unordered_set<std::string> seen;
+  for (const Connection& connection : page.connections) {
+    if (connection.state == ConnectionState::kOpen && seen.insert(connection.client_id).second) {
+      ids.push_back(connection.client_id);
+    }
+  }
+  return ids;
+}
+
+void MarkDuplicateClientIds(const std::vector<BrokerAnswer>& lookups, ConnectionPage* page) {
+  std::unordered_map<std::string, std::size_t> brokers_open;
+  for (const BrokerAnswer& lookup : lookups) {
+    if (!lookup.answered) continue;
+    std::unordered_set<std::string> here;
+    for (const Connection& connection : lookup.page.connections) {
+      if (connection.state == ConnectionState::kOpen && here.insert(connection.client_id).second) {
+        ++brokers_open[connection.client_id];
+      }
+    }
+  }
+  for (Connection& connection : page->connections) {
+    const auto found = brokers_open.find(connection.client_id);
+    connection.duplicate_client_id = connection.state == ConnectionState::kOpen &&
+                                     found != brokers_open.end() && found->second >= 2;
+  }
 }
 
 }  // namespace mqc

@@ -64,4 +64,12 @@ void MergeBrokerPages(const ConnectionOrder& order, std::uint64_t fingerprint,
                       std::size_t page_size, const std::vector<BrokerCursor>& previous,
                       std::vector<BrokerAnswer> answers, ConnectionPage* out);
 
+// The distinct client ids of the page's open connections, in page order.
+std::vector<std::string> OpenClientIds(const ConnectionPage& page);
+
+// Sets duplicate_client_id on each open connection of `page` whose client id is open on two
+// brokers or more, as `lookups` (one answer per broker: its open connections among the page's
+// client ids) show them; brokers that did not answer are not counted.
+void MarkDuplicateClientIds(const std::vector<BrokerAnswer>& lookups, ConnectionPage* page);
+
 }  // namespace mqc

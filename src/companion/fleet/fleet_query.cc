@@ -14,6 +14,7 @@
 #include "companion/http/view_util.h"
 #include "companion/json_util.h"
 #include "companion/query/connection_page_token.h"
+#include "companion/query/query_syntax.h"
 
 namespace mqc {
 namespace {
@@ -140,21 +141,37 @@ Status FleetQuery::Run(const ListConnectionsRequest& request, Clock::time_point 
 
   // Peers answer a little before the caller's deadline, so that the merge fits inside it.
   const Clock::time_point peer_deadline = std::max(Clock::now(), deadline - kFleetMergeMargin);
+  std::vector<ListConnectionsRequest> node_requests(options_.peers.size());
+  for (std::size_t i = 0; i < options_.peers.size(); ++i) {
+    node_requests[i].filter = request.filter;
+    node_requests[i].order_by = request.order_by;
+    node_requests[i].page_token = NodeTokenOf(cursors, options_.peers[i].Text());
+  }
+  // Three quarters of what is left for the page, the rest for the lookup of duplicate client
+  // ids, so that a peer that never answers leaves time for the others' lookups.
+  const Clock::time_point page_deadline =
+      std::min(peer_deadline, Clock::now() + (peer_deadline - Clock::now()) * 3 / 4);
+  AskPeers(node_requests, std::vector<bool>(options_.peers.size(), true), page_size,
+           page_deadline, &answers);
+  MergeBrokerPages(order, fingerprint, page_size, cursors, std::move(answers), page);
+  MarkDuplicates(peer_deadline, page);
+  return Status();
+}
+
+void FleetQuery::AskPeers(const std::vector<ListConnectionsRequest>& requests,
+                          const std::vector<bool>& ask, std::size_t page_size,
+                          Clock::time_point deadline, std::vector<BrokerAnswer>* answers) const {
   std::vector<std::thread> threads;
   threads.reserve(options_.peers.size());
   for (std::size_t i = 0; i < options_.peers.size(); ++i) {
     const PeerUrl& peer = options_.peers[i];
-    BrokerAnswer& answer = answers[i + 1];
+    BrokerAnswer& answer = (*answers)[i + 1];
     answer.broker = peer.Text();
-    ListConnectionsRequest node_request;
-    node_request.filter = request.filter;
-    node_request.order_by = request.order_by;
-    node_request.page_token = NodeTokenOf(cursors, answer.broker);
-    threads.emplace_back([this, &peer, &answer, node_request = std::move(node_request),
-                          peer_deadline, page_size] {
+    if (!ask[i]) continue;
+    threads.emplace_back([this, &peer, &answer, &request = requests[i], deadline, page_size] {
       try {
-        answer.answered = AskPeer(*options_.client, peer, options_.token, node_request,
-                                  peer_deadline, page_size, &answer.page, &answer.failure);
+        answer.answered = AskPeer(*options_.client, peer, options_.token, request, deadline,
+                                  page_size, &answer.page, &answer.failure);
       } catch (const std::exception& e) {  // out of memory: this peer fails, not the process
         answer.answered = false;
         answer.failure = Failure(peer, StatusCode::kInternal, e.what());
@@ -162,8 +179,42 @@ Status FleetQuery::Run(const ListConnectionsRequest& request, Clock::time_point 
     });
   }
   for (std::thread& thread : threads) thread.join();
-  MergeBrokerPages(order, fingerprint, page_size, cursors, std::move(answers), page);
-  return Status();
+}
+
+void FleetQuery::MarkDuplicates(Clock::time_point deadline, ConnectionPage* page) const {
+  const std::vector<std::string> ids = OpenClientIds(*page);
+  if (ids.empty()) return;
+  std::string filter = "state = MQTT_CONNECTION_STATE_OPEN AND client_id IN (";
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    filter += (i == 0 ? "" : ", ") + QuoteFilterString(ids[i]);
+  }
+  filter += ")";
+  // One open connection per client id and broker: the page size bounds every answer.
+  const std::size_t limit = ids.size();
+  std::vector<BrokerAnswer> answers(options_.peers.size() + 1);
+  ConnectionQuery local_query;
+  local_query.filter = filter;
+  local_query.page_size = static_cast<std::int64_t>(limit);
+  answers[0].broker = kSelfBroker;
+  answers[0].answered = RunConnectionQuery(local_, local_query, &answers[0].page).ok();
+  // Peers that failed the page are not asked again (their error is already in the page).
+  std::vector<bool> ask(options_.peers.size(), true);
+  for (std::size_t i = 0; i < options_.peers.size(); ++i) {
+    for (const PeerFailure& failure : page->peer_errors) {
+      if (failure.peer == options_.peers[i].Text()) ask[i] = false;
+    }
+  }
+  std::vector<ListConnectionsRequest> requests(options_.peers.size());
+  for (ListConnectionsRequest& request : requests) request.filter = filter;
+  AskPeers(requests, ask, limit, deadline, &answers);
+  for (std::size_t i = 0; i < options_.peers.size(); ++i) {
+    BrokerAnswer& answer = answers[i + 1];
+    if (ask[i] && !answer.answered) {
+      answer.failure.message = "looking up duplicate client ids: " + answer.failure.message;
+      page->peer_errors.push_back(answer.failure);
+    }
+  }
+  MarkDuplicateClientIds(answers, page);
 }
 
 ConnectRpcServiceOptions::FleetLister FleetQuery::Lister() const {

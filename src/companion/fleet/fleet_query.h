@@ -7,7 +7,10 @@
 // the fleet page's size and the peer's own cursor from the fleet token, scope NODE (so a peer
 // never fans out again: peers that name each other cannot loop), the read token of
 // plugin_opt_fleet_token_file as a bearer token, and Connect-Timeout-Ms of what is left of the
-// deadline. What comes back and counts: HTTP 200 with a binary ListConnectionsResponse whose
+// deadline. Then the page's open client ids are looked up on every broker that answered
+// (`state = MQTT_CONNECTION_STATE_OPEN AND client_id IN (...)`, node scope again), and each
+// open connection of the page whose id is open on another broker too gets
+// duplicate_client_id. What comes back and counts: HTTP 200 with a binary ListConnectionsResponse whose
 // connections are at most the page's size. Anything else (no connection, a timeout, a Connect
 // error, other bytes) makes a PeerFailure naming the peer; the answer is then partial.
 //
@@ -23,6 +26,7 @@
 #include <vector>
 
 #include "companion/connection.h"
+#include "companion/fleet/fleet_merge.h"
 #include "companion/fleet/peer_client.h"
 #include "companion/http/connect_protocol.h"
 #include "companion/http/connect_rpc_service.h"
@@ -60,6 +64,14 @@ class FleetQuery {
   ConnectRpcServiceOptions::FleetLister Lister() const;
 
  private:
+  // Asks peer i for requests[i] where ask[i], each in its own thread, into (*answers)[i + 1].
+  void AskPeers(const std::vector<ListConnectionsRequest>& requests, const std::vector<bool>& ask,
+                std::size_t page_size, std::chrono::steady_clock::time_point deadline,
+                std::vector<BrokerAnswer>* answers) const;
+  // Flags the page's open connections whose client id is open on another broker too: one
+  // lookup of the page's open client ids on every broker that answered the page.
+  void MarkDuplicates(std::chrono::steady_clock::time_point deadline, ConnectionPage* page) const;
+
   const ConnectionSource& local_;
   FleetQueryOptions options_;
 };

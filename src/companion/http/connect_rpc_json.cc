@@ -542,6 +542,7 @@ void WriteConnection(const Connection& connection, JsonWriter* json) {
   WriteMessageQueue(connection.messages.in, "incomingMessagesQueued", "incomingMessagesInFlight",
                     "incomingMessagesPending", json);
   WriteDecimalString("sequence", connection.seq, json);
+  if (connection.duplicate_client_id) json->Key("duplicateClientId").Bool(true);
   json->EndObject();
 }
 

@@ -156,6 +156,7 @@ void ConnectionToProto(const Connection& connection, connections_v1::Connection*
   if (const auto count = in.InFlight()) message->set_incoming_messages_in_flight(*count);
   if (const auto count = in.Pending()) message->set_incoming_messages_pending(*count);
   message->set_sequence(connection.seq);
+  message->set_duplicate_client_id(connection.duplicate_client_id);
 }
 
 void ListConnectionsResponseToProto(const ConnectionPage& page,
@@ -263,6 +264,7 @@ Pattern PatternOfName(std::string_view name) {
 Connection ConnectionFromProto(const connections_v1::Connection& message) {
   Connection c;
   c.seq = message.sequence();
+  c.duplicate_client_id = message.duplicate_client_id();
   c.node_id = message.node_id();
   c.uid = message.uid();
   c.state = static_cast<ConnectionState>(message.state());

@@ -253,3 +253,42 @@ TEST(FleetMergeTest, TokenRoundTripsItsCursors) {
 
 }  // namespace
 }  // namespace mqc
+
+namespace mqc {
+namespace {
+
+TEST(FleetDuplicatesTest, AnIdOpenOnTwoBrokersIsFlaggedAndOnlyWhereOpen) {
+  ConnectionPage page;
+  Connection shared_a = TestConnection(1);
+  shared_a.client_id = "shared";
+  Connection alone = TestConnection(2);
+  alone.client_id = "alone";
+  Connection closed_shared = TestConnection(3);
+  closed_shared.client_id = "shared";
+  closed_shared.state = ConnectionState::kClosed;
+  page.connections = {shared_a, alone, closed_shared};
+  EXPECT_EQ(OpenClientIds(page), (std::vector<std::string>{"shared", "alone"}));
+
+  std::vector<BrokerAnswer> lookups(3);
+  lookups[0].answered = true;
+  lookups[0].page.connections = {shared_a, alone};
+  lookups[1].answered = true;
+  Connection shared_b = TestConnection(9);
+  shared_b.client_id = "shared";
+  lookups[1].page.connections = {shared_b};
+  lookups[2].answered = false;  // a broker that did not answer counts for nothing
+  lookups[2].page.connections = {alone};
+  MarkDuplicateClientIds(lookups, &page);
+  EXPECT_TRUE(page.connections[0].duplicate_client_id);
+  EXPECT_FALSE(page.connections[1].duplicate_client_id);
+  EXPECT_FALSE(page.connections[2].duplicate_client_id);  // closed: not a live clash
+
+  // The same id twice on one broker (a takeover in flight) is no fleet duplicate.
+  lookups[1].page.connections.clear();
+  lookups[0].page.connections = {shared_a, shared_a};
+  MarkDuplicateClientIds(lookups, &page);
+  EXPECT_FALSE(page.connections[0].duplicate_client_id);
+}
+
+}  // namespace
+}  // namespace mqc

@@ -109,8 +109,9 @@ TEST(FleetQueryTest, MergesThePeersAndAsksThemForTheirNodeAlone) {
   EXPECT_EQ(std::count(nodes.begin(), nodes.end(), 2u), 6);
   EXPECT_EQ(std::count(nodes.begin(), nodes.end(), 3u), 4);
 
-  // What a peer got: scope NODE (so it never fans out again), the token, the same query.
-  const std::string sent = b.last_request();
+  // What a peer got: scope NODE (so it never fans out again), the token, the same query; the
+  // first request of each page (the second looks the page's open client ids up).
+  const std::string sent = b.all_requests().front();
   EXPECT_THAT(sent, HasSubstr("Authorization: Bearer fleet-token-0123456789\r\n"));
   EXPECT_THAT(sent, HasSubstr("Connect-Timeout-Ms: "));
   connections_v1::ListConnectionsRequest asked;
@@ -203,6 +204,41 @@ TEST(FleetQueryTest, BadInputIsRefusedBeforeAnyPeerIsAsked) {
   EXPECT_THAT(fleet.Run(request, Clock::now() + std::chrono::seconds(2), &page).message(),
               HasSubstr("page_token"));
   EXPECT_EQ(b.requests(), 0);
+}
+
+TEST(FleetQueryTest, AClientIdOpenOnTwoBrokersIsFlaggedEvenWhenOneIsOffThePage) {
+  std::vector<Connection> mine = NodeConnections(1, 2);
+  mine[0].client_id = "twin";  // sorts last: "c-*" come first
+  std::vector<Connection> theirs = NodeConnections(2, 3);
+  theirs[2].client_id = "twin";
+  const FleetSource local(mine);
+  auto source_b = std::make_shared<FleetSource>(theirs);
+  LoopbackServer b(BrokerLike(source_b));
+  FleetQueryOptions options;
+  options.peers = {Loopback(b.port())};
+  options.client = Client();
+  const FleetQuery fleet(local, options);
+  ListConnectionsRequest request;
+  request.order_by = "client_id desc, node_id";
+  request.page_size = 1;  // only this broker's "twin" is on the first page
+  ConnectionPage page;
+  ASSERT_TRUE(fleet.Run(request, Clock::now() + std::chrono::seconds(5), &page).ok());
+  ASSERT_EQ(page.connections.size(), 1u);
+  EXPECT_EQ(page.connections[0].client_id, "twin");
+  EXPECT_EQ(page.connections[0].node_id, 1u);
+  EXPECT_TRUE(page.connections[0].duplicate_client_id);
+  // The lookup asked the peer for the page's open ids, with node scope.
+  connections_v1::ListConnectionsRequest asked;
+  ASSERT_TRUE(asked.ParseFromString(BodyOf(b.last_request())));
+  EXPECT_EQ(asked.filter(), R"(state = MQTT_CONNECTION_STATE_OPEN AND client_id IN ("twin"))");
+  EXPECT_EQ(asked.scope(), connections_v1::CONNECTION_SCOPE_NODE);
+
+  request.page_size = 10;
+  ASSERT_TRUE(fleet.Run(request, Clock::now() + std::chrono::seconds(5), &page).ok());
+  for (const Connection& connection : page.connections) {
+    EXPECT_EQ(connection.duplicate_client_id, connection.client_id == "twin")
+        << connection.client_id;
+  }
 }
 
 TEST(FleetQueryTest, MakeFleetQueryNamesAnUnreadableTokenFile) {

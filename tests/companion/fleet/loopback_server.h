@@ -13,8 +13,10 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace mqc {
 
@@ -45,7 +47,14 @@ class LoopbackServer {
 
   int port() const { return port_; }
   int requests() const { return requests_; }
-  std::string last_request() const { return last_request_; }
+  std::string last_request() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return requests_log_.empty() ? std::string() : requests_log_.back();
+  }
+  std::vector<std::string> all_requests() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return requests_log_;
+  }
 
   // A whole HTTP response with `content_type` and `body`.
   static std::string Response(int status, const std::string& content_type,
@@ -76,7 +85,10 @@ class LoopbackServer {
         if (Complete(request)) break;
       }
       ++requests_;
-      last_request_ = request;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        requests_log_.push_back(request);
+      }
       const std::string answer = handler_(request);
       std::size_t sent = 0;
       while (sent < answer.size()) {
@@ -102,7 +114,8 @@ class LoopbackServer {
   int port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<int> requests_{0};
-  std::string last_request_;
+  mutable std::mutex mutex_;
+  std::vector<std::string> requests_log_;
   std::thread thread_;
 };
 
