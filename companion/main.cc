@@ -342,6 +342,7 @@ int Run(int argc, char** argv) {
   MetricsExporter exporter(*region->header(), registry, options.node_id,
                            options.metrics_top_clients);
   exporter.SetBuildInfo(kPluginVersion, arguments.broker_version);
+  if (*fleet) (*fleet)->SetDuplicatesGauge(exporter.AddFleetDuplicateClientIds());
   HttpRouter router(
       source, [&exporter] { return exporter.Render(); }, connect_service.Handler(),
       connect_service.Methods());

@@ -179,6 +179,9 @@ class FleetListTest(unittest.TestCase):
                               for c in got],
                              [("dupe-shared", 1, True), ("dupe-shared", 3, True),
                               ("dupe-alone", 2, False)])
+        # The gauge of the asked broker counts the last fleet answer's duplicated ids.
+        _, _, metrics = self.fleet[1].http("/metrics", headers={"Authorization": "Bearer " + TOKEN})
+        self.assertIn("\nmosquitto_connections_fleet_duplicate_client_ids 1\n", metrics)
         # Node answers never carry the flag: no single broker can see the clash.
         for c in node_list(self.fleet[0], 'client_id = "dupe-*"'):
             self.assertNotIn("duplicateClientId", c)

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <unordered_set>
 #include <utility>
 
 #include "companion/fleet/fleet_merge.h"
@@ -183,7 +184,10 @@ void FleetQuery::AskPeers(const std::vector<ListConnectionsRequest>& requests,
 
 void FleetQuery::MarkDuplicates(Clock::time_point deadline, ConnectionPage* page) const {
   const std::vector<std::string> ids = OpenClientIds(*page);
-  if (ids.empty()) return;
+  if (ids.empty()) {
+    if (duplicates_gauge_ != nullptr) duplicates_gauge_->Set(0);
+    return;
+  }
   std::string filter = "state = MQTT_CONNECTION_STATE_OPEN AND client_id IN (";
   for (std::size_t i = 0; i < ids.size(); ++i) {
     filter += (i == 0 ? "" : ", ") + QuoteFilterString(ids[i]);
@@ -215,6 +219,13 @@ void FleetQuery::MarkDuplicates(Clock::time_point deadline, ConnectionPage* page
     }
   }
   MarkDuplicateClientIds(answers, page);
+  if (duplicates_gauge_ != nullptr) {
+    std::unordered_set<std::string> duplicated;
+    for (const Connection& connection : page->connections) {
+      if (connection.duplicate_client_id) duplicated.insert(connection.client_id);
+    }
+    duplicates_gauge_->Set(static_cast<double>(duplicated.size()));
+  }
 }
 
 ConnectRpcServiceOptions::FleetLister FleetQuery::Lister() const {

@@ -19,6 +19,8 @@
 // are set in the constructor and only read afterwards.
 #pragma once
 
+#include <prometheus/gauge.h>
+
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -60,6 +62,10 @@ class FleetQuery {
 
   const std::vector<PeerUrl>& peers() const { return options_.peers; }
 
+  // Where each answer's count of duplicated client ids goes (a /metrics gauge); null: nowhere.
+  // Set before the first Run().
+  void SetDuplicatesGauge(prometheus::Gauge* gauge) { duplicates_gauge_ = gauge; }
+
   // Run() as ConnectRpcServiceOptions::fleet calls it; the query must outlive the function.
   ConnectRpcServiceOptions::FleetLister Lister() const;
 
@@ -74,6 +80,7 @@ class FleetQuery {
 
   const ConnectionSource& local_;
   FleetQueryOptions options_;
+  prometheus::Gauge* duplicates_gauge_ = nullptr;  // thread-safe (prometheus-cpp)
 };
 
 // The fleet of plugin_opt_fleet_peers over `local` (which must outlive it), or null without

@@ -6,6 +6,8 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
 
 #include <chrono>
 #include <memory>
@@ -217,7 +219,12 @@ TEST(FleetQueryTest, AClientIdOpenOnTwoBrokersIsFlaggedEvenWhenOneIsOffThePage) 
   FleetQueryOptions options;
   options.peers = {Loopback(b.port())};
   options.client = Client();
-  const FleetQuery fleet(local, options);
+  FleetQuery fleet(local, options);
+  prometheus::Registry registry;
+  prometheus::Gauge& gauge =
+      prometheus::BuildGauge().Name("duplicates").Register(registry).Add({});
+  gauge.Set(-1);
+  fleet.SetDuplicatesGauge(&gauge);
   ListConnectionsRequest request;
   request.order_by = "client_id desc, node_id";
   request.page_size = 1;  // only this broker's "twin" is on the first page
@@ -227,6 +234,7 @@ TEST(FleetQueryTest, AClientIdOpenOnTwoBrokersIsFlaggedEvenWhenOneIsOffThePage) 
   EXPECT_EQ(page.connections[0].client_id, "twin");
   EXPECT_EQ(page.connections[0].node_id, 1u);
   EXPECT_TRUE(page.connections[0].duplicate_client_id);
+  EXPECT_EQ(gauge.Value(), 1);
   // The lookup asked the peer for the page's open ids, with node scope.
   connections_v1::ListConnectionsRequest asked;
   ASSERT_TRUE(asked.ParseFromString(BodyOf(b.last_request())));
@@ -239,6 +247,9 @@ TEST(FleetQueryTest, AClientIdOpenOnTwoBrokersIsFlaggedEvenWhenOneIsOffThePage) 
     EXPECT_EQ(connection.duplicate_client_id, connection.client_id == "twin")
         << connection.client_id;
   }
+  request.filter = R"(client_id = "c-*")";
+  ASSERT_TRUE(fleet.Run(request, Clock::now() + std::chrono::seconds(5), &page).ok());
+  EXPECT_EQ(gauge.Value(), 0);  // the last answer had none
 }
 
 TEST(FleetQueryTest, MakeFleetQueryNamesAnUnreadableTokenFile) {
