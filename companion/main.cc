@@ -39,6 +39,7 @@
 #include "companion/companion_link.h"
 #include "companion/connection_registry.h"
 #include "companion/detailed_source.h"
+#include "companion/fleet/fleet_disconnect.h"
 #include "companion/fleet/fleet_query.h"
 #include "companion/http/access_tokens.h"
 #include "companion/http/connect_rpc_service.h"
@@ -369,10 +370,13 @@ int Run(int argc, char** argv) {
   BrokerBans broker_bans(&ban_store, &registry, &link, &region->header()->counters);
   router.SetBanAdmin(broker_bans.Admin());
   if (!options.http_admin_token_file.empty()) {
-    router.SetDisconnector(
-        [&registry, &link](const DisconnectTarget& target, const Caller& caller) {
-          return DisconnectThroughBroker(registry, &link, target, caller);
-        });
+    Disconnector local = [&registry, &link](const DisconnectTarget& target,
+                                            const Caller& caller) {
+      return DisconnectThroughBroker(registry, &link, target, caller);
+    };
+    // With peers, a nodeId of another broker goes to the peer that holds it (docs/fleet.md).
+    router.SetDisconnector(*fleet ? RouteDisconnects(**fleet, options.node_id, std::move(local))
+                                  : std::move(local));
   }
 
   HttpServerOptions server_options;

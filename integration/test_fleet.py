@@ -23,6 +23,8 @@ from harness import Broker, Client, free_port, wait_for
 
 PATH = "/mqtt.connections.v1.ConnectionsService/ListConnections"
 TOKEN = "fleet-read-token-0123456789abcdef"
+ADMIN_TOKEN = "fleet-admin-token-0123456789abcdef"
+DISCONNECT_PATH = "/mqtt.connections.v1.ConnectionsService/DisconnectConnection"
 BUILDS = ("system", "2.0.21-debian", "2.1-cmake")
 HEADERS = {"Content-Type": "application/json", "Connect-Protocol-Version": "1",
            "Authorization": "Bearer " + TOKEN}
@@ -47,9 +49,11 @@ def start_fleet(extra_peers=()):
     fleet = []
     for index, name in enumerate(BUILDS):
         peers = [f"http://127.0.0.1:{port}" for i, port in enumerate(ports) if i != index]
-        broker = Broker(build=build(name), files={"tokens": TOKEN + "\n"}, options={
+        broker = Broker(build=build(name), files={"tokens": TOKEN + "\n",
+                                                  "admin-tokens": ADMIN_TOKEN + "\n"}, options={
             "http_port": str(ports[index]), "node_id": str(index + 1),
             "http_token_file": "{dir}/tokens", "fleet_token_file": "{dir}/tokens",
+            "http_admin_token_file": "{dir}/admin-tokens",
             "fleet_peers": ", ".join(peers + list(extra_peers))})
         fleet.append(broker)
     try:
@@ -185,6 +189,34 @@ class FleetListTest(unittest.TestCase):
         # Node answers never carry the flag: no single broker can see the clash.
         for c in node_list(self.fleet[0], 'client_id = "dupe-*"'):
             self.assertNotIn("duplicateClientId", c)
+
+    def disconnect(self, broker, request, token=ADMIN_TOKEN):
+        status, _, body = broker.http(DISCONNECT_PATH, method="POST",
+                                      body=json.dumps(request).encode(),
+                                      headers=dict(HEADERS, Authorization="Bearer " + token))
+        return status, json.loads(body) if body else None
+
+    def test_a_fleet_kick_goes_to_the_broker_that_holds_the_connection(self):
+        kicked = Client(self.fleet[2], "kick-me")
+        self.clients.append(kicked)
+        wait_for(lambda: node_list(self.fleet[2], 'client_id = "kick-me"'), what="kick-me listed")
+        # Asked at node 1 for node 3's connection, with the caller's admin token.
+        status, body = self.disconnect(self.fleet[0], {"clientId": "kick-me", "nodeId": 3})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body["clientId"], "kick-me")
+        self.assertTrue(body["disconnected"])
+        closed = wait_for(lambda: [c for c in node_list(self.fleet[2], 'client_id = "kick-me"')
+                                   if c["state"] == "MQTT_CONNECTION_STATE_CLOSED"],
+                          what="kick-me closed on node 3")
+        self.assertEqual(closed[0]["closeReason"], "KICKED")
+        # A node no broker has, and a read token.
+        status, body = self.disconnect(self.fleet[0], {"clientId": "kick-me", "nodeId": 9})
+        self.assertEqual(status, 404, body)
+        self.assertIn("no broker of the fleet holds client id \"kick-me\" on node 9",
+                      body["message"])
+        status, body = self.disconnect(self.fleet[0], {"clientId": "fleet-0-0-0", "nodeId": 1},
+                                       token=TOKEN)
+        self.assertEqual(status, 403, body)
 
     def test_bad_input_is_refused_naming_it(self):
         cases = [

@@ -61,6 +61,7 @@ class FleetQuery {
              ConnectionPage* page) const;
 
   const std::vector<PeerUrl>& peers() const { return options_.peers; }
+  const FleetQueryOptions& options() const { return options_; }
 
   // Where each answer's count of duplicated client ids goes (a /metrics gauge); null: nowhere.
   // Set before the first Run().

@@ -360,14 +360,17 @@ std::string EncodeListConnectionsResponseProto(const ConnectionPage& page) {
 }
 
 Status DecodeDisconnectConnectionRequestProto(std::string_view bytes, std::string_view where,
-                                              std::string* client_id, std::string* uid) {
+                                              std::string* client_id, std::string* uid,
+                                              std::optional<std::uint32_t>* node_id) {
   client_id->clear();
   uid->clear();
+  node_id->reset();
   connections_v1::DisconnectConnectionRequest message;
   Status status = ParseBinary(bytes, where, &message);
   if (!status.ok()) return status;
   *client_id = message.client_id();
   *uid = message.uid();
+  if (message.has_node_id()) *node_id = message.node_id();
   return Status();
 }
 

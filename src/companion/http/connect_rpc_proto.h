@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,7 +54,8 @@ std::string EncodeListConnectionsResponseProto(const ConnectionPage& page);
 // or by uid (a oneof: at most one is set; both empty when the request names none), and the
 // response. kInvalidArgument when the bytes are not a valid message.
 Status DecodeDisconnectConnectionRequestProto(std::string_view bytes, std::string_view where,
-                                              std::string* client_id, std::string* uid);
+                                              std::string* client_id, std::string* uid,
+                                              std::optional<std::uint32_t>* node_id);
 std::string EncodeDisconnectConnectionResponseProto(std::string_view client_id,
                                                     std::string_view uid, bool disconnected);
 
