@@ -370,8 +370,7 @@ int Run(int argc, char** argv) {
   BrokerBans broker_bans(&ban_store, &registry, &link, &region->header()->counters);
   router.SetBanAdmin(broker_bans.Admin());
   if (!options.http_admin_token_file.empty()) {
-    Disconnector local = [&registry, &link](const DisconnectTarget& target,
-                                            const Caller& caller) {
+    Disconnector local = [&registry, &link](const DisconnectTarget& target, const Caller& caller) {
       return DisconnectThroughBroker(registry, &link, target, caller);
     };
     // With peers, a nodeId of another broker goes to the peer that holds it (docs/fleet.md).

@@ -82,6 +82,10 @@ StatusOr<std::vector<PeerUrl>> ParsePeerUrls(std::string_view text) {
         return InvalidArgument(name + " names " + url->Text() + " again");
       }
     }
+    if (urls.size() == kMaxPeers) {
+      return InvalidArgument("more than " + std::to_string(kMaxPeers) +
+                             " peers (a fleet query asks each at once)");
+    }
     urls.push_back(std::move(url).value());
     position = comma + 1;
   }

@@ -6,6 +6,7 @@
 // Pure values and functions, safe on any thread.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,7 +32,11 @@ struct PeerUrl {
 // One URL; kInvalidArgument saying what is wrong with it (without repeating the whole value).
 StatusOr<PeerUrl> ParsePeerUrl(std::string_view text);
 
-// A comma-separated list (spaces around the commas allowed; empty items refused).
+// A fleet query asks every peer at once, one thread each: at most this many.
+inline constexpr std::size_t kMaxPeers = 64;
+
+// A comma-separated list (spaces around the commas allowed; empty items refused; at most
+// kMaxPeers).
 // kInvalidArgument naming the item, by its text and position, that is wrong or given twice.
 StatusOr<std::vector<PeerUrl>> ParsePeerUrls(std::string_view text);
 

@@ -78,8 +78,8 @@ ApplyOption BoolInto(bool PluginOptions::*field) {
 }
 
 // Whether `peer` is this broker's own API: its port, on http_bind (or localhost for a loopback
-// http_bind; any loopback address for a wildcard one, which listens on them all). A host name other than
-// localhost is not resolved here, so a name of this machine is not caught (the fleet query's
+// http_bind; any loopback address for a wildcard one, which listens on them all). A host name other
+// than localhost is not resolved here, so a name of this machine is not caught (the fleet query's
 // peers are always asked for their node alone, so even then nothing loops: docs/fleet.md).
 bool NamesThisBroker(const PeerUrl& peer, const PluginOptions& options) {
   if (options.http_port == 0 || peer.port != options.http_port) return false;
@@ -117,9 +117,10 @@ Status CheckCombinations(const PluginOptions& options) {
   }
   if ((!options.fleet_token_file.empty() || !options.fleet_ca_file.empty()) &&
       options.fleet_peers.empty()) {
-    return InvalidArgument(std::string("plugin_opt_") +
-                           (options.fleet_token_file.empty() ? "fleet_ca_file" : "fleet_token_file") +
-                           " is set without plugin_opt_fleet_peers: it is only for the peers");
+    return InvalidArgument(
+        std::string("plugin_opt_") +
+        (options.fleet_token_file.empty() ? "fleet_ca_file" : "fleet_token_file") +
+        " is set without plugin_opt_fleet_peers: it is only for the peers");
   }
   return Status();
 }

@@ -269,8 +269,7 @@ TEST(PluginOptionsFleetTest, BadPeersAreRefusedNamingTheOptionAndThePeer) {
   EXPECT_THAT(RefusalMessage({{"fleet_peers", "http://127.0.0.1:8081,ftp://x"}}),
               AllOf(HasSubstr("plugin_opt_fleet_peers"), HasSubstr("peer 2 'ftp://x'"),
                     HasSubstr("http:// or https://")));
-  EXPECT_THAT(RefusalMessage({{"fleet_peers", "http://127.0.0.1:8081/api"}}),
-              HasSubstr("no path"));
+  EXPECT_THAT(RefusalMessage({{"fleet_peers", "http://127.0.0.1:8081/api"}}), HasSubstr("no path"));
   EXPECT_THAT(RefusalMessage({{"fleet_peers", "http://127.0.0.1:0"}}),
               HasSubstr("port is not 1 to 65535"));
   EXPECT_THAT(RefusalMessage({{"fleet_peers", "http://127.0.0.1:8081,,http://b"}}),
@@ -279,13 +278,22 @@ TEST(PluginOptionsFleetTest, BadPeersAreRefusedNamingTheOptionAndThePeer) {
   EXPECT_THAT(RefusalMessage({{"fleet_peers", "http://bad host"}}), HasSubstr("bad host"));
 }
 
+TEST(PluginOptionsFleetTest, AtMost64Peers) {
+  std::string peers;
+  for (int i = 1; i <= 65; ++i) {
+    peers += (i == 1 ? "" : ",") + ("http://127.0.0.1:" + std::to_string(i));
+  }
+  EXPECT_THAT(RefusalMessage({{"fleet_peers", peers}}), HasSubstr("more than 64 peers"));
+  peers.resize(peers.rfind(','));
+  EXPECT_EQ(Parsed({{"fleet_peers", peers}}).fleet_peers.size(), 64u);
+}
+
 TEST(PluginOptionsFleetTest, APeerGivenTwiceIsRefused) {
-  EXPECT_THAT(RefusalMessage({{"fleet_peers", "http://LOCALHOST:8081, http://localhost:8081/"}}),
-              AllOf(HasSubstr("plugin_opt_fleet_peers"),
-                    HasSubstr("names http://localhost:8081 again")));
+  EXPECT_THAT(
+      RefusalMessage({{"fleet_peers", "http://LOCALHOST:8081, http://localhost:8081/"}}),
+      AllOf(HasSubstr("plugin_opt_fleet_peers"), HasSubstr("names http://localhost:8081 again")));
   // The default port written out is the same peer.
-  EXPECT_THAT(RefusalMessage({{"fleet_peers", "https://b, https://b:443"}}),
-              HasSubstr("again"));
+  EXPECT_THAT(RefusalMessage({{"fleet_peers", "https://b, https://b:443"}}), HasSubstr("again"));
 }
 
 TEST(PluginOptionsFleetTest, APeerNamingThisBrokerIsRefused) {
@@ -295,9 +303,9 @@ TEST(PluginOptionsFleetTest, APeerNamingThisBrokerIsRefused) {
   EXPECT_THAT(RefusalMessage({{"http_port", "8081"}, {"fleet_peers", "http://localhost:8081"}}),
               HasSubstr("own API"));
   // Another port of this machine is another broker.
-  EXPECT_EQ(Parsed({{"http_port", "8081"}, {"fleet_peers", "http://127.0.0.1:8082"}})
-                .fleet_peers.size(),
-            1u);
+  EXPECT_EQ(
+      Parsed({{"http_port", "8081"}, {"fleet_peers", "http://127.0.0.1:8082"}}).fleet_peers.size(),
+      1u);
   // Bound to one address: another loopback address is not this broker.
   EXPECT_EQ(Parsed({{"http_port", "8081"},
                     {"http_bind", "127.0.0.2"},

@@ -62,7 +62,8 @@ DisconnectOutcome Forward(const FleetQuery& fleet, const PeerUrl& peer,
   }
   json.EndObject();
   request.headers = {{"Content-Type", "application/json"}, {"Connect-Protocol-Version", "1"}};
-  if (!caller.authorization.empty()) request.headers.emplace_back("Authorization", caller.authorization);
+  if (!caller.authorization.empty())
+    request.headers.emplace_back("Authorization", caller.authorization);
   StatusOr<PeerResponse> response = fleet.options().client->Post(peer, request);
   if (!response.ok()) {
     outcome.status = Status(response.status().code(),
@@ -128,12 +129,11 @@ Disconnector RouteDisconnects(const FleetQuery& fleet, std::uint32_t own_node_id
     }
     DisconnectOutcome outcome;
     const std::string what = Describe(target) + " on node " + std::to_string(*target.node_id);
-    outcome.status =
-        unanswered.empty()
-            ? Status(StatusCode::kNotFound,
-                     "no broker of the fleet holds " + what + " (plugin_opt_fleet_peers)")
-            : Status(StatusCode::kUnavailable, "no answering peer holds " + what +
-                                                   "; not answering: " + unanswered);
+    outcome.status = unanswered.empty()
+                         ? Status(StatusCode::kNotFound, "no broker of the fleet holds " + what +
+                                                             " (plugin_opt_fleet_peers)")
+                         : Status(StatusCode::kUnavailable, "no answering peer holds " + what +
+                                                                "; not answering: " + unanswered);
     return outcome;
   };
 }

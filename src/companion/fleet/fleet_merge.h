@@ -48,9 +48,9 @@ std::string NodeTokenOf(const std::vector<BrokerCursor>& cursors, std::string_vi
 
 // One broker's answer to its part of a fleet query.
 struct BrokerAnswer {
-  std::string broker;      // as in BrokerCursor
-  bool answered = false;   // false: `failure` says why, `page` is empty
-  ConnectionPage page;     // a node page of at most the fleet page's size
+  std::string broker;     // as in BrokerCursor
+  bool answered = false;  // false: `failure` says why, `page` is empty
+  ConnectionPage page;    // a node page of at most the fleet page's size
   PeerFailure failure;
 };
 

@@ -88,18 +88,19 @@ bool AskPeer(const PeerClient& client, const PeerUrl& peer, const std::string& t
                            ", not a binary ListConnectionsResponse");
     return false;
   }
-  const Status decoded = DecodeListConnectionsResponseProto(response->body, "the peer's answer", page);
+  const Status decoded =
+      DecodeListConnectionsResponseProto(response->body, "the peer's answer", page);
   if (!decoded.ok()) {
     *failure = Failure(peer, StatusCode::kInternal, decoded.message());
     return false;
   }
   if (page->connections.size() > page_size || page->total_size < 0 ||
       page->total_size < static_cast<std::int64_t>(page->connections.size())) {
-    *failure = Failure(peer, StatusCode::kInternal,
-                       "the peer's answer does not add up (" +
-                           std::to_string(page->connections.size()) + " connections for a page of " +
-                           std::to_string(page_size) + ", totalSize " +
-                           std::to_string(page->total_size) + ")");
+    *failure =
+        Failure(peer, StatusCode::kInternal,
+                "the peer's answer does not add up (" + std::to_string(page->connections.size()) +
+                    " connections for a page of " + std::to_string(page_size) + ", totalSize " +
+                    std::to_string(page->total_size) + ")");
     *page = ConnectionPage();
     return false;
   }
@@ -152,8 +153,8 @@ Status FleetQuery::Run(const ListConnectionsRequest& request, Clock::time_point 
   // ids, so that a peer that never answers leaves time for the others' lookups.
   const Clock::time_point page_deadline =
       std::min(peer_deadline, Clock::now() + (peer_deadline - Clock::now()) * 3 / 4);
-  AskPeers(node_requests, std::vector<bool>(options_.peers.size(), true), page_size,
-           page_deadline, &answers);
+  AskPeers(node_requests, std::vector<bool>(options_.peers.size(), true), page_size, page_deadline,
+           &answers);
   MergeBrokerPages(order, fingerprint, page_size, cursors, std::move(answers), page);
   MarkDuplicates(peer_deadline, page);
   return Status();

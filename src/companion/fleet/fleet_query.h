@@ -10,8 +10,8 @@
 // deadline. Then the page's open client ids are looked up on every broker that answered
 // (`state = MQTT_CONNECTION_STATE_OPEN AND client_id IN (...)`, node scope again), and each
 // open connection of the page whose id is open on another broker too gets
-// duplicate_client_id. What comes back and counts: HTTP 200 with a binary ListConnectionsResponse whose
-// connections are at most the page's size. Anything else (no connection, a timeout, a Connect
+// duplicate_client_id. What comes back and counts: HTTP 200 with a binary ListConnectionsResponse
+// whose connections are at most the page's size. Anything else (no connection, a timeout, a Connect
 // error, other bytes) makes a PeerFailure naming the peer; the answer is then partial.
 //
 // Threads: Run() is called on HTTP threads, several at a time; it starts one thread per peer
@@ -46,7 +46,7 @@ inline constexpr std::chrono::milliseconds kFleetMergeMargin{50};
 
 struct FleetQueryOptions {
   std::vector<PeerUrl> peers;
-  std::string token;             // sent as `Authorization: Bearer`; empty: none
+  std::string token;  // sent as `Authorization: Bearer`; empty: none
   std::shared_ptr<const PeerClient> client;
 };
 

@@ -12,6 +12,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 
@@ -55,7 +57,8 @@ class Socket {
 // Waits until `fd` is ready for `events` or the deadline passes (false).
 bool WaitFor(int fd, short events, Clock::time_point deadline) {  // NOLINT(google-runtime-int)
   for (int round = 0; round < 1000000; ++round) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) return false;
     pollfd p{fd, events, 0};
     const int ready = poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
@@ -83,8 +86,8 @@ StatusOr<int> ConnectTcp(const PeerUrl& peer, Clock::time_point deadline) {
   }
   std::string last_error = "no address";
   for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
-    const int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                          a->ai_protocol);
+    const int fd =
+        socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
     if (fd < 0) {
       last_error = std::strerror(errno);
       continue;
@@ -150,7 +153,8 @@ class Channel {
       } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
         if (!WaitFor(fd_, POLLOUT, deadline_)) return Late("sending");
       } else {
-        return Status(StatusCode::kUnavailable, std::string("send failed: ") + std::strerror(errno));
+        return Status(StatusCode::kUnavailable,
+                      std::string("send failed: ") + std::strerror(errno));
       }
     }
     return sent == bytes.size() ? Status() : Late("sending");
@@ -273,9 +277,9 @@ StatusOr<PeerResponse> ParseHttpResponse(std::string_view bytes) {
   const std::string_view body = bytes.substr(end + 4);
   if (has_length) {
     if (body.size() < length) {
-      return Status(StatusCode::kUnavailable,
-                    "the answer ends after " + std::to_string(body.size()) + " of " +
-                        std::to_string(length) + " body bytes");
+      return Status(StatusCode::kUnavailable, "the answer ends after " +
+                                                  std::to_string(body.size()) + " of " +
+                                                  std::to_string(length) + " body bytes");
     }
     response.body = std::string(body.substr(0, length));
   } else {
@@ -296,15 +300,14 @@ StatusOr<std::unique_ptr<PeerClient>> PeerClient::Create(const std::string& ca_f
   }
   SSL_CTX_set_min_proto_version(state->context.get(), TLS1_2_VERSION);
   SSL_CTX_set_verify(state->context.get(), SSL_VERIFY_PEER, nullptr);
-  const int loaded = ca_file.empty()
-                         ? SSL_CTX_set_default_verify_paths(state->context.get())
-                         : SSL_CTX_load_verify_locations(state->context.get(), ca_file.c_str(),
-                                                         nullptr);
+  const int loaded = ca_file.empty() ? SSL_CTX_set_default_verify_paths(state->context.get())
+                                     : SSL_CTX_load_verify_locations(state->context.get(),
+                                                                     ca_file.c_str(), nullptr);
   if (loaded != 1) {
-    return InvalidArgument(
-        ca_file.empty() ? "cannot load the system's CA certificates: " + OpenSslError()
-                        : "plugin_opt_fleet_ca_file " + ca_file +
-                              " cannot be read as PEM CA certificates: " + OpenSslError());
+    return InvalidArgument(ca_file.empty()
+                               ? "cannot load the system's CA certificates: " + OpenSslError()
+                               : "plugin_opt_fleet_ca_file " + ca_file +
+                                     " cannot be read as PEM CA certificates: " + OpenSslError());
   }
   return std::unique_ptr<PeerClient>(new PeerClient(std::move(state)));
 }
@@ -332,9 +335,9 @@ StatusOr<PeerResponse> PeerClient::Post(const PeerUrl& peer, const PeerRequest& 
   Channel channel(socket.fd(), ssl.get(), request.deadline);
   Status status = channel.Handshake();
   if (!status.ok()) return status;
-  std::string head = "POST " + request.path + " HTTP/1.1\r\nHost: " + peer.HostHeader() +
-                     "\r\nConnection: close\r\nContent-Length: " +
-                     std::to_string(request.body.size()) + "\r\n";
+  std::string head =
+      "POST " + request.path + " HTTP/1.1\r\nHost: " + peer.HostHeader() +
+      "\r\nConnection: close\r\nContent-Length: " + std::to_string(request.body.size()) + "\r\n";
   for (const auto& [name, value] : request.headers) head += name + ": " + value + "\r\n";
   head += "\r\n";
   status = channel.WriteAll(head + request.body);

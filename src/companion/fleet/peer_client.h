@@ -4,8 +4,8 @@
 // plugin_opt_fleet_ca_file or the system's CAs, and its host name), bounded in time (one
 // deadline covers connect, send and read; names are resolved first, as getaddrinfo has no
 // deadline: give peers as addresses where a slow resolver matters) and in size (an answer over
-// the cap is an error, never a partial read). Only what the companion's own API sends back is understood: a
-// Content-Length body or one that ends at close; a chunked answer is refused.
+// the cap is an error, never a partial read). Only what the companion's own API sends back is
+// understood: a Content-Length body or one that ends at close; a chunked answer is refused.
 //
 // Threads: Post() runs on the calling thread (a fleet query's thread per peer) and may run on
 // several threads at once; the TLS context is built in Create() and only read afterwards.

@@ -235,8 +235,8 @@ StatusOr<ConnectionScope> ReadScope(const cJSON& item, std::string_view name) {
     index = static_cast<std::size_t>(item.valuedouble);
   }
   if (index == std::size(kScopeNames)) {
-    const std::string got = cJSON_IsString(&item) ? QuoteForMessage(item.valuestring)
-                                                  : std::string(JsonTypeName(item));
+    const std::string got =
+        cJSON_IsString(&item) ? QuoteForMessage(item.valuestring) : std::string(JsonTypeName(item));
     return InvalidArgument(FieldName(name) + " is " + got +
                            "; expected CONNECTION_SCOPE_NODE or CONNECTION_SCOPE_FLEET");
   }

@@ -41,9 +41,9 @@ struct ConnectRpcServiceOptions {
   // ListConnections with scope CONNECTION_SCOPE_FLEET (companion/fleet/fleet_query.h): the
   // page of the whole fleet by `deadline`. Empty (no plugin_opt_fleet_peers): FLEET answers as
   // NODE, this broker being the whole fleet.
-  using FleetLister = std::function<Status(const ListConnectionsRequest& request,
-                                           std::chrono::steady_clock::time_point deadline,
-                                           ConnectionPage* page)>;
+  using FleetLister =
+      std::function<Status(const ListConnectionsRequest& request,
+                           std::chrono::steady_clock::time_point deadline, ConnectionPage* page)>;
   FleetLister fleet;
   // The fleet's deadline without Connect-Timeout-Ms.
   std::chrono::milliseconds fleet_deadline{5000};

@@ -95,11 +95,11 @@ HttpResponse ConnectRpcDisconnect(const Disconnector& disconnector, const HttpRe
   ConnectCodec codec = ConnectCodec::kJson;
   if (!CheckConnectUnaryPost(request, &codec, &error)) return error;
   DisconnectTarget target;
-  const Status read = codec == ConnectCodec::kProto
-                          ? DecodeDisconnectConnectionRequestProto(request.body, "request body",
-                                                                   &target.client_id, &target.uid,
-                                                                   &target.node_id)
-                          : ReadDisconnectRequestJson(request.body, &target);
+  const Status read =
+      codec == ConnectCodec::kProto
+          ? DecodeDisconnectConnectionRequestProto(request.body, "request body", &target.client_id,
+                                                   &target.uid, &target.node_id)
+          : ReadDisconnectRequestJson(request.body, &target);
   if (!read.ok()) return ConnectRpcErrorResponse(read);
   if (target.client_id.empty() == target.uid.empty()) {
     return ConnectRpcErrorResponse(

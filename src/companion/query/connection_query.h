@@ -32,8 +32,8 @@ inline constexpr std::int64_t kMaxPageSize = 10000;
 
 // A fleet peer missing from a page (companion/fleet/; the schema's PeerError).
 struct PeerFailure {
-  std::string peer;     // canonical base URL
-  std::string code;     // Connect code: "unavailable", "deadline_exceeded", ...
+  std::string peer;  // canonical base URL
+  std::string code;  // Connect code: "unavailable", "deadline_exceeded", ...
   std::string message;
 };
 

@@ -348,5 +348,4 @@ std::string QuoteFilterString(std::string_view value) {
   }
 }
 
-
 }  // namespace mqc

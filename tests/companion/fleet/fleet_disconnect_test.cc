@@ -27,8 +27,8 @@ LoopbackServer::Handler Holding(std::shared_ptr<FleetSource> source) {
   return [source](const std::string& raw) {
     const std::string body = raw.substr(raw.find("\r\n\r\n") + 4);
     if (raw.rfind("POST /mqtt.connections.v1.ConnectionsService/DisconnectConnection", 0) == 0) {
-      return LoopbackServer::Response(
-          200, "application/json", R"({"clientId":"twin","uid":"uid-2-1","disconnected":true})");
+      return LoopbackServer::Response(200, "application/json",
+                                      R"({"clientId":"twin","uid":"uid-2-1","disconnected":true})");
     }
     connections_v1::ListConnectionsRequest request;
     request.ParseFromString(body);
@@ -53,21 +53,22 @@ Connection On(std::uint32_t node, std::uint64_t seq, std::string client_id) {
 TEST(FleetDisconnectTest, GoesToThePeerThatHoldsTheNodesConnection) {
   LoopbackServer other(Holding(std::make_shared<FleetSource>(
       std::vector<Connection>{On(3, 1, "twin")})));  // node 3 has a "twin" too: not asked for
-  LoopbackServer holder(Holding(std::make_shared<FleetSource>(
-      std::vector<Connection>{On(2, 1, "twin")})));
+  LoopbackServer holder(
+      Holding(std::make_shared<FleetSource>(std::vector<Connection>{On(2, 1, "twin")})));
   const FleetSource local({On(1, 1, "twin")});
   FleetQueryOptions options;
   options.peers = {*ParsePeerUrl("http://127.0.0.1:" + std::to_string(other.port())),
                    *ParsePeerUrl("http://127.0.0.1:" + std::to_string(holder.port()))};
   options.token = "fleet-read-token-0123";
-  options.client = std::shared_ptr<const PeerClient>(PeerClient::Create("", false).value().release());
+  options.client =
+      std::shared_ptr<const PeerClient>(PeerClient::Create("", false).value().release());
   const FleetQuery fleet(local, options);
   int local_calls = 0;
-  const Disconnector route = RouteDisconnects(fleet, 1, [&local_calls](const DisconnectTarget&,
-                                                                      const Caller&) {
-    ++local_calls;
-    return DisconnectOutcome{Status(), "twin", "uid-1-1"};
-  });
+  const Disconnector route =
+      RouteDisconnects(fleet, 1, [&local_calls](const DisconnectTarget&, const Caller&) {
+        ++local_calls;
+        return DisconnectOutcome{Status(), "twin", "uid-1-1"};
+      });
   Caller caller{"127.0.0.1:1", "admin token file line 1", "Bearer admin-token-0123456789"};
 
   DisconnectTarget target;
@@ -110,7 +111,8 @@ TEST(FleetDisconnectTest, APeerThatCannotBeAskedIsNamed) {
   const FleetSource local({});
   FleetQueryOptions options;
   options.peers = {*ParsePeerUrl("http://127.0.0.1:" + std::to_string(port))};
-  options.client = std::shared_ptr<const PeerClient>(PeerClient::Create("", false).value().release());
+  options.client =
+      std::shared_ptr<const PeerClient>(PeerClient::Create("", false).value().release());
   const FleetQuery fleet(local, options);
   const Disconnector route = RouteDisconnects(
       fleet, 1, [](const DisconnectTarget&, const Caller&) { return DisconnectOutcome{}; });

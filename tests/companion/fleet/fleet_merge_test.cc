@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "companion/query/connection_page_token.h"
-#include "companion/query/connection_query.h"
 #include "../../support/connection_builder.h"
 #include "../../support/fleet_source.h"
+#include "companion/query/connection_page_token.h"
+#include "companion/query/connection_query.h"
 
 namespace mqc {
 namespace {
@@ -31,8 +31,8 @@ struct Broker {
 // Node ids 1..3; sequences overlap between brokers (each broker counts its own), client ids
 // and open times interleave.
 std::vector<Broker> ThreeBrokers() {
-  std::vector<Broker> brokers = {{kSelfBroker, {}}, {"http://127.0.0.1:1", {}},
-                                 {"http://127.0.0.1:2", {}}};
+  std::vector<Broker> brokers = {
+      {kSelfBroker, {}}, {"http://127.0.0.1:1", {}}, {"http://127.0.0.1:2", {}}};
   for (std::size_t b = 0; b < brokers.size(); ++b) {
     for (std::uint64_t seq = 1; seq <= 7 + b; ++seq) {
       Connection c = TestConnection(seq);
@@ -84,7 +84,8 @@ Status FleetPage(const std::vector<Broker>& brokers, const std::string& filter,
 }
 
 // The union, sorted as the merge must give it.
-std::vector<std::string> SortedUnion(const std::vector<Broker>& brokers, const std::string& order_by) {
+std::vector<std::string> SortedUnion(const std::vector<Broker>& brokers,
+                                     const std::string& order_by) {
   ConnectionOrder order;
   EXPECT_TRUE(ConnectionOrder::Parse(order_by, &order).ok());
   std::vector<Connection> all;
@@ -223,9 +224,9 @@ TEST(FleetMergeTest, TokensAreCheckedAgainstTheQueryAndTheScope) {
   ASSERT_FALSE(token.empty());
   EXPECT_THAT(FleetPage(brokers, "", "uid", 2, token, &page).message(),
               HasSubstr("does not belong to this filter and order_by"));
-  EXPECT_THAT(FleetPage(brokers, "", "client_id", 2, token.substr(0, token.size() - 3), &page)
-                  .message(),
-              HasSubstr("malformed page_token"));
+  EXPECT_THAT(
+      FleetPage(brokers, "", "client_id", 2, token.substr(0, token.size() - 3), &page).message(),
+      HasSubstr("malformed page_token"));
   EXPECT_THAT(FleetPage(brokers, "", "client_id", 2, "!!", &page).message(),
               HasSubstr("malformed page_token"));
   // A node page's token is not a fleet page's.

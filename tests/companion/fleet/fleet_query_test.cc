@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "companion/http/connect_rpc_proto.h"
 #include "../../support/connection_builder.h"
 #include "../../support/fleet_source.h"
+#include "companion/http/connect_rpc_proto.h"
 #include "loopback_server.h"
 
 namespace mqc {
@@ -221,8 +221,7 @@ TEST(FleetQueryTest, AClientIdOpenOnTwoBrokersIsFlaggedEvenWhenOneIsOffThePage) 
   options.client = Client();
   FleetQuery fleet(local, options);
   prometheus::Registry registry;
-  prometheus::Gauge& gauge =
-      prometheus::BuildGauge().Name("duplicates").Register(registry).Add({});
+  prometheus::Gauge& gauge = prometheus::BuildGauge().Name("duplicates").Register(registry).Add({});
   gauge.Set(-1);
   fleet.SetDuplicatesGauge(&gauge);
   ListConnectionsRequest request;

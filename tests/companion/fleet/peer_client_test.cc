@@ -45,15 +45,15 @@ TEST(ParseHttpResponseTest, RefusesWhatIsNotHttpOrIsCut) {
               HasSubstr("not HTTP/1.x"));
   EXPECT_THAT(ParseHttpResponse("HTTP/1.1 200 OK\r\nContent-Length: 5").status().message(),
               HasSubstr("ends inside its headers"));
-  EXPECT_THAT(ParseHttpResponse("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab").status().message(),
-              HasSubstr("2 of 5 body bytes"));
+  EXPECT_THAT(
+      ParseHttpResponse("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab").status().message(),
+      HasSubstr("2 of 5 body bytes"));
   EXPECT_THAT(ParseHttpResponse("HTTP/1.1 2x0 OK\r\n\r\n").status().message(),
               HasSubstr("status line"));
-  EXPECT_THAT(
-      ParseHttpResponse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
-          .status()
-          .message(),
-      HasSubstr("chunked"));
+  EXPECT_THAT(ParseHttpResponse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+                  .status()
+                  .message(),
+              HasSubstr("chunked"));
 }
 
 TEST(PeerClientTest, PostsTheRequestAndReadsTheAnswer) {
@@ -123,9 +123,8 @@ TEST(PeerClientTest, AnUnreadableCaFileIsRefusedNamingTheOption) {
 }
 
 TEST(PeerClientTest, AnHttpsPeerThatSpeaksPlainHttpFailsTheHandshake) {
-  LoopbackServer server([](const std::string&) {
-    return LoopbackServer::Response(200, "application/proto", "x");
-  });
+  LoopbackServer server(
+      [](const std::string&) { return LoopbackServer::Response(200, "application/proto", "x"); });
   const auto client = PeerClient::Create("", true);
   ASSERT_TRUE(client.ok()) << client.status().message();
   StatusOr<PeerUrl> url = ParsePeerUrl("https://127.0.0.1:" + std::to_string(server.port()));

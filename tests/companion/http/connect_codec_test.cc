@@ -522,15 +522,15 @@ TEST(ConnectProtoMapping, DisconnectConnectionMessages) {
   std::optional<std::uint32_t> node_id = 9;
   connections_v1::DisconnectConnectionRequest request;
   request.set_client_id("sensor-1");
-  ASSERT_TRUE(
-      DecodeDisconnectConnectionRequestProto(Binary(request), "request body", &client_id, &uid, &node_id)
-          .ok());
+  ASSERT_TRUE(DecodeDisconnectConnectionRequestProto(Binary(request), "request body", &client_id,
+                                                     &uid, &node_id)
+                  .ok());
   EXPECT_EQ(client_id, "sensor-1");
   EXPECT_EQ(uid, "");
   request.set_uid("uid-7");  // the oneof keeps the last one set
-  ASSERT_TRUE(
-      DecodeDisconnectConnectionRequestProto(Binary(request), "request body", &client_id, &uid, &node_id)
-          .ok());
+  ASSERT_TRUE(DecodeDisconnectConnectionRequestProto(Binary(request), "request body", &client_id,
+                                                     &uid, &node_id)
+                  .ok());
   EXPECT_EQ(client_id, "");
   EXPECT_EQ(uid, "uid-7");
   EXPECT_FALSE(node_id.has_value());
@@ -540,10 +540,11 @@ TEST(ConnectProtoMapping, DisconnectConnectionMessages) {
                   .ok());
   ASSERT_TRUE(node_id.has_value());
   EXPECT_EQ(*node_id, 0u);
-  ASSERT_TRUE(DecodeDisconnectConnectionRequestProto("", "request body", &client_id, &uid, &node_id).ok());
+  ASSERT_TRUE(
+      DecodeDisconnectConnectionRequestProto("", "request body", &client_id, &uid, &node_id).ok());
   EXPECT_EQ(client_id + uid, "");
-  const Status bad = DecodeDisconnectConnectionRequestProto(std::string("\x0a\x09short", 7),
-                                                            "request body", &client_id, &uid, &node_id);
+  const Status bad = DecodeDisconnectConnectionRequestProto(
+      std::string("\x0a\x09short", 7), "request body", &client_id, &uid, &node_id);
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.message(),
               HasSubstr("not a valid binary mqtt.connections.v1.DisconnectConnectionRequest"));
