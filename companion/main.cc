@@ -39,6 +39,8 @@
 #include "companion/companion_link.h"
 #include "companion/connection_registry.h"
 #include "companion/detailed_source.h"
+#include "companion/fleet/fleet_disconnect.h"
+#include "companion/fleet/fleet_query.h"
 #include "companion/http/access_tokens.h"
 #include "companion/http/connect_rpc_service.h"
 #include "companion/http/disconnect_view.h"
@@ -231,10 +233,18 @@ int Run(int argc, char** argv) {
     connect_options.max_streams = options.http_max_streams;
     connect_options.stream_buffer = options.http_stream_buffer;
   }
+  // ListConnections with CONNECTION_SCOPE_FLEET (docs/fleet.md): null without peers.
+  StatusOr<std::unique_ptr<FleetQuery>> fleet = MakeFleetQuery(options, detailed_source);
+  if (!fleet.ok()) {
+    link.ReportFailed(fleet.status().message());
+    return 1;
+  }
+  if (*fleet) connect_options.fleet = (*fleet)->Lister();
   const ConnectRpcService connect_service(detailed_source, std::move(connect_options));
   MetricsExporter exporter(*region->header(), registry, options.node_id,
                            options.metrics_top_clients);
   exporter.SetBuildInfo(kPluginVersion, arguments.broker_version);
+  if (*fleet) (*fleet)->SetDuplicatesGauge(exporter.AddFleetDuplicateClientIds());
   HttpRouter router(
       source, [&exporter] { return exporter.Render(); }, connect_service.Handler(),
       connect_service.Methods());
@@ -271,10 +281,12 @@ int Run(int argc, char** argv) {
   ActivityHistory activity(activity_options);
   router.SetActivity(&activity);
   if (!options.http_admin_token_file.empty()) {
-    router.SetDisconnector(
-        [&registry, &link](const DisconnectTarget& target, const Caller& caller) {
-          return DisconnectThroughBroker(registry, &link, target, caller);
-        });
+    Disconnector local = [&registry, &link](const DisconnectTarget& target, const Caller& caller) {
+      return DisconnectThroughBroker(registry, &link, target, caller);
+    };
+    // With peers, a nodeId of another broker goes to the peer that holds it (docs/fleet.md).
+    router.SetDisconnector(*fleet ? RouteDisconnects(**fleet, options.node_id, std::move(local))
+                                  : std::move(local));
   }
 
   HttpServerOptions server_options;

@@ -30,9 +30,9 @@ def beside_system(broker):
 COMPANION_ONLY = ("test_allowed_hosts", "test_cli", "test_connect_clients", "test_console",
                   "test_flood", "test_grafana_dashboard", "test_network_info", "test_openapi",
                   "test_top_clients")
-# Suites that start brokers of several versions themselves (a fleet of mixed versions): once,
-# on `system`, is every version they reach.
-MIXED_FLEET = ("test_fleet_metrics",)
+# Suites that start brokers of several builds themselves (a fleet of 2.0.11, 2.0.21 and 2.1):
+# one run covers them all, so they run once, on system.
+SPANS_BROKERS = ("test_fleet", "test_fleet_metrics")
 
 # Brokers built for the client layout alone (scripts/prepare-brokers.py: 2.1-bare, the broker
 # without TLS or WebSockets and without plugins of its own): its struct differs from the other
@@ -46,9 +46,9 @@ NOT_APPLICABLE = [
     *((suite, beside_system, "the suite tests the companion's side, the same with every broker; "
        "it runs on system (integration/broker_matrix.py: COMPANION_ONLY)")
       for suite in COMPANION_ONLY),
-    *((suite, beside_system, "the suite starts a fleet of mixed broker versions itself; it "
-       "runs once, on system (integration/broker_matrix.py: MIXED_FLEET)")
-      for suite in MIXED_FLEET),
+    *((suite, beside_system, "the suite starts brokers of several builds itself; it runs once, "
+       "on system (integration/broker_matrix.py: SPANS_BROKERS)")
+      for suite in SPANS_BROKERS),
     ("deb_package", lambda broker: broker.build != "system",
      "tests the .deb against the installed broker it depends on (Depends: mosquitto (>= "
      "2.0.11), mosquitto (<< 2.2)), not a broker unpacked or built into the build tree"),

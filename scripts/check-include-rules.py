@@ -9,8 +9,10 @@ The two processes share only src/link/. So:
   plugin/ never includes src/companion/ or companion/,
   the companion core (src/companion/ outside http/ and query/) never includes
   src/companion/http/,
-  src/companion/query/ never includes src/companion/http/.
-The HTTP layer is on top: only it and companion/main.cc, where the parts are assembled, see it.
+  src/companion/query/ never includes src/companion/http/,
+  nothing in src/companion/ outside fleet/ includes src/companion/fleet/.
+The HTTP layer is on top, and the fleet (a client of other brokers' HTTP API) above it: only
+they and companion/main.cc, where the parts are assembled, see them.
 Every quoted or angled #include of src/, plugin/ and companion/ is resolved the way the
 compiler would (first beside the including file, then from the include root src/) and, when it
 names a file of the repository, checked against those rules. Each violation is printed as
@@ -37,6 +39,9 @@ FORBIDDEN = (
     ("plugin", "companion", "plugin never includes companion"),
     ("companion core", "companion http", "the companion core never includes http"),
     ("companion query", "companion http", "query never includes http"),
+    ("companion core", "companion fleet", "only companion/main.cc and fleet/ include fleet"),
+    ("companion query", "companion fleet", "only companion/main.cc and fleet/ include fleet"),
+    ("companion http", "companion fleet", "only companion/main.cc and fleet/ include fleet"),
 )
 
 
@@ -48,7 +53,7 @@ def areas(relative_path):
         if parts[1] in ("link", "broker"):
             return {parts[1]}
         if parts[1] == "companion":
-            layer = parts[2] if len(parts) > 3 and parts[2] in ("http", "query") else "core"
+            layer = parts[2] if len(parts) > 3 and parts[2] in ("http", "query", "fleet") else "core"
             return {"companion", "companion " + layer}
         return set()
     if parts[0] in ("plugin", "companion") and len(parts) > 1:

@@ -157,6 +157,10 @@ bool ApplyOptions(const Reload* state, PluginOptions reloaded) {
   Keep(state, "http_tls_key", &PluginOptions::http_tls_key, restart, &reloaded);
   Keep(state, "http_allow_anonymous", &PluginOptions::http_allow_anonymous, restart, &reloaded);
   Keep(state, "http_allowed_hosts", &PluginOptions::http_allowed_hosts, restart, &reloaded);
+  // The companion builds its fleet (peers, their token and CA) once, at start.
+  Keep(state, "fleet_peers", &PluginOptions::fleet_peers, restart, &reloaded);
+  Keep(state, "fleet_token_file", &PluginOptions::fleet_token_file, restart, &reloaded);
+  Keep(state, "fleet_ca_file", &PluginOptions::fleet_ca_file, restart, &reloaded);
   // Strict mode decides which callbacks are registered on 2.1 (WantedEvents), and a
   // client should not see the broker's answers change under a reload: restart to change it.
   Keep(state, "kubemq_strict", &PluginOptions::kubemq_strict,

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,12 +22,17 @@ namespace mqc {
 struct Caller {
   std::string address;     // "127.0.0.1:41234"
   std::string token_line;  // "admin token file line 3"
+  // The request's Authorization header, only to forward a disconnect to the fleet peer that
+  // holds the connection (never logged).
+  std::string authorization;
 };
 
 struct DisconnectTarget {  // exactly one of client_id and uid is set
   std::string client_id;
   std::string uid;
   bool prevent_will = false;  // the broker publishes the client's will unless this is set
+  // The broker that holds it (DisconnectConnection's nodeId); unset: this one.
+  std::optional<std::uint32_t> node_id;
 };
 
 struct DisconnectOutcome {

@@ -306,6 +306,18 @@ void MetricsExporter::SetBuildInfo(const std::string& version, const std::string
                .count());
 }
 
+prometheus::Gauge* MetricsExporter::AddFleetDuplicateClientIds() {
+  fleet_duplicates_ = &prometheus::BuildGauge()
+                           .Name("mosquitto_connections_fleet_duplicate_client_ids")
+                           .Help(
+                               "Client ids open on two brokers or more, among the open "
+                               "connections of the last fleet ListConnections answer "
+                               "(docs/fleet.md); 0 until the first.")
+                           .Register(*own_)
+                           .Add({});
+  return fleet_duplicates_;
+}
+
 std::string MetricsExporter::Render() {
   const auto start = std::chrono::steady_clock::now();
   std::vector<MetricFamily> families = broker_->Collect();

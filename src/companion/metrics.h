@@ -66,6 +66,9 @@ class MetricsExporter {
   // request is not failed for its metric.
   void CountHttpRequest(std::string_view path_label, int status) noexcept;
 
+  // Adds mosquitto_connections_fleet_duplicate_client_ids (only a broker with fleet peers shows
+  // it), for the fleet query to set after each answer. Once, before the HTTP server starts.
+  prometheus::Gauge* AddFleetDuplicateClientIds();
   // Sets kubemq_mqtt_scrape_duration_seconds; Render() calls it with its own time.
   void ObserveScrape(double seconds) noexcept;
 
@@ -76,6 +79,7 @@ class MetricsExporter {
   std::unique_ptr<prometheus::Registry> own_;  // the companion's own families
   prometheus::Family<prometheus::Counter>* http_requests_;
   prometheus::Gauge* scrape_duration_;
+  prometheus::Gauge* fleet_duplicates_ = nullptr;
 };
 
 }  // namespace mqc

@@ -77,6 +77,19 @@ ApplyOption BoolInto(bool PluginOptions::*field) {
   };
 }
 
+// Whether `peer` is this broker's own API: its port, on http_bind (or localhost for a loopback
+// http_bind; any loopback address for a wildcard one, which listens on them all). A host name other
+// than localhost is not resolved here, so a name of this machine is not caught (the fleet query's
+// peers are always asked for their node alone, so even then nothing loops: docs/fleet.md).
+bool NamesThisBroker(const PeerUrl& peer, const PluginOptions& options) {
+  if (options.http_port == 0 || peer.port != options.http_port) return false;
+  const std::string& host = peer.host.text;
+  const bool wildcard = options.http_bind == "0.0.0.0" || options.http_bind == "::";
+  if (host == options.http_bind) return true;
+  if (wildcard) return host == "localhost" || IsLoopbackAddress(host);
+  return host == "localhost" && (options.http_bind == "127.0.0.1" || options.http_bind == "::1");
+}
+
 // The checks that involve more than one option; kInvalidArgument naming them.
 Status CheckCombinations(const PluginOptions& options) {
   if (options.http_tls_cert.empty() != options.http_tls_key.empty()) {
@@ -93,6 +106,21 @@ Status CheckCombinations(const PluginOptions& options) {
         " exposes the API beyond this machine without a token: set "
         "plugin_opt_http_token_file (see README, Security), or "
         "plugin_opt_http_allow_anonymous true to serve it to anyone who can reach the port");
+  }
+  for (const PeerUrl& peer : options.fleet_peers) {
+    if (NamesThisBroker(peer, options)) {
+      return InvalidArgument("plugin_opt_fleet_peers names " + peer.Text() +
+                             ", this broker's own API (plugin_opt_http_bind " + options.http_bind +
+                             ", plugin_opt_http_port " + std::to_string(options.http_port) +
+                             "): list only the other brokers");
+    }
+  }
+  if ((!options.fleet_token_file.empty() || !options.fleet_ca_file.empty()) &&
+      options.fleet_peers.empty()) {
+    return InvalidArgument(
+        std::string("plugin_opt_") +
+        (options.fleet_token_file.empty() ? "fleet_ca_file" : "fleet_token_file") +
+        " is set without plugin_opt_fleet_peers: it is only for the peers");
   }
   return Status();
 }
@@ -185,6 +213,19 @@ const std::vector<OptionSpec>& Specs() {
        UnsignedInto(1, 3600, &PluginOptions::flapping_window_time_s)},
       {"flapping_ban_time", "seconds, an integer from 1 to 604800",
        UnsignedInto(1, 604800, &PluginOptions::flapping_ban_time_s)},
+      {"fleet_peers",
+       "comma-separated base URLs of the other brokers' APIs, such as "
+       "'http://broker-b:8080, https://broker-c:8443' (no path; each peer once)",
+       [](std::string_view value, PluginOptions* o) {
+         StatusOr<std::vector<PeerUrl>> peers = ParsePeerUrls(value);
+         if (!peers.ok()) return Refused(peers.status().message());
+         o->fleet_peers = std::move(peers).value();
+         return Status();
+       }},
+      {"fleet_token_file", "the absolute path of a file whose first token is sent to the peers",
+       AbsolutePathInto(&PluginOptions::fleet_token_file)},
+      {"fleet_ca_file", "the absolute path of a PEM file of CA certificates for https peers",
+       AbsolutePathInto(&PluginOptions::fleet_ca_file)},
       {"companion", "the absolute path of the companion executable",
        AbsolutePathInto(&PluginOptions::companion_path)},
   };

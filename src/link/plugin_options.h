@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "link/peer_url.h"
 #include "link/status.h"
 #include "link/topic_mapping.h"
 
@@ -62,6 +63,12 @@ struct PluginOptions {
   std::uint32_t flapping_max_count = 0;
   std::uint32_t flapping_window_time_s = 60;
   std::uint32_t flapping_ban_time_s = 300;
+  // The fleet (README, "Fleet"; docs/fleet.md): the other brokers' API base URLs, the file of the
+  // read token sent to them (the companion reads it, as it reads the other token files) and the
+  // CA certificates that check the https ones (empty: the system's).
+  std::vector<PeerUrl> fleet_peers;
+  std::string fleet_token_file;
+  std::string fleet_ca_file;
 
   // True when some token file is set: every API request then needs a token.
   bool RequiresToken() const { return !http_token_file.empty() || !http_admin_token_file.empty(); }

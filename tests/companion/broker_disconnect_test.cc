@@ -97,7 +97,7 @@ class BrokerDisconnectTest : public ::testing::Test {
   ConnectionRegistry registry_{ConnectionRegistryOptions{}};
   std::thread broker_thread_;
   std::vector<KickCommand> kicks_;  // the broker thread's until joined
-  const Caller caller_{"127.0.0.1:41234", "admin token file line 3"};
+  const Caller caller_{"127.0.0.1:41234", "admin token file line 3", ""};
 };
 
 TEST_F(BrokerDisconnectTest, AnOpenConnectionIsKickedByClientIdAndTheAnswerWaitsForItsClose) {

@@ -10,6 +10,7 @@
 namespace mqc {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 // The options `pairs` give, with a failure reported when the parser refuses them.
@@ -259,6 +260,86 @@ TEST(PluginOptionsTest, UnknownOptionIsRefusedWithTheKnownOnes) {
   EXPECT_THAT(message, HasSubstr("unknown option plugin_opt_http_prot"));
   EXPECT_THAT(message, HasSubstr("http_port"));
   EXPECT_THAT(message, HasSubstr("rpc_max_pending"));
+}
+
+}  // namespace
+}  // namespace mqc
+
+namespace mqc {
+namespace {
+
+TEST(PluginOptionsFleetTest, PeersAreParsedToCanonicalUrls) {
+  const PluginOptions options =
+      Parsed({{"fleet_peers", " http://127.0.0.1:8081/, https://[::1]:8443 ,http://Broker-C"},
+              {"fleet_token_file", "/etc/mqc/fleet-token"},
+              {"fleet_ca_file", "/etc/mqc/ca.pem"}});
+  ASSERT_EQ(options.fleet_peers.size(), 3u);
+  EXPECT_EQ(options.fleet_peers[0].Text(), "http://127.0.0.1:8081");
+  EXPECT_EQ(options.fleet_peers[1].Text(), "https://[::1]:8443");
+  EXPECT_TRUE(options.fleet_peers[1].https);
+  EXPECT_EQ(options.fleet_peers[2].Text(), "http://broker-c:80");
+  EXPECT_EQ(options.fleet_peers[2].HostHeader(), "broker-c:80");
+  EXPECT_EQ(options.fleet_token_file, "/etc/mqc/fleet-token");
+  EXPECT_EQ(options.fleet_ca_file, "/etc/mqc/ca.pem");
+}
+
+TEST(PluginOptionsFleetTest, BadPeersAreRefusedNamingTheOptionAndThePeer) {
+  EXPECT_THAT(RefusalMessage({{"fleet_peers", "http://127.0.0.1:8081,ftp://x"}}),
+              AllOf(HasSubstr("plugin_opt_fleet_peers"), HasSubstr("peer 2 'ftp://x'"),
+                    HasSubstr("http:// or https://")));
+  EXPECT_THAT(RefusalMessage({{"fleet_peers", "http://127.0.0.1:8081/api"}}), HasSubstr("no path"));
+  EXPECT_THAT(RefusalMessage({{"fleet_peers", "http://127.0.0.1:0"}}),
+              HasSubstr("port is not 1 to 65535"));
+  EXPECT_THAT(RefusalMessage({{"fleet_peers", "http://127.0.0.1:8081,,http://b"}}),
+              HasSubstr("peer 2 is empty"));
+  EXPECT_THAT(RefusalMessage({{"fleet_peers", "http://[::1:8081"}}), HasSubstr("']'"));
+  EXPECT_THAT(RefusalMessage({{"fleet_peers", "http://bad host"}}), HasSubstr("bad host"));
+}
+
+TEST(PluginOptionsFleetTest, AtMost64Peers) {
+  std::string peers;
+  for (int i = 1; i <= 65; ++i) {
+    peers += (i == 1 ? "" : ",") + ("http://127.0.0.1:" + std::to_string(i));
+  }
+  EXPECT_THAT(RefusalMessage({{"fleet_peers", peers}}), HasSubstr("more than 64 peers"));
+  peers.resize(peers.rfind(','));
+  EXPECT_EQ(Parsed({{"fleet_peers", peers}}).fleet_peers.size(), 64u);
+}
+
+TEST(PluginOptionsFleetTest, APeerGivenTwiceIsRefused) {
+  EXPECT_THAT(
+      RefusalMessage({{"fleet_peers", "http://LOCALHOST:8081, http://localhost:8081/"}}),
+      AllOf(HasSubstr("plugin_opt_fleet_peers"), HasSubstr("names http://localhost:8081 again")));
+  // The default port written out is the same peer.
+  EXPECT_THAT(RefusalMessage({{"fleet_peers", "https://b, https://b:443"}}), HasSubstr("again"));
+}
+
+TEST(PluginOptionsFleetTest, APeerNamingThisBrokerIsRefused) {
+  EXPECT_THAT(RefusalMessage({{"http_port", "8081"}, {"fleet_peers", "http://127.0.0.1:8081"}}),
+              AllOf(HasSubstr("plugin_opt_fleet_peers names http://127.0.0.1:8081"),
+                    HasSubstr("this broker's own API")));
+  EXPECT_THAT(RefusalMessage({{"http_port", "8081"}, {"fleet_peers", "http://localhost:8081"}}),
+              HasSubstr("own API"));
+  // Another port of this machine is another broker.
+  EXPECT_EQ(
+      Parsed({{"http_port", "8081"}, {"fleet_peers", "http://127.0.0.1:8082"}}).fleet_peers.size(),
+      1u);
+  // Bound to one address: another loopback address is not this broker.
+  EXPECT_EQ(Parsed({{"http_port", "8081"},
+                    {"http_bind", "127.0.0.2"},
+                    {"http_allow_anonymous", "true"},
+                    {"fleet_peers", "http://127.0.0.1:8081"}})
+                .fleet_peers.size(),
+            1u);
+}
+
+TEST(PluginOptionsFleetTest, TokenOrCaFileWithoutPeersIsRefused) {
+  EXPECT_THAT(RefusalMessage({{"fleet_token_file", "/t"}}),
+              HasSubstr("plugin_opt_fleet_token_file is set without plugin_opt_fleet_peers"));
+  EXPECT_THAT(RefusalMessage({{"fleet_ca_file", "/ca.pem"}}),
+              HasSubstr("plugin_opt_fleet_ca_file is set without"));
+  EXPECT_THAT(RefusalMessage({{"fleet_peers", "http://b"}, {"fleet_token_file", "token"}}),
+              HasSubstr("absolute path"));
 }
 
 }  // namespace

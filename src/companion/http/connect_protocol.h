@@ -36,12 +36,16 @@ inline std::string JoinMethodNames(std::vector<std::string> names) {
 
 enum class ConnectCodec : std::uint8_t { kJson, kProto };
 
+// ListConnectionsRequest.scope: numbers as in the schema's ConnectionScope.
+enum class ConnectionScope : std::uint8_t { kUnspecified = 0, kNode = 1, kFleet = 2 };
+
 // A decoded ListConnectionsRequest message (field names as in protobuf's JSON mapping).
 struct ListConnectionsRequest {
   std::string filter;
   std::string order_by;
   std::int32_t page_size = 0;  // 0: the default page size
   std::string page_token;
+  ConnectionScope scope = ConnectionScope::kUnspecified;  // unset: this node alone
 };
 
 // A decoded WatchConnectionsRequest.

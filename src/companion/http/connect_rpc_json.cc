@@ -46,6 +46,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -197,12 +198,12 @@ std::string_view JsonTypeName(const cJSON& item) {
 
 std::string FieldName(std::string_view name) { return "field '" + std::string(name) + "'"; }
 
-enum class RequestField : std::uint8_t { kFilter, kOrderBy, kPageSize, kPageToken };
+enum class RequestField : std::uint8_t { kFilter, kOrderBy, kPageSize, kPageToken, kScope };
 
 struct RequestFieldName {
   std::string_view json_name;
   RequestField field;
-  std::string ListConnectionsRequest::*text;  // where a string field goes; null for pageSize
+  std::string ListConnectionsRequest::*text;  // where a string field goes; null otherwise
 };
 
 // protobuf's JSON names and the original field names, both of which its parsers accept.
@@ -214,8 +215,33 @@ constexpr RequestFieldName kRequestFieldNames[] = {
     {"page_size", RequestField::kPageSize, nullptr},
     {"pageToken", RequestField::kPageToken, &ListConnectionsRequest::page_token},
     {"page_token", RequestField::kPageToken, &ListConnectionsRequest::page_token},
+    {"scope", RequestField::kScope, nullptr},
 };
-constexpr std::size_t kRequestFieldCount = 4;
+constexpr std::size_t kRequestFieldCount = 5;
+
+constexpr const char* kScopeNames[] = {"CONNECTION_SCOPE_UNSPECIFIED", "CONNECTION_SCOPE_NODE",
+                                       "CONNECTION_SCOPE_FLEET"};
+
+// The enum's name or its number, as protobuf's JSON mapping accepts both.
+StatusOr<ConnectionScope> ReadScope(const cJSON& item, std::string_view name) {
+  std::size_t index = std::size(kScopeNames);
+  if (cJSON_IsString(&item)) {
+    for (std::size_t i = 0; i < std::size(kScopeNames); ++i) {
+      if (std::string_view(item.valuestring) == kScopeNames[i]) index = i;
+    }
+  } else if (cJSON_IsNumber(&item) && item.valuedouble >= 0 &&
+             item.valuedouble < static_cast<double>(std::size(kScopeNames)) &&
+             std::trunc(item.valuedouble) == item.valuedouble) {
+    index = static_cast<std::size_t>(item.valuedouble);
+  }
+  if (index == std::size(kScopeNames)) {
+    const std::string got =
+        cJSON_IsString(&item) ? QuoteForMessage(item.valuestring) : std::string(JsonTypeName(item));
+    return InvalidArgument(FieldName(name) + " is " + got +
+                           "; expected CONNECTION_SCOPE_NODE or CONNECTION_SCOPE_FLEET");
+  }
+  return static_cast<ConnectionScope>(index);
+}
 
 StatusOr<std::int32_t> ReadPageSize(const cJSON& item, std::string_view name) {
   const std::string field = FieldName(name);
@@ -305,7 +331,13 @@ Status DecodeListConnectionsRequest(std::string_view text, std::string_view wher
     }
     seen[index] = item->string;
     if (cJSON_IsNull(item)) continue;  // null: the default
-    if (known->text == nullptr) {      // pageSize
+    if (known->field == RequestField::kScope) {
+      StatusOr<ConnectionScope> scope = ReadScope(*item, name);
+      if (!scope.ok()) return fail(what + ": " + scope.status().message());
+      request->scope = *scope;
+      continue;
+    }
+    if (known->text == nullptr) {  // pageSize
       StatusOr<std::int32_t> page_size = ReadPageSize(*item, name);
       if (!page_size.ok()) return fail(what + ": " + page_size.status().message());
       request->page_size = *page_size;
@@ -503,6 +535,8 @@ void WriteConnection(const Connection& connection, JsonWriter* json) {
                     "messagesPending", json);
   WriteMessageQueue(connection.messages.in, "incomingMessagesQueued", "incomingMessagesInFlight",
                     "incomingMessagesPending", json);
+  WriteDecimalString("sequence", connection.seq, json);
+  if (connection.duplicate_client_id) json->Key("duplicateClientId").Bool(true);
   // Counts as proto3's JSON writes them: left out when 0.
   const FlappingCounts& flapping = connection.flapping;
   for (const auto& [key, count] : {std::pair{"reconnectsLastMinute", flapping.connects_last_minute},
@@ -533,6 +567,17 @@ std::string ListConnectionsResponseJson(const ConnectionPage& page) {
   json.EndArray();
   WriteDecimalString("totalSize", page.total_size, &json);
   WriteStringIfSet("nextPageToken", page.next_page_token, &json);
+  if (!page.peer_errors.empty()) {
+    json.Key("peerErrors").BeginArray();
+    for (const PeerFailure& failure : page.peer_errors) {
+      json.BeginObject();
+      json.Key("peer").String(failure.peer);
+      json.Key("code").String(failure.code);
+      json.Key("message").String(failure.message);
+      json.EndObject();
+    }
+    json.EndArray();
+  }
   json.EndObject();
   return text;
 }

@@ -157,6 +157,8 @@ void ConnectionToProto(const Connection& connection, connections_v1::Connection*
   if (const auto count = in.Queued()) message->set_incoming_messages_queued(*count);
   if (const auto count = in.InFlight()) message->set_incoming_messages_in_flight(*count);
   if (const auto count = in.Pending()) message->set_incoming_messages_pending(*count);
+  message->set_sequence(connection.seq);
+  message->set_duplicate_client_id(connection.duplicate_client_id);
   const FlappingCounts& flapping = connection.flapping;
   message->set_reconnects_last_minute(flapping.connects_last_minute);
   message->set_reconnects_last_hour(flapping.connects_last_hour);
@@ -177,6 +179,12 @@ void ListConnectionsResponseToProto(const ConnectionPage& page,
   }
   message->set_total_size(static_cast<std::int64_t>(page.total_size));
   message->set_next_page_token(page.next_page_token);
+  for (const PeerFailure& failure : page.peer_errors) {
+    connections_v1::PeerError* error = message->add_peer_errors();
+    error->set_peer(ToValidUtf8(failure.peer));
+    error->set_code(ToValidUtf8(failure.code));
+    error->set_message(ToValidUtf8(failure.message));
+  }
 }
 
 namespace {
@@ -210,6 +218,158 @@ Status DecodeListConnectionsRequestProto(std::string_view bytes, std::string_vie
   request->order_by = message.order_by();
   request->page_size = message.page_size();
   request->page_token = message.page_token();
+  const int scope = static_cast<int>(message.scope());
+  if (scope < 0 || scope > static_cast<int>(ConnectionScope::kFleet)) {
+    return InvalidArgument(std::string(where) + ": field 'scope' is " + std::to_string(scope) +
+                           "; expected CONNECTION_SCOPE_NODE (1) or CONNECTION_SCOPE_FLEET (2)");
+  }
+  request->scope = static_cast<ConnectionScope>(scope);
+  return Status();
+}
+
+namespace {
+
+std::int64_t UnixNanos(const google::protobuf::Timestamp& timestamp) {
+  return timestamp.seconds() * kNanosPerSecond + timestamp.nanos();
+}
+
+std::int64_t Nanos(const google::protobuf::Duration& duration) {
+  return duration.seconds() * kNanosPerSecond + duration.nanos();
+}
+
+RequestStatistics StatisticsOf(const connections_v1::RequestStatistics& message) {
+  RequestStatistics statistics;
+  statistics.publish_count = message.publish_count();
+  statistics.publish_bytes = message.publish_bytes();
+  statistics.deliver_count = message.deliver_count();
+  statistics.deliver_bytes = message.deliver_bytes();
+  statistics.request_count = message.request_count();
+  return statistics;
+}
+
+// The counts as MessageQueue keeps them: split when queued and in flight are both told, a
+// total when only the sum is.
+MessageQueue QueueOf(bool has_queued, std::uint32_t queued, bool has_in_flight,
+                     std::uint32_t in_flight, bool has_pending, std::uint32_t pending) {
+  MessageQueue queue;
+  if (has_queued && has_in_flight) {
+    queue.known = MessageQueue::Known::kSplit;
+    queue.queued = queued;
+    queue.in_flight = in_flight;
+  } else if (has_pending) {
+    queue.known = MessageQueue::Known::kTotal;
+  }
+  queue.total = pending;
+  return queue;
+}
+
+Pattern PatternOfName(std::string_view name) {
+  for (const Pattern pattern : {Pattern::kEvents, Pattern::kStore, Pattern::kQueues,
+                                Pattern::kCommands, Pattern::kQueries}) {
+    if (PatternName(pattern) == name) return pattern;
+  }
+  return Pattern::kNone;
+}
+
+}  // namespace
+
+Connection ConnectionFromProto(const connections_v1::Connection& message) {
+  Connection c;
+  c.seq = message.sequence();
+  c.duplicate_client_id = message.duplicate_client_id();
+  c.node_id = message.node_id();
+  c.uid = message.uid();
+  c.state = static_cast<ConnectionState>(message.state());
+  c.open_time_ns = UnixNanos(message.open_time());
+  if (message.has_close_time()) c.close_time_ns = UnixNanos(message.close_time());
+  if (message.has_session_expiry_time()) {
+    c.session_expiry_time_ns = UnixNanos(message.session_expiry_time());
+  }
+  c.close_reason = static_cast<CloseReason>(message.close_reason());
+  c.client_id = message.client_id();
+  c.username = message.username();
+  c.protocol_version = message.protocol_version();
+  c.clean_session = message.clean_session();
+  c.keep_alive = message.keep_alive();
+  c.ip_address = message.source().ip_address();
+  c.port = message.source().port();
+  if (message.has_proxy()) {
+    c.proxy_address = message.proxy().ip_address();
+    c.proxy_port = message.proxy().port();
+  }
+  c.listener_name = message.listener_name();
+  c.tls.enabled = message.tls_info().enabled();
+  c.tls.tls_version = message.tls_info().tls_version();
+  c.tls.cipher = message.tls_info().cipher();
+  c.tls.peer_certificate_subject = message.tls_info().peer_certificate_subject();
+  const connections_v1::AuthenticationInfo& authentication = message.authentication_info();
+  c.authentication.mechanism = static_cast<AuthMechanism>(authentication.mechanism());
+  c.authentication.state = static_cast<AuthState>(authentication.state());
+  c.authentication.user_principal = authentication.user_principal();
+  c.authentication.method = authentication.method();
+  c.subscriptions.reserve(static_cast<std::size_t>(message.subscriptions_size()));
+  for (const connections_v1::Subscription& s : message.subscriptions()) {
+    Subscription subscription;
+    subscription.filter = s.filter();
+    subscription.qos = s.qos();
+    subscription.mapping.pattern = PatternOfName(s.pattern());
+    subscription.mapping.channel = s.channel();
+    subscription.mapping.shared_group = s.shared_group();
+    subscription.mapping.error = s.mapping_error();
+    subscription.kubemq_error = s.kubemq_error();
+    c.subscriptions.push_back(std::move(subscription));
+  }
+  c.idle_ns = message.has_idle_duration() ? Nanos(message.idle_duration()) : -1;
+  if (message.has_network_info()) {
+    const connections_v1::NetworkInfo& n = message.network_info();
+    c.network.known = true;
+    c.network.rtt_us = n.rtt_micros();
+    c.network.rtt_variance_us = n.rtt_variance_micros();
+    c.network.retransmits = n.retransmits();
+    c.network.send_queue_bytes = n.send_queue_bytes();
+    c.network.receive_queue_bytes = n.receive_queue_bytes();
+    c.network.since_last_receive_ns =
+        n.has_since_last_receive() ? Nanos(n.since_last_receive()) : -1;
+    c.network.since_last_send_ns = n.has_since_last_send() ? Nanos(n.since_last_send()) : -1;
+    c.network.proxy_socket = n.proxy_socket();
+  }
+  c.total_statistics = StatisticsOf(message.total_request_statistics());
+  c.recent_statistics = StatisticsOf(message.recent_request_statistics());
+  c.bridge = static_cast<BridgeRole>(message.bridge_role());
+  c.bridge_name = message.bridge_name();
+  c.messages.out = QueueOf(message.has_messages_queued(), message.messages_queued(),
+                           message.has_messages_in_flight(), message.messages_in_flight(),
+                           message.has_messages_pending(), message.messages_pending());
+  c.messages.in =
+      QueueOf(message.has_incoming_messages_queued(), message.incoming_messages_queued(),
+              message.has_incoming_messages_in_flight(), message.incoming_messages_in_flight(),
+              message.has_incoming_messages_pending(), message.incoming_messages_pending());
+  if (message.has_has_will()) c.will = message.has_will() ? WillState::kSet : WillState::kNone;
+  c.flapping.connects_last_minute = message.reconnects_last_minute();
+  c.flapping.connects_last_hour = message.reconnects_last_hour();
+  c.flapping.takeovers_last_minute = message.takeovers_last_minute();
+  c.flapping.takeovers_last_hour = message.takeovers_last_hour();
+  for (int i = 0; i < message.takeover_addresses_size() && i < 2; ++i) {
+    c.flapping.addresses[static_cast<std::size_t>(i)] = message.takeover_addresses(i);
+  }
+  return c;
+}
+
+Status DecodeListConnectionsResponseProto(std::string_view bytes, std::string_view where,
+                                          ConnectionPage* page) {
+  *page = ConnectionPage();
+  connections_v1::ListConnectionsResponse message;
+  Status status = ParseBinary(bytes, where, &message);
+  if (!status.ok()) return status;
+  page->connections.reserve(static_cast<std::size_t>(message.connections_size()));
+  for (const connections_v1::Connection& connection : message.connections()) {
+    page->connections.push_back(ConnectionFromProto(connection));
+  }
+  page->total_size = message.total_size();
+  page->next_page_token = message.next_page_token();
+  for (const connections_v1::PeerError& error : message.peer_errors()) {
+    page->peer_errors.push_back({error.peer(), error.code(), error.message()});
+  }
   return Status();
 }
 
@@ -221,16 +381,19 @@ std::string EncodeListConnectionsResponseProto(const ConnectionPage& page) {
 
 Status DecodeDisconnectConnectionRequestProto(std::string_view bytes, std::string_view where,
                                               std::string* client_id, std::string* uid,
-                                              bool* prevent_will) {
+                                              bool* prevent_will,
+                                              std::optional<std::uint32_t>* node_id) {
   client_id->clear();
   uid->clear();
   *prevent_will = false;
+  node_id->reset();
   connections_v1::DisconnectConnectionRequest message;
   Status status = ParseBinary(bytes, where, &message);
   if (!status.ok()) return status;
   *client_id = message.client_id();
   *uid = message.uid();
   *prevent_will = message.prevent_will();
+  if (message.has_node_id()) *node_id = message.node_id();
   return Status();
 }
 

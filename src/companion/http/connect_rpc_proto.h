@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,16 @@ void ListConnectionsResponseToProto(const ConnectionPage& page,
 Status DecodeListConnectionsRequestProto(std::string_view bytes, std::string_view where,
                                          ListConnectionsRequest* request);
 
+// The reverse of ConnectionToProto, for the answers of fleet peers (companion/fleet/): what
+// ConnectionToProto leaves unset comes back as the model's "unknown" (idle -1, no network
+// info, message counts unknown). Enum numbers pass through unchanged.
+Connection ConnectionFromProto(const connections_v1::Connection& message);
+
+// Reads a binary ListConnectionsResponse (a peer's answer) into *page. kInvalidArgument naming
+// `where` when the bytes are not a valid message.
+Status DecodeListConnectionsResponseProto(std::string_view bytes, std::string_view where,
+                                          ConnectionPage* page);
+
 // The binary encoding of `page` as a ListConnectionsResponse. Throws std::bad_alloc when out of
 // memory.
 std::string EncodeListConnectionsResponseProto(const ConnectionPage& page);
@@ -47,7 +58,8 @@ std::string EncodeListConnectionsResponseProto(const ConnectionPage& page);
 // message.
 Status DecodeDisconnectConnectionRequestProto(std::string_view bytes, std::string_view where,
                                               std::string* client_id, std::string* uid,
-                                              bool* prevent_will);
+                                              bool* prevent_will,
+                                              std::optional<std::uint32_t>* node_id);
 std::string EncodeDisconnectConnectionResponseProto(std::string_view client_id,
                                                     std::string_view uid, bool disconnected);
 

@@ -285,7 +285,9 @@ ConnectRpcService::ConnectRpcService(const ConnectionSource& source,
       live_(options.live),
       changes_(options.changes),
       stream_buffer_(options.stream_buffer),
-      slots_(options.max_streams) {}
+      slots_(options.max_streams),
+      fleet_(std::move(options.fleet)),
+      fleet_deadline_(options.fleet_deadline) {}
 
 HttpResponse ConnectRpcService::Handle(const std::string& method,
                                        const HttpRequest& request) const {
@@ -341,6 +343,17 @@ HttpResponse ConnectRpcService::HandleListConnections(const HttpRequest& request
   // No snapshot for a call whose budget is already gone (Connect-Timeout-Ms: 0).
   if (DeadlineExceeded(budget, clock_() - start, &error)) return error;
 
+  if (message.scope == ConnectionScope::kFleet && fleet_) {
+    // The fleet's deadline on the real clock: peers are asked over real sockets.
+    const auto left = budget ? *budget - std::chrono::duration_cast<Milliseconds>(clock_() - start)
+                             : fleet_deadline_;
+    ConnectionPage page;
+    const Status status = fleet_(message, std::chrono::steady_clock::now() + left, &page);
+    if (!status.ok()) return ConnectRpcError(kInvalidArgument, status.message());
+    HttpResponse response = ListConnectionsResponseIn(codec, page);
+    if (DeadlineExceeded(budget, clock_() - start, &error)) return error;
+    return response;
+  }
   ConnectionQuery query;
   query.filter = std::move(message.filter);
   query.order_by = std::move(message.order_by);

@@ -22,6 +22,8 @@
 #include "companion/http/connect_rpc_json.h"
 #include "companion/http/http_server.h"
 #include "companion/http/watch_stream.h"
+#include "companion/query/connection_query.h"
+#include "link/status.h"
 
 namespace mqc {
 
@@ -36,6 +38,15 @@ struct ConnectRpcServiceOptions {
   ConnectionChanges* changes = nullptr;
   std::size_t max_streams = 8;       // plugin_opt_http_max_streams
   std::size_t stream_buffer = 4096;  // changes a stream may fall behind before it is cut off
+  // ListConnections with scope CONNECTION_SCOPE_FLEET (companion/fleet/fleet_query.h): the
+  // page of the whole fleet by `deadline`. Empty (no plugin_opt_fleet_peers): FLEET answers as
+  // NODE, this broker being the whole fleet.
+  using FleetLister =
+      std::function<Status(const ListConnectionsRequest& request,
+                           std::chrono::steady_clock::time_point deadline, ConnectionPage* page)>;
+  FleetLister fleet;
+  // The fleet's deadline without Connect-Timeout-Ms.
+  std::chrono::milliseconds fleet_deadline{5000};
 };
 
 class ConnectRpcService {
@@ -71,6 +82,8 @@ class ConnectRpcService {
   ConnectionChanges* const changes_;
   const std::size_t stream_buffer_;
   mutable WatchSlots slots_;
+  const ConnectRpcServiceOptions::FleetLister fleet_;
+  const std::chrono::milliseconds fleet_deadline_;
 };
 
 }  // namespace mqc

@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -66,6 +67,15 @@ Status ReadDisconnectRequestJson(std::string_view body, DisconnectTarget* target
     }
     target->prevent_will = cJSON_IsTrue(prevent_will);
   }
+  const cJSON* node = cJSON_GetObjectItemCaseSensitive(message.get(), "nodeId");
+  if (node != nullptr && !cJSON_IsNull(node)) {
+    if (!cJSON_IsNumber(node) || node->valuedouble < 0 || node->valuedouble > 4294967295.0 ||
+        node->valuedouble != static_cast<double>(static_cast<std::uint32_t>(node->valuedouble))) {
+      return Status(StatusCode::kInvalidArgument,
+                    "field 'nodeId' must be a uint32 (a number from 0 to 4294967295)");
+    }
+    target->node_id = static_cast<std::uint32_t>(node->valuedouble);
+  }
   return Status();
 }
 
@@ -96,7 +106,8 @@ HttpResponse ConnectRpcDisconnect(const Disconnector& disconnector, const HttpRe
   const Status read =
       codec == ConnectCodec::kProto
           ? DecodeDisconnectConnectionRequestProto(request.body, "request body", &target.client_id,
-                                                   &target.uid, &target.prevent_will)
+                                                   &target.uid, &target.prevent_will,
+                                                   &target.node_id)
           : ReadDisconnectRequestJson(request.body, &target);
   if (!read.ok()) return ConnectRpcErrorResponse(read);
   if (target.client_id.empty() == target.uid.empty()) {
@@ -107,7 +118,11 @@ HttpResponse ConnectRpcDisconnect(const Disconnector& disconnector, const HttpRe
     const Status valid = CheckClientId(target.client_id);
     if (!valid.ok()) return ConnectRpcErrorResponse(valid);
   }
-  const DisconnectOutcome outcome = disconnector(target, caller);
+  Caller forwarding = caller;
+  if (const std::string* authorization = request.FindHeader("Authorization")) {
+    forwarding.authorization = *authorization;
+  }
+  const DisconnectOutcome outcome = disconnector(target, forwarding);
   if (!outcome.status.ok()) return ConnectRpcErrorResponse(outcome.status);
   if (codec == ConnectCodec::kProto) {
     HttpResponse response;

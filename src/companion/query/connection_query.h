@@ -30,10 +30,18 @@ struct ConnectionQuery {
 inline constexpr std::int64_t kDefaultPageSize = 1000;
 inline constexpr std::int64_t kMaxPageSize = 10000;
 
+// A fleet peer missing from a page (companion/fleet/; the schema's PeerError).
+struct PeerFailure {
+  std::string peer;  // canonical base URL
+  std::string code;  // Connect code: "unavailable", "deadline_exceeded", ...
+  std::string message;
+};
+
 struct ConnectionPage {
   std::vector<Connection> connections;
   std::int64_t total_size = 0;  // every match, not only this page
   std::string next_page_token;  // empty when there are no more matches
+  std::vector<PeerFailure> peer_errors;  // fleet pages only: the brokers that are missing
 };
 
 // The same query as typed values, for callers that build it in code (the KubeMQ endpoint): the

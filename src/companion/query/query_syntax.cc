@@ -304,4 +304,48 @@ bool ReadStringLiteral(std::string_view text, std::size_t start, StringLiteral* 
   return false;
 }
 
+std::string QuoteFilterString(std::string_view value) {
+  try {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out = "\"";
+    for (const char c : value) {
+      const auto byte = static_cast<unsigned char>(c);
+      switch (c) {
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '*':  // every star, so that a trailing one cannot turn into a prefix match
+          out += "\\*";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        default:
+          if (byte < 0x20 || byte == 0x7F) {
+            out += "\\u00";
+            out += kHex[byte >> 4];
+            out += kHex[byte & 0xF];
+          } else {
+            out += c;
+          }
+      }
+    }
+    out += '"';
+    return out;
+  } catch (...) {
+    // Only std::bad_alloc can get here. An empty result is not a literal, so a filter built
+    // from it fails to parse instead of matching something else.
+    return std::string();
+  }
+}
+
 }  // namespace mqc

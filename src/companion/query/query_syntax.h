@@ -52,4 +52,10 @@ struct SyntaxError {
 bool ReadStringLiteral(std::string_view text, std::size_t start, StringLiteral* literal,
                        SyntaxError* error);
 
+// A string as a quoted filter literal (JSON escapes, every '*' escaped so that none makes a
+// prefix match): the inverse of ReadStringLiteral, for filters built from values (the fleet's
+// lookup of client ids on its peers, tests). Out of memory: an empty string, which is no
+// literal, so a filter built from it fails to parse instead of matching something else.
+std::string QuoteFilterString(std::string_view value);
+
 }  // namespace mqc

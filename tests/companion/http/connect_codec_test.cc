@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -519,31 +520,37 @@ TEST(ConnectProtoMapping, DisconnectConnectionMessages) {
   std::string client_id = "stale";
   std::string uid = "stale";
   bool prevent_will = true;  // stale too: the decoder resets it
+  std::optional<std::uint32_t> node_id = 9;
   connections_v1::DisconnectConnectionRequest request;
   request.set_client_id("sensor-1");
   ASSERT_TRUE(DecodeDisconnectConnectionRequestProto(Binary(request), "request body", &client_id,
-                                                     &uid, &prevent_will)
+                                                     &uid, &prevent_will, &node_id)
                   .ok());
   EXPECT_EQ(client_id, "sensor-1");
   EXPECT_EQ(uid, "");
   request.set_uid("uid-7");  // the oneof keeps the last one set
   ASSERT_TRUE(DecodeDisconnectConnectionRequestProto(Binary(request), "request body", &client_id,
-                                                     &uid, &prevent_will)
+                                                     &uid, &prevent_will, &node_id)
                   .ok());
   EXPECT_EQ(client_id, "");
   EXPECT_EQ(uid, "uid-7");
   EXPECT_FALSE(prevent_will);
+  EXPECT_FALSE(node_id.has_value());
   request.set_prevent_will(true);
+  request.set_node_id(0);  // set to 0 is not unset: node 0 is a node id
   ASSERT_TRUE(DecodeDisconnectConnectionRequestProto(Binary(request), "request body", &client_id,
-                                                     &uid, &prevent_will)
+                                                     &uid, &prevent_will, &node_id)
                   .ok());
   EXPECT_TRUE(prevent_will);
-  ASSERT_TRUE(
-      DecodeDisconnectConnectionRequestProto("", "request body", &client_id, &uid, &prevent_will)
-          .ok());
+  ASSERT_TRUE(node_id.has_value());
+  EXPECT_EQ(*node_id, 0u);
+  ASSERT_TRUE(DecodeDisconnectConnectionRequestProto("", "request body", &client_id, &uid,
+                                                     &prevent_will, &node_id)
+                  .ok());
   EXPECT_EQ(client_id + uid, "");
-  const Status bad = DecodeDisconnectConnectionRequestProto(
-      std::string("\x0a\x09short", 7), "request body", &client_id, &uid, &prevent_will);
+  const Status bad =
+      DecodeDisconnectConnectionRequestProto(std::string("\x0a\x09short", 7), "request body",
+                                             &client_id, &uid, &prevent_will, &node_id);
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.message(),
               HasSubstr("not a valid binary mqtt.connections.v1.DisconnectConnectionRequest"));

@@ -266,7 +266,7 @@ constexpr char kOpenJson[] =
     R"("totalRequestStatistics":{"publishCount":"1","publishBytes":"2","deliverCount":"3",)"
     R"("deliverBytes":"4","requestCount":"5"},)"
     R"("recentRequestStatistics":{"publishCount":"18446744073709551615","publishBytes":"0",)"
-    R"("deliverCount":"0","deliverBytes":"0","requestCount":"0"}})";
+    R"("deliverCount":"0","deliverBytes":"0","requestCount":"0"},"sequence":"11"})";
 
 constexpr char kClosedJson[] =
     R"({"nodeId":0,"uid":"uid-closed","state":"MQTT_CONNECTION_STATE_CLOSED",)"
@@ -278,7 +278,7 @@ constexpr char kClosedJson[] =
     R"("totalRequestStatistics":{"publishCount":"0","publishBytes":"0","deliverCount":"0",)"
     R"("deliverBytes":"0","requestCount":"0"},)"
     R"("recentRequestStatistics":{"publishCount":"0","publishBytes":"0","deliverCount":"0",)"
-    R"("deliverBytes":"0","requestCount":"0"}})";
+    R"("deliverBytes":"0","requestCount":"0"},"sequence":"3"})";
 
 class ConnectRpcServiceTest : public ::testing::Test {
  protected:

@@ -1,0 +1,463 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""ListConnections with scope CONNECTION_SCOPE_FLEET (docs/fleet.md) across three real brokers of
+different versions (the system 2.0.11, 2.0.21 from Debian, 2.1 built with CMake), each with the
+plugin and the other two as plugin_opt_fleet_peers: merged order and pages against the union of
+the three node-local lists, a peer stopped in the middle of a walk, peers that answer garbage or
+nothing, peers that name each other, and options refused at start.
+
+The suite starts its own brokers of each version, so it runs once (integration/broker_matrix.py:
+SPANS_BROKERS), not once per broker."""
+
+import http.server
+import json
+import os
+import socketserver
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+import brokers
+from harness import Broker, Client, free_port, wait_for
+
+PATH = "/mqtt.connections.v1.ConnectionsService/ListConnections"
+TOKEN = "fleet-read-token-0123456789abcdef"
+ADMIN_TOKEN = "fleet-admin-token-0123456789abcdef"
+DISCONNECT_PATH = "/mqtt.connections.v1.ConnectionsService/DisconnectConnection"
+BUILDS = ("system", "2.0.21-debian", "2.1-cmake")
+HEADERS = {"Content-Type": "application/json", "Connect-Protocol-Version": "1",
+           "Authorization": "Bearer " + TOKEN}
+
+
+def build(name):
+    return brokers.load(name, os.environ.get("MQC_BUILD_DIR", ""))
+
+
+def list_connections(broker, request, timeout_ms=None, timeout=15):
+    headers = dict(HEADERS)
+    if timeout_ms is not None:
+        headers["Connect-Timeout-Ms"] = str(timeout_ms)
+    status, _, body = broker.http(PATH, method="POST", body=json.dumps(request).encode(),
+                                  headers=headers, timeout=timeout)
+    return status, json.loads(body) if body else None
+
+
+def start_fleet(extra_peers=()):
+    """Three brokers on fixed API ports, each naming the other two (and `extra_peers`)."""
+    ports = [free_port() for _ in BUILDS]
+    fleet = []
+    for index, name in enumerate(BUILDS):
+        peers = [f"http://127.0.0.1:{port}" for i, port in enumerate(ports) if i != index]
+        broker = Broker(build=build(name), files={"tokens": TOKEN + "\n",
+                                                  "admin-tokens": ADMIN_TOKEN + "\n"}, options={
+            "http_port": str(ports[index]), "node_id": str(index + 1),
+            "http_token_file": "{dir}/tokens", "fleet_token_file": "{dir}/tokens",
+            "http_admin_token_file": "{dir}/admin-tokens",
+            "fleet_peers": ", ".join(peers + list(extra_peers))})
+        fleet.append(broker)
+    try:
+        for broker in fleet:
+            broker.start()
+    except BaseException:
+        stop_fleet(fleet)
+        raise
+    return fleet
+
+
+def stop_fleet(fleet):
+    for broker in fleet:
+        broker.stop()
+        broker.cleanup_dir()
+
+
+def walk(broker, request, limit=200):
+    """Every page of a fleet walk: (connections, the last page's totalSize, peer errors seen)."""
+    connections, errors, token, total = [], [], "", None
+    for _ in range(limit):
+        page_request = dict(request, scope="CONNECTION_SCOPE_FLEET")
+        if token:
+            page_request["pageToken"] = token
+        status, body = list_connections(broker, page_request)
+        assert status == 200, body
+        connections += body.get("connections", [])
+        errors += body.get("peerErrors", [])
+        total = int(body["totalSize"])
+        token = body.get("nextPageToken", "")
+        if not token:
+            return connections, total, errors
+    raise AssertionError("the fleet walk did not end")
+
+
+def node_list(broker, filter_text):
+    status, body = list_connections(broker, {"filter": filter_text, "pageSize": 10000})
+    assert status == 200, body
+    return body.get("connections", [])
+
+
+class FleetListTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.fleet = start_fleet()
+        cls.clients = []
+        # Client ids interleave across the brokers, so that every order mixes them.
+        for index, broker in enumerate(cls.fleet):
+            for n in range(4 + index):
+                cls.clients.append(Client(broker, f"fleet-{(n * 3 + index) % 10}-{index}-{n}"))
+        # One client id open on two brokers at once (two devices sharing it behind a balancer).
+        cls.clients += [Client(cls.fleet[0], "dupe-shared"), Client(cls.fleet[2], "dupe-shared"),
+                        Client(cls.fleet[1], "dupe-alone")]
+        for index, broker in enumerate(cls.fleet):
+            wait_for(lambda b=broker, i=index: len(node_list(b, 'client_id = "fleet-*"')) == 4 + i
+                     and node_list(b, 'client_id = "dupe-*"'),
+                     what=f"the clients of broker {index} listed")
+
+    @classmethod
+    def tearDownClass(cls):
+        for client in cls.clients:
+            client.disconnect()
+        stop_fleet(cls.fleet)
+
+    def union(self):
+        """Every broker's own list, each connection as (nodeId, uid, clientId)."""
+        found = []
+        for index, broker in enumerate(self.fleet):
+            for c in node_list(broker, 'client_id = "fleet-*"'):
+                self.assertEqual(c["nodeId"], index + 1)
+                found.append((c["nodeId"], c["uid"], c["clientId"]))
+        return found
+
+    def test_pages_in_client_id_order_are_the_sorted_union(self):
+        union = self.union()
+        self.assertEqual(len(union), 4 + 5 + 6)
+        for order_by, reverse in (("client_id", False), ("client_id desc", True)):
+            expected = sorted(union, key=lambda c: c[2], reverse=reverse)
+            for page_size in (1, 4, 1000):
+                for asked in self.fleet:  # any broker answers for the fleet
+                    got, total, errors = walk(asked, {"filter": 'client_id = "fleet-*"',
+                                                      "orderBy": order_by, "pageSize": page_size})
+                    self.assertEqual(errors, [])
+                    self.assertEqual(total, len(union))
+                    self.assertEqual([(c["nodeId"], c["uid"], c["clientId"]) for c in got],
+                                     expected, f"{order_by}, page size {page_size}")
+
+    def test_default_order_holds_across_brokers_and_nothing_repeats(self):
+        union = self.union()
+        got, total, _ = walk(self.fleet[1], {"filter": 'client_id = "fleet-*"', "pageSize": 2})
+        self.assertEqual(total, len(union))
+        self.assertEqual(sorted((c["nodeId"], c["uid"], c["clientId"]) for c in got),
+                         sorted(union))
+        times = [c["openTime"] for c in got]
+        self.assertEqual(times, sorted(times))
+
+    def test_node_scope_stays_node_local(self):
+        for scope in (None, "CONNECTION_SCOPE_NODE", 1):
+            request = {"filter": 'client_id = "fleet-*"'}
+            if scope is not None:
+                request["scope"] = scope
+            status, body = list_connections(self.fleet[0], request)
+            self.assertEqual(status, 200, body)
+            self.assertEqual(int(body["totalSize"]), 4)
+            self.assertEqual({c["nodeId"] for c in body["connections"]}, {1})
+
+    def test_peers_naming_each_other_do_not_loop(self):
+        # Each of the three names the other two: a fleet answer that asked again would count
+        # connections twice or not end. Peers are asked with node scope, so the total is the sum.
+        started = time.monotonic()
+        status, body = list_connections(self.fleet[2], {"filter": 'client_id = "fleet-*"',
+                                                        "scope": "CONNECTION_SCOPE_FLEET"},
+                                        timeout_ms=5000)
+        self.assertEqual(status, 200, body)
+        self.assertEqual(int(body["totalSize"]), 15)
+        self.assertNotIn("peerErrors", body)
+        self.assertLess(time.monotonic() - started, 5)
+
+    def test_a_client_id_open_on_two_brokers_is_flagged(self):
+        for page_size in (1, 100):
+            got, total, errors = walk(self.fleet[1], {"filter": 'client_id = "dupe-*"',
+                                                      "orderBy": "client_id desc, node_id",
+                                                      "pageSize": page_size})
+            self.assertEqual(errors, [])
+            self.assertEqual(total, 3)
+            self.assertEqual([(c["clientId"], c["nodeId"], c.get("duplicateClientId", False))
+                              for c in got],
+                             [("dupe-shared", 1, True), ("dupe-shared", 3, True),
+                              ("dupe-alone", 2, False)])
+        # The gauge of the asked broker counts the last fleet answer's duplicated ids.
+        _, _, metrics = self.fleet[1].http("/metrics", headers={"Authorization": "Bearer " + TOKEN})
+        self.assertIn("\nmosquitto_connections_fleet_duplicate_client_ids 1\n", metrics)
+        # Node answers never carry the flag: no single broker can see the clash.
+        for c in node_list(self.fleet[0], 'client_id = "dupe-*"'):
+            self.assertNotIn("duplicateClientId", c)
+
+    def disconnect(self, broker, request, token=ADMIN_TOKEN):
+        status, _, body = broker.http(DISCONNECT_PATH, method="POST",
+                                      body=json.dumps(request).encode(),
+                                      headers=dict(HEADERS, Authorization="Bearer " + token))
+        return status, json.loads(body) if body else None
+
+    def test_a_fleet_kick_goes_to_the_broker_that_holds_the_connection(self):
+        kicked = Client(self.fleet[2], "kick-me")
+        self.clients.append(kicked)
+        wait_for(lambda: node_list(self.fleet[2], 'client_id = "kick-me"'), what="kick-me listed")
+        # Asked at node 1 for node 3's connection, with the caller's admin token.
+        status, body = self.disconnect(self.fleet[0], {"clientId": "kick-me", "nodeId": 3})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body["clientId"], "kick-me")
+        self.assertTrue(body["disconnected"])
+        closed = wait_for(lambda: [c for c in node_list(self.fleet[2], 'client_id = "kick-me"')
+                                   if c["state"] == "MQTT_CONNECTION_STATE_CLOSED"],
+                          what="kick-me closed on node 3")
+        self.assertEqual(closed[0]["closeReason"], "KICKED")
+        # A node no broker has, and a read token.
+        status, body = self.disconnect(self.fleet[0], {"clientId": "kick-me", "nodeId": 9})
+        self.assertEqual(status, 404, body)
+        self.assertIn("no broker of the fleet holds client id \"kick-me\" on node 9",
+                      body["message"])
+        status, body = self.disconnect(self.fleet[0], {"clientId": "fleet-0-0-0", "nodeId": 1},
+                                       token=TOKEN)
+        self.assertEqual(status, 403, body)
+
+    def test_bad_input_is_refused_naming_it(self):
+        cases = [
+            ({"scope": "CONNECTION_SCOPE_GALAXY"}, "expected CONNECTION_SCOPE_NODE or"),
+            ({"scope": "CONNECTION_SCOPE_FLEET", "orderBy": "nonsense"}, "nonsense"),
+            ({"scope": "CONNECTION_SCOPE_FLEET", "pageToken": "AQ"}, "page_token"),
+            ({"scope": "CONNECTION_SCOPE_FLEET", "filter": "client_id ="}, "position"),
+        ]
+        for request, expected in cases:
+            status, body = list_connections(self.fleet[0], request)
+            self.assertEqual(status, 400, body)
+            self.assertEqual(body["code"], "invalid_argument")
+            self.assertIn(expected, body["message"])
+        # A node page's token is not a fleet page's.
+        status, body = list_connections(self.fleet[0], {"filter": 'client_id = "fleet-*"',
+                                                        "pageSize": 1})
+        status, body = list_connections(self.fleet[0], {
+            "filter": 'client_id = "fleet-*"', "pageSize": 1, "scope": "CONNECTION_SCOPE_FLEET",
+            "pageToken": body["nextPageToken"]})
+        self.assertEqual(status, 400, body)
+        self.assertIn("not a fleet page token", body["message"])
+
+
+class GarbageHandler(http.server.BaseHTTPRequestHandler):
+    """A peer that is no broker: HTTP 200 with bytes that are no ListConnectionsResponse."""
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        body = b"\x0a\xff\xff\xff\xff garbage"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/proto")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+class SilentHandler(GarbageHandler):
+    """A peer that takes the request and never answers in time."""
+    def do_POST(self):
+        time.sleep(4)
+
+
+class LoopbackHttpServer:
+    def __init__(self, handler):
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05})
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=10)
+
+
+class FleetPartialTest(unittest.TestCase):
+    """Peers that fail: a garbage answer, nothing in time, a port nobody listens on, and a broker
+    stopped in the middle of a walk. Each is named in peerErrors; nothing hangs."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.garbage = LoopbackHttpServer(GarbageHandler)
+        cls.silent = LoopbackHttpServer(SilentHandler)
+        cls.nobody = f"http://127.0.0.1:{free_port()}"  # reserved by the harness, never bound
+        try:
+            cls.fleet = start_fleet(extra_peers=(cls.garbage.url, cls.silent.url, cls.nobody))
+        except BaseException:
+            cls.garbage.close()
+            cls.silent.close()
+            raise
+        cls.clients = [Client(broker, f"part-{index}-{n}")
+                       for index, broker in enumerate(cls.fleet) for n in range(3)]
+        for broker in cls.fleet:
+            wait_for(lambda b=broker: len(node_list(b, 'client_id = "part-*"')) == 3,
+                     what="the clients listed")
+
+    @classmethod
+    def tearDownClass(cls):
+        for client in cls.clients:
+            client.disconnect()
+        stop_fleet(cls.fleet)
+        cls.garbage.close()
+        cls.silent.close()
+
+    def errors_by_peer(self, body):
+        return {e["peer"]: (e["code"], e["message"]) for e in body.get("peerErrors", [])}
+
+    def test_failing_peers_are_named_and_the_rest_answered_by_the_deadline(self):
+        started = time.monotonic()
+        status, body = list_connections(self.fleet[0], {"filter": 'client_id = "part-*"',
+                                                        "scope": "CONNECTION_SCOPE_FLEET"},
+                                        timeout_ms=1500)
+        took = time.monotonic() - started
+        self.assertEqual(status, 200, body)
+        self.assertLess(took, 3.0)  # the silent peer is not awaited beyond the deadline
+        # The other test of the class stops a broker: it is then missing too.
+        stopped = {f"http://127.0.0.1:{b.http_port}" for b in self.fleet[1:]
+                   if b.process.poll() is not None}
+        self.assertEqual(int(body["totalSize"]), 3 * (3 - len(stopped)))
+        errors = self.errors_by_peer(body)
+        self.assertEqual(set(errors), {self.garbage.url, self.silent.url, self.nobody} | stopped)
+        self.assertEqual(errors[self.garbage.url][0], "internal")
+        self.assertIn("not a valid binary", errors[self.garbage.url][1])
+        self.assertEqual(errors[self.silent.url][0], "deadline_exceeded")
+        self.assertEqual(errors[self.nobody][0], "unavailable")
+        self.assertIn("cannot connect", errors[self.nobody][1])
+
+    def test_a_broker_stopped_mid_walk_is_named_and_the_walk_ends(self):
+        request = {"filter": 'client_id = "part-*"', "orderBy": "client_id", "pageSize": 2,
+                   "scope": "CONNECTION_SCOPE_FLEET"}
+        status, first = list_connections(self.fleet[0], request, timeout_ms=1500)
+        self.assertEqual(status, 200, first)
+        self.assertEqual(int(first["totalSize"]), 9)
+        seen = [c["clientId"] for c in first["connections"]]
+        stopped = self.fleet[2]
+        stopped_url = f"http://127.0.0.1:{stopped.http_port}"
+        stopped.stop()
+        token = first["nextPageToken"]
+        for _ in range(20):
+            status, body = list_connections(self.fleet[0], dict(request, pageToken=token),
+                                            timeout_ms=1500)
+            self.assertEqual(status, 200, body)
+            errors = self.errors_by_peer(body)
+            self.assertEqual(errors[stopped_url][0], "unavailable")
+            self.assertEqual(int(body["totalSize"]), 6)
+            seen += [c["clientId"] for c in body.get("connections", [])]
+            token = body.get("nextPageToken", "")
+            if not token:
+                break
+        self.assertEqual(token, "")
+        self.assertEqual(seen, sorted(seen))
+        self.assertEqual(len(seen), len(set(seen)))
+        self.assertTrue({f"part-0-{n}" for n in range(3)} | {f"part-1-{n}" for n in range(3)}
+                        <= set(seen))
+
+
+def make_certificate(folder, name):
+    """A self-signed certificate for 127.0.0.1 (its own CA) and its key, as PEM texts."""
+    cert, key = os.path.join(folder, name + "-cert.pem"), os.path.join(folder, name + "-key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext",
+                    "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True, timeout=60)
+    with open(cert) as c, open(key) as k:
+        return c.read(), k.read()
+
+
+class FleetHttpsTest(unittest.TestCase):
+    """An https peer (2.1 serving its API over TLS): checked against plugin_opt_fleet_ca_file;
+    a broker given another CA names the peer and the failed check."""
+
+    @classmethod
+    def setUpClass(cls):
+        folder = tempfile.mkdtemp(prefix="mqc-fleet-tls-")
+        try:
+            cert, key = make_certificate(folder, "peer")
+            other_cert, _ = make_certificate(folder, "other")
+        finally:
+            for name in os.listdir(folder):
+                os.remove(os.path.join(folder, name))
+            os.rmdir(folder)
+        tls_port = free_port()
+        cls.tls_url = f"https://127.0.0.1:{tls_port}"
+        cls.peer = Broker(build=build("2.1-cmake"), files={
+            "tokens": TOKEN + "\n", "cert.pem": cert, "key.pem": key}, options={
+            "http_port": str(tls_port), "node_id": "2", "http_token_file": "{dir}/tokens",
+            "http_tls_cert": "{dir}/cert.pem", "http_tls_key": "{dir}/key.pem"})
+        cls.trusting = Broker(files={"tokens": TOKEN + "\n", "ca.pem": cert}, options={
+            "node_id": "1", "http_token_file": "{dir}/tokens", "fleet_token_file": "{dir}/tokens",
+            "fleet_peers": cls.tls_url, "fleet_ca_file": "{dir}/ca.pem"})
+        cls.distrusting = Broker(files={"tokens": TOKEN + "\n", "ca.pem": other_cert}, options={
+            "node_id": "3", "http_token_file": "{dir}/tokens", "fleet_token_file": "{dir}/tokens",
+            "fleet_peers": cls.tls_url, "fleet_ca_file": "{dir}/ca.pem"})
+        cls.brokers = [cls.peer, cls.trusting, cls.distrusting]
+        try:
+            for broker in cls.brokers:
+                broker.start()
+        except BaseException:
+            stop_fleet(cls.brokers)
+            raise
+        cls.clients = [Client(cls.peer, "tls-peer-0"), Client(cls.peer, "tls-peer-1"),
+                       Client(cls.trusting, "tls-self-0")]
+
+    @classmethod
+    def tearDownClass(cls):
+        for client in cls.clients:
+            client.disconnect()
+        stop_fleet(cls.brokers)
+
+    def fleet_page(self, broker):
+        status, body = list_connections(broker, {"filter": 'client_id = "tls-*"',
+                                                 "orderBy": "client_id",
+                                                 "scope": "CONNECTION_SCOPE_FLEET"},
+                                        timeout_ms=5000)
+        self.assertEqual(status, 200, body)
+        return body
+
+    def test_an_https_peer_signed_by_the_ca_file_is_listed(self):
+        body = wait_for(lambda: (lambda b: b if int(b["totalSize"]) == 3 else None)(
+            self.fleet_page(self.trusting)), what="the https peer's clients")
+        self.assertNotIn("peerErrors", body)
+        self.assertEqual([(c["clientId"], c["nodeId"]) for c in body["connections"]],
+                         [("tls-peer-0", 2), ("tls-peer-1", 2), ("tls-self-0", 1)])
+
+    def test_an_https_peer_of_another_ca_is_named_with_the_failed_check(self):
+        body = self.fleet_page(self.distrusting)
+        self.assertEqual(int(body["totalSize"]), 0)
+        [error] = body["peerErrors"]
+        self.assertEqual(error["peer"], self.tls_url)
+        self.assertEqual(error["code"], "unavailable")
+        self.assertIn("TLS handshake failed", error["message"])
+        self.assertIn("certificate", error["message"])
+
+
+class FleetOptionsTest(unittest.TestCase):
+    def refused(self, options, files=None):
+        broker = Broker(options=options, files=files or {}, expect_start=False)
+        broker.start()
+        try:
+            self.assertIsNotNone(broker.wait_exit(), "the broker kept running")
+            return broker.log()
+        finally:
+            broker.stop()
+            broker.cleanup_dir()
+
+    def test_bad_peers_are_refused_at_start_naming_the_option(self):
+        self.assertIn("plugin_opt_fleet_peers", self.refused({"fleet_peers": "ftp://127.0.0.1:1"}))
+        self.assertIn("names http://127.0.0.1:9 again", self.refused(
+            {"fleet_peers": "http://127.0.0.1:9, http://127.0.0.1:9/"}))
+        port = free_port()
+        self.assertIn("this broker's own API", self.refused(
+            {"http_port": str(port), "fleet_peers": f"http://localhost:{port}"}))
+
+    def test_an_unreadable_token_file_is_refused_naming_the_option(self):
+        log = self.refused({"fleet_peers": "http://127.0.0.1:9",
+                            "fleet_token_file": "{dir}/missing-token"})
+        self.assertIn("plugin_opt_fleet_token_file", log)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The pure half of a fleet query (docs/fleet.md): the fleet page token, and the merge of each
+// broker's page into one page in the requested order.
+//
+// Paging: every broker keeps its own position. The fleet token holds, per broker, the node
+// page token that starts strictly after the last of its connections a fleet page showed (made
+// here from that connection's order values and sequence, as the broker would make it). A
+// broker absent from the token starts from its beginning; a broker that fails keeps its
+// position in the next token; so brokers that come and go neither shift nor repeat the
+// connections of the others.
+//
+// Token format, version 'F': URL-safe base64 without padding of
+//   u8 'F' | u64 fingerprint (QueryFingerprint of filter and order_by) | LEB128 count |
+//   per broker: LEB128 length + broker key, LEB128 length + node page token
+// where the broker key is "self" for the broker that answers and a peer's canonical URL for
+// a peer. A node token starts with version 1, so neither kind passes for the other.
+// Pure functions, safe on any thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "companion/query/connection_order.h"
+#include "companion/query/connection_query.h"
+#include "link/status.h"
+
+namespace mqc {
+
+inline constexpr char kSelfBroker[] = "self";
+
+struct BrokerCursor {
+  std::string broker;      // kSelfBroker or a peer's canonical URL
+  std::string node_token;  // empty: from the start
+};
+
+std::string EncodeFleetToken(std::uint64_t fingerprint, const std::vector<BrokerCursor>& cursors);
+
+// kInvalidArgument: "malformed page_token", "page_token does not belong to this filter and
+// order_by", or a node-scope token given with CONNECTION_SCOPE_FLEET.
+Status DecodeFleetToken(std::string_view token, std::uint64_t fingerprint,
+                        std::vector<BrokerCursor>* cursors);
+
+// The node token a broker was given in `cursors` (empty when absent).
+std::string NodeTokenOf(const std::vector<BrokerCursor>& cursors, std::string_view broker);
+
+// One broker's answer to its part of a fleet query.
+struct BrokerAnswer {
+  std::string broker;     // as in BrokerCursor
+  bool answered = false;  // false: `failure` says why, `page` is empty
+  ConnectionPage page;    // a node page of at most the fleet page's size
+  PeerFailure failure;
+};
+
+// Merges the answers into `out`: the first `page_size` connections in `order` (ties: node id,
+// then broker key), total_size the answered brokers' sum, peer_errors the failures, and
+// next_page_token, made for `fingerprint`, unless every answered broker showed its last match
+// (a failed broker alone does not keep a walk going: its error says the walk is partial).
+// `previous`: the cursors the request came with (kept for brokers that showed nothing or
+// failed).
+void MergeBrokerPages(const ConnectionOrder& order, std::uint64_t fingerprint,
+                      std::size_t page_size, const std::vector<BrokerCursor>& previous,
+                      std::vector<BrokerAnswer> answers, ConnectionPage* out);
+
+// The distinct client ids of the page's open connections, in page order.
+std::vector<std::string> OpenClientIds(const ConnectionPage& page);
+
+// Sets duplicate_client_id on each open connection of `page` whose client id is open on two
+// brokers or more, as `lookups` (one answer per broker: its open connections among the page's
+// client ids) show them; brokers that did not answer are not counted.
+void MarkDuplicateClientIds(const std::vector<BrokerAnswer>& lookups, ConnectionPage* page);
+
+}  // namespace mqc

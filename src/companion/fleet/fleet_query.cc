@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// FleetQuery (see fleet_query.h).
+#include "companion/fleet/fleet_query.h"
+
+#include <cjson/cJSON.h>
+
+#include <algorithm>
+#include <thread>
+#include <unordered_set>
+#include <utility>
+
+#include "companion/fleet/fleet_merge.h"
+#include "companion/http/access_tokens.h"
+#include "companion/http/connect_rpc_proto.h"
+#include "companion/http/view_util.h"
+#include "companion/json_util.h"
+#include "companion/query/connection_page_token.h"
+#include "companion/query/query_syntax.h"
+
+namespace mqc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr char kListPath[] = "/mqtt.connections.v1.ConnectionsService/ListConnections";
+// A page of 10,000 connections with many subscriptions each stays well below this.
+constexpr std::size_t kMaxPeerAnswerBytes = 256u << 20;
+
+PeerFailure Failure(const PeerUrl& peer, StatusCode code, std::string message) {
+  return {peer.Text(), std::string(ConnectRpcCodeName(code)), std::move(message)};
+}
+
+// A Connect error body's code and message, when the bytes are one.
+bool ReadConnectError(const std::string& body, std::string* code, std::string* message) {
+  const CjsonPtr root = ParseJson(body);
+  if (!root || !cJSON_IsObject(root.get())) return false;
+  const cJSON* c = cJSON_GetObjectItemCaseSensitive(root.get(), "code");
+  const cJSON* m = cJSON_GetObjectItemCaseSensitive(root.get(), "message");
+  if (!cJSON_IsString(c)) return false;
+  *code = c->valuestring;
+  *message = cJSON_IsString(m) ? m->valuestring : "";
+  return true;
+}
+
+}  // namespace
+
+bool AskPeer(const PeerClient& client, const PeerUrl& peer, const std::string& token,
+             const ListConnectionsRequest& node_request, Clock::time_point deadline,
+             std::size_t page_size, ConnectionPage* page, PeerFailure* failure) {
+  connections_v1::ListConnectionsRequest message;
+  message.set_filter(node_request.filter);
+  message.set_order_by(node_request.order_by);
+  message.set_page_size(static_cast<std::int32_t>(page_size));
+  message.set_page_token(node_request.page_token);
+  message.set_scope(connections_v1::CONNECTION_SCOPE_NODE);
+  PeerRequest request;
+  request.path = kListPath;
+  request.body = message.SerializeAsString();
+  request.deadline = deadline;
+  request.max_response_bytes = kMaxPeerAnswerBytes;
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  request.headers = {{"Content-Type", "application/proto"},
+                     {"Connect-Protocol-Version", "1"},
+                     {"Connect-Timeout-Ms", std::to_string(std::max<long long>(1, left))}};
+  if (!token.empty()) request.headers.emplace_back("Authorization", "Bearer " + token);
+  StatusOr<PeerResponse> response = client.Post(peer, request);
+  if (!response.ok()) {
+    *failure = Failure(peer, response.status().code(), response.status().message());
+    return false;
+  }
+  if (response->status != 200) {
+    std::string code;
+    std::string text;
+    if (ReadConnectError(response->body, &code, &text)) {
+      *failure = {peer.Text(), code, "the peer answered " + code + ": " + text};
+    } else {
+      *failure = Failure(peer, StatusCode::kInternal,
+                         "the peer answered HTTP " + std::to_string(response->status) +
+                             " without a Connect error");
+    }
+    return false;
+  }
+  if (response->content_type.rfind("application/proto", 0) != 0) {
+    *failure = Failure(peer, StatusCode::kInternal,
+                       "the peer answered HTTP 200 with Content-Type " +
+                           QuoteForMessage(response->content_type) +
+                           ", not a binary ListConnectionsResponse");
+    return false;
+  }
+  const Status decoded =
+      DecodeListConnectionsResponseProto(response->body, "the peer's answer", page);
+  if (!decoded.ok()) {
+    *failure = Failure(peer, StatusCode::kInternal, decoded.message());
+    return false;
+  }
+  if (page->connections.size() > page_size || page->total_size < 0 ||
+      page->total_size < static_cast<std::int64_t>(page->connections.size())) {
+    *failure =
+        Failure(peer, StatusCode::kInternal,
+                "the peer's answer does not add up (" + std::to_string(page->connections.size()) +
+                    " connections for a page of " + std::to_string(page_size) + ", totalSize " +
+                    std::to_string(page->total_size) + ")");
+    *page = ConnectionPage();
+    return false;
+  }
+  return true;
+}
+
+FleetQuery::FleetQuery(const ConnectionSource& local, FleetQueryOptions options)
+    : local_(local), options_(std::move(options)) {}
+
+Status FleetQuery::Run(const ListConnectionsRequest& request, Clock::time_point deadline,
+                       ConnectionPage* page) const {
+  *page = ConnectionPage();
+  if (request.page_size < 0 || request.page_size > kMaxPageSize) {
+    return InvalidArgument("page_size must be between 0 and " + std::to_string(kMaxPageSize) +
+                           ", got " + std::to_string(request.page_size));
+  }
+  const std::size_t page_size =
+      static_cast<std::size_t>(request.page_size == 0 ? kDefaultPageSize : request.page_size);
+  ConnectionOrder order;
+  Status status = ConnectionOrder::Parse(request.order_by, &order);
+  if (!status.ok()) return status;
+  const std::uint64_t fingerprint = QueryFingerprint(request.filter, request.order_by);
+  std::vector<BrokerCursor> cursors;
+  if (!request.page_token.empty()) {
+    status = DecodeFleetToken(request.page_token, fingerprint, &cursors);
+    if (!status.ok()) return status;
+  }
+
+  // This broker first: a bad filter is refused before any peer is asked.
+  std::vector<BrokerAnswer> answers(options_.peers.size() + 1);
+  ConnectionQuery local_query;
+  local_query.filter = request.filter;
+  local_query.order_by = request.order_by;
+  local_query.page_size = static_cast<std::int64_t>(page_size);
+  local_query.page_token = NodeTokenOf(cursors, kSelfBroker);
+  answers[0].broker = kSelfBroker;
+  status = RunConnectionQuery(local_, local_query, &answers[0].page);
+  if (!status.ok()) return status;
+  answers[0].answered = true;
+
+  // Peers answer a little before the caller's deadline, so that the merge fits inside it.
+  const Clock::time_point peer_deadline = std::max(Clock::now(), deadline - kFleetMergeMargin);
+  std::vector<ListConnectionsRequest> node_requests(options_.peers.size());
+  for (std::size_t i = 0; i < options_.peers.size(); ++i) {
+    node_requests[i].filter = request.filter;
+    node_requests[i].order_by = request.order_by;
+    node_requests[i].page_token = NodeTokenOf(cursors, options_.peers[i].Text());
+  }
+  // Three quarters of what is left for the page, the rest for the lookup of duplicate client
+  // ids, so that a peer that never answers leaves time for the others' lookups.
+  const Clock::time_point page_deadline =
+      std::min(peer_deadline, Clock::now() + (peer_deadline - Clock::now()) * 3 / 4);
+  AskPeers(node_requests, std::vector<bool>(options_.peers.size(), true), page_size, page_deadline,
+           &answers);
+  MergeBrokerPages(order, fingerprint, page_size, cursors, std::move(answers), page);
+  MarkDuplicates(peer_deadline, page);
+  return Status();
+}
+
+void FleetQuery::AskPeers(const std::vector<ListConnectionsRequest>& requests,
+                          const std::vector<bool>& ask, std::size_t page_size,
+                          Clock::time_point deadline, std::vector<BrokerAnswer>* answers) const {
+  std::vector<std::thread> threads;
+  threads.reserve(options_.peers.size());
+  for (std::size_t i = 0; i < options_.peers.size(); ++i) {
+    const PeerUrl& peer = options_.peers[i];
+    BrokerAnswer& answer = (*answers)[i + 1];
+    answer.broker = peer.Text();
+    if (!ask[i]) continue;
+    threads.emplace_back([this, &peer, &answer, &request = requests[i], deadline, page_size] {
+      try {
+        answer.answered = AskPeer(*options_.client, peer, options_.token, request, deadline,
+                                  page_size, &answer.page, &answer.failure);
+      } catch (const std::exception& e) {  // out of memory: this peer fails, not the process
+        answer.answered = false;
+        answer.failure = Failure(peer, StatusCode::kInternal, e.what());
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+}
+
+void FleetQuery::MarkDuplicates(Clock::time_point deadline, ConnectionPage* page) const {
+  const std::vector<std::string> ids = OpenClientIds(*page);
+  if (ids.empty()) {
+    if (duplicates_gauge_ != nullptr) duplicates_gauge_->Set(0);
+    return;
+  }
+  std::string filter = "state = MQTT_CONNECTION_STATE_OPEN AND client_id IN (";
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    filter += (i == 0 ? "" : ", ") + QuoteFilterString(ids[i]);
+  }
+  filter += ")";
+  // One open connection per client id and broker: the page size bounds every answer.
+  const std::size_t limit = ids.size();
+  std::vector<BrokerAnswer> answers(options_.peers.size() + 1);
+  ConnectionQuery local_query;
+  local_query.filter = filter;
+  local_query.page_size = static_cast<std::int64_t>(limit);
+  answers[0].broker = kSelfBroker;
+  answers[0].answered = RunConnectionQuery(local_, local_query, &answers[0].page).ok();
+  // Peers that failed the page are not asked again (their error is already in the page).
+  std::vector<bool> ask(options_.peers.size(), true);
+  for (std::size_t i = 0; i < options_.peers.size(); ++i) {
+    for (const PeerFailure& failure : page->peer_errors) {
+      if (failure.peer == options_.peers[i].Text()) ask[i] = false;
+    }
+  }
+  std::vector<ListConnectionsRequest> requests(options_.peers.size());
+  for (ListConnectionsRequest& request : requests) request.filter = filter;
+  AskPeers(requests, ask, limit, deadline, &answers);
+  for (std::size_t i = 0; i < options_.peers.size(); ++i) {
+    BrokerAnswer& answer = answers[i + 1];
+    if (ask[i] && !answer.answered) {
+      answer.failure.message = "looking up duplicate client ids: " + answer.failure.message;
+      page->peer_errors.push_back(answer.failure);
+    }
+  }
+  MarkDuplicateClientIds(answers, page);
+  if (duplicates_gauge_ != nullptr) {
+    std::unordered_set<std::string> duplicated;
+    for (const Connection& connection : page->connections) {
+      if (connection.duplicate_client_id) duplicated.insert(connection.client_id);
+    }
+    duplicates_gauge_->Set(static_cast<double>(duplicated.size()));
+  }
+}
+
+ConnectRpcServiceOptions::FleetLister FleetQuery::Lister() const {
+  return [this](const ListConnectionsRequest& request, Clock::time_point deadline,
+                ConnectionPage* page) { return Run(request, deadline, page); };
+}
+
+StatusOr<std::unique_ptr<FleetQuery>> MakeFleetQuery(const PluginOptions& options,
+                                                     const ConnectionSource& local) {
+  if (options.fleet_peers.empty()) return std::unique_ptr<FleetQuery>();
+  FleetQueryOptions fleet;
+  fleet.peers = options.fleet_peers;
+  if (!options.fleet_token_file.empty()) {
+    TokenSet set;
+    std::string warning;
+    const Status read = ReadTokenFile(options.fleet_token_file, "plugin_opt_fleet_token_file",
+                                      AccessLevel::kRead, &set, &warning);
+    if (!read.ok()) return read;
+    fleet.token = set.entries.front().token;
+  }
+  const bool tls = std::any_of(options.fleet_peers.begin(), options.fleet_peers.end(),
+                               [](const PeerUrl& peer) { return peer.https; });
+  StatusOr<std::unique_ptr<PeerClient>> client = PeerClient::Create(options.fleet_ca_file, tls);
+  if (!client.ok()) return client.status();
+  fleet.client = std::move(client).value();
+  return std::make_unique<FleetQuery>(local, std::move(fleet));
+}
+
+}  // namespace mqc

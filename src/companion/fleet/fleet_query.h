@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// ListConnections with CONNECTION_SCOPE_FLEET (docs/fleet.md): this broker's own query and
+// one node-scope request to every peer, in parallel, under one deadline; the answers merged
+// by fleet_merge.h.
+//
+// What goes to a peer: a binary ListConnectionsRequest with the caller's filter and order_by,
+// the fleet page's size and the peer's own cursor from the fleet token, scope NODE (so a peer
+// never fans out again: peers that name each other cannot loop), the read token of
+// plugin_opt_fleet_token_file as a bearer token, and Connect-Timeout-Ms of what is left of the
+// deadline. Then the page's open client ids are looked up on every broker that answered
+// (`state = MQTT_CONNECTION_STATE_OPEN AND client_id IN (...)`, node scope again), and each
+// open connection of the page whose id is open on another broker too gets
+// duplicate_client_id. What comes back and counts: HTTP 200 with a binary ListConnectionsResponse
+// whose connections are at most the page's size. Anything else (no connection, a timeout, a Connect
+// error, other bytes) makes a PeerFailure naming the peer; the answer is then partial.
+//
+// Threads: Run() is called on HTTP threads, several at a time; it starts one thread per peer
+// and joins them all before it returns (each peer request ends by the deadline). The members
+// are set in the constructor and only read afterwards.
+#pragma once
+
+#include <prometheus/gauge.h>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "companion/connection.h"
+#include "companion/fleet/fleet_merge.h"
+#include "companion/fleet/peer_client.h"
+#include "companion/http/connect_protocol.h"
+#include "companion/http/connect_rpc_service.h"
+#include "companion/query/connection_query.h"
+#include "link/peer_url.h"
+#include "link/plugin_options.h"
+#include "link/status.h"
+
+namespace mqc {
+
+// Without Connect-Timeout-Ms, a fleet query waits this long for its peers.
+inline constexpr std::chrono::milliseconds kDefaultFleetDeadline{5000};
+// Peers answer this much before the caller's deadline, so that the merge fits inside it.
+inline constexpr std::chrono::milliseconds kFleetMergeMargin{50};
+
+struct FleetQueryOptions {
+  std::vector<PeerUrl> peers;
+  std::string token;  // sent as `Authorization: Bearer`; empty: none
+  std::shared_ptr<const PeerClient> client;
+};
+
+class FleetQuery {
+ public:
+  FleetQuery(const ConnectionSource& local, FleetQueryOptions options);
+
+  // The fleet's page for `request` (its scope is not looked at). kInvalidArgument for a bad
+  // filter, order_by, page size or token (checked here before any peer is asked); peers'
+  // failures are not errors but page->peer_errors.
+  Status Run(const ListConnectionsRequest& request, std::chrono::steady_clock::time_point deadline,
+             ConnectionPage* page) const;
+
+  const std::vector<PeerUrl>& peers() const { return options_.peers; }
+  const FleetQueryOptions& options() const { return options_; }
+
+  // Where each answer's count of duplicated client ids goes (a /metrics gauge); null: nowhere.
+  // Set before the first Run().
+  void SetDuplicatesGauge(prometheus::Gauge* gauge) { duplicates_gauge_ = gauge; }
+
+  // Run() as ConnectRpcServiceOptions::fleet calls it; the query must outlive the function.
+  ConnectRpcServiceOptions::FleetLister Lister() const;
+
+ private:
+  // Asks peer i for requests[i] where ask[i], each in its own thread, into (*answers)[i + 1].
+  void AskPeers(const std::vector<ListConnectionsRequest>& requests, const std::vector<bool>& ask,
+                std::size_t page_size, std::chrono::steady_clock::time_point deadline,
+                std::vector<BrokerAnswer>* answers) const;
+  // Flags the page's open connections whose client id is open on another broker too: one
+  // lookup of the page's open client ids on every broker that answered the page.
+  void MarkDuplicates(std::chrono::steady_clock::time_point deadline, ConnectionPage* page) const;
+
+  const ConnectionSource& local_;
+  FleetQueryOptions options_;
+  prometheus::Gauge* duplicates_gauge_ = nullptr;  // thread-safe (prometheus-cpp)
+};
+
+// The fleet of plugin_opt_fleet_peers over `local` (which must outlive it), or null without
+// peers. Reads plugin_opt_fleet_token_file (its first token) and plugin_opt_fleet_ca_file;
+// kInvalidArgument naming the option when either cannot be read.
+StatusOr<std::unique_ptr<FleetQuery>> MakeFleetQuery(const PluginOptions& options,
+                                                     const ConnectionSource& local);
+
+// One peer's node page, as Run() asks for it (exposed for tests): the page, or a PeerFailure
+// in *failure and false.
+bool AskPeer(const PeerClient& client, const PeerUrl& peer, const std::string& token,
+             const ListConnectionsRequest& node_request,
+             std::chrono::steady_clock::time_point deadline, std::size_t page_size,
+             ConnectionPage* page, PeerFailure* failure);
+
+}  // namespace mqc

@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// PeerClient (see peer_client.h).
+#include "companion/fleet/peer_client.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+
+#include "link/text_util.h"
+
+namespace mqc {
+
+struct PeerClient::Tls {
+  CSmartPtr<SSL_CTX, SSL_CTX_free> context;
+};
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The last OpenSSL error as text (empty when there is none).
+std::string OpenSslError() {
+  const unsigned long code = ERR_get_error();  // NOLINT(google-runtime-int): OpenSSL's type
+  ERR_clear_error();
+  if (code == 0) return {};
+  char text[256];
+  ERR_error_string_n(code, text, sizeof(text));
+  return text;
+}
+
+// A socket closed on every way out.
+class Socket {
+ public:
+  explicit Socket(int fd) : fd_(fd) {}
+  ~Socket() {
+    if (fd_ >= 0) close(fd_);
+  }
+  Socket(const Socket&) = delete;
+  Socket& operator=(const Socket&) = delete;
+  int fd() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// Waits until `fd` is ready for `events` or the deadline passes (false).
+bool WaitFor(int fd, short events, Clock::time_point deadline) {  // NOLINT(google-runtime-int)
+  for (int round = 0; round < 1000000; ++round) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd, events, 0};
+    const int ready = poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
+    if (ready > 0) return true;
+    if (ready < 0 && errno != EINTR) return true;  // the next call reports the error
+  }
+  return false;
+}
+
+Status Late(std::string_view what) {
+  return Status(StatusCode::kDeadlineExceeded, "no answer in time (" + std::string(what) + ")");
+}
+
+StatusOr<int> ConnectTcp(const PeerUrl& peer, Clock::time_point deadline) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string port = std::to_string(peer.port);
+  const int resolved = getaddrinfo(peer.host.text.c_str(), port.c_str(), &hints, &found);
+  if (resolved != 0) {
+    return Status(StatusCode::kUnavailable,
+                  "cannot resolve " + peer.host.text + ": " + gai_strerror(resolved));
+  }
+  std::string last_error = "no address";
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int fd =
+        socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      last_error = std::strerror(errno);
+      continue;
+    }
+    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+      freeaddrinfo(found);
+      return fd;
+    }
+    if (errno == EINPROGRESS) {
+      if (!WaitFor(fd, POLLOUT, deadline)) {
+        close(fd);
+        freeaddrinfo(found);
+        return Late("connecting");
+      }
+      int error = 0;
+      socklen_t length = sizeof(error);
+      if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 && error == 0) {
+        freeaddrinfo(found);
+        return fd;
+      }
+      last_error = std::strerror(error != 0 ? error : errno);
+    } else {
+      last_error = std::strerror(errno);
+    }
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return Status(StatusCode::kUnavailable, "cannot connect: " + last_error);
+}
+
+// Plain or TLS I/O over a non-blocking socket, each call bounded by the deadline.
+class Channel {
+ public:
+  Channel(int fd, SSL* ssl, Clock::time_point deadline) : fd_(fd), ssl_(ssl), deadline_(deadline) {}
+
+  Status Handshake() {
+    if (ssl_ == nullptr) return Status();
+    for (int round = 0; round < 100000; ++round) {
+      const int done = SSL_connect(ssl_);
+      if (done == 1) return Status();
+      const Status waited = WaitSsl(done, "TLS handshake");
+      if (!waited.ok()) return waited;
+    }
+    return Late("TLS handshake");
+  }
+
+  Status WriteAll(std::string_view bytes) {
+    std::size_t sent = 0;
+    for (int round = 0; sent < bytes.size() && round < 1000000; ++round) {
+      if (ssl_ != nullptr) {
+        const int n = SSL_write(ssl_, bytes.data() + sent, static_cast<int>(bytes.size() - sent));
+        if (n > 0) {
+          sent += static_cast<std::size_t>(n);
+          continue;
+        }
+        const Status waited = WaitSsl(n, "sending");
+        if (!waited.ok()) return waited;
+        continue;
+      }
+      const ssize_t n = send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+      if (n > 0) {
+        sent += static_cast<std::size_t>(n);
+      } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        if (!WaitFor(fd_, POLLOUT, deadline_)) return Late("sending");
+      } else {
+        return Status(StatusCode::kUnavailable,
+                      std::string("send failed: ") + std::strerror(errno));
+      }
+    }
+    return sent == bytes.size() ? Status() : Late("sending");
+  }
+
+  // Reads to the end of the stream, at most `max` bytes (more: kInternal).
+  Status ReadAll(std::size_t max, std::string* out) {
+    char buffer[16384];
+    for (int round = 0; round < 10000000; ++round) {
+      if (ssl_ != nullptr) {
+        const int n = SSL_read(ssl_, buffer, sizeof(buffer));
+        if (n > 0) {
+          out->append(buffer, static_cast<std::size_t>(n));
+        } else {
+          const int error = SSL_get_error(ssl_, n);
+          if (error == SSL_ERROR_ZERO_RETURN) return Status();
+          // A peer that closes without close_notify: the body's own length decides.
+          if (error == SSL_ERROR_SYSCALL || error == SSL_ERROR_SSL) {
+            ERR_clear_error();
+            return Status();
+          }
+          const Status waited = WaitSsl(n, "reading");
+          if (!waited.ok()) return waited;
+        }
+      } else {
+        const ssize_t n = recv(fd_, buffer, sizeof(buffer), 0);
+        if (n == 0) return Status();
+        if (n > 0) {
+          out->append(buffer, static_cast<std::size_t>(n));
+        } else if (errno == EAGAIN || errno == EINTR) {
+          if (!WaitFor(fd_, POLLIN, deadline_)) return Late("reading");
+        } else {
+          return Status(StatusCode::kUnavailable,
+                        std::string("receive failed: ") + std::strerror(errno));
+        }
+      }
+      if (out->size() > max) {
+        return Status(StatusCode::kInternal,
+                      "answer larger than " + std::to_string(max) + " bytes");
+      }
+    }
+    return Late("reading");
+  }
+
+ private:
+  Status WaitSsl(int result, std::string_view what) {
+    const int error = SSL_get_error(ssl_, result);
+    if (error == SSL_ERROR_WANT_READ) {
+      return WaitFor(fd_, POLLIN, deadline_) ? Status() : Late(what);
+    }
+    if (error == SSL_ERROR_WANT_WRITE) {
+      return WaitFor(fd_, POLLOUT, deadline_) ? Status() : Late(what);
+    }
+    const long verify = SSL_get_verify_result(ssl_);  // NOLINT(google-runtime-int)
+    std::string why = OpenSslError();
+    if (verify != X509_V_OK) why = X509_verify_cert_error_string(verify);
+    return Status(StatusCode::kUnavailable,
+                  std::string(what) + " failed" + (why.empty() ? "" : ": " + why));
+  }
+
+  int fd_;
+  SSL* ssl_;
+  Clock::time_point deadline_;
+};
+
+std::string_view Lower(std::string_view text, std::string* storage) {
+  storage->assign(text);
+  for (char& c : *storage) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return *storage;
+}
+
+}  // namespace
+
+StatusOr<PeerResponse> ParseHttpResponse(std::string_view bytes) {
+  const std::size_t end = bytes.find("\r\n\r\n");
+  if (bytes.substr(0, 7) != "HTTP/1." || bytes.size() < 12) {
+    return Status(StatusCode::kInternal, "the answer is not HTTP/1.x");
+  }
+  if (end == std::string_view::npos) {
+    return Status(StatusCode::kInternal, "the answer ends inside its headers");
+  }
+  PeerResponse response;
+  const std::string_view code = bytes.substr(9, 3);
+  for (const char c : code) {
+    if (c < '0' || c > '9') return Status(StatusCode::kInternal, "a bad HTTP status line");
+    response.status = response.status * 10 + (c - '0');
+  }
+  std::string_view headers = bytes.substr(0, end);
+  headers.remove_prefix(std::min(headers.size(), headers.find("\r\n") + 2));
+  bool has_length = false;
+  std::size_t length = 0;
+  std::string name_storage;
+  while (!headers.empty()) {
+    std::size_t line_end = headers.find("\r\n");
+    if (line_end == std::string_view::npos) line_end = headers.size();
+    const std::string_view line = headers.substr(0, line_end);
+    headers.remove_prefix(std::min(headers.size(), line_end + 2));
+    const std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos) {
+      return Status(StatusCode::kInternal, "a header line without ':'");
+    }
+    const std::string_view name = Lower(Trim(line.substr(0, colon)), &name_storage);
+    const std::string_view value = Trim(line.substr(colon + 1));
+    if (name == "content-type") response.content_type = std::string(value);
+    if (name == "transfer-encoding") {
+      return Status(StatusCode::kInternal, "a chunked answer (not supported from a peer)");
+    }
+    if (name == "content-length") {
+      if (value.empty() || value.size() > 12) {
+        return Status(StatusCode::kInternal, "a bad Content-Length");
+      }
+      length = 0;
+      for (const char c : value) {
+        if (c < '0' || c > '9') return Status(StatusCode::kInternal, "a bad Content-Length");
+        length = length * 10 + static_cast<std::size_t>(c - '0');
+      }
+      has_length = true;
+    }
+  }
+  const std::string_view body = bytes.substr(end + 4);
+  if (has_length) {
+    if (body.size() < length) {
+      return Status(StatusCode::kUnavailable, "the answer ends after " +
+                                                  std::to_string(body.size()) + " of " +
+                                                  std::to_string(length) + " body bytes");
+    }
+    response.body = std::string(body.substr(0, length));
+  } else {
+    response.body = std::string(body);
+  }
+  return response;
+}
+
+PeerClient::PeerClient(std::unique_ptr<Tls> tls) : tls_(std::move(tls)) {}
+PeerClient::~PeerClient() = default;
+
+StatusOr<std::unique_ptr<PeerClient>> PeerClient::Create(const std::string& ca_file, bool tls) {
+  if (!tls) return std::unique_ptr<PeerClient>(new PeerClient(nullptr));
+  auto state = std::make_unique<Tls>();
+  state->context.reset(SSL_CTX_new(TLS_client_method()));
+  if (!state->context) {
+    return Status(StatusCode::kInternal, "cannot make a TLS context: " + OpenSslError());
+  }
+  SSL_CTX_set_min_proto_version(state->context.get(), TLS1_2_VERSION);
+  SSL_CTX_set_verify(state->context.get(), SSL_VERIFY_PEER, nullptr);
+  const int loaded = ca_file.empty() ? SSL_CTX_set_default_verify_paths(state->context.get())
+                                     : SSL_CTX_load_verify_locations(state->context.get(),
+                                                                     ca_file.c_str(), nullptr);
+  if (loaded != 1) {
+    return InvalidArgument(ca_file.empty()
+                               ? "cannot load the system's CA certificates: " + OpenSslError()
+                               : "plugin_opt_fleet_ca_file " + ca_file +
+                                     " cannot be read as PEM CA certificates: " + OpenSslError());
+  }
+  return std::unique_ptr<PeerClient>(new PeerClient(std::move(state)));
+}
+
+StatusOr<PeerResponse> PeerClient::Post(const PeerUrl& peer, const PeerRequest& request) const {
+  if (peer.https && !tls_) {
+    return Status(StatusCode::kInternal, "an https peer without a TLS context");
+  }
+  StatusOr<int> fd = ConnectTcp(peer, request.deadline);
+  if (!fd.ok()) return fd.status();
+  const Socket socket(*fd);
+  CSmartPtr<SSL, SSL_free> ssl;
+  if (peer.https) {
+    ssl.reset(SSL_new(tls_->context.get()));
+    if (!ssl || SSL_set_fd(ssl.get(), socket.fd()) != 1) {
+      return Status(StatusCode::kInternal, "cannot start TLS: " + OpenSslError());
+    }
+    if (peer.host.kind == HostKind::kName) {
+      SSL_set_tlsext_host_name(ssl.get(), peer.host.text.c_str());
+      SSL_set1_host(ssl.get(), peer.host.text.c_str());
+    } else {
+      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl.get()), peer.host.text.c_str());
+    }
+  }
+  Channel channel(socket.fd(), ssl.get(), request.deadline);
+  Status status = channel.Handshake();
+  if (!status.ok()) return status;
+  std::string head =
+      "POST " + request.path + " HTTP/1.1\r\nHost: " + peer.HostHeader() +
+      "\r\nConnection: close\r\nContent-Length: " + std::to_string(request.body.size()) + "\r\n";
+  for (const auto& [name, value] : request.headers) head += name + ": " + value + "\r\n";
+  head += "\r\n";
+  status = channel.WriteAll(head + request.body);
+  if (!status.ok()) return status;
+  std::string answer;
+  status = channel.ReadAll(request.max_response_bytes, &answer);
+  if (!status.ok()) return status;
+  if (answer.empty()) return Status(StatusCode::kUnavailable, "the peer closed without answering");
+  return ParseHttpResponse(answer);
+}
+
+}  // namespace mqc

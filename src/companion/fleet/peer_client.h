@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// A small HTTP/1.1 client for the fleet's peers (docs/fleet.md): one POST per connection
+// (`Connection: close`), plain TCP or TLS (OpenSSL, the peer's certificate checked against
+// plugin_opt_fleet_ca_file or the system's CAs, and its host name), bounded in time (one
+// deadline covers connect, send and read; names are resolved first, as getaddrinfo has no
+// deadline: give peers as addresses where a slow resolver matters) and in size (an answer over
+// the cap is an error, never a partial read). Only what the companion's own API sends back is
+// understood: a Content-Length body or one that ends at close; a chunked answer is refused.
+//
+// Threads: Post() runs on the calling thread (a fleet query's thread per peer) and may run on
+// several threads at once; the TLS context is built in Create() and only read afterwards.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "link/peer_url.h"
+#include "link/status.h"
+
+namespace mqc {
+
+struct PeerResponse {
+  int status = 0;
+  std::string content_type;  // empty when the peer sent none
+  std::string body;
+};
+
+struct PeerRequest {
+  std::string path;  // "/mqtt.connections.v1.ConnectionsService/ListConnections"
+  std::vector<std::pair<std::string, std::string>> headers;  // besides Host, Length, Connection
+  std::string body;
+  std::chrono::steady_clock::time_point deadline;
+  std::size_t max_response_bytes = 64 << 20;  // headers and body
+};
+
+class PeerClient {
+ public:
+  // `ca_file` empty: the system's CA certificates. `tls`: whether any peer is https (the context
+  // is only built then). kInvalidArgument naming plugin_opt_fleet_ca_file when the file cannot
+  // be read as PEM certificates.
+  static StatusOr<std::unique_ptr<PeerClient>> Create(const std::string& ca_file, bool tls);
+  ~PeerClient();
+  PeerClient(const PeerClient&) = delete;
+  PeerClient& operator=(const PeerClient&) = delete;
+
+  // The peer's answer, whatever its HTTP status. Errors name what failed, without the URL (the
+  // caller names the peer): kDeadlineExceeded when the deadline passed first, kUnavailable when
+  // the peer cannot be reached or closes early, kInternal for an answer that is not HTTP/1.x or
+  // is over the size cap.
+  StatusOr<PeerResponse> Post(const PeerUrl& peer, const PeerRequest& request) const;
+
+ private:
+  struct Tls;
+  explicit PeerClient(std::unique_ptr<Tls> tls);
+  std::unique_ptr<Tls> tls_;
+};
+
+// Parses an HTTP/1.x response (status line, headers, body by Content-Length or to the end).
+// kInternal naming what is wrong; exposed for tests.
+StatusOr<PeerResponse> ParseHttpResponse(std::string_view bytes);
+
+}  // namespace mqc

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// FleetQuery against peers on loopback: peers that answer as a broker would (a node query over
+// their own connections, in binary protobuf), and peers that answer garbage, a Connect error,
+// too much, or nothing in time.
+#include "companion/fleet/fleet_query.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../../support/connection_builder.h"
+#include "../../support/fleet_source.h"
+#include "companion/http/connect_rpc_proto.h"
+#include "loopback_server.h"
+
+namespace mqc {
+namespace {
+
+using ::testing::HasSubstr;
+using Clock = std::chrono::steady_clock;
+
+std::vector<Connection> NodeConnections(std::uint32_t node, std::uint64_t count) {
+  std::vector<Connection> connections;
+  for (std::uint64_t seq = 1; seq <= count; ++seq) {
+    Connection c = TestConnection(seq);
+    c.node_id = node;
+    c.uid = "uid-" + std::to_string(node) + "-" + std::to_string(seq);
+    c.client_id = "c-" + std::to_string((seq * 3 + node) % 10);
+    connections.push_back(c);
+  }
+  return connections;
+}
+
+// The body of a raw HTTP request.
+std::string BodyOf(const std::string& request) {
+  const std::size_t end = request.find("\r\n\r\n");
+  return end == std::string::npos ? std::string() : request.substr(end + 4);
+}
+
+// A peer that answers as a broker does: its node query over `connections`.
+LoopbackServer::Handler BrokerLike(std::shared_ptr<FleetSource> source) {
+  return [source](const std::string& raw) {
+    connections_v1::ListConnectionsRequest request;
+    const std::string body = BodyOf(raw);
+    if (!request.ParseFromString(body)) return LoopbackServer::Response(400, "text/plain", "bad");
+    ConnectionQuery query;
+    query.filter = request.filter();
+    query.order_by = request.order_by();
+    query.page_size = request.page_size();
+    query.page_token = request.page_token();
+    ConnectionPage page;
+    if (!RunConnectionQuery(*source, query, &page).ok()) {
+      return LoopbackServer::Response(400, "application/json",
+                                      R"({"code":"invalid_argument","message":"bad query"})");
+    }
+    return LoopbackServer::Response(200, "application/proto",
+                                    EncodeListConnectionsResponseProto(page));
+  };
+}
+
+PeerUrl Loopback(int port) { return *ParsePeerUrl("http://127.0.0.1:" + std::to_string(port)); }
+
+std::shared_ptr<const PeerClient> Client() {
+  StatusOr<std::unique_ptr<PeerClient>> client = PeerClient::Create("", false);
+  return std::shared_ptr<const PeerClient>(std::move(client).value());
+}
+
+TEST(FleetQueryTest, MergesThePeersAndAsksThemForTheirNodeAlone) {
+  const FleetSource local(NodeConnections(1, 5));
+  auto source_b = std::make_shared<FleetSource>(NodeConnections(2, 6));
+  auto source_c = std::make_shared<FleetSource>(NodeConnections(3, 4));
+  LoopbackServer b(BrokerLike(source_b));
+  LoopbackServer c(BrokerLike(source_c));
+  FleetQueryOptions options;
+  options.peers = {Loopback(b.port()), Loopback(c.port())};
+  options.token = "fleet-token-0123456789";
+  options.client = Client();
+  const FleetQuery fleet(local, options);
+
+  ListConnectionsRequest request;
+  request.order_by = "client_id desc";
+  request.page_size = 4;
+  request.scope = ConnectionScope::kFleet;
+  std::vector<std::string> client_ids;
+  std::vector<std::uint32_t> nodes;
+  std::string token;
+  for (int round = 0; round < 20; ++round) {
+    request.page_token = token;
+    ConnectionPage page;
+    const Status status = fleet.Run(request, Clock::now() + std::chrono::seconds(5), &page);
+    ASSERT_TRUE(status.ok()) << status.message();
+    EXPECT_TRUE(page.peer_errors.empty());
+    EXPECT_EQ(page.total_size, 15);
+    for (const Connection& connection : page.connections) {
+      client_ids.push_back(connection.client_id);
+      nodes.push_back(connection.node_id);
+    }
+    token = page.next_page_token;
+    if (token.empty()) break;
+  }
+  EXPECT_TRUE(token.empty());
+  ASSERT_EQ(client_ids.size(), 15u);
+  EXPECT_TRUE(std::is_sorted(client_ids.rbegin(), client_ids.rend()));
+  EXPECT_EQ(std::count(nodes.begin(), nodes.end(), 2u), 6);
+  EXPECT_EQ(std::count(nodes.begin(), nodes.end(), 3u), 4);
+
+  // What a peer got: scope NODE (so it never fans out again), the token, the same query; the
+  // first request of each page (the second looks the page's open client ids up).
+  const std::string sent = b.all_requests().front();
+  EXPECT_THAT(sent, HasSubstr("Authorization: Bearer fleet-token-0123456789\r\n"));
+  EXPECT_THAT(sent, HasSubstr("Connect-Timeout-Ms: "));
+  connections_v1::ListConnectionsRequest asked;
+  ASSERT_TRUE(asked.ParseFromString(BodyOf(sent)));
+  EXPECT_EQ(asked.scope(), connections_v1::CONNECTION_SCOPE_NODE);
+  EXPECT_EQ(asked.order_by(), "client_id desc");
+  EXPECT_EQ(asked.page_size(), 4);
+}
+
+TEST(FleetQueryTest, PeersThatFailAreNamedAndTheRestIsAnswered) {
+  const FleetSource local(NodeConnections(1, 3));
+  LoopbackServer garbage([](const std::string&) {
+    return LoopbackServer::Response(200, "application/proto", "\xff\xff\xff garbage");
+  });
+  LoopbackServer html([](const std::string&) {
+    return LoopbackServer::Response(200, "text/html", "<html>hello</html>");
+  });
+  LoopbackServer refusing([](const std::string&) {
+    return LoopbackServer::Response(401, "application/json",
+                                    R"({"code":"unauthenticated","message":"no token"})");
+  });
+  LoopbackServer not_http([](const std::string&) { return std::string("SSH-2.0-x\r\n"); });
+  LoopbackServer slow([](const std::string&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    return std::string();
+  });
+  auto too_many_source = std::make_shared<FleetSource>(NodeConnections(9, 50));
+  LoopbackServer too_many([too_many_source](const std::string&) {
+    ConnectionPage page;
+    ConnectionQuery query;
+    query.page_size = 50;
+    RunConnectionQuery(*too_many_source, query, &page);
+    return LoopbackServer::Response(200, "application/proto",
+                                    EncodeListConnectionsResponseProto(page));
+  });
+  FleetQueryOptions options;
+  options.peers = {Loopback(garbage.port()),  Loopback(html.port()), Loopback(refusing.port()),
+                   Loopback(not_http.port()), Loopback(slow.port()), Loopback(too_many.port())};
+  options.client = Client();
+  const FleetQuery fleet(local, options);
+  ListConnectionsRequest request;
+  request.page_size = 10;
+  ConnectionPage page;
+  const auto start = Clock::now();
+  ASSERT_TRUE(fleet.Run(request, start + std::chrono::milliseconds(500), &page).ok());
+  EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(1400));  // the slow one not awaited
+  EXPECT_EQ(page.connections.size(), 3u);
+  EXPECT_EQ(page.total_size, 3);
+  EXPECT_TRUE(page.next_page_token.empty());
+  ASSERT_EQ(page.peer_errors.size(), 6u);
+  const auto error_of = [&page](const LoopbackServer& server) {
+    for (const PeerFailure& failure : page.peer_errors) {
+      if (failure.peer == "http://127.0.0.1:" + std::to_string(server.port())) {
+        return failure.code + ": " + failure.message;
+      }
+    }
+    return std::string("(not named)");
+  };
+  EXPECT_THAT(error_of(garbage), HasSubstr("internal: the peer's answer is not a valid binary"));
+  EXPECT_THAT(error_of(html), HasSubstr("Content-Type 'text/html'"));
+  EXPECT_THAT(error_of(refusing), HasSubstr("unauthenticated: the peer answered unauthenticated"));
+  EXPECT_THAT(error_of(not_http), HasSubstr("internal: the answer is not HTTP/1.x"));
+  EXPECT_THAT(error_of(slow), HasSubstr("deadline_exceeded: no answer in time"));
+  EXPECT_THAT(error_of(too_many), HasSubstr("does not add up (50 connections for a page of 10"));
+}
+
+TEST(FleetQueryTest, BadInputIsRefusedBeforeAnyPeerIsAsked) {
+  const FleetSource local(NodeConnections(1, 3));
+  auto source_b = std::make_shared<FleetSource>(NodeConnections(2, 3));
+  LoopbackServer b(BrokerLike(source_b));
+  FleetQueryOptions options;
+  options.peers = {Loopback(b.port())};
+  options.client = Client();
+  const FleetQuery fleet(local, options);
+  ConnectionPage page;
+  ListConnectionsRequest request;
+  request.filter = "nonsense = 1";
+  EXPECT_EQ(fleet.Run(request, Clock::now() + std::chrono::seconds(2), &page).code(),
+            StatusCode::kInvalidArgument);
+  request = ListConnectionsRequest();
+  request.order_by = "bogus";
+  EXPECT_EQ(fleet.Run(request, Clock::now() + std::chrono::seconds(2), &page).code(),
+            StatusCode::kInvalidArgument);
+  request = ListConnectionsRequest();
+  request.page_size = 10001;
+  EXPECT_THAT(fleet.Run(request, Clock::now() + std::chrono::seconds(2), &page).message(),
+              HasSubstr("page_size"));
+  request = ListConnectionsRequest();
+  request.page_token = "AQ";
+  EXPECT_THAT(fleet.Run(request, Clock::now() + std::chrono::seconds(2), &page).message(),
+              HasSubstr("page_token"));
+  EXPECT_EQ(b.requests(), 0);
+}
+
+TEST(FleetQueryTest, AClientIdOpenOnTwoBrokersIsFlaggedEvenWhenOneIsOffThePage) {
+  std::vector<Connection> mine = NodeConnections(1, 2);
+  mine[0].client_id = "twin";  // sorts last: "c-*" come first
+  std::vector<Connection> theirs = NodeConnections(2, 3);
+  theirs[2].client_id = "twin";
+  const FleetSource local(mine);
+  auto source_b = std::make_shared<FleetSource>(theirs);
+  LoopbackServer b(BrokerLike(source_b));
+  FleetQueryOptions options;
+  options.peers = {Loopback(b.port())};
+  options.client = Client();
+  FleetQuery fleet(local, options);
+  prometheus::Registry registry;
+  prometheus::Gauge& gauge = prometheus::BuildGauge().Name("duplicates").Register(registry).Add({});
+  gauge.Set(-1);
+  fleet.SetDuplicatesGauge(&gauge);
+  ListConnectionsRequest request;
+  request.order_by = "client_id desc, node_id";
+  request.page_size = 1;  // only this broker's "twin" is on the first page
+  ConnectionPage page;
+  ASSERT_TRUE(fleet.Run(request, Clock::now() + std::chrono::seconds(5), &page).ok());
+  ASSERT_EQ(page.connections.size(), 1u);
+  EXPECT_EQ(page.connections[0].client_id, "twin");
+  EXPECT_EQ(page.connections[0].node_id, 1u);
+  EXPECT_TRUE(page.connections[0].duplicate_client_id);
+  EXPECT_EQ(gauge.Value(), 1);
+  // The lookup asked the peer for the page's open ids, with node scope.
+  connections_v1::ListConnectionsRequest asked;
+  ASSERT_TRUE(asked.ParseFromString(BodyOf(b.last_request())));
+  EXPECT_EQ(asked.filter(), R"(state = MQTT_CONNECTION_STATE_OPEN AND client_id IN ("twin"))");
+  EXPECT_EQ(asked.scope(), connections_v1::CONNECTION_SCOPE_NODE);
+
+  request.page_size = 10;
+  ASSERT_TRUE(fleet.Run(request, Clock::now() + std::chrono::seconds(5), &page).ok());
+  for (const Connection& connection : page.connections) {
+    EXPECT_EQ(connection.duplicate_client_id, connection.client_id == "twin")
+        << connection.client_id;
+  }
+  request.filter = R"(client_id = "c-*")";
+  ASSERT_TRUE(fleet.Run(request, Clock::now() + std::chrono::seconds(5), &page).ok());
+  EXPECT_EQ(gauge.Value(), 0);  // the last answer had none
+}
+
+TEST(FleetQueryTest, MakeFleetQueryNamesAnUnreadableTokenFile) {
+  const FleetSource local(NodeConnections(1, 1));
+  PluginOptions options;
+  EXPECT_EQ(MakeFleetQuery(options, local).value(), nullptr);
+  options.fleet_peers = {*ParsePeerUrl("http://127.0.0.1:1")};
+  options.fleet_token_file = "/nonexistent/fleet-token";
+  const auto fleet = MakeFleetQuery(options, local);
+  EXPECT_EQ(fleet.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(fleet.status().message(), HasSubstr("plugin_opt_fleet_token_file"));
+}
+
+}  // namespace
+}  // namespace mqc

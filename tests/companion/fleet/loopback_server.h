@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// A loopback HTTP server for the fleet tests: it answers each request on 127.0.0.1 with what a
+// handler returns for the raw request bytes (or with nothing, to be slow), one thread, bounded
+// waits, stopped and joined by its destructor.
+#pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace mqc {
+
+class LoopbackServer {
+ public:
+  // handler: the raw request (headers and body) -> the raw response bytes to write.
+  using Handler = std::function<std::string(const std::string& request)>;
+
+  explicit LoopbackServer(Handler handler) : handler_(std::move(handler)) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+    listen(fd_, 16);
+    socklen_t length = sizeof(address);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length);
+    port_ = ntohs(address.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~LoopbackServer() {
+    stop_ = true;
+    thread_.join();
+    close(fd_);
+  }
+  LoopbackServer(const LoopbackServer&) = delete;
+  LoopbackServer& operator=(const LoopbackServer&) = delete;
+
+  int port() const { return port_; }
+  int requests() const { return requests_; }
+  std::string last_request() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return requests_log_.empty() ? std::string() : requests_log_.back();
+  }
+  std::vector<std::string> all_requests() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return requests_log_;
+  }
+
+  // A whole HTTP response with `content_type` and `body`.
+  static std::string Response(int status, const std::string& content_type,
+                              const std::string& body) {
+    return "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Type: " + content_type +
+           "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  }
+
+ private:
+  void Serve() {
+    for (int round = 0; round < 100000 && !stop_; ++round) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 20) <= 0) continue;
+      const int client = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (client < 0) continue;
+      std::string request;
+      char buffer[65536];
+      // Headers, then as much body as Content-Length says (bounded by 2 s of waiting).
+      for (int reads = 0; reads < 100; ++reads) {
+        pollfd c{client, POLLIN, 0};
+        if (poll(&c, 1, 20) <= 0) {
+          if (Complete(request)) break;
+          continue;
+        }
+        const ssize_t n = recv(client, buffer, sizeof(buffer), 0);
+        if (n <= 0) break;
+        request.append(buffer, static_cast<std::size_t>(n));
+        if (Complete(request)) break;
+      }
+      ++requests_;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        requests_log_.push_back(request);
+      }
+      const std::string answer = handler_(request);
+      std::size_t sent = 0;
+      while (sent < answer.size()) {
+        const ssize_t n = send(client, answer.data() + sent, answer.size() - sent, MSG_NOSIGNAL);
+        if (n <= 0) break;
+        sent += static_cast<std::size_t>(n);
+      }
+      close(client);
+    }
+  }
+
+  static bool Complete(const std::string& request) {
+    const std::size_t end = request.find("\r\n\r\n");
+    if (end == std::string::npos) return false;
+    const std::size_t at = request.find("Content-Length: ");
+    if (at == std::string::npos || at > end) return true;
+    const std::size_t length = std::stoul(request.substr(at + 16));
+    return request.size() >= end + 4 + length;
+  }
+
+  Handler handler_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> requests_{0};
+  mutable std::mutex mutex_;
+  std::vector<std::string> requests_log_;
+  std::thread thread_;
+};
+
+}  // namespace mqc

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "companion/fleet/peer_client.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "loopback_server.h"
+
+namespace mqc {
+namespace {
+
+using ::testing::HasSubstr;
+using Clock = std::chrono::steady_clock;
+
+PeerUrl Loopback(int port) {
+  StatusOr<PeerUrl> url = ParsePeerUrl("http://127.0.0.1:" + std::to_string(port));
+  EXPECT_TRUE(url.ok());
+  return *url;
+}
+
+PeerRequest Request(std::chrono::milliseconds budget) {
+  PeerRequest request;
+  request.path = "/x";
+  request.body = "hello";
+  request.headers = {{"Content-Type", "application/proto"}};
+  request.deadline = Clock::now() + budget;
+  return request;
+}
+
+TEST(ParseHttpResponseTest, ReadsStatusTypeAndBodyByLength) {
+  const StatusOr<PeerResponse> response = ParseHttpResponse(
+      "HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\nContent-Length: 2\r\n\r\n{}xx");
+  ASSERT_TRUE(response.ok()) << response.status().message();
+  EXPECT_EQ(response->status, 404);
+  EXPECT_EQ(response->content_type, "application/json");
+  EXPECT_EQ(response->body, "{}");
+}
+
+TEST(ParseHttpResponseTest, RefusesWhatIsNotHttpOrIsCut) {
+  EXPECT_THAT(ParseHttpResponse("SSH-2.0-OpenSSH_9.2\r\n").status().message(),
+              HasSubstr("not HTTP/1.x"));
+  EXPECT_THAT(ParseHttpResponse("HTTP/1.1 200 OK\r\nContent-Length: 5").status().message(),
+              HasSubstr("ends inside its headers"));
+  EXPECT_THAT(
+      ParseHttpResponse("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab").status().message(),
+      HasSubstr("2 of 5 body bytes"));
+  EXPECT_THAT(ParseHttpResponse("HTTP/1.1 2x0 OK\r\n\r\n").status().message(),
+              HasSubstr("status line"));
+  EXPECT_THAT(ParseHttpResponse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+                  .status()
+                  .message(),
+              HasSubstr("chunked"));
+}
+
+TEST(PeerClientTest, PostsTheRequestAndReadsTheAnswer) {
+  LoopbackServer server([](const std::string&) {
+    return LoopbackServer::Response(200, "application/proto", "answer");
+  });
+  const auto client = PeerClient::Create("", false);
+  ASSERT_TRUE(client.ok());
+  const StatusOr<PeerResponse> response =
+      (*client)->Post(Loopback(server.port()), Request(std::chrono::seconds(5)));
+  ASSERT_TRUE(response.ok()) << response.status().message();
+  EXPECT_EQ(response->body, "answer");
+  const std::string sent = server.last_request();
+  EXPECT_THAT(sent, HasSubstr("POST /x HTTP/1.1\r\n"));
+  EXPECT_THAT(sent, HasSubstr("Host: 127.0.0.1:" + std::to_string(server.port())));
+  EXPECT_THAT(sent, HasSubstr("Content-Length: 5\r\n"));
+  EXPECT_THAT(sent, HasSubstr("\r\n\r\nhello"));
+}
+
+TEST(PeerClientTest, ASilentPeerEndsAtTheDeadline) {
+  LoopbackServer server([](const std::string&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    return std::string();
+  });
+  const auto client = PeerClient::Create("", false);
+  ASSERT_TRUE(client.ok());
+  const auto start = Clock::now();
+  const StatusOr<PeerResponse> response =
+      (*client)->Post(Loopback(server.port()), Request(std::chrono::milliseconds(200)));
+  const auto took = Clock::now() - start;
+  EXPECT_EQ(response.status().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(response.status().message(), HasSubstr("no answer in time"));
+  EXPECT_LT(took, std::chrono::milliseconds(700));
+}
+
+TEST(PeerClientTest, AnAnswerOverTheCapIsRefused) {
+  LoopbackServer server([](const std::string&) {
+    return LoopbackServer::Response(200, "application/proto", std::string(100000, 'x'));
+  });
+  const auto client = PeerClient::Create("", false);
+  ASSERT_TRUE(client.ok());
+  PeerRequest request = Request(std::chrono::seconds(5));
+  request.max_response_bytes = 1000;
+  const StatusOr<PeerResponse> response = (*client)->Post(Loopback(server.port()), request);
+  EXPECT_EQ(response.status().code(), StatusCode::kInternal);
+  EXPECT_THAT(response.status().message(), HasSubstr("larger than 1000 bytes"));
+}
+
+TEST(PeerClientTest, APortWithoutListenerIsUnavailable) {
+  int port = 0;
+  {
+    LoopbackServer server([](const std::string&) { return std::string(); });
+    port = server.port();
+  }
+  const auto client = PeerClient::Create("", false);
+  ASSERT_TRUE(client.ok());
+  const StatusOr<PeerResponse> response =
+      (*client)->Post(Loopback(port), Request(std::chrono::seconds(2)));
+  EXPECT_EQ(response.status().code(), StatusCode::kUnavailable);
+  EXPECT_THAT(response.status().message(), HasSubstr("cannot connect"));
+}
+
+TEST(PeerClientTest, AnUnreadableCaFileIsRefusedNamingTheOption) {
+  const auto client = PeerClient::Create("/nonexistent/ca.pem", true);
+  EXPECT_EQ(client.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(client.status().message(), HasSubstr("plugin_opt_fleet_ca_file /nonexistent/ca.pem"));
+}
+
+TEST(PeerClientTest, AnHttpsPeerThatSpeaksPlainHttpFailsTheHandshake) {
+  LoopbackServer server(
+      [](const std::string&) { return LoopbackServer::Response(200, "application/proto", "x"); });
+  const auto client = PeerClient::Create("", true);
+  ASSERT_TRUE(client.ok()) << client.status().message();
+  StatusOr<PeerUrl> url = ParsePeerUrl("https://127.0.0.1:" + std::to_string(server.port()));
+  ASSERT_TRUE(url.ok());
+  const StatusOr<PeerResponse> response = (*client)->Post(*url, Request(std::chrono::seconds(3)));
+  EXPECT_FALSE(response.ok());
+  EXPECT_THAT(response.status().message(), HasSubstr("TLS handshake"));
+}
+
+}  // namespace
+}  // namespace mqc
