@@ -657,6 +657,24 @@ def raw_connect(broker, client_id, keepalive):
     return sock, connack[3]
 
 
+def make_certificate_files(folder, name, names="IP:127.0.0.1"):
+    """A self-signed certificate for 127.0.0.1 (its own CA; subjectAltName `names`) and its key,
+    made with openssl as docs/operations.md makes them: (certificate path, key path)."""
+    cert, key = os.path.join(folder, name + ".crt"), os.path.join(folder, name + ".key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", f"subjectAltName={names}"],
+                   check=True, capture_output=True, timeout=60)
+    return cert, key
+
+
+def make_certificate(folder, name="cert"):
+    """make_certificate_files' certificate and key as PEM texts."""
+    cert, key = make_certificate_files(folder, name)
+    with open(cert) as c, open(key) as k:
+        return c.read(), k.read()
+
+
 def passwd_users(users):
     """A password_file made by Mosquitto's own tool, for every (user, password) of `users`."""
     folder = tempfile.mkdtemp()

@@ -19,7 +19,7 @@ import time
 import unittest
 
 import brokers
-from harness import Broker, Client, free_port, wait_for
+from harness import Broker, Client, free_port, make_certificate, wait_for
 
 PATH = "/mqtt.connections.v1.ConnectionsService/ListConnections"
 TOKEN = "fleet-read-token-0123456789abcdef"
@@ -355,16 +355,6 @@ class FleetPartialTest(unittest.TestCase):
         self.assertTrue({f"part-0-{n}" for n in range(3)} | {f"part-1-{n}" for n in range(3)}
                         <= set(seen))
 
-
-def make_certificate(folder, name):
-    """A self-signed certificate for 127.0.0.1 (its own CA) and its key, as PEM texts."""
-    cert, key = os.path.join(folder, name + "-cert.pem"), os.path.join(folder, name + "-key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
-                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext",
-                    "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True, timeout=60)
-    with open(cert) as c, open(key) as k:
-        return c.read(), k.read()
 
 
 class FleetHttpsTest(unittest.TestCase):

@@ -18,7 +18,8 @@ import unittest
 import urllib.error
 import urllib.request
 
-from harness import BROKER_VERSION, Broker, Client, disconnect_all, wait_for
+from harness import (BROKER_VERSION, Broker, Client, disconnect_all, make_certificate_files,
+                     wait_for)
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 CLI = os.path.join(ROOT, "cli", "mosquitto-connections")
@@ -44,17 +45,6 @@ def table(text):
     header = lines[0].split()
     return [dict(zip(header, line.split())) for line in lines[1:]]
 
-
-def make_certificate(folder, name):
-    """A self-signed certificate for 127.0.0.1 with a subjectAltName, as docs/operations.md
-    makes it: (certificate path, key path)."""
-    cert, key = os.path.join(folder, name + ".crt"), os.path.join(folder, name + ".key")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
-                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext",
-                    "subjectAltName=IP:127.0.0.1,DNS:localhost"],
-                   check=True, capture_output=True, timeout=60)
-    return cert, key
 
 
 def https_status(port, cafile):
@@ -185,9 +175,9 @@ class CertificateRotationTest(unittest.TestCase):
     def test_sighup_reads_the_certificate_again_without_dropping_clients(self):
         folder = tempfile.mkdtemp()
         try:
-            first = make_certificate(folder, "first")
-            second = make_certificate(folder, "second")
-            third = make_certificate(folder, "third")
+            first = make_certificate_files(folder, "first", "IP:127.0.0.1,DNS:localhost")
+            second = make_certificate_files(folder, "second", "IP:127.0.0.1,DNS:localhost")
+            third = make_certificate_files(folder, "third", "IP:127.0.0.1,DNS:localhost")
             with open(first[0]) as c, open(first[1]) as k:
                 files = {"tls/server.crt": c.read(), "tls/server.key": k.read()}
             broker = Broker(options={"http_tls_cert": "{dir}/tls/server.crt",

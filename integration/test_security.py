@@ -16,7 +16,8 @@ import unittest
 import urllib.request
 import warnings
 
-from harness import Broker, Client, SharedBrokerTestCase, disconnect_all, wait_for
+from harness import (Broker, Client, SharedBrokerTestCase, disconnect_all, make_certificate,
+                     wait_for)
 
 READ_TOKEN = "read-token-0123456789abcdef"
 ADMIN_TOKEN = "admin-token-fedcba9876543210"
@@ -393,15 +394,6 @@ class IsolationTest(unittest.TestCase):
                 broker.cleanup_dir()
 
 
-def make_certificate(folder):
-    cert, key = os.path.join(folder, "cert.pem"), os.path.join(folder, "key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
-                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext",
-                    "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True, timeout=60)
-    with open(cert) as c, open(key) as k:
-        return c.read(), k.read()
-
 
 class HttpsTest(unittest.TestCase):
     def test_a_key_of_another_certificate_is_refused_naming_both_options(self):
@@ -435,7 +427,7 @@ class HttpsTest(unittest.TestCase):
         with broker:
             try:
                 self.assertIn("serving on https://", broker.log())
-                context = ssl.create_default_context(cafile=os.path.join(folder, "cert.pem"))
+                context = ssl.create_default_context(cafile=os.path.join(folder, "cert.crt"))
                 request = urllib.request.Request(
                     f"https://127.0.0.1:{broker.http_port}/api/mqtt/connections",
                     headers=bearer(READ_TOKEN))
