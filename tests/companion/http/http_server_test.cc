@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "../../support/queue_stream.h"
 #include "companion/connection.h"
 #include "companion/http/http_router.h"
 
@@ -457,51 +458,6 @@ TEST(HttpServerTest, ConcurrentClientsThroughTheRouter) {
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(ok.load(), 40);
 }
-
-// A body stream that sends what is queued, waits (parks) when nothing is, and ends on Stop.
-class QueueStream : public HttpBodyStream {
- public:
-  void SetWake(std::function<void()> wake) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    wake_ = std::move(wake);
-  }
-  Pull Read(std::size_t /*max*/, std::string* out) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++reads_;
-    if (stopped_) {
-      out->append("stopped\n");
-      return Pull::kEnd;
-    }
-    if (queued_.empty()) return Pull::kWait;
-    out->append(queued_);
-    queued_.clear();
-    return Pull::kData;
-  }
-  void Stop() override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopped_ = true;
-  }
-  void Push(const std::string& text) {
-    std::function<void()> wake;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      queued_ += text;
-      wake = wake_;
-    }
-    if (wake) wake();  // the server resumes the parked connection
-  }
-  int reads() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return reads_;
-  }
-
- private:
-  std::mutex mutex_;
-  std::function<void()> wake_;
-  std::string queued_;
-  bool stopped_ = false;
-  int reads_ = 0;
-};
 
 // Reads from `fd` until `text` has arrived (or the read times out).
 std::string ReadUntil(int fd, const std::string& text, std::string* data) {

@@ -18,49 +18,11 @@
 #include <thread>
 #include <utility>
 
+#include "../../support/queue_stream.h"
 #include "link/clock.h"
 
 namespace mqc {
 namespace {
-
-// Sends what is queued, waits when nothing is, ends with "stopped\n" once stopped.
-class QueueStream : public HttpBodyStream {
- public:
-  void SetWake(std::function<void()> wake) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    wake_ = std::move(wake);
-  }
-  Pull Read(std::size_t /*max*/, std::string* out) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (stopped_) {
-      out->append("stopped\n");
-      return Pull::kEnd;
-    }
-    if (queued_.empty()) return Pull::kWait;
-    out->append(queued_);
-    queued_.clear();
-    return Pull::kData;
-  }
-  void Stop() override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopped_ = true;
-  }
-  void Push(const std::string& text) {
-    std::function<void()> wake;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      queued_ += text;
-      wake = wake_;
-    }
-    if (wake) wake();
-  }
-
- private:
-  std::mutex mutex_;
-  std::function<void()> wake_;
-  std::string queued_;
-  bool stopped_ = false;
-};
 
 // Counts the parks and resumes a sender asks for.
 struct Parking {
