@@ -11,7 +11,9 @@ SPANS_BROKERS), not once per broker."""
 import http.server
 import json
 import os
+import re
 import socketserver
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -87,6 +89,24 @@ def walk(broker, request, limit=200):
         if not token:
             return connections, total, errors
     raise AssertionError("the fleet walk did not end")
+
+
+CLI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli",
+                   "mosquitto-connections")
+
+
+def cli_list(broker, *arguments):
+    """The CLI's `list` against `broker` with the read token: the finished process."""
+    folder = tempfile.mkdtemp(prefix="mqc-fleet-cli-")
+    token_file = os.path.join(folder, "token")
+    try:
+        with open(token_file, "w") as f:
+            f.write(TOKEN + "\n")
+        return subprocess.run([CLI, "list", "--url", f"http://127.0.0.1:{broker.http_port}",
+                               "--token-file", token_file, *arguments],
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def node_list(broker, filter_text):
@@ -186,6 +206,16 @@ class FleetListTest(unittest.TestCase):
         # The gauge of the asked broker counts the last fleet answer's duplicated ids.
         _, _, metrics = self.fleet[1].http("/metrics", headers={"Authorization": "Bearer " + TOKEN})
         self.assertIn("\nmosquitto_connections_fleet_duplicate_client_ids 1\n", metrics)
+        # The CLI with --fleet: one row per connection of the fleet, NODE its broker, DUP marked.
+        result = cli_list(self.fleet[1], "--fleet", "--filter", 'client_id = "dupe-*"',
+                          "--order-by", "client_id desc, node_id")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        rows = [line for line in result.stdout.splitlines()[1:] if line.strip()]
+        self.assertEqual([(line.split()[0], re.search(r"node \d+( DUP)?", line).group(0))
+                          for line in rows],
+                         [("dupe-shared", "node 1 DUP"), ("dupe-shared", "node 3 DUP"),
+                          ("dupe-alone", "node 2")], result.stdout)
+        self.assertEqual(result.stderr, "")
         # Node answers never carry the flag: no single broker can see the clash.
         for c in node_list(self.fleet[0], 'client_id = "dupe-*"'):
             self.assertNotIn("duplicateClientId", c)
@@ -326,6 +356,13 @@ class FleetPartialTest(unittest.TestCase):
         self.assertEqual(errors[self.silent.url][0], "deadline_exceeded")
         self.assertEqual(errors[self.nobody][0], "unavailable")
         self.assertIn("cannot connect", errors[self.nobody][1])
+        # The CLI shows the rows it got and names each peer that failed, once.
+        result = cli_list(self.fleet[0], "--fleet", "--filter", 'client_id = "part-*"')
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("part-0-0", result.stdout)
+        for peer in (self.garbage.url, self.silent.url, self.nobody):
+            self.assertEqual(result.stderr.count(f"partial answer: peer {peer}:"), 1,
+                             result.stderr)
 
     def test_a_broker_stopped_mid_walk_is_named_and_the_walk_ends(self):
         request = {"filter": 'client_id = "part-*"', "orderBy": "client_id", "pageSize": 2,
