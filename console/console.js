@@ -43,7 +43,12 @@ const TOKEN_KEY = 'mosquitto-connections.token';
 const NOT_ADMIN_KEY = 'mosquitto-connections.not-admin';
 const PROTOCOLS = {3: '3.1', 4: '3.1.1', 5: '5.0'};
 
-const view = {search: '', sortField: '', sortDesc: false, clientId: '', uid: ''};
+const view = {search: '', sortField: '', sortDesc: false, clientId: '', uid: '', flapping: false};
+// A client id flaps when it connected this often in the last minute, or was taken over there
+// (docs/api.md, "Flapping clients"): the badge in the table and the "flapping only" view.
+const FLAPPING_RECONNECTS = 3;
+const FLAPPING_FILTER =
+    `(reconnects_last_minute >= ${FLAPPING_RECONNECTS} OR takeovers_last_minute > 0)`;
 let timer = null;
 let waitingForToken = false;
 let watch = null;        // the AbortController of the running stream
@@ -63,6 +68,7 @@ function readFragment() {
   view.search = params.get('q') || '';
   view.sortField = params.get('sort') || '';
   view.sortDesc = params.get('desc') === '1';
+  view.flapping = params.get('flapping') === '1';
   const clientId = params.get('client') || '';
   if (clientId !== view.clientId) {
     view.clientId = clientId;
@@ -75,6 +81,7 @@ function writeFragment() {
   if (view.search) params.set('q', view.search);
   if (view.sortField) params.set('sort', view.sortField);
   if (view.sortDesc) params.set('desc', '1');
+  if (view.flapping) params.set('flapping', '1');
   if (view.clientId) params.set('client', view.clientId);
   const text = params.toString();
   history.replaceState(null, '', text ? '#' + text : location.pathname + location.search);
@@ -136,9 +143,18 @@ function quoted(text, prefix) {
 // id prefix.
 function searchFilter() {
   const text = view.search.trim();
-  if (!text) return '';
-  if (/[=<>]/.test(text) || /\bIN\s*\(/.test(text)) return text;
-  return 'client_id = ' + quoted(text, true);
+  let filter = '';
+  if (text) {
+    filter = /[=<>]/.test(text) || /\bIN\s*\(/.test(text) ? text
+                                                          : 'client_id = ' + quoted(text, true);
+  }
+  if (!view.flapping) return filter;
+  return filter ? FLAPPING_FILTER + ' AND (' + filter + ')' : FLAPPING_FILTER;
+}
+
+function isFlapping(connection) {
+  return (connection.reconnectsLastMinute || 0) >= FLAPPING_RECONNECTS ||
+         (connection.takeoversLastMinute || 0) > 0;
 }
 
 // The search first, in parentheses: an OR in it stays inside (AND binds tighter than OR).
@@ -206,7 +222,16 @@ function cell(row, index, text, className) {
 }
 
 function fillOpenRow(row, connection) {
-  cell(row, 0, connection.clientId || '');
+  const id = cell(row, 0, connection.clientId || '');
+  if (isFlapping(connection)) {
+    const badge = element('span', 'flapping', 'badge flapping');
+    badge.title = (connection.reconnectsLastMinute || 0) + ' connects and ' +
+        (connection.takeoversLastMinute || 0) + ' takeovers in the last minute' +
+        (connection.takeoverAddresses ? ', taking turns: ' + connection.takeoverAddresses.join(
+            ' and ') : '');
+    id.appendChild(document.createTextNode(' '));
+    id.appendChild(badge);
+  }
   cell(row, 1, connection.username || '-');
   cell(row, 2, address(connection));
   cell(row, 3, PROTOCOLS[connection.protocolVersion] || String(connection.protocolVersion || '-'));
@@ -274,7 +299,8 @@ function renderSortHeaders() {
 }
 
 function orderBy() {
-  return view.sortField ? view.sortField + (view.sortDesc ? ' desc' : ' asc') : 'client_id asc';
+  if (view.sortField) return view.sortField + (view.sortDesc ? ' desc' : ' asc');
+  return view.flapping ? 'reconnects_last_minute desc, client_id asc' : 'client_id asc';
 }
 
 async function refreshLists() {
@@ -951,6 +977,12 @@ function onVisibility() {
 function start() {
   readFragment();
   $('search').value = view.search;
+  $('flapping-only').checked = view.flapping;
+  $('flapping-only').addEventListener('change', () => {
+    view.flapping = $('flapping-only').checked;
+    writeFragment();
+    refresh();
+  });
   renderSortHeaders();
   let typing = null;
   $('search').addEventListener('input', () => {

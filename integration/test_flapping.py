@@ -12,6 +12,7 @@ import socket
 import subprocess
 import unittest
 
+from browser import dump_dom, parse_html
 from harness import (Broker, Client, disconnect_all, free_port, mqtt_string, mqtt_varint,
                      wait_for)
 
@@ -128,6 +129,17 @@ class PingPongTest(unittest.TestCase):
         self.assertEqual(lines[header + 1][0], SHARED_ID)
         self.assertEqual(lines[header + 1][-2:], [str(TURNS), str(TURNS - 1)])
         self.assertEqual(lines[header + 2][0], "calm-client")
+
+        # The console: a badge on the flapping id, and the "flapping only" view lists it alone.
+        page = f"http://127.0.0.1:{self.broker.http_port}/"
+        rows = parse_html(dump_dom(page)).by_id("connections").find_all("tr")
+        badges = {row.attrs.get("data-client-id"): [span.text() for span in row.find_all("span")]
+                  for row in rows if row.attrs.get("data-client-id")}
+        self.assertEqual(badges[SHARED_ID], ["flapping"])
+        self.assertEqual(badges["calm-client"], [])
+        rows = parse_html(dump_dom(page + "#flapping=1")).by_id("connections").find_all("tr")
+        self.assertEqual([row.attrs.get("data-client-id") for row in rows
+                          if row.attrs.get("data-client-id")], [SHARED_ID])
 
     def test_a_bad_order_field_is_refused_by_name(self):
         status, _, body = self.broker.http(
