@@ -728,6 +728,11 @@ async function refreshDetail() {
   for (const row of document.querySelectorAll('tbody tr')) {
     row.classList.toggle('selected', row.dataset.uid === view.uid);
   }
+  // The history (a second request: a client id the closed list no longer holds still shows
+  // what happened to it) before the panel is read, so that no click or answer can come between
+  // the checks below and the redraw.
+  const clientId = connection ? connection.clientId : view.clientId;
+  const events = clientId ? await clientHistory(clientId) : null;
   const panel = $('detail');
   const keepMessage = panel.dataset.uid === (connection && connection.uid) &&
       $('action-message') ? $('action-message').textContent : '';
@@ -736,10 +741,6 @@ async function refreshDetail() {
   const busy = $('disconnect') &&
       ($('disconnect').classList.contains('confirm') || $('disconnect').disabled);
   if (busy) return;
-  // The history first (a second request), then one redraw: a client id the closed list no
-  // longer holds still shows what happened to it.
-  const clientId = connection ? connection.clientId : view.clientId;
-  const events = clientId ? await clientHistory(clientId) : null;
   renderDetail(connection);
   if (events && events.length) renderHistory($('detail'), events);
   if (keepMessage && $('action-message')) $('action-message').textContent = keepMessage;
