@@ -229,8 +229,13 @@ Status DecodeListConnectionsRequestProto(std::string_view bytes, std::string_vie
 
 namespace {
 
-std::int64_t UnixNanos(const google::protobuf::Timestamp& timestamp) {
-  return timestamp.seconds() * kNanosPerSecond + timestamp.nanos();
+// Unix ns of a Timestamp, saturated (a ban view refuses a time out of range as in the past or too
+// far; a peer's connection keeps the bound).
+std::int64_t UnixNs(const google::protobuf::Timestamp& t) {
+  constexpr std::int64_t kMaxSeconds = 9223372035;  // 2262-04-11
+  if (t.seconds() > kMaxSeconds) return std::numeric_limits<std::int64_t>::max();
+  if (t.seconds() < -kMaxSeconds) return std::numeric_limits<std::int64_t>::min();
+  return t.seconds() * 1000000000 + t.nanos();
 }
 
 std::int64_t Nanos(const google::protobuf::Duration& duration) {
@@ -280,10 +285,10 @@ Connection ConnectionFromProto(const connections_v1::Connection& message) {
   c.node_id = message.node_id();
   c.uid = message.uid();
   c.state = static_cast<ConnectionState>(message.state());
-  c.open_time_ns = UnixNanos(message.open_time());
-  if (message.has_close_time()) c.close_time_ns = UnixNanos(message.close_time());
+  c.open_time_ns = UnixNs(message.open_time());
+  if (message.has_close_time()) c.close_time_ns = UnixNs(message.close_time());
   if (message.has_session_expiry_time()) {
-    c.session_expiry_time_ns = UnixNanos(message.session_expiry_time());
+    c.session_expiry_time_ns = UnixNs(message.session_expiry_time());
   }
   c.close_reason = static_cast<CloseReason>(message.close_reason());
   c.client_id = message.client_id();
@@ -415,15 +420,6 @@ void SetBan(const Ban& ban, connections_v1::Ban* message) {
   message->set_reason(ToValidUtf8(ban.reason));
   SetTimestamp(ban.at_ns, message->mutable_at());
   if (ban.until_ns != 0) SetTimestamp(ban.until_ns, message->mutable_until());
-}
-
-// Unix ns of a Timestamp, saturated (the view refuses a time out of range as in the past or
-// too far).
-std::int64_t UnixNs(const google::protobuf::Timestamp& t) {
-  constexpr std::int64_t kMaxSeconds = 9223372035;  // 2262-04-11
-  if (t.seconds() > kMaxSeconds) return std::numeric_limits<std::int64_t>::max();
-  if (t.seconds() < -kMaxSeconds) return std::numeric_limits<std::int64_t>::min();
-  return t.seconds() * 1000000000 + t.nanos();
 }
 
 }  // namespace
