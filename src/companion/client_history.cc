@@ -97,20 +97,6 @@ void ClientHistory::Record(const ConnectionChange& change, std::int64_t now_ns) 
       const ClientEventKind kind = change.kind == ChangeKind::kSubscribed
                                        ? ClientEventKind::kSubscribed
                                        : ClientEventKind::kUnsubscribed;
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        const auto found = entries_.find(connection.client_id);
-        if (found != entries_.end()) {
-          ClientEvent& newest = Newest(found->second);
-          if (newest.kind == kind && newest.uid == connection.uid) {
-            newest.time_ns = now_ns;
-            newest.count += 1;
-            newest.filter = change.subscription.filter;
-            recency_.splice(recency_.end(), recency_, found->second.recency);
-            return;
-          }
-        }
-      }
       ClientEvent event = EventOf(connection, kind, now_ns);
       event.count = 1;
       event.filter = change.subscription.filter;
@@ -147,6 +133,14 @@ void ClientHistory::Add(const std::string& client_id, ClientEvent event) {
     entry.recency = recency_.insert(recency_.end(), client_id);
   } else {
     recency_.splice(recency_.end(), recency_, entry.recency);
+    // A run of subscriptions (or unsubscriptions) of one connection goes on in its event.
+    ClientEvent& newest = Newest(entry);
+    if (event.count != 0 && newest.kind == event.kind && newest.uid == event.uid) {
+      newest.time_ns = event.time_ns;
+      newest.count += event.count;
+      newest.filter = std::move(event.filter);
+      return;
+    }
   }
   if (entry.events.size() < options_.per_client) {
     entry.events.push_back(std::move(event));

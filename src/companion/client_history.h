@@ -93,6 +93,8 @@ class ClientHistory {
     std::list<std::string>::iterator recency;  // in recency_, newest last
   };
 
+  // Keeps `event` for `client_id`, or adds it to the newest event when both are of one run
+  // (the same subscription kind and connection: count set).
   void Add(const std::string& client_id, ClientEvent event);
   // The newest event of `entry` (it has one).
   ClientEvent& Newest(Entry& entry);
