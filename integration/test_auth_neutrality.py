@@ -27,6 +27,9 @@ import tempfile
 import time
 import unittest
 
+import broker_matrix
+import harness
+
 from harness import (MOSQUITTO_CTRL, MOSQUITTO_PASSWD, Broker, Client, broker_plugin,
                      broker_tool, hides_acl_answers)
 from test_list_connections import by_client
@@ -442,6 +445,20 @@ RESTART_BETWEEN_RUNS = {"password_acl_persistence"}
 LISTING_MAY_MISS = {"dynsec_before_plugin"}
 
 
+# Setups run side by side, each as its two brokers (with and without the plugin): the suite
+# waits mostly on sockets and clocks, so four at once take about a quarter of the time of one
+# after the other (docs/building.md, "How long the test command takes").
+SETUPS_AT_ONCE = 4
+
+
+def scenario(name):
+    """Names the setup of SETUPS a test checks, so that setUpClass can start it early."""
+    def mark(test):
+        test.setup = name
+        return test
+    return mark
+
+
 class AuthNeutralityTest(unittest.TestCase):
     maxDiff = None
 
@@ -456,11 +473,27 @@ class AuthNeutralityTest(unittest.TestCase):
                              "DYNSEC_DENY": make_dynsec_file(workdir, DYNSEC_DENY_ROLES)}
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
+        # Every setup the broker matrix keeps on this broker starts now, in test order; each
+        # test waits for its own. (A run of one test still runs them all.)
+        cls.pool = concurrent.futures.ThreadPoolExecutor(max_workers=2 * SETUPS_AT_ONCE)
+        cls.runs = {}
+        for attr in sorted(dir(cls)):
+            test_id = f"{cls.__module__}.{cls.__qualname__}.{attr}"
+            if attr.startswith("test_") and \
+                    broker_matrix.skip_reason(test_id, harness.BROKER) is None:
+                name = getattr(cls, attr).setup
+                cls.runs[name] = (cls.pool.submit(cls.run_setup, name, False),
+                                  cls.pool.submit(cls.run_setup, name, True))
 
-    def run_setup(self, name, plugin):
+    @classmethod
+    def tearDownClass(cls):
+        cls.pool.shutdown(wait=True, cancel_futures=True)
+
+    @classmethod
+    def run_setup(cls, name, plugin):
         kwargs = dict(SETUPS[name])
         plugins = kwargs.pop("test_plugins", False)
-        kwargs["files"] = {file: self.generated.get(content, content)
+        kwargs["files"] = {file: cls.generated.get(content, content)
                            for file, content in kwargs.get("files", {}).items()}
         broker = Broker(plugin=plugin, **kwargs)
         listing_problems = []
@@ -545,15 +578,12 @@ class AuthNeutralityTest(unittest.TestCase):
             broker.cleanup_dir()
         return outcome, listing_problems
 
-    def check(self, name):
+    def check(self):
+        name = getattr(type(self), self._testMethodName).setup
         plugins = SETUPS[name].get("test_plugins", False)
-        # The two brokers are independent: they run side by side (the test waits mostly on
-        # sockets), which halves the suite's time.
-        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-            plain = pool.submit(self.run_setup, name, False)
-            plugged = pool.submit(self.run_setup, name, True)
-            without, _ = plain.result()
-            with_plugin, listing_problems = plugged.result()
+        plain, plugged = self.runs[name]
+        without, _ = plain.result()
+        with_plugin, listing_problems = plugged.result()
         # Guard against a vacuous pass: the scenario must have done something.
         for run in ([without["before restart"], without["after restart"]]
                     if name in RESTART_BETWEEN_RUNS else [without]):
@@ -564,95 +594,121 @@ class AuthNeutralityTest(unittest.TestCase):
         self.assertEqual(listing_problems, [], f"{name}: /api/mqtt/connections")
 
     # 1-3: no authentication source at all.
+    @scenario("open_anonymous_true")
     def test_no_auth_allow_anonymous_true(self):
-        self.check("open_anonymous_true")
+        self.check()
 
+    @scenario("open_anonymous_false")
     def test_no_auth_allow_anonymous_false(self):
-        self.check("open_anonymous_false")
+        self.check()
 
+    @scenario("open_anonymous_unset")
     def test_no_auth_no_allow_anonymous_line(self):
         # Mosquitto 2.0 with a listener and no allow_anonymous line refuses anonymous clients.
-        self.check("open_anonymous_unset")
+        self.check()
 
     # 4: password_file.
+    @scenario("password_anonymous_true")
     def test_password_file_allow_anonymous_true(self):
-        self.check("password_anonymous_true")
+        self.check()
 
+    @scenario("password_anonymous_false")
     def test_password_file_allow_anonymous_false(self):
-        self.check("password_anonymous_false")
+        self.check()
 
     # 5: password_file + acl_file.
+    @scenario("password_acl_anonymous_true")
     def test_password_and_acl_file_allow_anonymous_true(self):
-        self.check("password_acl_anonymous_true")
+        self.check()
 
+    @scenario("password_acl_anonymous_false")
     def test_password_and_acl_file_allow_anonymous_false(self):
-        self.check("password_acl_anonymous_false")
+        self.check()
 
     # 6: acl_file only.
+    @scenario("acl_only_anonymous_true")
     def test_acl_file_only(self):
-        self.check("acl_only_anonymous_true")
+        self.check()
 
     # 7: the dynamic-security plugin, loaded after ours.
+    @scenario("dynsec_anonymous_true")
     def test_dynamic_security_allow_anonymous_true(self):
-        self.check("dynsec_anonymous_true")
+        self.check()
 
+    @scenario("dynsec_anonymous_false")
     def test_dynamic_security_allow_anonymous_false(self):
-        self.check("dynsec_anonymous_false")
+        self.check()
 
     # 8: deny and pattern rules in an acl_file, and dynamic-security roles that deny
     # subscriptions and deliveries: what the plugin counts and lists must follow them too.
+    @scenario("password_acl_deny_rules")
     def test_password_and_acl_file_with_deny_rules(self):
-        self.check("password_acl_deny_rules")
+        self.check()
 
+    @scenario("acl_only_deny_rules")
     def test_acl_file_with_deny_rules_only(self):
-        self.check("acl_only_deny_rules")
+        self.check()
 
+    @scenario("dynsec_deny_roles")
     def test_dynamic_security_roles_that_deny(self):
-        self.check("dynsec_deny_roles")
+        self.check()
 
     # 9: persistence on, the broker restarted between two runs of the scenario.
+    @scenario("password_acl_persistence")
     def test_password_and_acl_file_with_persistence(self):
-        self.check("password_acl_persistence")
+        self.check()
 
     # Beyond the brief's list: sources the plugin could overlook.
+    @scenario("password_in_include_dir")
     def test_password_file_in_include_dir(self):
-        self.check("password_in_include_dir")
+        self.check()
 
+    @scenario("dynsec_before_plugin")
     def test_dynamic_security_loaded_before_the_plugin(self):
-        self.check("dynsec_before_plugin")
+        self.check()
 
     # 10: another plugin after ours that registers only BASIC_AUTH, only ACL_CHECK, or both, with
     # and without the broker's own files; and a plugin of the older interface.
+    @scenario("auth_only_plugin")
     def test_plugin_that_only_authenticates(self):
-        self.check("auth_only_plugin")
+        self.check()
 
+    @scenario("acl_only_plugin")
     def test_plugin_that_only_checks_acls(self):
-        self.check("acl_only_plugin")
+        self.check()
 
+    @scenario("acl_only_plugin_anonymous_false")
     def test_plugin_that_only_checks_acls_allow_anonymous_false(self):
-        self.check("acl_only_plugin_anonymous_false")
+        self.check()
 
+    @scenario("auth_and_acl_plugin")
     def test_plugin_that_authenticates_and_checks_acls(self):
-        self.check("auth_and_acl_plugin")
+        self.check()
 
+    @scenario("auth_only_plugin_with_acl_file")
     def test_plugin_that_only_authenticates_with_an_acl_file(self):
-        self.check("auth_only_plugin_with_acl_file")
+        self.check()
 
+    @scenario("acl_only_plugin_with_password_file")
     def test_plugin_that_only_checks_acls_with_a_password_file(self):
-        self.check("acl_only_plugin_with_password_file")
+        self.check()
 
+    @scenario("v4_plugin")
     def test_plugin_of_the_older_interface(self):
-        self.check("v4_plugin")
+        self.check()
 
+    @scenario("v4_and_acl_only_plugin")
     def test_plugin_of_the_older_interface_and_an_acl_only_plugin(self):
-        self.check("v4_and_acl_only_plugin")
+        self.check()
 
     # 2.1: a password or ACL plugin loaded with global_plugin or plugin_load is never bypassed.
+    @scenario("global_password_plugin")
     def test_password_plugin_loaded_with_global_plugin(self):
-        self.check("global_password_plugin")
+        self.check()
 
+    @scenario("plugin_load_acl_file")
     def test_acl_plugin_loaded_with_plugin_load_and_plugin_use(self):
-        self.check("plugin_load_acl_file")
+        self.check()
 
 
 if __name__ == "__main__":
