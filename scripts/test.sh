@@ -13,9 +13,8 @@
 # After each build, scripts/check-build-headers.py checks that every header it read from outside
 # the repository comes from a package scripts/install-deps.sh installs.
 # It first installs what is missing of the packages that build and test it (scripts/install-deps.sh:
-# both lists, the test tools included). The release build comes first; the sanitizer builds then
-# run in the background, niced, while the release tests run (docs/building.md, "How long the test
-# command takes").
+# both lists, the test tools included). What runs side by side, and why: below, and
+# docs/building.md, "How long the test command takes".
 # Usage: scripts/test.sh [release|asan|tsan ...]   (default: all three)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,36 +29,35 @@ variants=("$@")
 [ ${#variants[@]} -gt 0 ] || variants=(release asan tsan)
 wants() { [[ " ${variants[*]} " == *" $1 "* ]]; }
 
-build() {  # name, make jobs, cmake options...
+build() {  # name, make jobs, cmake options...   (at the nice level $build_nice, 0 if unset)
   local name=$1 build_jobs=$2
   shift 2
   cmake -S . -B "build-$name" -DMQC_WERROR=ON "$@" > "build-$name.configure.log" 2>&1 ||
     { cat "build-$name.configure.log"; return 1; }
-  cmake --build "build-$name" -j "$build_jobs"
+  nice -n "${build_nice:-0}" cmake --build "build-$name" -j "$build_jobs"
   scripts/check-build-headers.py "build-$name"
 }
 
-# The sanitizer builds go on in the background, at the lowest CPU priority (nice 19), while the
-# release tests run: those mostly wait on brokers, sockets and clocks, and a niced compiler takes
-# only the CPU they leave. Each build's output goes to build-<name>.log and is printed when the
-# variant's tests are about to start (finish_build waits for it; a failed build fails the run).
-# Each runs in its own process group (set -m), stopped whole if this script ends first.
-declare -A build_pids=()
-stop_builds() { for pid in "${build_pids[@]}"; do kill -- "-$pid" 2> /dev/null || true; done; }
-trap stop_builds EXIT
-start_build() {  # name, make jobs, cmake options...
-  local name=$1
+# Jobs that run in the background, each in its own process group (set -m), stopped whole if this
+# script ends first; each job's output goes to build-<name>.log and is printed when the script
+# waits for it (finish_job), so that the output of jobs running side by side is not interleaved.
+declare -A job_pids=()
+stop_jobs() { for pid in "${job_pids[@]}"; do kill -- "-$pid" 2> /dev/null || true; done; }
+trap stop_jobs EXIT
+start_job() {  # name, nice level, command...
+  local name=$1 level=$2
+  shift 2
   set -m
-  ( renice -n 19 -p "$BASHPID" > /dev/null; build "$@" ) > "build-$name.log" 2>&1 &
-  build_pids[$name]=$!
+  ( renice -n "$level" -p "$BASHPID" > /dev/null; "$@" ) > "build-$name.log" 2>&1 &
+  job_pids[$name]=$!
   set +m
 }
-finish_build() {  # name
+finish_job() {  # name
   local name=$1 status=0
-  wait "${build_pids[$name]}" || status=$?
-  unset "build_pids[$name]"
+  wait "${job_pids[$name]}" || status=$?
+  unset "job_pids[$name]"
   cat "build-$name.log"
-  [ "$status" -eq 0 ] || { echo "build-$name failed ($status)" >&2; return 1; }
+  [ "$status" -eq 0 ] || { echo "$name failed ($status)" >&2; return 1; }
 }
 
 release_options=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DMQC_BROKERS=$matrix")
@@ -77,25 +75,6 @@ for variant in "${variants[@]}"; do
     exit 2
   esac
 done
-if wants release || wants tsan; then
-  echo "=== build release ==="
-  build release "$jobs" "${release_options[@]}"
-fi
-if wants release; then
-  # The other brokers, downloaded and built once into build-release/brokers (cached);
-  # unit.broker_symbols needs their manifest.
-  scripts/prepare-brokers.py build-release
-fi
-# The sanitizer builds share the CPU between them.
-sanitizers=0
-wants asan && sanitizers=$((sanitizers + 1))
-wants tsan && sanitizers=$((sanitizers + 1))
-if [ "$sanitizers" -gt 0 ]; then
-  sanitizer_jobs=$(( jobs / sanitizers > 0 ? jobs / sanitizers : 1 ))
-  wants asan && start_build asan "$sanitizer_jobs" "${asan_options[@]}"
-  wants tsan && start_build tsan "$sanitizer_jobs" "${tsan_options[@]}"
-fi
-
 # ctest, with its output also kept in build-<variant>/ctest-<label>.log; afterwards the ten
 # slowest tests of that run are printed, so that a test's cost stays visible.
 run_ctest() {  # variant, label, ctest arguments...
@@ -111,23 +90,75 @@ run_ctest() {  # variant, label, ctest arguments...
   return "$status"
 }
 
-# Integration suites run $jobs at a time (integration/CMakeLists.txt says which take turns or
-# run alone; integration/harness.py keeps their ports apart).
+# A sanitizer variant up to its integration suites: its build at the lowest CPU priority (the
+# release tests run meanwhile), then its unit tests.
+sanitizer_build_and_unit() {  # variant, make jobs, cmake options...
+  local variant=$1
+  build_nice=19 build "$@"
+  echo "=== $variant unit ==="
+  if [ "$variant" = asan ]; then
+    ASAN_OPTIONS=detect_leaks=1 run_ctest "$variant" unit -j "$jobs" -LE 'integration|bench'
+  else
+    run_ctest "$variant" unit -j "$jobs" -LE 'integration|bench'
+  fi
+}
+sanitizer_integration() {  # variant
+  echo "=== $1 integration ==="
+  run_ctest "$1" integration -j "$jobs" -L integration
+}
+
+# The order (docs/building.md, "How long the test command takes"): the release build without
+# the unit tests' binary, while the other brokers are prepared; the release integration suites
+# in the background (they mostly wait on brokers, sockets and clocks) while the unit tests
+# compile and run; the sanitizer builds and unit tests in the background, niced, from then on;
+# the benchmarks' quick run; last the ASan and TSan integration suites side by side, after the
+# release ones (integration/run_suite.py keeps the suites that must run alone alone across the
+# two).
+if wants release || wants tsan; then
+  echo "=== build release ==="
+  cmake -S . -B build-release -DMQC_WERROR=ON "${release_options[@]}" \
+    > build-release.configure.log 2>&1 || { cat build-release.configure.log; exit 1; }
+  # The other brokers, downloaded and built once into build-release/brokers (cached);
+  # unit.broker_symbols needs their manifest.
+  if wants release; then start_job brokers 0 scripts/prepare-brokers.py build-release; fi
+  cmake --build build-release -j "$jobs" --target mqc_all_but_unit_tests
+fi
 if wants release; then
-  echo "=== release ==="
+  finish_job brokers
+  start_job release-integration 0 run_ctest release integration -j "$jobs" -L integration
+fi
+if wants release || wants tsan; then
+  nice -n 10 cmake --build build-release -j "$jobs"
+  scripts/check-build-headers.py build-release
+fi
+# The sanitizer builds share the CPU between them.
+sanitizers=0
+wants asan && sanitizers=$((sanitizers + 1))
+wants tsan && sanitizers=$((sanitizers + 1))
+if [ "$sanitizers" -gt 0 ]; then
+  sanitizer_jobs=$(( jobs / sanitizers > 0 ? jobs / sanitizers : 1 ))
+  for variant in asan tsan; do
+    options="${variant}_options[@]"
+    if wants "$variant"; then
+      start_job "$variant" 0 sanitizer_build_and_unit "$variant" "$sanitizer_jobs" "${!options}"
+    fi
+  done
+fi
+if wants release; then
+  echo "=== release unit ==="
   run_ctest release unit -j "$jobs" -LE 'integration|bench'
-  run_ctest release integration -j "$jobs" -L integration
+  echo "=== release integration ==="
+  finish_job release-integration
+  echo "=== release bench ==="
   run_ctest release bench -L bench
 fi
-if wants asan; then
-  echo "=== asan ==="
-  finish_build asan
-  ASAN_OPTIONS=detect_leaks=1 run_ctest asan unit -j "$jobs" -LE 'integration|bench'
-  run_ctest asan integration -j "$jobs" -L integration
-fi
-if wants tsan; then
-  echo "=== tsan ==="
-  finish_build tsan
-  run_ctest tsan unit -j "$jobs" -LE 'integration|bench'
-  run_ctest tsan integration -j "$jobs" -L integration
-fi
+for variant in asan tsan; do
+  if wants "$variant"; then
+    echo "=== $variant build ==="
+    finish_job "$variant"
+    start_job "$variant-integration" 0 sanitizer_integration "$variant"
+  fi
+done
+for variant in asan tsan; do
+  if wants "$variant"; then finish_job "$variant-integration"; fi
+done
