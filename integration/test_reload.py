@@ -411,56 +411,78 @@ class NeutralityAcrossReloadTest(unittest.TestCase):
     """The same steps on a plain broker and one with the plugin give the same outcomes, when a
     reload adds or removes a password_file or an acl_file."""
 
-    def run_both(self, start_extra, reloaded_extra, files):
-        def run(broker):
-            with broker:
-                try:
-                    first = outcome(broker, SCENARIO)
-                    broker.extra = reloaded_extra
-                    rewrite_config(broker)
-                    reload_broker(broker)
-                    # The reload is over once the broker answers a CONNECT.
-                    Client(broker, "probe").disconnect()
-                    second = outcome(broker, SCENARIO)
-                    if broker.plugin:
-                        wait_for(lambda: broker.connections() == [], what="all gone")
-                    return first, second
-                finally:
-                    broker.cleanup_dir()
-        # The plain broker and the plugin's are independent: side by side, for time.
-        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-            results = list(pool.map(run, plain_and_plugin(files, start_extra)))
-        self.assertEqual(results[1], results[0])
-        return results[0]
+    # (config at start, config after the reload, files) of each test's pair of brokers.
+    RUNS = {
+        "password_file_added": ("", "password_file {dir}/passwd",
+                                {"passwd": passwd_file("alice", "secret")}),
+        "password_file_removed": ("password_file {dir}/passwd", "",
+                                  {"passwd": passwd_file("alice", "secret")}),
+        "acl_file_added": ("", "acl_file {dir}/acl", {"acl": ACL}),
+        "acl_file_removed": ("acl_file {dir}/acl", "", {"acl": ACL}),
+        # Mosquitto loads plugins at start only: a plugin line added before a reload decides
+        # nothing, so the plugin must go on deciding where nothing else does.
+        "plugin_line_added": ("", f"plugin {broker_plugin('mosquitto_dynamic_security.so')}\n"
+                              "plugin_opt_config_file {dir}/absent.json", {}),
+    }
+
+    @classmethod
+    def setUpClass(cls):
+        # Every pair starts now, side by side (they wait mostly on brokers and clocks, so the
+        # five take about the time of one); each test waits for its own.
+        cls.pool = concurrent.futures.ThreadPoolExecutor(max_workers=2 * len(cls.RUNS))
+        cls.runs = {name: [cls.pool.submit(cls.run_one, broker, reloaded)
+                           for broker in plain_and_plugin(files, start)]
+                    for name, (start, reloaded, files) in cls.RUNS.items()}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.pool.shutdown(wait=True, cancel_futures=True)
+
+    @staticmethod
+    def run_one(broker, reloaded_extra):
+        with broker:
+            try:
+                first = outcome(broker, SCENARIO)
+                broker.extra = reloaded_extra
+                rewrite_config(broker)
+                reload_broker(broker)
+                # The reload is over once the broker answers a CONNECT.
+                Client(broker, "probe").disconnect()
+                second = outcome(broker, SCENARIO)
+                if broker.plugin:
+                    wait_for(lambda: broker.connections() == [], what="all gone")
+                return first, second
+            finally:
+                broker.cleanup_dir()
+
+    def run_both(self, name):
+        """(before, after the reload) of the plain broker, checked equal to the plugin's."""
+        plain, plugged = (run.result() for run in self.runs[name])
+        self.assertEqual(plugged, plain)
+        return plain
 
     def test_password_file_added(self):
-        first, second = self.run_both("", "password_file {dir}/passwd",
-                                      {"passwd": passwd_file("alice", "secret")})
+        first, second = self.run_both("password_file_added")
         self.assertEqual(first["alice-wrong"], 0)
         self.assertEqual(second["alice-wrong"], 5)
 
     def test_password_file_removed(self):
-        first, second = self.run_both("password_file {dir}/passwd", "",
-                                      {"passwd": passwd_file("alice", "secret")})
+        first, second = self.run_both("password_file_removed")
         self.assertEqual(first["stranger"], 5)
         self.assertEqual(second["stranger"], 0)
 
     def test_acl_file_added(self):
-        first, second = self.run_both("", "acl_file {dir}/acl", {"acl": ACL})
+        first, second = self.run_both("acl_file_added")
         self.assertEqual(first["alice-wrong got"], ["a/x", "b/x"])
         self.assertEqual(second["alice got"], ["a/x"])
 
     def test_acl_file_removed(self):
-        first, second = self.run_both("acl_file {dir}/acl", "", {"acl": ACL})
+        first, second = self.run_both("acl_file_removed")
         self.assertEqual(first["alice got"], ["a/x"])
         self.assertEqual(second["alice got"], ["a/x", "b/x"])
 
     def test_plugin_line_added_is_ignored_as_the_broker_ignores_it(self):
-        # Mosquitto loads plugins at start only: a plugin line added before a reload decides
-        # nothing, so the plugin must go on deciding where nothing else does.
-        first, second = self.run_both(
-            "", f"plugin {broker_plugin('mosquitto_dynamic_security.so')}\n"
-            "plugin_opt_config_file {dir}/absent.json", {})
+        first, second = self.run_both("plugin_line_added")
         self.assertEqual(second["stranger"], 0)
         self.assertEqual(second["stranger got"], ["a/x", "b/x"])
 
