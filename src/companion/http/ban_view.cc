@@ -293,7 +293,15 @@ HttpResponse KubeMqListBans(const BanAdmin& admin) {
 
 HttpResponse KubeMqAddBan(const BanAdmin& admin, const HttpRequest& request, const Caller& caller) {
   Ban ban;
-  const Status read = ReadBanRequest(request.body, admin.now_ns(), false, &ban);
+  Status read = ReadBanRequest(request.body, admin.now_ns(), false, &ban);
+  // A ban meant for another broker or the fleet must not be made here alone in silence.
+  BanRequestFields place;
+  if (read.ok()) read = ReadPlaceJson(request.body, &place);
+  if (read.ok() && (place.node_id || place.scope != ConnectionScope::kUnspecified)) {
+    read = InvalidArgument(
+        "nodeId, scope: this path bans on this broker alone; another broker or the fleet is "
+        "BanClient's (docs/fleet.md)");
+  }
   if (!read.ok()) return KubeMqErrorResponse(kHttpBadRequest, read.message());
   const BanOutcome outcome = admin.add(std::move(ban), caller);
   if (!outcome.status.ok()) {

@@ -218,7 +218,8 @@ TEST_F(FleetBansTest, ANodeIdGoesToThatBrokerAlone) {
   const FleetBanOutcome result = admin.add_at(ClientBan("on-c"), node, caller_);
   ASSERT_TRUE(result.outcome.status.ok()) << result.outcome.status.message();
   EXPECT_EQ(result.node_id, 3u);
-  EXPECT_EQ(result.outcome.ban.by, "admin token file line 1");
+  // Made by that broker for the caller's token, so its own token line names the author.
+  EXPECT_EQ(result.outcome.ban.by, "admin token file line 4");
   ASSERT_EQ(result.brokers.size(), 1u);
   EXPECT_EQ(result.brokers[0].node_id, 3u);
   EXPECT_TRUE(here_.Bans().empty());

@@ -295,6 +295,17 @@ TEST_F(BanViewTest, PlaceWithoutPeers) {
   EXPECT_EQ(list.bans(1).node_id(), 4u);
   EXPECT_EQ(list.node_id(), 4u);
 
+  // The KubeMQ path acts here alone: a node id or a scope there is refused, not ignored.
+  HttpRequest post;
+  post.method = "POST";
+  post.body = R"({"as":"clientid","who":"k","scope":"CONNECTION_SCOPE_FLEET"})";
+  response = KubeMqAddBan(admin_, post, caller_);
+  EXPECT_EQ(response.status, 400);
+  EXPECT_NE(response.body.find("nodeId, scope: this path bans on this broker alone"),
+            std::string::npos)
+      << response.body;
+  ASSERT_EQ(bans_.size(), 2u);
+
   // Unban on another node, in JSON.
   response = ConnectRpcBans(admin_, kUnbanClientMethod,
                             Connect(R"({"as":"clientid","who":"c","nodeId":2})"), caller_);
