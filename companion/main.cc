@@ -39,6 +39,7 @@
 #include "companion/companion_link.h"
 #include "companion/connection_registry.h"
 #include "companion/detailed_source.h"
+#include "companion/fleet/fleet_bans.h"
 #include "companion/fleet/fleet_disconnect.h"
 #include "companion/fleet/fleet_query.h"
 #include "companion/http/access_tokens.h"
@@ -239,7 +240,10 @@ int Run(int argc, char** argv) {
     link.ReportFailed(fleet.status().message());
     return 1;
   }
-  if (*fleet) connect_options.fleet = (*fleet)->Lister();
+  if (*fleet) {
+    connect_options.fleet = (*fleet)->Lister();
+    connect_options.fleet_peers = static_cast<std::uint32_t>((*fleet)->peers().size());
+  }
   const ConnectRpcService connect_service(detailed_source, std::move(connect_options));
   MetricsExporter exporter(*region->header(), registry, options.node_id,
                            options.metrics_top_clients);
@@ -273,7 +277,11 @@ int Run(int argc, char** argv) {
   }
   BrokerBans broker_bans(&ban_store, &registry, &link, &region->header()->counters);
   broker_bans.set_flapping_ban_ns(std::int64_t{options.flapping_ban_time_s} * 1000000000);
-  router.SetBanAdmin(broker_bans.Admin());
+  BanAdmin ban_admin = broker_bans.Admin();
+  ban_admin.node_id = options.node_id;
+  // With peers, bans go to another broker by nodeId, or to every broker (docs/fleet.md).
+  if (*fleet) RouteBans(**fleet, &ban_admin);
+  router.SetBanAdmin(std::move(ban_admin));
   router.SetClientHistory(&history);
   ActivityHistoryOptions activity_options;
   activity_options.interval_ns = std::int64_t{options.activity_interval_s} * 1'000'000'000;

@@ -12,6 +12,14 @@
 // The ban list (ListBans) is shown below the tables; an admin token adds and removes bans
 // (BanClient, UnbanClient), a read token gets the server's 403 message.
 //
+// The fleet (docs/fleet.md): the lists are asked with scope CONNECTION_SCOPE_FLEET unless the
+// view says node (#scope=node; a broker without peers answers it as node scope). While the
+// broker's answers name peers (fleetPeers), the page shows the fleet: a Broker column (each
+// connection's nodeId, DUP for a client id open on two brokers), the brokers' health (this
+// broker's answer time, which nodes answered, each peer that failed with its message, the
+// answer marked partial), the "whole fleet" toggle, Disconnect and Unban sent to the broker
+// that holds the connection or ban (nodeId), and a ban for one broker or every broker.
+//
 // Live: the page follows WatchConnections (Connect's server stream, JSON codec, read here from
 // the fetch body) and asks for the table again as soon as a change arrives, so a client shows up
 // the moment it connects; a slow refresh keeps the figures and rates current. Without the stream
@@ -43,7 +51,13 @@ const TOKEN_KEY = 'mosquitto-connections.token';
 const NOT_ADMIN_KEY = 'mosquitto-connections.not-admin';
 const PROTOCOLS = {3: '3.1', 4: '3.1.1', 5: '5.0'};
 
-const view = {search: '', sortField: '', sortDesc: false, clientId: '', uid: '', flapping: false};
+const view = {search: '', sortField: '', sortDesc: false, clientId: '', uid: '', flapping: false,
+              scope: ''};
+const FLEET_SCOPE = 'CONNECTION_SCOPE_FLEET';
+// From the latest answers: how many peers the broker asks (0: none, or it predates the field),
+// and its own node id (ListBans' nodeId).
+let fleetPeers = 0;
+let ownNode = null;
 // A client id flaps when it connected this often in the last minute, or was taken over there
 // (docs/api.md, "Flapping clients"): the badge in the table and the "flapping only" view.
 const FLAPPING_RECONNECTS = 3;
@@ -69,6 +83,7 @@ function readFragment() {
   view.sortField = params.get('sort') || '';
   view.sortDesc = params.get('desc') === '1';
   view.flapping = params.get('flapping') === '1';
+  view.scope = params.get('scope') === 'node' ? 'node' : '';
   const clientId = params.get('client') || '';
   if (clientId !== view.clientId) {
     view.clientId = clientId;
@@ -82,6 +97,7 @@ function writeFragment() {
   if (view.sortField) params.set('sort', view.sortField);
   if (view.sortDesc) params.set('desc', '1');
   if (view.flapping) params.set('flapping', '1');
+  if (view.scope) params.set('scope', view.scope);
   if (view.clientId) params.set('client', view.clientId);
   const text = params.toString();
   history.replaceState(null, '', text ? '#' + text : location.pathname + location.search);
@@ -127,10 +143,24 @@ async function errorText(response) {
   return 'HTTP ' + response.status + (text ? ': ' + text : '');
 }
 
+function asksFleet() {
+  return view.scope !== 'node';
+}
+
+// Whether the page shows the fleet: the broker has peers and the view is not node-only.
+function showsFleet() {
+  return fleetPeers > 0 && asksFleet();
+}
+
 async function listConnections(filter, orderBy, pageSize) {
-  const response = await request(LIST_PATH, {filter, orderBy, pageSize});
+  const message = {filter, orderBy, pageSize};
+  if (asksFleet()) message.scope = FLEET_SCOPE;
+  const started = performance.now();
+  const response = await request(LIST_PATH, message);
   if (!response.ok) throw new Error(await errorText(response));
-  return response.json();
+  const answer = await response.json();
+  answer.elapsedMs = performance.now() - started;
+  return answer;
 }
 
 // A string value of the filter language: JSON escapes, and '*' escaped unless it is a prefix.
@@ -244,6 +274,20 @@ function fillOpenRow(row, connection) {
   const pending = cell(row, 9, pendingText(connection), 'number');
   pending.title = connection.messagesQueued === undefined ? ''
       : connection.messagesQueued + ' queued, ' + connection.messagesInFlight + ' in flight';
+  fillNodeCell(row, 10, connection);
+}
+
+// The Broker column: the connection's node, and DUP when its client id is open on another
+// broker too (duplicateClientId of a fleet answer).
+function fillNodeCell(row, index, connection) {
+  const node = cell(row, index, 'node ' + (connection.nodeId || 0), 'fleet-only');
+  row.dataset.nodeId = String(connection.nodeId || 0);
+  if (connection.duplicateClientId) {
+    node.appendChild(document.createTextNode(' '));
+    const badge = element('span', 'DUP', 'badge dup');
+    badge.title = 'this client id is open on another broker of the fleet too';
+    node.appendChild(badge);
+  }
 }
 
 // The messages the broker holds for the client (messagesPending: queued + in flight); '-' when
@@ -259,6 +303,7 @@ function fillClosedRow(row, connection) {
   cell(row, 3, timeText(connection.openTime));
   cell(row, 4, timeText(connection.closeTime));
   cell(row, 5, shortEnum(connection.closeReason, 'CLOSE_REASON_'));
+  fillNodeCell(row, 6, connection);
 }
 
 // Updates the rows in place, keyed by uid: the same <tr> stays for the same connection, so the
@@ -317,13 +362,54 @@ async function refreshLists() {
     throw failed.reason;
   }
   const [open, closed] = answers.map((answer) => answer.value);
+  fleetPeers = Number(open.fleetPeers || 0);
+  document.body.classList.toggle('has-peers', fleetPeers > 0);
+  document.body.classList.toggle('fleet', showsFleet());
+  $('fleet-view').checked = asksFleet();
+  renderFleetHealth(open);
   const openRows = open.connections || [];
   renderRows($('connections'), openRows, fillOpenRow);
   renderRows($('closed'), closed.connections || [], fillClosedRow);
   const total = Number(open.totalSize || openRows.length);
-  $('count').textContent = total > openRows.length ? openRows.length + ' of ' + total + ' shown'
-                                                   : total + (total === 1 ? ' connection'
-                                                                          : ' connections');
+  $('count').textContent = (total > openRows.length ? openRows.length + ' of ' + total + ' shown'
+                                                    : total + (total === 1 ? ' connection'
+                                                                           : ' connections')) +
+      (showsFleet() && (open.peerErrors || []).length ? ' (partial)' : '');
+}
+
+// Each broker of the fleet answer: this one with the answer's time, every node that answered
+// (seen in the rows), every peer that failed with its code and message. A partial answer says
+// so: the failed peers' connections are neither listed nor counted.
+function renderFleetHealth(answer) {
+  const list = $('fleet-brokers');
+  list.replaceChildren();
+  if (!showsFleet()) {
+    $('fleet-summary').textContent = fleetPeers > 0 ? 'this broker alone' : '';
+    $('fleet-partial').hidden = true;
+    return;
+  }
+  const failed = answer.peerErrors || [];
+  const nodes = new Set((answer.connections || []).map((c) => c.nodeId || 0));
+  if (ownNode !== null) nodes.add(ownNode);
+  for (const node of Array.from(nodes).sort((a, b) => a - b)) {
+    const text = 'node ' + node + (node === ownNode
+        ? ' (this broker): answered for the fleet in ' + Math.round(answer.elapsedMs) + ' ms'
+        : ': answered');
+    const item = element('li', text, 'answered');
+    item.dataset.node = String(node);
+    list.appendChild(item);
+  }
+  for (const error of failed) {
+    const item = element('li', error.peer + ': ' + error.code + ': ' + error.message, 'failed');
+    item.dataset.peer = error.peer;
+    list.appendChild(item);
+  }
+  $('fleet-summary').textContent = (fleetPeers - failed.length) + ' of ' + fleetPeers +
+      ' peers answered';
+  $('fleet-partial').hidden = failed.length === 0;
+  $('fleet-partial').textContent = failed.length === 0 ? '' : 'Partial answer: ' +
+      failed.length + (failed.length === 1 ? ' peer' : ' peers') +
+      ' missing; their connections are neither listed nor counted.';
 }
 
 // --- the figures at the top (/metrics) -----------------------------------------------------
@@ -567,7 +653,8 @@ function renderDetail(connection) {
     const button = element('button', 'Disconnect');
     button.type = 'button';
     button.id = 'disconnect';
-    button.addEventListener('click', () => disconnect(button, connection.clientId));
+    button.addEventListener('click',
+                            () => disconnect(button, connection.clientId, connection.nodeId));
     panel.appendChild(button);
     // The broker publishes the will of a client it disconnects (MQTT's rule for a close by the
     // server) unless this is ticked; kept across the panel's redraws, per client id.
@@ -754,7 +841,7 @@ function select(uid, clientId) {
 }
 
 // Two clicks: the first arms the button for five seconds, the second disconnects.
-async function disconnect(button, clientId) {
+async function disconnect(button, clientId, nodeId) {
   if (!button.classList.contains('confirm')) {
     button.classList.add('confirm');
     button.textContent = 'Click again to disconnect ' + clientId;
@@ -771,8 +858,10 @@ async function disconnect(button, clientId) {
   const message = $('action-message');
   try {
     const preventWill = preventWillFor === clientId;
-    const response =
-        await request(DISCONNECT_PATH, preventWill ? {clientId, preventWill} : {clientId});
+    const target = preventWill ? {clientId, preventWill} : {clientId};
+    // In the fleet: to the broker that holds it.
+    if (showsFleet() && nodeId !== undefined) target.nodeId = nodeId;
+    const response = await request(DISCONNECT_PATH, target);
     if (response.ok) {
       message.textContent =
           'Disconnected ' + clientId + (preventWill ? ', its will kept back.' : '.');
@@ -795,9 +884,10 @@ async function disconnect(button, clientId) {
 // --- bans ----------------------------------------------------------------------------------
 
 async function refreshBans() {
-  const response = await request(SERVICE + 'ListBans', {});
+  const response = await request(SERVICE + 'ListBans', showsFleet() ? {scope: FLEET_SCOPE} : {});
   if (!response.ok) throw new Error(await errorText(response));
   const answer = await response.json();
+  if (answer.nodeId !== undefined) ownNode = answer.nodeId;
   const body = $('bans').tBodies[0];
   body.replaceChildren();
   for (const ban of answer.bans || []) {
@@ -809,9 +899,38 @@ async function refreshBans() {
     cell(row, 4, ban.reason || '');
     const button = element('button', 'Unban');
     button.type = 'button';
-    button.addEventListener('click', () => unban(button, ban.as, ban.who));
+    button.addEventListener('click', () => unban(button, ban.as, ban.who, ban.nodeId));
     row.insertCell().append(button);
+    cell(row, 6, 'node ' + (ban.nodeId || 0), 'fleet-only');
   }
+  // The ban form's choice of broker: this one, every one, or one node of the fleet.
+  const where = $('ban-where');
+  const chosen = where.value;
+  const nodes = new Set((answer.bans || []).map((ban) => ban.nodeId || 0));
+  for (const row of $('connections').tBodies[0].rows) nodes.add(Number(row.dataset.nodeId || 0));
+  nodes.delete(ownNode);
+  nodes.delete(0);
+  for (const option of Array.from(where.options).slice(2)) option.remove();
+  for (const node of Array.from(nodes).sort((a, b) => a - b)) {
+    where.add(new Option('node ' + node, String(node)));
+  }
+  where.value = Array.from(where.options).some((o) => o.value === chosen) ? chosen : '';
+}
+
+// Where a ban change goes: the form's choice (or a ban's own node) while the fleet is shown.
+function placeOf(message, where) {
+  if (!showsFleet() || where === '' || where === undefined) return message;
+  if (where === 'fleet') return Object.assign(message, {scope: FLEET_SCOPE});
+  return Object.assign(message, {nodeId: Number(where)});
+}
+
+// What each broker did with a change made for the fleet: the failed ones named.
+function brokersText(answer) {
+  const failed = (answer.brokers || []).filter((b) => b.code);
+  if (!answer.brokers) return '';
+  return ' On ' + (answer.brokers.length - failed.length) + ' of ' + answer.brokers.length +
+      ' brokers' + (failed.length ? '; not on ' + failed.map((b) => (b.peer || 'this broker') +
+      ' (' + b.code + ': ' + b.message + ')').join(', ') : '') + '.';
 }
 
 async function banAction(method, message, done) {
@@ -831,16 +950,17 @@ function ban(event) {
   const message = {as: $('ban-as').value, who: $('ban-who').value.trim()};
   if ($('ban-duration').value) message.durationS = $('ban-duration').value;
   if ($('ban-reason').value) message.reason = $('ban-reason').value;
-  banAction('BanClient', message, (answer) => {
+  banAction('BanClient', placeOf(message, $('ban-where').value), (answer) => {
     $('ban-who').value = '';
     return 'Banned ' + answer.ban.as + ' ' + answer.ban.who + '; ' + answer.kicked +
-           ' open client(s) disconnected.';
+           ' open client(s) disconnected.' + brokersText(answer);
   });
 }
 
-function unban(button, as, who) {
+function unban(button, as, who, nodeId) {
   button.disabled = true;
-  banAction('UnbanClient', {as, who}, () => 'Unbanned ' + as + ' ' + who + '.');
+  banAction('UnbanClient', placeOf({as, who}, nodeId === undefined ? '' : String(nodeId)),
+            (answer) => 'Unbanned ' + as + ' ' + who + '.' + brokersText(answer));
 }
 
 // --- tokens --------------------------------------------------------------------------------
@@ -981,6 +1101,12 @@ function start() {
   $('flapping-only').checked = view.flapping;
   $('flapping-only').addEventListener('change', () => {
     view.flapping = $('flapping-only').checked;
+    writeFragment();
+    refresh();
+  });
+  $('fleet-view').checked = asksFleet();
+  $('fleet-view').addEventListener('change', () => {
+    view.scope = $('fleet-view').checked ? '' : 'node';
     writeFragment();
     refresh();
   });

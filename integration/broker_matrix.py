@@ -32,7 +32,7 @@ COMPANION_ONLY = ("test_allowed_hosts", "test_cli", "test_connect_clients", "tes
                   "test_top_clients")
 # Suites that start brokers of several builds themselves (a fleet of 2.0.11, 2.0.21 and 2.1):
 # one run covers them all, so they run once, on system.
-SPANS_BROKERS = ("test_fleet", "test_fleet_metrics")
+SPANS_BROKERS = ("test_fleet", "test_fleet_admin", "test_fleet_metrics")
 
 # Brokers built for the client layout alone (scripts/prepare-brokers.py: 2.1-bare, the broker
 # without TLS or WebSockets and without plugins of its own): its struct differs from the other

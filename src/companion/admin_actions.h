@@ -22,8 +22,8 @@ namespace mqc {
 struct Caller {
   std::string address;     // "127.0.0.1:41234"
   std::string token_line;  // "admin token file line 3"
-  // The request's Authorization header, only to forward a disconnect to the fleet peer that
-  // holds the connection (never logged).
+  // The request's Authorization header, only to forward a disconnect or a ban to the fleet
+  // peers (never logged).
   std::string authorization;
 };
 
@@ -50,6 +50,40 @@ struct BanOutcome {
   std::size_t kicked = 0;  // open connections it concerned, asked to disconnect
 };
 
+// Where a ban change is made (BanClient's and UnbanClient's nodeId and scope, docs/fleet.md).
+struct BanPlace {
+  std::optional<std::uint32_t> node_id;  // another broker's: routed there
+  bool fleet = false;                    // this broker and every peer
+};
+
+// One broker's part in a routed or fleet-wide ban change (the schema's BrokerBanOutcome), or
+// one broker's failure to list its bans.
+struct BrokerBanOutcome {
+  std::uint32_t node_id = 0;  // 0: a peer that never told it
+  std::string peer;           // base URL; empty: this broker
+  Status status;
+  std::size_t kicked = 0;
+};
+
+struct FleetBanOutcome {
+  // status: an error only when no broker made the change (naming each); ban: the one in force
+  // (or removed) on this broker, else on the first broker that made it; kicked: the sum.
+  BanOutcome outcome;
+  std::uint32_t node_id = 0;              // of the broker whose ban `outcome.ban` is
+  std::vector<BrokerBanOutcome> brokers;  // in the order asked: this broker first
+};
+
+struct NodeBan {
+  std::uint32_t node_id = 0;
+  Ban ban;
+};
+
+struct FleetBanList {
+  std::vector<NodeBan> bans;  // this broker's first, then each peer's in plugin_opt_fleet_peers order
+  std::uint64_t refused_total = 0;        // of the brokers that answered
+  std::vector<BrokerBanOutcome> failed;  // the peers that did not answer (status not ok)
+};
+
 struct BanAdmin {
   std::function<std::vector<Ban>()> list;
   // `ban` is checked (target, times, texts) and has at_ns; `by` empty: the caller's token line.
@@ -58,6 +92,13 @@ struct BanAdmin {
   std::function<BanOutcome(const Ban& target, const Caller& caller)> remove;
   std::function<std::uint64_t()> refused_total;  // CONNECTs refused for a ban since start
   std::function<std::int64_t()> now_ns;          // Unix ns (tests set it)
+  std::uint32_t node_id = 0;                     // plugin_opt_node_id: every ban listed carries it
+  // With plugin_opt_fleet_peers (fleet/fleet_bans.h), else null: a change with another node's
+  // id, or for the whole fleet, and the fleet's list.
+  std::function<FleetBanOutcome(const Ban& ban, const BanPlace& place, const Caller& caller)> add_at;
+  std::function<FleetBanOutcome(const Ban& target, const BanPlace& place, const Caller& caller)>
+      remove_at;
+  std::function<FleetBanList()> list_fleet;
 };
 
 }  // namespace mqc

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "companion/http/view_util.h"
 #include "companion/json_util.h"
 #include "companion/json_writer.h"
 #include "companion/query/query_syntax.h"
@@ -21,23 +22,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr char kDisconnectPath[] = "/mqtt.connections.v1.ConnectionsService/DisconnectConnection";
 constexpr std::chrono::seconds kRouteDeadline{5};
-
-StatusCode CodeOfName(std::string_view name) {
-  const std::pair<std::string_view, StatusCode> codes[] = {
-      {"invalid_argument", StatusCode::kInvalidArgument},
-      {"deadline_exceeded", StatusCode::kDeadlineExceeded},
-      {"resource_exhausted", StatusCode::kResourceExhausted},
-      {"unimplemented", StatusCode::kUnimplemented},
-      {"not_found", StatusCode::kNotFound},
-      {"unauthenticated", StatusCode::kUnauthenticated},
-      {"permission_denied", StatusCode::kPermissionDenied},
-      {"unavailable", StatusCode::kUnavailable},
-  };
-  for (const auto& [text, code] : codes) {
-    if (text == name) return code;
-  }
-  return StatusCode::kInternal;
-}
 
 std::string Describe(const DisconnectTarget& target) {
   return target.uid.empty() ? "client id " + QuoteFilterString(target.client_id)
@@ -83,7 +67,7 @@ DisconnectOutcome Forward(const FleetQuery& fleet, const PeerUrl& peer,
     return outcome;
   }
   const std::string code = text("code");
-  outcome.status = Status(code.empty() ? StatusCode::kInternal : CodeOfName(code),
+  outcome.status = Status(code.empty() ? StatusCode::kInternal : ConnectRpcCodeOfName(code),
                           "peer " + peer.Text() + " answered " +
                               (code.empty() ? "HTTP " + std::to_string(response->status)
                                             : code + ": " + text("message")));

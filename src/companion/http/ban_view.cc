@@ -21,6 +21,7 @@
 #include "companion/ban_store.h"
 #include "companion/http/connect_codec.h"
 #include "companion/http/connect_protocol.h"
+#include "companion/http/connect_rpc_json.h"
 #include "companion/http/connect_rpc_proto.h"
 #include "companion/http/view_util.h"
 #include "companion/json_util.h"
@@ -62,6 +63,110 @@ void WriteBanList(const std::vector<Ban>& bans, JsonWriter* json) {
     json->EndObject();
   }
   json->EndArray();
+}
+
+// A ban of a Connect answer: the file's members and the broker that holds it.
+void WriteNodeBan(const NodeBan& ban, JsonWriter* json) {
+  json->BeginObject();
+  WriteBanMembers(ban.ban, json);
+  json->Key("nodeId").Int(ban.node_id);
+  json->EndObject();
+}
+
+void WritePeerError(const BrokerBanOutcome& broker, JsonWriter* json) {
+  json->BeginObject();
+  json->Key("peer").String(broker.peer);
+  json->Key("code").String(ConnectRpcCodeName(broker.status.code()));
+  json->Key("message").String(broker.status.message());
+  json->EndObject();
+}
+
+// `brokers` and `peerErrors` of a routed or fleet change; nothing for a change made here alone.
+void WriteBrokerOutcomes(const std::vector<BrokerBanOutcome>& brokers, JsonWriter* json) {
+  if (brokers.empty()) return;
+  json->Key("brokers").BeginArray();
+  bool failed = false;
+  for (const BrokerBanOutcome& broker : brokers) {
+    json->BeginObject();
+    json->Key("nodeId").Int(broker.node_id);
+    if (!broker.peer.empty()) json->Key("peer").String(broker.peer);
+    if (!broker.status.ok()) {
+      json->Key("code").String(ConnectRpcCodeName(broker.status.code()));
+      json->Key("message").String(broker.status.message());
+      failed = failed || !broker.peer.empty();
+    }
+    json->Key("kicked").Int(static_cast<std::int64_t>(broker.kicked));
+    json->EndObject();
+  }
+  json->EndArray();
+  if (!failed) return;
+  json->Key("peerErrors").BeginArray();
+  for (const BrokerBanOutcome& broker : brokers) {
+    if (!broker.status.ok() && !broker.peer.empty()) WritePeerError(broker, json);
+  }
+  json->EndArray();
+}
+
+// nodeId and scope of a JSON ban request (BanClient, UnbanClient).
+Status ReadPlaceJson(std::string_view body, BanRequestFields* fields) {
+  const CjsonPtr message = ParseJson(body.empty() ? "{}" : body);
+  if (!message || !cJSON_IsObject(message.get())) {
+    return InvalidArgument("request body is not a JSON object");
+  }
+  const cJSON* node = cJSON_GetObjectItemCaseSensitive(message.get(), "nodeId");
+  if (node != nullptr && !cJSON_IsNull(node)) {
+    if (!cJSON_IsNumber(node) || node->valuedouble < 0 || node->valuedouble > 4294967295.0 ||
+        node->valuedouble != static_cast<double>(static_cast<std::uint32_t>(node->valuedouble))) {
+      return InvalidArgument("field 'nodeId' must be a uint32 (a number from 0 to 4294967295)");
+    }
+    fields->node_id = static_cast<std::uint32_t>(node->valuedouble);
+  }
+  const cJSON* scope = cJSON_GetObjectItemCaseSensitive(message.get(), "scope");
+  if (scope != nullptr && !cJSON_IsNull(scope)) {
+    StatusOr<ConnectionScope> read = ReadConnectionScope(*scope, "scope");
+    if (!read.ok()) return read.status();
+    fields->scope = *read;
+  }
+  return Status();
+}
+
+// Where the change goes: kInvalidArgument for both a node id and the fleet.
+Status PlaceOf(const BanRequestFields& fields, BanPlace* place) {
+  place->fleet = fields.scope == ConnectionScope::kFleet;
+  place->node_id = fields.node_id;
+  if (place->fleet && place->node_id) {
+    return InvalidArgument(
+        "nodeId, scope: give a node id or scope CONNECTION_SCOPE_FLEET, not both");
+  }
+  return Status();
+}
+
+// The change where `place` says. Without peers (no add_at), the fleet is this broker alone and
+// another node id is not_found.
+FleetBanOutcome ChangeAt(const BanAdmin& admin, bool remove, const Ban& ban,
+                         const BanPlace& place, const Caller& caller) {
+  const bool here_only = !place.fleet && (!place.node_id || *place.node_id == admin.node_id);
+  const auto& routed = remove ? admin.remove_at : admin.add_at;
+  if (!here_only && routed) return routed(ban, place, caller);
+  FleetBanOutcome result;
+  result.node_id = admin.node_id;
+  if (!here_only && !place.fleet) {
+    result.outcome.status =
+        Status(StatusCode::kNotFound, "nodeId: node " + std::to_string(*place.node_id) +
+                                          " is not this broker (node " +
+                                          std::to_string(admin.node_id) +
+                                          "), which has no fleet peers (plugin_opt_fleet_peers)");
+    return result;
+  }
+  result.outcome = remove ? admin.remove(ban, caller) : admin.add(ban, caller);
+  if (place.fleet) {
+    BrokerBanOutcome self;
+    self.node_id = admin.node_id;
+    self.status = result.outcome.status;
+    self.kicked = result.outcome.kicked;
+    result.brokers.push_back(std::move(self));
+  }
+  return result;
 }
 
 // A 200 JSON answer: `write` writes its one value.
@@ -188,7 +293,15 @@ HttpResponse KubeMqListBans(const BanAdmin& admin) {
 
 HttpResponse KubeMqAddBan(const BanAdmin& admin, const HttpRequest& request, const Caller& caller) {
   Ban ban;
-  const Status read = ReadBanRequest(request.body, admin.now_ns(), false, &ban);
+  Status read = ReadBanRequest(request.body, admin.now_ns(), false, &ban);
+  // A ban meant for another broker or the fleet must not be made here alone in silence.
+  BanRequestFields place;
+  if (read.ok()) read = ReadPlaceJson(request.body, &place);
+  if (read.ok() && (place.node_id || place.scope != ConnectionScope::kUnspecified)) {
+    read = InvalidArgument(
+        "nodeId, scope: this path bans on this broker alone; another broker or the fleet is "
+        "BanClient's (docs/fleet.md)");
+  }
   if (!read.ok()) return KubeMqErrorResponse(kHttpBadRequest, read.message());
   const BanOutcome outcome = admin.add(std::move(ban), caller);
   if (!outcome.status.ok()) {
@@ -233,68 +346,96 @@ HttpResponse ConnectRpcBans(const BanAdmin& admin, std::string_view method,
     return response;
   };
   if (method == kListBansMethod) {
+    ConnectionScope scope = ConnectionScope::kUnspecified;
     if (proto) {
-      const Status read = DecodeListBansRequestProto(request.body, "request body");
+      const Status read = DecodeListBansRequestProto(request.body, "request body", &scope);
       if (!read.ok()) return ConnectRpcErrorResponse(read);
-      return answer_proto(EncodeListBansResponseProto(admin.list(), admin.refused_total()));
+    } else {
+      const CjsonPtr message = ParseJson(request.body.empty() ? "{}" : request.body);
+      if (!message || !cJSON_IsObject(message.get())) {
+        return ConnectRpcErrorResponse(InvalidArgument("request body is not a JSON object"));
+      }
+      const cJSON* item = cJSON_GetObjectItemCaseSensitive(message.get(), "scope");
+      if (item != nullptr && !cJSON_IsNull(item)) {
+        StatusOr<ConnectionScope> read = ReadConnectionScope(*item, "scope");
+        if (!read.ok()) return ConnectRpcErrorResponse(read.status());
+        scope = *read;
+      }
     }
-    const CjsonPtr message = ParseJson(request.body.empty() ? "{}" : request.body);
-    if (!message || !cJSON_IsObject(message.get())) {
-      return ConnectRpcErrorResponse(InvalidArgument("request body is not a JSON object"));
+    // FLEET without peers: this broker is the whole fleet.
+    FleetBanList list;
+    if (scope == ConnectionScope::kFleet && admin.list_fleet) {
+      list = admin.list_fleet();
+    } else {
+      for (Ban& ban : admin.list()) list.bans.push_back({admin.node_id, std::move(ban)});
+      list.refused_total = admin.refused_total();
     }
-    const std::vector<Ban> bans = admin.list();
-    const std::string refused_total = std::to_string(admin.refused_total());
-    return JsonAnswer([&bans, &refused_total](JsonWriter* json) {
+    if (proto) {
+      return answer_proto(
+          EncodeListBansResponseProto(list.bans, list.refused_total, admin.node_id, list.failed));
+    }
+    const std::string refused_total = std::to_string(list.refused_total);
+    return JsonAnswer([&list, &refused_total, &admin](JsonWriter* json) {
       json->BeginObject();
-      json->Key("bans");
-      WriteBanList(bans, json);
+      json->Key("bans").BeginArray();
+      for (const NodeBan& ban : list.bans) WriteNodeBan(ban, json);
+      json->EndArray();
       json->Key("refusedTotal").String(refused_total);  // int64: a string in protobuf JSON
+      if (!list.failed.empty()) {
+        json->Key("peerErrors").BeginArray();
+        for (const BrokerBanOutcome& failed : list.failed) WritePeerError(failed, json);
+        json->EndArray();
+      }
+      json->Key("nodeId").Int(admin.node_id);
       json->EndObject();
     });
   }
-  BanOutcome outcome;
-  if (method == kBanClientMethod) {
-    Ban ban;
-    Status read;
+  const bool banned = method == kBanClientMethod;
+  Ban ban;
+  BanRequestFields fields;
+  Status read;
+  if (banned) {
     if (proto) {
-      BanRequestFields fields;
       read = DecodeBanClientRequestProto(request.body, "request body", &fields);
       if (read.ok()) read = CheckBanRequest(fields, admin.now_ns(), true, &ban);
     } else {
       read = ReadBanRequest(request.body, admin.now_ns(), true, &ban);
+      if (read.ok()) read = ReadPlaceJson(request.body, &fields);
     }
-    if (!read.ok()) return ConnectRpcErrorResponse(read);
-    outcome = admin.add(std::move(ban), caller);
+  } else if (proto) {
+    read = DecodeUnbanClientRequestProto(request.body, "request body", &fields);
+    if (read.ok()) read = ParseBanTarget(fields.as, fields.who, &ban);
   } else {
-    Ban target;
-    Status read;
-    if (proto) {
-      std::string as;
-      std::string who;
-      read = DecodeUnbanClientRequestProto(request.body, "request body", &as, &who);
-      if (read.ok()) read = ParseBanTarget(as, who, &target);
-    } else {
-      read = ReadTarget(request.body, &target);
-    }
-    if (!read.ok()) return ConnectRpcErrorResponse(read);
-    outcome = admin.remove(target, caller);
+    read = ReadTarget(request.body, &ban);
+    if (read.ok()) read = ReadPlaceJson(request.body, &fields);
   }
+  BanPlace place;
+  if (read.ok()) read = PlaceOf(fields, &place);
+  if (!read.ok()) return ConnectRpcErrorResponse(read);
+  // A change for another broker goes there with the caller's own token (docs/fleet.md).
+  Caller forwarding = caller;
+  if (const std::string* authorization = request.FindHeader("Authorization")) {
+    forwarding.authorization = *authorization;
+  }
+  const FleetBanOutcome result = ChangeAt(admin, !banned, ban, place, forwarding);
+  const BanOutcome& outcome = result.outcome;
   if (!outcome.status.ok()) return ConnectRpcErrorResponse(outcome.status);
-  const bool banned = method == kBanClientMethod;
+  const NodeBan answered{result.node_id, outcome.ban};
   if (proto) {
-    return answer_proto(banned ? EncodeBanClientResponseProto(outcome.ban, outcome.kicked)
-                               : EncodeUnbanClientResponseProto(outcome.ban));
+    return answer_proto(banned
+                            ? EncodeBanClientResponseProto(answered, outcome.kicked, result.brokers)
+                            : EncodeUnbanClientResponseProto(answered, result.brokers));
   }
-  return JsonAnswer([&outcome, banned](JsonWriter* json) {
+  return JsonAnswer([&result, &answered, banned](JsonWriter* json) {
     json->BeginObject();
-    json->Key("ban").BeginObject();
-    WriteBanMembers(outcome.ban, json);
-    json->EndObject();
+    json->Key("ban");
+    WriteNodeBan(answered, json);
     if (banned) {
-      json->Key("kicked").Int(static_cast<std::int64_t>(outcome.kicked));
+      json->Key("kicked").Int(static_cast<std::int64_t>(result.outcome.kicked));
     } else {
       json->Key("removed").Bool(true);
     }
+    WriteBrokerOutcomes(result.brokers, json);
     json->EndObject();
   });
 }

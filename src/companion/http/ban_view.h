@@ -3,9 +3,14 @@
 //   GET    /api/mqtt/bans                       KubeMQ envelope, data {bans, count, refused_total}
 //   POST   /api/mqtt/bans                       {"as","who","reason","by","until"|"duration_s"}
 //   DELETE /api/mqtt/bans/{as}/{who}            (who may hold '/': "peerhost_net/10.0.0.0/8")
-//   POST /mqtt.connections.v1.ConnectionsService/ListBans     {} -> {"bans","refusedTotal"}
-//   POST .../BanClient    {"as","who","reason","by","until","durationS"} -> {"ban","kicked"}
-//   POST .../UnbanClient  {"as","who"} -> {"ban","removed":true}
+//   POST /mqtt.connections.v1.ConnectionsService/ListBans  {"scope"} -> {"bans","refusedTotal",
+//                                                                     "peerErrors","nodeId"}
+//   POST .../BanClient    {"as","who","reason","by","until","durationS","nodeId","scope"}
+//                         -> {"ban","kicked","brokers","peerErrors"}
+//   POST .../UnbanClient  {"as","who","nodeId","scope"} -> {"ban","removed":true,"brokers",...}
+// The KubeMQ forms act on this broker alone; the Connect ones also on another broker (nodeId)
+// or the whole fleet (scope CONNECTION_SCOPE_FLEET), through the BanAdmin's add_at, remove_at
+// and list_fleet (fleet/fleet_bans.h; docs/fleet.md). Every ban answered carries its nodeId.
 // Reading needs a read token, changes an admin token (the router checks). The work is a
 // BanAdmin's (companion/admin_actions.h; the companion's BanStore and the broker,
 // companion/broker_bans.h).

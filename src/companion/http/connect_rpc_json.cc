@@ -222,8 +222,10 @@ constexpr std::size_t kRequestFieldCount = 5;
 constexpr const char* kScopeNames[] = {"CONNECTION_SCOPE_UNSPECIFIED", "CONNECTION_SCOPE_NODE",
                                        "CONNECTION_SCOPE_FLEET"};
 
+}  // namespace
+
 // The enum's name or its number, as protobuf's JSON mapping accepts both.
-StatusOr<ConnectionScope> ReadScope(const cJSON& item, std::string_view name) {
+StatusOr<ConnectionScope> ReadConnectionScope(const cJSON& item, std::string_view name) {
   std::size_t index = std::size(kScopeNames);
   if (cJSON_IsString(&item)) {
     for (std::size_t i = 0; i < std::size(kScopeNames); ++i) {
@@ -242,6 +244,8 @@ StatusOr<ConnectionScope> ReadScope(const cJSON& item, std::string_view name) {
   }
   return static_cast<ConnectionScope>(index);
 }
+
+namespace {
 
 StatusOr<std::int32_t> ReadPageSize(const cJSON& item, std::string_view name) {
   const std::string field = FieldName(name);
@@ -332,7 +336,7 @@ Status DecodeListConnectionsRequest(std::string_view text, std::string_view wher
     seen[index] = item->string;
     if (cJSON_IsNull(item)) continue;  // null: the default
     if (known->field == RequestField::kScope) {
-      StatusOr<ConnectionScope> scope = ReadScope(*item, name);
+      StatusOr<ConnectionScope> scope = ReadConnectionScope(*item, name);
       if (!scope.ok()) return fail(what + ": " + scope.status().message());
       request->scope = *scope;
       continue;
@@ -578,6 +582,7 @@ std::string ListConnectionsResponseJson(const ConnectionPage& page) {
     }
     json.EndArray();
   }
+  if (page.fleet_peers != 0) json.Key("fleetPeers").Int(page.fleet_peers);
   json.EndObject();
   return text;
 }

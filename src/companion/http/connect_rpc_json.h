@@ -5,6 +5,8 @@
 // table). Pure functions, safe on any thread.
 #pragma once
 
+#include <cjson/cJSON.h>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -25,6 +27,10 @@ Status DecodeListConnectionsRequest(std::string_view text, std::string_view wher
 // The ListConnectionsResponse for `page`, as compact JSON text. Throws std::bad_alloc when out
 // of memory.
 std::string ListConnectionsResponseJson(const ConnectionPage& page);
+
+// A ConnectionScope field of a JSON request (the ban RPCs' `scope`): the enum's name or number.
+// kInvalidArgument naming the field otherwise.
+StatusOr<ConnectionScope> ReadConnectionScope(const cJSON& item, std::string_view name);
 
 // "CONNECTION_CHANGE_KIND_OPENED", ...
 std::string_view ChangeKindName(ChangeKind kind);

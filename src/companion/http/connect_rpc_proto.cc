@@ -28,6 +28,7 @@
 #include <string_view>
 
 #include "companion/http/connect_fields.h"
+#include "companion/http/view_util.h"
 #include "companion/json_util.h"
 #include "companion/query/connection_fields.h"
 #include "link/topic_mapping.h"
@@ -185,6 +186,7 @@ void ListConnectionsResponseToProto(const ConnectionPage& page,
     error->set_code(ToValidUtf8(failure.code));
     error->set_message(ToValidUtf8(failure.message));
   }
+  message->set_fleet_peers(page.fleet_peers);
 }
 
 namespace {
@@ -413,20 +415,65 @@ std::string EncodeDisconnectConnectionResponseProto(std::string_view client_id,
 
 namespace {
 
-void SetBan(const Ban& ban, connections_v1::Ban* message) {
+void SetBan(const Ban& ban, std::uint32_t node_id, connections_v1::Ban* message) {
   message->set_as(std::string(ban.as()));
   message->set_who(ToValidUtf8(ban.who));
   message->set_by(ToValidUtf8(ban.by));
   message->set_reason(ToValidUtf8(ban.reason));
   SetTimestamp(ban.at_ns, message->mutable_at());
   if (ban.until_ns != 0) SetTimestamp(ban.until_ns, message->mutable_until());
+  message->set_node_id(node_id);
+}
+
+// A peer's ban back into the model: its target checked as a request's would be.
+Status ReadBan(const connections_v1::Ban& message, std::string_view where, NodeBan* out) {
+  Status status = ParseBanTarget(message.as(), message.who(), &out->ban);
+  if (!status.ok()) return InvalidArgument(std::string(where) + ": " + status.message());
+  out->ban.by = message.by();
+  out->ban.reason = message.reason();
+  out->ban.at_ns = UnixNs(message.at());
+  out->ban.until_ns = message.has_until() ? UnixNs(message.until()) : 0;
+  out->node_id = message.node_id();
+  return Status();
+}
+
+Status ReadScopeNumber(int scope, std::string_view where, ConnectionScope* out) {
+  if (scope < 0 || scope > static_cast<int>(ConnectionScope::kFleet)) {
+    return InvalidArgument(std::string(where) + ": field 'scope' is " + std::to_string(scope) +
+                           "; expected CONNECTION_SCOPE_NODE (1) or CONNECTION_SCOPE_FLEET (2)");
+  }
+  *out = static_cast<ConnectionScope>(scope);
+  return Status();
+}
+
+template <typename Message>
+void AddBrokerOutcomes(const std::vector<BrokerBanOutcome>& brokers, Message* message) {
+  for (const BrokerBanOutcome& broker : brokers) {
+    connections_v1::BrokerBanOutcome* out = message->add_brokers();
+    out->set_node_id(broker.node_id);
+    out->set_peer(ToValidUtf8(broker.peer));
+    if (!broker.status.ok()) {
+      out->set_code(std::string(ConnectRpcCodeName(broker.status.code())));
+      out->set_message(ToValidUtf8(broker.status.message()));
+    }
+    out->set_kicked(static_cast<std::int32_t>(broker.kicked));
+    if (!broker.status.ok() && !broker.peer.empty()) {
+      connections_v1::PeerError* error = message->add_peer_errors();
+      error->set_peer(ToValidUtf8(broker.peer));
+      error->set_code(std::string(ConnectRpcCodeName(broker.status.code())));
+      error->set_message(ToValidUtf8(broker.status.message()));
+    }
+  }
 }
 
 }  // namespace
 
-Status DecodeListBansRequestProto(std::string_view bytes, std::string_view where) {
+Status DecodeListBansRequestProto(std::string_view bytes, std::string_view where,
+                                  ConnectionScope* scope) {
   connections_v1::ListBansRequest message;
-  return ParseBinary(bytes, where, &message);
+  Status status = ParseBinary(bytes, where, &message);
+  if (!status.ok()) return status;
+  return ReadScopeNumber(static_cast<int>(message.scope()), where, scope);
 }
 
 Status DecodeBanClientRequestProto(std::string_view bytes, std::string_view where,
@@ -443,17 +490,20 @@ Status DecodeBanClientRequestProto(std::string_view bytes, std::string_view wher
   if (fields->has_until) fields->until_ns = UnixNs(message.until());
   fields->has_duration = message.duration_s() != 0;
   fields->duration_s = message.duration_s();
-  return Status();
+  if (message.has_node_id()) fields->node_id = message.node_id();
+  return ReadScopeNumber(static_cast<int>(message.scope()), where, &fields->scope);
 }
 
 Status DecodeUnbanClientRequestProto(std::string_view bytes, std::string_view where,
-                                     std::string* as, std::string* who) {
+                                     BanRequestFields* fields) {
+  *fields = BanRequestFields();
   connections_v1::UnbanClientRequest message;
   Status status = ParseBinary(bytes, where, &message);
   if (!status.ok()) return status;
-  *as = message.as();
-  *who = message.who();
-  return Status();
+  fields->as = message.as();
+  fields->who = message.who();
+  if (message.has_node_id()) fields->node_id = message.node_id();
+  return ReadScopeNumber(static_cast<int>(message.scope()), where, &fields->scope);
 }
 
 Status DecodeGetClientHistoryRequestProto(std::string_view bytes, std::string_view where,
@@ -517,23 +567,36 @@ std::string EncodeGetActivityResponseProto(std::uint32_t interval_seconds,
   return message.SerializeAsString();
 }
 
-std::string EncodeListBansResponseProto(const std::vector<Ban>& bans, std::uint64_t refused_total) {
+std::string EncodeListBansResponseProto(const std::vector<NodeBan>& bans,
+                                        std::uint64_t refused_total, std::uint32_t node_id,
+                                        const std::vector<BrokerBanOutcome>& failed) {
   connections_v1::ListBansResponse message;
-  for (const Ban& ban : bans) SetBan(ban, message.add_bans());
+  for (const NodeBan& ban : bans) SetBan(ban.ban, ban.node_id, message.add_bans());
   message.set_refused_total(static_cast<std::int64_t>(refused_total));
+  for (const BrokerBanOutcome& broker : failed) {
+    connections_v1::PeerError* error = message.add_peer_errors();
+    error->set_peer(ToValidUtf8(broker.peer));
+    error->set_code(std::string(ConnectRpcCodeName(broker.status.code())));
+    error->set_message(ToValidUtf8(broker.status.message()));
+  }
+  message.set_node_id(node_id);
   return message.SerializeAsString();
 }
 
-std::string EncodeBanClientResponseProto(const Ban& ban, std::size_t kicked) {
+std::string EncodeBanClientResponseProto(const NodeBan& ban, std::size_t kicked,
+                                         const std::vector<BrokerBanOutcome>& brokers) {
   connections_v1::BanClientResponse message;
-  SetBan(ban, message.mutable_ban());
+  SetBan(ban.ban, ban.node_id, message.mutable_ban());
   message.set_kicked(static_cast<std::int32_t>(kicked));
+  AddBrokerOutcomes(brokers, &message);
   return message.SerializeAsString();
 }
 
-std::string EncodeUnbanClientResponseProto(const Ban& ban) {
+std::string EncodeUnbanClientResponseProto(const NodeBan& ban,
+                                           const std::vector<BrokerBanOutcome>& brokers) {
   connections_v1::UnbanClientResponse message;
-  SetBan(ban, message.mutable_ban());
+  SetBan(ban.ban, ban.node_id, message.mutable_ban());
+  AddBrokerOutcomes(brokers, &message);
   message.set_removed(true);
   return message.SerializeAsString();
 }
@@ -559,6 +622,70 @@ std::string EncodeWatchConnectionsResponseProto(const WatchMessage& watch) {
     SubscriptionToProto(*watch.subscription, message.mutable_subscription());
   }
   return message.SerializeAsString();
+}
+
+}  // namespace mqc
+
+namespace mqc {
+
+std::string EncodeBanClientRequestProto(const Ban& ban) {
+  connections_v1::BanClientRequest message;
+  message.set_as(std::string(ban.as()));
+  message.set_who(ToValidUtf8(ban.who));
+  message.set_by(ToValidUtf8(ban.by));
+  message.set_reason(ToValidUtf8(ban.reason));
+  if (ban.until_ns != 0) SetTimestamp(ban.until_ns, message.mutable_until());
+  return message.SerializeAsString();
+}
+
+std::string EncodeUnbanClientRequestProto(const Ban& target) {
+  connections_v1::UnbanClientRequest message;
+  message.set_as(std::string(target.as()));
+  message.set_who(ToValidUtf8(target.who));
+  return message.SerializeAsString();
+}
+
+Status DecodeListBansResponseProto(std::string_view bytes, std::string_view where,
+                                   std::vector<Ban>* bans, std::uint64_t* refused_total,
+                                   std::uint32_t* node_id) {
+  bans->clear();
+  connections_v1::ListBansResponse message;
+  Status status = ParseBinary(bytes, where, &message);
+  if (!status.ok()) return status;
+  if (message.bans_size() > static_cast<int>(kMaxBans) || message.refused_total() < 0) {
+    return InvalidArgument(std::string(where) + ": " + std::to_string(message.bans_size()) +
+                           " bans (at most " + std::to_string(kMaxBans) + "), refusedTotal " +
+                           std::to_string(message.refused_total()));
+  }
+  for (const connections_v1::Ban& item : message.bans()) {
+    NodeBan ban;
+    status = ReadBan(item, where, &ban);
+    if (!status.ok()) return status;
+    bans->push_back(std::move(ban.ban));
+  }
+  *refused_total = static_cast<std::uint64_t>(message.refused_total());
+  *node_id = message.node_id();
+  return Status();
+}
+
+Status DecodeBanClientResponseProto(std::string_view bytes, std::string_view where, NodeBan* ban,
+                                    std::size_t* kicked) {
+  connections_v1::BanClientResponse message;
+  Status status = ParseBinary(bytes, where, &message);
+  if (!status.ok()) return status;
+  if (message.kicked() < 0) {
+    return InvalidArgument(std::string(where) + ": kicked is " + std::to_string(message.kicked()));
+  }
+  *kicked = static_cast<std::size_t>(message.kicked());
+  return ReadBan(message.ban(), where, ban);
+}
+
+Status DecodeUnbanClientResponseProto(std::string_view bytes, std::string_view where,
+                                      NodeBan* ban) {
+  connections_v1::UnbanClientResponse message;
+  Status status = ParseBinary(bytes, where, &message);
+  if (!status.ok()) return status;
+  return ReadBan(message.ban(), where, ban);
 }
 
 }  // namespace mqc

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "companion/activity_history.h"
+#include "companion/admin_actions.h"
 #include "companion/client_history.h"
 #include "companion/connection.h"
 #include "companion/http/connect_protocol.h"
@@ -63,7 +64,8 @@ Status DecodeDisconnectConnectionRequestProto(std::string_view bytes, std::strin
 std::string EncodeDisconnectConnectionResponseProto(std::string_view client_id,
                                                     std::string_view uid, bool disconnected);
 
-// The ban RPCs (ban_view.h). A request's fields as sent, checked by the view.
+// The ban RPCs (ban_view.h). A request's fields as sent, checked by the view (an
+// UnbanClientRequest fills as, who, node_id and scope).
 struct BanRequestFields {
   std::string as;
   std::string who;
@@ -73,15 +75,37 @@ struct BanRequestFields {
   std::int64_t until_ns = 0;
   bool has_duration = false;
   std::int64_t duration_s = 0;
+  std::optional<std::uint32_t> node_id;
+  ConnectionScope scope = ConnectionScope::kUnspecified;
 };
-Status DecodeListBansRequestProto(std::string_view bytes, std::string_view where);
+Status DecodeListBansRequestProto(std::string_view bytes, std::string_view where,
+                                  ConnectionScope* scope);
 Status DecodeBanClientRequestProto(std::string_view bytes, std::string_view where,
                                    BanRequestFields* fields);
 Status DecodeUnbanClientRequestProto(std::string_view bytes, std::string_view where,
-                                     std::string* as, std::string* who);
-std::string EncodeListBansResponseProto(const std::vector<Ban>& bans, std::uint64_t refused_total);
-std::string EncodeBanClientResponseProto(const Ban& ban, std::size_t kicked);
-std::string EncodeUnbanClientResponseProto(const Ban& ban);
+                                     BanRequestFields* fields);
+// `failed`: the peers missing from a FLEET list (peer_errors).
+std::string EncodeListBansResponseProto(const std::vector<NodeBan>& bans,
+                                        std::uint64_t refused_total, std::uint32_t node_id,
+                                        const std::vector<BrokerBanOutcome>& failed);
+// `brokers`: empty for a change on this broker alone; the failed ones also go to peer_errors.
+std::string EncodeBanClientResponseProto(const NodeBan& ban, std::size_t kicked,
+                                         const std::vector<BrokerBanOutcome>& brokers);
+std::string EncodeUnbanClientResponseProto(const NodeBan& ban,
+                                           const std::vector<BrokerBanOutcome>& brokers);
+
+// A fleet peer's side of the ban RPCs (fleet/fleet_bans.h): the requests forwarded to it
+// (node scope, so that it never forwards again) and its answers read back. kInvalidArgument
+// naming `where` when the bytes are not such an answer.
+std::string EncodeBanClientRequestProto(const Ban& ban);
+std::string EncodeUnbanClientRequestProto(const Ban& target);
+Status DecodeListBansResponseProto(std::string_view bytes, std::string_view where,
+                                   std::vector<Ban>* bans, std::uint64_t* refused_total,
+                                   std::uint32_t* node_id);
+Status DecodeBanClientResponseProto(std::string_view bytes, std::string_view where, NodeBan* ban,
+                                    std::size_t* kicked);
+Status DecodeUnbanClientResponseProto(std::string_view bytes, std::string_view where,
+                                      NodeBan* ban);
 // GetClientHistory in binary (history_view.h): the request's client id, and the response.
 Status DecodeGetClientHistoryRequestProto(std::string_view bytes, std::string_view where,
                                           std::string* client_id);

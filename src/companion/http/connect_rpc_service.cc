@@ -287,7 +287,8 @@ ConnectRpcService::ConnectRpcService(const ConnectionSource& source,
       stream_buffer_(options.stream_buffer),
       slots_(options.max_streams),
       fleet_(std::move(options.fleet)),
-      fleet_deadline_(options.fleet_deadline) {}
+      fleet_deadline_(options.fleet_deadline),
+      fleet_peers_(options.fleet_peers) {}
 
 HttpResponse ConnectRpcService::Handle(const std::string& method,
                                        const HttpRequest& request) const {
@@ -350,6 +351,7 @@ HttpResponse ConnectRpcService::HandleListConnections(const HttpRequest& request
     ConnectionPage page;
     const Status status = fleet_(message, std::chrono::steady_clock::now() + left, &page);
     if (!status.ok()) return ConnectRpcError(kInvalidArgument, status.message());
+    page.fleet_peers = fleet_peers_;
     HttpResponse response = ListConnectionsResponseIn(codec, page);
     if (DeadlineExceeded(budget, clock_() - start, &error)) return error;
     return response;
@@ -364,6 +366,7 @@ HttpResponse ConnectRpcService::HandleListConnections(const HttpRequest& request
   if (!status.ok()) {
     return ConnectRpcError(kInvalidArgument, status.message());
   }
+  page.fleet_peers = fleet_peers_;
   HttpResponse response = ListConnectionsResponseIn(codec, page);
   if (DeadlineExceeded(budget, clock_() - start, &error)) return error;
   return response;

@@ -47,6 +47,9 @@ struct ConnectRpcServiceOptions {
   FleetLister fleet;
   // The fleet's deadline without Connect-Timeout-Ms.
   std::chrono::milliseconds fleet_deadline{5000};
+  // How many peers `fleet` asks: every ListConnections answer says it (fleetPeers), so that a
+  // client can turn to the fleet by itself.
+  std::uint32_t fleet_peers = 0;
 };
 
 class ConnectRpcService {
@@ -84,6 +87,7 @@ class ConnectRpcService {
   mutable WatchSlots slots_;
   const ConnectRpcServiceOptions::FleetLister fleet_;
   const std::chrono::milliseconds fleet_deadline_;
+  const std::uint32_t fleet_peers_;
 };
 
 }  // namespace mqc

@@ -63,6 +63,13 @@ std::string_view ConnectRpcCodeName(StatusCode code) {
   return entry != nullptr ? entry->name : "unknown";
 }
 
+StatusCode ConnectRpcCodeOfName(std::string_view name) {
+  for (const ConnectCode& entry : kConnectCodes) {
+    if (entry.name == name) return entry.code;
+  }
+  return StatusCode::kInternal;
+}
+
 int ConnectRpcHttpStatus(StatusCode code) {
   if (code == StatusCode::kOk) return kHttpOk;
   const ConnectCode* entry = FindConnectCode(code);

@@ -67,5 +67,8 @@ HttpResponse ConnectRpcErrorResponse(const Status& status, int http_status = 0);
 // The Connect name of a code ("invalid_argument") and its HTTP status (400).
 std::string_view ConnectRpcCodeName(StatusCode code);
 int ConnectRpcHttpStatus(StatusCode code);
+// The code of a Connect name, as a peer's error answer gives it; kInternal for a name Connect
+// does not have.
+StatusCode ConnectRpcCodeOfName(std::string_view name);
 
 }  // namespace mqc

@@ -42,6 +42,7 @@ struct ConnectionPage {
   std::int64_t total_size = 0;  // every match, not only this page
   std::string next_page_token;  // empty when there are no more matches
   std::vector<PeerFailure> peer_errors;  // fleet pages only: the brokers that are missing
+  std::uint32_t fleet_peers = 0;         // plugin_opt_fleet_peers of the answering broker
 };
 
 // The same query as typed values, for callers that build it in code (the KubeMQ endpoint): the

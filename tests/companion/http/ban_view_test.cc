@@ -168,7 +168,8 @@ TEST_F(BanViewTest, ConnectBothCodecs) {
 }
 
 // Every JSON answer of both forms, byte for byte: written with JsonWriter, they are what the
-// cJSON trees the views had printed (field order, escapes, invalid UTF-8, a null until, numbers).
+// cJSON trees the views had printed (field order, escapes, invalid UTF-8, a null until, numbers),
+// and the Connect answers name the broker of each ban (nodeId).
 TEST_F(BanViewTest, JsonAnswersAreByteForByteWhatTheyWere) {
   const std::string e_acute = "\xC3\xA9";
   const std::string replacement = "\xEF\xBF\xBD";  // U+FFFD
@@ -212,18 +213,144 @@ TEST_F(BanViewTest, JsonAnswersAreByteForByteWhatTheyWere) {
   const std::string envelope = R"({"error":false,"error_string":"","data":)";
   const std::vector<std::string> expected = {
       envelope + R"({"bans":[)" + odd_json + R"(],"count":1,"refused_total":7}})",
-      R"({"bans":[)" + odd_json + R"(],"refusedTotal":"7"})",
+      R"({"bans":[)" + odd_json.substr(0, odd_json.size() - 1) +
+          R"(,"nodeId":0}],"refusedTotal":"7","nodeId":0})",
       envelope + client_json + R"(,"kicked":2}})",
-      R"({"ban":)" + address_json + R"(},"kicked":2})",
+      R"({"ban":)" + address_json + R"(,"nodeId":0},"kicked":2})",
       envelope + R"({"bans":[)" + odd_json + "," + client_json + "}," + address_json +
           R"(}],"count":3,"refused_total":7}})",
       envelope + client_json + R"(,"removed":true}})",
-      R"({"ban":)" + address_json + R"(},"removed":true})",
+      R"({"ban":)" + address_json + R"(,"nodeId":0},"removed":true})",
       envelope + R"({"bans":[],"count":0,"refused_total":7}})",
-      R"({"bans":[],"refusedTotal":"7"})",
+      R"({"bans":[],"refusedTotal":"7","nodeId":0})",
   };
   ASSERT_EQ(answers.size(), expected.size());
   for (std::size_t i = 0; i < answers.size(); ++i) EXPECT_EQ(answers[i], expected[i]) << i;
+}
+
+// nodeId and scope: read from both codecs, refused together or when unknown, and without peers
+// the fleet is this broker alone and another node is not_found, naming both nodes.
+TEST_F(BanViewTest, PlaceWithoutPeers) {
+  admin_.node_id = 4;
+  const char* kBan = R"({"as":"clientid","who":"c")";
+  HttpResponse response = ConnectRpcBans(
+      admin_, kBanClientMethod, Connect(std::string(kBan) + R"(,"nodeId":9})"), caller_);
+  EXPECT_EQ(response.status, 404);
+  EXPECT_NE(response.body.find("nodeId: node 9 is not this broker (node 4), which has no fleet "
+                               "peers (plugin_opt_fleet_peers)"),
+            std::string::npos)
+      << response.body;
+  EXPECT_TRUE(bans_.empty());
+  response = ConnectRpcBans(
+      admin_, kBanClientMethod,
+      Connect(std::string(kBan) + R"(,"nodeId":9,"scope":"CONNECTION_SCOPE_FLEET"})"), caller_);
+  EXPECT_EQ(response.status, 400);
+  EXPECT_NE(response.body.find("give a node id or scope CONNECTION_SCOPE_FLEET, not both"),
+            std::string::npos);
+  response = ConnectRpcBans(admin_, kBanClientMethod,
+                            Connect(std::string(kBan) + R"(,"scope":"FLEET"})"), caller_);
+  EXPECT_EQ(response.status, 400);
+  EXPECT_NE(response.body.find("field 'scope' is 'FLEET'"), std::string::npos) << response.body;
+  response = ConnectRpcBans(admin_, kBanClientMethod,
+                            Connect(std::string(kBan) + R"(,"nodeId":-1})"), caller_);
+  EXPECT_NE(response.body.find("field 'nodeId' must be a uint32"), std::string::npos);
+  EXPECT_TRUE(bans_.empty());
+
+  // This broker's own node id: made here, answered as before.
+  response = ConnectRpcBans(admin_, kBanClientMethod,
+                            Connect(std::string(kBan) + R"(,"nodeId":4})"), caller_);
+  ASSERT_EQ(response.status, 200) << response.body;
+  EXPECT_EQ(response.body.find("brokers"), std::string::npos);
+  EXPECT_NE(response.body.find(R"("nodeId":4},"kicked":2})"), std::string::npos) << response.body;
+  // The fleet without peers: this broker, named in `brokers`.
+  mqtt::connections::v1::BanClientRequest request;
+  request.set_as("username");
+  request.set_who("u");
+  request.set_scope(mqtt::connections::v1::CONNECTION_SCOPE_FLEET);
+  response = ConnectRpcBans(admin_, kBanClientMethod,
+                            Connect(request.SerializeAsString(), kProtoContentType), caller_);
+  ASSERT_EQ(response.status, 200) << response.body;
+  mqtt::connections::v1::BanClientResponse answer;
+  ASSERT_TRUE(answer.ParseFromString(response.body));
+  ASSERT_EQ(answer.brokers_size(), 1);
+  EXPECT_EQ(answer.brokers(0).node_id(), 4u);
+  EXPECT_EQ(answer.brokers(0).code(), "");
+  EXPECT_EQ(answer.brokers(0).kicked(), 2);
+  EXPECT_EQ(answer.peer_errors_size(), 0);
+  EXPECT_EQ(answer.ban().node_id(), 4u);
+  request.set_node_id(5);
+  response = ConnectRpcBans(admin_, kBanClientMethod,
+                            Connect(request.SerializeAsString(), kProtoContentType), caller_);
+  EXPECT_EQ(response.status, 400);
+  ASSERT_EQ(bans_.size(), 2u);
+
+  // ListBans with FLEET and no peers: this broker's bans, each with its node.
+  mqtt::connections::v1::ListBansRequest list_request;
+  list_request.set_scope(mqtt::connections::v1::CONNECTION_SCOPE_FLEET);
+  response = ConnectRpcBans(admin_, kListBansMethod,
+                            Connect(list_request.SerializeAsString(), kProtoContentType), caller_);
+  mqtt::connections::v1::ListBansResponse list;
+  ASSERT_TRUE(list.ParseFromString(response.body));
+  ASSERT_EQ(list.bans_size(), 2);
+  EXPECT_EQ(list.bans(1).node_id(), 4u);
+  EXPECT_EQ(list.node_id(), 4u);
+
+  // The KubeMQ path acts here alone: a node id or a scope there is refused, not ignored.
+  HttpRequest post;
+  post.method = "POST";
+  post.body = R"({"as":"clientid","who":"k","scope":"CONNECTION_SCOPE_FLEET"})";
+  response = KubeMqAddBan(admin_, post, caller_);
+  EXPECT_EQ(response.status, 400);
+  EXPECT_NE(response.body.find("nodeId, scope: this path bans on this broker alone"),
+            std::string::npos)
+      << response.body;
+  ASSERT_EQ(bans_.size(), 2u);
+
+  // Unban on another node, in JSON.
+  response = ConnectRpcBans(admin_, kUnbanClientMethod,
+                            Connect(R"({"as":"clientid","who":"c","nodeId":2})"), caller_);
+  EXPECT_EQ(response.status, 404);
+  EXPECT_NE(response.body.find("node 2 is not this broker"), std::string::npos);
+  EXPECT_EQ(bans_.size(), 2u);
+}
+
+// With peers the routed functions get the place; their per-broker outcomes are answered, a
+// failed peer in peerErrors too.
+TEST_F(BanViewTest, RoutedChangesAnswerEachBroker) {
+  admin_.node_id = 1;
+  BanPlace seen;
+  std::string forwarded;
+  admin_.add_at = [&seen, &forwarded](const Ban& ban, const BanPlace& place,
+                                      const Caller& caller) {
+    seen = place;
+    forwarded = caller.authorization;
+    FleetBanOutcome result;
+    result.outcome.ban = ban;
+    result.outcome.kicked = 3;
+    result.node_id = 1;
+    BrokerBanOutcome here;
+    here.node_id = 1;
+    here.kicked = 3;
+    BrokerBanOutcome down;
+    down.peer = "http://127.0.0.1:9";
+    down.status = Status(StatusCode::kUnavailable, "connection refused");
+    result.brokers = {here, down};
+    return result;
+  };
+  HttpRequest request = Connect(R"({"as":"clientid","who":"c","scope":"CONNECTION_SCOPE_FLEET"})");
+  request.headers.emplace_back("Authorization", "Bearer admin-0123456789");
+  const HttpResponse response = ConnectRpcBans(admin_, kBanClientMethod, request, caller_);
+  ASSERT_EQ(response.status, 200) << response.body;
+  EXPECT_EQ(forwarded, "Bearer admin-0123456789");  // the caller's own token goes to the peers
+  EXPECT_TRUE(seen.fleet);
+  EXPECT_FALSE(seen.node_id.has_value());
+  EXPECT_NE(response.body.find(
+                R"("kicked":3,"brokers":[{"nodeId":1,"kicked":3},{"nodeId":0,"peer":)"
+                R"("http://127.0.0.1:9","code":"unavailable","message":"connection refused",)"
+                R"("kicked":0}],"peerErrors":[{"peer":"http://127.0.0.1:9","code":"unavailable",)"
+                R"("message":"connection refused"}]})"),
+            std::string::npos)
+      << response.body;
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include "companion/http/http_router.h"
 #include "companion/json_util.h"
 #include "link/topic_mapping.h"
+#include "mqtt/connections/v1/connections.pb.h"
 
 namespace mqc {
 namespace {
@@ -661,6 +662,33 @@ TEST_F(ConnectRpcServiceTest, SlowBuildOfTheResponseCountsToo) {
   EXPECT_EQ(service.Handle(kMethod, Post("{}", With(ConnectHeaders(), "Connect-Timeout-Ms", "101")))
                 .status,
             200);
+}
+
+// fleetPeers: every answer of a broker with peers says how many, node scope and fleet scope
+// alike, in both codecs; a broker without peers leaves it out and answers FLEET as NODE.
+TEST_F(ConnectRpcServiceTest, AnswersNameTheFleetPeers) {
+  EXPECT_EQ(Call(Post("{}")).body.find("fleetPeers"), std::string::npos);
+  EXPECT_EQ(Call(Post(R"({"scope":"CONNECTION_SCOPE_FLEET"})")).body, Call(Post("{}")).body);
+  ConnectRpcServiceOptions options;
+  options.fleet_peers = 2;
+  int fleet_calls = 0;
+  options.fleet = [&fleet_calls](const ListConnectionsRequest&, std::chrono::steady_clock::time_point,
+                                 ConnectionPage*) {
+    ++fleet_calls;
+    return Status();
+  };
+  ConnectRpcService service(source_, options);
+  for (const char* body : {"{}", R"({"scope":"CONNECTION_SCOPE_FLEET"})"}) {
+    const HttpResponse response = service.Handle(kMethod, Post(body));
+    ASSERT_EQ(response.status, 200) << response.body;
+    EXPECT_NE(response.body.find(R"("fleetPeers":2})"), std::string::npos) << response.body;
+  }
+  EXPECT_EQ(fleet_calls, 1);
+  const HttpResponse binary = service.Handle(
+      kMethod, Post("", With(ConnectHeaders(), "Content-Type", "application/proto")));
+  mqtt::connections::v1::ListConnectionsResponse answer;
+  ASSERT_TRUE(answer.ParseFromString(binary.body));
+  EXPECT_EQ(answer.fleet_peers(), 2u);
 }
 
 // --- the request body ----------------------------------------------------------------------
