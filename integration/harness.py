@@ -515,6 +515,35 @@ class Broker:
         return wait_for(lambda: predicate(self.connections()), timeout=timeout, what=what)
 
 
+def start_fleet(builds, files=None, options=None, extra_peers=(), log_types=("all",)):
+    """A fleet (docs/fleet.md): one broker with the plugin per build of `builds`, on API ports
+    fixed in advance, broker i with node id i + 1 and every other one (and `extra_peers`) in
+    plugin_opt_fleet_peers. `files` and `options` go to each. If one fails to start, those
+    started are stopped."""
+    ports = [free_port() for _ in builds]
+    fleet = []
+    for index, build in enumerate(builds):
+        peers = [f"http://127.0.0.1:{port}" for i, port in enumerate(ports) if i != index]
+        broker_options = dict(options or {})
+        broker_options.update({"http_port": str(ports[index]), "node_id": str(index + 1),
+                               "fleet_peers": ", ".join(peers + list(extra_peers))})
+        fleet.append(Broker(build=build, files=files, options=broker_options,
+                            log_types=log_types))
+    try:
+        for broker in fleet:
+            broker.start()
+    except BaseException:
+        stop_fleet(fleet)
+        raise
+    return fleet
+
+
+def stop_fleet(fleet):
+    for broker in fleet:
+        broker.stop()
+        broker.cleanup_dir()
+
+
 class Client:
     """A paho MQTT client (3.1.1 or 5) connected to a broker, with its outcome recorded.
 

@@ -21,7 +21,8 @@ import time
 import unittest
 
 import brokers
-from harness import Broker, Client, free_port, make_certificate, wait_for
+import harness
+from harness import Broker, Client, free_port, make_certificate, stop_fleet, wait_for
 
 PATH = "/mqtt.connections.v1.ConnectionsService/ListConnections"
 TOKEN = "fleet-read-token-0123456789abcdef"
@@ -52,31 +53,13 @@ def list_connections(broker, request, timeout_ms=None, timeout=15):
 
 
 def start_fleet(extra_peers=()):
-    """Three brokers on fixed API ports, each naming the other two (and `extra_peers`)."""
-    ports = [free_port() for _ in BUILDS]
-    fleet = []
-    for index, name in enumerate(BUILDS):
-        peers = [f"http://127.0.0.1:{port}" for i, port in enumerate(ports) if i != index]
-        broker = Broker(build=build(name), files={"tokens": TOKEN + "\n",
-                                                  "admin-tokens": ADMIN_TOKEN + "\n"}, options={
-            "http_port": str(ports[index]), "node_id": str(index + 1),
-            "http_token_file": "{dir}/tokens", "fleet_token_file": "{dir}/tokens",
-            "http_admin_token_file": "{dir}/admin-tokens",
-            "fleet_peers": ", ".join(peers + list(extra_peers))})
-        fleet.append(broker)
-    try:
-        for broker in fleet:
-            broker.start()
-    except BaseException:
-        stop_fleet(fleet)
-        raise
-    return fleet
-
-
-def stop_fleet(fleet):
-    for broker in fleet:
-        broker.stop()
-        broker.cleanup_dir()
+    """Three brokers of BUILDS, each naming the other two (and `extra_peers`)."""
+    return harness.start_fleet([build(name) for name in BUILDS],
+                               files={"tokens": TOKEN + "\n", "admin-tokens": ADMIN_TOKEN + "\n"},
+                               options={"http_token_file": "{dir}/tokens",
+                                        "fleet_token_file": "{dir}/tokens",
+                                        "http_admin_token_file": "{dir}/admin-tokens"},
+                               extra_peers=extra_peers)
 
 
 def walk(broker, request, limit=200):
