@@ -207,12 +207,17 @@ class BrokerEvents {
   void FollowUnknownExpiry(std::int64_t now) { EventDecisions::FollowUnknownExpiry(core_, now); }
 
   // TICK (2.0: every turn of the broker's loop; 2.1: when asked for, plugin/broker_events.cc).
-  // A TICK settles what the callbacks before it left open and ends a reload's re-check; the
-  // periodic work (the companion's commands, its supervision, resync, expiry) is done at most
-  // once per TickPacing::kWorkIntervalNs: under load the loop turns every few microseconds.
+  // A TICK settles what the callbacks before it left open, ends a reload's re-check and wakes
+  // the companion for what was written (a compare when nothing was); the periodic work (the
+  // companion's commands, its supervision, resync, expiry) is done at most once per
+  // TickPacing::kWorkIntervalNs: under load the loop turns every few microseconds.
   int OnTick() {
     core_.connects().Settle();
     core_.connects().EndReload();  // the broker's re-check of its clients is over
+    // Every TICK, not only those with the periodic work: what this turn's callbacks and Settle
+    // wrote reaches a sleeping companion now, not at the next TICK with the periodic work (on
+    // an idle broker, the next turn of its loop: up to ~100 ms later).
+    if (BrokerLink* link = core_.link()) link->WakeCompanion();
     const std::int64_t now = broker().MonotonicNs();
     if (now - core_.tick().work_ns < TickPacing::kWorkIntervalNs) return kBrokerSuccess;
     core_.tick().work_ns = now;

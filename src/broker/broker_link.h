@@ -61,8 +61,17 @@ class BrokerLink : public EventSink {
   // writer has unread records on (positions p and p + capacity share a page) is never given
   // back. Returns the bytes given back.
   std::uint64_t ReleaseReadPages();
-  // At TICK: wakes the companion if it waits and events are unread (WakeWaitingCompanion).
-  bool WakeCompanion() { return WakeWaitingCompanion(region_->header()); }
+  // At every TICK (2.0: every turn of the broker's loop): wakes the companion if events were
+  // written since the last call, it waits and they are unread (WakeWaitingCompanion). With
+  // nothing written it is a load and a compare: no fence, no syscall. Only new events need the
+  // check: for those already checked, either this side saw the companion wait (and woke it) or
+  // the companion's check before its sleep sees them.
+  bool WakeCompanion() {
+    const std::uint64_t head = events_.head();
+    if (head == checked_head_) return false;
+    checked_head_ = head;
+    return WakeWaitingCompanion(region_->header());
+  }
   static constexpr std::uint64_t kReleaseStep = 64 * 1024;
 
   std::uint64_t events_lost() const;
@@ -84,6 +93,7 @@ class BrokerLink : public EventSink {
   std::uint64_t handled_request_ = 0;
   std::uint64_t generation_ = 0;
   std::uint64_t released_ = 0;  // ring position (page-aligned) up to which pages are given back
+  std::uint64_t checked_head_ = 0;  // the events ring's head at the last WakeCompanion
 };
 
 }  // namespace mqc

@@ -49,6 +49,10 @@ class RingWriter {
   // The largest payload that can ever fit (half the capacity, so that padding always fits too).
   std::uint32_t max_payload() const noexcept;
 
+  // The position after the last committed record: it moves with every Commit. The writer's own
+  // word, read back relaxed (no locked instruction).
+  std::uint64_t head() const noexcept { return indices_->head.load(std::memory_order_relaxed); }
+
   // Whether records of these payload sizes, written one after another from now, would all fit
   // (padding at the end of the buffer included). Reads the consumer's tail.
   template <typename Sizes>

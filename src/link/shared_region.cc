@@ -130,12 +130,19 @@ bool EventsUnread(const SharedHeader& header) {
 
 }  // namespace
 
-void WaitForBrokerEvents(SharedHeader* header, std::int64_t timeout_ns) {
-  if (timeout_ns <= 0) return;
-  const std::uint32_t seen = header->broker.wake.load(std::memory_order_acquire);
+bool PrepareToWait(SharedHeader* header, std::uint32_t* seen) {
+  // Read before `waiting` is set: a wake after this point changes the word, and the sleep
+  // below then returns at once.
+  *seen = header->broker.wake.load(std::memory_order_acquire);
   header->companion.waiting.store(1, std::memory_order_relaxed);
   FullFence();
-  if (!EventsUnread(*header)) {
+  if (!EventsUnread(*header)) return true;
+  header->companion.waiting.store(0, std::memory_order_relaxed);
+  return false;
+}
+
+void SleepUntilWoken(SharedHeader* header, std::uint32_t seen, std::int64_t timeout_ns) {
+  if (timeout_ns > 0) {
     timespec timeout{};
     timeout.tv_sec = static_cast<time_t>(timeout_ns / 1000000000);
     timeout.tv_nsec = static_cast<long>(timeout_ns % 1000000000);
@@ -144,6 +151,12 @@ void WaitForBrokerEvents(SharedHeader* header, std::int64_t timeout_ns) {
     syscall(SYS_futex, FutexWord(&header->broker.wake), FUTEX_WAIT, seen, &timeout, nullptr, 0);
   }
   header->companion.waiting.store(0, std::memory_order_relaxed);
+}
+
+void WaitForBrokerEvents(SharedHeader* header, std::int64_t timeout_ns) {
+  if (timeout_ns <= 0) return;
+  std::uint32_t seen = 0;
+  if (PrepareToWait(header, &seen)) SleepUntilWoken(header, seen, timeout_ns);
 }
 
 bool WakeWaitingCompanion(SharedHeader* header) {

@@ -268,11 +268,20 @@ struct SharedHeader {
 // nothing: the companion says it waits (CompanionControl::waiting), checks the events ring once
 // more, and sleeps on BrokerControl::wake (a futex in the shared mapping) up to a timeout; the
 // broker thread, at TICK (never per message), wakes it only when it waits and unread events are
-// there: at most one syscall per TICK. Both sides put a full fence between their store and their
-// load (the companion's `waiting` and the broker's ring head), so that one of the two always sees
-// the other: the events are read at the latest one TICK after they were written.
+// there: at most one syscall per TICK, none while the companion is busy. Both sides put a full
+// fence between their store and their load (the companion's `waiting` and the broker's ring
+// head), so that one of the two always sees the other; and the companion sleeps only while the
+// wake word still holds the value it read before it said it waits, so a wake that comes between
+// its check and its sleep ends the sleep at once (no lost wake-up). The events are read at the
+// latest one TICK after they were written.
 //
-// The companion: returns once events are unread, it was woken, or `timeout_ns` passed.
+// The companion, in two steps (WaitForBrokerEvents runs both): PrepareToWait says it waits and
+// checks the ring: false when events are unread (then it must not sleep; `waiting` is cleared),
+// else true with the wake word it saw in *seen. SleepUntilWoken then sleeps until the broker
+// changes that word, `timeout_ns` passes or a signal comes, and clears `waiting`.
+bool PrepareToWait(SharedHeader* header, std::uint32_t* seen);
+void SleepUntilWoken(SharedHeader* header, std::uint32_t seen, std::int64_t timeout_ns);
+// Returns once events are unread, it was woken, or `timeout_ns` passed.
 void WaitForBrokerEvents(SharedHeader* header, std::int64_t timeout_ns);
 // The broker thread at TICK: wakes a waiting companion when unread events are there; true
 // when it did (one futex syscall).

@@ -5,6 +5,8 @@
 // stubbed; each unit has its own tests beside its source (event_ring_test, event_records_test,
 // session_table_test, connection_registry_test, ...). What it covers:
 // - a companion that starts late gets the whole state by a resync;
+// - the companion sleeps until the broker wakes it, and no wake-up is lost between its check
+//   of the ring and its sleep;
 // - a full event ring never blocks the broker, and the loss is repaired by a resync;
 // - pages of the event ring the companion has read are given back, unread records stay, also
 //   across the ring's wrap;
@@ -19,8 +21,10 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -124,6 +128,83 @@ TEST_F(SharedLinkTest, TheCompanionSleepsUntilTheBrokerWakesItOrItsTimeout) {
   EXPECT_TRUE(broker_->WakeCompanion());
   waiter.join();
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+}
+
+// The lost wake-up: the broker writes after the companion checked the ring and before it sleeps.
+// The broker sees the companion wait and changes the wake word, so the sleep, which only begins
+// while the word still holds what the companion read before its check, returns at once.
+TEST_F(SharedLinkTest, AWriteBetweenTheCompanionsCheckAndItsSleepEndsTheSleepAtOnce) {
+  companion_->Begin();
+  ASSERT_TRUE(ResyncStep(broker_.get(), resync_.get()));
+  companion_->Poll(&registry_, 0);
+  EXPECT_FALSE(broker_->WakeCompanion());  // what the resync wrote: the companion is not waiting
+  SharedHeader* header = region_->header();
+  std::uint32_t seen = 0;
+  ASSERT_TRUE(PrepareToWait(header, &seen));  // nothing unread: it is about to sleep
+  EXPECT_EQ(header->companion.waiting.load(), 1u);
+  EXPECT_FALSE(broker_->WakeCompanion()) << "a TICK that wrote nothing woke the companion";
+  Connect(&clients_[0], "between");  // the broker's write, then its TICK
+  EXPECT_TRUE(broker_->WakeCompanion());
+  EXPECT_NE(header->broker.wake.load(), seen);
+  const auto start = std::chrono::steady_clock::now();
+  SleepUntilWoken(header, seen, 10'000'000'000);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_EQ(header->companion.waiting.load(), 0u);
+  EXPECT_GT(companion_->Poll(&registry_, 0), 0u);
+  EXPECT_THAT(OpenIds(), ::testing::ElementsAre("between"));
+
+  // Written before the check: the companion does not sleep, and the broker, seeing no waiter,
+  // makes no syscall.
+  Connect(&clients_[1], "before");
+  ASSERT_FALSE(PrepareToWait(header, &seen));
+  EXPECT_EQ(header->companion.waiting.load(), 0u);
+  EXPECT_FALSE(broker_->WakeCompanion());
+  EXPECT_GT(companion_->Poll(&registry_, 0), 0u);
+}
+
+// The protocol under real threads: a writer that writes one record at a time, each when the
+// reader has read the one before (so the reader goes to sleep right as the next is written), and
+// a reader that sleeps up to 10 s when the ring is empty. A lost wake-up would leave a record
+// unread for those 10 s: every round must finish well before.
+TEST(SharedLinkWakeTest, NoWakeIsLostBetweenAWriterAndAReaderThatSleeps) {
+  SharedRegionSizes sizes;
+  sizes.events_capacity = 4096;
+  sizes.commands_capacity = 4096;
+  sizes.stats_slots = 0;
+  auto created = SharedRegion::Create(sizes);
+  ASSERT_TRUE(created.ok()) << created.status().message();
+  const std::unique_ptr<SharedRegion> region = std::move(created).value();
+  SharedHeader* header = region->header();
+  BrokerLink broker(region.get());
+  RingWriter writer(&header->events, region->events_data(), header->events_capacity);
+  RingReader reader(&header->events, region->events_data(), header->events_capacity);
+  constexpr int kRounds = 500;
+  std::atomic<int> read{0};
+  std::thread companion([&] {
+    while (read.load() < kRounds) {
+      RingRecord record;
+      while (reader.Peek(&record)) {
+        reader.Pop();
+        read.fetch_add(1);
+      }
+      if (read.load() < kRounds) WaitForBrokerEvents(header, 10'000'000'000);
+    }
+  });
+  using Clock = std::chrono::steady_clock;
+  auto slowest = Clock::duration::zero();
+  for (int i = 0; i < kRounds; ++i) {
+    const std::uint64_t value = static_cast<std::uint64_t>(i);
+    ASSERT_TRUE(writer.TryWrite(1, &value, sizeof(value)));
+    broker.WakeCompanion();  // the TICK after the write
+    const auto start = Clock::now();
+    while (read.load() <= i && Clock::now() - start < std::chrono::seconds(20)) {
+      std::this_thread::yield();
+    }
+    slowest = std::max(slowest, Clock::now() - start);
+  }
+  companion.join();
+  EXPECT_EQ(read.load(), kRounds);
+  EXPECT_LT(slowest, std::chrono::seconds(5)) << "a record waited for the reader's timeout";
 }
 
 // The admin's answer waits until the broker has the ban list it was sent (BansCommand::sequence,

@@ -32,8 +32,13 @@ ConnectionClock* RequestClock::Started(int fd) {
   auto clock = std::make_unique<ConnectionClock>();
   clock->fd = fd;
   clock->deadline_ns = MonotonicNs() + limit_ns_;
-  std::lock_guard<std::mutex> lock(mutex_);
-  live_.insert(clock.get());
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    first = live_.empty();
+    live_.insert(clock.get());
+  }
+  if (first) wake_.notify_one();  // the clock's thread sleeps without a timeout: start it
   return clock.release();
 }
 
@@ -59,6 +64,12 @@ void RequestClock::Run() {
   std::unique_lock<std::mutex> lock(mutex_);
   unsigned rounds = 0;
   while (!stop_) {
+    // No connection, no deadline and no stream: nothing to do until one opens, so an idle
+    // companion's clock does not wake at all.
+    if (live_.empty()) {
+      wake_.wait(lock, [this] { return stop_ || !live_.empty(); });
+      if (stop_) break;
+    }
     wake_.wait_for(lock, std::chrono::milliseconds(500));
     if (++rounds % 2 == 0 && tick_ && !stop_) {
       // Outside the lock: a tick resumes parked connections, which takes MHD's own locks, and

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The per-connection request deadline: ends requests that take longer than a limit to arrive
 // (trickling clients), which the idle timeout alone never ends for a client that sends a byte
-// every few seconds. A thread wakes twice a second and shuts down each overdue socket, which
-// libmicrohttpd then sees as closed by the peer and cleans up on its own thread. The socket is
-// never closed here: MHD calls Closed (under the same mutex) before it closes the descriptor, so
-// a number shut down here is always still the connection's own.
+// every few seconds. While connections are open, a thread wakes twice a second and shuts down
+// each overdue socket (with none open it sleeps until one opens), which libmicrohttpd then sees
+// as closed by the peer and cleans up on its own thread. The socket is never closed here: MHD
+// calls Closed (under the same mutex) before it closes the descriptor, so a number shut down
+// here is always still the connection's own.
 //
 // Threads: Started, Answered, Completed and Closed run on the MHD thread serving the connection;
 // the clock's own thread reads the deadlines and runs `tick`; both under the clock's mutex (the

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // RequestClock with socket pairs: an overdue request's socket is shut down (its peer reads the
-// end), an answered one is left alone until the next request is due, and the tick comes.
+// end), an answered one is left alone until the next request is due, and the tick comes while
+// a connection is open.
 #include "companion/http/request_clock.h"
 
 #include <gtest/gtest.h>
@@ -82,11 +83,18 @@ TEST(RequestClockTest, AClosedConnectionIsForgotten) {
   clock.Completed(nullptr);
 }
 
-TEST(RequestClockTest, TicksEverySecond) {
+// The tick wakes the streams, which are open connections: with none open the clock's thread
+// sleeps (an idle companion does not wake for it); the first connection starts the ticks.
+TEST(RequestClockTest, TicksEverySecondOnlyWhileAConnectionIsOpen) {
   std::atomic<int> ticks{0};
   {
     RequestClock clock(10, [&ticks] { ++ticks; });
+    std::this_thread::sleep_for(std::chrono::milliseconds(1300));
+    EXPECT_EQ(ticks.load(), 0) << "ticked without a connection";
+    SocketPair pair(2);
+    ConnectionClock* connection = clock.Started(pair.server);
     std::this_thread::sleep_for(std::chrono::milliseconds(2300));
+    clock.Closed(connection);
   }
   EXPECT_GE(ticks.load(), 1);
   EXPECT_LE(ticks.load(), 3);
