@@ -92,8 +92,8 @@ __attribute__((noinline)) bool Feed(ConnectionRegistry* registry, long count) {
     open.auth_mechanism = AuthMechanism::kAnonymous;
     open.auth_state = AuthState::kSuccess;
     if (!FeedOne(registry, EventType::kConnection, open, &bytes)) return false;
-    for (const std::string& filter : {"events/bench/" + std::to_string(i),
-                                      "queues/bench." + std::to_string(i)}) {
+    for (const std::string& filter :
+         {"events/bench/" + std::to_string(i), "queues/bench." + std::to_string(i)}) {
       SubscriptionEvent subscribe{open.seq, 0, filter};
       if (!FeedOne(registry, EventType::kSubscribe, subscribe, &bytes)) return false;
     }
@@ -125,7 +125,7 @@ __attribute__((noinline)) std::size_t ListOf100(const HttpRouter& router, int re
 // The whole list right after a change of the registry (a subscription come and gone): the
 // answer is encoded again.
 __attribute__((noinline)) std::size_t FullListAfterChange(ConnectionRegistry* registry,
-                                                           const HttpRouter& router, int repeat) {
+                                                          const HttpRouter& router, int repeat) {
   std::size_t bytes = 0;
   std::string record;
   for (int i = 0; i < repeat; ++i) {
@@ -255,8 +255,8 @@ int Run(int argc, char** argv) {
   std::printf("connections %ld\nchange_history %ld\n", count, history);
   std::printf("heap_registry_bytes %zu\nheap_registry_per_connection %.0f\n", registry_bytes,
               per(registry_bytes));
-  std::printf("heap_flapping_tracker_bytes %zd\n",
-              static_cast<std::ptrdiff_t>(registry_bytes) - static_cast<std::ptrdiff_t>(resync_bytes));
+  std::printf("heap_flapping_tracker_bytes %zd\n", static_cast<std::ptrdiff_t>(registry_bytes) -
+                                                       static_cast<std::ptrdiff_t>(resync_bytes));
   std::printf("heap_changes_bytes %zu\nheap_changes_per_connection %.0f\n", changes_bytes,
               per(changes_bytes));
   std::printf("heap_client_history_bytes %zu\nheap_client_history_per_connection %.0f\n",

@@ -27,7 +27,8 @@ class SnapshotSource : public ConnectionSource {
 
 // Whether `weak` still points at `shared` (an expired one matches nothing: a new snapshot at
 // the old one's address is another snapshot).
-bool Same(const std::weak_ptr<const std::vector<ConnectionPtr>>& weak, const ConnectionList& shared) {
+bool Same(const std::weak_ptr<const std::vector<ConnectionPtr>>& weak,
+          const ConnectionList& shared) {
   return shared != nullptr && weak.lock() == shared;
 }
 
