@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 
 namespace mqc {
 namespace {
@@ -96,7 +97,9 @@ void FlappingTracker::Connected(std::string_view client_id, std::string_view add
 
 void FlappingTracker::TakenOver(std::string_view client_id, std::int64_t time_ns) {
   const std::int64_t second = SecondOf(time_ns);
-  Touch(client_id, second).takeovers.Add(second);
+  Entry& entry = Touch(client_id, second);
+  if (!entry.takeovers) entry.takeovers = std::make_unique<Rate>();
+  entry.takeovers->Add(second);
   ++takeovers_total_;
 }
 
@@ -118,8 +121,10 @@ FlappingCounts FlappingTracker::Read(std::string_view client_id, std::int64_t no
   const std::int64_t now = SecondOf(now_ns);
   counts.connects_last_minute = entry.connects.LastMinute(now);
   counts.connects_last_hour = entry.connects.LastHour(now);
-  counts.takeovers_last_minute = entry.takeovers.LastMinute(now);
-  counts.takeovers_last_hour = entry.takeovers.LastHour(now);
+  if (entry.takeovers) {
+    counts.takeovers_last_minute = entry.takeovers->LastMinute(now);
+    counts.takeovers_last_hour = entry.takeovers->LastHour(now);
+  }
   counts.addresses = entry.addresses;
   return counts;
 }

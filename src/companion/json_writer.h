@@ -39,10 +39,19 @@ class JsonWriter {
   // An object's member name; the next call writes its value. The name is written as it is: it
   // must need no escaping (the views' own field names: ASCII letters, digits, '_').
   JsonWriter& Key(std::string_view name) {
-    if (need_comma_) out_->push_back(',');
-    out_->push_back('"');
-    out_->append(name);
-    out_->append("\":", 2);
+    // One append for the comma, the quoted name and the colon: a list writes a few names per
+    // value, and each append checks the capacity (docs/benchmarks.md, "Memory and the full
+    // list").
+    char text[64];
+    if (name.size() + 4 > sizeof(text)) return LongKey(name);
+    std::size_t length = 0;
+    if (need_comma_) text[length++] = ',';
+    text[length++] = '"';
+    name.copy(text + length, name.size());
+    length += name.size();
+    text[length++] = '"';
+    text[length++] = ':';
+    out_->append(text, length);
     need_comma_ = false;
     return *this;
   }
@@ -66,6 +75,14 @@ class JsonWriter {
   JsonWriter& Close(char bracket) {
     out_->push_back(bracket);
     need_comma_ = true;
+    return *this;
+  }
+  JsonWriter& LongKey(std::string_view name) {
+    if (need_comma_) out_->push_back(',');
+    out_->push_back('"');
+    out_->append(name);
+    out_->append("\":", 2);
+    need_comma_ = false;
     return *this;
   }
   JsonWriter& Literal(std::string_view text) {

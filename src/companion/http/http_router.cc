@@ -132,7 +132,7 @@ HttpRouter::HttpRouter(const ConnectionSource& connections, MetricsProvider metr
     : connections_(connections) {
   routes_.push_back({kConnectionsPath, kGetMethods, ErrorFormat::kKubeMq,
                      [this](const HttpRequest& request, std::string_view, const Caller&) {
-                       return kubemq_view_.ListConnections(connections_, request.query);
+                       return kubemq_cache_.Answer(kubemq_view_, connections_, request.query);
                      }});
   routes_.push_back({kConnectionsPrefix, kDeleteMethod, ErrorFormat::kKubeMq,
                      [this](const HttpRequest&, std::string_view client_id, const Caller& caller) {

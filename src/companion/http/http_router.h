@@ -45,6 +45,7 @@
 #include "companion/http/history_view.h"
 #include "companion/http/host_check.h"
 #include "companion/http/http_server.h"
+#include "companion/http/kubemq_list_cache.h"
 #include "companion/http/kubemq_view.h"
 #include "link/status.h"
 
@@ -101,6 +102,9 @@ class HttpRouter {
   // with the fixed message "internal error", and logged.
   HttpResponse Handle(const HttpRequest& request) const;
 
+  // The whole KubeMQ list's answers kept for an unchanged registry (its counts, for tests).
+  const KubeMqListCache& kubemq_cache() const { return kubemq_cache_; }
+
  private:
   enum class ErrorFormat { kKubeMq, kConnectRpc, kPlainText };
   // A view gets the request, the part of the path after the route's path (empty for an exact
@@ -134,6 +138,7 @@ class HttpRouter {
 
   const ConnectionSource& connections_;
   const KubeMqView kubemq_view_{};
+  const KubeMqListCache kubemq_cache_{};  // the whole KubeMQ list of an unchanged registry
   const AccessTokens* tokens_ = nullptr;
   bool metrics_public_ = false;
   Disconnector disconnector_;

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""The KubeMQ list as served, for two builds side by side (docs/benchmarks.md, "Memory and the
+full list").
+
+    bench/list_serving.py BUILD_DIR [BUILD_DIR ...] [--connections N] [--rounds R]
+
+For each build in turn, R rounds (the builds alternate, so that both see the same load):
+- a broker with the plugin and N raw clients of two subscriptions (bench/mqtt_load.py, as
+  bench/run_all.py opens them): the companion's resident memory with the N open; curl's total
+  time of the full KubeMQ list, the first request after the connections opened and the median
+  of the five after it; then two processes hammering the API for 10 s as run_all.py's ping does
+  (the full list, ListConnections pages of 10 and 1000, /metrics), and the companion's
+  resident memory after serving them;
+- a broker with 100 connections: `wrk -t2 -c32 -d10s` on its KubeMQ list, then on nginx
+  serving the same bytes from a file (run_all.py's nginx_comparison), and the ratio.
+Prints one line per figure, and a table at the end.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import shutil
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import run_all  # noqa: E402
+from run_all import harness, mqtt_load  # noqa: E402
+
+
+def companion_pid(broker):
+    """The live companion's PID; fails loudly when it was started again (a crash, a watchdog)."""
+    pids = broker.companion_pids()
+    if pids != [broker.companion_pid]:
+        lines = [line for line in broker.log().splitlines()
+                 if "New client connected" not in line and "New connection from" not in line]
+        raise RuntimeError(f"companion {broker.companion_pid} is not the one running ({pids}):\n"
+                           + "\n".join(lines[-40:]))
+    return broker.companion_pid
+
+
+def serve_big(n, hammer_seconds):
+    broker = harness.Broker(plugin=True, log_types=run_all.QUIET_LOG)
+    broker.start()
+    try:
+        with mqtt_load.IdleClients(broker.port, n, prefix="bench"):
+            harness.wait_for(lambda: run_all.open_connections_gauge(broker.http_port) == n,
+                             timeout=180, interval=0.5, what=f"{n} connections in /metrics")
+            open_kib = run_all.settle_rss(companion_pid(broker))
+            first, size = run_all.curl_seconds(broker.http_port, "/api/mqtt/connections",
+                                               repeats=1)
+            median, _ = run_all.curl_seconds(broker.http_port, "/api/mqtt/connections",
+                                             repeats=5)
+            ping = mqtt_load.PingClient(broker.port)
+            try:
+                _, _, requests = run_all.ping_under_hammer(broker, ping, hammer_seconds)
+            finally:
+                ping.close()
+            after_kib = run_all.settle_rss(companion_pid(broker))
+        return {"open_mib": open_kib / 1024, "after_mib": after_kib / 1024,
+                "full_first_ms": first * 1e3, "full_median_ms": median * 1e3,
+                "full_bytes": size, "hammer_requests": requests}
+    finally:
+        broker.stop()
+        broker.cleanup_dir()
+
+
+def wrk_ratio(workdir, seconds):
+    table = run_all.Table(judge=False)
+    run_all.nginx_comparison(table, workdir, seconds)
+    return table.render().splitlines()[-1]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("build_dirs", nargs="+")
+    parser.add_argument("--connections", type=int, default=15000)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--hammer-seconds", type=float, default=10.0)
+    parser.add_argument("--wrk-seconds", type=int, default=10)
+    args = parser.parse_args()
+    limit = mqtt_load.raise_file_limit()
+    if args.connections + 1000 > limit:
+        sys.exit(f"--connections {args.connections} needs more open files than {limit}")
+    results = {b: [] for b in args.build_dirs}
+    print(f"load average at the start: {run_all.load_average()}", flush=True)
+    for round_number in range(args.rounds):
+        for build in args.build_dirs:
+            harness.use_build(os.path.abspath(build))
+            workdir = tempfile.mkdtemp(prefix="mqc-list-")
+            os.chmod(workdir, 0o755)
+            try:
+                started = time.monotonic()
+                figures = serve_big(args.connections, args.hammer_seconds)
+                figures["wrk"] = wrk_ratio(workdir, args.wrk_seconds)
+                figures["load"] = run_all.load_average()
+                print(f"round {round_number + 1} {build} ({time.monotonic() - started:.0f} s): "
+                      f"{figures}", flush=True)
+                results[build].append(figures)
+            finally:
+                shutil.rmtree(workdir, ignore_errors=True)
+    print(f"\nload average at the end: {run_all.load_average()}")
+    for build, rounds in results.items():
+        print(f"\n{build}, {args.connections} connections, {len(rounds)} rounds:")
+        for key in ("open_mib", "after_mib", "full_first_ms", "full_median_ms"):
+            values = [r[key] for r in rounds]
+            print(f"  {key}: {', '.join(f'{v:.1f}' for v in values)} "
+                  f"(median {statistics.median(values):.1f})")
+        for r in rounds:
+            print(f"  wrk: {r['wrk']}")
+
+
+if __name__ == "__main__":
+    main()
