@@ -42,6 +42,7 @@
 #include "companion/fleet/fleet_bans.h"
 #include "companion/fleet/fleet_disconnect.h"
 #include "companion/fleet/fleet_query.h"
+#include "companion/fleet/fleet_watch.h"
 #include "companion/http/access_tokens.h"
 #include "companion/http/connect_rpc_service.h"
 #include "companion/http/disconnect_view.h"
@@ -243,6 +244,11 @@ int Run(int argc, char** argv) {
   if (*fleet) {
     connect_options.fleet = (*fleet)->Lister();
     connect_options.fleet_peers = static_cast<std::uint32_t>((*fleet)->peers().size());
+  }
+  connect_options.node_id = options.node_id;
+  // WatchConnections with CONNECTION_SCOPE_FLEET: the same peers, streamed (docs/fleet.md).
+  if (*fleet && connect_options.live != nullptr) {
+    connect_options.fleet_watch = MakeFleetWatcher(**fleet, registry, &changes);
   }
   const ConnectRpcService connect_service(detailed_source, std::move(connect_options));
   MetricsExporter exporter(*region->header(), registry, options.node_id,

@@ -8,6 +8,7 @@ nothing, peers that name each other, and options refused at start.
 The suite starts its own brokers of each version, so it runs once (integration/broker_matrix.py:
 SPANS_BROKERS), not once per broker."""
 
+import http.client
 import http.server
 import json
 import os
@@ -209,6 +210,34 @@ class FleetListTest(unittest.TestCase):
         for c in node_list(self.fleet[0], 'client_id = "dupe-*"'):
             self.assertNotIn("duplicateClientId", c)
 
+    def test_the_duplicate_filter_finds_exactly_the_duplicated_id(self):
+        # A filter of the fleet's own field: only the open connections whose client id is open
+        # on another broker too, whatever broker is asked, with pages of any size.
+        for asked in (self.fleet[0], self.fleet[1]):
+            for page_size in (1, 100):
+                got, total, errors = walk(asked, {"filter": "duplicate_client_id = true",
+                                                  "orderBy": "node_id desc",
+                                                  "pageSize": page_size})
+                self.assertEqual(errors, [])
+                self.assertEqual(total, 2)
+                self.assertEqual([(c["clientId"], c["nodeId"], c.get("duplicateClientId"))
+                                  for c in got],
+                                 [("dupe-shared", 3, True), ("dupe-shared", 1, True)])
+        # The rest of the filter still applies, and the gauge counts the duplicated ids.
+        got, total, _ = walk(self.fleet[1], {"filter": "duplicateClientId = true AND node_id = 1"})
+        self.assertEqual([(c["clientId"], c["nodeId"]) for c in got], [("dupe-shared", 1)])
+        self.assertEqual(total, 1)
+        _, _, metrics = self.fleet[1].http("/metrics", headers={"Authorization": "Bearer " + TOKEN})
+        self.assertIn("\nmosquitto_connections_fleet_duplicate_client_ids 1\n", metrics)
+        # A filter that does not require the field true cannot be answered from candidates.
+        status, body = list_connections(self.fleet[0], {"filter": "NOT duplicate_client_id = true",
+                                                        "scope": "CONNECTION_SCOPE_FLEET"})
+        self.assertEqual(status, 400, body)
+        self.assertIn("duplicate_client_id in a CONNECTION_SCOPE_FLEET filter must be required "
+                      "true", body["message"])
+        # A node answer has no other broker to compare with: nothing is a duplicate there.
+        self.assertEqual(node_list(self.fleet[0], "duplicate_client_id = true"), [])
+
     def disconnect(self, broker, request, token=ADMIN_TOKEN):
         status, _, body = broker.http(DISCONNECT_PATH, method="POST",
                                       body=json.dumps(request).encode(),
@@ -257,6 +286,207 @@ class FleetListTest(unittest.TestCase):
             "pageToken": body["nextPageToken"]})
         self.assertEqual(status, 400, body)
         self.assertIn("not a fleet page token", body["message"])
+
+
+WATCH_PATH = "/mqtt.connections.v1.ConnectionsService/WatchConnections"
+KIND = "CONNECTION_CHANGE_KIND_"
+
+
+class FleetStream:
+    """One WatchConnections call with scope CONNECTION_SCOPE_FLEET in the JSON codec over plain
+    HTTP/1.1 (http.client undoes the chunks; the Connect envelopes are read here)."""
+
+    def __init__(self, broker, filter_text, resume_token="", timeout=30):
+        self.connection = http.client.HTTPConnection("127.0.0.1", broker.http_port,
+                                                     timeout=timeout)
+        body = json.dumps({"filter": filter_text, "scope": "CONNECTION_SCOPE_FLEET",
+                           "resumeToken": resume_token}).encode()
+        self.connection.request("POST", WATCH_PATH,
+                                body=b"\0" + len(body).to_bytes(4, "big") + body,
+                                headers={"Content-Type": "application/connect+json",
+                                         "Connect-Protocol-Version": "1",
+                                         "Authorization": "Bearer " + TOKEN})
+        self.response = self.connection.getresponse()
+        self.end = None
+        self.token = resume_token  # the last resumeToken read
+
+    def _exact(self, size):
+        data = b""
+        while len(data) < size:
+            piece = self.response.read(size - len(data))
+            if not piece:
+                raise AssertionError(f"stream ended inside an envelope ({len(data)}/{size})")
+            data += piece
+        return data
+
+    def next(self):
+        """The next message, or None after the end-of-stream message (self.end)."""
+        head = self._exact(5)
+        payload = json.loads(self._exact(int.from_bytes(head[1:], "big")))
+        if head[0] & 0x02:
+            self.end = payload
+            return None
+        self.token = payload.get("resumeToken", self.token)
+        return payload
+
+    def until(self, done, limit=100000):
+        """Messages read until done(messages so far) holds."""
+        messages = []
+        for _ in range(limit):
+            message = self.next()
+            assert message is not None, self.end
+            messages.append(message)
+            if done(messages):
+                return messages
+        raise AssertionError("not reached")
+
+    def close(self):
+        self.connection.close()
+
+
+def kinds_of(messages, *kinds):
+    """(kind, nodeId, clientId) of the messages of `kinds`."""
+    wanted = {KIND + k for k in kinds}
+    return [(m["kind"][len(KIND):], m.get("nodeId"), (m.get("connection") or {}).get("clientId"))
+            for m in messages if m["kind"] in wanted]
+
+
+class FleetWatchTest(unittest.TestCase):
+    """WatchConnections across the three brokers: each broker's state and changes tagged with its
+    node id, a resumption that goes on per broker (nothing lost, nothing twice), and a peer
+    stopped mid-watch reported as PEER_LOST. The stop comes last (test_z_)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.fleet = start_fleet()
+        cls.clients = [Client(broker, f"fw-start-{index}") for index, broker in enumerate(cls.fleet)]
+        for index, broker in enumerate(cls.fleet):
+            wait_for(lambda b=broker, i=index: node_list(b, f'client_id = "fw-start-{i}"'),
+                     what=f"fw-start-{index} listed")
+
+    @classmethod
+    def tearDownClass(cls):
+        for client in cls.clients:
+            client.disconnect()
+        stop_fleet(cls.fleet)
+
+    def open_stream(self, broker, token=""):
+        stream = FleetStream(broker, 'client_id = "fw-*"', token)
+        self.addCleanup(stream.close)
+        self.assertEqual(stream.response.status, 200)
+        return stream
+
+    @staticmethod
+    def synced_nodes(messages):
+        return {m.get("nodeId") for m in messages if m["kind"] == KIND + "SYNCED"}
+
+    def test_every_broker_is_watched_tagged_and_resumed_from_its_own_point(self):
+        stream = self.open_stream(self.fleet[0])
+        state = stream.until(lambda ms: self.synced_nodes(ms) == {1, 2, 3})
+        # Each broker's own state, tagged with its node id, its connections with theirs.
+        self.assertEqual(sorted(kinds_of(state, "RESET")), [("RESET", 1, None), ("RESET", 2, None),
+                                                            ("RESET", 3, None)])
+        self.assertEqual(sorted(kinds_of(state, "CURRENT")),
+                         [("CURRENT", i + 1, f"fw-start-{i}") for i in range(3)])
+        for m in state:
+            self.assertTrue(m["resumeToken"], m)
+            if "connection" in m:
+                self.assertEqual(m["connection"]["nodeId"], m["nodeId"])
+
+        # Connects and closes on all three, each seen once with its own broker's node id.
+        live = [Client(broker, f"fw-live-{i}") for i, broker in enumerate(self.fleet)]
+        self.addCleanup(lambda: [c.disconnect() for c in live])
+        opened = stream.until(lambda ms: len(kinds_of(ms, "OPENED")) == 3)
+        self.assertEqual(sorted(kinds_of(opened, "OPENED")),
+                         [("OPENED", i + 1, f"fw-live-{i}") for i in range(3)])
+        for client in live:
+            client.disconnect()
+        closed = stream.until(lambda ms: len(kinds_of(ms, "CLOSED")) == 3)
+        self.assertEqual(sorted(kinds_of(closed, "CLOSED")),
+                         [("CLOSED", i + 1, f"fw-live-{i}") for i in range(3)])
+        # As each broker itself tells the close (whose reason a 2.0 build may not know).
+        for m in closed:
+            if m["kind"] == KIND + "CLOSED":
+                own = node_list(self.fleet[m["nodeId"] - 1],
+                                f'client_id = "{m["connection"]["clientId"]}" AND '
+                                'state = MQTT_CONNECTION_STATE_CLOSED')
+                self.assertEqual([c["uid"] for c in own], [m["connection"]["uid"]])
+                self.assertEqual(m["connection"]["closeReason"], own[0]["closeReason"])
+
+        # The client drops; changes happen on every broker meanwhile; it resumes (at another
+        # broker of the fleet: the token names nodes, not URLs). Each broker goes on after its
+        # own last message: no RESET, each gap change once, nothing seen before again.
+        token = stream.token
+        stream.close()
+        gap = [Client(broker, f"fw-gap-{i}") for i, broker in enumerate(self.fleet)]
+        self.addCleanup(lambda: [c.disconnect() for c in gap])
+        for i, broker in enumerate(self.fleet):
+            wait_for(lambda b=broker, i=i: node_list(b, f'client_id = "fw-gap-{i}"'),
+                     what=f"fw-gap-{i} listed")
+        resumed = self.open_stream(self.fleet[1], token)
+        # A marker on each broker after the gap: everything before it is the gap, exactly.
+        marker = [Client(broker, f"fw-mark-{i}") for i, broker in enumerate(self.fleet)]
+        self.addCleanup(lambda: [c.disconnect() for c in marker])
+        got = resumed.until(lambda ms: len([k for k in kinds_of(ms, "OPENED")
+                                            if k[2].startswith("fw-mark-")]) == 3)
+        self.assertEqual(kinds_of(got, "RESET", "CURRENT", "SYNCED"), [])
+        self.assertEqual(sorted(k for k in kinds_of(got, "OPENED", "CLOSED")
+                                if not k[2].startswith("fw-mark-")),
+                         [("OPENED", i + 1, f"fw-gap-{i}") for i in range(3)])
+        self.assertEqual(sorted(k for k in kinds_of(got, "OPENED") if k[2].startswith("fw-mark")),
+                         [("OPENED", i + 1, f"fw-mark-{i}") for i in range(3)])
+
+    def test_a_token_that_is_not_one_ends_the_stream_naming_it(self):
+        stream = FleetStream(self.fleet[0], "", "not-a-token")
+        self.addCleanup(stream.close)
+        self.assertIsNone(stream.next())
+        self.assertEqual(stream.end["error"]["code"], "invalid_argument")
+        self.assertIn("malformed resume_token", stream.end["error"]["message"])
+
+    def test_the_cli_watches_the_fleet(self):
+        folder = tempfile.mkdtemp(prefix="mqc-fleet-cli-")
+        self.addCleanup(shutil.rmtree, folder, True)
+        token_file = os.path.join(folder, "token")
+        with open(token_file, "w") as f:
+            f.write(TOKEN + "\n")
+        process = subprocess.Popen(
+            [CLI, "watch", "--fleet", "-o", "json", "--filter", 'client_id = "fw-cli-*"',
+             "--url", f"http://127.0.0.1:{self.fleet[0].http_port}", "--token-file", token_file],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: (process.kill(), process.wait(10)))
+
+        def read_until(done, timeout=30):
+            lines = []
+            deadline = time.monotonic() + timeout
+            while not done(lines) and time.monotonic() < deadline:
+                line = process.stdout.readline()
+                self.assertTrue(line, process.stderr.read() if process.poll() is not None else "")
+                lines.append(json.loads(line))
+            return lines
+        # The three brokers' (empty) states, then a connect on each: NODE is its own broker.
+        synced = read_until(lambda ls: len([m for m in ls if m["kind"] == KIND + "SYNCED"]) == 3)
+        self.assertEqual(sorted(m["node"] for m in synced if m["kind"] == KIND + "SYNCED"),
+                         ["node 1", "node 2", "node 3"])
+        clients = [Client(broker, f"fw-cli-{i}") for i, broker in enumerate(self.fleet)]
+        self.addCleanup(lambda: [c.disconnect() for c in clients])
+        opened = read_until(lambda ls: len([m for m in ls if m["kind"] == KIND + "OPENED"]) == 3)
+        self.assertEqual(sorted((m["node"], m["connection"]["clientId"]) for m in opened
+                                if m["kind"] == KIND + "OPENED"),
+                         [(f"node {i + 1}", f"fw-cli-{i}") for i in range(3)])
+
+    def test_z_a_peer_stopped_mid_watch_is_reported(self):
+        stream = self.open_stream(self.fleet[0])
+        stream.until(lambda ms: self.synced_nodes(ms) == {1, 2, 3})
+        self.fleet[2].stop()
+        lost = stream.until(lambda ms: kinds_of(ms, "PEER_LOST"), limit=1000)[-1]
+        self.assertEqual(lost["peerError"]["peer"], f"http://127.0.0.1:{self.fleet[2].http_port}")
+        self.assertEqual(lost["nodeId"], 3)
+        self.assertTrue(lost["peerError"]["code"])
+        # The others go on.
+        late = Client(self.fleet[1], "fw-after-stop")
+        self.addCleanup(late.disconnect)
+        after = stream.until(lambda ms: kinds_of(ms, "OPENED"))
+        self.assertEqual(kinds_of(after, "OPENED"), [("OPENED", 2, "fw-after-stop")])
 
 
 class GarbageHandler(http.server.BaseHTTPRequestHandler):

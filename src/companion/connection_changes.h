@@ -52,6 +52,8 @@ enum class ChangeKind : std::uint8_t {
   kWentOffline = 8,
   kExpired = 9,   // an offline session ended (expired, cleaned or taken up by a new connection)
   kUpdated = 10,  // an open connection's field learnt after it opened (its bridge role)
+  // Never in the registry's changes: a fleet stream's message that one peer's stream broke.
+  kPeerLost = 11,
 };
 
 struct ConnectionChange {

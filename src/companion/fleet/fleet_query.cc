@@ -9,6 +9,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "companion/fleet/fleet_duplicates.h"
 #include "companion/fleet/fleet_merge.h"
 #include "companion/http/access_tokens.h"
 #include "companion/http/connect_rpc_proto.h"
@@ -127,6 +128,27 @@ Status FleetQuery::Run(const ListConnectionsRequest& request, Clock::time_point 
   if (!request.page_token.empty()) {
     status = DecodeFleetToken(request.page_token, fingerprint, &cursors);
     if (!status.ok()) return status;
+  }
+
+  // A filter that requires duplicate_client_id: the fleet finds its candidates first.
+  ConnectionFilter filter;
+  status = ConnectionFilter::Parse(request.filter, &filter);
+  if (!status.ok()) return status;
+  static const FieldDef* const duplicate = FindField("duplicate_client_id");
+  if (filter.Names(duplicate)) {
+    if (!filter.RequiresTrue(duplicate)) {
+      return InvalidArgument(
+          "duplicate_client_id in a CONNECTION_SCOPE_FLEET filter must be required true "
+          "(`duplicate_client_id = true`, joined by AND or on every side of an OR, not under "
+          "NOT): the fleet looks for the duplicated ids first");
+    }
+    std::size_t duplicated = 0;
+    status = RunDuplicateQuery(local_, options_, filter, order, fingerprint, page_size, cursors,
+                               deadline, page, &duplicated);
+    if (status.ok() && duplicates_gauge_ != nullptr) {
+      duplicates_gauge_->Set(static_cast<double>(duplicated));
+    }
+    return status;
   }
 
   // This broker first: a bad filter is refused before any peer is asked.

@@ -199,6 +199,46 @@ class Channel {
     return Late("reading");
   }
 
+  // Hands every byte to `sink` until the end of the stream, the deadline, or the sink's false
+  // (also asked with no bytes every kStreamPoll while nothing comes).
+  Status Stream(const std::function<bool(std::string_view)>& sink) {
+    char buffer[16384];
+    for (;;) {  // bounded by the deadline: every turn reads, or waits at most kStreamPoll
+      if (Clock::now() >= deadline_) return Late("reading the stream");
+      if (ssl_ != nullptr) {
+        const int n = SSL_read(ssl_, buffer, sizeof(buffer));
+        if (n > 0) {
+          if (!sink(std::string_view(buffer, static_cast<std::size_t>(n)))) return Status();
+          continue;
+        }
+        const int error = SSL_get_error(ssl_, n);
+        if (error == SSL_ERROR_ZERO_RETURN) return Status();
+        if (error == SSL_ERROR_SYSCALL || error == SSL_ERROR_SSL) {
+          ERR_clear_error();
+          return Status(StatusCode::kUnavailable, "the stream was cut off");
+        }
+        if (error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE) {
+          return WaitSsl(n, "reading the stream");
+        }
+        WaitFor(fd_, error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT,
+                std::min(deadline_, Clock::now() + kStreamPoll));
+      } else {
+        const ssize_t n = recv(fd_, buffer, sizeof(buffer), 0);
+        if (n == 0) return Status();
+        if (n > 0) {
+          if (!sink(std::string_view(buffer, static_cast<std::size_t>(n)))) return Status();
+          continue;
+        }
+        if (errno != EAGAIN && errno != EINTR) {
+          return Status(StatusCode::kUnavailable,
+                        std::string("receive failed: ") + std::strerror(errno));
+        }
+        WaitFor(fd_, POLLIN, std::min(deadline_, Clock::now() + kStreamPoll));
+      }
+      if (!sink(std::string_view())) return Status();
+    }
+  }
+
  private:
   Status WaitSsl(int result, std::string_view what) {
     const int error = SSL_get_error(ssl_, result);
@@ -316,7 +356,11 @@ StatusOr<PeerResponse> PeerClient::Post(const PeerUrl& peer, const PeerRequest& 
   if (peer.https && !tls_) {
     return Status(StatusCode::kInternal, "an https peer without a TLS context");
   }
-  StatusOr<int> fd = ConnectTcp(peer, request.deadline);
+  const Clock::time_point connect_deadline =
+      request.connect_deadline == Clock::time_point{}
+          ? request.deadline
+          : std::min(request.deadline, request.connect_deadline);
+  StatusOr<int> fd = ConnectTcp(peer, connect_deadline);
   if (!fd.ok()) return fd.status();
   const Socket socket(*fd);
   CSmartPtr<SSL, SSL_free> ssl;
@@ -332,16 +376,23 @@ StatusOr<PeerResponse> PeerClient::Post(const PeerUrl& peer, const PeerRequest& 
       X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl.get()), peer.host.text.c_str());
     }
   }
-  Channel channel(socket.fd(), ssl.get(), request.deadline);
-  Status status = channel.Handshake();
+  Status status = Channel(socket.fd(), ssl.get(), connect_deadline).Handshake();
   if (!status.ok()) return status;
+  Channel channel(socket.fd(), ssl.get(), request.deadline);
+  const bool streaming = static_cast<bool>(request.stream_sink);
   std::string head =
-      "POST " + request.path + " HTTP/1.1\r\nHost: " + peer.HostHeader() +
+      "POST " + request.path + (streaming ? " HTTP/1.0" : " HTTP/1.1") +
+      "\r\nHost: " + peer.HostHeader() +
       "\r\nConnection: close\r\nContent-Length: " + std::to_string(request.body.size()) + "\r\n";
   for (const auto& [name, value] : request.headers) head += name + ": " + value + "\r\n";
   head += "\r\n";
   status = channel.WriteAll(head + request.body);
   if (!status.ok()) return status;
+  if (streaming) {
+    status = channel.Stream(request.stream_sink);
+    if (!status.ok()) return status;
+    return PeerResponse();
+  }
   std::string answer;
   status = channel.ReadAll(request.max_response_bytes, &answer);
   if (!status.ok()) return status;

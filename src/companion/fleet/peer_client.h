@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -35,8 +36,20 @@ struct PeerRequest {
   std::vector<std::pair<std::string, std::string>> headers;  // besides Host, Length, Connection
   std::string body;
   std::chrono::steady_clock::time_point deadline;
+  // Connecting and the TLS handshake end by this time too, when it is earlier (unset: deadline
+  // alone): a stream's deadline is far off, its connect must not be.
+  std::chrono::steady_clock::time_point connect_deadline{};
   std::size_t max_response_bytes = 64 << 20;  // headers and body
+  // A stream (a fleet watch): when set, the request goes out as HTTP/1.0, so that the answer is
+  // the raw body up to the close (no chunks), and every byte read, status line and headers
+  // included, goes to the sink as it comes instead of into the answer, which Post then returns
+  // empty. The sink is also called with no bytes at least every kStreamPoll, so that its caller
+  // can stop; it returns false to stop reading (Post then returns ok). `deadline` still bounds
+  // the whole call; max_response_bytes does not apply (the sink bounds what it keeps).
+  std::function<bool(std::string_view bytes)> stream_sink;
 };
+
+inline constexpr std::chrono::milliseconds kStreamPoll{200};
 
 class PeerClient {
  public:

@@ -10,11 +10,13 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "companion/connection.h"
 #include "companion/connection_changes.h"
 #include "companion/http/http_server.h"
+#include "companion/query/connection_query.h"
 
 namespace mqc {
 
@@ -52,6 +54,8 @@ struct ListConnectionsRequest {
 struct WatchConnectionsRequest {
   std::string filter;
   std::uint64_t resume_after = 0;  // 0: start with the current state
+  ConnectionScope scope = ConnectionScope::kUnspecified;  // unset: this node alone
+  std::string resume_token;  // FLEET: the per-broker positions (companion/fleet/)
 };
 
 // One WatchConnectionsResponse, as both codecs write it. The pointers may be null (unset).
@@ -60,6 +64,20 @@ struct WatchMessage {
   ChangeKind kind = ChangeKind::kUnspecified;
   const Connection* connection = nullptr;
   const Subscription* subscription = nullptr;
+  std::uint32_t node_id = 0;      // 0: left out
+  std::string_view resume_token;  // empty: left out
+  const PeerFailure* peer_error = nullptr;
+};
+
+// One WatchConnectionsResponse as read from a peer (the binary codec).
+struct DecodedWatchMessage {
+  std::uint64_t sequence = 0;
+  ChangeKind kind = ChangeKind::kUnspecified;
+  std::uint32_t node_id = 0;
+  bool has_connection = false;
+  Connection connection;
+  bool has_subscription = false;
+  Subscription subscription;
 };
 
 // The checks every Connect unary POST passes before its body is read: Content-Type (415),

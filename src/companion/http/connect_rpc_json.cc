@@ -595,7 +595,7 @@ constexpr const char* kChangeKindNames[] = {
     "CONNECTION_CHANGE_KIND_OPENED",       "CONNECTION_CHANGE_KIND_CLOSED",
     "CONNECTION_CHANGE_KIND_SUBSCRIBED",   "CONNECTION_CHANGE_KIND_UNSUBSCRIBED",
     "CONNECTION_CHANGE_KIND_WENT_OFFLINE", "CONNECTION_CHANGE_KIND_EXPIRED",
-    "CONNECTION_CHANGE_KIND_UPDATED",
+    "CONNECTION_CHANGE_KIND_UPDATED",      "CONNECTION_CHANGE_KIND_PEER_LOST",
 };
 
 // A uint64 in JSON: a string of decimal digits, or a non-negative integral number (protobuf's
@@ -654,19 +654,28 @@ Status DecodeWatchConnectionsRequest(std::string_view text, std::string_view whe
   const cJSON* item = nullptr;
   bool filter_seen = false;
   bool resume_seen = false;
+  bool scope_seen = false;
+  bool token_seen = false;
   cJSON_ArrayForEach(item, root.get()) {
     const std::string_view name = item->string;
     const bool filter = name == "filter";
     const bool resume = name == "resumeAfter" || name == "resume_after";
-    if (!filter && !resume) continue;  // unknown fields are ignored
-    bool& seen = filter ? filter_seen : resume_seen;
+    const bool scope = name == "scope";
+    const bool token = name == "resumeToken" || name == "resume_token";
+    if (!filter && !resume && !scope && !token) continue;  // unknown fields are ignored
+    bool& seen = filter ? filter_seen : resume ? resume_seen : scope ? scope_seen : token_seen;
     if (seen) return fail(": " + FieldName(name) + " is given more than once; expected it once");
     seen = true;
     if (cJSON_IsNull(item)) continue;
-    if (filter) {
+    if (filter || token) {
       StatusOr<std::string> value = ReadStringField(*item, name);
       if (!value.ok()) return fail(": " + value.status().message());
-      request->filter = std::move(value).value();
+      (filter ? request->filter : request->resume_token) = std::move(value).value();
+    }
+    if (scope) {
+      StatusOr<ConnectionScope> value = ReadScope(*item, name);
+      if (!value.ok()) return fail(": " + value.status().message());
+      request->scope = *value;
     }
     if (resume && !ReadUint64(*item, &request->resume_after)) {
       return fail(": " + FieldName(name) +
@@ -689,6 +698,15 @@ std::string WatchConnectionsResponseJson(const WatchMessage& message) {
   if (message.subscription != nullptr) {
     json.Key("subscription");
     WriteSubscription(*message.subscription, &json);
+  }
+  if (message.node_id != 0) json.Key("nodeId").Int(message.node_id);
+  WriteStringIfSet("resumeToken", message.resume_token, &json);
+  if (message.peer_error != nullptr) {
+    json.Key("peerError").BeginObject();
+    json.Key("peer").String(message.peer_error->peer);
+    json.Key("code").String(message.peer_error->code);
+    json.Key("message").String(message.peer_error->message);
+    json.EndObject();
   }
   json.EndObject();
   return text;

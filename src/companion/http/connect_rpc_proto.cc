@@ -609,6 +609,36 @@ Status DecodeWatchConnectionsRequestProto(std::string_view bytes, std::string_vi
   if (!status.ok()) return status;
   request->filter = message.filter();
   request->resume_after = message.resume_after();
+  if (message.scope() > connections_v1::CONNECTION_SCOPE_FLEET || message.scope() < 0) {
+    return InvalidArgument(std::string(where) + ": scope " + std::to_string(message.scope()) +
+                           " is none of CONNECTION_SCOPE_UNSPECIFIED (0), _NODE (1), _FLEET (2)");
+  }
+  request->scope = static_cast<ConnectionScope>(message.scope());
+  request->resume_token = message.resume_token();
+  return Status();
+}
+
+Status DecodeWatchConnectionsResponseProto(std::string_view bytes, std::string_view where,
+                                           DecodedWatchMessage* out) {
+  *out = DecodedWatchMessage();
+  connections_v1::WatchConnectionsResponse message;
+  Status status = ParseBinary(bytes, where, &message);
+  if (!status.ok()) return status;
+  out->sequence = message.sequence();
+  if (message.kind() < 0 || message.kind() > static_cast<int>(ChangeKind::kPeerLost)) {
+    return InvalidArgument(std::string(where) + ": unknown kind " + std::to_string(message.kind()));
+  }
+  out->kind = static_cast<ChangeKind>(message.kind());
+  out->node_id = message.node_id();
+  out->has_connection = message.has_connection();
+  if (out->has_connection) out->connection = ConnectionFromProto(message.connection());
+  out->has_subscription = message.has_subscription();
+  if (out->has_subscription) {
+    // A connection of one subscription reads it as ConnectionFromProto reads them all.
+    connections_v1::Connection holder;
+    *holder.add_subscriptions() = message.subscription();
+    out->subscription = std::move(ConnectionFromProto(holder).subscriptions.front());
+  }
   return Status();
 }
 
@@ -620,6 +650,16 @@ std::string EncodeWatchConnectionsResponseProto(const WatchMessage& watch) {
     ConnectionToProto(*watch.connection, message.mutable_connection());
   if (watch.subscription != nullptr) {
     SubscriptionToProto(*watch.subscription, message.mutable_subscription());
+  }
+  message.set_node_id(watch.node_id);
+  if (!watch.resume_token.empty()) {
+    message.set_resume_token(std::string(watch.resume_token));
+  }
+  if (watch.peer_error != nullptr) {
+    connections_v1::PeerError* error = message.mutable_peer_error();
+    error->set_peer(watch.peer_error->peer);
+    error->set_code(watch.peer_error->code);
+    error->set_message(watch.peer_error->message);
   }
   return message.SerializeAsString();
 }

@@ -122,5 +122,9 @@ std::string EncodeGetActivityResponseProto(std::uint32_t interval_seconds,
 Status DecodeWatchConnectionsRequestProto(std::string_view bytes, std::string_view where,
                                           WatchConnectionsRequest* request);
 std::string EncodeWatchConnectionsResponseProto(const WatchMessage& message);
+// One response message as a peer sent it (a fleet watch reads its peers in binary).
+// kInvalidArgument naming `where` for bytes that are not one.
+Status DecodeWatchConnectionsResponseProto(std::string_view bytes, std::string_view where,
+                                           DecodedWatchMessage* message);
 
 }  // namespace mqc

@@ -52,6 +52,7 @@
 #include "companion/http/connect_rpc_json.h"
 #include "companion/http/connect_rpc_proto.h"
 #include "companion/http/view_util.h"
+#include "companion/http/watch_resume_token.h"
 #include "companion/json_util.h"
 #include "companion/query/connection_fields.h"
 #include "companion/query/connection_query.h"
@@ -288,7 +289,9 @@ ConnectRpcService::ConnectRpcService(const ConnectionSource& source,
       slots_(options.max_streams),
       fleet_(std::move(options.fleet)),
       fleet_deadline_(options.fleet_deadline),
-      fleet_peers_(options.fleet_peers) {}
+      fleet_peers_(options.fleet_peers),
+      node_id_(options.node_id),
+      fleet_watch_(std::move(options.fleet_watch)) {}
 
 HttpResponse ConnectRpcService::Handle(const std::string& method,
                                        const HttpRequest& request) const {
@@ -350,7 +353,7 @@ HttpResponse ConnectRpcService::HandleListConnections(const HttpRequest& request
                              : fleet_deadline_;
     ConnectionPage page;
     const Status status = fleet_(message, std::chrono::steady_clock::now() + left, &page);
-    if (!status.ok()) return ConnectRpcError(kInvalidArgument, status.message());
+    if (!status.ok()) return ConnectRpcError(status.code(), status.message());
     page.fleet_peers = fleet_peers_;
     HttpResponse response = ListConnectionsResponseIn(codec, page);
     if (DeadlineExceeded(budget, clock_() - start, &error)) return error;
@@ -494,7 +497,25 @@ HttpResponse ConnectRpcService::HandleWatchConnections(const HttpRequest& reques
   if (!status.ok()) return StreamError(codec, Status(kInvalidArgument, status.message()));
   options.resume_after = message.resume_after;
   options.buffer = stream_buffer_;
+  options.node_id = node_id_;
   if (budget) options.deadline = std::chrono::steady_clock::now() + *budget;
+  const bool fleet = message.scope == ConnectionScope::kFleet && fleet_watch_;
+  if (message.resume_after != 0 && !message.resume_token.empty()) {
+    return StreamError(codec, Status(kInvalidArgument,
+                                     "resume_after and resume_token are both set; give one"));
+  }
+  if (fleet && message.resume_after != 0) {
+    return StreamError(codec, Status(kInvalidArgument,
+                                     "resume_after is for CONNECTION_SCOPE_NODE; a fleet stream "
+                                     "resumes with resume_token"));
+  }
+  if (!fleet && !message.resume_token.empty()) {
+    // A fleet token read by one node: its own position (how a fleet stream asks its peers).
+    FleetWatchPositions positions;
+    status = FleetWatchPositions::FromToken(message.resume_token, &positions);
+    if (!status.ok()) return StreamError(codec, status);
+    options.resume_after = positions.ResumeAfter(node_id_);
+  }
   std::shared_ptr<void> slot = slots_.TryTake();
   if (!slot) {
     return StreamError(codec,
@@ -506,6 +527,13 @@ HttpResponse ConnectRpcService::HandleWatchConnections(const HttpRequest& reques
   response.status = kHttpOk;
   response.content_type =
       std::string(codec == ConnectCodec::kProto ? kStreamProtoContentType : kStreamJsonContentType);
+  if (fleet) {
+    StatusOr<std::shared_ptr<HttpBodyStream>> stream =
+        fleet_watch_(options, message.filter, message.resume_token, std::move(slot));
+    if (!stream.ok()) return StreamError(codec, stream.status());
+    response.stream = std::move(stream).value();
+    return response;
+  }
   response.stream =
       std::make_shared<WatchStream>(*live_, changes_, std::move(options), std::move(slot));
   return response;

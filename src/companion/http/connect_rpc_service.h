@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,16 @@ struct ConnectRpcServiceOptions {
   // How many peers `fleet` asks: every ListConnections answer says it (fleetPeers), so that a
   // client can turn to the fleet by itself.
   std::uint32_t fleet_peers = 0;
+  // plugin_opt_node_id: on every WatchConnections message.
+  std::uint32_t node_id = 0;
+  // WatchConnections with scope CONNECTION_SCOPE_FLEET (companion/fleet/fleet_watch.h): the
+  // stream of the whole fleet for the node stream's options (filter parsed, codec, deadline,
+  // buffer, node id), the filter's text, the request's resume_token and the stream's slot; an
+  // error (a bad token) ends the call. Empty (no plugin_opt_fleet_peers): FLEET streams as NODE.
+  using FleetWatcher = std::function<StatusOr<std::shared_ptr<HttpBodyStream>>(
+      const WatchStreamOptions& options, const std::string& filter,
+      const std::string& resume_token, std::shared_ptr<void> slot)>;
+  FleetWatcher fleet_watch;
 };
 
 class ConnectRpcService {
@@ -88,6 +99,8 @@ class ConnectRpcService {
   const ConnectRpcServiceOptions::FleetLister fleet_;
   const std::chrono::milliseconds fleet_deadline_;
   const std::uint32_t fleet_peers_;
+  const std::uint32_t node_id_;
+  const ConnectRpcServiceOptions::FleetWatcher fleet_watch_;
 };
 
 }  // namespace mqc

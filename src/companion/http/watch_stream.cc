@@ -69,6 +69,7 @@ void WatchStream::Append(std::uint64_t sequence, ChangeKind kind, const Connecti
   message.kind = kind;
   message.connection = connection;
   message.subscription = subscription;
+  message.node_id = options_.node_id;
   if (options_.codec == ConnectCodec::kProto) {
     AppendEnvelope(0, EncodeWatchConnectionsResponseProto(message), out);
   } else {

@@ -60,6 +60,7 @@ struct WatchStreamOptions {
   // Connect-Timeout-Ms: the stream ends with deadline_exceeded at this time.
   std::optional<std::chrono::steady_clock::time_point> deadline;
   std::size_t buffer = 4096;  // changes the stream may fall behind before it is cut off
+  std::uint32_t node_id = 0;  // plugin_opt_node_id, on every message (0: left out)
 };
 
 // The 5-byte envelope prefix and `payload`, appended to *out.

@@ -195,6 +195,10 @@ std::vector<FieldDef> BuildFields() {
              [](C c) {
                return SignedIf(c.will != WillState::kUnknown, c.will == WillState::kSet ? 1 : 0);
              }),
+      // Only a fleet answer can see another broker's connections: node queries find it false
+      // (docs/fleet.md, "Duplicate client ids").
+      Scalar("duplicate_client_id", K::kBool,
+             [](C c) { return Signed(c.duplicate_client_id ? 1 : 0); }),
       Detail(Scalar("idle_duration", K::kDuration,
                     [](C c) { return SignedIf(c.idle_ns >= 0, c.idle_ns); })),
       Detail(Scalar("network_info.rtt_micros", K::kInt, &NetworkNumber<&N::rtt_us>)),

@@ -738,6 +738,33 @@ bool CollectClientIds(const FilterNode& node, std::vector<std::string_view>* ids
   return false;
 }
 
+// Whether every match of `node` has the bool `field` true (see RequiresTrue).
+bool RequiresTrueAt(const FilterNode& node, const FieldDef* field) {
+  switch (node.kind) {
+    case FilterNode::Kind::kClause: {
+      const FilterClause& clause = node.clause;
+      if (clause.field != field) return false;
+      if (clause.op == CompareOp::kEq) return clause.number == 1;
+      if (clause.op == CompareOp::kNe) return clause.number == 0;
+      if (clause.op == CompareOp::kIn) {
+        return !clause.in.numbers.empty() &&
+               std::all_of(clause.in.numbers.begin(), clause.in.numbers.end(),
+                           [](std::int64_t value) { return value == 1; });
+      }
+      return false;
+    }
+    case FilterNode::Kind::kAnd:
+      return std::any_of(node.children.begin(), node.children.end(),
+                         [field](const FilterNode& child) { return RequiresTrueAt(child, field); });
+    case FilterNode::Kind::kOr:
+      return std::all_of(node.children.begin(), node.children.end(),
+                         [field](const FilterNode& child) { return RequiresTrueAt(child, field); });
+    case FilterNode::Kind::kNot:
+      break;
+  }
+  return false;
+}
+
 }  // namespace
 
 ConnectionFilter::ConnectionFilter(std::vector<FilterClause> clauses) {
@@ -805,6 +832,16 @@ bool ConnectionFilter::ClientIdCandidates(std::vector<std::string_view>* client_
   }
   SortUnique(client_ids);
   return true;
+}
+
+bool ConnectionFilter::RequiresTrue(const FieldDef* field) const {
+  return root_ != nullptr && RequiresTrueAt(*root_, field);
+}
+
+bool ConnectionFilter::Names(const FieldDef* field) const {
+  bool found = false;
+  ForEachClause([field, &found](const FilterClause& clause) { found |= clause.field == field; });
+  return found;
 }
 
 }  // namespace mqc

@@ -107,6 +107,13 @@ class ConnectionFilter {
   // Candidates for a client id index; Matches must still be asked of each.
   bool ClientIdCandidates(std::vector<std::string_view>* client_ids) const;
 
+  // Whether every connection the filter matches has the bool field `field` true: a clause
+  // `field = true` (or `field != false`) required through AND, every operand of an OR and
+  // parentheses, not under NOT. A fleet query uses it to find its candidates first.
+  bool RequiresTrue(const FieldDef* field) const;
+  // Whether a clause names `field`.
+  bool Names(const FieldDef* field) const;
+
  private:
   std::shared_ptr<const detail::FilterNode> root_;  // null: no condition
 };

@@ -246,7 +246,7 @@ std::string Answers() {
   // Watch messages: each kind (and a number out of range), with and without a connection or a
   // subscription (the page above has every connection, so two do here), the first and the
   // largest sequence.
-  for (int kind = 0; kind <= 11; ++kind) {
+  for (int kind = 0; kind <= 12; ++kind) {
     WatchMessage message;
     message.sequence = static_cast<std::uint64_t>(kind);
     message.kind = static_cast<ChangeKind>(kind);
@@ -270,6 +270,21 @@ std::string Answers() {
   const Subscription unsubscribed = MappedSubscription("store/x", 2);
   subscription_only.subscription = &unsubscribed;
   line(Text(subscription_only));
+  // A fleet stream's messages: the broker's node id, the resume token, a lost peer.
+  WatchMessage tagged;
+  tagged.sequence = 7;
+  tagged.kind = ChangeKind::kOpened;
+  tagged.connection = &all.front();
+  tagged.node_id = 4294967295u;
+  tagged.resume_token = "VwEBBw";
+  line(Text(tagged));
+  const PeerFailure failure{"http://127.0.0.1:8081", "unavailable", kOdd};
+  WatchMessage lost;
+  lost.kind = ChangeKind::kPeerLost;
+  lost.node_id = 3;
+  lost.resume_token = "Vw";
+  lost.peer_error = &failure;
+  line(Text(lost));
 
   // The end of a stream: ok, and errors with plain and odd messages.
   for (const Status& status :
