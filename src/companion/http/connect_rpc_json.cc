@@ -673,7 +673,7 @@ Status DecodeWatchConnectionsRequest(std::string_view text, std::string_view whe
       (filter ? request->filter : request->resume_token) = std::move(value).value();
     }
     if (scope) {
-      StatusOr<ConnectionScope> value = ReadScope(*item, name);
+      StatusOr<ConnectionScope> value = ReadConnectionScope(*item, name);
       if (!value.ok()) return fail(": " + value.status().message());
       request->scope = *value;
     }
