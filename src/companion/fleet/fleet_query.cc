@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 
 #include <algorithm>
+#include <functional>
 #include <thread>
 #include <unordered_set>
 #include <utility>
@@ -14,6 +15,7 @@
 #include "companion/http/connect_rpc_proto.h"
 #include "companion/http/view_util.h"
 #include "companion/json_util.h"
+#include "companion/query/connection_filter.h"
 #include "companion/query/connection_page_token.h"
 #include "companion/query/query_syntax.h"
 
@@ -129,7 +131,11 @@ Status FleetQuery::Run(const ListConnectionsRequest& request, Clock::time_point 
     if (!status.ok()) return status;
   }
 
-  // This broker first: a bad filter is refused before any peer is asked.
+  // The filter is checked before any peer is asked, so that a bad one is refused by this
+  // broker alone; its own query then runs while the peers answer (docs/fleet.md, "Cost").
+  ConnectionFilter filter;
+  status = ConnectionFilter::Parse(request.filter, &filter);
+  if (!status.ok()) return status;
   std::vector<BrokerAnswer> answers(options_.peers.size() + 1);
   ConnectionQuery local_query;
   local_query.filter = request.filter;
@@ -137,9 +143,6 @@ Status FleetQuery::Run(const ListConnectionsRequest& request, Clock::time_point 
   local_query.page_size = static_cast<std::int64_t>(page_size);
   local_query.page_token = NodeTokenOf(cursors, kSelfBroker);
   answers[0].broker = kSelfBroker;
-  status = RunConnectionQuery(local_, local_query, &answers[0].page);
-  if (!status.ok()) return status;
-  answers[0].answered = true;
 
   // Peers answer a little before the caller's deadline, so that the merge fits inside it.
   const Clock::time_point peer_deadline = std::max(Clock::now(), deadline - kFleetMergeMargin);
@@ -154,7 +157,11 @@ Status FleetQuery::Run(const ListConnectionsRequest& request, Clock::time_point 
   const Clock::time_point page_deadline =
       std::min(peer_deadline, Clock::now() + (peer_deadline - Clock::now()) * 3 / 4);
   AskPeers(node_requests, std::vector<bool>(options_.peers.size(), true), page_size, page_deadline,
-           &answers);
+           &answers, [&] { status = RunConnectionQuery(local_, local_query, &answers[0].page); });
+  // A node token in a well-formed fleet token can still be refused here (the peers' answers
+  // are then dropped): the caller's error, as before.
+  if (!status.ok()) return status;
+  answers[0].answered = true;
   MergeBrokerPages(order, fingerprint, page_size, cursors, std::move(answers), page);
   MarkDuplicates(peer_deadline, page);
   return Status();
@@ -162,7 +169,8 @@ Status FleetQuery::Run(const ListConnectionsRequest& request, Clock::time_point 
 
 void FleetQuery::AskPeers(const std::vector<ListConnectionsRequest>& requests,
                           const std::vector<bool>& ask, std::size_t page_size,
-                          Clock::time_point deadline, std::vector<BrokerAnswer>* answers) const {
+                          Clock::time_point deadline, std::vector<BrokerAnswer>* answers,
+                          const std::function<void()>& meanwhile) const {
   std::vector<std::thread> threads;
   threads.reserve(options_.peers.size());
   for (std::size_t i = 0; i < options_.peers.size(); ++i) {
@@ -179,6 +187,14 @@ void FleetQuery::AskPeers(const std::vector<ListConnectionsRequest>& requests,
         answer.failure = Failure(peer, StatusCode::kInternal, e.what());
       }
     });
+  }
+  // The threads write into *answers: they are joined before anything leaves, even an
+  // exception from `meanwhile` (out of memory in this broker's own query).
+  try {
+    meanwhile();
+  } catch (...) {
+    for (std::thread& thread : threads) thread.join();
+    throw;
   }
   for (std::thread& thread : threads) thread.join();
 }
@@ -201,7 +217,6 @@ void FleetQuery::MarkDuplicates(Clock::time_point deadline, ConnectionPage* page
   local_query.filter = filter;
   local_query.page_size = static_cast<std::int64_t>(limit);
   answers[0].broker = kSelfBroker;
-  answers[0].answered = RunConnectionQuery(local_, local_query, &answers[0].page).ok();
   // Peers that failed the page are not asked again (their error is already in the page).
   std::vector<bool> ask(options_.peers.size(), true);
   for (std::size_t i = 0; i < options_.peers.size(); ++i) {
@@ -211,7 +226,9 @@ void FleetQuery::MarkDuplicates(Clock::time_point deadline, ConnectionPage* page
   }
   std::vector<ListConnectionsRequest> requests(options_.peers.size());
   for (ListConnectionsRequest& request : requests) request.filter = filter;
-  AskPeers(requests, ask, limit, deadline, &answers);
+  AskPeers(requests, ask, limit, deadline, &answers, [&] {
+    answers[0].answered = RunConnectionQuery(local_, local_query, &answers[0].page).ok();
+  });
   for (std::size_t i = 0; i < options_.peers.size(); ++i) {
     BrokerAnswer& answer = answers[i + 1];
     if (ask[i] && !answer.answered) {

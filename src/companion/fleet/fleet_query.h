@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// ListConnections with CONNECTION_SCOPE_FLEET (docs/fleet.md): this broker's own query and
-// one node-scope request to every peer, in parallel, under one deadline; the answers merged
-// by fleet_merge.h.
+// ListConnections with CONNECTION_SCOPE_FLEET (docs/fleet.md): one node-scope request to every
+// peer, in parallel, and this broker's own query while they answer, under one deadline; the
+// answers merged by fleet_merge.h.
 //
 // What goes to a peer: a binary ListConnectionsRequest with the caller's filter and order_by,
 // the fleet page's size and the peer's own cursor from the fleet token, scope NODE (so a peer
@@ -10,19 +10,22 @@
 // deadline. Then the page's open client ids are looked up on every broker that answered
 // (`state = MQTT_CONNECTION_STATE_OPEN AND client_id IN (...)`, node scope again), and each
 // open connection of the page whose id is open on another broker too gets
-// duplicate_client_id. What comes back and counts: HTTP 200 with a binary ListConnectionsResponse
-// whose connections are at most the page's size. Anything else (no connection, a timeout, a Connect
-// error, other bytes) makes a PeerFailure naming the peer; the answer is then partial.
+// duplicate_client_id (this broker's own lookup again runs while the peers answer). What
+// comes back and counts: HTTP 200 with a binary ListConnectionsResponse whose connections are
+// at most the page's size. Anything else (no connection, a timeout, a Connect error, other
+// bytes) makes a PeerFailure naming the peer; the answer is then partial.
 //
-// Threads: Run() is called on HTTP threads, several at a time; it starts one thread per peer
-// and joins them all before it returns (each peer request ends by the deadline). The members
-// are set in the constructor and only read afterwards.
+// Threads: Run() is called on HTTP threads, several at a time; it starts one thread per peer,
+// runs this broker's part on its own thread meanwhile, and joins them all before it returns
+// (each peer request ends by the deadline). The members are set in the constructor and only
+// read afterwards.
 #pragma once
 
 #include <prometheus/gauge.h>
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,10 +74,12 @@ class FleetQuery {
   ConnectRpcServiceOptions::FleetLister Lister() const;
 
  private:
-  // Asks peer i for requests[i] where ask[i], each in its own thread, into (*answers)[i + 1].
+  // Asks peer i for requests[i] where ask[i], each in its own thread, into (*answers)[i + 1],
+  // and runs `meanwhile` (this broker's own part, into (*answers)[0]) on the calling thread
+  // while they answer; returns when all are done.
   void AskPeers(const std::vector<ListConnectionsRequest>& requests, const std::vector<bool>& ask,
                 std::size_t page_size, std::chrono::steady_clock::time_point deadline,
-                std::vector<BrokerAnswer>* answers) const;
+                std::vector<BrokerAnswer>* answers, const std::function<void()>& meanwhile) const;
   // Flags the page's open connections whose client id is open on another broker too: one
   // lookup of the page's open client ids on every broker that answered the page.
   void MarkDuplicates(std::chrono::steady_clock::time_point deadline, ConnectionPage* page) const;

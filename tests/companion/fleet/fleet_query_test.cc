@@ -251,6 +251,60 @@ TEST(FleetQueryTest, AClientIdOpenOnTwoBrokersIsFlaggedEvenWhenOneIsOffThePage) 
   EXPECT_EQ(gauge.Value(), 0);  // the last answer had none
 }
 
+// This broker's part of each round, held until the peer has been asked for that round (or 2 s
+// have passed): it records whether the peer was asked while this broker's own query ran.
+class WaitsForThePeer : public FleetSource {
+ public:
+  WaitsForThePeer(const std::vector<Connection>& fleet, const LoopbackServer* const* peer)
+      : FleetSource(fleet), peer_(peer) {}
+  ConnectionList SharedSnapshot() const override {
+    page_overlapped = WaitForRequests(1);
+    return FleetSource::SharedSnapshot();
+  }
+  std::vector<ConnectionPtr> FindByClientId(std::string_view client_id) const override {
+    if (!lookup_started) {
+      lookup_started = true;
+      lookup_overlapped = WaitForRequests(2);
+    }
+    return FleetSource::FindByClientId(client_id);
+  }
+  mutable bool page_overlapped = false;
+  mutable bool lookup_started = false;
+  mutable bool lookup_overlapped = false;
+
+ private:
+  bool WaitForRequests(int count) const {
+    for (int i = 0; i < 200; ++i) {
+      if ((*peer_)->requests() >= count) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+  const LoopbackServer* const* peer_;
+};
+
+TEST(FleetQueryTest, ThisBrokersOwnQueriesRunWhileThePeersAnswer) {
+  const LoopbackServer* peer = nullptr;
+  const WaitsForThePeer local(NodeConnections(1, 3), &peer);
+  auto source_b = std::make_shared<FleetSource>(NodeConnections(2, 3));
+  LoopbackServer b(BrokerLike(source_b));
+  peer = &b;
+  FleetQueryOptions options;
+  options.peers = {Loopback(b.port())};
+  options.client = Client();
+  const FleetQuery fleet(local, options);
+  ListConnectionsRequest request;
+  request.order_by = "client_id";
+  ConnectionPage page;
+  ASSERT_TRUE(fleet.Run(request, Clock::now() + std::chrono::seconds(10), &page).ok());
+  EXPECT_EQ(page.connections.size(), 6u);
+  EXPECT_TRUE(page.peer_errors.empty());
+  EXPECT_TRUE(local.page_overlapped);
+  ASSERT_TRUE(local.lookup_started);
+  EXPECT_TRUE(local.lookup_overlapped);
+  EXPECT_EQ(b.requests(), 2);
+}
+
 TEST(FleetQueryTest, MakeFleetQueryNamesAnUnreadableTokenFile) {
   const FleetSource local(NodeConnections(1, 1));
   PluginOptions options;
