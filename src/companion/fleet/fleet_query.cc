@@ -162,8 +162,10 @@ Status FleetQuery::Run(const ListConnectionsRequest& request, Clock::time_point 
   // are then dropped): the caller's error, as before.
   if (!status.ok()) return status;
   answers[0].answered = true;
+  std::vector<BrokerAnswer> known;
+  const bool all_known = OpenByClientIdKnown(filter, answers, &known);
   MergeBrokerPages(order, fingerprint, page_size, cursors, std::move(answers), page);
-  MarkDuplicates(peer_deadline, page);
+  MarkDuplicates(peer_deadline, all_known ? &known : nullptr, page);
   return Status();
 }
 
@@ -199,10 +201,16 @@ void FleetQuery::AskPeers(const std::vector<ListConnectionsRequest>& requests,
   for (std::thread& thread : threads) thread.join();
 }
 
-void FleetQuery::MarkDuplicates(Clock::time_point deadline, ConnectionPage* page) const {
+void FleetQuery::MarkDuplicates(Clock::time_point deadline, const std::vector<BrokerAnswer>* known,
+                                ConnectionPage* page) const {
   const std::vector<std::string> ids = OpenClientIds(*page);
   if (ids.empty()) {
     if (duplicates_gauge_ != nullptr) duplicates_gauge_->Set(0);
+    return;
+  }
+  if (known != nullptr) {
+    MarkDuplicateClientIds(*known, page);
+    ReportDuplicates(*page);
     return;
   }
   std::string filter = "state = MQTT_CONNECTION_STATE_OPEN AND client_id IN (";
@@ -237,13 +245,45 @@ void FleetQuery::MarkDuplicates(Clock::time_point deadline, ConnectionPage* page
     }
   }
   MarkDuplicateClientIds(answers, page);
-  if (duplicates_gauge_ != nullptr) {
-    std::unordered_set<std::string> duplicated;
-    for (const Connection& connection : page->connections) {
-      if (connection.duplicate_client_id) duplicated.insert(connection.client_id);
-    }
-    duplicates_gauge_->Set(static_cast<double>(duplicated.size()));
+  ReportDuplicates(*page);
+}
+
+void FleetQuery::ReportDuplicates(const ConnectionPage& page) const {
+  if (duplicates_gauge_ == nullptr) return;
+  std::unordered_set<std::string> duplicated;
+  for (const Connection& connection : page.connections) {
+    if (connection.duplicate_client_id) duplicated.insert(connection.client_id);
   }
+  duplicates_gauge_->Set(static_cast<double>(duplicated.size()));
+}
+
+bool OpenByClientIdKnown(const ConnectionFilter& filter, const std::vector<BrokerAnswer>& answers,
+                         std::vector<BrokerAnswer>* known) {
+  // A filter whose every clause is on client_id matches a connection for its client id alone:
+  // a broker that showed all its matches showed every connection of those ids it holds.
+  bool clauses = false;
+  bool client_id_only = true;
+  filter.ForEachClause([&](const FilterClause& clause) {
+    clauses = true;
+    client_id_only = client_id_only && clause.field->path == "client_id";
+  });
+  if (!clauses || !client_id_only) return false;
+  for (const BrokerAnswer& answer : answers) {
+    if (answer.answered && !answer.page.next_page_token.empty()) return false;
+  }
+  known->assign(answers.size(), BrokerAnswer());
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    (*known)[i].broker = answers[i].broker;
+    (*known)[i].answered = answers[i].answered;
+    for (const Connection& connection : answers[i].page.connections) {
+      if (connection.state != ConnectionState::kOpen) continue;
+      Connection open;  // what MarkDuplicateClientIds reads
+      open.client_id = connection.client_id;
+      open.state = connection.state;
+      (*known)[i].page.connections.push_back(std::move(open));
+    }
+  }
+  return true;
 }
 
 ConnectRpcServiceOptions::FleetLister FleetQuery::Lister() const {

@@ -10,7 +10,8 @@
 // deadline. Then the page's open client ids are looked up on every broker that answered
 // (`state = MQTT_CONNECTION_STATE_OPEN AND client_id IN (...)`, node scope again), and each
 // open connection of the page whose id is open on another broker too gets
-// duplicate_client_id (this broker's own lookup again runs while the peers answer). What
+// duplicate_client_id (this broker's own lookup again runs while the peers answer; a filter
+// on client_id alone whose matches all fit the page needs no lookup). What
 // comes back and counts: HTTP 200 with a binary ListConnectionsResponse whose connections are
 // at most the page's size. Anything else (no connection, a timeout, a Connect error, other
 // bytes) makes a PeerFailure naming the peer; the answer is then partial.
@@ -35,6 +36,7 @@
 #include "companion/fleet/peer_client.h"
 #include "companion/http/connect_protocol.h"
 #include "companion/http/connect_rpc_service.h"
+#include "companion/query/connection_filter.h"
 #include "companion/query/connection_query.h"
 #include "link/peer_url.h"
 #include "link/plugin_options.h"
@@ -80,9 +82,13 @@ class FleetQuery {
   void AskPeers(const std::vector<ListConnectionsRequest>& requests, const std::vector<bool>& ask,
                 std::size_t page_size, std::chrono::steady_clock::time_point deadline,
                 std::vector<BrokerAnswer>* answers, const std::function<void()>& meanwhile) const;
-  // Flags the page's open connections whose client id is open on another broker too: one
-  // lookup of the page's open client ids on every broker that answered the page.
-  void MarkDuplicates(std::chrono::steady_clock::time_point deadline, ConnectionPage* page) const;
+  // Flags the page's open connections whose client id is open on another broker too: from
+  // `known` when not null (OpenByClientIdKnown), else by one lookup of the page's open client
+  // ids on every broker that answered the page.
+  void MarkDuplicates(std::chrono::steady_clock::time_point deadline,
+                      const std::vector<BrokerAnswer>* known, ConnectionPage* page) const;
+  // Sets the gauge (when set) to the number of client ids flagged on `page`.
+  void ReportDuplicates(const ConnectionPage& page) const;
 
   const ConnectionSource& local_;
   FleetQueryOptions options_;
@@ -94,6 +100,14 @@ class FleetQuery {
 // kInvalidArgument naming the option when either cannot be read.
 StatusOr<std::unique_ptr<FleetQuery>> MakeFleetQuery(const PluginOptions& options,
                                                      const ConnectionSource& local);
+
+// Whether the brokers' page answers already show, for every client id they hold, each
+// broker's open connections of that id: when `filter` has clauses on client_id only (it then
+// selects by client id alone, such as a lookup by client id) and no answered broker has more
+// matches. If so, *known gets each answer's open connections (client id and state only), as
+// MarkDuplicateClientIds reads them, and Run() needs no lookup round. Exposed for tests.
+bool OpenByClientIdKnown(const ConnectionFilter& filter, const std::vector<BrokerAnswer>& answers,
+                         std::vector<BrokerAnswer>* known);
 
 // One peer's node page, as Run() asks for it (exposed for tests): the page, or a PeerFailure
 // in *failure and false.

@@ -305,6 +305,70 @@ TEST(FleetQueryTest, ThisBrokersOwnQueriesRunWhileThePeersAnswer) {
   EXPECT_EQ(b.requests(), 2);
 }
 
+TEST(FleetQueryTest, ALookupByClientIdThatShowsEveryMatchNeedsNoSecondRound) {
+  std::vector<Connection> mine = NodeConnections(1, 2);
+  mine[0].client_id = "twin";
+  std::vector<Connection> theirs = NodeConnections(2, 3);
+  theirs[2].client_id = "twin";
+  theirs[1].client_id = "twin";
+  theirs[1].state = ConnectionState::kClosed;  // a closed one counts for nothing
+  const FleetSource local(mine);
+  auto source_b = std::make_shared<FleetSource>(theirs);
+  LoopbackServer b(BrokerLike(source_b));
+  FleetQueryOptions options;
+  options.peers = {Loopback(b.port())};
+  options.client = Client();
+  const FleetQuery fleet(local, options);
+  ListConnectionsRequest request;
+  request.filter = R"(client_id = "twin")";
+  request.order_by = "node_id";
+  ConnectionPage page;
+  ASSERT_TRUE(fleet.Run(request, Clock::now() + std::chrono::seconds(5), &page).ok());
+  ASSERT_EQ(page.connections.size(), 3u);
+  for (const Connection& connection : page.connections) {
+    EXPECT_EQ(connection.duplicate_client_id, connection.state == ConnectionState::kOpen)
+        << connection.uid;
+  }
+  EXPECT_EQ(b.requests(), 1);  // the page alone: it showed every "twin" of the peer
+
+  // A page too small for every match, or a filter on another field too: the lookup round.
+  request.page_size = 1;
+  ASSERT_TRUE(fleet.Run(request, Clock::now() + std::chrono::seconds(5), &page).ok());
+  ASSERT_EQ(page.connections.size(), 1u);
+  EXPECT_TRUE(page.connections[0].duplicate_client_id);
+  EXPECT_EQ(b.requests(), 3);
+  request.page_size = 10;
+  request.filter = R"(client_id = "twin" AND node_id = 1)";
+  ASSERT_TRUE(fleet.Run(request, Clock::now() + std::chrono::seconds(5), &page).ok());
+  ASSERT_EQ(page.connections.size(), 1u);
+  EXPECT_TRUE(page.connections[0].duplicate_client_id);
+  EXPECT_EQ(b.requests(), 5);
+}
+
+TEST(FleetQueryTest, OpenByClientIdIsKnownOnlyForClientIdFiltersShownWhole) {
+  std::vector<BrokerAnswer> answers(2);
+  answers[0].answered = true;
+  answers[0].page.connections = NodeConnections(1, 2);
+  answers[1].answered = false;  // failed: not counted, whatever it holds
+  ConnectionFilter filter;
+  std::vector<BrokerAnswer> known;
+  EXPECT_FALSE(OpenByClientIdKnown(filter, answers, &known));  // everything: no client id set
+  ASSERT_TRUE(ConnectionFilter::Parse(R"(client_id IN ("a", "b*") OR NOT client_id = "c")",
+                                      &filter)
+                  .ok());
+  ASSERT_TRUE(OpenByClientIdKnown(filter, answers, &known));
+  ASSERT_EQ(known.size(), 2u);
+  EXPECT_TRUE(known[0].answered);
+  EXPECT_FALSE(known[1].answered);
+  EXPECT_EQ(known[0].page.connections.size(), 2u);
+  EXPECT_EQ(known[0].page.connections[1].client_id, answers[0].page.connections[1].client_id);
+  answers[0].page.next_page_token = "more";
+  EXPECT_FALSE(OpenByClientIdKnown(filter, answers, &known));
+  answers[0].page.next_page_token.clear();
+  ASSERT_TRUE(ConnectionFilter::Parse(R"(client_id = "a" AND username = "u")", &filter).ok());
+  EXPECT_FALSE(OpenByClientIdKnown(filter, answers, &known));
+}
+
 TEST(FleetQueryTest, MakeFleetQueryNamesAnUnreadableTokenFile) {
   const FleetSource local(NodeConnections(1, 1));
   PluginOptions options;
