@@ -163,7 +163,7 @@ Status FleetQuery::Run(const ListConnectionsRequest& request, Clock::time_point 
   if (!status.ok()) return status;
   answers[0].answered = true;
   std::vector<BrokerAnswer> known;
-  const bool all_known = OpenByClientIdKnown(filter, answers, &known);
+  const bool all_known = OpenByClientIdKnown(filter, cursors.empty(), answers, &known);
   MergeBrokerPages(order, fingerprint, page_size, cursors, std::move(answers), page);
   MarkDuplicates(peer_deadline, all_known ? &known : nullptr, page);
   return Status();
@@ -257,8 +257,11 @@ void FleetQuery::ReportDuplicates(const ConnectionPage& page) const {
   duplicates_gauge_->Set(static_cast<double>(duplicated.size()));
 }
 
-bool OpenByClientIdKnown(const ConnectionFilter& filter, const std::vector<BrokerAnswer>& answers,
+bool OpenByClientIdKnown(const ConnectionFilter& filter, bool from_start,
+                         const std::vector<BrokerAnswer>& answers,
                          std::vector<BrokerAnswer>* known) {
+  // A later page of a walk shows what is left after each broker's cursor, not all it holds.
+  if (!from_start) return false;
   // A filter whose every clause is on client_id matches a connection for its client id alone:
   // a broker that showed all its matches showed every connection of those ids it holds.
   bool clauses = false;

@@ -103,10 +103,12 @@ StatusOr<std::unique_ptr<FleetQuery>> MakeFleetQuery(const PluginOptions& option
 
 // Whether the brokers' page answers already show, for every client id they hold, each
 // broker's open connections of that id: when `filter` has clauses on client_id only (it then
-// selects by client id alone, such as a lookup by client id) and no answered broker has more
+// selects by client id alone, such as a lookup by client id), the answers are of a walk's
+// first page (`from_start`: no broker was asked from a cursor) and no answered broker has more
 // matches. If so, *known gets each answer's open connections (client id and state only), as
 // MarkDuplicateClientIds reads them, and Run() needs no lookup round. Exposed for tests.
-bool OpenByClientIdKnown(const ConnectionFilter& filter, const std::vector<BrokerAnswer>& answers,
+bool OpenByClientIdKnown(const ConnectionFilter& filter, bool from_start,
+                         const std::vector<BrokerAnswer>& answers,
                          std::vector<BrokerAnswer>* known);
 
 // One peer's node page, as Run() asks for it (exposed for tests): the page, or a PeerFailure

@@ -337,12 +337,25 @@ TEST(FleetQueryTest, ALookupByClientIdThatShowsEveryMatchNeedsNoSecondRound) {
   ASSERT_EQ(page.connections.size(), 1u);
   EXPECT_TRUE(page.connections[0].duplicate_client_id);
   EXPECT_EQ(b.requests(), 3);
+  // The walk's next pages: each broker shows what is left after its cursor, not all it holds.
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_FALSE(page.next_page_token.empty());
+    request.page_token = page.next_page_token;
+    ASSERT_TRUE(fleet.Run(request, Clock::now() + std::chrono::seconds(5), &page).ok());
+    ASSERT_EQ(page.connections.size(), 1u);
+    EXPECT_EQ(page.connections[0].duplicate_client_id,
+              page.connections[0].state == ConnectionState::kOpen)
+        << page.connections[0].uid;
+  }
+  EXPECT_TRUE(page.next_page_token.empty());
+  request.page_token.clear();
+  const int asked = b.requests();
   request.page_size = 10;
   request.filter = R"(client_id = "twin" AND node_id = 1)";
   ASSERT_TRUE(fleet.Run(request, Clock::now() + std::chrono::seconds(5), &page).ok());
   ASSERT_EQ(page.connections.size(), 1u);
   EXPECT_TRUE(page.connections[0].duplicate_client_id);
-  EXPECT_EQ(b.requests(), 5);
+  EXPECT_EQ(b.requests(), asked + 2);
 }
 
 TEST(FleetQueryTest, OpenByClientIdIsKnownOnlyForClientIdFiltersShownWhole) {
@@ -352,21 +365,22 @@ TEST(FleetQueryTest, OpenByClientIdIsKnownOnlyForClientIdFiltersShownWhole) {
   answers[1].answered = false;  // failed: not counted, whatever it holds
   ConnectionFilter filter;
   std::vector<BrokerAnswer> known;
-  EXPECT_FALSE(OpenByClientIdKnown(filter, answers, &known));  // everything: no client id set
+  EXPECT_FALSE(OpenByClientIdKnown(filter, true, answers, &known));  // everything: no client id set
   ASSERT_TRUE(ConnectionFilter::Parse(R"(client_id IN ("a", "b*") OR NOT client_id = "c")",
                                       &filter)
                   .ok());
-  ASSERT_TRUE(OpenByClientIdKnown(filter, answers, &known));
+  ASSERT_TRUE(OpenByClientIdKnown(filter, true, answers, &known));
   ASSERT_EQ(known.size(), 2u);
   EXPECT_TRUE(known[0].answered);
   EXPECT_FALSE(known[1].answered);
   EXPECT_EQ(known[0].page.connections.size(), 2u);
   EXPECT_EQ(known[0].page.connections[1].client_id, answers[0].page.connections[1].client_id);
+  EXPECT_FALSE(OpenByClientIdKnown(filter, false, answers, &known));  // a later page
   answers[0].page.next_page_token = "more";
-  EXPECT_FALSE(OpenByClientIdKnown(filter, answers, &known));
+  EXPECT_FALSE(OpenByClientIdKnown(filter, true, answers, &known));
   answers[0].page.next_page_token.clear();
   ASSERT_TRUE(ConnectionFilter::Parse(R"(client_id = "a" AND username = "u")", &filter).ok());
-  EXPECT_FALSE(OpenByClientIdKnown(filter, answers, &known));
+  EXPECT_FALSE(OpenByClientIdKnown(filter, true, answers, &known));
 }
 
 TEST(FleetQueryTest, MakeFleetQueryNamesAnUnreadableTokenFile) {
