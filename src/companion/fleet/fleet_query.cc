@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 
 #include <algorithm>
+#include <functional>
 #include <thread>
 #include <unordered_set>
 #include <utility>
@@ -15,6 +16,7 @@
 #include "companion/http/connect_rpc_proto.h"
 #include "companion/http/view_util.h"
 #include "companion/json_util.h"
+#include "companion/query/connection_filter.h"
 #include "companion/query/connection_page_token.h"
 #include "companion/query/query_syntax.h"
 
@@ -130,10 +132,12 @@ Status FleetQuery::Run(const ListConnectionsRequest& request, Clock::time_point 
     if (!status.ok()) return status;
   }
 
-  // A filter that requires duplicate_client_id: the fleet finds its candidates first.
+  // The filter is checked before any peer is asked, so that a bad one is refused by this
+  // broker alone; its own query then runs while the peers answer (docs/fleet.md, "Cost").
   ConnectionFilter filter;
   status = ConnectionFilter::Parse(request.filter, &filter);
   if (!status.ok()) return status;
+  // A filter that requires duplicate_client_id: the fleet finds its candidates first.
   static const FieldDef* const duplicate = FindField("duplicate_client_id");
   if (filter.Names(duplicate)) {
     if (!filter.RequiresTrue(duplicate)) {
@@ -151,7 +155,6 @@ Status FleetQuery::Run(const ListConnectionsRequest& request, Clock::time_point 
     return status;
   }
 
-  // This broker first: a bad filter is refused before any peer is asked.
   std::vector<BrokerAnswer> answers(options_.peers.size() + 1);
   ConnectionQuery local_query;
   local_query.filter = request.filter;
@@ -159,9 +162,6 @@ Status FleetQuery::Run(const ListConnectionsRequest& request, Clock::time_point 
   local_query.page_size = static_cast<std::int64_t>(page_size);
   local_query.page_token = NodeTokenOf(cursors, kSelfBroker);
   answers[0].broker = kSelfBroker;
-  status = RunConnectionQuery(local_, local_query, &answers[0].page);
-  if (!status.ok()) return status;
-  answers[0].answered = true;
 
   // Peers answer a little before the caller's deadline, so that the merge fits inside it.
   const Clock::time_point peer_deadline = std::max(Clock::now(), deadline - kFleetMergeMargin);
@@ -176,15 +176,22 @@ Status FleetQuery::Run(const ListConnectionsRequest& request, Clock::time_point 
   const Clock::time_point page_deadline =
       std::min(peer_deadline, Clock::now() + (peer_deadline - Clock::now()) * 3 / 4);
   AskPeers(node_requests, std::vector<bool>(options_.peers.size(), true), page_size, page_deadline,
-           &answers);
+           &answers, [&] { status = RunConnectionQuery(local_, local_query, &answers[0].page); });
+  // A node token in a well-formed fleet token can still be refused here (the peers' answers
+  // are then dropped): the caller's error, as before.
+  if (!status.ok()) return status;
+  answers[0].answered = true;
+  std::vector<BrokerAnswer> known;
+  const bool all_known = OpenByClientIdKnown(filter, cursors.empty(), answers, &known);
   MergeBrokerPages(order, fingerprint, page_size, cursors, std::move(answers), page);
-  MarkDuplicates(peer_deadline, page);
+  MarkDuplicates(peer_deadline, all_known ? &known : nullptr, page);
   return Status();
 }
 
 void FleetQuery::AskPeers(const std::vector<ListConnectionsRequest>& requests,
                           const std::vector<bool>& ask, std::size_t page_size,
-                          Clock::time_point deadline, std::vector<BrokerAnswer>* answers) const {
+                          Clock::time_point deadline, std::vector<BrokerAnswer>* answers,
+                          const std::function<void()>& meanwhile) const {
   std::vector<std::thread> threads;
   threads.reserve(options_.peers.size());
   for (std::size_t i = 0; i < options_.peers.size(); ++i) {
@@ -202,13 +209,27 @@ void FleetQuery::AskPeers(const std::vector<ListConnectionsRequest>& requests,
       }
     });
   }
+  // The threads write into *answers: they are joined before anything leaves, even an
+  // exception from `meanwhile` (out of memory in this broker's own query).
+  try {
+    meanwhile();
+  } catch (...) {
+    for (std::thread& thread : threads) thread.join();
+    throw;
+  }
   for (std::thread& thread : threads) thread.join();
 }
 
-void FleetQuery::MarkDuplicates(Clock::time_point deadline, ConnectionPage* page) const {
+void FleetQuery::MarkDuplicates(Clock::time_point deadline, const std::vector<BrokerAnswer>* known,
+                                ConnectionPage* page) const {
   const std::vector<std::string> ids = OpenClientIds(*page);
   if (ids.empty()) {
     if (duplicates_gauge_ != nullptr) duplicates_gauge_->Set(0);
+    return;
+  }
+  if (known != nullptr) {
+    MarkDuplicateClientIds(*known, page);
+    ReportDuplicates(*page);
     return;
   }
   std::string filter = "state = MQTT_CONNECTION_STATE_OPEN AND client_id IN (";
@@ -223,7 +244,6 @@ void FleetQuery::MarkDuplicates(Clock::time_point deadline, ConnectionPage* page
   local_query.filter = filter;
   local_query.page_size = static_cast<std::int64_t>(limit);
   answers[0].broker = kSelfBroker;
-  answers[0].answered = RunConnectionQuery(local_, local_query, &answers[0].page).ok();
   // Peers that failed the page are not asked again (their error is already in the page).
   std::vector<bool> ask(options_.peers.size(), true);
   for (std::size_t i = 0; i < options_.peers.size(); ++i) {
@@ -233,7 +253,9 @@ void FleetQuery::MarkDuplicates(Clock::time_point deadline, ConnectionPage* page
   }
   std::vector<ListConnectionsRequest> requests(options_.peers.size());
   for (ListConnectionsRequest& request : requests) request.filter = filter;
-  AskPeers(requests, ask, limit, deadline, &answers);
+  AskPeers(requests, ask, limit, deadline, &answers, [&] {
+    answers[0].answered = RunConnectionQuery(local_, local_query, &answers[0].page).ok();
+  });
   for (std::size_t i = 0; i < options_.peers.size(); ++i) {
     BrokerAnswer& answer = answers[i + 1];
     if (ask[i] && !answer.answered) {
@@ -242,13 +264,48 @@ void FleetQuery::MarkDuplicates(Clock::time_point deadline, ConnectionPage* page
     }
   }
   MarkDuplicateClientIds(answers, page);
-  if (duplicates_gauge_ != nullptr) {
-    std::unordered_set<std::string> duplicated;
-    for (const Connection& connection : page->connections) {
-      if (connection.duplicate_client_id) duplicated.insert(connection.client_id);
-    }
-    duplicates_gauge_->Set(static_cast<double>(duplicated.size()));
+  ReportDuplicates(*page);
+}
+
+void FleetQuery::ReportDuplicates(const ConnectionPage& page) const {
+  if (duplicates_gauge_ == nullptr) return;
+  std::unordered_set<std::string> duplicated;
+  for (const Connection& connection : page.connections) {
+    if (connection.duplicate_client_id) duplicated.insert(connection.client_id);
   }
+  duplicates_gauge_->Set(static_cast<double>(duplicated.size()));
+}
+
+bool OpenByClientIdKnown(const ConnectionFilter& filter, bool from_start,
+                         const std::vector<BrokerAnswer>& answers,
+                         std::vector<BrokerAnswer>* known) {
+  // A later page of a walk shows what is left after each broker's cursor, not all it holds.
+  if (!from_start) return false;
+  // A filter whose every clause is on client_id matches a connection for its client id alone:
+  // a broker that showed all its matches showed every connection of those ids it holds.
+  bool clauses = false;
+  bool client_id_only = true;
+  filter.ForEachClause([&](const FilterClause& clause) {
+    clauses = true;
+    client_id_only = client_id_only && clause.field->path == "client_id";
+  });
+  if (!clauses || !client_id_only) return false;
+  for (const BrokerAnswer& answer : answers) {
+    if (answer.answered && !answer.page.next_page_token.empty()) return false;
+  }
+  known->assign(answers.size(), BrokerAnswer());
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    (*known)[i].broker = answers[i].broker;
+    (*known)[i].answered = answers[i].answered;
+    for (const Connection& connection : answers[i].page.connections) {
+      if (connection.state != ConnectionState::kOpen) continue;
+      Connection open;  // what MarkDuplicateClientIds reads
+      open.client_id = connection.client_id;
+      open.state = connection.state;
+      (*known)[i].page.connections.push_back(std::move(open));
+    }
+  }
+  return true;
 }
 
 ConnectRpcServiceOptions::FleetLister FleetQuery::Lister() const {

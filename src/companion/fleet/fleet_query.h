@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// ListConnections with CONNECTION_SCOPE_FLEET (docs/fleet.md): this broker's own query and
-// one node-scope request to every peer, in parallel, under one deadline; the answers merged
-// by fleet_merge.h.
+// ListConnections with CONNECTION_SCOPE_FLEET (docs/fleet.md): one node-scope request to every
+// peer, in parallel, and this broker's own query while they answer, under one deadline; the
+// answers merged by fleet_merge.h.
 //
 // What goes to a peer: a binary ListConnectionsRequest with the caller's filter and order_by,
 // the fleet page's size and the peer's own cursor from the fleet token, scope NODE (so a peer
@@ -10,19 +10,23 @@
 // deadline. Then the page's open client ids are looked up on every broker that answered
 // (`state = MQTT_CONNECTION_STATE_OPEN AND client_id IN (...)`, node scope again), and each
 // open connection of the page whose id is open on another broker too gets
-// duplicate_client_id. What comes back and counts: HTTP 200 with a binary ListConnectionsResponse
-// whose connections are at most the page's size. Anything else (no connection, a timeout, a Connect
-// error, other bytes) makes a PeerFailure naming the peer; the answer is then partial.
+// duplicate_client_id (this broker's own lookup again runs while the peers answer; a filter
+// on client_id alone whose matches all fit the page needs no lookup). What
+// comes back and counts: HTTP 200 with a binary ListConnectionsResponse whose connections are
+// at most the page's size. Anything else (no connection, a timeout, a Connect error, other
+// bytes) makes a PeerFailure naming the peer; the answer is then partial.
 //
-// Threads: Run() is called on HTTP threads, several at a time; it starts one thread per peer
-// and joins them all before it returns (each peer request ends by the deadline). The members
-// are set in the constructor and only read afterwards.
+// Threads: Run() is called on HTTP threads, several at a time; it starts one thread per peer,
+// runs this broker's part on its own thread meanwhile, and joins them all before it returns
+// (each peer request ends by the deadline). The members are set in the constructor and only
+// read afterwards.
 #pragma once
 
 #include <prometheus/gauge.h>
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +36,7 @@
 #include "companion/fleet/peer_client.h"
 #include "companion/http/connect_protocol.h"
 #include "companion/http/connect_rpc_service.h"
+#include "companion/query/connection_filter.h"
 #include "companion/query/connection_query.h"
 #include "link/peer_url.h"
 #include "link/plugin_options.h"
@@ -71,13 +76,19 @@ class FleetQuery {
   ConnectRpcServiceOptions::FleetLister Lister() const;
 
  private:
-  // Asks peer i for requests[i] where ask[i], each in its own thread, into (*answers)[i + 1].
+  // Asks peer i for requests[i] where ask[i], each in its own thread, into (*answers)[i + 1],
+  // and runs `meanwhile` (this broker's own part, into (*answers)[0]) on the calling thread
+  // while they answer; returns when all are done.
   void AskPeers(const std::vector<ListConnectionsRequest>& requests, const std::vector<bool>& ask,
                 std::size_t page_size, std::chrono::steady_clock::time_point deadline,
-                std::vector<BrokerAnswer>* answers) const;
-  // Flags the page's open connections whose client id is open on another broker too: one
-  // lookup of the page's open client ids on every broker that answered the page.
-  void MarkDuplicates(std::chrono::steady_clock::time_point deadline, ConnectionPage* page) const;
+                std::vector<BrokerAnswer>* answers, const std::function<void()>& meanwhile) const;
+  // Flags the page's open connections whose client id is open on another broker too: from
+  // `known` when not null (OpenByClientIdKnown), else by one lookup of the page's open client
+  // ids on every broker that answered the page.
+  void MarkDuplicates(std::chrono::steady_clock::time_point deadline,
+                      const std::vector<BrokerAnswer>* known, ConnectionPage* page) const;
+  // Sets the gauge (when set) to the number of client ids flagged on `page`.
+  void ReportDuplicates(const ConnectionPage& page) const;
 
   const ConnectionSource& local_;
   FleetQueryOptions options_;
@@ -89,6 +100,16 @@ class FleetQuery {
 // kInvalidArgument naming the option when either cannot be read.
 StatusOr<std::unique_ptr<FleetQuery>> MakeFleetQuery(const PluginOptions& options,
                                                      const ConnectionSource& local);
+
+// Whether the brokers' page answers already show, for every client id they hold, each
+// broker's open connections of that id: when `filter` has clauses on client_id only (it then
+// selects by client id alone, such as a lookup by client id), the answers are of a walk's
+// first page (`from_start`: no broker was asked from a cursor) and no answered broker has more
+// matches. If so, *known gets each answer's open connections (client id and state only), as
+// MarkDuplicateClientIds reads them, and Run() needs no lookup round. Exposed for tests.
+bool OpenByClientIdKnown(const ConnectionFilter& filter, bool from_start,
+                         const std::vector<BrokerAnswer>& answers,
+                         std::vector<BrokerAnswer>* known);
 
 // One peer's node page, as Run() asks for it (exposed for tests): the page, or a PeerFailure
 // in *failure and false.

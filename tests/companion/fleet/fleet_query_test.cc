@@ -251,6 +251,138 @@ TEST(FleetQueryTest, AClientIdOpenOnTwoBrokersIsFlaggedEvenWhenOneIsOffThePage) 
   EXPECT_EQ(gauge.Value(), 0);  // the last answer had none
 }
 
+// This broker's part of each round, held until the peer has been asked for that round (or 2 s
+// have passed): it records whether the peer was asked while this broker's own query ran.
+class WaitsForThePeer : public FleetSource {
+ public:
+  WaitsForThePeer(const std::vector<Connection>& fleet, const LoopbackServer* const* peer)
+      : FleetSource(fleet), peer_(peer) {}
+  ConnectionList SharedSnapshot() const override {
+    page_overlapped = WaitForRequests(1);
+    return FleetSource::SharedSnapshot();
+  }
+  std::vector<ConnectionPtr> FindByClientId(std::string_view client_id) const override {
+    if (!lookup_started) {
+      lookup_started = true;
+      lookup_overlapped = WaitForRequests(2);
+    }
+    return FleetSource::FindByClientId(client_id);
+  }
+  mutable bool page_overlapped = false;
+  mutable bool lookup_started = false;
+  mutable bool lookup_overlapped = false;
+
+ private:
+  bool WaitForRequests(int count) const {
+    for (int i = 0; i < 200; ++i) {
+      if ((*peer_)->requests() >= count) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+  const LoopbackServer* const* peer_;
+};
+
+TEST(FleetQueryTest, ThisBrokersOwnQueriesRunWhileThePeersAnswer) {
+  const LoopbackServer* peer = nullptr;
+  const WaitsForThePeer local(NodeConnections(1, 3), &peer);
+  auto source_b = std::make_shared<FleetSource>(NodeConnections(2, 3));
+  LoopbackServer b(BrokerLike(source_b));
+  peer = &b;
+  FleetQueryOptions options;
+  options.peers = {Loopback(b.port())};
+  options.client = Client();
+  const FleetQuery fleet(local, options);
+  ListConnectionsRequest request;
+  request.order_by = "client_id";
+  ConnectionPage page;
+  ASSERT_TRUE(fleet.Run(request, Clock::now() + std::chrono::seconds(10), &page).ok());
+  EXPECT_EQ(page.connections.size(), 6u);
+  EXPECT_TRUE(page.peer_errors.empty());
+  EXPECT_TRUE(local.page_overlapped);
+  ASSERT_TRUE(local.lookup_started);
+  EXPECT_TRUE(local.lookup_overlapped);
+  EXPECT_EQ(b.requests(), 2);
+}
+
+TEST(FleetQueryTest, ALookupByClientIdThatShowsEveryMatchNeedsNoSecondRound) {
+  std::vector<Connection> mine = NodeConnections(1, 2);
+  mine[0].client_id = "twin";
+  std::vector<Connection> theirs = NodeConnections(2, 3);
+  theirs[2].client_id = "twin";
+  theirs[1].client_id = "twin";
+  theirs[1].state = ConnectionState::kClosed;  // a closed one counts for nothing
+  const FleetSource local(mine);
+  auto source_b = std::make_shared<FleetSource>(theirs);
+  LoopbackServer b(BrokerLike(source_b));
+  FleetQueryOptions options;
+  options.peers = {Loopback(b.port())};
+  options.client = Client();
+  const FleetQuery fleet(local, options);
+  ListConnectionsRequest request;
+  request.filter = R"(client_id = "twin")";
+  request.order_by = "node_id";
+  ConnectionPage page;
+  ASSERT_TRUE(fleet.Run(request, Clock::now() + std::chrono::seconds(5), &page).ok());
+  ASSERT_EQ(page.connections.size(), 3u);
+  for (const Connection& connection : page.connections) {
+    EXPECT_EQ(connection.duplicate_client_id, connection.state == ConnectionState::kOpen)
+        << connection.uid;
+  }
+  EXPECT_EQ(b.requests(), 1);  // the page alone: it showed every "twin" of the peer
+
+  // A page too small for every match, or a filter on another field too: the lookup round.
+  request.page_size = 1;
+  ASSERT_TRUE(fleet.Run(request, Clock::now() + std::chrono::seconds(5), &page).ok());
+  ASSERT_EQ(page.connections.size(), 1u);
+  EXPECT_TRUE(page.connections[0].duplicate_client_id);
+  EXPECT_EQ(b.requests(), 3);
+  // The walk's next pages: each broker shows what is left after its cursor, not all it holds.
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_FALSE(page.next_page_token.empty());
+    request.page_token = page.next_page_token;
+    ASSERT_TRUE(fleet.Run(request, Clock::now() + std::chrono::seconds(5), &page).ok());
+    ASSERT_EQ(page.connections.size(), 1u);
+    EXPECT_EQ(page.connections[0].duplicate_client_id,
+              page.connections[0].state == ConnectionState::kOpen)
+        << page.connections[0].uid;
+  }
+  EXPECT_TRUE(page.next_page_token.empty());
+  request.page_token.clear();
+  const int asked = b.requests();
+  request.page_size = 10;
+  request.filter = R"(client_id = "twin" AND node_id = 1)";
+  ASSERT_TRUE(fleet.Run(request, Clock::now() + std::chrono::seconds(5), &page).ok());
+  ASSERT_EQ(page.connections.size(), 1u);
+  EXPECT_TRUE(page.connections[0].duplicate_client_id);
+  EXPECT_EQ(b.requests(), asked + 2);
+}
+
+TEST(FleetQueryTest, OpenByClientIdIsKnownOnlyForClientIdFiltersShownWhole) {
+  std::vector<BrokerAnswer> answers(2);
+  answers[0].answered = true;
+  answers[0].page.connections = NodeConnections(1, 2);
+  answers[1].answered = false;  // failed: not counted, whatever it holds
+  ConnectionFilter filter;
+  std::vector<BrokerAnswer> known;
+  EXPECT_FALSE(OpenByClientIdKnown(filter, true, answers, &known));  // everything: no client id set
+  ASSERT_TRUE(ConnectionFilter::Parse(R"(client_id IN ("a", "b*") OR NOT client_id = "c")",
+                                      &filter)
+                  .ok());
+  ASSERT_TRUE(OpenByClientIdKnown(filter, true, answers, &known));
+  ASSERT_EQ(known.size(), 2u);
+  EXPECT_TRUE(known[0].answered);
+  EXPECT_FALSE(known[1].answered);
+  EXPECT_EQ(known[0].page.connections.size(), 2u);
+  EXPECT_EQ(known[0].page.connections[1].client_id, answers[0].page.connections[1].client_id);
+  EXPECT_FALSE(OpenByClientIdKnown(filter, false, answers, &known));  // a later page
+  answers[0].page.next_page_token = "more";
+  EXPECT_FALSE(OpenByClientIdKnown(filter, true, answers, &known));
+  answers[0].page.next_page_token.clear();
+  ASSERT_TRUE(ConnectionFilter::Parse(R"(client_id = "a" AND username = "u")", &filter).ok());
+  EXPECT_FALSE(OpenByClientIdKnown(filter, true, answers, &known));
+}
+
 TEST(FleetQueryTest, MakeFleetQueryNamesAnUnreadableTokenFile) {
   const FleetSource local(NodeConnections(1, 1));
   PluginOptions options;
