@@ -199,7 +199,14 @@ void BrokerCore::SetDenialsShown() {
 }
 
 bool DenialsShown(const BrokerCore& core) {
-  if (core.broker().capabilities().api_2_1) return core.settings().watch_acl_21;
+  const BrokerCapabilities& capabilities = core.broker().capabilities();
+  if (capabilities.api_2_1) return core.settings().watch_acl_21;
+  // A plugin of the older interface keeps the chain from being read (found at the first check):
+  // without mosquitto_acl_check its refusals are not seen.
+  if (!core.settings().decide_acl && !capabilities.acl_check &&
+      core.calls().older_plugins.value_or(false)) {
+    return false;
+  }
   return !UnreadAclSource(core);
 }
 

@@ -368,7 +368,8 @@ class Decisions {
       if (event == kEventAclCheck && !broker().capabilities().acl_check) {
         text +=
             "; this broker does not export mosquitto_acl_check: a subscription or delivery "
-            "that plugin refuses is still listed and counted";
+            "that plugin refuses is still listed and counted, and ACL denials are not shown";
+        core_.SetDenialsShown();  // connections opened from now on (and the totals) say so
       }
       broker().Log(LogLevel::kNotice, text);
     } else {
