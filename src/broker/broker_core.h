@@ -105,6 +105,7 @@ class BrokerCore {
   const BrokerSettings& settings() const { return settings_; }
   const PluginOptions& options() const { return settings_.options; }
   CallState& calls() { return calls_; }
+  const CallState& calls() const { return calls_; }
   TickPacing& tick() { return tick_; }
 
   SessionTable& sessions() { return sessions_; }

@@ -248,9 +248,13 @@ TEST_F(BrokerEventsTest, AnAclChainWithOtherCallbacksIsAskedOnceAndItsAnswerReco
   EXPECT_TRUE(core_->sessions().HoldsSubscription(a.handle(), "ok/#"));
   EXPECT_FALSE(core_->sessions().HoldsSubscription(a.handle(), "deny/#"));
   EXPECT_FALSE(core_->sessions().HoldsSubscription(a.handle(), "other/#"));
-  // A publish records nothing: the broker asks the others itself.
-  EXPECT_EQ(Events().OnAclCheck(AclCheck(&a, kAclWrite, "ok/x")), kBrokerErrPluginDefer);
-  EXPECT_EQ(acl_plugin.calls, 3);
+  // A publish is asked too, for its denial (counted at MESSAGE once allowed): the broker asks
+  // none of the others again.
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&a, kAclWrite, "ok/x")), kBrokerSuccess);
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&a, kAclWrite, "deny/x")), kBrokerErrAclDenied);
+  EXPECT_EQ(acl_plugin.calls, 5);
+  EXPECT_EQ(counters_.acl_denials[static_cast<int>(AclAccess::kPublish)].load(), 1u);
+  EXPECT_EQ(counters_.acl_denials[static_cast<int>(AclAccess::kSubscribe)].load(), 2u);
 }
 
 // Where a plugin of the older interface is in scope (the broker asks it after every callback),
