@@ -506,9 +506,14 @@ function renderActivity(answer) {
   chart('chart-messages', samples, [
     ['received', (s) => perSecond(s, s.messagesReceived)],
     ['delivered', (s) => perSecond(s, s.messagesDelivered)]]);
+  // The ACL's refusals only where the broker shows them (docs/api.md, "Denials"): elsewhere a
+  // flat 0 would only look like a count.
   chart('chart-refusals', samples, [
     ['CONNECTs refused', (s) => perSecond(s, s.connectsRefused)],
-    ['SUBSCRIBEs refused', (s) => perSecond(s, s.subscribesRefused)]]);
+    ['SUBSCRIBEs refused', (s) => perSecond(s, s.subscribesRefused)]].concat(
+      answer.aclDenialsShown ? [['PUBLISHes refused', (s) => perSecond(s, s.publishesRefused)]]
+                             : []));
+  chart('chart-flapping', samples, [['flapping', (s) => s.flappingClients || 0]]);
 }
 
 // A small line chart of `series` ([label, value of a sample]) over the samples, into the figure
@@ -622,7 +627,8 @@ const SHOWN = new Set(['nodeId', 'uid', 'state', 'openTime', 'closeTime', 'close
   'source', 'listenerName', 'tlsInfo', 'authenticationInfo', 'subscriptions', 'idleDuration',
   'totalRequestStatistics', 'recentRequestStatistics', 'networkInfo', 'messagesQueued',
   'messagesInFlight', 'messagesPending', 'incomingMessagesQueued', 'incomingMessagesInFlight',
-  'incomingMessagesPending', 'bridgeRole', 'bridgeName']);
+  'incomingMessagesPending', 'bridgeRole', 'bridgeName', 'deniedPublishCount',
+  'deniedSubscribeCount', 'lastDeniedTopic', 'lastDeniedTime']);
 
 // Which end of a bridge: "outgoing to-remote", "incoming", "no"; unknown when the API has none.
 function bridgeText(connection) {
@@ -709,6 +715,20 @@ function renderDetail(connection) {
     ['from the client', held(connection.incomingMessagesQueued),
      held(connection.incomingMessagesInFlight), held(connection.incomingMessagesPending)]],
         'messages');
+
+  // What an ACL source refused this client (docs/api.md, "Denials"): "why does it receive
+  // nothing?" in one look. Absent where the broker hides denials: said so, never a 0.
+  panel.appendChild(element('h3', 'Denied by the ACL'));
+  if (connection.deniedPublishCount === undefined) {
+    const hidden = element('p', 'Not shown: this broker hides ACL denials from the plugin ' +
+                                '(its start line says why).');
+    hidden.id = 'denials';
+    panel.appendChild(hidden);
+  } else {
+    table(panel, ['publishes', 'subscriptions', 'last refused topic', 'when'], [
+      [connection.deniedPublishCount, connection.deniedSubscribeCount || '0',
+       connection.lastDeniedTopic || '-', connection.lastDeniedTime || '-']], 'denials');
+  }
 
   section(panel, 'Connection', [
     ['client id', connection.clientId], ['uid', connection.uid], ['node id', connection.nodeId],

@@ -197,6 +197,8 @@ class TwoBrokersTest(unittest.TestCase):
         self.assertEqual(rows[0]["UID"], self.api_connection(self.one, "cli-page-4")["uid"])
         self.assertEqual({r["STATE"] for r in rows}, {"OPEN"})
         self.assertEqual({r["NODE-ID"] for r in rows}, {"1"})
+        # No ACL source refuses anything here, and this broker shows denials: none, counted.
+        self.assertEqual({r["DENIED"] for r in rows}, {"0/0"})
 
     def test_an_or_in_the_filter_keeps_the_state_clause_and_errors_point_into_it(self):
         self.client(self.two, "cli-or-open")

@@ -260,6 +260,9 @@ class ConsoleTest(unittest.TestCase):
             for f in ("incomingMessagesQueued", "incomingMessagesInFlight",
                       "incomingMessagesPending")])
         self.assertEqual(held["to the client"][2], "0")
+        # What an ACL source refused: nothing here (no ACL source), counted and shown as such.
+        self.assertEqual(connection.get("deniedPublishCount"), "0")
+        self.assertEqual(dom.by_id("denials").rows(), [["0", "0", "-", "-"]])
         labels = [dt.text() for dt in detail.find_all("dt")]
         self.assertIn("peer certificate subject", labels)
         # Every value the API gives is shown: each leaf of the connection's JSON is the text of

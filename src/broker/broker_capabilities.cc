@@ -83,7 +83,7 @@ BrokerVersion FindBrokerVersion(std::string_view binary) {
   return version;
 }
 
-std::string BrokerCapabilities::Describe(bool unread_acl_source) const {
+std::string BrokerCapabilities::Describe(bool unread_acl_source, bool denials_hidden) const {
   std::string text = "mosquitto_connections: broker " + version.Text() + ", plugin API " +
                      (api_2_1 ? "2.1" : "2.0");
   std::vector<std::string> missing;
@@ -92,7 +92,7 @@ std::string BrokerCapabilities::Describe(bool unread_acl_source) const {
       missing.push_back(
           "mosquitto_acl_check (deliveries are counted before the ACL plugins after this one "
           "decide: a message they deny still counts as delivered, a subscription they deny is "
-          "still listed)");
+          "still listed, and no denial is shown)");
     }
     if (!get_state) {
       missing.push_back(
@@ -105,11 +105,17 @@ std::string BrokerCapabilities::Describe(bool unread_acl_source) const {
         "layout is verified)");
   }
   if (!version.known()) missing.push_back("its version string (per_listener_settings refused)");
-  if (missing.empty()) return text + "; every feature available";
+  // 2.1 with another ACL source: nothing to export would show a refused request.
+  const char* const hidden_21 =
+      "; ACL denials are not shown (2.1 reports a subscription or a publish only once every ACL "
+      "source allowed it, and this plugin stays out of the ACL chain another source decides)";
+  const bool hidden_here = api_2_1 && denials_hidden;
+  if (missing.empty()) return text + (hidden_here ? hidden_21 : "; every feature available");
   text += "; this broker does not export";
   for (std::size_t i = 0; i < missing.size(); ++i) {
     text += (i == 0 ? " " : "; ") + missing[i];
   }
+  if (hidden_here) text += hidden_21;
   return text;
 }
 

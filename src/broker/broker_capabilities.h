@@ -68,8 +68,10 @@ struct BrokerCapabilities {
     return api_2_1 || !unread_acl_source || acl_check;
   }
   // One log line for the start: the broker, its API, and what the API shows differently on it
-  // because a name is missing. Empty parts are left out.
-  std::string Describe(bool unread_acl_source) const;
+  // because a name is missing, or because ACL denials are hidden (`denials_hidden`:
+  // DenialsShown in broker_core.h said no; on 2.0 that is the unread source above). Empty parts
+  // are left out.
+  std::string Describe(bool unread_acl_source, bool denials_hidden = false) const;
 };
 
 // Why a connection ended, from the `reason` of 2.1's DISCONNECT and CLIENT_OFFLINE events (a

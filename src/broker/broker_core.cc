@@ -74,13 +74,15 @@ StatusOr<std::unique_ptr<BrokerCore>> BrokerCore::Create(Broker* broker, PluginO
   const bool strict = settings.options.kubemq_strict;
   std::unique_ptr<BrokerCore> core(
       new BrokerCore(broker, std::move(settings), std::move(region), setup));
-  broker->Log(LogLevel::kNotice, capabilities.Describe(UnreadAclSource(*core)));
+  broker->Log(LogLevel::kNotice,
+              capabilities.Describe(UnreadAclSource(*core), !DenialsShown(*core)));
   if (strict) {
     broker->Log(LogLevel::kNotice,
                 "mosquitto_connections: KubeMQ strict mode: SUBSCRIBEs and PUBLISHes that "
                 "KubeMQ's MQTT side would refuse are refused (docs/topic-mapping.md)");
   }
   SessionTable& sessions = core->sessions_;
+  core->SetDenialsShown();
   core->connects_.SetConnectsConfirmed(capabilities.api_2_1);
   sessions.SetUnknownExpiryFollowed(capabilities.client_lookup);
   sessions.SetPersistentClientExpiration(
@@ -172,6 +174,7 @@ void BrokerCore::Reload() {
   const int http_port = companion_ != nullptr ? companion_->http_port() : 0;
   if (ReloadConfiguration(*broker_, &settings_, http_port)) {
     traffic_.SetOptions(settings_.options.default_pattern, RpcOptionsOf(settings_.options));
+    SetDenialsShown();
     if (companion_ != nullptr)
       companion_->SetOptionOverrides(CompanionOverrides(settings_.options));
   }
@@ -190,6 +193,22 @@ bool BrokerCore::SendSettingsIfPending() {
 }
 
 bool BrokerCore::ResyncStep() { return link_ == nullptr || mqc::ResyncStep(link_.get(), &resync_); }
+
+void BrokerCore::SetDenialsShown() {
+  sessions_.SetDenialsShown(DenialsShown(*this));
+}
+
+bool DenialsShown(const BrokerCore& core) {
+  const BrokerCapabilities& capabilities = core.broker().capabilities();
+  if (capabilities.api_2_1) return core.settings().watch_acl_21;
+  // A plugin of the older interface keeps the chain from being read (found at the first check):
+  // without mosquitto_acl_check its refusals are not seen.
+  if (!core.settings().decide_acl && !capabilities.acl_check &&
+      core.calls().older_plugins.value_or(false)) {
+    return false;
+  }
+  return !UnreadAclSource(core);
+}
 
 bool UnreadAclSource(const BrokerCore& core) {
   const BrokerCapabilities& capabilities = core.broker().capabilities();

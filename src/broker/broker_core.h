@@ -105,6 +105,7 @@ class BrokerCore {
   const BrokerSettings& settings() const { return settings_; }
   const PluginOptions& options() const { return settings_.options; }
   CallState& calls() { return calls_; }
+  const CallState& calls() const { return calls_; }
   TickPacing& tick() { return tick_; }
 
   SessionTable& sessions() { return sessions_; }
@@ -136,6 +137,10 @@ class BrokerCore {
   // configuration is read again, what changed is handed to the traffic meter and the
   // companion.
   void Reload();
+  // Tells the statistics slots taken from now on and the companion whether ACL denials are
+  // shown (DenialsShown, below): at start, after a reload (and in tests, after they changed
+  // the settings).
+  void SetDenialsShown();
   // Sends reloaded registry options to the running companion; false while the ring is full.
   bool SendSettingsIfPending();
   // At TICK: starts the resync the link says is due (BrokerLink::TakeResyncDue) and carries an
@@ -170,5 +175,12 @@ class BrokerCore {
 // Whether an ACL source after the plugin decides what the plugin cannot learn (2.0 without
 // mosquitto_acl_check, and an ACL plugin other than the acl_file): logged at start.
 bool UnreadAclSource(const BrokerCore& core);
+// Whether every ACL denial of a client's PUBLISH or SUBSCRIBE reaches the plugin on this broker
+// with these ACL sources (docs/broker-versions.md, "ACL denials"). 2.0: the plugin asks the
+// sources after it for each check (the chain, mosquitto_acl_check or the acl_file it reads),
+// unless one of them is unread. 2.1: a refused request leaves no event, and the plugin stays out
+// of the ACL chain where another source decides; with none, nothing but the broker's fixed rules
+// refuses.
+bool DenialsShown(const BrokerCore& core);
 
 }  // namespace mqc

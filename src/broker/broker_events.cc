@@ -368,7 +368,8 @@ class Decisions {
       if (event == kEventAclCheck && !broker().capabilities().acl_check) {
         text +=
             "; this broker does not export mosquitto_acl_check: a subscription or delivery "
-            "that plugin refuses is still listed and counted";
+            "that plugin refuses is still listed and counted, and ACL denials are not shown";
+        core_.SetDenialsShown();  // connections opened from now on (and the totals) say so
       }
       broker().Log(LogLevel::kNotice, text);
     } else {
@@ -415,10 +416,14 @@ class Decisions {
     }
     *exact = broker().capabilities().acl_check;
     if (!broker().capabilities().acl_check) {
-      if (core_.settings().acl_file == nullptr || data.access != kAclRead) return kBrokerSuccess;
+      if (core_.settings().acl_file == nullptr ||
+          (data.access != kAclRead && data.access != kAclWrite)) {
+        return kBrokerSuccess;
+      }
       return core_.settings().acl_file->Allows(IdOf(data.client),
                                                broker().ClientUsername(data.client), data.topic,
-                                               AclFile::kRead)
+                                               data.access == kAclRead ? AclFile::kRead
+                                                                       : AclFile::kWrite)
                  ? kBrokerSuccess
                  : kBrokerErrAclDenied;
     }
@@ -450,18 +455,19 @@ class Decisions {
     } else {
       core_.connects().Settle();
     }
-    if (data.access == kAclWrite) return;
     if constexpr (kAskLater) {
+      // A publish (WRITE) is asked too, for its denial: counted at MESSAGE once allowed.
       bool exact = false;
       const int later = AskLaterAclSources(data, &exact);
       // Unknown without the chain or mosquitto_acl_check: the others decide, and the check is
       // recorded.
       if (exact) *answer = later;
       if (later != kBrokerSuccess) {
-        if (data.access == kAclSubscribe) core_.connects().SubscribeDenied(data.client, data.topic);
+        if (later == kBrokerErrAclDenied) Denied(data);
         return;
       }
     }
+    if (data.access == kAclWrite) return;
     const SessionTable::ClientView view = ViewOrDiscover(data.client);
     switch (data.access) {
       case kAclRead: {
@@ -492,6 +498,18 @@ class Decisions {
         break;
       default:
         break;
+    }
+  }
+
+  // A client's PUBLISH (WRITE) or SUBSCRIBE filter an ACL source after this plugin refused
+  // (docs/api.md, "Denials"). UNSUBSCRIBE denials are not counted (2.0's acl_file allows them
+  // all); READ denials are deliveries not made, not the client's requests.
+  void Denied(const AclCheckEvent& data) {
+    if (data.topic == nullptr) return;
+    if (data.access == kAclSubscribe) {
+      core_.connects().SubscribeDenied(data.client, data.topic, broker().NowNs());
+    } else if (data.access == kAclWrite) {
+      core_.sessions().Denied(data.client, AclAccess::kPublish, data.topic, broker().NowNs());
     }
   }
 

@@ -61,14 +61,20 @@ void ConnectSettlement::Subscribe(const void* client, std::string_view filter, s
   table_->Subscribe(client, filter, qos);
 }
 
-void ConnectSettlement::SubscribeDenied(const void* client, std::string_view filter) {
-  if (table_->HoldsSubscription(client, filter)) Hold(client, filter, /*denied=*/true);
+void ConnectSettlement::SubscribeDenied(const void* client, std::string_view filter,
+                                        std::int64_t now_ns) {
+  if (table_->HoldsSubscription(client, filter)) {
+    Hold(client, filter, /*denied=*/true, now_ns);
+  } else {
+    table_->Denied(client, AclAccess::kSubscribe, filter, now_ns);
+  }
 }
 
-void ConnectSettlement::Hold(const void* client, std::string_view filter, bool denied) {
+void ConnectSettlement::Hold(const void* client, std::string_view filter, bool denied,
+                             std::int64_t denied_ns) {
   if (held_client_ != nullptr && held_client_ != client) ResolveHeld(/*disconnecting=*/false);
   held_client_ = client;
-  held_.push_back(HeldCheck{std::string(filter), denied});
+  held_.push_back(HeldCheck{std::string(filter), denied, denied_ns});
 }
 
 void ConnectSettlement::ResolveHeld(bool disconnecting) {
@@ -79,6 +85,9 @@ void ConnectSettlement::ResolveHeld(bool disconnecting) {
   for (const HeldCheck& check : held) {
     // A kick removes what was denied and keeps the rest; a real SUBSCRIBE is the other way
     // round (a denied one leaves the existing subscription as it was).
+    if (check.denied && !disconnecting) {
+      table_->Denied(client, AclAccess::kSubscribe, check.filter, check.denied_ns);
+    }
     if (check.denied == disconnecting) {
       if (check.denied) {
         table_->Unsubscribe(client, check.filter);

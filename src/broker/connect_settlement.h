@@ -83,9 +83,11 @@ class ConnectSettlement {
   // QoS is held: that client's DISCONNECT next drops it, any other event applies it.
   void Subscribe(const void* client, std::string_view filter, std::uint8_t qos,
                  bool may_be_recheck = true);
-  // A SUBSCRIBE check another ACL source denied: of a held filter, a kick's re-check when the
-  // client's DISCONNECT follows (the broker then removed it).
-  void SubscribeDenied(const void* client, std::string_view filter);
+  // A SUBSCRIBE check another ACL source denied at `now_ns` (wall clock): of a held filter, a
+  // kick's re-check when the client's DISCONNECT follows (the broker then removed it), else the
+  // client's own SUBSCRIBE renewing it; of any other filter, the client's SUBSCRIBE. A denial
+  // of the client's own SUBSCRIBE is counted (SessionTable::Denied), a re-check's is not.
+  void SubscribeDenied(const void* client, std::string_view filter, std::int64_t now_ns);
 
   // The client layout was verified: the bridge roles still unknown, of the pending CONNECT and
   // of the open connections (SessionTable::ResolveBridges).
@@ -108,6 +110,7 @@ class ConnectSettlement {
   struct HeldCheck {
     std::string filter;
     bool denied = false;  // else a downgrade to QoS 0
+    std::int64_t denied_ns = 0;  // when it was denied (wall clock)
   };
 
   void Accept();
@@ -121,7 +124,7 @@ class ConnectSettlement {
   }
   // Applies (not `disconnecting`) or drops the held subscription checks.
   void ResolveHeld(bool disconnecting);
-  void Hold(const void* client, std::string_view filter, bool denied);
+  void Hold(const void* client, std::string_view filter, bool denied, std::int64_t denied_ns = 0);
 
   SessionTable* table_;
   std::optional<Pending> pending_;

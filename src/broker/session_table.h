@@ -152,6 +152,20 @@ class SessionTable {
   // (BrokerCapabilities::client_lookup): then offline sessions of unknown expiry are followed
   // with EndGoneOffline. Set before the first client.
   void SetUnknownExpiryFollowed(bool followed) { follow_unknown_expiry_ = followed; }
+  // A PUBLISH or SUBSCRIBE filter of `client` an ACL source refused at `now_ns` (wall clock):
+  // the broker's total, and the connection's denials where it is open with a slot
+  // (RecordDenial). Called at a denial only.
+  void Denied(const void* client, AclAccess access, std::string_view topic, std::int64_t now_ns) {
+    if (counters_ != nullptr) Bump(counters_->acl_denials[static_cast<std::size_t>(access)]);
+    ConnectionStatsSlot* const* stats = OpenStats(client);
+    if (stats != nullptr && *stats != nullptr) RecordDenial(**stats, access, topic, now_ns);
+  }
+  // Whether connections opened from now on show their ACL denials (StatsSlotPool), and the
+  // broker's totals are exact (BrokerCounters::acl_denials_shown).
+  void SetDenialsShown(bool shown) {
+    stats_.set_denials_shown(shown);
+    if (counters_ != nullptr) counters_->acl_denials_shown.store(shown ? 1 : 0);
+  }
   // The offline sessions EndGoneOffline follows.
   std::size_t unknown_expiry_count() const { return offline_.unknown_expiry_count(); }
   // At TICK: asks `held_by(id)` (the broker's client object of that id, null for none) about at

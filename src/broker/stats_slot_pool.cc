@@ -14,7 +14,7 @@ std::uint32_t StatsSlotPool::Take(std::uint64_t owner) {
   if (free_.empty()) return kNoStatsSlot;
   const std::uint32_t slot = free_.back();
   free_.pop_back();
-  AssignStatsSlot(slots_[slot], owner);  // a seqlock: see shared_region.h
+  AssignStatsSlot(slots_[slot], owner, denials_shown_);  // a seqlock: see shared_region.h
   return slot;
 }
 

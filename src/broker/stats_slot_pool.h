@@ -40,6 +40,10 @@ class StatsSlotPool {
     return slot == kNoStatsSlot ? nullptr : &slots_[slot];
   }
 
+  // Whether the slots taken from now on say that denials are shown (denial_state's bit 0):
+  // BrokerCore decides from the broker and its ACL sources (DenialsShown).
+  void set_denials_shown(bool shown) { denials_shown_ = shown; }
+
   std::size_t capacity() const { return count_; }
   std::size_t free_count() const { return free_.size(); }
 
@@ -47,6 +51,7 @@ class StatsSlotPool {
   ConnectionStatsSlot* slots_;
   std::size_t count_;
   std::vector<std::uint32_t> free_;  // a stack: the slot to take next on top
+  bool denials_shown_ = false;
 };
 
 }  // namespace mqc

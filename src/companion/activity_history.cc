@@ -17,16 +17,21 @@ std::uint64_t Load(const std::atomic<std::uint64_t>& counter) {
 
 }  // namespace
 
-ActivityTotals ReadActivityTotals(const BrokerCounters& counters, std::size_t open_connections) {
+ActivityTotals ReadActivityTotals(const BrokerCounters& counters, std::size_t open_connections,
+                                  std::size_t flapping_clients) {
   ActivityTotals totals;
   totals.open_connections = open_connections;
+  totals.flapping_clients = flapping_clients;
   totals.connects = Load(counters.connects);
   totals.connects_refused = Load(counters.connects_refused);
   for (std::size_t i = 0; i < 8; ++i) totals.disconnects[i] = Load(counters.disconnects[i]);
   totals.messages_received = Load(counters.received_messages);
   totals.messages_delivered = Load(counters.delivered_messages);
   totals.subscribes_refused =
-      Load(counters.subscribes[static_cast<std::size_t>(SubscribeStatus::kError)]);
+      Load(counters.subscribes[static_cast<std::size_t>(SubscribeStatus::kError)]) +
+      Load(counters.acl_denials[static_cast<std::size_t>(AclAccess::kSubscribe)]);
+  totals.publishes_refused = Load(counters.acl_denials[static_cast<std::size_t>(AclAccess::kPublish)]);
+  totals.acl_denials_shown = Load(counters.acl_denials_shown) != 0;
   return totals;
 }
 
@@ -37,6 +42,7 @@ ActivityHistory::ActivityHistory(const ActivityHistoryOptions& options)
 void ActivityHistory::Sample(std::int64_t now_ns, const ActivityTotals& totals) {
   std::lock_guard<std::mutex> lock(mutex_);
   const std::int64_t interval = options_.interval_ns;
+  acl_denials_shown_ = totals.acl_denials_shown;
   if (!started_) {
     started_ = true;
     last_ns_ = now_ns;
@@ -58,6 +64,8 @@ void ActivityHistory::Sample(std::int64_t now_ns, const ActivityTotals& totals) 
   sample.messages_received = Since(totals.messages_received, last_.messages_received);
   sample.messages_delivered = Since(totals.messages_delivered, last_.messages_delivered);
   sample.subscribes_refused = Since(totals.subscribes_refused, last_.subscribes_refused);
+  sample.publishes_refused = Since(totals.publishes_refused, last_.publishes_refused);
+  sample.flapping_clients = totals.flapping_clients;
   if (ring_.size() < options_.samples) {
     ring_.push_back(sample);
   } else {
@@ -83,6 +91,11 @@ std::int64_t ActivityHistory::DueInNs(std::int64_t now_ns) const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!started_) return 0;
   return std::max<std::int64_t>(next_ns_ - now_ns, 0);
+}
+
+bool ActivityHistory::acl_denials_shown() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return acl_denials_shown_;
 }
 
 }  // namespace mqc

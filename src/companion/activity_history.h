@@ -26,11 +26,16 @@ struct ActivityTotals {
   std::uint64_t disconnects[8] = {};  // by CloseReason
   std::uint64_t messages_received = 0;
   std::uint64_t messages_delivered = 0;
-  std::uint64_t subscribes_refused = 0;
+  std::uint64_t subscribes_refused = 0;  // strict mode's and the ACL's (where shown)
+  std::uint64_t publishes_refused = 0;   // the ACL's (where shown)
+  bool acl_denials_shown = false;        // BrokerCounters::acl_denials_shown
+  std::uint64_t flapping_clients = 0;    // a level: client ids flapping now
 };
 
-// The broker's counters as they are now, and `open_connections`.
-ActivityTotals ReadActivityTotals(const BrokerCounters& counters, std::size_t open_connections);
+// The broker's counters as they are now, `open_connections` and `flapping_clients`
+// (ConnectionRegistry::FlappingClients).
+ActivityTotals ReadActivityTotals(const BrokerCounters& counters, std::size_t open_connections,
+                                  std::size_t flapping_clients = 0);
 
 struct ActivitySample {
   std::int64_t end_ns = 0;      // Unix time the interval ended
@@ -42,6 +47,8 @@ struct ActivitySample {
   std::uint64_t messages_received = 0;
   std::uint64_t messages_delivered = 0;
   std::uint64_t subscribes_refused = 0;
+  std::uint64_t publishes_refused = 0;
+  std::uint64_t flapping_clients = 0;  // at its end
 };
 
 // A sample's count as the API's uint32 carries it (saturated).
@@ -68,6 +75,9 @@ class ActivityHistory {
   // Nanoseconds from `now_ns` to the end of the current interval (when Sample wants the loop).
   std::int64_t DueInNs(std::int64_t now_ns) const;
   std::int64_t interval_ns() const { return options_.interval_ns; }
+  // Whether the broker showed ACL denials at the last sample (publishes_refused then counts
+  // them, and subscribes_refused too; docs/api.md, "Denials").
+  bool acl_denials_shown() const;
 
  private:
   const ActivityHistoryOptions options_;
@@ -76,6 +86,7 @@ class ActivityHistory {
   std::int64_t last_ns_ = 0;   // when the baseline was read
   std::int64_t next_ns_ = 0;   // the end of the current interval
   ActivityTotals last_;
+  bool acl_denials_shown_ = false;
   std::vector<ActivitySample> ring_;  // at most options_.samples
   std::size_t oldest_ = 0;
 };

@@ -50,7 +50,8 @@ Companion::Wake Companion::Step(std::int64_t now_ns) {
     registry.ExpireClosed(now_ns);
     if (registry.synced()) parts_.broker_bans->Sweep(now_ns);
     if (parts_.activity != nullptr) {
-      parts_.activity->Sample(now_ns, ReadActivityTotals(*parts_.counters, registry.open_count()));
+      parts_.activity->Sample(now_ns, ReadActivityTotals(*parts_.counters, registry.open_count(),
+                                                         registry.FlappingClients(now_ns)));
     }
     next_expiry_ns_ = now_ns + kExpiryPeriodNs;
   }

@@ -117,6 +117,9 @@ struct Connection {
   // Connects and takeovers of its client id in the last minute and hour, and the id's two
   // latest addresses (a detail: they change with time; flapping_tracker.h).
   FlappingCounts flapping;
+  // ACL denials of its PUBLISHes and SUBSCRIBE filters (a detail, read from its statistics
+  // slot like total_statistics; link/connection.h). Not shown where the broker hides them.
+  Denials denials;
   // Fleet answers only (companion/fleet/): the client id is open on another broker of the fleet
   // too. Never set by the registry.
   bool duplicate_client_id = false;

@@ -238,6 +238,9 @@ void ConnectionRegistry::Apply(const CloseEvent& event, std::int64_t now_ns) {
   connection->total_statistics = event.totals;
   connection->recent_statistics = window.recent;
   connection->idle_ns = event.idle_ns;
+  // The broker writes no denial of a closed connection: read once, while its slot is still its
+  // own (a slot taken by a later CONNECT leaves them not shown).
+  ReadDenialsOf(window, event.seq, &connection->denials);
   // Its traffic of the minute it closed in is shown once that minute has ended: now, when the
   // close is read after the boundary, else at the next roll (RollClosedMinutes).
   // The minute it closed in is the registry's current window for a close stamped in it or
@@ -409,6 +412,12 @@ std::optional<RequestStatistics> ConnectionRegistry::ReadTotals(const Entry& ent
   return totals;
 }
 
+void ConnectionRegistry::ReadDenialsOf(const Entry& entry, std::uint64_t seq,
+                                       Denials* denials) const {
+  if (options_.stats == nullptr || entry.stats_slot == kNoStatsSlot) return;
+  ReadDenials(options_.stats[entry.stats_slot], seq, denials);
+}
+
 bool ConnectionRegistry::OpenedInWindow(const Entry& entry) const {
   return window_minute_ >= 0 && entry.connection->open_time_ns >= window_minute_ * kMinuteNs;
 }
@@ -539,6 +548,7 @@ std::vector<Connection> ConnectionRegistry::CopyAll(bool with_totals) const {
     if (auto totals = ReadTotals(entry, &all.back().messages)) {
       all.back().total_statistics = *totals;
     }
+    ReadDenialsOf(entry, seq, &all.back().denials);
     AddFlapping(&all.back(), now_ns);
   }
   for (const ConnectionPtr& connection : closed_) {
@@ -605,6 +615,7 @@ void ConnectionRegistry::AddDetails(std::vector<Connection>* connections) const 
     if (auto totals = ReadTotals(it->second, &connection.messages)) {
       connection.total_statistics = *totals;
     }
+    ReadDenialsOf(it->second, connection.seq, &connection.denials);
   }
 }
 
@@ -612,6 +623,11 @@ std::size_t ConnectionRegistry::CountLocked(ConnectionState state) const {
   std::size_t count = 0;
   for (const auto& [seq, entry] : open_) count += entry.connection->state == state ? 1 : 0;
   return count;
+}
+
+std::size_t ConnectionRegistry::FlappingClients(std::int64_t now_ns) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return flapping_.FlappingNow(now_ns);
 }
 
 std::size_t ConnectionRegistry::open_count() const {

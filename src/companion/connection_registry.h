@@ -135,6 +135,8 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   ConnectionList LiveSnapshot(std::uint64_t* as_of) const override;
 
   std::size_t open_count() const;
+  // The client ids flapping now (FlappingTracker::FlappingNow), for the activity charts.
+  std::size_t FlappingClients(std::int64_t now_ns) const;
   std::size_t offline_count() const;
   // For the views of /metrics (metrics_views.h), in one hold of the lock so that a scrape
   // copies no connection: `closed(const ConnectionPtr&)` gets each closed connection that may
@@ -212,6 +214,9 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   // gets the message counts read under the same check (left as it was when the read fails).
   std::optional<RequestStatistics> ReadTotals(const Entry& entry,
                                               MessageCounts* messages = nullptr) const;
+  // The connection's ACL denials into *denials if its slot still belongs to `seq` (left as it
+  // was otherwise: not shown).
+  void ReadDenialsOf(const Entry& entry, std::uint64_t seq, Denials* denials) const;
   // Appends to the closed list (nothing with closed_max 0); `minute`, when not null, is the
   // connection's figure of its last minute (its position is filled in).
   void AddClosed(ConnectionPtr connection, ClosedMinute* minute = nullptr);

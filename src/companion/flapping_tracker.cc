@@ -129,4 +129,17 @@ FlappingCounts FlappingTracker::Read(std::string_view client_id, std::int64_t no
   return counts;
 }
 
+std::size_t FlappingTracker::FlappingNow(std::int64_t now_ns) const {
+  const std::int64_t now = SecondOf(now_ns);
+  std::size_t flapping = 0;
+  for (const Entry& entry : entries_) {
+    if (entry.latest_second <= now - 60) break;  // this one and every later one: quiet
+    if (entry.connects.LastMinute(now) >= kFlappingConnects ||
+        entry.takeovers.LastMinute(now) > 0) {
+      ++flapping;
+    }
+  }
+  return flapping;
+}
+
 }  // namespace mqc

@@ -63,6 +63,12 @@ class FlappingTracker {
   std::uint32_t ConnectsWithin(std::string_view client_id, std::uint32_t window_s,
                                std::int64_t now_ns) const;
 
+  // The client ids flapping as of `now_ns`: kFlappingConnects connects or more, or a takeover,
+  // in the last minute (the console's badge, docs/api.md "Flapping clients"). Walks only the
+  // ids active in the last minute (most recently active first).
+  static constexpr std::uint32_t kFlappingConnects = 3;
+  std::size_t FlappingNow(std::int64_t now_ns) const;
+
   std::size_t size() const { return ids_.size(); }
   std::size_t max_client_ids() const { return max_client_ids_; }
   // Ids dropped to make room (since start), for /metrics.

@@ -151,6 +151,9 @@ class MetricsExporter::BrokerCollector : public prometheus::Collectable {
     families.push_back(Disconnects());
     families.push_back(Subscriptions());
     families.push_back(Subscribes());
+    if (Load(shared_.counters.acl_denials_shown) != 0) {
+      families.push_back(AclDenials());
+    }
     families.push_back(SingleCounter("kubemq_mqtt_received_messages_total",
                                      "PUBLISH messages received from clients.",
                                      counters.received_messages));
@@ -240,6 +243,22 @@ class MetricsExporter::BrokerCollector : public prometheus::Collectable {
     for (std::size_t status = 0; status < kSubscribeStatusCount; ++status) {
       AddCounter(&family, Load(shared_.counters.subscribes[status]),
                  {{"status", kSubscribeStatusLabels[status]}});
+    }
+    return family;
+  }
+
+  // ACL denials by access, where the broker shows them (BrokerControl::denials_shown; left out
+  // where it hides them, so that no 0 passes for a count). Per client only in the rich API.
+  MetricFamily AclDenials() const {
+    MetricFamily family = NewFamily(
+        "mosquitto_connections_acl_denials_total",
+        "Requests of clients an ACL source refused: PUBLISHes (access publish) and SUBSCRIBE "
+        "filters (access subscribe).",
+        MetricType::Counter);
+    constexpr std::array<const char*, kAclAccessCount> kLabels = {"publish", "subscribe"};
+    for (std::size_t access = 0; access < kAclAccessCount; ++access) {
+      AddCounter(&family, Load(shared_.counters.acl_denials[access]),
+                 {{"access", kLabels[access]}});
     }
     return family;
   }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace mqc {
 
@@ -62,6 +63,18 @@ struct RequestStatistics {
   std::uint64_t deliver_count = 0;
   std::uint64_t deliver_bytes = 0;
   std::uint64_t request_count = 0;
+};
+
+// The requests of a connection an ACL source refused (docs/api.md, "Denials"): its PUBLISHes
+// and SUBSCRIBE filters, and the last refused topic (at most kDeniedTopicMax bytes of it) and
+// when. `shown` false: the broker hides denials from the plugin (the start line says so), and
+// nothing else is set.
+struct Denials {
+  bool shown = false;
+  std::uint64_t publish = 0;
+  std::uint64_t subscribe = 0;
+  std::string last_topic;
+  std::int64_t last_ns = 0;  // wall clock, ns since the epoch; 0: no denial
 };
 
 // The messages the broker holds for a connection in one direction (struct mosquitto's msgs_out:

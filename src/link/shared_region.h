@@ -9,11 +9,15 @@
 // Everything either side reads of the other is an atomic or published through a ring.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "link/connection.h"
 #include "link/event_ring.h"
@@ -25,7 +29,7 @@ static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
               "shared counters must be lock-free to be shared between processes");
 
 inline constexpr std::uint64_t kSharedMagic = 0x6d71632d73686d31ULL;  // "mqc-shm1"
-inline constexpr std::uint32_t kSharedVersion = 11;
+inline constexpr std::uint32_t kSharedVersion = 12;
 
 // The companion's life cycle as the broker sees it.
 enum class CompanionState : std::uint32_t { kStarting = 0, kServing = 1, kFailed = 2 };
@@ -69,6 +73,12 @@ struct SharedHistogram {
   std::atomic<std::uint64_t> count{0};
 };
 
+// The two kinds of request an ACL source can refuse a client (its PUBLISH, a SUBSCRIBE filter).
+enum class AclAccess : std::uint8_t { kPublish, kSubscribe };
+inline constexpr std::size_t kAclAccessCount = 2;
+// The bytes of the last refused topic a statistics slot keeps; a longer topic is cut there.
+inline constexpr std::size_t kDeniedTopicMax = 96;
+
 struct BrokerCounters {
   std::atomic<std::uint64_t> operations[kOperationCount][kStatusCount] = {};
   SharedHistogram durations[kDurationOperationCount];
@@ -81,6 +91,12 @@ struct BrokerCounters {
   std::atomic<std::uint64_t> delivered_bytes{0};  // payload bytes queued to subscribers
   std::atomic<std::uint64_t> connects_banned{0};  // CONNECTs refused for a ban (also refused)
   std::atomic<std::uint64_t> subscribes[kSubscribeStatusCount] = {};  // by SubscribeStatus
+  // PUBLISHes and SUBSCRIBE filters an ACL source refused (AclAccess), where the broker shows
+  // them (RecordDenial; docs/api.md, "Denials").
+  std::atomic<std::uint64_t> acl_denials[kAclAccessCount] = {};
+  // 1 where every ACL denial reaches the plugin (acl_denials is then exact), else 0: written at
+  // start and at each reload (BrokerCore::SetDenialsShown).
+  std::atomic<std::uint64_t> acl_denials_shown{0};
 };
 
 // Per-connection traffic, in a slot the broker assigns at CONNECT (ConnectionEvent::stats_slot).
@@ -118,6 +134,16 @@ struct ConnectionStatsSlot {
   // (broker/message_counts.h), not counted per message.
   std::atomic<std::uint64_t> messages_out{0};
   std::atomic<std::uint64_t> messages_in{0};
+  // ACL denials (RecordDenial, ReadDenials): the counts by AclAccess, and the last refused topic
+  // and time behind a seqlock of their own, since a denial writes several words.
+  // `denial_state`: bit 0, denials are shown on this broker (set at the hand-over); bit 1, a
+  // denial is being written; bits 2 on, the denials written. Written only at a denial: the
+  // per-message path never touches these words.
+  std::atomic<std::uint64_t> denied[kAclAccessCount] = {};
+  std::atomic<std::uint64_t> denial_state{0};
+  std::atomic<std::int64_t> last_denied_ns{0};  // wall clock, ns since the epoch
+  std::atomic<std::uint64_t> last_denied_size{0};  // bytes of last_denied_topic in use
+  std::atomic<std::uint64_t> last_denied_topic[kDeniedTopicMax / 8] = {};  // a topic's first bytes
   // No idle time here: the companion reads it from the kernel (sock_diag), so that no API
   // request makes the broker thread touch every connection.
 };
@@ -195,15 +221,75 @@ inline void FullFence() noexcept { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 // The writer's hand-over: zeroes the counters and gives the slot to `owner` (not 0). Broker
 // thread only; plain stores and a release fence (a compiler barrier on x86), no locked
 // instruction, no syscall.
-inline void AssignStatsSlot(ConnectionStatsSlot& slot, std::uint64_t owner) noexcept {
+inline void AssignStatsSlot(ConnectionStatsSlot& slot, std::uint64_t owner,
+                            bool denials_shown = false) noexcept {
   slot.seq.store(0, std::memory_order_relaxed);
   SeqlockReleaseFence();  // std::atomic_thread_fence(std::memory_order_release)
   for (auto* counter :
        {&slot.publish_count, &slot.publish_bytes, &slot.deliver_count, &slot.deliver_bytes,
-        &slot.request_count, &slot.messages_out, &slot.messages_in}) {
+        &slot.request_count, &slot.messages_out, &slot.messages_in, &slot.denied[0],
+        &slot.denied[1], &slot.last_denied_size}) {
     counter->store(0, std::memory_order_relaxed);
   }
+  slot.last_denied_ns.store(0, std::memory_order_relaxed);
+  slot.denial_state.store(denials_shown ? 1 : 0, std::memory_order_relaxed);
   slot.seq.store(owner, std::memory_order_release);
+}
+
+// A denial of `access` on `topic` at `now_ns`, by the slot's owner (broker thread only): one
+// count, and the topic (its first kDeniedTopicMax bytes) and time under the denial seqlock. Plain
+// stores and release fences, no locked instruction, no allocation, no syscall.
+inline void RecordDenial(ConnectionStatsSlot& slot, AclAccess access, std::string_view topic,
+                         std::int64_t now_ns) noexcept {
+  auto& count = slot.denied[static_cast<std::size_t>(access)];
+  count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  const std::uint64_t state = slot.denial_state.load(std::memory_order_relaxed);
+  slot.denial_state.store(state | 2, std::memory_order_relaxed);
+  SeqlockReleaseFence();
+  const std::size_t size = topic.size() < kDeniedTopicMax ? topic.size() : kDeniedTopicMax;
+  for (std::size_t word = 0; word * 8 < size; ++word) {
+    std::uint64_t bytes = 0;
+    const std::size_t n = size - word * 8 < 8 ? size - word * 8 : 8;
+    std::memcpy(&bytes, topic.data() + word * 8, n);
+    slot.last_denied_topic[word].store(bytes, std::memory_order_relaxed);
+  }
+  slot.last_denied_size.store(size, std::memory_order_relaxed);
+  slot.last_denied_ns.store(now_ns, std::memory_order_relaxed);
+  slot.denial_state.store((state & ~std::uint64_t{2}) + 4, std::memory_order_release);
+}
+
+// The reader's side of the denials, under the owner's check as ReadStatsSlot: false if `owner`
+// does not hold the slot. `denials->shown` false: the broker hides denials (nothing else set).
+// The topic and time are those of one denial; where the broker wrote one during every attempt
+// (a few tries), the counts are kept and the last topic is left out.
+inline bool ReadDenials(const ConnectionStatsSlot& slot, std::uint64_t owner,
+                        Denials* denials) noexcept {
+  if (slot.seq.load(std::memory_order_acquire) != owner) return false;
+  Denials read;
+  read.shown = (slot.denial_state.load(std::memory_order_relaxed) & 1) != 0;
+  read.publish = slot.denied[0].load(std::memory_order_relaxed);
+  read.subscribe = slot.denied[1].load(std::memory_order_relaxed);
+  for (int attempt = 0; attempt < 4 && read.shown && read.publish + read.subscribe > 0;
+       ++attempt) {
+    const std::uint64_t before = slot.denial_state.load(std::memory_order_acquire);
+    if ((before & 2) != 0) continue;
+    std::uint64_t words[kDeniedTopicMax / 8];
+    const std::size_t size = std::min<std::uint64_t>(
+        slot.last_denied_size.load(std::memory_order_relaxed), kDeniedTopicMax);
+    for (std::size_t word = 0; word * 8 < size; ++word) {
+      words[word] = slot.last_denied_topic[word].load(std::memory_order_relaxed);
+    }
+    const std::int64_t at = slot.last_denied_ns.load(std::memory_order_relaxed);
+    SeqlockAcquireFence();
+    if (slot.denial_state.load(std::memory_order_relaxed) != before) continue;
+    read.last_topic.assign(reinterpret_cast<const char*>(words), size);
+    read.last_ns = at;
+    break;
+  }
+  SeqlockAcquireFence();
+  if (slot.seq.load(std::memory_order_relaxed) != owner) return false;
+  *denials = std::move(read);
+  return true;
 }
 
 // The reader's side: true, with *values filled, if `owner` held the slot before and after the

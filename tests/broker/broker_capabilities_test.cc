@@ -101,6 +101,16 @@ TEST(BrokerCapabilitiesTest, TheStartLineNamesTheBrokerAndWhatItHides) {
             "mosquitto_client (an MQTT 5 session's end by expiry is seen only where the client "
             "layout is verified)");
   v21.client_lookup = true;
+  // 2.1 with another ACL source: no refusal reaches the plugin, and the line says so, in place
+  // of "every feature available" (README's broker table; integration/test_acl_denials.py).
+  EXPECT_EQ(v21.Describe(false, /*denials_hidden=*/true),
+            "mosquitto_connections: broker 2.1.2, plugin API 2.1; ACL denials are not shown (2.1 "
+            "reports a subscription or a publish only once every ACL source allowed it, and this "
+            "plugin stays out of the ACL chain another source decides)");
+  // On 2.0 the hidden denials are the unread source's, said with mosquitto_acl_check.
+  EXPECT_EQ(full.Describe(true, /*denials_hidden=*/true),
+            "mosquitto_connections: broker 2.0.11, plugin API 2.0; every feature available");
+  EXPECT_THAT(capabilities.Describe(true, true), HasSubstr("and no denial is shown"));
   v21.version = BrokerVersion{};
   EXPECT_THAT(v21.Describe(true), HasSubstr("its version string"));
 }

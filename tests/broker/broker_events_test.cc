@@ -248,9 +248,13 @@ TEST_F(BrokerEventsTest, AnAclChainWithOtherCallbacksIsAskedOnceAndItsAnswerReco
   EXPECT_TRUE(core_->sessions().HoldsSubscription(a.handle(), "ok/#"));
   EXPECT_FALSE(core_->sessions().HoldsSubscription(a.handle(), "deny/#"));
   EXPECT_FALSE(core_->sessions().HoldsSubscription(a.handle(), "other/#"));
-  // A publish records nothing: the broker asks the others itself.
-  EXPECT_EQ(Events().OnAclCheck(AclCheck(&a, kAclWrite, "ok/x")), kBrokerErrPluginDefer);
-  EXPECT_EQ(acl_plugin.calls, 3);
+  // A publish is asked too, for its denial (counted at MESSAGE once allowed): the broker asks
+  // none of the others again.
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&a, kAclWrite, "ok/x")), kBrokerSuccess);
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&a, kAclWrite, "deny/x")), kBrokerErrAclDenied);
+  EXPECT_EQ(acl_plugin.calls, 5);
+  EXPECT_EQ(counters_.acl_denials[static_cast<int>(AclAccess::kPublish)].load(), 1u);
+  EXPECT_EQ(counters_.acl_denials[static_cast<int>(AclAccess::kSubscribe)].load(), 2u);
 }
 
 // Where a plugin of the older interface is in scope (the broker asks it after every callback),
@@ -395,9 +399,145 @@ TEST_F(BrokerEventsTest, TheLaterAclSourcesAnswerThroughTheNestedCheck) {
   EXPECT_EQ(broker_.later_acl_checks.size(), 4u);
   EXPECT_EQ(nested_answers, std::vector<int>(4, kBrokerErrPluginDefer));
   EXPECT_EQ(counters_.delivered_messages.load(), 1u);  // the denied delivery is not counted
-  // A publish (WRITE) is left to the other sources, asked nothing: it is counted at MESSAGE.
-  EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclWrite, "events/a")), kBrokerErrPluginDefer);
-  EXPECT_EQ(broker_.later_acl_checks.size(), 4u);
+  // A publish (WRITE) is asked too, for its denial; it is counted at MESSAGE.
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclWrite, "events/a")), kBrokerSuccess);
+  EXPECT_EQ(broker_.later_acl_checks.size(), 5u);
+  EXPECT_EQ(counters_.received_messages.load(), 0u);
+}
+
+// ---- ACL denials (docs/api.md, "Denials") ----
+
+// The denials of a connection's slot, as the companion reads them.
+Denials DenialsOf(BrokerCore& core, FakeClient* client) {
+  Denials denials;
+  ConnectionStatsSlot* slot = core.sessions().View(client->handle()).stats;
+  if (slot != nullptr) ReadDenials(*slot, slot->seq.load(), &denials);
+  return denials;
+}
+
+// 2.0 with another ACL source asked through the nested check: a PUBLISH and a SUBSCRIBE filter
+// it refuses are the client's denials and the broker's totals; a refused delivery (READ) is a
+// message not delivered, no request of the client's; an allowed one is no denial.
+TEST_F(BrokerEventsTest, A20DenialOfAPublishOrSubscribeIsCountedWithItsTopicAndTime) {
+  Use(FakeBroker::Api20(/*acl_check=*/true));
+  core_->settings().decide_acl = false;
+  core_->SetDenialsShown();
+  FakeClient client = Client("a");
+  Connect(&client);
+  broker_.now_ns = 1'800'000'000'000'000'000;
+  EXPECT_EQ(DenialsOf(*core_, &client).shown, true);
+  EXPECT_EQ(DenialsOf(*core_, &client).publish, 0u);
+
+  broker_.later_acl_answer = kBrokerErrAclDenied;
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclWrite, "secret/a")), kBrokerErrAclDenied);
+  broker_.now_ns += 5;
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclSubscribe, "secret/#")), kBrokerErrAclDenied);
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclRead, "secret/b")), kBrokerErrAclDenied);
+  Denials denials = DenialsOf(*core_, &client);
+  EXPECT_EQ(denials.publish, 1u);
+  EXPECT_EQ(denials.subscribe, 1u);
+  EXPECT_EQ(denials.last_topic, "secret/#");
+  EXPECT_EQ(denials.last_ns, broker_.now_ns);
+  EXPECT_EQ(counters_.acl_denials[static_cast<int>(AclAccess::kPublish)].load(), 1u);
+  EXPECT_EQ(counters_.acl_denials[static_cast<int>(AclAccess::kSubscribe)].load(), 1u);
+
+  broker_.later_acl_answer = kBrokerSuccess;
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclWrite, "open/a")), kBrokerSuccess);
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclSubscribe, "open/#")), kBrokerSuccess);
+  denials = DenialsOf(*core_, &client);
+  EXPECT_EQ(denials.publish + denials.subscribe, 2u);
+  EXPECT_EQ(denials.last_topic, "secret/#");
+}
+
+// A topic longer than a slot keeps is cut at kDeniedTopicMax bytes; the count stays exact.
+TEST_F(BrokerEventsTest, ALongDeniedTopicIsCutAtTheSlotsField) {
+  Use(FakeBroker::Api20(/*acl_check=*/true));
+  core_->settings().decide_acl = false;
+  core_->SetDenialsShown();
+  FakeClient client = Client("a");
+  Connect(&client);
+  broker_.later_acl_answer = kBrokerErrAclDenied;
+  const std::string topic = "t/" + std::string(200, 'x');
+  Events().OnAclCheck(AclCheck(&client, kAclWrite, topic.c_str()));
+  const Denials denials = DenialsOf(*core_, &client);
+  EXPECT_EQ(denials.publish, 1u);
+  EXPECT_EQ(denials.last_topic, topic.substr(0, kDeniedTopicMax));
+}
+
+// A kick re-checks a persistent client's subscriptions right before its DISCONNECT
+// (check_subscription_acls, 2.0.12 on): a re-check the other source denies is no request of the
+// client's, and not counted; the same denial followed by anything else was the client's own
+// SUBSCRIBE renewing the filter, and is.
+TEST_F(BrokerEventsTest, ADeniedReCheckOfAKickIsNoDenialButADeniedRenewalIs) {
+  Use(FakeBroker::Api20(/*acl_check=*/true));
+  core_->settings().decide_acl = false;
+  core_->SetDenialsShown();
+  FakeClient kicked = Client("kicked");
+  FakeClient renewing = Client("renewing");
+  Connect(&kicked);
+  Connect(&renewing);
+  broker_.later_acl_answer = kBrokerSuccess;
+  Events().OnAclCheck(AclCheck(&kicked, kAclSubscribe, "held/#"));
+  Events().OnAclCheck(AclCheck(&renewing, kAclSubscribe, "held/#"));
+  broker_.later_acl_answer = kBrokerErrAclDenied;
+
+  Events().OnAclCheck(AclCheck(&renewing, kAclSubscribe, "held/#"));
+  EXPECT_EQ(DenialsOf(*core_, &renewing).subscribe, 0u);  // held until the next event tells
+  Events().OnTick();
+  EXPECT_EQ(DenialsOf(*core_, &renewing).subscribe, 1u);
+  EXPECT_EQ(DenialsOf(*core_, &renewing).last_topic, "held/#");
+  EXPECT_TRUE(core_->sessions().HoldsSubscription(renewing.handle(), "held/#"));
+
+  Events().OnAclCheck(AclCheck(&kicked, kAclSubscribe, "held/#"));
+  Events().OnDisconnect(kicked.handle(), -1);
+  EXPECT_EQ(counters_.acl_denials[static_cast<int>(AclAccess::kSubscribe)].load(), 1u);
+}
+
+// Without the nested check or the chain, the plugin works a PUBLISH's denial out from the
+// acl_file it reads (the broker asks the file itself: the plugin defers).
+TEST_F(BrokerEventsTest, WithoutTheNestedCheckAPublishTheAclFileRefusesIsADenial) {
+  Use(FakeBroker::Api20(/*acl_check=*/false));
+  core_->settings().decide_acl = false;
+  core_->settings().acl_file = std::make_unique<AclFile>();
+  ASSERT_TRUE(
+      AclFile::Parse("topic readwrite open/#\n", "acl", core_->settings().acl_file.get()).ok());
+  core_->SetDenialsShown();
+  FakeClient client = Client("a");
+  Connect(&client);
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclWrite, "open/a")), kBrokerErrPluginDefer);
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&client, kAclWrite, "closed/a")), kBrokerErrPluginDefer);
+  const Denials denials = DenialsOf(*core_, &client);
+  EXPECT_TRUE(denials.shown);
+  EXPECT_EQ(denials.publish, 1u);
+  EXPECT_EQ(denials.last_topic, "closed/a");
+}
+
+// Where a denial cannot reach the plugin the slots say so, and the start line too: 2.1 with
+// another ACL source (no event for a refused request, and no ACL_CHECK of the plugin's), 2.0
+// with an ACL source it cannot ask.
+TEST_F(BrokerEventsTest, DenialsAreShownOnlyWhereEveryDenialReachesThePlugin) {
+  struct Case {
+    FakeBroker broker;
+    bool decide_acl;
+    bool watch_acl_21;
+    bool shown;
+  };
+  Case cases[] = {
+      {FakeBroker::Api20(/*acl_check=*/true), false, false, true},
+      {FakeBroker::Api20(/*acl_check=*/false), true, false, true},
+      {FakeBroker::Api21(), true, true, true},
+      {FakeBroker::Api21(), false, false, false},
+  };
+  for (Case& c : cases) {
+    Use(std::move(c.broker));
+    core_->settings().decide_acl = c.decide_acl;
+    core_->settings().watch_acl_21 = c.watch_acl_21;
+    core_->SetDenialsShown();
+    EXPECT_EQ(DenialsShown(*core_), c.shown);
+    FakeClient client = Client("a");
+    Connect(&client);
+    EXPECT_EQ(DenialsOf(*core_, &client).shown, c.shown);
+  }
 }
 
 // 2.0 without mosquitto_acl_check: the acl_file's answer is worked out from the file; the

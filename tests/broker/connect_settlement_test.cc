@@ -152,7 +152,7 @@ TEST_F(ConnectSettlementTest, ARealDowngradeIsAppliedByTheNextEvent) {
   connects_.SettleExceptHeldOf(a_);
   connects_.Subscribe(a_, "events/x", 0);
   connects_.SettleExceptHeldOf(a_);
-  connects_.SubscribeDenied(a_, "events/y");
+  connects_.SubscribeDenied(a_, "events/y", 1);
   EXPECT_TRUE(connects_.has_unsettled());
   connects_.Settle();
   EXPECT_FALSE(connects_.has_unsettled());

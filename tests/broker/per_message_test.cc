@@ -128,6 +128,37 @@ TEST_P(PerMessageTest, DeliveriesAndPublishesAllocateNothing) {
   EXPECT_TRUE(broker_.later_acl_checks.empty());
 }
 
+// 2.0 with another ACL source (asked through the nested check): every PUBLISH's WRITE check asks
+// it, and a refused one is counted with its topic copied into the slot's fixed field (a long
+// one cut): neither allocates.
+TEST_P(PerMessageTest, RefusedPublishesAllocateNothing) {
+  if (GetParam()) GTEST_SKIP() << "2.1 registers no ACL check where another source decides";
+  broker_ = FakeBroker::Api20(/*acl_check=*/true);
+  core_->settings().decide_acl = false;
+  core_->SetDenialsShown();
+  FakeClient* publisher = &clients_[0];
+  const std::string long_topic = "denied/" + std::string(300, 'x');
+  const char* topics[] = {"denied/a", long_topic.c_str(), "allowed/b"};
+  broker_.later_acl_checks.reserve(16);  // the fake's own record of the checks
+  BrokerEvents<FakeBroker> events(*core_);
+  // The first check looks for the broker's chain once and logs what it found: not per message.
+  broker_.later_acl_answer = kBrokerSuccess;
+  events.OnAclCheck(AclCheck(publisher, kAclWrite, "warm/up"));
+  allocations = 0;
+  counting = true;
+  for (int round = 0; round < 3; ++round) {
+    for (const char* topic : topics) {
+      broker_.later_acl_answer =
+          topic[0] == 'd' ? kBrokerErrAclDenied : kBrokerSuccess;
+      events.OnAclCheck(AclCheck(publisher, kAclWrite, topic));
+    }
+  }
+  counting = false;
+  EXPECT_EQ(allocations.load(), 0);
+  EXPECT_EQ(counters_.acl_denials[static_cast<int>(AclAccess::kPublish)].load(), 6u);
+  EXPECT_EQ(slots_[0].denied[static_cast<int>(AclAccess::kPublish)].load(), 6u);
+}
+
 INSTANTIATE_TEST_SUITE_P(BothApis, PerMessageTest, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& param) {
                            return param.param ? "Api21" : "Api20";

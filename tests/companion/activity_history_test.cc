@@ -19,6 +19,31 @@ ActivityTotals Totals(std::uint64_t connects, std::uint64_t delivered, std::uint
   return totals;
 }
 
+// The ACL's refusals are differences like the other counts (strict mode's refused SUBSCRIBEs and
+// the ACL's in one), whether they are shown follows the broker's word, and the flapping ids are a
+// level at the sample's end.
+TEST(ActivityHistoryTest, RefusalsAndFlappingClientsOfEachInterval) {
+  BrokerCounters counters;
+  ActivityHistory history({10 * kSecond, 4});
+  history.Sample(1000 * kSecond, ReadActivityTotals(counters, 0, 0));
+  counters.acl_denials[static_cast<int>(AclAccess::kPublish)].store(3);
+  counters.acl_denials[static_cast<int>(AclAccess::kSubscribe)].store(2);
+  counters.subscribes[static_cast<int>(SubscribeStatus::kError)].store(1);
+  counters.acl_denials_shown.store(1);
+  history.Sample(1010 * kSecond, ReadActivityTotals(counters, 5, 2));
+  EXPECT_TRUE(history.acl_denials_shown());
+  const std::vector<ActivitySample> samples = history.Samples();
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].publishes_refused, 3u);
+  EXPECT_EQ(samples[0].subscribes_refused, 3u);
+  EXPECT_EQ(samples[0].flapping_clients, 2u);
+  counters.acl_denials_shown.store(0);
+  history.Sample(1020 * kSecond, ReadActivityTotals(counters, 5, 0));
+  EXPECT_FALSE(history.acl_denials_shown());
+  EXPECT_EQ(history.Samples()[1].publishes_refused, 0u);
+  EXPECT_EQ(history.Samples()[1].flapping_clients, 0u);
+}
+
 TEST(ActivityHistoryTest, OneSampleAtEachIntervalEndWithWhatChangedInIt) {
   ActivityHistory history({10 * kSecond, 4});
   EXPECT_EQ(history.DueInNs(1000 * kSecond), 0);

@@ -35,6 +35,21 @@ TEST(FlappingTrackerTest, ConnectsCountInTheLastMinuteAndHour) {
   EXPECT_EQ(tracker.Read("never", At(0)).connects_last_minute, 0u);
 }
 
+// The activity charts' level: ids with kFlappingConnects connects, or a takeover, in the last
+// minute (the console's badge); quiet ids and ids flapping longer ago are not counted.
+TEST(FlappingTrackerTest, FlappingNowCountsTheIdsOverTheBadgesThreshold) {
+  FlappingTracker tracker;
+  for (int n = 0; n < 3; ++n) tracker.Connected("crash-loop", "10.0.0.1", At(n));
+  tracker.Connected("once", "10.0.0.2", At(1));
+  tracker.Connected("twice", "10.0.0.3", At(1));
+  tracker.Connected("twice", "10.0.0.3", At(2));
+  tracker.Connected("pong", "10.0.0.4", At(3));
+  tracker.TakenOver("pong", At(4));
+  EXPECT_EQ(tracker.FlappingNow(At(5)), 2u);   // crash-loop and pong
+  EXPECT_EQ(tracker.FlappingNow(At(61)), 1u);  // crash-loop's first connects left the minute
+  EXPECT_EQ(tracker.FlappingNow(At(65)), 0u);
+}
+
 TEST(FlappingTrackerTest, ANewEventAfterALongPauseForgetsTheOldSlots) {
   FlappingTracker tracker;
   tracker.Connected("c", "a", At(0));

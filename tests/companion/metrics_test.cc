@@ -205,6 +205,23 @@ TEST_F(MetricsTest, SubscribeOutcomesHaveTheProjectsOwnFamily) {
   EXPECT_THAT(text, Not(HasSubstr("subscribe\",")));  // no operation="subscribe" anywhere
 }
 
+// The ACL denials by access, only where the broker shows them: where it hides them the family is
+// left out rather than written as zeros.
+TEST_F(MetricsTest, AclDenialsAreCountedByAccessWhereTheBrokerShowsThem) {
+  counters().acl_denials[static_cast<std::size_t>(AclAccess::kPublish)] = 4;
+  counters().acl_denials[static_cast<std::size_t>(AclAccess::kSubscribe)] = 1;
+  counters().acl_denials_shown = 0;
+  EXPECT_THAT(exporter_->Render(), Not(HasSubstr("mosquitto_connections_acl_denials_total")));
+  counters().acl_denials_shown = 1;
+  const std::string text = exporter_->Render();
+  EXPECT_THAT(text, HasSubstr("# TYPE mosquitto_connections_acl_denials_total counter\n"));
+  EXPECT_THAT(Samples(text, "mosquitto_connections_acl_denials_total"),
+              UnorderedElementsAreArray({
+                  "mosquitto_connections_acl_denials_total{access=\"publish\"} 4",
+                  "mosquitto_connections_acl_denials_total{access=\"subscribe\"} 1",
+              }));
+}
+
 // KubeMQ dashboards sum the seed's families by operation and status: every kubemq_mqtt_* sample
 // that carries one of those labels holds one of the contract's values, and the seed's families
 // carry exactly the contract's label names. Every counter of the region is non-zero here, so a

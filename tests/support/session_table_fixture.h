@@ -131,7 +131,7 @@ class SessionTableTest : public ::testing::Test {
       if (recheck.allowed) {
         connects_.Subscribe(client, recheck.filter, 0);
       } else {
-        connects_.SubscribeDenied(client, recheck.filter);
+        connects_.SubscribeDenied(client, recheck.filter, now_ns);
       }
     }
     connects_.Disconnect(client, true, CloseReason::kKicked, now_ns);

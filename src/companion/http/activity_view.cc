@@ -45,6 +45,8 @@ void WriteSample(const ActivitySample& sample, JsonWriter* json) {
   WriteCount("messagesReceived", sample.messages_received, json);
   WriteCount("messagesDelivered", sample.messages_delivered, json);
   WriteCount("subscribesRefused", sample.subscribes_refused, json);
+  WriteCount("publishesRefused", sample.publishes_refused, json);
+  WriteCount("flappingClients", sample.flapping_clients, json);
   json->EndObject();
 }
 
@@ -65,18 +67,20 @@ HttpResponse ConnectRpcGetActivity(const ActivityHistory& activity, const HttpRe
     }
   }
   const std::vector<ActivitySample> samples = activity.Samples();
+  const bool shown = activity.acl_denials_shown();
   const auto interval_s = static_cast<std::uint32_t>(activity.interval_ns() / 1'000'000'000);
   HttpResponse response;
   response.status = kHttpOk;
   if (codec == ConnectCodec::kProto) {
     response.content_type = kProtoContentType;
-    response.body = EncodeGetActivityResponseProto(interval_s, samples);
+    response.body = EncodeGetActivityResponseProto(interval_s, samples, shown);
     return response;
   }
   response.content_type = kJsonContentType;
   JsonWriter json(&response.body);
   json.BeginObject();
   json.Key("intervalSeconds").Int(interval_s);
+  if (shown) json.Key("aclDenialsShown").Bool(true);
   json.Key("samples").BeginArray();
   for (const ActivitySample& sample : samples) WriteSample(sample, &json);
   json.EndArray();

@@ -3,7 +3,8 @@
 //   POST /mqtt.connections.v1.ConnectionsService/GetActivity  {}
 //        -> {"intervalSeconds","samples":[{"time","seconds","openConnections","connects",
 //            "connectsRefused","disconnects":{"<CloseReason>":n},"messagesReceived",
-//            "messagesDelivered","subscribesRefused"}]}
+//            "messagesDelivered","subscribesRefused","publishesRefused","flappingClients"}],
+//            "aclDenialsShown"}
 // JSON or binary protobuf, a read token (the router checks). Counts are per sample; zero
 // members are left out, as protobuf's JSON mapping does.
 //

@@ -56,4 +56,12 @@ inline bool HasWillKnown(const Connection& connection) {
   return connection.will != WillState::kUnknown;
 }
 
+// Whether the connection's ACL denials are shown (docs/api.md, "Denials"): then both counts are
+// written, 0 included, and lastDeniedTopic and lastDeniedTime once there was a denial; else all
+// four are left out (the broker hides denials, or they are unknown).
+inline bool HasDenials(const Connection& connection) { return connection.denials.shown; }
+inline bool HasLastDenial(const Connection& connection) {
+  return connection.denials.shown && connection.denials.last_ns != 0;
+}
+
 }  // namespace mqc

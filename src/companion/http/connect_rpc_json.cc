@@ -554,6 +554,14 @@ void WriteConnection(const Connection& connection, JsonWriter* json) {
     for (const std::string& address : flapping.addresses) json->String(address);
     json->EndArray();
   }
+  if (HasDenials(connection)) {
+    WriteDecimalString("deniedPublishCount", connection.denials.publish, json);
+    WriteDecimalString("deniedSubscribeCount", connection.denials.subscribe, json);
+  }
+  if (HasLastDenial(connection)) {
+    json->Key("lastDeniedTopic").String(connection.denials.last_topic);
+    json->Key("lastDeniedTime").String(FormatRfc3339Nanos(connection.denials.last_ns));
+  }
   json->EndObject();
 }
 

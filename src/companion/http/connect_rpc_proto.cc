@@ -170,6 +170,14 @@ void ConnectionToProto(const Connection& connection, connections_v1::Connection*
       message->add_takeover_addresses(ToValidUtf8(address));
     }
   }
+  if (HasDenials(connection)) {
+    message->set_denied_publish_count(connection.denials.publish);
+    message->set_denied_subscribe_count(connection.denials.subscribe);
+  }
+  if (HasLastDenial(connection)) {
+    message->set_last_denied_topic(ToValidUtf8(connection.denials.last_topic));
+    SetTimestamp(connection.denials.last_ns, message->mutable_last_denied_time());
+  }
 }
 
 void ListConnectionsResponseToProto(const ConnectionPage& page,
@@ -359,6 +367,11 @@ Connection ConnectionFromProto(const connections_v1::Connection& message) {
   for (int i = 0; i < message.takeover_addresses_size() && i < 2; ++i) {
     c.flapping.addresses[static_cast<std::size_t>(i)] = message.takeover_addresses(i);
   }
+  c.denials.shown = message.has_denied_publish_count() || message.has_denied_subscribe_count();
+  c.denials.publish = message.denied_publish_count();
+  c.denials.subscribe = message.denied_subscribe_count();
+  c.denials.last_topic = message.last_denied_topic();
+  if (message.has_last_denied_time()) c.denials.last_ns = UnixNs(message.last_denied_time());
   return c;
 }
 
@@ -543,7 +556,8 @@ Status DecodeGetActivityRequestProto(std::string_view bytes, std::string_view wh
 }
 
 std::string EncodeGetActivityResponseProto(std::uint32_t interval_seconds,
-                                           const std::vector<ActivitySample>& samples) {
+                                           const std::vector<ActivitySample>& samples,
+                                           bool acl_denials_shown) {
   static const FieldDef* const kCloseReasonField = FindField("close_reason");
   connections_v1::GetActivityResponse message;
   message.set_interval_seconds(interval_seconds);
@@ -563,7 +577,10 @@ std::string EncodeGetActivityResponseProto(std::uint32_t interval_seconds,
     out->set_messages_received(ActivityCount(sample.messages_received));
     out->set_messages_delivered(ActivityCount(sample.messages_delivered));
     out->set_subscribes_refused(ActivityCount(sample.subscribes_refused));
+    out->set_publishes_refused(ActivityCount(sample.publishes_refused));
+    out->set_flapping_clients(ActivityCount(sample.flapping_clients));
   }
+  message.set_acl_denials_shown(acl_denials_shown);
   return message.SerializeAsString();
 }
 

@@ -116,7 +116,8 @@ std::string EncodeGetClientHistoryResponseProto(std::string_view client_id,
 // GetActivity in binary (activity_view.h).
 Status DecodeGetActivityRequestProto(std::string_view bytes, std::string_view where);
 std::string EncodeGetActivityResponseProto(std::uint32_t interval_seconds,
-                                           const std::vector<ActivitySample>& samples);
+                                           const std::vector<ActivitySample>& samples,
+                                           bool acl_denials_shown = false);
 
 // WatchConnections in binary: the request, and one response message.
 Status DecodeWatchConnectionsRequestProto(std::string_view bytes, std::string_view where,

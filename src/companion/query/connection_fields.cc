@@ -71,6 +71,14 @@ FieldValue FlappingCount(const Connection& c) {
   return Unsigned(c.flapping.*kMember);
 }
 
+// An ACL denial count: unset where the broker hides denials (Denials::shown).
+template <std::uint64_t Denials::*kMember>
+FieldValue DenialCount(const Connection& c) {
+  FieldValue value = Unsigned(c.denials.*kMember);
+  value.is_set = c.denials.shown;
+  return value;
+}
+
 template <std::uint64_t RequestStatistics::*kMember>
 FieldValue TotalStatistic(const Connection& c) {
   return Unsigned(c.total_statistics.*kMember);
@@ -243,6 +251,11 @@ std::vector<FieldDef> BuildFields() {
       Detail(Scalar("reconnects_last_hour", K::kUint, &FlappingCount<&F::connects_last_hour>)),
       Detail(Scalar("takeovers_last_minute", K::kUint, &FlappingCount<&F::takeovers_last_minute>)),
       Detail(Scalar("takeovers_last_hour", K::kUint, &FlappingCount<&F::takeovers_last_hour>)),
+      Detail(Scalar("denied_publish_count", K::kUint, &DenialCount<&Denials::publish>)),
+      Detail(Scalar("denied_subscribe_count", K::kUint, &DenialCount<&Denials::subscribe>)),
+      Detail(Scalar("last_denied_topic", K::kString, [](C c) { return Text(c.denials.last_topic); })),
+      Detail(Scalar("last_denied_time", K::kTimestamp,
+                    [](C c) { return SignedIf(c.denials.last_ns != 0, c.denials.last_ns); })),
       OfSubscription("subscriptions.filter", K::kString,
                      [](const Subscription& s) { return Text(s.filter); }),
       OfSubscription("subscriptions.pattern", K::kString,

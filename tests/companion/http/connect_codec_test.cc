@@ -73,6 +73,7 @@ Connection Open(std::string uid, std::string client_id, std::int64_t open_time_n
   // Split counts, one of them a known 0 (written, unlike an unknown one).
   c.messages.out = {MessageQueue::Known::kSplit, 12, 0, 12};
   c.messages.in = {MessageQueue::Known::kSplit, 0, 1, 1};
+  c.denials = {true, 2, 1, "secret/x", kJune12 + 42};
   return c;
 }
 
@@ -99,6 +100,7 @@ std::vector<Connection> Examples() {
   // A 2.0.11 broker: the sums only; and one direction unknown.
   anonymous.messages.out = {MessageQueue::Known::kTotal, 0, 0, 4};
   anonymous.messages.in = MessageQueue{};
+  anonymous.denials = Denials{};  // a broker that hides denials: all four left out
   all.push_back(anonymous);
   Connection own_bridge = Open("uid-own-bridge", "local.edge.to-cloud", kJune12 + 8);
   own_bridge.bridge = BridgeRole::kOutgoing;
@@ -110,6 +112,7 @@ std::vector<Connection> Examples() {
   all.push_back(incoming_bridge);
   Connection plain = Open("uid-plain", "plain", kJune12 + 10);
   plain.bridge = BridgeRole::kNone;
+  plain.denials = {true, 0, 0, "", 0};  // shown, none yet: the counts only
   all.push_back(plain);
   return all;
 }
@@ -338,6 +341,11 @@ TEST_F(ConnectCodecTest, BinaryAnswerCarriesEveryField) {
   EXPECT_EQ(c.total_request_statistics().publish_bytes(), 15u);
   EXPECT_EQ(c.total_request_statistics().request_count(), 5u);
   EXPECT_EQ(c.recent_request_statistics().publish_count(), 1u);
+  EXPECT_TRUE(c.has_denied_publish_count());
+  EXPECT_EQ(c.denied_publish_count(), 2u);
+  EXPECT_EQ(c.denied_subscribe_count(), 1u);
+  EXPECT_EQ(c.last_denied_topic(), "secret/x");
+  EXPECT_EQ(c.last_denied_time().nanos(), 42);
   EXPECT_FALSE(c.has_network_info());
   ASSERT_TRUE(c.has_messages_queued());
   EXPECT_EQ(c.messages_queued(), 12u);

@@ -58,6 +58,7 @@ TEST(ConnectionFieldsTest, EveryFieldReadsItsOwnMember) {
   c.flapping.connects_last_hour = 72;
   c.flapping.takeovers_last_minute = 73;
   c.flapping.takeovers_last_hour = 74;
+  c.denials = {true, 81, 82, "den/ied", kTestTime0 + 4};
   const std::vector<Connection> snapshot = {c, TestConnection(1)};
   struct Row {
     const char* snake;
@@ -123,6 +124,10 @@ TEST(ConnectionFieldsTest, EveryFieldReadsItsOwnMember) {
       {"reconnects_last_hour", "reconnectsLastHour", "72"},
       {"takeovers_last_minute", "takeoversLastMinute", "73"},
       {"takeovers_last_hour", "takeoversLastHour", "74"},
+      {"denied_publish_count", "deniedPublishCount", "81"},
+      {"denied_subscribe_count", "deniedSubscribeCount", "82"},
+      {"last_denied_topic", "lastDeniedTopic", R"("den/ied")"},
+      {"last_denied_time", "lastDeniedTime", "2026-01-01T00:00:00.000000004Z"},
       {"subscriptions.filter", "subscriptions.filter", R"("queues/ch")"},
       {"subscriptions.pattern", "subscriptions.pattern", R"("queues")"},
       {"subscriptions.channel", "subscriptions.channel", R"("ch")"},
