@@ -105,12 +105,25 @@ std::string BrokerCapabilities::Describe(bool unread_acl_source) const {
         "layout is verified)");
   }
   if (!version.known()) missing.push_back("its version string (per_listener_settings refused)");
-  if (missing.empty()) return text + "; every feature available";
+  if (missing.empty()) return text + "; every feature available" + DropsClause();
   text += "; this broker does not export";
   for (std::size_t i = 0; i < missing.size(); ++i) {
     text += (i == 0 ? " " : "; ") + missing[i];
   }
-  return text;
+  return text + DropsClause();
+}
+
+std::string BrokerCapabilities::DropsClause() const {
+  // 2.0 asks the READ ACL check right before it queues a message (broker/queue_drops.h); 2.1
+  // queues an open connection's messages with no event before, and sends MESSAGE_OUT only for
+  // what it sends. Expiry and the client's maximum packet size are checked as the broker
+  // writes a message out, with no event on either (docs/broker-versions.md).
+  if (api_2_1) {
+    return "; dropped messages: QoS 0 for offline sessions seen (where no other ACL source "
+           "exists), full queues, expired and too large hidden";
+  }
+  return "; dropped messages: full queues (once the client layout is verified) and QoS 0 for "
+         "offline sessions seen, expired and too large hidden";
 }
 
 CloseReason CloseReasonFromBrokerReason(int reason) {

@@ -70,6 +70,9 @@ struct BrokerCapabilities {
   // One log line for the start: the broker, its API, and what the API shows differently on it
   // because a name is missing. Empty parts are left out.
   std::string Describe(bool unread_acl_source) const;
+  // The start line's last clause: which causes of dropped messages this plugin API lets the
+  // plugin see (docs/broker-versions.md, "Dropped messages").
+  std::string DropsClause() const;
 };
 
 // Why a connection ended, from the `reason` of 2.1's DISCONNECT and CLIENT_OFFLINE events (a
