@@ -209,9 +209,11 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   // flapping_max_count times within the window.
   void CheckFlapping(const ConnectionEvent& event);
   // The slot's counters if it still belongs to `seq` (seqlock read); `messages`, when not null,
-  // gets the message counts read under the same check (left as it was when the read fails).
+  // gets the message counts read under the same check (left as it was when the read fails),
+  // `drops` the messages dropped at a full queue.
   std::optional<RequestStatistics> ReadTotals(const Entry& entry,
-                                              MessageCounts* messages = nullptr) const;
+                                              MessageCounts* messages = nullptr,
+                                              MessageDrops* drops = nullptr) const;
   // Appends to the closed list (nothing with closed_max 0); `minute`, when not null, is the
   // connection's figure of its last minute (its position is filled in).
   void AddClosed(ConnectionPtr connection, ClosedMinute* minute = nullptr);

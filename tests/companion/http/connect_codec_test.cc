@@ -73,6 +73,7 @@ Connection Open(std::string uid, std::string client_id, std::int64_t open_time_n
   // Split counts, one of them a known 0 (written, unlike an unknown one).
   c.messages.out = {MessageQueue::Known::kSplit, 12, 0, 12};
   c.messages.in = {MessageQueue::Known::kSplit, 0, 1, 1};
+  c.drops = {true, 7};
   return c;
 }
 
@@ -290,11 +291,20 @@ TEST_F(ConnectCodecTest, MessageCountsAreWrittenOnlyWhereKnown) {
       EXPECT_FALSE(c.has_incoming_messages_pending());
       EXPECT_EQ(json.body.find("messagesQueued"), std::string::npos);
       EXPECT_NE(json.body.find(R"("messagesPending":4)"), std::string::npos) << json.body;
+      // Drops this broker hides are left out, not 0.
+      EXPECT_FALSE(c.has_messages_dropped());
+      EXPECT_EQ(json.body.find("messagesDropped"), std::string::npos);
     } else if (std::string(uid) == "uid-offline") {
       EXPECT_FALSE(c.has_messages_pending());
       EXPECT_EQ(json.body.find("essages"), std::string::npos) << json.body;
     } else {
       EXPECT_NE(json.body.find(R"("messagesInFlight":0)"), std::string::npos) << json.body;
+      ASSERT_TRUE(c.has_messages_dropped());
+      EXPECT_EQ(c.messages_dropped(), 7u);
+      EXPECT_EQ(c.messages_dropped_queue_full(), 7u);
+      EXPECT_NE(json.body.find(R"("messagesDropped":"7","messagesDroppedQueueFull":"7")"),
+                std::string::npos)
+          << json.body;
     }
   }
 }
