@@ -508,15 +508,17 @@ class Decisions {
     if (online != open) return false;  // a closing connection, or a resume under way
     if (online && !drops.MayDrop(broker(), data.client)) return false;
     if (!online && offline_qos == 0) return false;  // DropReason::kOffline
-    const SubscriptionList* subscriptions =
-        core_.sessions().SubscriptionsOf(data.client, online ? std::string_view() : IdOf(data.client));
+    // A full window alone (a busy QoS 1 subscriber) drops nothing: no subscription is matched.
+    const std::optional<QueueDrops::Verdict> verdict = drops.Predict(broker(), data.client, online);
+    if (!verdict || (!verdict->qos0 && !verdict->qos12)) return false;
+    const SubscriptionList* subscriptions = core_.sessions().SubscriptionsOf(
+        data.client, online ? std::string_view() : IdOf(data.client));
     if (subscriptions == nullptr) return false;
     std::uint8_t subscription_qos = 0;
     const std::size_t matches = subscriptions->CountMatching(data.topic, &subscription_qos);
-    const std::optional<int> qos = QueuedQos(data.qos, matches, subscription_qos,
-                                             drops.limits().upgrade_outgoing_qos);
-    if (!qos) return false;
-    return drops.Predict(broker(), data.client, *qos, online).value_or(false);
+    const std::optional<int> qos =
+        QueuedQos(data.qos, matches, subscription_qos, drops.limits().upgrade_outgoing_qos);
+    return qos && verdict->At(*qos);
   }
 
   // Strict mode (plugin_opt_kubemq_strict, docs/topic-mapping.md): whether KubeMQ would refuse

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "broker/queue_drops.h"
 
+#include <algorithm>
+
 namespace mqc {
 
 namespace {
@@ -73,8 +75,7 @@ bool ReadAt(const Broker& broker, const BrokerClient* client, std::size_t offset
 
 }  // namespace
 
-bool WouldDrop(const BrokerConfig::Queues& limits, const QueueFields& queue, int qos,
-               bool online) {
+bool WouldDrop(const BrokerConfig::Queues& limits, const QueueFields& queue, int qos, bool online) {
   if (online) {
     if (ReadyForFlight(limits, queue, qos)) return false;
     return qos == 0 || !ReadyForQueue(limits, queue, qos, online);
@@ -97,7 +98,8 @@ std::optional<QueueOffsets> QueueOffsetsOf(const BrokerLayout& layout) {
   if (will.size == 0 || (split.size == 0 && old.size == 0)) return std::nullopt;
   QueueOffsets offsets;
   offsets.split = split.size != 0;
-  offsets.msgs_out = static_cast<std::uint16_t>((offsets.split ? split.offset : old.offset) - kCount);
+  offsets.msgs_out =
+      static_cast<std::uint16_t>((offsets.split ? split.offset : old.offset) - kCount);
   offsets.out_packet_count = static_cast<std::uint16_t>(will.offset + kOutPacketCountAfterWill);
   offsets.inflight_quota =
       static_cast<std::uint16_t>(offsets.msgs_out + (offsets.split ? kSplitQuota : kOldQuota));
@@ -114,7 +116,8 @@ std::optional<QueueFields> ReadQueueFields(const Broker& broker, const BrokerCli
   const bool read =
       ReadAt<long>(broker, client, base + kBytes, &fields.bytes) &&
       ReadAt<long>(broker, client, base + kBytes12, &fields.bytes12) &&
-      ReadAt<std::int32_t>(broker, client, base + (offsets.split ? kSplitQueuedCount12 : kOldCount12),
+      ReadAt<std::int32_t>(broker, client,
+                           base + (offsets.split ? kSplitQueuedCount12 : kOldCount12),
                            &fields.queued_count12) &&
       ReadAt<long>(broker, client, base + (offsets.split ? kSplitQueuedBytes12 : kBytes12),
                    &fields.queued_bytes12) &&
@@ -129,8 +132,11 @@ std::optional<QueueFields> ReadQueueFields(const Broker& broker, const BrokerCli
 void QueueDrops::Configure(const BrokerConfig::Queues& limits) {
   limits_ = limits;
   simple_ = limits.max_inflight_bytes == 0 && limits.max_queued_bytes == 0;
-  qos0_bound_ = limits.max_queued_messages == 0 ? std::numeric_limits<std::int64_t>::max()
-                                                : limits.max_queued_messages;
+  constexpr std::int64_t kNoBound = std::numeric_limits<std::int32_t>::max();
+  // out_packet_count is an int: a bound at INT32_MAX is never reached, as no bound.
+  qos0_bound_ = static_cast<std::int32_t>(
+      limits.max_queued_messages == 0 ? kNoBound : std::min(limits.max_queued_messages, kNoBound));
+  SetMode();
 }
 
 void QueueDrops::Arm(const BrokerLayoutVerifier* layout, bool api_2_1) {
@@ -139,7 +145,10 @@ void QueueDrops::Arm(const BrokerLayoutVerifier* layout, bool api_2_1) {
   // MayDrop reads without a bounds check: only inside what the verified layout already covers.
   if (!offsets || offsets->end > layout->layout()->End()) return;
   offsets_ = *offsets;
+  quota_at_ = offsets_.inflight_quota;
+  out_packets_at_ = offsets_.out_packet_count;
   armed_ = true;
+  SetMode();
 }
 
 bool QueueDrops::MayDrop(const Broker& broker, const BrokerClient* client) const {
@@ -154,13 +163,18 @@ bool QueueDrops::MayDrop(const Broker& broker, const BrokerClient* client) const
   return quota <= 0 || out_packets >= qos0_bound_;
 }
 
-std::optional<bool> QueueDrops::Predict(const Broker& broker, const BrokerClient* client, int qos,
-                                        bool online) const {
+std::optional<QueueDrops::Verdict> QueueDrops::Predict(const Broker& broker,
+                                                       const BrokerClient* client,
+                                                       bool online) const {
   if (!armed_) return std::nullopt;
-  if (!online && qos == 0 && !limits_.queue_qos0_messages) return false;  // DropReason::kOffline
   const std::optional<QueueFields> fields = ReadQueueFields(broker, client, offsets_);
   if (!fields) return std::nullopt;
-  return WouldDrop(limits_, *fields, qos, online);
+  Verdict verdict;
+  // Offline, QoS 0 is thrown away before the queue unless queue_qos0_messages
+  // (DropReason::kOffline): not this cause.
+  verdict.qos0 = (online || limits_.queue_qos0_messages) && WouldDrop(limits_, *fields, 0, online);
+  verdict.qos12 = WouldDrop(limits_, *fields, 1, online);
+  return verdict;
 }
 
 }  // namespace mqc

@@ -94,27 +94,39 @@ class QueueDrops {
   // alike (calloc of sizeof(struct mosquitto)).
   template <typename B>
   bool MayDrop(const B& broker, const BrokerClient* client) const {
-    if (!armed_) return false;
-    if (!simple_) return true;
-    return broker.ClientInt32(client, offsets_.inflight_quota) <= 0 ||
-           broker.ClientInt32(client, offsets_.out_packet_count) >= qos0_bound_;
+    if (mode_ != Mode::kTwoReads) return mode_ == Mode::kAlways;
+    return broker.ClientInt32(client, quota_at_) <= 0 ||
+           broker.ClientInt32(client, out_packets_at_) >= qos0_bound_;
   }
 
   // The same through the Broker interface (bounds checked), for the paths off the fast one.
   bool MayDrop(const Broker& broker, const BrokerClient* client) const;
 
-  // Whether the broker drops this message at a full queue: `qos` the QoS it queues it at,
-  // `online` whether the client has a socket. Nothing when it cannot tell (unarmed, a field
-  // that cannot be read).
-  std::optional<bool> Predict(const Broker& broker, const BrokerClient* client, int qos,
-                              bool online) const;
+  // Whether the broker drops a message at a full queue now, at QoS 0 and at QoS 1 or 2 (the
+  // two decide alike), `online` whether the client has a socket. Nothing when it cannot tell
+  // (unarmed, a field that cannot be read). Both false: no subscription need be matched.
+  struct Verdict {
+    bool qos0 = false;
+    bool qos12 = false;
+    bool At(int qos) const { return qos == 0 ? qos0 : qos12; }
+  };
+  std::optional<Verdict> Predict(const Broker& broker, const BrokerClient* client,
+                                 bool online) const;
 
  private:
+  // What MayDrop does, one byte for the fast path to test: nothing unarmed; two reads and
+  // compares with max_inflight_bytes and max_queued_bytes 0 (the defaults); else always on.
+  enum class Mode : std::uint8_t { kUnarmed, kTwoReads, kAlways };
+  void SetMode() { mode_ = !armed_ ? Mode::kUnarmed : simple_ ? Mode::kTwoReads : Mode::kAlways; }
+
   BrokerConfig::Queues limits_;
   bool armed_ = false;
-  // max_inflight_bytes and max_queued_bytes 0 (the defaults): MayDrop's two compares decide.
-  bool simple_ = true;
-  std::int64_t qos0_bound_ = 1000;  // max_queued_messages, or no bound for 0
+  bool simple_ = true;  // max_inflight_bytes and max_queued_bytes 0
+  Mode mode_ = Mode::kUnarmed;
+  // max_queued_messages (at most INT32_MAX: out_packet_count is an int), or no bound for 0.
+  std::int32_t qos0_bound_ = 1000;
+  std::size_t quota_at_ = 0;        // offsets_.inflight_quota
+  std::size_t out_packets_at_ = 0;  // offsets_.out_packet_count
   QueueOffsets offsets_;
 };
 

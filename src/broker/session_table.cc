@@ -370,7 +370,7 @@ std::uint8_t SessionTable::OfflineQos(const void* client, std::string_view clien
 }
 
 const SubscriptionList* SessionTable::SubscriptionsOf(const void* client,
-                                                     std::string_view client_id) const {
+                                                      std::string_view client_id) const {
   if (const OpenEntry* entry = open_.Find(client)) return &entry->connection->subscriptions;
   // As OfflineQos: the key string is built only for a message to an offline session.
   const OfflineSession* session = offline_.Find(std::string(client_id));

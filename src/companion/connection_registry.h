@@ -211,8 +211,7 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   // The slot's counters if it still belongs to `seq` (seqlock read); `messages`, when not null,
   // gets the message counts read under the same check (left as it was when the read fails),
   // `drops` the messages dropped at a full queue.
-  std::optional<RequestStatistics> ReadTotals(const Entry& entry,
-                                              MessageCounts* messages = nullptr,
+  std::optional<RequestStatistics> ReadTotals(const Entry& entry, MessageCounts* messages = nullptr,
                                               MessageDrops* drops = nullptr) const;
   // Appends to the closed list (nothing with closed_max 0); `minute`, when not null, is the
   // connection's figure of its last minute (its position is filled in).

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "fake_broker.h"
-#include "laid_out_client.h"
-#include "matrix_brokers.h"
+#include "../support/fake_broker.h"
+#include "../support/laid_out_client.h"
+#include "../support/matrix_brokers.h"
 
 namespace mqc {
 namespace {
@@ -159,8 +159,7 @@ void PutQueue(FakeClient* client, const QueueOffsets& offsets, std::int32_t quot
   std::memcpy(client->memory.data() + offsets.msgs_out + 68, &maximum, sizeof(maximum));
   std::memcpy(client->memory.data() + offsets.msgs_out + 60, &queued_count12,
               sizeof(queued_count12));
-  std::memcpy(client->memory.data() + offsets.out_packet_count, &out_packets,
-              sizeof(out_packets));
+  std::memcpy(client->memory.data() + offsets.out_packet_count, &out_packets, sizeof(out_packets));
   const std::int64_t zero = 0;
   for (int at : {16, 24, 48}) std::memcpy(client->memory.data() + offsets.msgs_out + at, &zero, 8);
 }
@@ -175,7 +174,7 @@ TEST(QueueDropsTest, MayDropReadsTwoIntsAndPredictReadsTheRest) {
   // Unarmed (no verified layout yet): nothing is read, nothing predicted.
   EXPECT_FALSE(drops.MayDrop(broker, client.handle()));
   EXPECT_EQ(broker.int_reads, 0);
-  EXPECT_FALSE(drops.Predict(broker, client.handle(), 1, true));
+  EXPECT_FALSE(drops.Predict(broker, client.handle(), true));
   layout.Observe(broker, client.handle());
   ASSERT_TRUE(layout.verified());
   drops.Arm(&layout, /*api_2_1=*/false);
@@ -187,14 +186,19 @@ TEST(QueueDropsTest, MayDropReadsTwoIntsAndPredictReadsTheRest) {
   EXPECT_EQ(broker.int_reads, 2);
   PutQueue(&client, offsets, 0, 20, 29, 0);
   EXPECT_TRUE(drops.MayDrop(broker, client.handle()));
-  EXPECT_EQ(drops.Predict(broker, client.handle(), 1, true), false);  // room for one more
-  EXPECT_EQ(drops.Predict(broker, client.handle(), 0, true), false);  // QoS 0 goes out
+  auto verdict = drops.Predict(broker, client.handle(), true);
+  ASSERT_TRUE(verdict);
+  EXPECT_FALSE(verdict->qos12);  // room for one more
+  EXPECT_FALSE(verdict->qos0);   // QoS 0 goes out
   PutQueue(&client, offsets, 0, 20, 30, 0);
-  EXPECT_EQ(drops.Predict(broker, client.handle(), 1, true), true);
+  EXPECT_TRUE(drops.Predict(broker, client.handle(), true)->qos12);
   PutQueue(&client, offsets, 7, 20, 0, 10);  // the socket's queue at the limit: QoS 0 drops
   EXPECT_TRUE(drops.MayDrop(broker, client.handle()));
-  EXPECT_EQ(drops.Predict(broker, client.handle(), 0, true), true);
-  EXPECT_EQ(drops.Predict(broker, client.handle(), 1, true), false);
+  verdict = drops.Predict(broker, client.handle(), true);
+  EXPECT_TRUE(verdict->qos0);
+  EXPECT_FALSE(verdict->qos12);
+  // The same client offline: QoS 0 is not this cause (thrown away before the queue).
+  EXPECT_FALSE(drops.Predict(broker, client.handle(), false)->qos0);
 
   // A byte limit: every delivery goes on to Predict.
   BrokerConfig::Queues bytes = Limits(10);
@@ -202,7 +206,7 @@ TEST(QueueDropsTest, MayDropReadsTwoIntsAndPredictReadsTheRest) {
   drops.Configure(bytes);
   PutQueue(&client, offsets, 5, 20, 0, 0);
   EXPECT_TRUE(drops.MayDrop(broker, client.handle()));
-  EXPECT_EQ(drops.Predict(broker, client.handle(), 1, true), false);
+  EXPECT_FALSE(drops.Predict(broker, client.handle(), true)->qos12);
 
   // 2.1 is never armed.
   QueueDrops on21;

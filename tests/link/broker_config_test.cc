@@ -259,8 +259,9 @@ TEST(BrokerConfigTest, QueueLimitsAsTheBrokerReadsThem) {
   EXPECT_FALSE(defaults.queue_qos0_messages);
   EXPECT_FALSE(defaults.upgrade_outgoing_qos);
   const BrokerConfig::Queues set =
-      Parse("max_queued_messages 10\nmax_queued_bytes 4096\nmax_inflight_bytes 512\n"
-            "queue_qos0_messages true\nupgrade_outgoing_qos true\n")
+      Parse(
+          "max_queued_messages 10\nmax_queued_bytes 4096\nmax_inflight_bytes 512\n"
+          "queue_qos0_messages true\nupgrade_outgoing_qos true\n")
           .queues;
   EXPECT_EQ(set.max_queued_messages, 10);
   EXPECT_EQ(set.max_queued_bytes, 4096);
