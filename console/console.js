@@ -627,8 +627,9 @@ const SHOWN = new Set(['nodeId', 'uid', 'state', 'openTime', 'closeTime', 'close
   'source', 'listenerName', 'tlsInfo', 'authenticationInfo', 'subscriptions', 'idleDuration',
   'totalRequestStatistics', 'recentRequestStatistics', 'networkInfo', 'messagesQueued',
   'messagesInFlight', 'messagesPending', 'incomingMessagesQueued', 'incomingMessagesInFlight',
-  'incomingMessagesPending', 'bridgeRole', 'bridgeName', 'deniedPublishCount',
-  'deniedSubscribeCount', 'lastDeniedTopic', 'lastDeniedTime']);
+  'incomingMessagesPending', 'messagesDropped', 'messagesDroppedQueueFull', 'bridgeRole',
+  'bridgeName', 'deniedPublishCount', 'deniedSubscribeCount', 'lastDeniedTopic',
+  'lastDeniedTime']);
 
 // Which end of a bridge: "outgoing to-remote", "incoming", "no"; unknown when the API has none.
 function bridgeText(connection) {
@@ -715,6 +716,12 @@ function renderDetail(connection) {
     ['from the client', held(connection.incomingMessagesQueued),
      held(connection.incomingMessagesInFlight), held(connection.incomingMessagesPending)]],
         'messages');
+  // What the broker threw away for it, by cause; '-' where the broker hides it (docs/api.md,
+  // "Dropped messages": Mosquitto 2.1, an unverified client layout).
+  panel.appendChild(element('h3', 'Messages dropped by the broker'));
+  table(panel, ['', 'in all', 'queue full'], [
+    ['to the client', held(connection.messagesDropped),
+     held(connection.messagesDroppedQueueFull)]], 'drops');
 
   // What an ACL source refused this client (docs/api.md, "Denials"): "why does it receive
   // nothing?" in one look. Absent where the broker hides denials: said so, never a 0.

@@ -190,7 +190,7 @@ class TwoBrokersTest(unittest.TestCase):
         header, rows = table(result.stdout)
         self.assertEqual(header[:len(HEADER)], HEADER)
         self.assertIn("UID", header)
-        for column in ("QUEUED", "INFLIGHT", "IN-PENDING"):
+        for column in ("QUEUED", "INFLIGHT", "IN-PENDING", "DROPPED"):
             self.assertIn(column, header)
         self.assertEqual([r["CLIENT-ID"] for r in rows],
                          [f"cli-page-{n}" for n in range(4, -1, -1)])

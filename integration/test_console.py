@@ -263,6 +263,10 @@ class ConsoleTest(unittest.TestCase):
         # What an ACL source refused: nothing here (no ACL source), counted and shown as such.
         self.assertEqual(connection.get("deniedPublishCount"), "0")
         self.assertEqual(dom.by_id("denials").rows(), [["0", "0", "-", "-"]])
+        # The messages the broker dropped, '-' where the broker hides them (2.1).
+        drops = {r[0]: r[1:] for r in dom.by_id("drops").rows()}
+        self.assertEqual(drops["to the client"], [
+            str(connection.get(f, "-")) for f in ("messagesDropped", "messagesDroppedQueueFull")])
         labels = [dt.text() for dt in detail.find_all("dt")]
         self.assertIn("peer certificate subject", labels)
         # Every value the API gives is shown: each leaf of the connection's JSON is the text of

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,13 @@ class MosquittoBroker final : public Broker {
   bool ReadClientBytes(const BrokerClient* client, std::size_t offset, std::size_t size,
                        void* out) const override {
     return mqc::ReadClientBytes(Native(client), offset, size, out);
+  }
+  // A 32-bit int of the client's struct, not bounds checked: for the per-delivery test of
+  // broker/queue_drops.h (QueueDrops::MayDrop), at offsets inside a verified layout only.
+  std::int32_t ClientInt32(const BrokerClient* client, std::size_t offset) const {
+    std::int32_t value = 0;
+    std::memcpy(&value, reinterpret_cast<const char*>(client) + offset, sizeof(value));
+    return value;
   }
   int AskLaterAclSources(const AclCheckEvent& check) override;
   const BrokerCallbackNode* FindOwnCallback(int event) override;

@@ -110,13 +110,28 @@ std::string BrokerCapabilities::Describe(bool unread_acl_source, bool denials_hi
       "; ACL denials are not shown (2.1 reports a subscription or a publish only once every ACL "
       "source allowed it, and this plugin stays out of the ACL chain another source decides)";
   const bool hidden_here = api_2_1 && denials_hidden;
-  if (missing.empty()) return text + (hidden_here ? hidden_21 : "; every feature available");
+  if (missing.empty()) {
+    return text + (hidden_here ? hidden_21 : "; every feature available") + DropsClause();
+  }
   text += "; this broker does not export";
   for (std::size_t i = 0; i < missing.size(); ++i) {
     text += (i == 0 ? " " : "; ") + missing[i];
   }
   if (hidden_here) text += hidden_21;
-  return text;
+  return text + DropsClause();
+}
+
+std::string BrokerCapabilities::DropsClause() const {
+  // 2.0 asks the READ ACL check right before it queues a message (broker/queue_drops.h); 2.1
+  // queues an open connection's messages with no event before, and sends MESSAGE_OUT only for
+  // what it sends. Expiry and the client's maximum packet size are checked as the broker
+  // writes a message out, with no event on either (docs/broker-versions.md).
+  if (api_2_1) {
+    return "; dropped messages: QoS 0 for offline sessions seen (where no other ACL source "
+           "exists), full queues, expired and too large hidden";
+  }
+  return "; dropped messages: full queues (once the client layout is verified) and QoS 0 for "
+         "offline sessions seen, expired and too large hidden";
 }
 
 CloseReason CloseReasonFromBrokerReason(int reason) {

@@ -72,6 +72,9 @@ struct BrokerCapabilities {
   // DenialsShown in broker_core.h said no; on 2.0 that is the unread source above). Empty parts
   // are left out.
   std::string Describe(bool unread_acl_source, bool denials_hidden = false) const;
+  // The start line's last clause: which causes of dropped messages this plugin API lets the
+  // plugin see (docs/broker-versions.md, "Dropped messages").
+  std::string DropsClause() const;
 };
 
 // Why a connection ended, from the `reason` of 2.1's DISCONNECT and CLIENT_OFFLINE events (a

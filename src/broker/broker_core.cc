@@ -43,7 +43,9 @@ BrokerCore::BrokerCore(Broker* broker, BrokerSettings settings,
       resync_(&sessions_, SinkOf(link_.get(), setup)),
       traffic_(region_ != nullptr ? &region_->header()->counters : setup.counters,
                settings_.options.default_pattern, RpcOptionsOf(settings_.options)),
-      bans_(region_ != nullptr ? &region_->header()->counters : setup.counters) {}
+      bans_(region_ != nullptr ? &region_->header()->counters : setup.counters) {
+  drops_.Configure(settings_.broker_config.queues);
+}
 
 BrokerCore::~BrokerCore() = default;
 
@@ -172,7 +174,9 @@ void BrokerCore::StopCompanion() {
 void BrokerCore::Reload() {
   connects_.BeginReload();
   const int http_port = companion_ != nullptr ? companion_->http_port() : 0;
-  if (ReloadConfiguration(*broker_, &settings_, http_port)) {
+  const bool changed = ReloadConfiguration(*broker_, &settings_, http_port);
+  drops_.Configure(settings_.broker_config.queues);  // the broker reads them again too
+  if (changed) {
     traffic_.SetOptions(settings_.options.default_pattern, RpcOptionsOf(settings_.options));
     SetDenialsShown();
     if (companion_ != nullptr)

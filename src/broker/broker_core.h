@@ -28,6 +28,7 @@
 #include "broker/event_sink.h"
 #include "broker/message_counts.h"
 #include "broker/presence.h"
+#include "broker/queue_drops.h"
 #include "broker/resync_writer.h"
 #include "broker/round_pace.h"
 #include "broker/session_table.h"
@@ -112,6 +113,8 @@ class BrokerCore {
   ConnectSettlement& connects() { return connects_; }
   ResyncWriter& resync() { return resync_; }
   TrafficMeter& traffic() { return traffic_; }
+  QueueDrops& drops() { return drops_; }
+  const QueueDrops& drops() const { return drops_; }
   BanGate& bans() { return bans_; }
   // Null where there is none: no shared region (unit tests), presence off, no layout.
   SharedRegion* region() const { return region_.get(); }
@@ -165,6 +168,7 @@ class BrokerCore {
   ConnectSettlement connects_{&sessions_};
   ResyncWriter resync_;
   TrafficMeter traffic_;
+  QueueDrops drops_;  // armed once the layout is verified (2.0)
   BanGate bans_;
   std::unique_ptr<CompanionSupervisor> companion_;
   std::unique_ptr<PresencePublisher> presence_publisher_;

@@ -203,7 +203,8 @@ class Decisions {
         core_.tick().message_sweep.SlotsNow(now, core_.sessions().open_table_slots());
     core_.sessions().SweepOpen(
         slots, [this, layout](const void* client, ConnectionStatsSlot* slot) {
-          RefreshMessageCounts(layout, broker(), static_cast<const BrokerClient*>(client), slot);
+          RefreshMessageCounts(layout, broker(), static_cast<const BrokerClient*>(client), slot,
+                               core_.drops().armed());
         });
   }
 
@@ -479,9 +480,10 @@ class Decisions {
           qos = std::min<std::uint8_t>(
               qos, core_.sessions().OfflineQos(data.client, IdOf(data.client), data.topic));
         }
+        const bool queue_full = DropsAtFullQueue(data, view.open, qos);
         Details clock(broker(), data.client, nullptr);
         core_.traffic().OnDeliver(data.client, view.stats, view.open, data.topic, data.payloadlen,
-                                  qos, clock);
+                                  qos, clock, queue_full);
         break;
       }
       case kAclSubscribe:
@@ -511,6 +513,30 @@ class Decisions {
     } else if (data.access == kAclWrite) {
       core_.sessions().Denied(data.client, AclAccess::kPublish, data.topic, broker().NowNs());
     }
+  }
+
+  // Whether the broker drops this allowed delivery at a full queue (broker/queue_drops.h): an
+  // open connection with a socket once MayDrop lets it through, and an offline session's QoS 1
+  // or 2 message (`offline_qos`: the QoS it gets there; 0 is thrown away before the queue). A
+  // message for which the broker's QoS cannot be told (QueuedQos) is not counted as dropped.
+  bool DropsAtFullQueue(const AclCheckEvent& data, bool open, std::uint8_t offline_qos) {
+    const QueueDrops& drops = core_.drops();
+    if (!drops.armed() || data.topic == nullptr) return false;
+    const bool online = broker().ClientSocket(data.client) >= 0;
+    if (online != open) return false;  // a closing connection, or a resume under way
+    if (online && !drops.MayDrop(broker(), data.client)) return false;
+    if (!online && offline_qos == 0) return false;  // DropReason::kOffline
+    // A full window alone (a busy QoS 1 subscriber) drops nothing: no subscription is matched.
+    const std::optional<QueueDrops::Verdict> verdict = drops.Predict(broker(), data.client, online);
+    if (!verdict || (!verdict->qos0 && !verdict->qos12)) return false;
+    const SubscriptionList* subscriptions = core_.sessions().SubscriptionsOf(
+        data.client, online ? std::string_view() : IdOf(data.client));
+    if (subscriptions == nullptr) return false;
+    std::uint8_t subscription_qos = 0;
+    const std::size_t matches = subscriptions->CountMatching(data.topic, &subscription_qos);
+    const std::optional<int> qos =
+        QueuedQos(data.qos, matches, subscription_qos, drops.limits().upgrade_outgoing_qos);
+    return qos && verdict->At(*qos);
   }
 
   // Strict mode (plugin_opt_kubemq_strict, docs/topic-mapping.md): whether KubeMQ would refuse
@@ -644,7 +670,9 @@ class Decisions {
   // Copies a client's message counts into its statistics slot (message_counts.h), once the
   // layout is verified; nothing before.
   void RefreshMessages(const BrokerClient* client, ConnectionStatsSlot* slot) {
-    if (slot != nullptr) RefreshMessageCounts(core_.layout(), broker(), client, slot);
+    if (slot != nullptr) {
+      RefreshMessageCounts(core_.layout(), broker(), client, slot, core_.drops().armed());
+    }
   }
 
   // What the broker and the client's socket tell of a client (Broker::ReadFacts). Behind a
@@ -674,11 +702,13 @@ class Decisions {
     if (core_.layout() == nullptr) return;
     if (core_.layout()->verified()) {
       core_.layout()->Observe(broker(), client);
+      core_.drops().Arm(core_.layout(), broker().capabilities().api_2_1);  // once
       return;
     }
     if (core_.layout()->verifying()) {
       core_.layout()->Observe(broker(), client);
       if (core_.layout()->verified()) {
+        core_.drops().Arm(core_.layout(), broker().capabilities().api_2_1);
         // The broker's own bridge contexts (Discover) carry their role already.
         core_.connects().ResolveBridges([this](const void* open) {
           return BridgeAtConnect(static_cast<const BrokerClient*>(open));

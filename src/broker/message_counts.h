@@ -28,9 +28,12 @@ namespace mqc {
 // Copies a client's message counts into its slot; nothing (the slot keeps "unknown", or the
 // figures of its last refresh) when the layout cannot tell them. One bounds-checked read of
 // the client, two relaxed stores.
+// `drops_known`: the slot also says that drops at a full queue are seen (QueueDrops armed).
 inline void RefreshMessageCounts(const BrokerLayoutVerifier* layout, const Broker& broker,
-                                 const BrokerClient* client, ConnectionStatsSlot* slot) {
+                                 const BrokerClient* client, ConnectionStatsSlot* slot,
+                                 bool drops_known = false) {
   if (layout == nullptr || slot == nullptr || !layout->verified()) return;
+  if (drops_known) MarkDropsKnown(*slot);
   const std::optional<MessageCounts> counts = layout->ReadMessageCounts(broker, client);
   if (counts) StoreMessageCounts(*slot, *counts);
 }

@@ -369,6 +369,17 @@ std::uint8_t SessionTable::OfflineQos(const void* client, std::string_view clien
   return session->subscriptions.MaxMatchingQos(topic, &qos) ? qos : 2;
 }
 
+const SubscriptionList* SessionTable::SubscriptionsOf(const void* client,
+                                                      std::string_view client_id) const {
+  if (const OpenEntry* entry = open_.Find(client)) return &entry->connection->subscriptions;
+  // As OfflineQos: the key string is built only for a message to an offline session.
+  const OfflineSession* session = offline_.Find(std::string(client_id));
+  if (session == nullptr || (session->client != client && session->client != nullptr)) {
+    return nullptr;
+  }
+  return &session->subscriptions;
+}
+
 bool SessionTable::EmitConnection(const ConnectionEvent& event) { return sink_->Emit(event); }
 
 bool SessionTable::EmitSubscription(EventType type, std::uint64_t seq, std::string_view filter,

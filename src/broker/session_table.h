@@ -117,6 +117,9 @@ class SessionTable {
   // when the plugin does not know the session.
   std::uint8_t OfflineQos(const void* client, std::string_view client_id,
                           std::string_view topic) const;
+  // The subscriptions of an open connection, or of the offline session of `client_id` held by
+  // `client`; null when the plugin knows neither (broker/queue_drops.h asks, at a full queue).
+  const SubscriptionList* SubscriptionsOf(const void* client, std::string_view client_id) const;
 
   // A CONNECT ConnectSettlement accepted (begun at `begin_ns`): the connection opens and is
   // announced; an offline session of its id ends first, and hands its subscriptions over when

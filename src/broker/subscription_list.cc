@@ -79,4 +79,15 @@ bool SubscriptionList::MaxMatchingQos(std::string_view topic, std::uint8_t* qos)
   return matched;
 }
 
+std::size_t SubscriptionList::CountMatching(std::string_view topic, std::uint8_t* qos) const {
+  std::size_t matches = 0;
+  ForEach([&](const Entry& entry) {
+    if (TopicMatchesFilter(entry.filter, topic)) {
+      ++matches;
+      *qos = entry.qos;
+    }
+  });
+  return matches;
+}
+
 }  // namespace mqc

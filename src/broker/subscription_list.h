@@ -50,6 +50,8 @@ class SubscriptionList {
   // The highest QoS of the filters matching `topic` (TopicMatchesFilter: '+', '#', "$share/",
   // and '$' topics unmatched by a first-level wildcard); false when none does.
   bool MaxMatchingQos(std::string_view topic, std::uint8_t* qos) const;
+  // How many filters match `topic` (as MaxMatchingQos), `*qos` the last one's QoS.
+  std::size_t CountMatching(std::string_view topic, std::uint8_t* qos) const;
 
  private:
   static constexpr std::size_t kHead = 3;

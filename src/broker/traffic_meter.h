@@ -48,13 +48,20 @@ class TrafficMeter {
 
   // ACL_CHECK READ that the broker allowed: a message queued for a subscriber. `online`: a
   // connected client (else an offline persistent session, where a QoS 0 message is thrown
-  // away). `topic` is the broker's NUL-terminated topic. Inline: this runs for every delivery,
-  // and after a message's first subscriber the topic is the cached one (a compare, no
-  // classification, the counter to bump already known).
+  // away). `queue_full`: the broker drops it at a full queue (broker/queue_drops.h). Both
+  // count as dropped, by cause. `topic` is the broker's NUL-terminated topic. Inline: this runs
+  // for every delivery, and after a message's first subscriber the topic is the cached one (a
+  // compare, no classification, the counter to bump already known).
   void OnDeliver(const void* client, ConnectionStatsSlot* stats, bool online, const char* topic,
-                 std::uint32_t payload_bytes, std::uint8_t qos, PublishDetails& clock) {
-    const bool dropped = !online && qos == 0;
-    if (!dropped) CountDelivered(stats, payload_bytes);
+                 std::uint32_t payload_bytes, std::uint8_t qos, PublishDetails& clock,
+                 bool queue_full = false) {
+    const bool offline_drop = !online && qos == 0;
+    const bool dropped = offline_drop || queue_full;
+    if (!dropped) {
+      CountDelivered(stats, payload_bytes);
+    } else {
+      CountDropped(stats, queue_full ? DropReason::kQueueFull : DropReason::kOffline);
+    }
     std::size_t size = 0;
     ClassifyCString(topic, &size);
     std::atomic<std::uint64_t>* counter = cached_deliver_[dropped ? 1 : 0];
@@ -130,6 +137,17 @@ class TrafficMeter {
     if (stats != nullptr) {
       Bump(stats->deliver_count);
       Bump(stats->deliver_bytes, payload_bytes);
+    }
+  }
+
+  // A message the broker threw away instead of queueing it: by cause, and per connection where
+  // it has one (`stats`: only a full queue has).
+  void CountDropped(ConnectionStatsSlot* stats, DropReason reason) {
+    Bump(counters_->messages_dropped[static_cast<std::size_t>(reason)]);
+    if (stats != nullptr && reason == DropReason::kQueueFull) {
+      // Known from the first drop on (the bit a refresh sets otherwise: MarkDropsKnown).
+      const std::uint64_t word = stats->dropped_queue_full.load(std::memory_order_relaxed);
+      stats->dropped_queue_full.store((word | kDropsKnown) + 1, std::memory_order_relaxed);
     }
   }
 

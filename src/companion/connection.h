@@ -111,6 +111,10 @@ struct Connection {
   // for closed connections and offline sessions, and wherever the client layout is not
   // verified.
   MessageCounts messages;
+  // Messages the broker dropped for an open connection, by cause (a detail, like `messages`):
+  // unknown where this broker hides them (link/connection.h: MessageDrops), for closed
+  // connections and offline sessions.
+  MessageDrops drops;
   // Whether the client sent a will at CONNECT (kUnknown where the broker's layout is not
   // verified, and for offline sessions).
   WillState will = WillState::kUnknown;

@@ -403,10 +403,12 @@ ConnectionList ConnectionRegistry::LiveSnapshot(std::uint64_t* as_of) const {
 }
 
 std::optional<RequestStatistics> ConnectionRegistry::ReadTotals(const Entry& entry,
-                                                                MessageCounts* messages) const {
+                                                                MessageCounts* messages,
+                                                                MessageDrops* drops) const {
   if (options_.stats == nullptr || entry.stats_slot == kNoStatsSlot) return std::nullopt;
   RequestStatistics totals;
-  if (!ReadStatsSlot(options_.stats[entry.stats_slot], entry.connection->seq, &totals, messages)) {
+  if (!ReadStatsSlot(options_.stats[entry.stats_slot], entry.connection->seq, &totals, messages,
+                     drops)) {
     return std::nullopt;
   }
   return totals;
@@ -545,7 +547,7 @@ std::vector<Connection> ConnectionRegistry::CopyAll(bool with_totals) const {
     all.push_back(*entry.connection);
     all.back().recent_statistics = entry.recent;
     if (!with_totals) continue;
-    if (auto totals = ReadTotals(entry, &all.back().messages)) {
+    if (auto totals = ReadTotals(entry, &all.back().messages, &all.back().drops)) {
       all.back().total_statistics = *totals;
     }
     ReadDenialsOf(entry, seq, &all.back().denials);
@@ -612,7 +614,7 @@ void ConnectionRegistry::AddDetails(std::vector<Connection>* connections) const 
     auto it = open_.find(connection.seq);
     if (it == open_.end()) continue;
     connection.recent_statistics = it->second.recent;
-    if (auto totals = ReadTotals(it->second, &connection.messages)) {
+    if (auto totals = ReadTotals(it->second, &connection.messages, &connection.drops)) {
       connection.total_statistics = *totals;
     }
     ReadDenialsOf(it->second, connection.seq, &connection.denials);

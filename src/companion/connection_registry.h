@@ -211,9 +211,10 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   // flapping_max_count times within the window.
   void CheckFlapping(const ConnectionEvent& event);
   // The slot's counters if it still belongs to `seq` (seqlock read); `messages`, when not null,
-  // gets the message counts read under the same check (left as it was when the read fails).
-  std::optional<RequestStatistics> ReadTotals(const Entry& entry,
-                                              MessageCounts* messages = nullptr) const;
+  // gets the message counts read under the same check (left as it was when the read fails),
+  // `drops` the messages dropped at a full queue.
+  std::optional<RequestStatistics> ReadTotals(const Entry& entry, MessageCounts* messages = nullptr,
+                                              MessageDrops* drops = nullptr) const;
   // The connection's ACL denials into *denials if its slot still belongs to `seq` (left as it
   // was otherwise: not shown).
   void ReadDenialsOf(const Entry& entry, std::uint64_t seq, Denials* denials) const;

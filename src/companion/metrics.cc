@@ -70,6 +70,9 @@ static_assert(static_cast<std::size_t>(CloseReason::kAccessRevoked) + 1 ==
 static_assert(static_cast<std::size_t>(Operation::kRpcResponse) + 1 == kOperationLabels.size() &&
                   static_cast<std::size_t>(OperationStatus::kDropped) + 1 == kStatusLabels.size(),
               "one label per Operation and per OperationStatus");
+constexpr std::array<const char*, kDropReasonCount> kDropReasonLabels = {"queue_full", "offline"};
+static_assert(static_cast<std::size_t>(DropReason::kOffline) + 1 == kDropReasonLabels.size(),
+              "one label per DropReason");
 static_assert(static_cast<std::size_t>(SubscribeStatus::kError) + 1 ==
                   kSubscribeStatusLabels.size(),
               "one label per SubscribeStatus");
@@ -154,6 +157,7 @@ class MetricsExporter::BrokerCollector : public prometheus::Collectable {
     if (Load(shared_.counters.acl_denials_shown) != 0) {
       families.push_back(AclDenials());
     }
+    families.push_back(Dropped());
     families.push_back(SingleCounter("kubemq_mqtt_received_messages_total",
                                      "PUBLISH messages received from clients.",
                                      counters.received_messages));
@@ -259,6 +263,22 @@ class MetricsExporter::BrokerCollector : public prometheus::Collectable {
     for (std::size_t access = 0; access < kAclAccessCount; ++access) {
       AddCounter(&family, Load(shared_.counters.acl_denials[access]),
                  {{"access", kLabels[access]}});
+    }
+    return family;
+  }
+
+  // Messages the broker threw away, by the causes the plugin sees (docs/broker-versions.md,
+  // "Dropped messages"); per client only in the rich API (messagesDropped).
+  MetricFamily Dropped() const {
+    MetricFamily family = NewFamily(
+        "mosquitto_connections_messages_dropped_total",
+        "Messages the broker threw away instead of queueing them for a subscriber, by cause: a "
+        "full queue (max_queued_messages, max_queued_bytes), a QoS 0 message for an offline "
+        "session.",
+        MetricType::Counter);
+    for (std::size_t reason = 0; reason < kDropReasonCount; ++reason) {
+      AddCounter(&family, Load(shared_.counters.messages_dropped[reason]),
+                 {{"reason", kDropReasonLabels[reason]}});
     }
     return family;
   }

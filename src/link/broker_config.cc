@@ -253,6 +253,19 @@ Status ParseBrokerConfig(std::string_view text, const std::string& path, bool fo
         return bad(
             "persistent_client_expiration needs a number and a unit h, d, w, m or y (e.g. 14d)");
       }
+    } else if (key == "max_queued_messages" || key == "max_queued_bytes" ||
+               key == "max_inflight_bytes") {
+      // The broker reads these with atoi and makes a negative value 0 (src/conf.c).
+      const std::int64_t number = std::max<std::int64_t>(0, std::atoll(std::string(value).c_str()));
+      if (key == "max_queued_messages") config->queues.max_queued_messages = number;
+      if (key == "max_queued_bytes") config->queues.max_queued_bytes = number;
+      if (key == "max_inflight_bytes") config->queues.max_inflight_bytes = number;
+    } else if (key == "queue_qos0_messages") {
+      if (!ParseBool(value, &flag)) return bad("queue_qos0_messages needs true or false");
+      config->queues.queue_qos0_messages = flag;
+    } else if (key == "upgrade_outgoing_qos") {
+      if (!ParseBool(value, &flag)) return bad("upgrade_outgoing_qos needs true or false");
+      config->queues.upgrade_outgoing_qos = flag;
     } else if (key == "connection") {
       if (value.empty()) return bad("connection needs a name");
       config->bridges.push_back(BridgeConfig{std::string(value), "", 0, "", ""});

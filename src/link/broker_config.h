@@ -80,6 +80,17 @@ struct BrokerConfig {
   // offline session after this long at most (MQTT 3.1.1 sessions: exactly this long).
   std::int64_t persistent_client_expiration_s = 0;
   std::vector<BridgeConfig> bridges;  // in file order
+  // The limits of the broker's per-client queues, as written (src/conf.c's defaults otherwise;
+  // a negative value is 0, as the broker reads it): what decides a drop at a full queue
+  // (broker/queue_drops.h).
+  struct Queues {
+    std::int64_t max_queued_messages = 1000;
+    std::int64_t max_queued_bytes = 0;
+    std::int64_t max_inflight_bytes = 0;
+    bool queue_qos0_messages = false;
+    bool upgrade_outgoing_qos = false;
+  };
+  Queues queues;
 
   // Mosquitto 2.0: true in local-only mode, else false unless set.
   bool EffectiveAllowAnonymous() const { return local_only || allow_anonymous.value_or(false); }

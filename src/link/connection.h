@@ -115,4 +115,25 @@ struct MessageCounts {
   MessageQueue in;   // from the client (QoS 2 awaiting PUBREL, and beyond its receive maximum)
 };
 
+// The messages the broker threw away instead of queueing them for a connection, by cause
+// (docs/api.md, "Dropped messages"). Only a full queue (max_queued_messages, max_queued_bytes)
+// is seen per connection, and only where the broker lets the plugin predict it exactly
+// (broker/queue_drops.h); `known` false: this broker hides it (the API omits the figures).
+// Expired messages and packets over the client's maximum packet size are hidden on every
+// build; a QoS 0 message for an offline session has no connection (it is counted in /metrics).
+struct MessageDrops {
+  bool known = false;
+  std::uint64_t queue_full = 0;
+
+  std::optional<std::uint64_t> Total() const {
+    return known ? std::optional<std::uint64_t>(queue_full) : std::nullopt;
+  }
+  std::optional<std::uint64_t> QueueFull() const {
+    return known ? std::optional<std::uint64_t>(queue_full) : std::nullopt;
+  }
+  bool operator==(const MessageDrops& other) const {
+    return known == other.known && queue_full == other.queue_full;
+  }
+};
+
 }  // namespace mqc

@@ -58,6 +58,15 @@ inline constexpr std::size_t kStatusCount = 3;
 enum class SubscribeStatus : std::uint8_t { kSuccess, kError };
 inline constexpr std::size_t kSubscribeStatusCount = 2;
 
+// mosquitto_connections_messages_dropped_total{reason}: messages the broker threw away instead
+// of queueing them for a subscriber, by cause, where the plugin sees them (broker/queue_drops.h;
+// docs/broker-versions.md, "Dropped messages"). The order is the order of the counters.
+enum class DropReason : std::uint8_t {
+  kQueueFull,  // max_queued_messages / max_queued_bytes reached
+  kOffline,    // a QoS 0 message for an offline session (queue_qos0_messages false)
+};
+inline constexpr std::size_t kDropReasonCount = 2;
+
 // kubemq_mqtt_operation_duration_seconds: observed for rpc_command, rpc_query, rpc_response.
 inline constexpr std::size_t kDurationOperationCount = 3;  // in that order
 inline constexpr double kDurationBuckets[] = {0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
@@ -97,6 +106,7 @@ struct BrokerCounters {
   // 1 where every ACL denial reaches the plugin (acl_denials is then exact), else 0: written at
   // start and at each reload (BrokerCore::SetDenialsShown).
   std::atomic<std::uint64_t> acl_denials_shown{0};
+  std::atomic<std::uint64_t> messages_dropped[kDropReasonCount] = {};  // by DropReason
 };
 
 // Per-connection traffic, in a slot the broker assigns at CONNECT (ConnectionEvent::stats_slot).
@@ -144,6 +154,10 @@ struct ConnectionStatsSlot {
   std::atomic<std::int64_t> last_denied_ns{0};  // wall clock, ns since the epoch
   std::atomic<std::uint64_t> last_denied_size{0};  // bytes of last_denied_topic in use
   std::atomic<std::uint64_t> last_denied_topic[kDeniedTopicMax / 8] = {};  // a topic's first bytes
+  // Messages to the connection the broker dropped at a full queue (EncodeDrops): bit 63 set
+  // once the plugin sees such drops on this broker, the count below it; 0: unknown. Bumped by
+  // the broker thread when it predicts the drop (broker/queue_drops.h).
+  std::atomic<std::uint64_t> dropped_queue_full{0};
   // No idle time here: the companion reads it from the kernel (sock_diag), so that no API
   // request makes the broker thread touch every connection.
 };
@@ -195,6 +209,23 @@ inline MessageQueue DecodeMessageQueue(std::uint64_t word) noexcept {
   return queue;
 }
 
+// The drop word of a slot: bit 63 "known", the count below it.
+inline constexpr std::uint64_t kDropsKnown = std::uint64_t{1} << 63;
+inline MessageDrops DecodeDrops(std::uint64_t word) noexcept {
+  MessageDrops drops;
+  drops.known = (word & kDropsKnown) != 0;
+  drops.queue_full = word & ~kDropsKnown;
+  return drops;
+}
+
+// The broker thread, where it sees drops at a full queue: the slot says so (its count kept).
+inline void MarkDropsKnown(ConnectionStatsSlot& slot) noexcept {
+  const std::uint64_t word = slot.dropped_queue_full.load(std::memory_order_relaxed);
+  if ((word & kDropsKnown) == 0) {
+    slot.dropped_queue_full.store(word | kDropsKnown, std::memory_order_relaxed);
+  }
+}
+
 // The broker thread's refresh of a slot it owns: two relaxed stores, no locked instruction.
 inline void StoreMessageCounts(ConnectionStatsSlot& slot, const MessageCounts& counts) noexcept {
   slot.messages_out.store(EncodeMessageQueue(counts.out), std::memory_order_relaxed);
@@ -228,7 +259,7 @@ inline void AssignStatsSlot(ConnectionStatsSlot& slot, std::uint64_t owner,
   for (auto* counter :
        {&slot.publish_count, &slot.publish_bytes, &slot.deliver_count, &slot.deliver_bytes,
         &slot.request_count, &slot.messages_out, &slot.messages_in, &slot.denied[0],
-        &slot.denied[1], &slot.last_denied_size}) {
+        &slot.denied[1], &slot.last_denied_size, &slot.dropped_queue_full}) {
     counter->store(0, std::memory_order_relaxed);
   }
   slot.last_denied_ns.store(0, std::memory_order_relaxed);
@@ -294,14 +325,16 @@ inline bool ReadDenials(const ConnectionStatsSlot& slot, std::uint64_t owner,
 
 // The reader's side: true, with *values filled, if `owner` held the slot before and after the
 // reads (so every value is the owner's, as said above); false if the slot belongs to someone else
-// or is being handed over. `messages`, when not null, gets the message counts (MessageCounts)
-// under the same check.
+// or is being handed over. `messages` and `drops`, when not null, get the message counts
+// (MessageCounts) and the drops (MessageDrops) under the same check.
 inline bool ReadStatsSlot(const ConnectionStatsSlot& slot, std::uint64_t owner,
-                          RequestStatistics* values, MessageCounts* messages = nullptr) noexcept {
+                          RequestStatistics* values, MessageCounts* messages = nullptr,
+                          MessageDrops* drops = nullptr) noexcept {
   if (slot.seq.load(std::memory_order_acquire) != owner) return false;
   const RequestStatistics read = LoadStatsSlot(slot);
   const std::uint64_t out = slot.messages_out.load(std::memory_order_relaxed);
   const std::uint64_t in = slot.messages_in.load(std::memory_order_relaxed);
+  const std::uint64_t dropped = slot.dropped_queue_full.load(std::memory_order_relaxed);
   SeqlockAcquireFence();  // std::atomic_thread_fence(std::memory_order_acquire)
   if (slot.seq.load(std::memory_order_relaxed) != owner) return false;
   *values = read;
@@ -309,6 +342,7 @@ inline bool ReadStatsSlot(const ConnectionStatsSlot& slot, std::uint64_t owner,
     messages->out = DecodeMessageQueue(out);
     messages->in = DecodeMessageQueue(in);
   }
+  if (drops != nullptr) *drops = DecodeDrops(dropped);
   return true;
 }
 

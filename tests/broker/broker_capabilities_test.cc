@@ -86,20 +86,25 @@ TEST(BrokerCapabilitiesTest, TheStartLineNamesTheBrokerAndWhatItHides) {
   full.version = FindBrokerVersion(Binary({"2.0.11"}));
   full.acl_check = full.get_state = full.property_readers = true;
   EXPECT_EQ(full.Describe(true),
-            "mosquitto_connections: broker 2.0.11, plugin API 2.0; every feature available");
+            "mosquitto_connections: broker 2.0.11, plugin API 2.0; every feature available; "
+            "dropped messages: full queues (once the client layout is verified) and QoS 0 for "
+            "offline sessions seen, expired and too large hidden");
   BrokerCapabilities v21;
   v21.api_2_1 = true;
   v21.property_readers = true;
   v21.client_lookup = true;
   v21.version = FindBrokerVersion(Binary({"2.1.2"}));
   EXPECT_EQ(v21.Describe(true),
-            "mosquitto_connections: broker 2.1.2, plugin API 2.1; every feature available");
+            "mosquitto_connections: broker 2.1.2, plugin API 2.1; every feature available; "
+            "dropped messages: QoS 0 for offline sessions seen (where no other ACL source "
+            "exists), full queues, expired and too large hidden");
   // A 2.1 build that hid mosquitto_client (none of the matrix does: src/linker.syms has it).
   v21.client_lookup = false;
   EXPECT_EQ(v21.Describe(true),
             "mosquitto_connections: broker 2.1.2, plugin API 2.1; this broker does not export "
             "mosquitto_client (an MQTT 5 session's end by expiry is seen only where the client "
-            "layout is verified)");
+            "layout is verified); dropped messages: QoS 0 for offline sessions seen (where no "
+            "other ACL source exists), full queues, expired and too large hidden");
   v21.client_lookup = true;
   // 2.1 with another ACL source: no refusal reaches the plugin, and the line says so, in place
   // of "every feature available" (README's broker table; integration/test_acl_denials.py).

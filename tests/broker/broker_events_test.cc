@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <string>
@@ -18,6 +19,7 @@
 #include "../support/laid_out_client.h"
 #include "../support/matrix_brokers.h"
 #include "../support/null_sink.h"
+#include "broker/queue_drops.h"
 
 namespace mqc {
 namespace {
@@ -1443,11 +1445,13 @@ TEST_F(SessionExpiryEventsTest, MessageCountsAreCopiedOnceTheLayoutIsVerified) {
   PutCounts(&slow, truth, 100, 20, 0, 0);
   const int reads = broker_.bytes_reads;
   EXPECT_EQ(Events().OnAclCheck(AclCheck(&slow, kAclRead, "events/a", 1)), kBrokerSuccess);
-  EXPECT_EQ(broker_.bytes_reads, reads);  // never per message
+  // The counts are never read per message: only the drop check's two ints (this full path
+  // reads them bounds checked; queue_drops.h, MayDrop), whose window has room here.
+  EXPECT_EQ(broker_.bytes_reads, reads + 2);
   EXPECT_EQ(SlotCounts(slot).out.queued, 7u);
   broker_.monotonic_ns += MessageCountSweep::kRoundNs;  // a whole round
   Events().SweepMessageCounts(broker_.monotonic_ns);
-  EXPECT_EQ(broker_.bytes_reads, reads + 1);  // one read of the span, for the one open client
+  EXPECT_EQ(broker_.bytes_reads, reads + 3);  // one read of the span, for the one open client
   counts = SlotCounts(slot);
   EXPECT_EQ(counts.out.queued, 100u);
   EXPECT_EQ(counts.out.in_flight, 20u);
@@ -1467,6 +1471,75 @@ TEST_F(SessionExpiryEventsTest, MessageCountsAreCopiedOnceTheLayoutIsVerified) {
   ConnectionStatsSlot* next_slot = core_->sessions().View(next.handle()).stats;
   ASSERT_NE(next_slot, nullptr);
   EXPECT_EQ(SlotCounts(next_slot).out.known, MessageQueue::Known::kUnknown);
+}
+
+// ---- messages dropped at a full queue ----
+
+// The outgoing queue of a client of `truth` (2.0.13 on) as db__message_insert reads it.
+void PutQueue(FakeClient* client, const BrokerLayout& truth, std::int32_t quota,
+              std::int32_t queued_count12, std::int32_t out_packets) {
+  const QueueOffsets offsets = *QueueOffsetsOf(truth);
+  const std::uint16_t maximum = 20;
+  std::memcpy(client->memory.data() + offsets.inflight_quota, &quota, sizeof(quota));
+  std::memcpy(client->memory.data() + offsets.msgs_out + 68, &maximum, sizeof(maximum));
+  std::memcpy(client->memory.data() + offsets.msgs_out + 60, &queued_count12,
+              sizeof(queued_count12));
+  std::memcpy(client->memory.data() + offsets.out_packet_count, &out_packets, sizeof(out_packets));
+  const std::int64_t zero = 0;
+  for (int at : {16, 24, 48}) std::memcpy(client->memory.data() + offsets.msgs_out + at, &zero, 8);
+}
+
+// 2.0: the READ check comes right before the broker queues a message; with the window and the
+// queue full (max_queued_messages 1000 by default, counted beyond the window of 20) the broker
+// drops it: counted on the connection and by cause, not as delivered. Unknown before the
+// layout is verified; a topic two subscriptions match is not counted (QueuedQos).
+TEST_F(SessionExpiryEventsTest, AFullQueueDropIsCountedOnTheConnectionAndByCause) {
+  Use(FakeBroker::Api20());
+  core_->settings().decide_acl = true;  // no other ACL source: the fast path is taken
+  const BrokerLayout& truth = Debian2021Layout();
+  FakeClient slow = LaidOut(truth, "slow", true, 60);
+  PutQueue(&slow, truth, 0, 1020, 0);
+  Connect(&slow);
+  ConnectionStatsSlot* slot = core_->sessions().View(slow.handle()).stats;
+  ASSERT_NE(slot, nullptr);
+  Events().OnAclCheck(AclCheck(&slow, kAclSubscribe, "events/#", 1));
+  EXPECT_FALSE(DecodeDrops(slot->dropped_queue_full.load()).known);  // no layout: unknown
+  Events().OnAclCheck(AclCheck(&slow, kAclRead, "events/a", 1));
+  EXPECT_EQ(slot->deliver_count.load(), 1u);  // not seen: counted as delivered
+
+  VerifyLayout(Version(2, 0, 21), truth);
+  SetSubCount(&slow, truth, 1);
+  Events().OnAclCheck(AclCheck(&slow, kAclSubscribe, "events/#", 1));  // observed: armed
+  ASSERT_TRUE(core_->drops().armed());
+  EXPECT_EQ(DecodeDrops(slot->dropped_queue_full.load()), (MessageDrops{true, 0}));
+  const auto queue_full = static_cast<std::size_t>(DropReason::kQueueFull);
+  const std::uint64_t dropped_before = counters_.messages_dropped[queue_full].load();
+
+  // Room in the window: delivered, through the fast path's two reads.
+  PutQueue(&slow, truth, 3, 0, 0);
+  const int int_reads = broker_.int_reads;
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&slow, kAclRead, "events/a", 1)), kBrokerSuccess);
+  EXPECT_EQ(broker_.int_reads, int_reads + 2);
+  EXPECT_EQ(slot->deliver_count.load(), 2u);
+  // Window full, queue below its limit (1019 - 20 < 1000): queued, delivered.
+  PutQueue(&slow, truth, 0, 1019, 0);
+  Events().OnAclCheck(AclCheck(&slow, kAclRead, "events/a", 1));
+  EXPECT_EQ(slot->deliver_count.load(), 3u);
+  // Queue full: dropped, twice.
+  PutQueue(&slow, truth, 0, 1020, 0);
+  Events().OnAclCheck(AclCheck(&slow, kAclRead, "events/a", 1));
+  EXPECT_EQ(Events().OnAclCheck(AclCheck(&slow, kAclRead, "events/b", 2)), kBrokerSuccess);
+  EXPECT_EQ(slot->deliver_count.load(), 3u);
+  EXPECT_EQ(DecodeDrops(slot->dropped_queue_full.load()), (MessageDrops{true, 2}));
+  EXPECT_EQ(counters_.messages_dropped[queue_full].load(), dropped_before + 2);
+  // A QoS 0 message goes out whatever the queue holds (the socket's queue is empty).
+  Events().OnAclCheck(AclCheck(&slow, kAclRead, "events/a", 0));
+  EXPECT_EQ(slot->deliver_count.load(), 4u);
+  // Two subscriptions match: which copy the broker queues at which QoS is not told.
+  Events().OnAclCheck(AclCheck(&slow, kAclSubscribe, "events/c", 0));
+  Events().OnAclCheck(AclCheck(&slow, kAclRead, "events/c", 1));
+  EXPECT_EQ(slot->deliver_count.load(), 5u);
+  EXPECT_EQ(DecodeDrops(slot->dropped_queue_full.load()).queue_full, 2u);
 }
 
 // 2.0.11 and 2.0.12 (Debian 12's broker) count in flight and queued together: only the sum is

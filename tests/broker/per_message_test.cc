@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
@@ -14,10 +15,13 @@
 #include <vector>
 
 #include "../support/fake_broker.h"
+#include "../support/laid_out_client.h"
+#include "../support/matrix_brokers.h"
 #include "../support/null_sink.h"
 #include "broker/broker_core.h"
 #include "broker/broker_events.h"
 #include "broker/broker_link.h"
+#include "broker/queue_drops.h"
 #include "broker/stats_slot_pool.h"
 #include "broker/subscription_list.h"
 #include "link/shared_region.h"
@@ -163,6 +167,56 @@ INSTANTIATE_TEST_SUITE_P(BothApis, PerMessageTest, ::testing::Values(false, true
                          [](const ::testing::TestParamInfo<bool>& param) {
                            return param.param ? "Api21" : "Api20";
                          });
+
+// A client whose queue is full goes the full path at every delivery (broker/queue_drops.h): the
+// prediction's reads, the match against its subscriptions and the drop's counting allocate
+// nothing either.
+TEST(QueueFullAllocationTest, APredictedDropAllocatesNothing) {
+  FakeBroker broker = FakeBroker::Api20();
+  NullSink sink;
+  std::vector<ConnectionStatsSlot> slots(4);
+  BrokerCounters counters;
+  BrokerCoreSetup setup;
+  setup.uuid_seed = 1;
+  setup.sink = &sink;
+  setup.stats = slots.data();
+  setup.stats_count = slots.size();
+  setup.counters = &counters;
+  PluginOptions options;
+  options.client_layout = false;
+  auto created = BrokerCore::Create(&broker, options, std::move(setup), nullptr);
+  ASSERT_TRUE(created.ok()) << created.status().message();
+  std::unique_ptr<BrokerCore> core = std::move(created).value();
+  core->settings().decide_acl = true;
+  const BrokerLayout& truth = Debian2021Layout();
+  core->UseLayout(std::make_unique<BrokerLayoutVerifier>(BrokerLayoutCandidates(Version(2, 0, 21)),
+                                                         Version(2, 0, 21)));
+  FakeClient slow = LaidOut(truth, "slow", true, 60);
+  BrokerEvents<FakeBroker> events(*core);
+  events.OnBasicAuth(slow.handle());
+  core->connects().Settle();
+  SetSubCount(&slow, truth, 1);
+  events.OnAclCheck(AclCheck(&slow, kAclSubscribe, "events/#", 1));  // verifies, arms
+  ASSERT_TRUE(core->drops().armed());
+  // The window and the queue full (max_queued_messages 1000 beyond a window of 20).
+  const QueueOffsets offsets = *QueueOffsetsOf(truth);
+  const std::int32_t quota = 0;
+  const std::uint16_t maximum = 20;
+  const std::int32_t queued = 1020;
+  std::memcpy(slow.memory.data() + offsets.inflight_quota, &quota, sizeof(quota));
+  std::memcpy(slow.memory.data() + offsets.msgs_out + 68, &maximum, sizeof(maximum));
+  std::memcpy(slow.memory.data() + offsets.msgs_out + 60, &queued, sizeof(queued));
+
+  allocations = 0;
+  counting = true;
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_EQ(events.OnAclCheck(AclCheck(&slow, kAclRead, "events/a", 1)), kBrokerSuccess);
+  }
+  counting = false;
+  EXPECT_EQ(allocations.load(), 0);
+  EXPECT_EQ(counters.messages_dropped[static_cast<std::size_t>(DropReason::kQueueFull)].load(),
+            100u);
+}
 
 // The statistics slots are taken at each CONNECT and given back at each DISCONNECT on the
 // broker thread: the pool's free list was reserved in full when it was made, so neither ever

@@ -133,6 +133,7 @@ TEST_F(MetricsTest, EveryFamilyHasItsTypeLine) {
       {"kubemq_mqtt_http_requests_total", "counter"},
       {"kubemq_mqtt_scrape_duration_seconds", "gauge"},
       {"mosquitto_connections_subscribes_total", "counter"},
+      {"mosquitto_connections_messages_dropped_total", "counter"},
   };
   std::vector<std::string> expected_types;
   for (const auto& [name, type] : types) expected_types.push_back("# TYPE " + name + " " + type);
@@ -219,6 +220,18 @@ TEST_F(MetricsTest, AclDenialsAreCountedByAccessWhereTheBrokerShowsThem) {
               UnorderedElementsAreArray({
                   "mosquitto_connections_acl_denials_total{access=\"publish\"} 4",
                   "mosquitto_connections_acl_denials_total{access=\"subscribe\"} 1",
+              }));
+}
+
+TEST_F(MetricsTest, DroppedMessagesAreCountedByCauseWithoutAClientLabel) {
+  counters().messages_dropped[static_cast<std::size_t>(DropReason::kQueueFull)] = 40;
+  counters().messages_dropped[static_cast<std::size_t>(DropReason::kOffline)] = 3;
+  const std::string text = exporter_->Render();
+  EXPECT_THAT(text, HasSubstr("# TYPE mosquitto_connections_messages_dropped_total counter\n"));
+  EXPECT_THAT(Samples(text, "mosquitto_connections_messages_dropped_total"),
+              UnorderedElementsAreArray({
+                  "mosquitto_connections_messages_dropped_total{reason=\"queue_full\"} 40",
+                  "mosquitto_connections_messages_dropped_total{reason=\"offline\"} 3",
               }));
 }
 

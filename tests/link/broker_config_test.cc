@@ -250,6 +250,30 @@ TEST(BrokerConfigTest, PersistentClientExpirationInTheBrokersUnits) {
   }
 }
 
+TEST(BrokerConfigTest, QueueLimitsAsTheBrokerReadsThem) {
+  // src/conf.c's defaults.
+  const BrokerConfig::Queues defaults = Parse("listener 1\n").queues;
+  EXPECT_EQ(defaults.max_queued_messages, 1000);
+  EXPECT_EQ(defaults.max_queued_bytes, 0);
+  EXPECT_EQ(defaults.max_inflight_bytes, 0);
+  EXPECT_FALSE(defaults.queue_qos0_messages);
+  EXPECT_FALSE(defaults.upgrade_outgoing_qos);
+  const BrokerConfig::Queues set =
+      Parse(
+          "max_queued_messages 10\nmax_queued_bytes 4096\nmax_inflight_bytes 512\n"
+          "queue_qos0_messages true\nupgrade_outgoing_qos true\n")
+          .queues;
+  EXPECT_EQ(set.max_queued_messages, 10);
+  EXPECT_EQ(set.max_queued_bytes, 4096);
+  EXPECT_EQ(set.max_inflight_bytes, 512);
+  EXPECT_TRUE(set.queue_qos0_messages);
+  EXPECT_TRUE(set.upgrade_outgoing_qos);
+  // A negative number is 0 to the broker (no limit).
+  EXPECT_EQ(Parse("max_queued_messages -5\n").queues.max_queued_messages, 0);
+  EXPECT_THAT(Refusal("queue_qos0_messages maybe\n").message(),
+              ::testing::HasSubstr("queue_qos0_messages needs true or false"));
+}
+
 TEST(BrokerConfigTest, IncludeDirIsReadInAlphabeticalOrder) {
   const auto dir =
       std::filesystem::temp_directory_path() / ("mqc-include-" + std::to_string(::getpid()));

@@ -131,6 +131,17 @@ class FakeBroker final : public Broker {
   std::size_t ClientAllocationSize(const BrokerClient* client) const override {
     return Of(client).memory.size();
   }
+  // The per-delivery read of QueueDrops::MayDrop (MosquittoBroker's is not bounds checked):
+  // counted in int_reads, not bytes_reads. 0 outside the memory.
+  mutable int int_reads = 0;
+  std::int32_t ClientInt32(const BrokerClient* client, std::size_t offset) const {
+    const std::vector<unsigned char>& memory = Of(client).memory;
+    std::int32_t value = 0;
+    ++int_reads;
+    if (offset > memory.size() || sizeof(value) > memory.size() - offset) return 0;
+    std::memcpy(&value, memory.data() + offset, sizeof(value));
+    return value;
+  }
   bool ReadClientBytes(const BrokerClient* client, std::size_t offset, std::size_t size,
                        void* out) const override {
     const FakeClient& fake = Of(client);

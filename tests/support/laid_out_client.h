@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "broker/broker_layout.h"
+#include "broker/queue_drops.h"
 #include "fake_broker.h"
 
 namespace mqc {
@@ -72,6 +73,23 @@ inline FakeClient LaidOut(const BrokerLayout& truth, const std::string& id, bool
                             LayoutField::kMsgsOutInflightCount, LayoutField::kMsgsOutQueuedCount,
                             LayoutField::kMsgsInCount, LayoutField::kMsgsOutCount}) {
     if (truth.place(field).size != 0) Put(&client, truth, field, 0);
+  }
+  // 2.0: the outgoing queue of a fresh client (broker/queue_drops.h reads it): a window of 20
+  // not used, nothing queued, nothing waiting for the socket.
+  if (const auto queue = QueueOffsetsOf(truth)) {
+    const std::int32_t window = 20;
+    const std::uint16_t maximum = 20;
+    const std::int32_t zero32 = 0;
+    const std::int64_t zero64 = 0;
+    unsigned char* base = client.memory.data();
+    std::memcpy(base + queue->inflight_quota, &window, sizeof(window));
+    std::memcpy(base + queue->end - sizeof(maximum), &maximum, sizeof(maximum));
+    std::memcpy(base + queue->out_packet_count, &zero32, sizeof(zero32));
+    // The bytes: 16 and 24 on both; 48 (queued_bytes12) 2.0.13 on.
+    for (std::size_t at : {16, 24, 48}) {
+      if (at < 48 || queue->split) std::memcpy(base + queue->msgs_out + at, &zero64, 8);
+    }
+    std::memcpy(base + queue->msgs_out + (queue->split ? 60 : 36), &zero32, sizeof(zero32));
   }
   return client;
 }

@@ -539,6 +539,14 @@ void WriteConnection(const Connection& connection, JsonWriter* json) {
                     "messagesPending", json);
   WriteMessageQueue(connection.messages.in, "incomingMessagesQueued", "incomingMessagesInFlight",
                     "incomingMessagesPending", json);
+  // Dropped messages (uint64: decimal strings, as proto3's JSON writes them); left out where
+  // the broker hides them.
+  if (const auto count = connection.drops.Total()) {
+    WriteDecimalString("messagesDropped", *count, json);
+  }
+  if (const auto count = connection.drops.QueueFull()) {
+    WriteDecimalString("messagesDroppedQueueFull", *count, json);
+  }
   WriteDecimalString("sequence", connection.seq, json);
   if (connection.duplicate_client_id) json->Key("duplicateClientId").Bool(true);
   // Counts as proto3's JSON writes them: left out when 0.

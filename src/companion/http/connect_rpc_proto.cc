@@ -158,6 +158,10 @@ void ConnectionToProto(const Connection& connection, connections_v1::Connection*
   if (const auto count = in.Queued()) message->set_incoming_messages_queued(*count);
   if (const auto count = in.InFlight()) message->set_incoming_messages_in_flight(*count);
   if (const auto count = in.Pending()) message->set_incoming_messages_pending(*count);
+  if (const auto count = connection.drops.Total()) message->set_messages_dropped(*count);
+  if (const auto count = connection.drops.QueueFull()) {
+    message->set_messages_dropped_queue_full(*count);
+  }
   message->set_sequence(connection.seq);
   message->set_duplicate_client_id(connection.duplicate_client_id);
   const FlappingCounts& flapping = connection.flapping;
@@ -360,6 +364,10 @@ Connection ConnectionFromProto(const connections_v1::Connection& message) {
               message.has_incoming_messages_in_flight(), message.incoming_messages_in_flight(),
               message.has_incoming_messages_pending(), message.incoming_messages_pending());
   if (message.has_has_will()) c.will = message.has_will() ? WillState::kSet : WillState::kNone;
+  if (message.has_messages_dropped_queue_full()) {
+    c.drops.known = true;
+    c.drops.queue_full = message.messages_dropped_queue_full();
+  }
   c.flapping.connects_last_minute = message.reconnects_last_minute();
   c.flapping.connects_last_hour = message.reconnects_last_hour();
   c.flapping.takeovers_last_minute = message.takeovers_last_minute();

@@ -66,6 +66,15 @@ FieldValue MessageCount(const Connection& c) {
   return value;
 }
 
+// A drop count (MessageDrops): unset where the broker hides it.
+template <std::optional<std::uint64_t> (MessageDrops::*kCount)() const>
+FieldValue DropCount(const Connection& c) {
+  const std::optional<std::uint64_t> count = (c.drops.*kCount)();
+  FieldValue value = Unsigned(count.value_or(0));
+  value.is_set = count.has_value();
+  return value;
+}
+
 template <std::uint32_t FlappingCounts::*kMember>
 FieldValue FlappingCount(const Connection& c) {
   return Unsigned(c.flapping.*kMember);
@@ -247,6 +256,8 @@ std::vector<FieldDef> BuildFields() {
       Detail(Scalar("incoming_messages_queued", K::kUint, &MessageCount<&M::in, &Q::Queued>)),
       Detail(Scalar("incoming_messages_in_flight", K::kUint, &MessageCount<&M::in, &Q::InFlight>)),
       Detail(Scalar("incoming_messages_pending", K::kUint, &MessageCount<&M::in, &Q::Pending>)),
+      Detail(Scalar("messages_dropped", K::kUint, &DropCount<&MessageDrops::Total>)),
+      Detail(Scalar("messages_dropped_queue_full", K::kUint, &DropCount<&MessageDrops::QueueFull>)),
       Detail(Scalar("reconnects_last_minute", K::kUint, &FlappingCount<&F::connects_last_minute>)),
       Detail(Scalar("reconnects_last_hour", K::kUint, &FlappingCount<&F::connects_last_hour>)),
       Detail(Scalar("takeovers_last_minute", K::kUint, &FlappingCount<&F::takeovers_last_minute>)),

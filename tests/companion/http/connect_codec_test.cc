@@ -80,6 +80,7 @@ Connection Open(std::string uid, std::string client_id, std::int64_t open_time_n
 // Open, closed (each reason, and one the schema does not name), and offline connections.
 std::vector<Connection> Examples() {
   std::vector<Connection> all = {Open("uid-open", "sensor-1", kJune12 + 123456789)};
+  all[0].drops = {true, 7};  // a 2.0 broker with a verified layout; the others hide them
   for (int reason = 0; reason <= 8; ++reason) {
     Connection c = Open("uid-closed-" + std::to_string(reason), "gone", kJune12 + reason);
     c.state = ConnectionState::kClosed;
@@ -293,11 +294,20 @@ TEST_F(ConnectCodecTest, MessageCountsAreWrittenOnlyWhereKnown) {
       EXPECT_FALSE(c.has_incoming_messages_pending());
       EXPECT_EQ(json.body.find("messagesQueued"), std::string::npos);
       EXPECT_NE(json.body.find(R"("messagesPending":4)"), std::string::npos) << json.body;
+      // Drops this broker hides are left out, not 0.
+      EXPECT_FALSE(c.has_messages_dropped());
+      EXPECT_EQ(json.body.find("messagesDropped"), std::string::npos);
     } else if (std::string(uid) == "uid-offline") {
       EXPECT_FALSE(c.has_messages_pending());
       EXPECT_EQ(json.body.find("essages"), std::string::npos) << json.body;
     } else {
       EXPECT_NE(json.body.find(R"("messagesInFlight":0)"), std::string::npos) << json.body;
+      ASSERT_TRUE(c.has_messages_dropped());
+      EXPECT_EQ(c.messages_dropped(), 7u);
+      EXPECT_EQ(c.messages_dropped_queue_full(), 7u);
+      EXPECT_NE(json.body.find(R"("messagesDropped":"7","messagesDroppedQueueFull":"7")"),
+                std::string::npos)
+          << json.body;
     }
   }
 }

@@ -54,6 +54,7 @@ TEST(ConnectionFieldsTest, EveryFieldReadsItsOwnMember) {
   c.bridge_name = "brn";
   c.will = WillState::kSet;
   c.duplicate_client_id = true;
+  c.drops = {true, 81};
   c.flapping.connects_last_minute = 71;
   c.flapping.connects_last_hour = 72;
   c.flapping.takeovers_last_minute = 73;
@@ -120,6 +121,8 @@ TEST(ConnectionFieldsTest, EveryFieldReadsItsOwnMember) {
       {"incoming_messages_pending", "incomingMessagesPending", "123"},
       {"has_will", "hasWill", "true"},
       {"duplicate_client_id", "duplicateClientId", "true"},
+      {"messages_dropped", "messagesDropped", "81"},
+      {"messages_dropped_queue_full", "messagesDroppedQueueFull", "81"},
       {"reconnects_last_minute", "reconnectsLastMinute", "71"},
       {"reconnects_last_hour", "reconnectsLastHour", "72"},
       {"takeovers_last_minute", "takeoversLastMinute", "73"},

@@ -1,0 +1,133 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Messages the broker drops, per connection and by cause, on the real broker
+(src/broker/queue_drops.h, docs/api.md "Dropped messages", docs/broker-versions.md).
+
+A QoS 1 subscriber on a raw socket subscribes and then never reads nor acknowledges: the broker
+puts max_inflight_messages of what is published to it in flight, queues up to its limit, and
+drops the rest. Mosquitto 2.0.13 on counts max_queued_messages beyond the in-flight window for a
+connected client (src/database.c: queued_count12 - inflight_maximum < max_queued_messages), so it
+holds 20 + 30 with max_queued_messages 10; 2.0.11 and 2.0.12 count both together (msg_count12),
+so 30. On 2.0 the rich API shows every other message as dropped at a full queue on that
+connection, and /metrics by cause; 2.1 queues without a check the plugin sees: the fields are
+left out, and the start line says so. A QoS 0 message for an offline persistent session is
+thrown away by every build: counted in /metrics (reason offline)."""
+
+import json
+import re
+import unittest
+
+from harness import (BROKER_VERSION, SharedBrokerTestCase, mqtt_string, mqtt_varint,
+                     raw_connect, read_mqtt_packet, wait_for)
+
+RPC = "/mqtt.connections.v1.ConnectionsService/ListConnections"
+IN_FLIGHT = 20
+QUEUED = 10
+PUBLISHED = 100
+API_2_0 = BROKER_VERSION < (2, 1, 0)
+SPLIT = BROKER_VERSION >= (2, 0, 13)
+# What the broker holds before it drops (the module's docstring).
+HELD = IN_FLIGHT + (QUEUED + IN_FLIGHT if SPLIT else QUEUED)
+
+
+class DroppedMessagesTest(SharedBrokerTestCase):
+    broker_arguments = {"extra": f"max_inflight_messages {IN_FLIGHT}\n"
+                                 f"max_queued_messages {QUEUED}\n"}
+    layout_prefix = "drops-layout"
+
+    def list(self, filter_text=""):
+        status, _, answer = self.broker.http(
+            RPC, method="POST", body=json.dumps({"filter": filter_text}).encode(),
+            headers={"Content-Type": "application/json", "Connect-Protocol-Version": "1"})
+        self.assertEqual(status, 200, answer)
+        return json.loads(answer).get("connections", [])
+
+    def dropped_metric(self, reason):
+        _, _, text = self.broker.http("/metrics")
+        values = re.findall(
+            rf'^mosquitto_connections_messages_dropped_total\{{reason="{reason}"\}} (\S+)$',
+            text, re.M)
+        self.assertEqual(len(values), 1, text)
+        return int(float(values[0]))
+
+    def stalled_subscriber(self, client_id, topic):
+        """A QoS 1 subscription on a raw socket that is never read from again."""
+        sock, _ = raw_connect(self.broker, client_id, keepalive=0)
+        body = (1).to_bytes(2, "big") + mqtt_string(topic) + b"\x01"
+        sock.sendall(b"\x82" + mqtt_varint(len(body)) + body)
+        first, suback = read_mqtt_packet(sock)
+        self.assertEqual(first, 0x90)
+        self.assertEqual(suback[-1], 1)  # granted QoS 1
+        return sock
+
+    def test_a_subscriber_that_stops_reading_has_its_drops_counted(self):
+        queue_full_before = self.dropped_metric("queue_full")
+        sock = self.stalled_subscriber("drops-slow", "drops/t")
+        try:
+            reader = self.client("drops-reader")
+            reader.subscribe("drops/t", qos=1)
+            publisher = self.client("drops-publisher")
+            for n in range(PUBLISHED):
+                publisher.publish("drops/t", b"m%d" % n, qos=1)
+            wait_for(lambda: len(reader.messages) >= PUBLISHED, timeout=20,
+                     what="every message at the reading subscriber")
+
+            def slow():
+                found = self.list('client_id = "drops-slow"')
+                entry = found[0] if found else None
+                # The held messages come with the sweep's round; the drops as they happen.
+                return entry if entry and entry.get("messagesPending") == HELD else None
+            entry = wait_for(slow, timeout=10, what="the slow subscriber's held messages")
+            dropped = PUBLISHED - HELD
+            if API_2_0:
+                self.assertEqual(entry["messagesDropped"], str(dropped), entry)
+                self.assertEqual(entry["messagesDroppedQueueFull"], str(dropped), entry)
+                self.assertEqual(self.dropped_metric("queue_full") - queue_full_before, dropped)
+                # The others dropped nothing, and say so (0, not left out) once the sweep has
+                # been by.
+                for other in ("drops-reader", "drops-publisher"):
+                    shown = wait_for(
+                        lambda: self.list(f'client_id = "{other}"')[0].get("messagesDropped"),
+                        timeout=10, what=f"{other}'s drops known")
+                    self.assertEqual(shown, "0")
+                # Filterable: only the slow subscriber dropped.
+                found = [c["clientId"] for c in self.list("messages_dropped > 0")]
+                self.assertEqual(found, ["drops-slow"])
+                # Dropped, not delivered: the plugin counts what the broker queued.
+                self.assertEqual(entry["totalRequestStatistics"]["deliverCount"], str(HELD))
+            else:
+                # 2.1 hides it: left out, not 0, and nothing counted.
+                self.assertNotIn("messagesDropped", entry)
+                self.assertNotIn("messagesDroppedQueueFull", entry)
+                self.assertEqual(self.dropped_metric("queue_full"), queue_full_before)
+        finally:
+            sock.close()
+        # Closed: unknown, not 0.
+        closed = wait_for(lambda: [c for c in self.list('client_id = "drops-slow"')
+                                   if c["state"] == "MQTT_CONNECTION_STATE_CLOSED"],
+                          timeout=10, what="the slow subscriber closed")
+        self.assertNotIn("messagesDropped", closed[0])
+
+    def test_qos0_for_an_offline_session_is_dropped_by_cause(self):
+        offline_before = self.dropped_metric("offline")
+        session = self.client("drops-offline", clean=False)
+        session.subscribe("drops/offline", qos=1)
+        session.disconnect()
+        self.clients.remove(session)
+        wait_for(lambda: not [c for c in self.list('client_id = "drops-offline"')
+                              if c["state"] == "MQTT_CONNECTION_STATE_OPEN"],
+                 timeout=10, what="the persistent session offline")
+        publisher = self.client("drops-offline-publisher")
+        for n in range(7):
+            publisher.publish("drops/offline", b"q0-%d" % n, qos=0)
+        publisher.publish("drops/offline", b"q1", qos=1)  # queued for it, not dropped
+        wait_for(lambda: self.dropped_metric("offline") - offline_before >= 7, timeout=10,
+                 what="the offline drops counted")
+        self.assertEqual(self.dropped_metric("offline") - offline_before, 7)
+        # The session's next connection gets the QoS 1 message only.
+        again = self.client("drops-offline", clean=False)
+        wait_for(lambda: len(again.messages) >= 1, timeout=10, what="the queued QoS 1 message")
+        self.assertEqual([payload for _, payload in again.messages], [b"q1"])
+
+
+if __name__ == "__main__":
+    unittest.main()
