@@ -135,7 +135,7 @@ std::size_t FlappingTracker::FlappingNow(std::int64_t now_ns) const {
   for (const Entry& entry : entries_) {
     if (entry.latest_second <= now - 60) break;  // this one and every later one: quiet
     if (entry.connects.LastMinute(now) >= kFlappingConnects ||
-        entry.takeovers.LastMinute(now) > 0) {
+        (entry.takeovers && entry.takeovers->LastMinute(now) > 0)) {
       ++flapping;
     }
   }
