@@ -111,10 +111,14 @@ TEST(BrokerCapabilitiesTest, TheStartLineNamesTheBrokerAndWhatItHides) {
   EXPECT_EQ(v21.Describe(false, /*denials_hidden=*/true),
             "mosquitto_connections: broker 2.1.2, plugin API 2.1; ACL denials are not shown (2.1 "
             "reports a subscription or a publish only once every ACL source allowed it, and this "
-            "plugin stays out of the ACL chain another source decides)");
+            "plugin stays out of the ACL chain another source decides); dropped messages: QoS 0 "
+            "for offline sessions seen (where no other ACL source exists), full queues, expired "
+            "and too large hidden");
   // On 2.0 the hidden denials are the unread source's, said with mosquitto_acl_check.
   EXPECT_EQ(full.Describe(true, /*denials_hidden=*/true),
-            "mosquitto_connections: broker 2.0.11, plugin API 2.0; every feature available");
+            "mosquitto_connections: broker 2.0.11, plugin API 2.0; every feature available; "
+            "dropped messages: full queues (once the client layout is verified) and QoS 0 for "
+            "offline sessions seen, expired and too large hidden");
   EXPECT_THAT(capabilities.Describe(true, true), HasSubstr("and no denial is shown"));
   v21.version = BrokerVersion{};
   EXPECT_THAT(v21.Describe(true), HasSubstr("its version string"));
