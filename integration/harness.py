@@ -686,6 +686,16 @@ def raw_connect(broker, client_id, keepalive):
     return sock, connack[3]
 
 
+def stalled_subscriber(broker, client_id, topic):
+    """A QoS 1 subscription to `topic` on a raw socket that is never read from again (its
+    messages pile up in the broker's queue for it); returns the socket."""
+    sock, _ = raw_connect(broker, client_id, keepalive=0)
+    body = (1).to_bytes(2, "big") + mqtt_string(topic) + b"\x01"
+    sock.sendall(b"\x82" + mqtt_varint(len(body)) + body)
+    first, suback = read_mqtt_packet(sock)
+    assert first == 0x90 and suback[-1] == 1, f"SUBACK {first:#x} {suback!r}: QoS 1 expected"
+    return sock
+
 def make_certificate_files(folder, name, names="IP:127.0.0.1"):
     """A self-signed certificate for 127.0.0.1 (its own CA; subjectAltName `names`) and its key,
     made with openssl as docs/operations.md makes them: (certificate path, key path)."""

@@ -16,8 +16,7 @@ import json
 import re
 import unittest
 
-from harness import (BROKER_VERSION, SharedBrokerTestCase, mqtt_string, mqtt_varint,
-                     raw_connect, read_mqtt_packet, wait_for)
+from harness import BROKER_VERSION, SharedBrokerTestCase, stalled_subscriber, wait_for
 
 RPC = "/mqtt.connections.v1.ConnectionsService/ListConnections"
 IN_FLIGHT = 20
@@ -49,19 +48,9 @@ class DroppedMessagesTest(SharedBrokerTestCase):
         self.assertEqual(len(values), 1, text)
         return int(float(values[0]))
 
-    def stalled_subscriber(self, client_id, topic):
-        """A QoS 1 subscription on a raw socket that is never read from again."""
-        sock, _ = raw_connect(self.broker, client_id, keepalive=0)
-        body = (1).to_bytes(2, "big") + mqtt_string(topic) + b"\x01"
-        sock.sendall(b"\x82" + mqtt_varint(len(body)) + body)
-        first, suback = read_mqtt_packet(sock)
-        self.assertEqual(first, 0x90)
-        self.assertEqual(suback[-1], 1)  # granted QoS 1
-        return sock
-
     def test_a_subscriber_that_stops_reading_has_its_drops_counted(self):
         queue_full_before = self.dropped_metric("queue_full")
-        sock = self.stalled_subscriber("drops-slow", "drops/t")
+        sock = stalled_subscriber(self.broker, "drops-slow", "drops/t")
         try:
             reader = self.client("drops-reader")
             reader.subscribe("drops/t", qos=1)

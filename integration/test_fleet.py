@@ -24,6 +24,7 @@ import unittest
 import brokers
 import harness
 from harness import Broker, Client, free_port, make_certificate, stop_fleet, wait_for
+from test_watch_connections import read_envelope
 
 PATH = "/mqtt.connections.v1.ConnectionsService/ListConnections"
 TOKEN = "fleet-read-token-0123456789abcdef"
@@ -310,20 +311,10 @@ class FleetStream:
         self.end = None
         self.token = resume_token  # the last resumeToken read
 
-    def _exact(self, size):
-        data = b""
-        while len(data) < size:
-            piece = self.response.read(size - len(data))
-            if not piece:
-                raise AssertionError(f"stream ended inside an envelope ({len(data)}/{size})")
-            data += piece
-        return data
-
     def next(self):
         """The next message, or None after the end-of-stream message (self.end)."""
-        head = self._exact(5)
-        payload = json.loads(self._exact(int.from_bytes(head[1:], "big")))
-        if head[0] & 0x02:
+        flags, payload = read_envelope(self.response)
+        if flags & 0x02:
             self.end = payload
             return None
         self.token = payload.get("resumeToken", self.token)

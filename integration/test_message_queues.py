@@ -13,8 +13,7 @@ import os
 import subprocess
 import unittest
 
-from harness import (BROKER_VERSION, SharedBrokerTestCase, mqtt_string, mqtt_varint,
-                     raw_connect, read_mqtt_packet, wait_for)
+from harness import BROKER_VERSION, SharedBrokerTestCase, stalled_subscriber, wait_for
 
 RPC = "/mqtt.connections.v1.ConnectionsService/ListConnections"
 OPEN = "state = MQTT_CONNECTION_STATE_OPEN"
@@ -37,18 +36,8 @@ class MessageQueuesTest(SharedBrokerTestCase):
         self.assertEqual(status, 200, answer)
         return json.loads(answer)["connections"]
 
-    def stalled_subscriber(self, client_id, topic):
-        """A QoS 1 subscription on a raw socket that is never read from again."""
-        sock, _ = raw_connect(self.broker, client_id, keepalive=0)
-        body = (1).to_bytes(2, "big") + mqtt_string(topic) + b"\x01"
-        sock.sendall(b"\x82" + mqtt_varint(len(body)) + body)
-        first, suback = read_mqtt_packet(sock)
-        self.assertEqual(first, 0x90)
-        self.assertEqual(suback[-1], 1)  # granted QoS 1
-        return sock
-
     def test_a_subscriber_that_stops_reading_shows_its_queue(self):
-        sock = self.stalled_subscriber("queues-slow", "queues/t")
+        sock = stalled_subscriber(self.broker, "queues-slow", "queues/t")
         try:
             reader = self.client("queues-reader")
             reader.subscribe("queues/t", qos=1)

@@ -30,6 +30,20 @@ PATH = "/mqtt.connections.v1.ConnectionsService/WatchConnections"
 STORM = 1000  # connect+close pairs in the storm; bench/watch_storm.py runs 10,000
 
 
+def read_envelope(response):
+    """(flags, message as a dict) of the next Connect envelope of a streamed JSON answer."""
+    def exact(size):
+        data = b""
+        while len(data) < size:
+            piece = response.read(size - len(data))
+            if not piece:
+                raise AssertionError(f"stream ended inside an envelope ({len(data)}/{size})")
+            data += piece
+        return data
+    head = exact(5)
+    return head[0], json.loads(exact(int.from_bytes(head[1:], "big")))
+
+
 class Stream:
     """One WatchConnections call in the JSON codec over plain HTTP/1.1 (http.client undoes the
     chunked encoding; the Connect envelopes are read here)."""
@@ -50,25 +64,15 @@ class Stream:
         self.end = None  # the end-of-stream message once read
         self.pushed = []  # messages read ahead, handed out first by next()
 
-    def _exact(self, size):
-        data = b""
-        while len(data) < size:
-            piece = self.response.read(size - len(data))
-            if not piece:
-                raise AssertionError(f"stream ended inside an envelope ({len(data)}/{size})")
-            data += piece
-        return data
-
     def next(self):
         """The next message as a dict, or None after the end-of-stream message (self.end)."""
         if self.pushed:
             return self.pushed.pop(0)
-        head = self._exact(5)
-        payload = json.loads(self._exact(int.from_bytes(head[1:], "big")))
-        if head[0] & 0x02:
+        flags, payload = read_envelope(self.response)
+        if flags & 0x02:
             self.end = payload
             return None
-        assert head[0] == 0, head
+        assert flags == 0, flags
         return payload
 
     def until_synced(self):
