@@ -70,8 +70,12 @@ class BridgeTest(unittest.TestCase):
         return c
 
     def wait_remote_bridge_open(self):
-        return wait_for(lambda: in_state(self.remote, REMOTE_ID, "OPEN"), timeout=20,
-                        what="the bridge connected to the remote broker")[0]
+        """The bridge's connection on the remote broker once it holds its subscription: the
+        bridge subscribes right after its CONNECT, and the companion, woken by the broker at
+        once, may list the connection before that SUBSCRIBE arrives."""
+        return wait_for(lambda: [c for c in in_state(self.remote, REMOTE_ID, "OPEN")
+                                 if c.get("subscriptions")], timeout=20,
+                        what="the bridge connected to the remote broker, subscribed")[0]
 
     def verify_layout(self, broker):
         """Traffic that verifies the client layout (as test_broker_layout.py): three clients of
