@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "companion/client_history.h"
+#include "bench_registry.h"
 #include "companion/companion_link.h"
 #include "companion/connection_changes.h"
 #include "companion/connection_registry.h"
@@ -47,8 +48,11 @@
 namespace mqc {
 namespace {
 
-constexpr std::int64_t kSecond = 1'000'000'000;
-constexpr std::int64_t kStart = 1781260200 * kSecond;
+using bench::Feed;
+using bench::Get;
+using bench::kSecond;
+using bench::kStart;
+using bench::ThreadCpuMs;
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "mqc_list_bench: %s\n", message.c_str());
@@ -58,18 +62,6 @@ int Fail(const std::string& message) {
 std::size_t HeapBytes() {
   const struct mallinfo2 info = mallinfo2();
   return info.uordblks + info.hblkhd;
-}
-
-double ThreadCpuMs() {
-  timespec now{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  return static_cast<double>(now.tv_sec) * 1e3 + static_cast<double>(now.tv_nsec) / 1e6;
-}
-
-template <typename Event>
-bool FeedOne(ConnectionRegistry* registry, EventType type, const Event& event, std::string* bytes) {
-  Encode(event, bytes);
-  return ApplyEventRecord(registry, type, *bytes, NowNs());
 }
 
 // N connections as bench/mqtt_load.py opens them: client id bench-NNNNNN, two subscriptions.
@@ -91,22 +83,14 @@ __attribute__((noinline)) bool Feed(ConnectionRegistry* registry, long count) {
     open.ip_address = "127.0.0.1";
     open.auth_mechanism = AuthMechanism::kAnonymous;
     open.auth_state = AuthState::kSuccess;
-    if (!FeedOne(registry, EventType::kConnection, open, &bytes)) return false;
+    if (!Feed(registry, EventType::kConnection, open, &bytes)) return false;
     for (const std::string& filter :
          {"events/bench/" + std::to_string(i), "queues/bench." + std::to_string(i)}) {
       SubscriptionEvent subscribe{open.seq, 0, filter};
-      if (!FeedOne(registry, EventType::kSubscribe, subscribe, &bytes)) return false;
+      if (!Feed(registry, EventType::kSubscribe, subscribe, &bytes)) return false;
     }
   }
   return true;
-}
-
-HttpRequest Get(const std::string& path, QueryParams query = {}) {
-  HttpRequest request;
-  request.method = "GET";
-  request.path = path;
-  request.query = std::move(query);
-  return request;
 }
 
 __attribute__((noinline)) std::size_t FullList(const HttpRouter& router, int repeat) {
@@ -130,8 +114,8 @@ __attribute__((noinline)) std::size_t FullListAfterChange(ConnectionRegistry* re
   std::string record;
   for (int i = 0; i < repeat; ++i) {
     SubscriptionEvent touch{1, 0, "events/touch"};
-    (void)FeedOne(registry, EventType::kSubscribe, touch, &record);
-    (void)FeedOne(registry, EventType::kUnsubscribe, touch, &record);
+    (void)Feed(registry, EventType::kSubscribe, touch, &record);
+    (void)Feed(registry, EventType::kUnsubscribe, touch, &record);
     bytes = router.Handle(Get("/api/mqtt/connections")).body.size();
   }
   return bytes;
@@ -192,9 +176,9 @@ int Run(int argc, char** argv) {
     const std::size_t before = HeapBytes();
     ConnectionRegistry registry(options);
     std::string bytes;
-    if (!FeedOne(&registry, EventType::kResyncBegin, ResyncEvent{1}, &bytes) ||
+    if (!Feed(&registry, EventType::kResyncBegin, ResyncEvent{1}, &bytes) ||
         !Feed(&registry, count) ||
-        !FeedOne(&registry, EventType::kResyncEnd, ResyncEvent{1}, &bytes)) {
+        !Feed(&registry, EventType::kResyncEnd, ResyncEvent{1}, &bytes)) {
       return Fail("the registry did not take every event of the resync");
     }
     resync_bytes = HeapBytes() - before;

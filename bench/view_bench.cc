@@ -37,6 +37,7 @@
 
 #include "../tests/support/cjson_builders.h"
 #include "../tests/support/quote_filter_string.h"
+#include "bench_registry.h"
 #include "companion/companion_link.h"
 #include "companion/connection_registry.h"
 #include "companion/http/connect_rpc_service.h"
@@ -55,8 +56,11 @@
 namespace mqc {
 namespace {
 
-constexpr std::int64_t kSecond = 1'000'000'000;
-constexpr std::int64_t kStart = 1781260200 * kSecond;
+using bench::Feed;
+using bench::Get;
+using bench::kSecond;
+using bench::kStart;
+using bench::ThreadCpuMs;
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "mqc_view_bench: %s\n", message.c_str());
@@ -85,12 +89,6 @@ std::string ClientId(long i) {
   char id[32];
   std::snprintf(id, sizeof(id), "bench-%06ld", i);
   return id;
-}
-
-template <typename Event>
-bool Feed(ConnectionRegistry* registry, EventType type, const Event& event, std::string* bytes) {
-  Encode(event, bytes);
-  return ApplyEventRecord(registry, type, *bytes, NowNs());
 }
 
 bool FeedConnections(ConnectionRegistry* registry, long count, bool with_stats = false) {
@@ -122,12 +120,6 @@ bool FeedConnections(ConnectionRegistry* registry, long count, bool with_stats =
   return true;
 }
 
-double ThreadCpuMs() {
-  timespec now{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  return static_cast<double>(now.tv_sec) * 1e3 + static_cast<double>(now.tv_nsec) / 1e6;
-}
-
 // Median wall-clock milliseconds of `repeat` runs; *cpu_ms (when given) the median CPU time of
 // this thread, which a machine shared with other work inflates less.
 double MedianMs(int repeat, const std::function<void()>& run, double* cpu_ms = nullptr) {
@@ -154,14 +146,6 @@ HttpRequest Post(const std::string& body) {
   request.path = std::string(kConnectRpcServicePrefix) + "ListConnections";
   request.headers = {{"Content-Type", "application/json"}, {"Connect-Protocol-Version", "1"}};
   request.body = body;
-  return request;
-}
-
-HttpRequest Get(const std::string& path, QueryParams query = {}) {
-  HttpRequest request;
-  request.method = "GET";
-  request.path = path;
-  request.query = std::move(query);
   return request;
 }
 

@@ -29,11 +29,17 @@ variants=("$@")
 [ ${#variants[@]} -gt 0 ] || variants=(release asan tsan)
 wants() { [[ " ${variants[*]} " == *" $1 "* ]]; }
 
+configure() {  # name, cmake options...
+  local name=$1
+  shift
+  cmake -S . -B "build-$name" -DMQC_WERROR=ON "$@" > "build-$name.configure.log" 2>&1 ||
+    { cat "build-$name.configure.log"; return 1; }
+}
+
 build() {  # name, make jobs, cmake options...   (at the nice level $build_nice, 0 if unset)
   local name=$1 build_jobs=$2
   shift 2
-  cmake -S . -B "build-$name" -DMQC_WERROR=ON "$@" > "build-$name.configure.log" 2>&1 ||
-    { cat "build-$name.configure.log"; return 1; }
+  configure "$name" "$@" || return 1
   nice -n "${build_nice:-0}" cmake --build "build-$name" -j "$build_jobs"
   scripts/check-build-headers.py "build-$name"
 }
@@ -116,8 +122,7 @@ sanitizer_integration() {  # variant
 # two).
 if wants release || wants tsan; then
   echo "=== build release ==="
-  cmake -S . -B build-release -DMQC_WERROR=ON "${release_options[@]}" \
-    > build-release.configure.log 2>&1 || { cat build-release.configure.log; exit 1; }
+  configure release "${release_options[@]}"
   # The other brokers, downloaded and built once into build-release/brokers (cached);
   # unit.broker_symbols needs their manifest.
   if wants release; then start_job brokers 0 scripts/prepare-brokers.py build-release; fi
