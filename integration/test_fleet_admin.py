@@ -54,10 +54,17 @@ def cli(broker, *arguments, token=ADMIN_TOKEN):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-class FleetBanTest(unittest.TestCase):
+class FleetTestCase(unittest.TestCase):
+    """Three brokers of the matrix with peers (and the peers of `extra_peers` besides), for the
+    class; the clients a test leaves in `clients` are closed with it."""
+
+    @classmethod
+    def extra_peers(cls):
+        return ()
+
     @classmethod
     def setUpClass(cls):
-        cls.fleet = start_fleet()
+        cls.fleet = start_fleet(extra_peers=cls.extra_peers())
         cls.clients = []
 
     @classmethod
@@ -66,6 +73,9 @@ class FleetBanTest(unittest.TestCase):
             client.client.loop_stop()
             client.disconnect()
         stop_fleet(cls.fleet)
+
+
+class FleetBanTest(FleetTestCase):
 
     def open_everywhere(self, client_id):
         """One open client `client_id` on each broker, paho's reconnection off once listed."""
@@ -209,23 +219,15 @@ class FleetBanTest(unittest.TestCase):
         self.assertIn(f"127.0.0.1:{self.fleet[0].http_port}", rows[0])
 
 
-class FleetBanPartialTest(unittest.TestCase):
+class FleetBanPartialTest(FleetTestCase):
     """A peer that is down: a fleet ban is made on the others and the down peer is named, in
     brokers and peerErrors, and by the CLI's exit status; the console shows the fleet with the
     answer marked partial, and sends a kick and a ban to the right brokers."""
 
     @classmethod
-    def setUpClass(cls):
+    def extra_peers(cls):
         cls.nobody = f"http://127.0.0.1:{free_port()}"  # reserved by the harness, never bound
-        cls.fleet = start_fleet(extra_peers=(cls.nobody,))
-        cls.clients = []
-
-    @classmethod
-    def tearDownClass(cls):
-        for client in cls.clients:
-            client.client.loop_stop()
-            client.disconnect()
-        stop_fleet(cls.fleet)
+        return (cls.nobody,)
 
     def test_the_console_shows_the_fleet_a_partial_answer_and_routes_kick_and_ban(self):
         for index, broker in enumerate(self.fleet):
