@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../support/connection_builder.h"
+#include "../support/test_region.h"
 #include "companion/companion_link.h"
 #include "companion/connection.h"
 #include "companion/connection_registry.h"
@@ -90,9 +91,8 @@ ConnectionEvent Open(std::uint64_t seq, const std::string& client_id) {
 class MetricsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto created = SharedRegion::Create(SharedRegionSizes{1 << 12, 1 << 12, 16});
-    ASSERT_TRUE(created.ok()) << created.status().message();
-    region_ = std::move(created).value();
+    region_ = TestRegion({1 << 12, 1 << 12, 16});
+    ASSERT_NE(region_, nullptr);
     exporter_ = std::make_unique<MetricsExporter>(*region_->header(), registry_, 7);
   }
 

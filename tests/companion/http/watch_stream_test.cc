@@ -8,25 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "../../support/fake_live.h"
 #include "companion/json_util.h"
 
 namespace mqc {
 namespace {
-
-class FakeLive : public LiveConnections {
- public:
-  explicit FakeLive(const ConnectionChanges& changes) : changes_(changes) {}
-  ConnectionList LiveSnapshot(std::uint64_t* as_of) const override {
-    *as_of = changes_.last_sequence();
-    return std::make_shared<std::vector<ConnectionPtr>>(connections);
-  }
-  bool synced() const override { return is_synced; }
-  std::vector<ConnectionPtr> connections;
-  bool is_synced = true;
-
- private:
-  const ConnectionChanges& changes_;
-};
 
 ConnectionPtr Open(const std::string& client_id) {
   auto connection = std::make_shared<Connection>();
