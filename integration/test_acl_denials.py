@@ -67,6 +67,14 @@ class AclDenialsTest(unittest.TestCase):
         self.assertEqual(denial_fields(connection), {})
         self.assertIsNone(totals(broker))
 
+    def subscribed_client(self, broker, client_id, suback_codes):
+        """An MQTT 5 client subscribed at QoS 1 to each filter of `suback_codes`, the broker's
+        SUBACK code checked for each."""
+        client = Client(broker, client_id, version=5)
+        for topic_filter, code in suback_codes.items():
+            self.assertEqual(client.subscribe(topic_filter, 1), [code], topic_filter)
+        return client
+
     def check_one_publish_denied(self, broker, client_id, client, topics, refused,
                                  subscribes_denied):
         """Publishes at QoS 1 on the two `topics`, of which the broker refuses `refused`. Once
@@ -97,10 +105,8 @@ class AclDenialsTest(unittest.TestCase):
 
     def test_a_publish_the_acl_file_refuses(self):
         with Broker(extra="acl_file {dir}/acl", files={"acl": ACL_FILE}) as broker:
-            client = Client(broker, "refused-writer", version=5)
             # 2.0 and 2.1's acl_file allow every SUBSCRIBE: its refusal comes at delivery.
-            self.assertEqual(client.subscribe("secret/#", 1), [1])
-            self.assertEqual(client.subscribe("open/#", 1), [1])
+            client = self.subscribed_client(broker, "refused-writer", {"secret/#": 1, "open/#": 1})
             if not self.check_one_publish_denied(broker, "refused-writer", client,
                                                  ["open/a", "secret/x"], "secret/x",
                                                  subscribes_denied=0):
@@ -131,9 +137,7 @@ class AclDenialsTest(unittest.TestCase):
 
     def test_a_subscribe_and_a_publish_an_acl_plugin_after_this_one_refuses(self):
         with Broker(plugin_after=test_plugin_lines("acl")) as broker:
-            client = Client(broker, "refused-reader", version=5)
-            self.assertEqual(client.subscribe("ok/#", 1), [1])
-            self.assertEqual(client.subscribe("deny/#", 1), [0x87])
+            client = self.subscribed_client(broker, "refused-reader", {"ok/#": 1, "deny/#": 0x87})
             if not self.check_one_publish_denied(broker, "refused-reader", client,
                                                  ["deny/x", "ok/x"], "deny/x",
                                                  subscribes_denied=1):
