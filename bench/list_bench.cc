@@ -36,8 +36,9 @@
 #include <string>
 #include <vector>
 
-#include "companion/client_history.h"
+#include "bench_args.h"
 #include "bench_registry.h"
+#include "companion/client_history.h"
 #include "companion/companion_link.h"
 #include "companion/connection_changes.h"
 #include "companion/connection_registry.h"
@@ -48,16 +49,13 @@
 namespace mqc {
 namespace {
 
+using bench::Fail;
 using bench::Feed;
 using bench::Get;
 using bench::kSecond;
 using bench::kStart;
+using bench::ParseOptions;
 using bench::ThreadCpuMs;
-
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "mqc_list_bench: %s\n", message.c_str());
-  return 1;
-}
 
 std::size_t HeapBytes() {
   const struct mallinfo2 info = mallinfo2();
@@ -138,23 +136,11 @@ int Run(int argc, char** argv) {
   long count = 15000;
   int repeat = 20;
   long history = 8192;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string name = argv[i];
-    if (name == "--connections") {
-      count = std::atol(argv[i + 1]);
-    } else if (name == "--repeat") {
-      repeat = std::atoi(argv[i + 1]);
-    } else if (name == "--history") {
-      history = std::atol(argv[i + 1]);
-    } else {
-      return Fail("unknown argument " + name +
-                  "; usage: [--connections N] [--repeat R] [--history H]");
-    }
-  }
-  if (argc % 2 == 0) return Fail("usage: [--connections N] [--repeat R] [--history H]");
-  if (count < 100 || repeat < 1 || history < 1) {
-    return Fail("--connections at least 100, --repeat and --history at least 1");
-  }
+  const std::string error = ParseOptions(argc, argv,
+                                         {{"--connections", 100L, 10'000'000L, &count},
+                                          {"--repeat", 1, 1'000'000, &repeat},
+                                          {"--history", 1L, 100'000'000L, &history}});
+  if (!error.empty()) return Fail(error + "; usage: [--connections N] [--repeat R] [--history H]");
   mallopt(M_ARENA_MAX, 2);  // as the companion (companion/main.cc)
 
   ConnectionRegistryOptions options;

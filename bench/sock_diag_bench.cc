@@ -20,14 +20,12 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.h"
 #include "companion/sock_diag.h"
 
 namespace {
 
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "mqc_sock_diag_bench: %s\n", message.c_str());
-  return 1;
-}
+using mqc::bench::Fail;
 
 // Opens `count` connections to a loopback listener (both ends stay open); its port, or 0.
 std::uint16_t OpenConnections(long count, std::vector<int>* fds, std::string* error) {
@@ -72,21 +70,11 @@ int main(int argc, char** argv) {
   long port = 0;
   long open = 0;
   long repeat = 5;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string name = argv[i];
-    char* end = nullptr;
-    const long value = std::strtol(argv[i + 1], &end, 10);
-    if (*end != '\0' || value < 0) return Fail("bad value for " + name + ": " + argv[i + 1]);
-    if (name == "--port" && value <= 65535) {
-      port = value;
-    } else if (name == "--open" && value <= 100000) {
-      open = value;
-    } else if (name == "--repeat" && value >= 1 && value <= 1000) {
-      repeat = value;
-    } else {
-      return Fail("unknown option or value out of range: " + name + " " + argv[i + 1]);
-    }
-  }
+  const std::string bad = mqc::bench::ParseOptions(argc, argv,
+                                                   {{"--port", 0L, 65535L, &port},
+                                                    {"--open", 0L, 100000L, &open},
+                                                    {"--repeat", 1L, 1000L, &repeat}});
+  if (!bad.empty()) return Fail(bad);
   if ((port == 0) == (open == 0)) return Fail("give --port P or --open N");
   std::vector<int> fds;
   if (open > 0) {

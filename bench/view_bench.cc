@@ -37,6 +37,7 @@
 
 #include "../tests/support/cjson_builders.h"
 #include "../tests/support/quote_filter_string.h"
+#include "bench_args.h"
 #include "bench_registry.h"
 #include "companion/companion_link.h"
 #include "companion/connection_registry.h"
@@ -56,16 +57,13 @@
 namespace mqc {
 namespace {
 
+using bench::Fail;
 using bench::Feed;
 using bench::Get;
 using bench::kSecond;
 using bench::kStart;
+using bench::ParseOptions;
 using bench::ThreadCpuMs;
-
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "mqc_view_bench: %s\n", message.c_str());
-  return 1;
-}
 
 // The registry as the companion's views see it (src/companion/detailed_source.h, without the
 // kernel's network figures: in process there are no sockets to read).
@@ -289,18 +287,10 @@ int TopClientsBench(long count, int repeat) {
 int Run(int argc, char** argv) {
   long count = 100000;
   int repeat = 5;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string name = argv[i];
-    if (name == "--connections") {
-      count = std::atol(argv[i + 1]);
-    } else if (name == "--repeat") {
-      repeat = std::atoi(argv[i + 1]);
-    } else {
-      return Fail("unknown argument " + name + "; usage: [--connections N] [--repeat R]");
-    }
-  }
-  if (argc % 2 == 0) return Fail("usage: [--connections N] [--repeat R]");
-  if (count < 4 || repeat < 1) return Fail("--connections at least 4, --repeat at least 1");
+  const std::string error = ParseOptions(
+      argc, argv,
+      {{"--connections", 4L, 10'000'000L, &count}, {"--repeat", 1, 1'000'000, &repeat}});
+  if (!error.empty()) return Fail(error + "; usage: [--connections N] [--repeat R]");
 
   ConnectionRegistryOptions options;
   ListenerConfig listener;

@@ -201,6 +201,25 @@ def stop_process(process, sig=signal.SIGTERM, timeout=15):
         process.wait(timeout=5)
 
 
+PROMETHEUS_SAMPLE = re.compile(r"^([a-zA-Z_:][\w:]*)(?:\{(.*)\})?\s+(\S+)$")
+
+
+def parse_scrape(text):
+    """({(name, raw label text): value}, {family: type}) of a Prometheus text exposition; the
+    label text is kept as served (quoted and escaped), which is also PromQL's series syntax."""
+    samples, types = {}, {}
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, family, kind = line.split(" ", 3)
+            types[family] = kind
+        if not line or line.startswith("#"):
+            continue
+        match = PROMETHEUS_SAMPLE.match(line)
+        assert match, f"not a sample line: {line!r}"
+        samples[(match.group(1), match.group(2) or "")] = float(match.group(3))
+    return samples, types
+
+
 def wait_for(predicate, timeout=10.0, interval=0.02, what="condition"):
     """Polls `predicate` until it returns a true value; fails after `timeout` seconds."""
     deadline = time.monotonic() + timeout
@@ -473,12 +492,16 @@ class Broker:
         except urllib.error.HTTPError as error:
             return error.code, dict(error.headers), error.read().decode()
 
-    def rich_connections(self, filter_text=""):
-        """The rich API's connections (ListConnections, Connect JSON) that `filter_text` selects:
-        open, offline and recently closed alike unless it says otherwise."""
+    def rich_connections(self, filter_text="", order_by=""):
+        """The rich API's connections (ListConnections, Connect JSON) that `filter_text` selects,
+        in the order `order_by` gives: open, offline and recently closed alike unless it says
+        otherwise."""
+        request = {"filter": filter_text}
+        if order_by:
+            request["orderBy"] = order_by
         status, _, body = self.http(
             "/mqtt.connections.v1.ConnectionsService/ListConnections", method="POST",
-            body=json.dumps({"filter": filter_text}).encode(),
+            body=json.dumps(request).encode(),
             headers={"Content-Type": "application/json", "Connect-Protocol-Version": "1"})
         assert status == 200, body
         return json.loads(body).get("connections", [])
@@ -810,6 +833,27 @@ class SharedBrokerTestCase(unittest.TestCase):
         c = Client(self.broker, *args, **kwargs)
         self.clients.append(c)
         return c
+
+    def list(self, filter_text="", order_by=""):
+        """The rich API's connections (Broker.rich_connections)."""
+        return self.broker.rich_connections(filter_text, order_by)
+
+    def closed(self, client_id):
+        """The rich API's entry of `client_id`'s connection once it is listed as closed."""
+        return wait_for(lambda: self.list(f'client_id = "{client_id}" AND '
+                                          'state = MQTT_CONNECTION_STATE_CLOSED'),
+                        what=f"{client_id} closed")[0]
+
+    def publish_to_a_reader(self, prefix, topic, count, timeout):
+        """`count` QoS 1 messages on `topic` from <prefix>-publisher, waited for at
+        <prefix>-reader, a subscriber that reads them all."""
+        reader = self.client(f"{prefix}-reader")
+        reader.subscribe(topic, qos=1)
+        publisher = self.client(f"{prefix}-publisher")
+        for n in range(count):
+            publisher.publish(topic, b"m%d" % n, qos=1)
+        wait_for(lambda: len(reader.messages) >= count, timeout=timeout,
+                 what="every message at the reading subscriber")
 
 
 class BrokerPerTestCase(unittest.TestCase):

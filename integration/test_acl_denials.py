@@ -67,31 +67,50 @@ class AclDenialsTest(unittest.TestCase):
         self.assertEqual(denial_fields(connection), {})
         self.assertIsNone(totals(broker))
 
+    def subscribed_client(self, broker, client_id, suback_codes):
+        """An MQTT 5 client subscribed at QoS 1 to each filter of `suback_codes`, the broker's
+        SUBACK code checked for each."""
+        client = Client(broker, client_id, version=5)
+        for topic_filter, code in suback_codes.items():
+            self.assertEqual(client.subscribe(topic_filter, 1), [code], topic_filter)
+        return client
+
+    def check_one_publish_denied(self, broker, client_id, client, topics, refused,
+                                 subscribes_denied):
+        """Publishes at QoS 1 on the two `topics`, of which the broker refuses `refused`. Once
+        both PUBACKs came back, the client shows that denial and `subscribes_denied` refused
+        SUBSCRIBEs, lastDeniedTime between the publishes and their PUBACKs, and so do the totals.
+        False where the broker hides denials (checked to show nothing)."""
+        pubacks = record_pubacks(client.client)
+        start = time.time_ns()
+        for topic in topics:
+            client.publish(topic, b"x", qos=1).wait_for_publish()
+        end = time.time_ns()
+        self.assertEqual(sorted(poll(lambda: list(pubacks.values()),
+                                     lambda codes: len(codes) == 2, SETTLE_TIMEOUT)),
+                         [0, 0x87])
+        if not denials_shown(broker):
+            self.check_hidden(broker, client_id)
+            return False
+        connection = poll(lambda: by_client(broker, client_id),
+                          lambda c: c and c.get("deniedPublishCount") == "1", SETTLE_TIMEOUT)
+        fields = denial_fields(connection)
+        self.assertLessEqual(start, unix_ns(fields.pop("lastDeniedTime")))
+        self.assertLessEqual(unix_ns(connection["lastDeniedTime"]), end)
+        self.assertEqual(fields, {"deniedPublishCount": "1",
+                                  "deniedSubscribeCount": str(subscribes_denied),
+                                  "lastDeniedTopic": refused})
+        self.assertEqual(totals(broker), {"publish": 1, "subscribe": subscribes_denied})
+        return True
+
     def test_a_publish_the_acl_file_refuses(self):
         with Broker(extra="acl_file {dir}/acl", files={"acl": ACL_FILE}) as broker:
-            client = Client(broker, "refused-writer", version=5)
-            pubacks = record_pubacks(client.client)
             # 2.0 and 2.1's acl_file allow every SUBSCRIBE: its refusal comes at delivery.
-            self.assertEqual(client.subscribe("secret/#", 1), [1])
-            self.assertEqual(client.subscribe("open/#", 1), [1])
-            start = time.time_ns()
-            client.publish("open/a", b"ok", qos=1).wait_for_publish()
-            client.publish("secret/x", b"no", qos=1).wait_for_publish()
-            end = time.time_ns()
-            self.assertEqual(sorted(poll(lambda: list(pubacks.values()),
-                                         lambda codes: len(codes) == 2, SETTLE_TIMEOUT)),
-                             [0, 0x87])
-            if not denials_shown(broker):
-                self.check_hidden(broker, "refused-writer")
+            client = self.subscribed_client(broker, "refused-writer", {"secret/#": 1, "open/#": 1})
+            if not self.check_one_publish_denied(broker, "refused-writer", client,
+                                                 ["open/a", "secret/x"], "secret/x",
+                                                 subscribes_denied=0):
                 return
-            connection = poll(lambda: by_client(broker, "refused-writer"),
-                              lambda c: c and c.get("deniedPublishCount") == "1", SETTLE_TIMEOUT)
-            fields = denial_fields(connection)
-            self.assertLessEqual(start, unix_ns(fields.pop("lastDeniedTime")))
-            self.assertLessEqual(unix_ns(connection["lastDeniedTime"]), end)
-            self.assertEqual(fields, {"deniedPublishCount": "1", "deniedSubscribeCount": "0",
-                                      "lastDeniedTopic": "secret/x"})
-            self.assertEqual(totals(broker), {"publish": 1, "subscribe": 0})
             # A filter and an order find it; a client that was refused nothing shows zeros.
             quiet = Client(broker, "quiet", version=4)
             poll(lambda: by_client(broker, "quiet"), lambda c: c is not None, SETTLE_TIMEOUT)
@@ -118,26 +137,11 @@ class AclDenialsTest(unittest.TestCase):
 
     def test_a_subscribe_and_a_publish_an_acl_plugin_after_this_one_refuses(self):
         with Broker(plugin_after=test_plugin_lines("acl")) as broker:
-            client = Client(broker, "refused-reader", version=5)
-            pubacks = record_pubacks(client.client)
-            self.assertEqual(client.subscribe("ok/#", 1), [1])
-            self.assertEqual(client.subscribe("deny/#", 1), [0x87])
-            start = time.time_ns()
-            client.publish("deny/x", b"no", qos=1).wait_for_publish()
-            client.publish("ok/x", b"ok", qos=1).wait_for_publish()
-            self.assertEqual(sorted(poll(lambda: list(pubacks.values()),
-                                         lambda codes: len(codes) == 2, SETTLE_TIMEOUT)),
-                             [0, 0x87])
-            if not denials_shown(broker):
-                self.check_hidden(broker, "refused-reader")
+            client = self.subscribed_client(broker, "refused-reader", {"ok/#": 1, "deny/#": 0x87})
+            if not self.check_one_publish_denied(broker, "refused-reader", client,
+                                                 ["deny/x", "ok/x"], "deny/x",
+                                                 subscribes_denied=1):
                 return
-            connection = poll(lambda: by_client(broker, "refused-reader"),
-                              lambda c: c and c.get("deniedPublishCount") == "1", SETTLE_TIMEOUT)
-            fields = denial_fields(connection)
-            self.assertLessEqual(start, unix_ns(fields.pop("lastDeniedTime")))
-            self.assertEqual(fields, {"deniedPublishCount": "1", "deniedSubscribeCount": "1",
-                                      "lastDeniedTopic": "deny/x"})
-            self.assertEqual(totals(broker), {"publish": 1, "subscribe": 1})
             client.disconnect()
         broker.cleanup_dir()
 

@@ -12,13 +12,11 @@ connection, and /metrics by cause; 2.1 queues without a check the plugin sees: t
 left out, and the start line says so. A QoS 0 message for an offline persistent session is
 thrown away by every build: counted in /metrics (reason offline)."""
 
-import json
 import re
 import unittest
 
 from harness import BROKER_VERSION, SharedBrokerTestCase, stalled_subscriber, wait_for
 
-RPC = "/mqtt.connections.v1.ConnectionsService/ListConnections"
 IN_FLIGHT = 20
 QUEUED = 10
 PUBLISHED = 100
@@ -33,13 +31,6 @@ class DroppedMessagesTest(SharedBrokerTestCase):
                                  f"max_queued_messages {QUEUED}\n"}
     layout_prefix = "drops-layout"
 
-    def list(self, filter_text=""):
-        status, _, answer = self.broker.http(
-            RPC, method="POST", body=json.dumps({"filter": filter_text}).encode(),
-            headers={"Content-Type": "application/json", "Connect-Protocol-Version": "1"})
-        self.assertEqual(status, 200, answer)
-        return json.loads(answer).get("connections", [])
-
     def dropped_metric(self, reason):
         _, _, text = self.broker.http("/metrics")
         values = re.findall(
@@ -52,13 +43,7 @@ class DroppedMessagesTest(SharedBrokerTestCase):
         queue_full_before = self.dropped_metric("queue_full")
         sock = stalled_subscriber(self.broker, "drops-slow", "drops/t")
         try:
-            reader = self.client("drops-reader")
-            reader.subscribe("drops/t", qos=1)
-            publisher = self.client("drops-publisher")
-            for n in range(PUBLISHED):
-                publisher.publish("drops/t", b"m%d" % n, qos=1)
-            wait_for(lambda: len(reader.messages) >= PUBLISHED, timeout=20,
-                     what="every message at the reading subscriber")
+            self.publish_to_a_reader("drops", "drops/t", PUBLISHED, timeout=20)
 
             def slow():
                 found = self.list('client_id = "drops-slow"')
@@ -91,10 +76,7 @@ class DroppedMessagesTest(SharedBrokerTestCase):
         finally:
             sock.close()
         # Closed: unknown, not 0.
-        closed = wait_for(lambda: [c for c in self.list('client_id = "drops-slow"')
-                                   if c["state"] == "MQTT_CONNECTION_STATE_CLOSED"],
-                          timeout=10, what="the slow subscriber closed")
-        self.assertNotIn("messagesDropped", closed[0])
+        self.assertNotIn("messagesDropped", self.closed("drops-slow"))
 
     def test_qos0_for_an_offline_session_is_dropped_by_cause(self):
         offline_before = self.dropped_metric("offline")

@@ -23,7 +23,8 @@ import unittest
 
 import brokers
 import harness
-from harness import Broker, Client, free_port, make_certificate, stop_fleet, wait_for
+from harness import (Broker, Client, disconnect_all, free_port, make_certificate, stop_fleet,
+                     wait_for)
 from test_watch_connections import read_envelope
 
 PATH = "/mqtt.connections.v1.ConnectionsService/ListConnections"
@@ -125,8 +126,7 @@ class FleetListTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        for client in cls.clients:
-            client.disconnect()
+        disconnect_all(cls.clients)
         stop_fleet(cls.fleet)
 
     def union(self):
@@ -357,8 +357,7 @@ class FleetWatchTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        for client in cls.clients:
-            client.disconnect()
+        disconnect_all(cls.clients)
         stop_fleet(cls.fleet)
 
     def open_stream(self, broker, token=""):
@@ -538,8 +537,7 @@ class FleetPartialTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        for client in cls.clients:
-            client.disconnect()
+        disconnect_all(cls.clients)
         stop_fleet(cls.fleet)
         cls.garbage.close()
         cls.silent.close()
@@ -642,8 +640,7 @@ class FleetHttpsTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        for client in cls.clients:
-            client.disconnect()
+        disconnect_all(cls.clients)
         stop_fleet(cls.brokers)
 
     def fleet_page(self, broker):

@@ -28,7 +28,8 @@ import urllib.request
 
 import brokers
 from broker_matrix import LAYOUT_BROKERS
-from harness import BROKER, Broker, Client, disconnect_all, free_port, stop_process, wait_for
+from harness import (BROKER, Broker, Client, disconnect_all, free_port, parse_scrape, stop_process,
+                     wait_for)
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 RULES = os.path.abspath(os.path.join(ROOT, "conf", "prometheus-rules.yml"))
@@ -39,23 +40,6 @@ JOB = "mosquitto_connections"  # conf/prometheus.yml's job, which the rules' `up
 PLAN = [(11, 2, 1, 3), (12, 3, 2, 5), (13, 5, 4, 7)]
 SECONDS = 600  # the promtool test's series: a sample a second for 10 minutes, evaluated at the end
 PRECISION = 1000  # the promtool test compares the rules' values in thousandths
-SAMPLE = re.compile(r"^([a-zA-Z_:][\w:]*)(?:\{(.*)\})?\s+(\S+)$")
-
-
-def parse_scrape(text):
-    """({(name, raw label text): value}, {family: type}) of a Prometheus text exposition; the
-    label text is kept as served (quoted and escaped), which is also PromQL's series syntax."""
-    samples, types = {}, {}
-    for line in text.splitlines():
-        if line.startswith("# TYPE "):
-            _, _, family, kind = line.split(" ", 3)
-            types[family] = kind
-        if not line or line.startswith("#"):
-            continue
-        match = SAMPLE.match(line)
-        assert match, f"not a sample line: {line!r}"
-        samples[(match.group(1), match.group(2) or "")] = float(match.group(3))
-    return samples, types
 
 
 def family_type(name, types):

@@ -8,14 +8,12 @@ max_queued_messages). The rich API shows exactly that, from the broker's own cou
 sweep's round; `messages_queued desc` puts it first and `messages_queued > 0` finds it. Before
 2.0.13 the broker counts both together (msg_count): only messagesPending is shown."""
 
-import json
 import os
 import subprocess
 import unittest
 
 from harness import BROKER_VERSION, SharedBrokerTestCase, stalled_subscriber, wait_for
 
-RPC = "/mqtt.connections.v1.ConnectionsService/ListConnections"
 OPEN = "state = MQTT_CONNECTION_STATE_OPEN"
 CLI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli",
                    "mosquitto-connections")
@@ -28,24 +26,10 @@ class MessageQueuesTest(SharedBrokerTestCase):
     broker_arguments = {"extra": f"max_inflight_messages {IN_FLIGHT}\nmax_queued_messages 100\n"}
     layout_prefix = "queues-layout"
 
-    def list(self, filter_text="", order_by=""):
-        body = {"filter": filter_text, "orderBy": order_by}
-        status, _, answer = self.broker.http(
-            RPC, method="POST", body=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json", "Connect-Protocol-Version": "1"})
-        self.assertEqual(status, 200, answer)
-        return json.loads(answer)["connections"]
-
     def test_a_subscriber_that_stops_reading_shows_its_queue(self):
         sock = stalled_subscriber(self.broker, "queues-slow", "queues/t")
         try:
-            reader = self.client("queues-reader")
-            reader.subscribe("queues/t", qos=1)
-            publisher = self.client("queues-publisher")
-            for n in range(PUBLISHED):
-                publisher.publish("queues/t", b"m%d" % n, qos=1)
-            wait_for(lambda: len(reader.messages) >= PUBLISHED, timeout=10,
-                     what="every message at the reading subscriber")
+            self.publish_to_a_reader("queues", "queues/t", PUBLISHED, timeout=10)
 
             def slow():
                 found = self.list('client_id = "queues-slow"')
@@ -101,10 +85,7 @@ class MessageQueuesTest(SharedBrokerTestCase):
         finally:
             sock.close()
         # Closed: unknown, not 0.
-        closed = wait_for(lambda: [c for c in self.list('client_id = "queues-slow"')
-                                   if c["state"] == "MQTT_CONNECTION_STATE_CLOSED"],
-                          timeout=10, what="the slow subscriber closed")
-        self.assertNotIn("messagesPending", closed[0])
+        self.assertNotIn("messagesPending", self.closed("queues-slow"))
 
 
 if __name__ == "__main__":

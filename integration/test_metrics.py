@@ -15,7 +15,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from harness import (BROKER_VERSION, MOSQUITTO_PASSWD, Broker, Client, broker_tool, free_port,
-                     stop_process, wait_for)
+                     parse_scrape, stop_process, wait_for)
 
 # The contract's label values (../shared/spec/README.md, "GET /metrics"): exactly these, so that
 # a KubeMQ dashboard's `sum by (operation)` sees no value of this project's own.
@@ -24,23 +24,14 @@ OPERATIONS = ["publish_events", "publish_store", "publish_queues", "rpc_command"
 STATUSES = ["success", "error", "dropped"]
 DURATION_OPERATIONS = ["rpc_command", "rpc_query", "rpc_response"]
 BUCKETS = ["0.01", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10", "30", "60", "+Inf"]
-SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
 def parse(text):
     """Prometheus text -> {(name, frozenset(labels)): value}, and the TYPE lines."""
-    samples, types = {}, {}
-    for line in text.splitlines():
-        if line.startswith("# TYPE "):
-            _, _, name, kind = line.split(" ", 3)
-            types[name] = kind
-        elif line and not line.startswith("#"):
-            match = SAMPLE.match(line)
-            assert match, line
-            labels = frozenset(LABEL.findall(match.group(2) or ""))
-            samples[(match.group(1), labels)] = float(match.group(3))
-    return samples, types
+    samples, types = parse_scrape(text)
+    return {(name, frozenset(LABEL.findall(labels))): value
+            for (name, labels), value in samples.items()}, types
 
 
 class Metrics:

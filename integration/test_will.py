@@ -75,34 +75,36 @@ class WillTest(SharedBrokerTestCase):
         wait_for(lambda: (topic, MARKER) in watcher.messages, what="the marker")
         return [payload for t, payload in watcher.messages if t == topic and payload != MARKER]
 
+    def kick_a_will_client(self, prefix, topic, version, **kick):
+        """<prefix>-kicked, an MQTT `version` client with a will on `topic` that
+        <prefix>-watcher subscribes to, kicked with the fields `kick` adds and seen closed as
+        KICKED; returns the watcher."""
+        watcher = self.watcher(f"{prefix}-watcher", topic)
+        self.will_client(f"{prefix}-kicked", topic, version=version)
+        self.kick({"clientId": f"{prefix}-kicked", **kick})
+        closed = wait_for(lambda: self.connection(f"{prefix}-kicked",
+                                                  "MQTT_CONNECTION_STATE_CLOSED"),
+                          what="closed")
+        self.assertEqual(closed["closeReason"], "KICKED")
+        return watcher
+
     def test_a_kick_publishes_the_will_by_default(self):
         for version in (4, 5):
             with self.subTest(version=version):
                 topic = f"wills/default/{version}"
-                watcher = self.watcher(f"will-watcher-{version}", topic)
-                self.will_client(f"will-kicked-{version}", topic, version=version)
-                self.kick({"clientId": f"will-kicked-{version}"})
-                wait_for(lambda: (topic, f"will of will-kicked-{version}".encode())
+                watcher = self.kick_a_will_client(f"will-{version}", topic, version)
+                wait_for(lambda: (topic, f"will of will-{version}-kicked".encode())
                          in watcher.messages, what="the kicked client's will")
-                closed = wait_for(lambda: self.connection(f"will-kicked-{version}",
-                                                          "MQTT_CONNECTION_STATE_CLOSED"),
-                                  what="closed")
-                self.assertEqual(closed["closeReason"], "KICKED")
 
     def test_prevent_will_keeps_the_will_back(self):
         for version in (4, 5):
             with self.subTest(version=version):
                 topic = f"wills/prevented/{version}"
-                watcher = self.watcher(f"nowill-watcher-{version}", topic)
-                self.will_client(f"nowill-kicked-{version}", topic, version=version)
-                self.kick({"clientId": f"nowill-kicked-{version}", "preventWill": True})
-                closed = wait_for(lambda: self.connection(f"nowill-kicked-{version}",
-                                                          "MQTT_CONNECTION_STATE_CLOSED"),
-                                  what="closed")
-                self.assertEqual(closed["closeReason"], "KICKED")
+                watcher = self.kick_a_will_client(f"nowill-{version}", topic, version,
+                                                  preventWill=True)
                 self.assertEqual(self.received_after_marker(watcher, topic), [])
-                self.assertIn("disconnected client 'nowill-kicked-"
-                              f"{version}'", self.broker.log())
+                self.assertIn(f"disconnected client 'nowill-{version}-kicked'",
+                              self.broker.log())
                 self.assertIn(", without publishing its will", self.broker.log())
 
     def test_the_kubemq_delete_publishes_the_will(self):

@@ -26,31 +26,12 @@
 /* 2.1's numbers, absent from 2.0's headers (include/mosquitto/broker.h and defs.h of 2.1). */
 enum { kEventMessageOut21 = 27, kErrPluginIgnore21 = 32, kTickIntervalMs21 = 50 };
 
-static int Allow(int event, void *event_data, void *userdata) {
-  (void)event;
-  (void)event_data;
-  (void)userdata;
-  return MOSQ_ERR_SUCCESS;
-}
-
-static int Defer(int event, void *event_data, void *userdata) {
-  (void)event;
-  (void)event_data;
-  (void)userdata;
-  return MOSQ_ERR_PLUGIN_DEFER;
-}
-
-static int Ignore21(int event, void *event_data, void *userdata) {
-  (void)event;
-  (void)event_data;
-  (void)userdata;
-  return kErrPluginIgnore21;
-}
+static int Allow(int, void *, void *) { return MOSQ_ERR_SUCCESS; }
+static int Defer(int, void *, void *) { return MOSQ_ERR_PLUGIN_DEFER; }
+static int Ignore21(int, void *, void *) { return kErrPluginIgnore21; }
 
 /* 2.1's next_ms is 2.0's next_ns, in the same place. */
-static int Tick21(int event, void *event_data, void *userdata) {
-  (void)event;
-  (void)userdata;
+static int Tick21(int, void *event_data, void *) {
   ((struct mosquitto_evt_tick *)event_data)->next_s = -2;
   ((struct mosquitto_evt_tick *)event_data)->next_ns = 2000 + kTickIntervalMs21;
   return MOSQ_ERR_SUCCESS;
@@ -80,17 +61,9 @@ static mosquitto_plugin_id_t *identifier;
 static const struct Registration *registered;
 static size_t registered_count;
 
-int mosquitto_plugin_version(int supported_version_count, const int *supported_versions) {
-  (void)supported_version_count;
-  (void)supported_versions;
-  return 5;
-}
+int mosquitto_plugin_version(int, const int *) { return 5; }
 
-int mosquitto_plugin_init(mosquitto_plugin_id_t *id, void **userdata, struct mosquitto_opt *options,
-                          int option_count) {
-  (void)userdata;
-  (void)options;
-  (void)option_count;
+int mosquitto_plugin_init(mosquitto_plugin_id_t *id, void **, struct mosquitto_opt *, int) {
   identifier = id;
   /* Only 2.1 exports mosquitto_client_port, as the plugin tells them apart (plugin/broker_api.cc). */
   const int api_2_1 = dlsym(RTLD_DEFAULT, "mosquitto_client_port") != NULL;
@@ -113,10 +86,7 @@ int mosquitto_plugin_init(mosquitto_plugin_id_t *id, void **userdata, struct mos
   return MOSQ_ERR_SUCCESS;
 }
 
-int mosquitto_plugin_cleanup(void *userdata, struct mosquitto_opt *options, int option_count) {
-  (void)userdata;
-  (void)options;
-  (void)option_count;
+int mosquitto_plugin_cleanup(void *, struct mosquitto_opt *, int) {
   for (size_t i = registered_count; i > 0; --i) {
     mosquitto_callback_unregister(identifier, registered[i - 1].event, registered[i - 1].callback,
                                   NULL);

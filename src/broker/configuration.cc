@@ -130,6 +130,14 @@ void Keep(const Reload* state, const char* name, T PluginOptions::*option, const
   reloaded->*option = old_value;
 }
 
+// A number the companion sizes itself by at start: the old one stays until the broker restarts.
+template <typename T>
+void KeepUntilRestart(const Reload* state, const char* name, T PluginOptions::*option,
+                      PluginOptions* reloaded) {
+  Keep(state, name, option,
+       std::to_string(state->settings->options.*option) + " until the broker restarts", reloaded);
+}
+
 // Applies the options that can change at run time; keeps the others with a warning. Returns
 // whether the registry's or the RPC tracker's options changed.
 bool ApplyOptions(const Reload* state, PluginOptions reloaded) {
@@ -169,22 +177,16 @@ bool ApplyOptions(const Reload* state, PluginOptions reloaded) {
   Keep(state, "client_layout", &PluginOptions::client_layout,
        std::string(old.client_layout ? "verify" : "off") + " until the broker restarts", &reloaded);
   // The companion sizes its top-clients family at start.
-  Keep(state, "metrics_top_clients", &PluginOptions::metrics_top_clients,
-       std::to_string(old.metrics_top_clients) + " until the broker restarts", &reloaded);
+  KeepUntilRestart(state, "metrics_top_clients", &PluginOptions::metrics_top_clients, &reloaded);
   // The companion sizes a client's history at start.
-  Keep(state, "history_events", &PluginOptions::history_events,
-       std::to_string(old.history_events) + " until the broker restarts", &reloaded);
-  Keep(state, "history_max_events", &PluginOptions::history_max_events,
-       std::to_string(old.history_max_events) + " until the broker restarts", &reloaded);
-  Keep(state, "activity_interval", &PluginOptions::activity_interval_s,
-       std::to_string(old.activity_interval_s) + " until the broker restarts", &reloaded);
+  KeepUntilRestart(state, "history_events", &PluginOptions::history_events, &reloaded);
+  KeepUntilRestart(state, "history_max_events", &PluginOptions::history_max_events, &reloaded);
+  KeepUntilRestart(state, "activity_interval", &PluginOptions::activity_interval_s, &reloaded);
   // The companion's registry and bans take the flapping ban's settings at start.
-  Keep(state, "flapping_max_count", &PluginOptions::flapping_max_count,
-       std::to_string(old.flapping_max_count) + " until the broker restarts", &reloaded);
-  Keep(state, "flapping_window_time", &PluginOptions::flapping_window_time_s,
-       std::to_string(old.flapping_window_time_s) + " until the broker restarts", &reloaded);
-  Keep(state, "flapping_ban_time", &PluginOptions::flapping_ban_time_s,
-       std::to_string(old.flapping_ban_time_s) + " until the broker restarts", &reloaded);
+  KeepUntilRestart(state, "flapping_max_count", &PluginOptions::flapping_max_count, &reloaded);
+  KeepUntilRestart(state, "flapping_window_time", &PluginOptions::flapping_window_time_s,
+                   &reloaded);
+  KeepUntilRestart(state, "flapping_ban_time", &PluginOptions::flapping_ban_time_s, &reloaded);
   // The companion reads the token files again when it gets the settings record, sent at every
   // reload (the tokens themselves never pass through the broker).
   state->settings->settings_pending = true;

@@ -116,6 +116,16 @@ MetricFamily SingleCounter(std::string name, std::string help,
   return family;
 }
 
+// A counter family by one label: counters[i] is the sample with label `label` = values[i].
+template <std::size_t N>
+MetricFamily CountersByLabel(std::string name, std::string help, const char* label,
+                             const std::atomic<std::uint64_t> (&counters)[N],
+                             const std::array<const char*, N>& values) {
+  MetricFamily family = NewFamily(std::move(name), std::move(help), MetricType::Counter);
+  for (std::size_t i = 0; i < N; ++i) AddCounter(&family, Load(counters[i]), {{label, values[i]}});
+  return family;
+}
+
 ClientMetric DurationMetric(const char* operation, const SharedHistogram& shared) {
   ClientMetric metric;
   metric.label = {{"operation", operation}};
@@ -213,14 +223,9 @@ class MetricsExporter::BrokerCollector : public prometheus::Collectable {
   }
 
   MetricFamily Disconnects() const {
-    MetricFamily family =
-        NewFamily("kubemq_mqtt_disconnects_total", "Closed MQTT connections, by why they closed.",
-                  MetricType::Counter);
-    for (std::size_t reason = 0; reason < kCloseReasonLabels.size(); ++reason) {
-      AddCounter(&family, Load(shared_.counters.disconnects[reason]),
-                 {{"reason", kCloseReasonLabels[reason]}});
-    }
-    return family;
+    return CountersByLabel("kubemq_mqtt_disconnects_total",
+                           "Closed MQTT connections, by why they closed.", "reason",
+                           shared_.counters.disconnects, kCloseReasonLabels);
   }
 
   MetricFamily Subscriptions() const {
@@ -240,47 +245,31 @@ class MetricsExporter::BrokerCollector : public prometheus::Collectable {
   // operation, and a tenth operation would change every `sum by (operation)` of a KubeMQ
   // dashboard.
   MetricFamily Subscribes() const {
-    MetricFamily family = NewFamily(
+    return CountersByLabel(
         "mosquitto_connections_subscribes_total",
         "SUBSCRIBE filters: made by the broker (success), refused by KubeMQ strict mode (error).",
-        MetricType::Counter);
-    for (std::size_t status = 0; status < kSubscribeStatusCount; ++status) {
-      AddCounter(&family, Load(shared_.counters.subscribes[status]),
-                 {{"status", kSubscribeStatusLabels[status]}});
-    }
-    return family;
+        "status", shared_.counters.subscribes, kSubscribeStatusLabels);
   }
 
   // ACL denials by access, where the broker shows them (BrokerControl::denials_shown; left out
   // where it hides them, so that no 0 passes for a count). Per client only in the rich API.
   MetricFamily AclDenials() const {
-    MetricFamily family = NewFamily(
-        "mosquitto_connections_acl_denials_total",
-        "Requests of clients an ACL source refused: PUBLISHes (access publish) and SUBSCRIBE "
-        "filters (access subscribe).",
-        MetricType::Counter);
     constexpr std::array<const char*, kAclAccessCount> kLabels = {"publish", "subscribe"};
-    for (std::size_t access = 0; access < kAclAccessCount; ++access) {
-      AddCounter(&family, Load(shared_.counters.acl_denials[access]),
-                 {{"access", kLabels[access]}});
-    }
-    return family;
+    return CountersByLabel("mosquitto_connections_acl_denials_total",
+                           "Requests of clients an ACL source refused: PUBLISHes (access "
+                           "publish) and SUBSCRIBE filters (access subscribe).",
+                           "access", shared_.counters.acl_denials, kLabels);
   }
 
   // Messages the broker threw away, by the causes the plugin sees (docs/broker-versions.md,
   // "Dropped messages"); per client only in the rich API (messagesDropped).
   MetricFamily Dropped() const {
-    MetricFamily family = NewFamily(
+    return CountersByLabel(
         "mosquitto_connections_messages_dropped_total",
         "Messages the broker threw away instead of queueing them for a subscriber, by cause: a "
         "full queue (max_queued_messages, max_queued_bytes), a QoS 0 message for an offline "
         "session.",
-        MetricType::Counter);
-    for (std::size_t reason = 0; reason < kDropReasonCount; ++reason) {
-      AddCounter(&family, Load(shared_.counters.messages_dropped[reason]),
-                 {{"reason", kDropReasonLabels[reason]}});
-    }
-    return family;
+        "reason", shared_.counters.messages_dropped, kDropReasonLabels);
   }
 
   // The top talkers, recomputed at each scrape: a client that left the top N has no series.

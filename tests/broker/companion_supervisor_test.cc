@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "../support/test_region.h"
+
 namespace mqc {
 namespace {
 
@@ -32,9 +34,8 @@ std::vector<std::string> ReadLines(const std::string& path) {
 class CompanionSupervisorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto created = SharedRegion::Create(SharedRegionSizes{4096, 4096, 16});
-    ASSERT_TRUE(created.ok()) << created.status().message();
-    region_ = std::move(created).value();
+    region_ = TestRegion({4096, 4096, 16});
+    ASSERT_NE(region_, nullptr);
     const std::string base = ::testing::TempDir() + "supervisor-" + std::to_string(getpid());
     starts_ = base + ".starts";
     mode_ = base + ".mode";

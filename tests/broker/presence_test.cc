@@ -10,6 +10,7 @@
 
 #include "../support/client_facts_builder.h"
 #include "../support/null_sink.h"
+#include "../support/session_table_fixture.h"
 #include "broker/connect_settlement.h"
 #include "link/json_string.h"
 #include "link/plugin_options.h"
@@ -86,7 +87,8 @@ std::set<std::string> Keys(const std::string& json) {
   return keys;
 }
 
-class PresenceTest : public ::testing::Test {
+// The session table's test fixture with presence observing the table.
+class PresenceTest : public SessionTableTest {
  protected:
   PresenceTest() {
     PresenceOptions options;
@@ -96,12 +98,6 @@ class PresenceTest : public ::testing::Test {
     presence_ = std::make_unique<Presence>(options, &publisher_, FixedNow);
     table_.SetObserver(presence_.get());
   }
-  const void* const a_ = &slots_[0];
-  const void* const b_ = &slots_[1];
-  int slots_[2] = {};
-  NullSink sink_;
-  SessionTable table_{&sink_, 42};
-  ConnectSettlement connects_{&table_};
   RecordingPublisher publisher_;
   std::unique_ptr<Presence> presence_;
 };

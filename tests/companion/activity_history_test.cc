@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "companion/activity_history.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <vector>
 
 namespace mqc {
 namespace {
+
+using ::testing::ElementsAre;
 
 constexpr std::int64_t kSecond = 1'000'000'000;
 
@@ -17,6 +20,14 @@ ActivityTotals Totals(std::uint64_t connects, std::uint64_t delivered, std::uint
   totals.open_connections = open;
   totals.disconnects[5] = connects / 2;  // KICKED
   return totals;
+}
+
+// One figure of every sample kept, oldest first.
+template <typename T>
+std::vector<T> Column(const ActivityHistory& history, T ActivitySample::*figure) {
+  std::vector<T> column;
+  for (const ActivitySample& sample : history.Samples()) column.push_back(sample.*figure);
+  return column;
 }
 
 // The ACL's refusals are differences like the other counts (strict mode's refused SUBSCRIBEs and
@@ -71,11 +82,8 @@ TEST(ActivityHistoryTest, OneSampleAtEachIntervalEndWithWhatChangedInIt) {
 TEST(ActivityHistoryTest, KeepsTheLastSamplesOldestFirst) {
   ActivityHistory history({kSecond, 3});
   for (int i = 0; i <= 6; ++i) history.Sample(i * kSecond, Totals(10 * i, 0, i));
-  const std::vector<ActivitySample> samples = history.Samples();
-  ASSERT_EQ(samples.size(), 3u);
-  EXPECT_EQ(samples[0].open_connections, 4u);
-  EXPECT_EQ(samples[2].open_connections, 6u);
-  EXPECT_EQ(samples[2].connects, 10u);
+  EXPECT_THAT(Column(history, &ActivitySample::open_connections), ElementsAre(4u, 5u, 6u));
+  EXPECT_THAT(Column(history, &ActivitySample::connects), ElementsAre(10u, 10u, 10u));
 }
 
 TEST(ActivityHistoryTest, ASleptIntervalIsOneLongerSampleAndCountersThatWentBackStartAgain) {
@@ -83,11 +91,8 @@ TEST(ActivityHistoryTest, ASleptIntervalIsOneLongerSampleAndCountersThatWentBack
   history.Sample(0, Totals(100, 0, 0));
   history.Sample(35 * kSecond, Totals(130, 0, 0));
   history.Sample(40 * kSecond, Totals(5, 0, 0));  // a new broker's counters
-  const std::vector<ActivitySample> samples = history.Samples();
-  ASSERT_EQ(samples.size(), 2u);
-  EXPECT_EQ(samples[0].seconds, 35u);
-  EXPECT_EQ(samples[0].connects, 30u);
-  EXPECT_EQ(samples[1].connects, 5u);
+  EXPECT_THAT(Column(history, &ActivitySample::seconds), ElementsAre(35u, 5u));
+  EXPECT_THAT(Column(history, &ActivitySample::connects), ElementsAre(30u, 5u));
 }
 
 TEST(ActivityHistoryTest, ReadsTheBrokersCounters) {

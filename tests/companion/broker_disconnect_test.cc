@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../support/connection_builder.h"
+#include "../support/test_region.h"
 #include "broker/broker_link.h"
 #include "companion/companion_link.h"
 #include "companion/connection_registry.h"
@@ -32,13 +33,8 @@ using ::testing::HasSubstr;
 class BrokerDisconnectTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    SharedRegionSizes sizes;
-    sizes.events_capacity = 4096;
-    sizes.commands_capacity = 4096;
-    sizes.stats_slots = 0;
-    auto created = SharedRegion::Create(sizes);
-    ASSERT_TRUE(created.ok()) << created.status().message();
-    region_ = std::move(created).value();
+    region_ = TestRegion({4096, 4096, 0});
+    ASSERT_NE(region_, nullptr);
     companion_ = std::make_unique<CompanionLink>(region_.get());
     broker_ = std::make_unique<BrokerLink>(region_.get());
     Apply(EventType::kResyncBegin, ResyncEvent{1});

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../support/connection_builder.h"
+#include "../support/test_region.h"
 #include "broker/broker_link.h"
 #include "companion/ban_store.h"
 #include "companion/broker_bans.h"
@@ -34,13 +35,7 @@ constexpr std::int64_t kMinute = 60 * kTestSecond;  // kTestTime0 is a whole min
 class CompanionTest : public ::testing::Test {
  protected:
   CompanionTest() {
-    SharedRegionSizes sizes;
-    sizes.events_capacity = 1u << 16;
-    sizes.commands_capacity = 1u << 14;
-    sizes.stats_slots = 0;
-    auto created = SharedRegion::Create(sizes);
-    EXPECT_TRUE(created.ok()) << created.status().message();
-    region_ = std::move(created).value();
+    region_ = TestRegion({1u << 16, 1u << 14, 0});
     link_ = std::make_unique<CompanionLink>(region_.get());
     broker_ = std::make_unique<BrokerLink>(region_.get());
     ConnectionRegistryOptions options;
@@ -70,6 +65,14 @@ class CompanionTest : public ::testing::Test {
     ASSERT_TRUE(broker_->Emit(EventType::kResyncBegin, ResyncEvent{1}));
     ASSERT_TRUE(broker_->Emit(TestConnectionRecord(1, "one")));
     ASSERT_TRUE(broker_->Emit(EventType::kResyncEnd, ResyncEvent{1}));
+  }
+
+  // The broker's record of connection 1 ("one") closing at `close_time_ns`.
+  static CloseEvent CloseOfOne(std::int64_t close_time_ns) {
+    CloseEvent close;
+    close.seq = 1;
+    close.close_time_ns = close_time_ns;
+    return close;
   }
 
   // The companion's log lines that reached the broker since the last call.
@@ -158,10 +161,7 @@ TEST_F(CompanionTest, IdleWaitsForTheExpiryTheWindowOrASecond) {
 
 TEST_F(CompanionTest, ClosedConnectionsExpireAtTheirTimeAtMostOnceASecond) {
   Resync();
-  CloseEvent close;
-  close.seq = 1;
-  close.close_time_ns = kTestTime0;
-  ASSERT_TRUE(broker_->Emit(close));
+  ASSERT_TRUE(broker_->Emit(CloseOfOne(kTestTime0)));
   companion_->Step(kTestTime0);
   EXPECT_EQ(registry_->closed_count(), 1u);
   companion_->Step(kTestTime0 + 4 * kTestSecond);
@@ -172,10 +172,7 @@ TEST_F(CompanionTest, ClosedConnectionsExpireAtTheirTimeAtMostOnceASecond) {
 
 TEST_F(CompanionTest, ExpiryWaitsForItsSecond) {
   Resync();
-  CloseEvent close;
-  close.seq = 1;
-  close.close_time_ns = kTestTime0;
-  ASSERT_TRUE(broker_->Emit(close));
+  ASSERT_TRUE(broker_->Emit(CloseOfOne(kTestTime0)));
   companion_->Step(kTestTime0 + 5 * kTestSecond - kTestMilli);  // expires nothing yet
   EXPECT_EQ(registry_->closed_count(), 1u);
   // Due now, but the last expiry ran less than a second ago.
@@ -187,10 +184,8 @@ TEST_F(CompanionTest, ExpiryWaitsForItsSecond) {
 
 TEST_F(CompanionTest, TheWindowTurnsAtTheMinute) {
   Resync();
-  companion_->Step(kTestTime0 + kTestSecond);  // the clock starts
-  CloseEvent close;
-  close.seq = 1;
-  close.close_time_ns = kTestTime0 + 58 * kTestSecond;  // kept 5 s: past the minute
+  companion_->Step(kTestTime0 + kTestSecond);                    // the clock starts
+  CloseEvent close = CloseOfOne(kTestTime0 + 58 * kTestSecond);  // kept 5 s: past the minute
   close.totals.publish_count = 7;
   ASSERT_TRUE(broker_->Emit(close));
   companion_->Step(kTestTime0 + 58 * kTestSecond);

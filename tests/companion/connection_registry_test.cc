@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../support/connection_builder.h"
@@ -20,6 +21,9 @@
 
 namespace mqc {
 namespace {
+
+using ::testing::ElementsAre;
+using ::testing::Pair;
 
 ConnectionEvent Open(std::uint64_t seq, const std::string& id, std::int64_t open_ns = 1) {
   ConnectionEvent e = TestConnectionRecord(seq, id);
@@ -740,6 +744,13 @@ class RegistryDetailsTest : public ::testing::Test {
     Encode(event, &bytes);
     ASSERT_TRUE(ApplyEventRecord(registry_.get(), type, bytes, now));
   }
+  // A new registry whose statistics window started at `window_start`, and slot 0 handed to
+  // connection 1.
+  void StartOver(std::int64_t window_start) {
+    registry_ = std::make_unique<ConnectionRegistry>(options_);
+    registry_->RollStatisticsWindow(window_start);
+    Assign(0, 1);
+  }
   // The broker's side of a CONNECT: the slot handed over zeroed to `seq`.
   void Assign(std::uint32_t slot, std::uint64_t seq) { AssignStatsSlot(slots_[slot], seq); }
   // The broker's side of a close: the slot given back (it keeps its figures until it is taken
@@ -748,6 +759,17 @@ class RegistryDetailsTest : public ::testing::Test {
     const RequestStatistics totals = LoadStatsSlot(slots_[slot]);
     Apply(EventType::kClose, CloseEvent{seq, close_ns, CloseReason::kClientDisconnect, totals},
           now);
+  }
+  // Connections 1, 2, ... opened on these local ports, and what the registry tells of each:
+  // listener name and whether TLS protects it.
+  std::vector<std::pair<std::string, bool>> ListenersOf(const std::vector<std::uint16_t>& ports) {
+    for (std::size_t i = 0; i < ports.size(); ++i) Open(i + 1, ports[i], kNoStatsSlot, 0);
+    std::vector<std::pair<std::string, bool>> listeners;
+    for (std::uint64_t seq = 1; seq <= ports.size(); ++seq) {
+      const Connection c = Stored(seq);
+      listeners.emplace_back(c.listener_name, c.tls.enabled);
+    }
+    return listeners;
   }
   // The stored connection `seq` as a reader of the shared view sees it (no details added).
   Connection Stored(std::uint64_t seq) { return Find(registry_->Snapshot(), seq); }
@@ -773,33 +795,18 @@ class RegistryDetailsTest : public ::testing::Test {
 };
 
 TEST_F(RegistryDetailsTest, ListenerNameAndTlsComeFromTheLocalPort) {
-  Open(1, 1883, kNoStatsSlot, 0);
-  Open(2, 8883, kNoStatsSlot, 0);
-  Open(3, 8083, kNoStatsSlot, 0);
-  Open(4, 9999, kNoStatsSlot, 0);  // not a configured listener
-  const auto all = registry_->Snapshot();
-  EXPECT_EQ(Find(all, 1).listener_name, "mqtt:1883");
-  EXPECT_FALSE(Find(all, 1).tls.enabled);
-  EXPECT_EQ(Find(all, 2).listener_name, "mqtts:8883");
-  EXPECT_TRUE(Find(all, 2).tls.enabled);
-  EXPECT_EQ(Find(all, 3).listener_name, "ws:8083");
-  EXPECT_EQ(Find(all, 4).listener_name, "");
+  EXPECT_THAT(ListenersOf({1883, 8883, 8083, 9999}),  // 9999: not a configured listener
+              ElementsAre(Pair("mqtt:1883", false), Pair("mqtts:8883", true),
+                          Pair("ws:8083", false), Pair("", false)));
 }
 
 // Behind a load balancer the listener itself is plain; TLS ended at the balancer is known only
 // where the broker refuses a PROXY v2 header without TLS facts (proxy_protocol_v2_require_tls):
 // the broker keeps nothing else of them for a client.
 TEST_F(RegistryDetailsTest, TlsEndedAtTheBalancerIsKnownWhereTheListenerRequiresIt) {
-  Open(1, 1884, kNoStatsSlot, 0);
-  Open(2, 1885, kNoStatsSlot, 0);
-  Open(3, 1886, kNoStatsSlot, 0);
-  const auto all = registry_->Snapshot();
-  EXPECT_EQ(Find(all, 1).listener_name, "mqtt:1884");
-  EXPECT_FALSE(Find(all, 1).tls.enabled);
-  EXPECT_EQ(Find(all, 2).listener_name, "mqtt:1885");
-  EXPECT_FALSE(Find(all, 2).tls.enabled);
-  EXPECT_EQ(Find(all, 3).listener_name, "mqtt:1886");
-  EXPECT_TRUE(Find(all, 3).tls.enabled);
+  EXPECT_THAT(
+      ListenersOf({1884, 1885, 1886}),
+      ElementsAre(Pair("mqtt:1884", false), Pair("mqtt:1885", false), Pair("mqtt:1886", true)));
 }
 
 TEST_F(RegistryDetailsTest, DetailedSnapshotReadsTheSlotOnlyWhileItIsTheConnections) {
@@ -965,9 +972,7 @@ using TopList = std::vector<std::pair<std::string, std::uint64_t>>;
 TEST_F(RegistryDetailsTest, AConnectionThatBurstsAndLeavesWithinAMinuteShowsItTheNextMinute) {
   for (const bool read_late : {false, true}) {
     SCOPED_TRACE(read_late ? "events read after the minute" : "events read at once");
-    registry_ = std::make_unique<ConnectionRegistry>(options_);
-    registry_->RollStatisticsWindow(10 * kMinute + 1);
-    Assign(0, 1);
+    StartOver(10 * kMinute + 1);
     Bump(slots_[0].publish_count, 300);
     Bump(slots_[0].publish_bytes, 3000);
     Bump(slots_[0].deliver_count, 2);
@@ -1012,9 +1017,7 @@ TEST_F(RegistryDetailsTest, AConnectionThatBurstsAndLeavesWithinAMinuteShowsItTh
 TEST_F(RegistryDetailsTest, AClosedConnectionShowsItsLastMinuteWhenThatMinuteEnds) {
   for (const bool read_late : {false, true}) {
     SCOPED_TRACE(read_late ? "close read after the minute" : "close read at once");
-    registry_ = std::make_unique<ConnectionRegistry>(options_);
-    registry_->RollStatisticsWindow(9 * kMinute + 1);
-    Assign(0, 1);
+    StartOver(9 * kMinute + 1);
     Open(1, 1883, 0, 9 * kMinute + 2, 9 * kMinute + 1);
     Bump(slots_[0].publish_count, 5);  // minute 9
     registry_->RollStatisticsWindow(10 * kMinute);

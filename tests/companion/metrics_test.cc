@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../support/connection_builder.h"
+#include "../support/test_region.h"
 #include "companion/companion_link.h"
 #include "companion/connection.h"
 #include "companion/connection_registry.h"
@@ -90,9 +91,8 @@ ConnectionEvent Open(std::uint64_t seq, const std::string& client_id) {
 class MetricsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto created = SharedRegion::Create(SharedRegionSizes{1 << 12, 1 << 12, 16});
-    ASSERT_TRUE(created.ok()) << created.status().message();
-    region_ = std::move(created).value();
+    region_ = TestRegion({1 << 12, 1 << 12, 16});
+    ASSERT_NE(region_, nullptr);
     exporter_ = std::make_unique<MetricsExporter>(*region_->header(), registry_, 7);
   }
 
@@ -193,46 +193,42 @@ TEST_F(MetricsTest, OperationsAreReadFromTheSharedCounters) {
       }));
 }
 
-TEST_F(MetricsTest, SubscribeOutcomesHaveTheProjectsOwnFamily) {
+// The project's own families, by one label each and without a client label: subscribe
+// outcomes (not an operation: no operation="subscribe" anywhere), ACL denials by access where
+// the broker shows them, dropped messages by cause.
+TEST_F(MetricsTest, TheProjectsOwnFamiliesCountByOneLabel) {
   counters().subscribes[static_cast<std::size_t>(SubscribeStatus::kSuccess)] = 5;
   counters().subscribes[static_cast<std::size_t>(SubscribeStatus::kError)] = 2;
-  const std::string text = exporter_->Render();
-  EXPECT_THAT(text, HasSubstr("# TYPE mosquitto_connections_subscribes_total counter\n"));
-  EXPECT_THAT(Samples(text, "mosquitto_connections_subscribes_total"),
-              UnorderedElementsAreArray({
-                  "mosquitto_connections_subscribes_total{status=\"success\"} 5",
-                  "mosquitto_connections_subscribes_total{status=\"error\"} 2",
-              }));
-  EXPECT_THAT(text, Not(HasSubstr("subscribe\",")));  // no operation="subscribe" anywhere
-}
-
-// The ACL denials by access, only where the broker shows them: where it hides them the family is
-// left out rather than written as zeros.
-TEST_F(MetricsTest, AclDenialsAreCountedByAccessWhereTheBrokerShowsThem) {
   counters().acl_denials[static_cast<std::size_t>(AclAccess::kPublish)] = 4;
   counters().acl_denials[static_cast<std::size_t>(AclAccess::kSubscribe)] = 1;
-  counters().acl_denials_shown = 0;
-  EXPECT_THAT(exporter_->Render(), Not(HasSubstr("mosquitto_connections_acl_denials_total")));
   counters().acl_denials_shown = 1;
-  const std::string text = exporter_->Render();
-  EXPECT_THAT(text, HasSubstr("# TYPE mosquitto_connections_acl_denials_total counter\n"));
-  EXPECT_THAT(Samples(text, "mosquitto_connections_acl_denials_total"),
-              UnorderedElementsAreArray({
-                  "mosquitto_connections_acl_denials_total{access=\"publish\"} 4",
-                  "mosquitto_connections_acl_denials_total{access=\"subscribe\"} 1",
-              }));
-}
-
-TEST_F(MetricsTest, DroppedMessagesAreCountedByCauseWithoutAClientLabel) {
   counters().messages_dropped[static_cast<std::size_t>(DropReason::kQueueFull)] = 40;
   counters().messages_dropped[static_cast<std::size_t>(DropReason::kOffline)] = 3;
   const std::string text = exporter_->Render();
-  EXPECT_THAT(text, HasSubstr("# TYPE mosquitto_connections_messages_dropped_total counter\n"));
-  EXPECT_THAT(Samples(text, "mosquitto_connections_messages_dropped_total"),
-              UnorderedElementsAreArray({
-                  "mosquitto_connections_messages_dropped_total{reason=\"queue_full\"} 40",
-                  "mosquitto_connections_messages_dropped_total{reason=\"offline\"} 3",
-              }));
+  const std::pair<std::string, std::vector<std::string>> families[] = {
+      {"mosquitto_connections_subscribes_total",
+       {"mosquitto_connections_subscribes_total{status=\"success\"} 5",
+        "mosquitto_connections_subscribes_total{status=\"error\"} 2"}},
+      {"mosquitto_connections_acl_denials_total",
+       {"mosquitto_connections_acl_denials_total{access=\"publish\"} 4",
+        "mosquitto_connections_acl_denials_total{access=\"subscribe\"} 1"}},
+      {"mosquitto_connections_messages_dropped_total",
+       {"mosquitto_connections_messages_dropped_total{reason=\"queue_full\"} 40",
+        "mosquitto_connections_messages_dropped_total{reason=\"offline\"} 3"}},
+  };
+  for (const auto& [family, samples] : families) {
+    SCOPED_TRACE(family);
+    EXPECT_THAT(text, HasSubstr("# TYPE " + family + " counter\n"));
+    EXPECT_THAT(Samples(text, family), UnorderedElementsAreArray(samples));
+  }
+  EXPECT_THAT(text, Not(HasSubstr("subscribe\",")));
+}
+
+// Where the broker hides ACL denials the family is left out rather than written as zeros.
+TEST_F(MetricsTest, AclDenialsAreLeftOutWhereTheBrokerHidesThem) {
+  counters().acl_denials[static_cast<std::size_t>(AclAccess::kPublish)] = 4;
+  counters().acl_denials_shown = 0;
+  EXPECT_THAT(exporter_->Render(), Not(HasSubstr("mosquitto_connections_acl_denials_total")));
 }
 
 // KubeMQ dashboards sum the seed's families by operation and status: every kubemq_mqtt_* sample

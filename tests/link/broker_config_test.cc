@@ -8,9 +8,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace mqc {
 namespace {
+
+using ::testing::ElementsAre;
+using ::testing::Pair;
 
 BrokerConfig Parse(const std::string& text) {
   BrokerConfig config;
@@ -195,13 +201,11 @@ TEST(BrokerConfigTest, ProxyProtocolListeners) {
       "listener 1883\n"
       "listener 1884\nenable_proxy_protocol 1\n"
       "listener 1885\nenable_proxy_protocol 2\nproxy_protocol_v2_require_tls true\n");
-  ASSERT_EQ(config.listeners.size(), 3u);
-  EXPECT_EQ(config.listeners[0].proxy_protocol, 0);
-  EXPECT_FALSE(config.listeners[0].proxy_v2_require_tls);
-  EXPECT_EQ(config.listeners[1].proxy_protocol, 1);
-  EXPECT_FALSE(config.listeners[1].proxy_v2_require_tls);
-  EXPECT_EQ(config.listeners[2].proxy_protocol, 2);
-  EXPECT_TRUE(config.listeners[2].proxy_v2_require_tls);
+  std::vector<std::pair<int, bool>> proxy;  // (version, TLS required) by listener
+  for (const ListenerConfig& listener : config.listeners) {
+    proxy.emplace_back(listener.proxy_protocol, listener.proxy_v2_require_tls);
+  }
+  EXPECT_THAT(proxy, ElementsAre(Pair(0, false), Pair(1, false), Pair(2, true)));
   for (const char* bad :
        {"listener 1\nenable_proxy_protocol 3\n", "listener 1\nenable_proxy_protocol\n",
         "listener 1\nenable_proxy_protocol 0\n", "listener 1\nenable_proxy_protocol v2\n"}) {

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "../support/client_facts_builder.h"
+#include "../support/test_region.h"
 #include "broker/broker_events.h"
 #include "broker/broker_link.h"
 #include "broker/connect_settlement.h"
@@ -51,9 +52,8 @@ class SharedLinkTest : public ::testing::Test {
     SharedRegionSizes sizes;
     sizes.events_capacity = 4096;  // small, to fill it
     sizes.commands_capacity = 4096;
-    auto created = SharedRegion::Create(sizes);
-    ASSERT_TRUE(created.ok()) << created.status().message();
-    region_ = std::move(created).value();
+    region_ = TestRegion(sizes);
+    ASSERT_NE(region_, nullptr);
     broker_ = std::make_unique<BrokerLink>(region_.get());
     table_ = std::make_unique<SessionTable>(broker_.get(), 1);
     connects_ = std::make_unique<ConnectSettlement>(table_.get());
@@ -167,13 +167,8 @@ TEST_F(SharedLinkTest, AWriteBetweenTheCompanionsCheckAndItsSleepEndsTheSleepAtO
 // a reader that sleeps up to 10 s when the ring is empty. A lost wake-up would leave a record
 // unread for those 10 s: every round must finish well before.
 TEST(SharedLinkWakeTest, NoWakeIsLostBetweenAWriterAndAReaderThatSleeps) {
-  SharedRegionSizes sizes;
-  sizes.events_capacity = 4096;
-  sizes.commands_capacity = 4096;
-  sizes.stats_slots = 0;
-  auto created = SharedRegion::Create(sizes);
-  ASSERT_TRUE(created.ok()) << created.status().message();
-  const std::unique_ptr<SharedRegion> region = std::move(created).value();
+  const std::unique_ptr<SharedRegion> region = TestRegion({4096, 4096, 0});
+  ASSERT_NE(region, nullptr);
   SharedHeader* header = region->header();
   BrokerLink broker(region.get());
   RingWriter writer(&header->events, region->events_data(), header->events_capacity);
@@ -253,13 +248,8 @@ TEST_F(SharedLinkTest, AFullRingNeverBlocksAndTheLossIsRepairedByAResync) {
 // Pages of the event ring the companion has read go back to the system; what it has not read
 // yet stays intact, also across the ring's wrap.
 TEST(SharedLinkReleaseTest, ReadPagesOfTheRingAreGivenBackAndUnreadRecordsStay) {
-  SharedRegionSizes sizes;
-  sizes.events_capacity = 256 * 1024;
-  sizes.commands_capacity = 4096;
-  sizes.stats_slots = 0;
-  auto created = SharedRegion::Create(sizes);
-  ASSERT_TRUE(created.ok()) << created.status().message();
-  const std::unique_ptr<SharedRegion> region = std::move(created).value();
+  const std::unique_ptr<SharedRegion> region = TestRegion({256 * 1024, 4096, 0});
+  ASSERT_NE(region, nullptr);
   BrokerLink broker(region.get());
   SessionTable table(&broker, 1);
   ConnectSettlement connects(&table);

@@ -33,10 +33,8 @@ static int HasData(const struct mosquitto_evt_extended_auth *data, const char *t
          memcmp(data->data_in, text, length) == 0;
 }
 
-static int OnStart(int event, void *event_data, void *userdata) {
+static int OnStart(int, void *event_data, void *) {
   struct mosquitto_evt_extended_auth *data = event_data;
-  (void)event;
-  (void)userdata;
   if (data->auth_method == NULL || strcmp(data->auth_method, METHOD) != 0) {
     return MOSQ_ERR_PLUGIN_DEFER;
   }
@@ -46,11 +44,9 @@ static int OnStart(int event, void *event_data, void *userdata) {
   return MOSQ_ERR_AUTH_CONTINUE;
 }
 
-static int OnContinue(int event, void *event_data, void *userdata) {
+static int OnContinue(int, void *event_data, void *) {
   const struct mosquitto_evt_extended_auth *data = event_data;
   const size_t prefix = strlen(RESPONSE_PREFIX);
-  (void)event;
-  (void)userdata;
   if (data->data_in == NULL || data->data_in_len < prefix ||
       memcmp(data->data_in, RESPONSE_PREFIX, prefix) != 0) {
     return MOSQ_ERR_PLUGIN_DEFER;
@@ -60,17 +56,9 @@ static int OnContinue(int event, void *event_data, void *userdata) {
              : MOSQ_ERR_AUTH;
 }
 
-int mosquitto_plugin_version(int supported_version_count, const int *supported_versions) {
-  (void)supported_version_count;
-  (void)supported_versions;
-  return 5;
-}
+int mosquitto_plugin_version(int, const int *) { return 5; }
 
-int mosquitto_plugin_init(mosquitto_plugin_id_t *id, void **userdata, struct mosquitto_opt *options,
-                          int option_count) {
-  (void)userdata;
-  (void)options;
-  (void)option_count;
+int mosquitto_plugin_init(mosquitto_plugin_id_t *id, void **, struct mosquitto_opt *, int) {
   identifier = id;
   if (mosquitto_callback_register(id, MOSQ_EVT_EXT_AUTH_START, OnStart, NULL, NULL) !=
       MOSQ_ERR_SUCCESS) {
@@ -86,10 +74,7 @@ int mosquitto_plugin_init(mosquitto_plugin_id_t *id, void **userdata, struct mos
   return MOSQ_ERR_SUCCESS;
 }
 
-int mosquitto_plugin_cleanup(void *userdata, struct mosquitto_opt *options, int option_count) {
-  (void)userdata;
-  (void)options;
-  (void)option_count;
+int mosquitto_plugin_cleanup(void *, struct mosquitto_opt *, int) {
   mosquitto_callback_unregister(identifier, MOSQ_EVT_EXT_AUTH_START, OnStart, NULL);
   mosquitto_callback_unregister(identifier, MOSQ_EVT_EXT_AUTH_CONTINUE, OnContinue, NULL);
   return MOSQ_ERR_SUCCESS;

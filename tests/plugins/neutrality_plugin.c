@@ -12,50 +12,26 @@
 #include <stdbool.h>
 #include <string.h>
 
-/* clang-format off */
-#include <mosquitto.h>
-#include <mosquitto_broker.h>
-#include <mosquitto_plugin.h>
-/* clang-format on */
+#include "plugin_decisions.h"
 
 static mosquitto_plugin_id_t *identifier;
 static bool basic_auth;
 static bool acl_check;
 
-static bool Equal(const char *text, const char *expected) {
-  return text != NULL && strcmp(text, expected) == 0;
-}
-
-static int OnBasicAuth(int event, void *event_data, void *userdata) {
+static int OnBasicAuth(int, void *event_data, void *) {
   const struct mosquitto_evt_basic_auth *data = event_data;
-  (void)event;
-  (void)userdata;
-  if (Equal(data->username, "blocked")) return MOSQ_ERR_AUTH;
-  if (Equal(data->username, "pluginuser")) {
-    return Equal(data->password, "pluginpass") ? MOSQ_ERR_SUCCESS : MOSQ_ERR_AUTH;
-  }
-  return MOSQ_ERR_PLUGIN_DEFER;
+  return PasswordDecision(data->username, data->password, "pluginuser", "pluginpass", "blocked");
 }
 
-static int OnAclCheck(int event, void *event_data, void *userdata) {
+static int OnAclCheck(int, void *event_data, void *) {
   const struct mosquitto_evt_acl_check *data = event_data;
-  (void)event;
-  (void)userdata;
-  if (data->topic == NULL) return MOSQ_ERR_PLUGIN_DEFER;
-  if (strncmp(data->topic, "ok/", 3) == 0) return MOSQ_ERR_SUCCESS;
-  if (strncmp(data->topic, "deny/", 5) == 0) return MOSQ_ERR_ACL_DENIED;
-  return MOSQ_ERR_PLUGIN_DEFER;
+  return TopicDecision(data->topic, "ok/", "deny/");
 }
 
-int mosquitto_plugin_version(int supported_version_count, const int *supported_versions) {
-  (void)supported_version_count;
-  (void)supported_versions;
-  return 5;
-}
+int mosquitto_plugin_version(int, const int *) { return 5; }
 
-int mosquitto_plugin_init(mosquitto_plugin_id_t *id, void **userdata, struct mosquitto_opt *opts,
+int mosquitto_plugin_init(mosquitto_plugin_id_t *id, void **, struct mosquitto_opt *opts,
                           int opt_count) {
-  (void)userdata;
   identifier = id;
   basic_auth = false;
   acl_check = false;
@@ -79,10 +55,7 @@ int mosquitto_plugin_init(mosquitto_plugin_id_t *id, void **userdata, struct mos
   return MOSQ_ERR_SUCCESS;
 }
 
-int mosquitto_plugin_cleanup(void *userdata, struct mosquitto_opt *opts, int opt_count) {
-  (void)userdata;
-  (void)opts;
-  (void)opt_count;
+int mosquitto_plugin_cleanup(void *, struct mosquitto_opt *, int) {
   if (basic_auth) mosquitto_callback_unregister(identifier, MOSQ_EVT_BASIC_AUTH, OnBasicAuth, NULL);
   if (acl_check) mosquitto_callback_unregister(identifier, MOSQ_EVT_ACL_CHECK, OnAclCheck, NULL);
   return MOSQ_ERR_SUCCESS;

@@ -34,8 +34,9 @@ TEST(RequiresTrueTest, OnlyFiltersThatNeedTheFieldTrue) {
   EXPECT_TRUE(Requires("duplicate_client_id = true"));
   EXPECT_TRUE(Requires("duplicateClientId != false"));
   EXPECT_TRUE(Requires("client_id = \"a*\" AND duplicate_client_id = true"));
-  EXPECT_TRUE(Requires("(duplicate_client_id = true AND node_id = 1) OR "
-                       "(duplicate_client_id = true AND node_id = 2)"));
+  EXPECT_TRUE(
+      Requires("(duplicate_client_id = true AND node_id = 1) OR "
+               "(duplicate_client_id = true AND node_id = 2)"));
   EXPECT_TRUE(Requires("duplicate_client_id IN (true)"));
   EXPECT_FALSE(Requires("duplicate_client_id = false"));
   EXPECT_FALSE(Requires("NOT duplicate_client_id = true"));
@@ -71,13 +72,23 @@ std::vector<std::string> Names(const ConnectionPage& page) {
   return names;
 }
 
-TEST(DuplicatePageTest, FlagsFiltersAndWalksWithCursorsWhileTheSetChanges) {
-  const std::string filter_text = "duplicate_client_id = true";
+// A query as the fleet runs it: parsed, with the fingerprint its page tokens carry.
+struct ParsedQuery {
   ConnectionFilter filter;
-  ASSERT_TRUE(ConnectionFilter::Parse(filter_text, &filter).ok());
   ConnectionOrder order;
-  ASSERT_TRUE(ConnectionOrder::Parse("client_id", &order).ok());
-  const std::uint64_t fingerprint = QueryFingerprint(filter_text, "client_id");
+  std::uint64_t fingerprint = 0;
+};
+
+ParsedQuery Parse(const std::string& filter, const std::string& order_by) {
+  ParsedQuery query;
+  EXPECT_TRUE(ConnectionFilter::Parse(filter, &query.filter).ok());
+  EXPECT_TRUE(ConnectionOrder::Parse(order_by, &query.order).ok());
+  query.fingerprint = QueryFingerprint(filter, order_by);
+  return query;
+}
+
+TEST(DuplicatePageTest, FlagsFiltersAndWalksWithCursorsWhileTheSetChanges) {
+  const ParsedQuery query = Parse("duplicate_client_id = true", "client_id");
   // "x" is open on brokers 1 and 2, "y" on 1 and 3, "z" on 2 alone (a lookup of candidates
   // can return an id that closed elsewhere meanwhile: it must not be flagged).
   std::vector<BrokerAnswer> first = {
@@ -85,7 +96,8 @@ TEST(DuplicatePageTest, FlagsFiltersAndWalksWithCursorsWhileTheSetChanges) {
       Answer("http://127.0.0.1:2", {Open(2, 1, "x"), Open(2, 2, "z")}),
       Answer("http://127.0.0.1:3", {Open(3, 9, "y")})};
   ConnectionPage page;
-  ASSERT_TRUE(DuplicatePage(filter, order, fingerprint, 3, {}, first, &page).ok());
+  ASSERT_TRUE(
+      DuplicatePage(query.filter, query.order, query.fingerprint, 3, {}, first, &page).ok());
   // Ties in client_id: the sequence, the last key of every order, then the node id.
   EXPECT_THAT(Names(page), ElementsAre("2:x", "1:x", "1:y"));
   EXPECT_EQ(page.total_size, 4);
@@ -95,31 +107,28 @@ TEST(DuplicatePageTest, FlagsFiltersAndWalksWithCursorsWhileTheSetChanges) {
   // each broker goes on after its own last shown connection. Broker 1's "w" comes before its
   // position and is not shown; broker 3 showed nothing yet, so its "w" and "y" both are.
   std::vector<BrokerCursor> cursors;
-  ASSERT_TRUE(DecodeFleetToken(page.next_page_token, fingerprint, &cursors).ok());
+  ASSERT_TRUE(DecodeFleetToken(page.next_page_token, query.fingerprint, &cursors).ok());
   std::vector<BrokerAnswer> second = {
       Answer(kSelfBroker, {Open(1, 5, "y"), Open(1, 4, "x"), Open(1, 6, "w")}),
       Answer("http://127.0.0.1:2", {Open(2, 2, "z")}),
       Answer("http://127.0.0.1:3", {Open(3, 9, "y"), Open(3, 10, "w")})};
   ConnectionPage next;
-  ASSERT_TRUE(DuplicatePage(filter, order, fingerprint, 3, cursors, second, &next).ok());
+  ASSERT_TRUE(
+      DuplicatePage(query.filter, query.order, query.fingerprint, 3, cursors, second, &next).ok());
   EXPECT_THAT(Names(next), ElementsAre("3:w", "3:y"));
   EXPECT_TRUE(next.next_page_token.empty());
 }
 
 TEST(DuplicatePageTest, TheRestOfTheFilterAppliesAndFailedBrokersAreNamed) {
-  const std::string filter_text = "duplicate_client_id = true AND node_id = 2";
-  ConnectionFilter filter;
-  ASSERT_TRUE(ConnectionFilter::Parse(filter_text, &filter).ok());
-  ConnectionOrder order;
-  ASSERT_TRUE(ConnectionOrder::Parse("", &order).ok());
-  const std::uint64_t fingerprint = QueryFingerprint(filter_text, "");
+  const ParsedQuery query = Parse("duplicate_client_id = true AND node_id = 2", "");
   BrokerAnswer failed;
   failed.broker = "http://127.0.0.1:3";
   failed.failure = {failed.broker, "unavailable", "connection refused"};
   std::vector<BrokerAnswer> answers = {Answer(kSelfBroker, {Open(1, 4, "x")}),
                                        Answer("http://127.0.0.1:2", {Open(2, 1, "x")}), failed};
   ConnectionPage page;
-  ASSERT_TRUE(DuplicatePage(filter, order, fingerprint, 10, {}, answers, &page).ok());
+  ASSERT_TRUE(
+      DuplicatePage(query.filter, query.order, query.fingerprint, 10, {}, answers, &page).ok());
   EXPECT_THAT(Names(page), ElementsAre("2:x"));
   ASSERT_EQ(page.peer_errors.size(), 1u);
   EXPECT_EQ(page.peer_errors[0].peer, "http://127.0.0.1:3");
@@ -130,9 +139,8 @@ TEST(DuplicatePageTest, ABadCursorIsRefused) {
   ASSERT_TRUE(ConnectionFilter::Parse("duplicate_client_id = true", &filter).ok());
   ConnectionOrder order;
   ConnectionPage page;
-  const Status status =
-      DuplicatePage(filter, order, 1, 10, {{kSelfBroker, "not a token"}},
-                    {Answer(kSelfBroker, {Open(1, 4, "x")})}, &page);
+  const Status status = DuplicatePage(filter, order, 1, 10, {{kSelfBroker, "not a token"}},
+                                      {Answer(kSelfBroker, {Open(1, 4, "x")})}, &page);
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
 }
 

@@ -10,6 +10,7 @@
 #include <prometheus/registry.h>
 
 #include <chrono>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <thread>
@@ -72,16 +73,22 @@ std::shared_ptr<const PeerClient> Client() {
   return std::shared_ptr<const PeerClient>(std::move(client).value());
 }
 
+// The options of a fleet of the peers on these loopback ports.
+FleetQueryOptions PeersAt(std::initializer_list<int> ports) {
+  FleetQueryOptions options;
+  for (const int port : ports) options.peers.push_back(Loopback(port));
+  options.client = Client();
+  return options;
+}
+
 TEST(FleetQueryTest, MergesThePeersAndAsksThemForTheirNodeAlone) {
   const FleetSource local(NodeConnections(1, 5));
   auto source_b = std::make_shared<FleetSource>(NodeConnections(2, 6));
   auto source_c = std::make_shared<FleetSource>(NodeConnections(3, 4));
   LoopbackServer b(BrokerLike(source_b));
   LoopbackServer c(BrokerLike(source_c));
-  FleetQueryOptions options;
-  options.peers = {Loopback(b.port()), Loopback(c.port())};
+  FleetQueryOptions options = PeersAt({b.port(), c.port()});
   options.token = "fleet-token-0123456789";
-  options.client = Client();
   const FleetQuery fleet(local, options);
 
   ListConnectionsRequest request;
@@ -149,11 +156,8 @@ TEST(FleetQueryTest, PeersThatFailAreNamedAndTheRestIsAnswered) {
     return LoopbackServer::Response(200, "application/proto",
                                     EncodeListConnectionsResponseProto(page));
   });
-  FleetQueryOptions options;
-  options.peers = {Loopback(garbage.port()),  Loopback(html.port()), Loopback(refusing.port()),
-                   Loopback(not_http.port()), Loopback(slow.port()), Loopback(too_many.port())};
-  options.client = Client();
-  const FleetQuery fleet(local, options);
+  const FleetQuery fleet(local, PeersAt({garbage.port(), html.port(), refusing.port(),
+                                         not_http.port(), slow.port(), too_many.port()}));
   ListConnectionsRequest request;
   request.page_size = 10;
   ConnectionPage page;
@@ -184,10 +188,7 @@ TEST(FleetQueryTest, BadInputIsRefusedBeforeAnyPeerIsAsked) {
   const FleetSource local(NodeConnections(1, 3));
   auto source_b = std::make_shared<FleetSource>(NodeConnections(2, 3));
   LoopbackServer b(BrokerLike(source_b));
-  FleetQueryOptions options;
-  options.peers = {Loopback(b.port())};
-  options.client = Client();
-  const FleetQuery fleet(local, options);
+  const FleetQuery fleet(local, PeersAt({b.port()}));
   ConnectionPage page;
   ListConnectionsRequest request;
   request.filter = "nonsense = 1";
@@ -216,10 +217,7 @@ TEST(FleetQueryTest, AClientIdOpenOnTwoBrokersIsFlaggedEvenWhenOneIsOffThePage) 
   const FleetSource local(mine);
   auto source_b = std::make_shared<FleetSource>(theirs);
   LoopbackServer b(BrokerLike(source_b));
-  FleetQueryOptions options;
-  options.peers = {Loopback(b.port())};
-  options.client = Client();
-  FleetQuery fleet(local, options);
+  FleetQuery fleet(local, PeersAt({b.port()}));
   prometheus::Registry registry;
   prometheus::Gauge& gauge = prometheus::BuildGauge().Name("duplicates").Register(registry).Add({});
   gauge.Set(-1);
@@ -289,10 +287,7 @@ TEST(FleetQueryTest, ThisBrokersOwnQueriesRunWhileThePeersAnswer) {
   auto source_b = std::make_shared<FleetSource>(NodeConnections(2, 3));
   LoopbackServer b(BrokerLike(source_b));
   peer = &b;
-  FleetQueryOptions options;
-  options.peers = {Loopback(b.port())};
-  options.client = Client();
-  const FleetQuery fleet(local, options);
+  const FleetQuery fleet(local, PeersAt({b.port()}));
   ListConnectionsRequest request;
   request.order_by = "client_id";
   ConnectionPage page;
@@ -315,10 +310,7 @@ TEST(FleetQueryTest, ALookupByClientIdThatShowsEveryMatchNeedsNoSecondRound) {
   const FleetSource local(mine);
   auto source_b = std::make_shared<FleetSource>(theirs);
   LoopbackServer b(BrokerLike(source_b));
-  FleetQueryOptions options;
-  options.peers = {Loopback(b.port())};
-  options.client = Client();
-  const FleetQuery fleet(local, options);
+  const FleetQuery fleet(local, PeersAt({b.port()}));
   ListConnectionsRequest request;
   request.filter = R"(client_id = "twin")";
   request.order_by = "node_id";
@@ -366,9 +358,8 @@ TEST(FleetQueryTest, OpenByClientIdIsKnownOnlyForClientIdFiltersShownWhole) {
   ConnectionFilter filter;
   std::vector<BrokerAnswer> known;
   EXPECT_FALSE(OpenByClientIdKnown(filter, true, answers, &known));  // everything: no client id set
-  ASSERT_TRUE(ConnectionFilter::Parse(R"(client_id IN ("a", "b*") OR NOT client_id = "c")",
-                                      &filter)
-                  .ok());
+  ASSERT_TRUE(
+      ConnectionFilter::Parse(R"(client_id IN ("a", "b*") OR NOT client_id = "c")", &filter).ok());
   ASSERT_TRUE(OpenByClientIdKnown(filter, true, answers, &known));
   ASSERT_EQ(known.size(), 2u);
   EXPECT_TRUE(known[0].answered);

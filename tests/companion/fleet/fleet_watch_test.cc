@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "../../support/fake_live.h"
 #include "companion/http/connect_rpc_proto.h"
 #include "companion/http/watch_resume_token.h"
 #include "companion/json_util.h"
@@ -22,19 +23,6 @@
 
 namespace mqc {
 namespace {
-
-class FakeLive : public LiveConnections {
- public:
-  explicit FakeLive(const ConnectionChanges& changes) : changes_(changes) {}
-  ConnectionList LiveSnapshot(std::uint64_t* as_of) const override {
-    *as_of = changes_.last_sequence();
-    return std::make_shared<std::vector<ConnectionPtr>>();
-  }
-  bool synced() const override { return true; }
-
- private:
-  const ConnectionChanges& changes_;
-};
 
 struct Seen {
   std::string kind;  // without CONNECTION_CHANGE_KIND_

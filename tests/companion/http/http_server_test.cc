@@ -118,6 +118,19 @@ class Client {
   int fd_ = -1;
 };
 
+constexpr std::chrono::seconds kReadTimeout(10);
+
+// `request` sent on a new connection to the server on loopback port `port`, and all it answered
+// until it closed the connection ("" where the request could not be sent).
+std::string Exchange(int port, const std::string& request) {
+  Client client("127.0.0.1", port, kReadTimeout);
+  if (!client.Send(request)) {
+    ADD_FAILURE() << "the request could not be sent";
+    return "";
+  }
+  return client.ReadToEnd();
+}
+
 std::string Body(const std::string& response) {
   const std::size_t at = response.find("\r\n\r\n");
   return at == std::string::npos ? "" : response.substr(at + 4);
@@ -150,17 +163,13 @@ std::unique_ptr<HttpServer> StartOrFail(const HttpServerOptions& options,
   return server.ok() ? std::move(server).value() : nullptr;
 }
 
-constexpr std::chrono::seconds kReadTimeout(10);
-
 TEST(HttpServerTest, GetRoundTrip) {
   const auto server = StartOrFail(LoopbackAnyPort(), &Echo);
   ASSERT_NE(server, nullptr);
   EXPECT_GT(server->port(), 0);
-  Client client("127.0.0.1", server->port(), kReadTimeout);
-  ASSERT_TRUE(
-      client.Send("GET /p%20q?a=1&b=x+y%2B&a=2&c&d= HTTP/1.1\r\nHost: x\r\n"
-                  "X-Test: hello\r\nConnection: close\r\n\r\n"));
-  const std::string response = client.ReadToEnd();
+  const std::string response = Exchange(server->port(),
+                                        "GET /p%20q?a=1&b=x+y%2B&a=2&c&d= HTTP/1.1\r\nHost: x\r\n"
+                                        "X-Test: hello\r\nConnection: close\r\n\r\n");
   EXPECT_THAT(response, StartsWith("HTTP/1.1 200 OK\r\n"));
   EXPECT_THAT(response, HasSubstr("\r\nContent-Type: text/plain\r\n"));
   EXPECT_THAT(response, HasSubstr("\r\nX-Reply: yes\r\n"));
@@ -179,10 +188,9 @@ TEST(HttpServerTest, RequestCarriesTheLocalAddressAndTheVersion) {
   });
   ASSERT_NE(server, nullptr);
   for (const char* version : {"HTTP/1.1", "HTTP/1.0"}) {
-    Client client("127.0.0.1", server->port(), kReadTimeout);
-    ASSERT_TRUE(client.Send(std::string("GET / ") + version +
-                            "\r\nHost: localhost\r\nConnection: close\r\n\r\n"));
-    EXPECT_THAT(client.ReadToEnd(), StartsWith("HTTP/1.1 200 "));
+    EXPECT_THAT(Exchange(server->port(), std::string("GET / ") + version +
+                                             "\r\nHost: localhost\r\nConnection: close\r\n\r\n"),
+                StartsWith("HTTP/1.1 200 "));
   }
   std::lock_guard<std::mutex> lock(mutex);
   EXPECT_THAT(seen, ElementsAre(Pair("127.0.0.1", "HTTP/1.1"), Pair("127.0.0.1", "HTTP/1.0")));
@@ -225,12 +233,10 @@ TEST(HttpServerTest, PostBodyUpToTheLimit) {
   const auto server = StartOrFail(options, &Echo);
   ASSERT_NE(server, nullptr);
   const std::string body(1000, 'b');
-  Client client("127.0.0.1", server->port(), kReadTimeout);
-  ASSERT_TRUE(
-      client.Send("POST /p HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                  "Content-Length: 1000\r\n\r\n" +
-                  body));
-  const std::string response = client.ReadToEnd();
+  const std::string response = Exchange(server->port(),
+                                        "POST /p HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                                        "Content-Length: 1000\r\n\r\n" +
+                                            body);
   EXPECT_THAT(response, StartsWith("HTTP/1.1 200 OK\r\n"));
   EXPECT_THAT(Body(response), HasSubstr("\nbody: " + body));
 }
@@ -244,12 +250,10 @@ TEST(HttpServerTest, DeclaredBodyOverTheLimitIs413BeforeItIsSent) {
   const auto server =
       StartOrFail(LoopbackAnyPort(), [&router](const HttpRequest& r) { return router.Handle(r); });
   ASSERT_NE(server, nullptr);
-  Client client("127.0.0.1", server->port(), kReadTimeout);
   // 1 MiB + 1 declared, nothing sent: the answer must come anyway.
-  ASSERT_TRUE(
-      client.Send("GET /api/mqtt/connections HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                  "Content-Length: 1048577\r\n\r\n"));
-  const std::string response = client.ReadToEnd();
+  const std::string response = Exchange(server->port(),
+                                        "GET /api/mqtt/connections HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                        "Content-Length: 1048577\r\n\r\n");
   EXPECT_THAT(response, StartsWith("HTTP/1.1 413 "));
   EXPECT_THAT(response, HasSubstr("\r\nContent-Type: application/json\r\n"));
   EXPECT_EQ(Body(response),
@@ -276,9 +280,8 @@ TEST(HttpServerTest, ChunkedBodyOverTheLimitIsReadAndRefused) {
 TEST(HttpServerTest, OtherMethodsAreAnsweredWithoutReadingTheirBody) {
   const auto server = StartOrFail(LoopbackAnyPort(), &Echo);
   ASSERT_NE(server, nullptr);
-  Client client("127.0.0.1", server->port(), kReadTimeout);
-  ASSERT_TRUE(client.Send("PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"));
-  const std::string response = client.ReadToEnd();
+  const std::string response =
+      Exchange(server->port(), "PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello");
   EXPECT_THAT(response, StartsWith("HTTP/1.1 200 OK\r\n"));
   EXPECT_THAT(Body(response), HasSubstr("PUT /x\n"));
   EXPECT_THAT(Body(response), HasSubstr("\nbody: "));
@@ -297,9 +300,8 @@ TEST(HttpServerTest, HandlerExceptionIs500WithAFixedTextAndALogLine) {
     throw std::runtime_error("boom at 0x7ffd1234");
   });
   ASSERT_NE(server, nullptr);
-  Client client("127.0.0.1", server->port(), kReadTimeout);
-  ASSERT_TRUE(client.Send("GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
-  const std::string response = client.ReadToEnd();
+  const std::string response =
+      Exchange(server->port(), "GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_THAT(response, StartsWith("HTTP/1.1 500 "));
   EXPECT_EQ(Body(response), "internal error\n");
   EXPECT_THAT(response, ::testing::Not(HasSubstr("boom")));
@@ -367,10 +369,9 @@ TEST(HttpServerTest, MalformedRequestIsRefusedByMhdAndLogged) {
   };
   const auto server = StartOrFail(options, &Echo);
   ASSERT_NE(server, nullptr);
-  Client client("127.0.0.1", server->port(), kReadTimeout);
   const char request[] = "\0GET / HTTP/1.1\r\nHost: x\r\n\r\n";
-  ASSERT_TRUE(client.Send(std::string(request, sizeof(request) - 1)));
-  EXPECT_THAT(client.ReadToEnd(), StartsWith("HTTP/1.1 400 "));
+  EXPECT_THAT(Exchange(server->port(), std::string(request, sizeof(request) - 1)),
+              StartsWith("HTTP/1.1 400 "));
   const std::lock_guard<std::mutex> lock(log_mutex);
   ASSERT_FALSE(log.empty());
   EXPECT_THAT(log.front(), ::testing::Not(::testing::EndsWith("\n")));

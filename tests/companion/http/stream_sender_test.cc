@@ -48,56 +48,59 @@ std::string Drain(StreamSender* sender, std::size_t max, ssize_t* last) {
   return out;
 }
 
-TEST(StreamSenderTest, SendsInPiecesParksWhenEmptyAndOneWakeResumes) {
-  auto stream = std::make_shared<QueueStream>();
-  Parking parking;
-  StreamSet set;
-  const auto sender = set.Add(stream, -1, parking.Park(), parking.Resume());
-  stream->Push("0123456789");
+// A set, its streams' parking, and a stream for the test to add.
+class StreamSenderTest : public ::testing::Test {
+ protected:
+  // A sender of `stream` in set_; `peer` -1: no socket to watch for a hang-up.
+  std::shared_ptr<StreamSender> Add(std::shared_ptr<QueueStream> stream, int peer = -1) {
+    return set_.Add(std::move(stream), peer, parking_.Park(), parking_.Resume());
+  }
+
+  std::shared_ptr<QueueStream> stream_ = std::make_shared<QueueStream>();
+  Parking parking_;
+  StreamSet set_;
+};
+
+class StreamSetTest : public StreamSenderTest {};
+
+TEST_F(StreamSenderTest, SendsInPiecesParksWhenEmptyAndOneWakeResumes) {
+  const auto sender = Add(stream_);
+  stream_->Push("0123456789");
   ssize_t last = 0;
   EXPECT_EQ(Drain(sender.get(), 4, &last), "0123456789");
   EXPECT_EQ(last, 0);
-  EXPECT_EQ(parking.parks.load(), 1);
-  EXPECT_EQ(parking.resumes.load(), 0);
-  stream->Push("more");  // the stream's wake resumes the parked connection, once
-  stream->Push("again");
-  EXPECT_EQ(parking.resumes.load(), 1);
+  EXPECT_EQ(parking_.parks.load(), 1);
+  EXPECT_EQ(parking_.resumes.load(), 0);
+  stream_->Push("more");  // the stream's wake resumes the parked connection, once
+  stream_->Push("again");
+  EXPECT_EQ(parking_.resumes.load(), 1);
   EXPECT_EQ(Drain(sender.get(), 64, &last), "moreagain");
-  EXPECT_EQ(parking.parks.load(), 2);
+  EXPECT_EQ(parking_.parks.load(), 2);
 }
 
-TEST(StreamSenderTest, AWakeBeforeAReadDoesNotKeepItFromParking) {
-  auto stream = std::make_shared<QueueStream>();
-  Parking parking;
-  StreamSet set;
-  const auto sender = set.Add(stream, -1, parking.Park(), parking.Resume());
+TEST_F(StreamSenderTest, AWakeBeforeAReadDoesNotKeepItFromParking) {
+  const auto sender = Add(stream_);
   sender->Wake();  // not parked: remembered, no resume
-  EXPECT_EQ(parking.resumes.load(), 0);
+  EXPECT_EQ(parking_.resumes.load(), 0);
   char buffer[8];
   EXPECT_EQ(sender->Read(buffer, sizeof(buffer)), 0);  // Read clears it first, then parks
-  EXPECT_EQ(parking.parks.load(), 1);
+  EXPECT_EQ(parking_.parks.load(), 1);
 }
 
-TEST(StreamSenderTest, StopEndsWithTheLastWords) {
-  auto stream = std::make_shared<QueueStream>();
-  Parking parking;
-  StreamSet set;
-  const auto sender = set.Add(stream, -1, parking.Park(), parking.Resume());
+TEST_F(StreamSenderTest, StopEndsWithTheLastWords) {
+  const auto sender = Add(stream_);
   ssize_t last = 0;
   Drain(sender.get(), 64, &last);  // parks
   sender->Stop();
-  EXPECT_EQ(parking.resumes.load(), 1);
+  EXPECT_EQ(parking_.resumes.load(), 1);
   EXPECT_EQ(Drain(sender.get(), 64, &last), "stopped\n");
   EXPECT_EQ(last, StreamSender::kEndOfStream);
 }
 
-TEST(StreamSenderTest, AHungUpPeerEndsTheStream) {
+TEST_F(StreamSenderTest, AHungUpPeerEndsTheStream) {
   int fds[2] = {-1, -1};
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
-  auto stream = std::make_shared<QueueStream>();
-  Parking parking;
-  StreamSet set;
-  const auto sender = set.Add(stream, fds[0], parking.Park(), parking.Resume());
+  const auto sender = Add(stream_, fds[0]);
   char buffer[8];
   EXPECT_EQ(sender->Read(buffer, sizeof(buffer)), 0);  // peer there: parks
   close(fds[1]);
@@ -105,46 +108,37 @@ TEST(StreamSenderTest, AHungUpPeerEndsTheStream) {
   close(fds[0]);
 }
 
-TEST(StreamSetTest, CountsUntilFinishedAndNoResumeAfterwards) {
-  auto stream = std::make_shared<QueueStream>();
-  Parking parking;
-  StreamSet set;
-  const auto sender = set.Add(stream, -1, parking.Park(), parking.Resume());
-  EXPECT_EQ(set.size(), 1u);
+TEST_F(StreamSetTest, CountsUntilFinishedAndNoResumeAfterwards) {
+  const auto sender = Add(stream_);
+  EXPECT_EQ(set_.size(), 1u);
   ssize_t last = 0;
   Drain(sender.get(), 64, &last);  // parks
-  set.Finished(sender);
-  EXPECT_EQ(set.size(), 0u);
-  stream->Push("late");
-  set.Tick();
-  EXPECT_EQ(parking.resumes.load(), 0);
+  set_.Finished(sender);
+  EXPECT_EQ(set_.size(), 0u);
+  stream_->Push("late");
+  set_.Tick();
+  EXPECT_EQ(parking_.resumes.load(), 0);
 }
 
-TEST(StreamSetTest, TickWakesEveryParkedStream) {
-  StreamSet set;
-  Parking parking;
+TEST_F(StreamSetTest, TickWakesEveryParkedStream) {
   auto first = std::make_shared<QueueStream>();
   auto second = std::make_shared<QueueStream>();
-  const auto a = set.Add(first, -1, parking.Park(), parking.Resume());
-  const auto b = set.Add(second, -1, parking.Park(), parking.Resume());
+  const auto a = Add(first);
+  const auto b = Add(second);
   ssize_t last = 0;
   Drain(a.get(), 64, &last);
   Drain(b.get(), 64, &last);
-  EXPECT_EQ(parking.parks.load(), 2);
-  set.Tick();
-  EXPECT_EQ(parking.resumes.load(), 2);
+  EXPECT_EQ(parking_.parks.load(), 2);
+  set_.Tick();
+  EXPECT_EQ(parking_.resumes.load(), 2);
 }
 
-TEST(StreamSetTest, StopSelectsByStartAndWaitsForFinished) {
-  StreamSet set;
-  Parking parking;
-  auto old_stream = std::make_shared<QueueStream>();
-  const auto old_sender = set.Add(old_stream, -1, parking.Park(), parking.Resume());
+TEST_F(StreamSetTest, StopSelectsByStartAndWaitsForFinished) {
+  const auto old_sender = Add(std::make_shared<QueueStream>());
   std::this_thread::sleep_for(std::chrono::milliseconds(2));
   const std::int64_t between = MonotonicNs();
   std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  auto new_stream = std::make_shared<QueueStream>();
-  const auto new_sender = set.Add(new_stream, -1, parking.Park(), parking.Resume());
+  const auto new_sender = Add(std::make_shared<QueueStream>());
   // As MHD would: the stopped stream is read to its end and freed on another thread.
   std::thread server([&] {
     ssize_t last = 0;
@@ -154,27 +148,24 @@ TEST(StreamSetTest, StopSelectsByStartAndWaitsForFinished) {
       if (last == StreamSender::kEndOfStream) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    set.Finished(old_sender);
+    set_.Finished(old_sender);
   });
   const auto start = std::chrono::steady_clock::now();
-  set.Stop(between, 5000);
+  set_.Stop(between, 5000);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
   server.join();
-  EXPECT_EQ(set.size(), 1u);  // the one that started later serves on
+  EXPECT_EQ(set_.size(), 1u);  // the one that started later serves on
   char buffer[16];
   EXPECT_EQ(new_sender->Read(buffer, sizeof(buffer)), 0);
 }
 
-TEST(StreamSetTest, AfterStoppingForGoodANewStreamIsStoppedAtOnce) {
-  StreamSet set;
-  set.Stop(0, 0);
-  Parking parking;
-  auto stream = std::make_shared<QueueStream>();
-  const auto sender = set.Add(stream, -1, parking.Park(), parking.Resume());
+TEST_F(StreamSetTest, AfterStoppingForGoodANewStreamIsStoppedAtOnce) {
+  set_.Stop(0, 0);
+  const auto sender = Add(stream_);
   ssize_t last = 0;
   EXPECT_EQ(Drain(sender.get(), 64, &last), "stopped\n");
   EXPECT_EQ(last, StreamSender::kEndOfStream);
-  EXPECT_EQ(parking.parks.load(), 0);
+  EXPECT_EQ(parking_.parks.load(), 0);
 }
 
 }  // namespace

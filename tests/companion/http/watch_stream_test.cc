@@ -2,31 +2,20 @@
 #include "companion/http/watch_stream.h"
 
 #include <cjson/cJSON.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "../../support/fake_live.h"
 #include "companion/json_util.h"
 
 namespace mqc {
 namespace {
 
-class FakeLive : public LiveConnections {
- public:
-  explicit FakeLive(const ConnectionChanges& changes) : changes_(changes) {}
-  ConnectionList LiveSnapshot(std::uint64_t* as_of) const override {
-    *as_of = changes_.last_sequence();
-    return std::make_shared<std::vector<ConnectionPtr>>(connections);
-  }
-  bool synced() const override { return is_synced; }
-  std::vector<ConnectionPtr> connections;
-  bool is_synced = true;
-
- private:
-  const ConnectionChanges& changes_;
-};
+using ::testing::ElementsAre;
 
 ConnectionPtr Open(const std::string& client_id) {
   auto connection = std::make_shared<Connection>();
@@ -74,6 +63,13 @@ std::vector<Message> Parse(const std::string& bytes) {
   return messages;
 }
 
+// One field of every message, in order.
+std::vector<std::string> Each(const std::vector<Message>& messages, std::string Message::*field) {
+  std::vector<std::string> values;
+  for (const Message& message : messages) values.push_back(message.*field);
+  return values;
+}
+
 class WatchStreamTest : public ::testing::Test {
  protected:
   std::unique_ptr<WatchStream> Start(const std::string& filter = "", std::uint64_t resume = 0,
@@ -114,12 +110,11 @@ TEST_F(WatchStreamTest, StateFirstThenMatchingChangesInOrder) {
   HttpBodyStream::Pull last;
   std::vector<Message> messages = ReadAll(stream.get(), &last);
   EXPECT_EQ(last, HttpBodyStream::Pull::kWait);
-  ASSERT_EQ(messages.size(), 3u);
-  EXPECT_EQ(messages[0].kind, "CONNECTION_CHANGE_KIND_RESET");
+  ASSERT_THAT(Each(messages, &Message::kind),
+              ElementsAre("CONNECTION_CHANGE_KIND_RESET", "CONNECTION_CHANGE_KIND_CURRENT",
+                          "CONNECTION_CHANGE_KIND_SYNCED"));
   EXPECT_EQ(messages[0].sequence, "500");
-  EXPECT_EQ(messages[1].kind, "CONNECTION_CHANGE_KIND_CURRENT");
   EXPECT_EQ(messages[1].client_id, "a");
-  EXPECT_EQ(messages[2].kind, "CONNECTION_CHANGE_KIND_SYNCED");
 
   Publish(ChangeKind::kOpened, nullptr, Open("b2"));  // 501, filtered out
   Publish(ChangeKind::kOpened, nullptr, Open("a2"));  // 502
@@ -127,11 +122,9 @@ TEST_F(WatchStreamTest, StateFirstThenMatchingChangesInOrder) {
   closed->state = ConnectionState::kClosed;
   Publish(ChangeKind::kClosed, Open("a2"), closed);  // 503
   messages = ReadAll(stream.get());
-  ASSERT_EQ(messages.size(), 2u);
-  EXPECT_EQ(messages[0].kind, "CONNECTION_CHANGE_KIND_OPENED");
-  EXPECT_EQ(messages[0].sequence, "502");
-  EXPECT_EQ(messages[1].kind, "CONNECTION_CHANGE_KIND_CLOSED");
-  EXPECT_EQ(messages[1].sequence, "503");
+  EXPECT_THAT(Each(messages, &Message::kind),
+              ElementsAre("CONNECTION_CHANGE_KIND_OPENED", "CONNECTION_CHANGE_KIND_CLOSED"));
+  EXPECT_THAT(Each(messages, &Message::sequence), ElementsAre("502", "503"));
 }
 
 TEST_F(WatchStreamTest, AFilterSeesAChangeThatEndsTheMatch) {
@@ -168,10 +161,10 @@ TEST_F(WatchStreamTest, AResetMidStreamSendsAFreshState) {
   live_.connections = {Open("after-resync")};
   Publish(ChangeKind::kReset, nullptr, nullptr);
   const std::vector<Message> messages = ReadAll(stream.get());
-  ASSERT_EQ(messages.size(), 3u);
-  EXPECT_EQ(messages[0].kind, "CONNECTION_CHANGE_KIND_RESET");
+  ASSERT_THAT(Each(messages, &Message::kind),
+              ElementsAre("CONNECTION_CHANGE_KIND_RESET", "CONNECTION_CHANGE_KIND_CURRENT",
+                          "CONNECTION_CHANGE_KIND_SYNCED"));
   EXPECT_EQ(messages[1].client_id, "after-resync");
-  EXPECT_EQ(messages[2].kind, "CONNECTION_CHANGE_KIND_SYNCED");
 }
 
 TEST_F(WatchStreamTest, ASlowReaderIsCutOffWithResourceExhausted) {
