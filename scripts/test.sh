@@ -96,9 +96,10 @@ run_ctest() {  # variant, label, ctest arguments...
   return "$status"
 }
 
-# A sanitizer variant up to its integration suites: its build at the lowest CPU priority (the
-# release tests run meanwhile), then its unit tests.
-sanitizer_build_and_unit() {  # variant, make jobs, cmake options...
+# A sanitizer variant, whole, in the background: its build at the lowest CPU priority (the
+# release build and tests run meanwhile), its unit tests, then, once the release integration
+# suites have ended, its integration suites.
+sanitizer_variant() {  # variant, make jobs, cmake options...
   local variant=$1
   build_nice=19 build "$@"
   echo "=== $variant unit ==="
@@ -107,19 +108,34 @@ sanitizer_build_and_unit() {  # variant, make jobs, cmake options...
   else
     run_ctest "$variant" unit -j "$jobs" -LE 'integration|bench'
   fi
+  # Bounded: the release suites' own timeouts end them well within two hours.
+  local waited=0
+  while [ -e "$release_integration_running" ] && [ "$waited" -lt 7200 ]; do
+    sleep 1
+    waited=$((waited + 1))
+  done
+  echo "=== $variant integration ==="
+  run_ctest "$variant" integration -j "$jobs" -L integration
 }
-sanitizer_integration() {  # variant
-  echo "=== $1 integration ==="
-  run_ctest "$1" integration -j "$jobs" -L integration
+# While this file exists the release integration suites run; the sanitizer variants start
+# theirs after it is gone.
+release_integration_running=$PWD/build-release.integration-running
+rm -f "$release_integration_running"
+release_integration() {
+  local status=0
+  run_ctest release integration -j $((jobs + 1)) -L integration \
+    -E '^integration\.deb_package$' || status=$?
+  rm -f "$release_integration_running"
+  return "$status"
 }
 
 # The order (docs/building.md, "How long the test command takes"): the release build without
-# the unit tests' binary, while the other brokers are prepared; the release integration suites
-# in the background (they mostly wait on brokers, sockets and clocks) while the unit tests
-# compile and run; the sanitizer builds and unit tests in the background, niced, from then on;
-# the benchmarks' quick run; last the ASan and TSan integration suites side by side, after the
-# release ones (integration/run_suite.py keeps the suites that must run alone alone across the
-# two).
+# the unit tests' binary, while the other brokers are prepared; then, side by side, the release
+# integration suites (they mostly wait on brokers, sockets and clocks), the unit tests' binary
+# and the release unit tests, and the sanitizer builds at the lowest priority, each followed by
+# its unit tests; the benchmarks' quick run after the release suites; the ASan and TSan
+# integration suites side by side once the release ones have ended (integration/run_alone.py
+# keeps the suites that must run alone alone across the two).
 if wants release || wants tsan; then
   echo "=== build release ==="
   configure release "${release_options[@]}"
@@ -132,26 +148,19 @@ if wants release; then
   finish_job brokers
   # One suite more than cores: a release pass at two at a time kept a third of one core busy.
   # integration.deb_package waits for the whole build: cpack builds every target first.
-  start_job release-integration 0 run_ctest release integration -j $((jobs + 1)) -L integration \
-    -E '^integration\.deb_package$'
-
+  touch "$release_integration_running"
+  start_job release-integration 0 release_integration
 fi
+# The sanitizer builds share what CPU the release work leaves.
+for variant in asan tsan; do
+  options="${variant}_options[@]"
+  if wants "$variant"; then
+    start_job "$variant" 0 sanitizer_variant "$variant" "$jobs" "${!options}"
+  fi
+done
 if wants release || wants tsan; then
   nice -n 10 cmake --build build-release -j "$jobs"
   scripts/check-build-headers.py build-release
-fi
-# The sanitizer builds share the CPU between them.
-sanitizers=0
-wants asan && sanitizers=$((sanitizers + 1))
-wants tsan && sanitizers=$((sanitizers + 1))
-if [ "$sanitizers" -gt 0 ]; then
-  sanitizer_jobs=$(( jobs / sanitizers > 0 ? jobs / sanitizers : 1 ))
-  for variant in asan tsan; do
-    options="${variant}_options[@]"
-    if wants "$variant"; then
-      start_job "$variant" 0 sanitizer_build_and_unit "$variant" "$sanitizer_jobs" "${!options}"
-    fi
-  done
 fi
 if wants release; then
   echo "=== release unit ==="
@@ -164,11 +173,7 @@ if wants release; then
 fi
 for variant in asan tsan; do
   if wants "$variant"; then
-    echo "=== $variant build ==="
+    echo "=== $variant ==="
     finish_job "$variant"
-    start_job "$variant-integration" 0 sanitizer_integration "$variant"
   fi
-done
-for variant in asan tsan; do
-  if wants "$variant"; then finish_job "$variant-integration"; fi
 done
