@@ -29,6 +29,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "companion/connection.h"
@@ -76,17 +77,20 @@ class FleetQuery {
   ConnectRpcServiceOptions::FleetLister Lister() const;
 
  private:
-  // Asks peer i for requests[i] where ask[i], each in its own thread, into (*answers)[i + 1],
-  // and runs `meanwhile` (this broker's own part, into (*answers)[0]) on the calling thread
-  // while they answer; returns when all are done.
+  // Asks peer i for requests[i] (a page of its page_size) where ask[i], each in its own thread,
+  // into (*answers)[i + 1], and runs `meanwhile` (this broker's own part, into (*answers)[0]) on
+  // the calling thread while they answer; returns when all are done.
   void AskPeers(const std::vector<ListConnectionsRequest>& requests, const std::vector<bool>& ask,
-                std::size_t page_size, std::chrono::steady_clock::time_point deadline,
+                std::chrono::steady_clock::time_point deadline,
                 std::vector<BrokerAnswer>* answers, const std::function<void()>& meanwhile) const;
   // Flags the page's open connections whose client id is open on another broker too: from
   // `known` when not null (OpenByClientIdKnown), else by one lookup of the page's open client
-  // ids on every broker that answered the page.
+  // ids on every broker that answered the page, less the ids shown_open[b] says broker b
+  // (0: this one, i + 1: peer i) showed open in its page answers.
   void MarkDuplicates(std::chrono::steady_clock::time_point deadline,
-                      const std::vector<BrokerAnswer>* known, ConnectionPage* page) const;
+                      const std::vector<BrokerAnswer>* known,
+                      const std::vector<std::unordered_set<std::string>>& shown_open,
+                      ConnectionPage* page) const;
   // Sets the gauge (when set) to the number of client ids flagged on `page`.
   void ReportDuplicates(const ConnectionPage& page) const;
 
