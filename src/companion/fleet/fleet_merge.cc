@@ -223,11 +223,10 @@ void MergeBrokerPages(const ConnectionOrder& order, std::uint64_t fingerprint,
     }
   }
   std::vector<std::size_t> origin;  // origin[p]: the answer page entry p came from
-  MergeOrder(order, page_size, answers, /*stop_where_unsure=*/false, &taken,
-             [&](std::size_t best) {
-               out->connections.push_back(std::move(answers[best].page.connections[taken[best]]));
-               origin.push_back(best);
-             });
+  MergeOrder(order, page_size, answers, /*stop_where_unsure=*/false, &taken, [&](std::size_t best) {
+    out->connections.push_back(std::move(answers[best].page.connections[taken[best]]));
+    origin.push_back(best);
+  });
   // The next positions: after the last connection shown from each broker, else unchanged.
   std::vector<BrokerCursor> next = previous;
   bool more = false;

@@ -223,7 +223,8 @@ Status FleetQuery::Run(const ListConnectionsRequest& request, Clock::time_point 
 }
 
 void FleetQuery::AskPeers(const std::vector<ListConnectionsRequest>& requests,
-                          const std::vector<bool>& ask, Clock::time_point deadline, std::vector<BrokerAnswer>* answers,
+                          const std::vector<bool>& ask, Clock::time_point deadline,
+                          std::vector<BrokerAnswer>* answers,
                           const std::function<void()>& meanwhile) const {
   std::vector<std::thread> threads;
   threads.reserve(options_.peers.size());
@@ -284,8 +285,7 @@ void FleetQuery::MarkDuplicates(Clock::time_point deadline, const std::vector<Br
         answers[b].page.connections.push_back(std::move(open));
         continue;
       }
-      filter += (asked[b] == 0 ? "state = MQTT_CONNECTION_STATE_OPEN AND client_id IN ("
-                               : ", ") +
+      filter += (asked[b] == 0 ? "state = MQTT_CONNECTION_STATE_OPEN AND client_id IN (" : ", ") +
                 QuoteFilterString(id);
       ++asked[b];
     }

@@ -81,8 +81,8 @@ class FleetQuery {
   // into (*answers)[i + 1], and runs `meanwhile` (this broker's own part, into (*answers)[0]) on
   // the calling thread while they answer; returns when all are done.
   void AskPeers(const std::vector<ListConnectionsRequest>& requests, const std::vector<bool>& ask,
-                std::chrono::steady_clock::time_point deadline,
-                std::vector<BrokerAnswer>* answers, const std::function<void()>& meanwhile) const;
+                std::chrono::steady_clock::time_point deadline, std::vector<BrokerAnswer>* answers,
+                const std::function<void()>& meanwhile) const;
   // Flags the page's open connections whose client id is open on another broker too: from
   // `known` when not null (OpenByClientIdKnown), else by one lookup of the page's open client
   // ids on every broker that answered the page, less the ids shown_open[b] says broker b

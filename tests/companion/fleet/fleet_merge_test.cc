@@ -47,9 +47,8 @@ std::vector<Broker> ThreeBrokers() {
 }
 
 // One broker's node page in process, as a peer answers it.
-BrokerAnswer AskBroker(const Broker& broker, const std::string& filter,
-                       const std::string& order_by, std::size_t size, const std::string& token,
-                       Status* status) {
+BrokerAnswer AskBroker(const Broker& broker, const std::string& filter, const std::string& order_by,
+                       std::size_t size, const std::string& token, Status* status) {
   BrokerAnswer answer;
   answer.broker = broker.key;
   if (!broker.up) {
@@ -94,8 +93,8 @@ Status FleetPage(const std::vector<Broker>& brokers, const std::string& filter,
     EXPECT_LT(round, 1) << "a third round was needed";
     for (std::size_t i = 0; i < brokers.size(); ++i) {
       if (more[i] == 0) continue;
-      AppendAnswer(AskBroker(brokers[i], filter, order_by, more[i],
-                             answers[i].page.next_page_token, &status),
+      AppendAnswer(AskBroker(brokers[i], filter, order_by, more[i], answers[i].page.next_page_token,
+                             &status),
                    &answers[i]);
       if (!status.ok()) return status;
     }

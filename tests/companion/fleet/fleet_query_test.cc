@@ -374,15 +374,11 @@ TEST(FleetQueryTest, ALookupByClientIdThatShowsEveryMatchNeedsNoSecondRound) {
 // `count` open connections of node `node` whose client ids ("d-0007-n2") interleave with the
 // other nodes' in client_id order.
 std::vector<Connection> Interleaved(std::uint32_t node, std::uint64_t count) {
-  std::vector<Connection> connections;
-  for (std::uint64_t seq = 1; seq <= count; ++seq) {
-    Connection c = TestConnection(seq);
-    c.node_id = node;
-    c.uid = "uid-" + std::to_string(node) + "-" + std::to_string(seq);
+  std::vector<Connection> connections = NodeConnections(node, count);
+  for (Connection& c : connections) {
     char id[32];
-    std::snprintf(id, sizeof(id), "d-%04llu-n%u", static_cast<unsigned long long>(seq), node);
+    std::snprintf(id, sizeof(id), "d-%04llu-n%u", static_cast<unsigned long long>(c.seq), node);
     c.client_id = id;
-    connections.push_back(c);
   }
   return connections;
 }
@@ -468,9 +464,8 @@ TEST(FleetQueryTest, OpenByClientIdIsKnownOnlyForClientIdFiltersShownWhole) {
   ConnectionFilter filter;
   std::vector<BrokerAnswer> known;
   EXPECT_FALSE(OpenByClientIdKnown(filter, true, answers, &known));  // everything: no client id set
-  ASSERT_TRUE(ConnectionFilter::Parse(R"(client_id IN ("a", "b*") OR NOT client_id = "c")",
-                                      &filter)
-                  .ok());
+  ASSERT_TRUE(
+      ConnectionFilter::Parse(R"(client_id IN ("a", "b*") OR NOT client_id = "c")", &filter).ok());
   ASSERT_TRUE(OpenByClientIdKnown(filter, true, answers, &known));
   ASSERT_EQ(known.size(), 2u);
   EXPECT_TRUE(known[0].answered);
