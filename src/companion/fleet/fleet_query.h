@@ -4,16 +4,17 @@
 // answers merged by fleet_merge.h.
 //
 // What goes to a peer: a binary ListConnectionsRequest with the caller's filter and order_by,
-// the fleet page's size and the peer's own cursor from the fleet token, scope NODE (so a peer
-// never fans out again: peers that name each other cannot loop), the read token of
-// plugin_opt_fleet_token_file as a bearer token, and Connect-Timeout-Ms of what is left of the
-// deadline. Then the page's open client ids are looked up on every broker that answered
-// (`state = MQTT_CONNECTION_STATE_OPEN AND client_id IN (...)`, node scope again), and each
-// open connection of the page whose id is open on another broker too gets
-// duplicate_client_id (this broker's own lookup again runs while the peers answer; a filter
-// on client_id alone whose matches all fit the page needs no lookup). What
-// comes back and counts: HTTP 200 with a binary ListConnectionsResponse whose connections are
-// at most the page's size. Anything else (no connection, a timeout, a Connect error, other
+// its share of the fleet page's size (FirstAskSize; the brokers that ran short are asked for
+// the rest from their next_page_token, MoreToAsk) and the peer's own cursor from the fleet
+// token, scope NODE (so a peer never fans out again: peers that name each other cannot loop),
+// the read token of plugin_opt_fleet_token_file as a bearer token, and Connect-Timeout-Ms of
+// what is left of the deadline. Then the page's open client ids that a broker did not show
+// open itself are looked up on it (`state = MQTT_CONNECTION_STATE_OPEN AND client_id IN
+// (...)`, node scope again; a broker that showed them all is not asked), and each open
+// connection of the page whose id is open on another broker too gets duplicate_client_id
+// (this broker's own lookup again runs while the peers answer; a filter on client_id alone
+// whose matches all fit the page needs no lookup). What comes back and counts: HTTP 200 with a
+// binary ListConnectionsResponse whose connections are at most the size asked. Anything else (no connection, a timeout, a Connect error, other
 // bytes) makes a PeerFailure naming the peer; the answer is then partial.
 //
 // Threads: Run() is called on HTTP threads, several at a time; it starts one thread per peer,
