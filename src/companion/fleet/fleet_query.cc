@@ -315,7 +315,7 @@ void FleetQuery::MarkDuplicates(Clock::time_point deadline, const std::vector<Br
   });
   for (std::size_t b = 0; b < brokers; ++b) {
     BrokerAnswer& answer = answers[b];
-    answer.broker = lookups[b].broker;
+    if (b > 0) answer.broker = lookups[b].broker;
     if (b > 0 && !ask[b - 1]) continue;  // failed the page: counts for nothing
     if (b > 0 && send[b - 1] && !lookups[b].answered) {
       lookups[b].failure.message = "looking up duplicate client ids: " + lookups[b].failure.message;
