@@ -2,6 +2,8 @@
 // The fleet token and merge (see fleet_merge.h).
 #include "companion/fleet/fleet_merge.h"
 
+#include <algorithm>
+#include <iterator>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -78,7 +80,77 @@ bool ComesFirst(const ConnectionOrder& order, const Connection& a, std::string_v
   return broker_a < broker_b;
 }
 
+bool HasMore(const BrokerAnswer& answer, std::size_t taken) {
+  return taken < answer.page.connections.size() || !answer.page.next_page_token.empty();
+}
+
+// A k-way merge by linear scan (a fleet has few brokers, and each step is one comparison per
+// broker): calls take(i) for the next connection of answer i in order, then counts it in
+// (*taken)[i], until `page_size` are taken or the answers run out. With `stop_where_unsure`,
+// it stops before a step while a broker that has more has nothing left in its answer (its next
+// connection could come first).
+template <typename Take>
+void MergeOrder(const ConnectionOrder& order, std::size_t page_size,
+                const std::vector<BrokerAnswer>& answers, bool stop_where_unsure,
+                std::vector<std::size_t>* taken, Take take) {
+  for (std::size_t step = 0; step < page_size; ++step) {
+    std::size_t best = answers.size();
+    for (std::size_t i = 0; i < answers.size(); ++i) {
+      const BrokerAnswer& answer = answers[i];
+      if (!answer.answered) continue;
+      if ((*taken)[i] == answer.page.connections.size()) {
+        if (stop_where_unsure && HasMore(answer, (*taken)[i])) return;
+        continue;
+      }
+      if (best == answers.size() ||
+          ComesFirst(order, answer.page.connections[(*taken)[i]], answer.broker,
+                     answers[best].page.connections[(*taken)[best]], answers[best].broker)) {
+        best = i;
+      }
+    }
+    if (best == answers.size()) return;
+    take(best);
+    ++(*taken)[best];
+  }
+}
+
 }  // namespace
+
+std::size_t FirstAskSize(std::size_t page_size, std::size_t brokers) {
+  if (brokers == 0) return page_size;
+  const std::size_t share = (page_size + brokers - 1) / brokers;
+  return std::min(page_size, share + share / 4 + 16);
+}
+
+std::vector<std::size_t> MoreToAsk(const ConnectionOrder& order, std::size_t page_size,
+                                   const std::vector<BrokerAnswer>& answers) {
+  std::vector<std::size_t> taken(answers.size(), 0);
+  std::size_t merged = 0;
+  MergeOrder(order, page_size, answers, /*stop_where_unsure=*/true, &taken,
+             [&merged](std::size_t) { ++merged; });
+  std::vector<std::size_t> more(answers.size(), 0);
+  const std::size_t needed = page_size - merged;
+  for (std::size_t i = 0; i < answers.size() && needed > 0; ++i) {
+    const BrokerAnswer& answer = answers[i];
+    if (!answer.answered || answer.page.next_page_token.empty()) continue;
+    const std::size_t left = answer.page.connections.size() - taken[i];
+    if (left < needed) more[i] = needed - left;
+  }
+  return more;
+}
+
+void AppendAnswer(BrokerAnswer later, BrokerAnswer* answer) {
+  if (!later.answered) {
+    answer->answered = false;
+    answer->failure = std::move(later.failure);
+    answer->page = ConnectionPage();
+    return;
+  }
+  std::vector<Connection>& connections = answer->page.connections;
+  connections.insert(connections.end(), std::make_move_iterator(later.page.connections.begin()),
+                     std::make_move_iterator(later.page.connections.end()));
+  answer->page.next_page_token = std::move(later.page.next_page_token);
+}
 
 std::string EncodeFleetToken(std::uint64_t fingerprint, const std::vector<BrokerCursor>& cursors) {
   std::string bytes;
@@ -150,35 +222,18 @@ void MergeBrokerPages(const ConnectionOrder& order, std::uint64_t fingerprint,
       out->peer_errors.push_back(answer.failure);
     }
   }
-  // A k-way merge by linear scan: a fleet has few brokers, and each step is one comparison per
-  // broker. origin[p]: the answer page entry p came from.
-  std::vector<std::size_t> origin;
-  while (out->connections.size() < page_size) {
-    std::size_t best = answers.size();
-    for (std::size_t i = 0; i < answers.size(); ++i) {
-      const BrokerAnswer& answer = answers[i];
-      if (!answer.answered || taken[i] == answer.page.connections.size()) continue;
-      if (best == answers.size() ||
-          ComesFirst(order, answer.page.connections[taken[i]], answer.broker,
-                     answers[best].page.connections[taken[best]], answers[best].broker)) {
-        best = i;
-      }
-    }
-    if (best == answers.size()) break;
+  std::vector<std::size_t> origin;  // origin[p]: the answer page entry p came from
+  MergeOrder(order, page_size, answers, /*stop_where_unsure=*/false, &taken, [&](std::size_t best) {
     out->connections.push_back(std::move(answers[best].page.connections[taken[best]]));
     origin.push_back(best);
-    ++taken[best];
-  }
-
+  });
   // The next positions: after the last connection shown from each broker, else unchanged.
   std::vector<BrokerCursor> next = previous;
   bool more = false;
   for (std::size_t i = 0; i < answers.size(); ++i) {
     const BrokerAnswer& answer = answers[i];
     if (!answer.answered) continue;
-    if (taken[i] < answer.page.connections.size() || !answer.page.next_page_token.empty()) {
-      more = true;
-    }
+    if (HasMore(answer, taken[i])) more = true;
     if (taken[i] == 0) continue;
     std::size_t last = origin.size();
     while (last > 0 && origin[last - 1] != i) --last;

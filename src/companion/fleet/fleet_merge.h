@@ -54,6 +54,26 @@ struct BrokerAnswer {
   PeerFailure failure;
 };
 
+// How many connections a fleet page of `page_size` asks each of `brokers` for in its first
+// round: a fair share and a quarter, plus 16, at most the page. When the order spreads the page
+// over the brokers (client ids, open times), each broker then produces and sends about a share
+// instead of a whole page, which most of the merge would drop (docs/fleet.md, "Cost"); when it
+// does not, MoreToAsk finds the brokers that ran short.
+std::size_t FirstAskSize(std::size_t page_size, std::size_t brokers);
+
+// For each answer, how many more connections (after its page's next_page_token) it must be asked
+// for before MergeBrokerPages can fill a page of `page_size` in `order`: the merge cannot go on
+// past a broker that ran out of answered connections but has more. All zero: the answers make
+// the page. Each broker asked is asked for enough to reach the end of the page on its own, so
+// a second call after the answers are appended (AppendAnswer) gives all zero.
+std::vector<std::size_t> MoreToAsk(const ConnectionOrder& order, std::size_t page_size,
+                                   const std::vector<BrokerAnswer>& answers);
+
+// Adds a later round's answer of the same broker to `answer`: its connections after the
+// earlier ones, its next_page_token; total_size stays the first round's. A failed round fails
+// the broker (its earlier connections dropped: the page names it as missing).
+void AppendAnswer(BrokerAnswer later, BrokerAnswer* answer);
+
 // Merges the answers into `out`: the first `page_size` connections in `order` (ties: node id,
 // then broker key), total_size the answered brokers' sum, peer_errors the failures, and
 // next_page_token, made for `fingerprint`, unless every answered broker showed its last match

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <thread>
 #include <unordered_set>
 #include <utility>
@@ -155,11 +156,14 @@ Status FleetQuery::Run(const ListConnectionsRequest& request, Clock::time_point 
     return status;
   }
 
-  std::vector<BrokerAnswer> answers(options_.peers.size() + 1);
+  // Each broker is asked for about its share of the page first, and those that ran short
+  // for the rest (fleet_merge.h, FirstAskSize and MoreToAsk).
+  const std::size_t brokers = options_.peers.size() + 1;
+  std::vector<BrokerAnswer> answers(brokers);
   ConnectionQuery local_query;
   local_query.filter = request.filter;
   local_query.order_by = request.order_by;
-  local_query.page_size = static_cast<std::int64_t>(page_size);
+  local_query.page_size = static_cast<std::int64_t>(FirstAskSize(page_size, brokers));
   local_query.page_token = NodeTokenOf(cursors, kSelfBroker);
   answers[0].broker = kSelfBroker;
 
@@ -169,28 +173,58 @@ Status FleetQuery::Run(const ListConnectionsRequest& request, Clock::time_point 
   for (std::size_t i = 0; i < options_.peers.size(); ++i) {
     node_requests[i].filter = request.filter;
     node_requests[i].order_by = request.order_by;
+    node_requests[i].page_size = static_cast<std::int32_t>(local_query.page_size);
     node_requests[i].page_token = NodeTokenOf(cursors, options_.peers[i].Text());
   }
   // Three quarters of what is left for the page, the rest for the lookup of duplicate client
   // ids, so that a peer that never answers leaves time for the others' lookups.
   const Clock::time_point page_deadline =
       std::min(peer_deadline, Clock::now() + (peer_deadline - Clock::now()) * 3 / 4);
-  AskPeers(node_requests, std::vector<bool>(options_.peers.size(), true), page_size, page_deadline,
-           &answers, [&] { status = RunConnectionQuery(local_, local_query, &answers[0].page); });
+  AskPeers(node_requests, std::vector<bool>(options_.peers.size(), true), page_deadline, &answers,
+           [&] { status = RunConnectionQuery(local_, local_query, &answers[0].page); });
   // A node token in a well-formed fleet token can still be refused here (the peers' answers
   // are then dropped): the caller's error, as before.
   if (!status.ok()) return status;
   answers[0].answered = true;
+  // A second round at most: each broker asked again is asked for the rest of the page.
+  for (int round = 0; round < 2; ++round) {
+    const std::vector<std::size_t> more = MoreToAsk(order, page_size, answers);
+    if (std::all_of(more.begin(), more.end(), [](std::size_t n) { return n == 0; })) break;
+    std::vector<BrokerAnswer> later(brokers);
+    std::vector<bool> ask(options_.peers.size());
+    for (std::size_t i = 0; i < options_.peers.size(); ++i) {
+      ask[i] = more[i + 1] > 0;
+      node_requests[i].page_size = static_cast<std::int32_t>(more[i + 1]);
+      node_requests[i].page_token = answers[i + 1].page.next_page_token;
+    }
+    local_query.page_size = static_cast<std::int64_t>(more[0]);
+    local_query.page_token = answers[0].page.next_page_token;
+    AskPeers(node_requests, ask, page_deadline, &later, [&] {
+      if (more[0] > 0) status = RunConnectionQuery(local_, local_query, &later[0].page);
+    });
+    if (!status.ok()) return status;
+    later[0].answered = true;
+    for (std::size_t i = 0; i < brokers; ++i) {
+      if (more[i] > 0) AppendAnswer(std::move(later[i]), &answers[i]);
+    }
+  }
   std::vector<BrokerAnswer> known;
   const bool all_known = OpenByClientIdKnown(filter, cursors.empty(), answers, &known);
+  // Each broker's open client ids it showed: the lookup of duplicates need not ask it again.
+  std::vector<std::unordered_set<std::string>> shown_open(brokers);
+  for (std::size_t i = 0; i < brokers && !all_known; ++i) {
+    for (const Connection& connection : answers[i].page.connections) {
+      if (connection.state == ConnectionState::kOpen) shown_open[i].insert(connection.client_id);
+    }
+  }
   MergeBrokerPages(order, fingerprint, page_size, cursors, std::move(answers), page);
-  MarkDuplicates(peer_deadline, all_known ? &known : nullptr, page);
+  MarkDuplicates(peer_deadline, all_known ? &known : nullptr, shown_open, page);
   return Status();
 }
 
 void FleetQuery::AskPeers(const std::vector<ListConnectionsRequest>& requests,
-                          const std::vector<bool>& ask, std::size_t page_size,
-                          Clock::time_point deadline, std::vector<BrokerAnswer>* answers,
+                          const std::vector<bool>& ask, Clock::time_point deadline,
+                          std::vector<BrokerAnswer>* answers,
                           const std::function<void()>& meanwhile) const {
   std::vector<std::thread> threads;
   threads.reserve(options_.peers.size());
@@ -199,10 +233,11 @@ void FleetQuery::AskPeers(const std::vector<ListConnectionsRequest>& requests,
     BrokerAnswer& answer = (*answers)[i + 1];
     answer.broker = peer.Text();
     if (!ask[i]) continue;
-    threads.emplace_back([this, &peer, &answer, &request = requests[i], deadline, page_size] {
+    threads.emplace_back([this, &peer, &answer, &request = requests[i], deadline] {
       try {
-        answer.answered = AskPeer(*options_.client, peer, options_.token, request, deadline,
-                                  page_size, &answer.page, &answer.failure);
+        answer.answered =
+            AskPeer(*options_.client, peer, options_.token, request, deadline,
+                    static_cast<std::size_t>(request.page_size), &answer.page, &answer.failure);
       } catch (const std::exception& e) {  // out of memory: this peer fails, not the process
         answer.answered = false;
         answer.failure = Failure(peer, StatusCode::kInternal, e.what());
@@ -221,6 +256,7 @@ void FleetQuery::AskPeers(const std::vector<ListConnectionsRequest>& requests,
 }
 
 void FleetQuery::MarkDuplicates(Clock::time_point deadline, const std::vector<BrokerAnswer>* known,
+                                const std::vector<std::unordered_set<std::string>>& shown_open,
                                 ConnectionPage* page) const {
   const std::vector<std::string> ids = OpenClientIds(*page);
   if (ids.empty()) {
@@ -232,36 +268,66 @@ void FleetQuery::MarkDuplicates(Clock::time_point deadline, const std::vector<Br
     ReportDuplicates(*page);
     return;
   }
-  std::string filter = "state = MQTT_CONNECTION_STATE_OPEN AND client_id IN (";
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    filter += (i == 0 ? "" : ", ") + QuoteFilterString(ids[i]);
+  // Each broker is asked only for the page's ids it did not show open itself (most of the
+  // page, when the order spreads it: each broker showed its share); those it showed count as
+  // its own without asking.
+  const std::size_t brokers = options_.peers.size() + 1;
+  std::vector<BrokerAnswer> answers(brokers);
+  std::vector<std::string> filters(brokers);
+  std::vector<std::size_t> asked(brokers, 0);
+  for (std::size_t b = 0; b < brokers; ++b) {
+    std::string& filter = filters[b];
+    for (const std::string& id : ids) {
+      if (shown_open[b].count(id) != 0) {
+        Connection open;  // what MarkDuplicateClientIds reads
+        open.client_id = id;
+        open.state = ConnectionState::kOpen;
+        answers[b].page.connections.push_back(std::move(open));
+        continue;
+      }
+      filter += (asked[b] == 0 ? "state = MQTT_CONNECTION_STATE_OPEN AND client_id IN (" : ", ") +
+                QuoteFilterString(id);
+      ++asked[b];
+    }
+    if (asked[b] > 0) filter += ")";
   }
-  filter += ")";
-  // One open connection per client id and broker: the page size bounds every answer.
-  const std::size_t limit = ids.size();
-  std::vector<BrokerAnswer> answers(options_.peers.size() + 1);
   ConnectionQuery local_query;
-  local_query.filter = filter;
-  local_query.page_size = static_cast<std::int64_t>(limit);
+  local_query.filter = filters[0];
+  // One open connection per client id and broker: the ids asked bound every answer.
+  local_query.page_size = static_cast<std::int64_t>(asked[0]);
   answers[0].broker = kSelfBroker;
   // Peers that failed the page are not asked again (their error is already in the page).
   std::vector<bool> ask(options_.peers.size(), true);
+  std::vector<ListConnectionsRequest> requests(options_.peers.size());
   for (std::size_t i = 0; i < options_.peers.size(); ++i) {
     for (const PeerFailure& failure : page->peer_errors) {
       if (failure.peer == options_.peers[i].Text()) ask[i] = false;
     }
+    requests[i].filter = filters[i + 1];
+    requests[i].page_size = static_cast<std::int32_t>(asked[i + 1]);
   }
-  std::vector<ListConnectionsRequest> requests(options_.peers.size());
-  for (ListConnectionsRequest& request : requests) request.filter = filter;
-  AskPeers(requests, ask, limit, deadline, &answers, [&] {
-    answers[0].answered = RunConnectionQuery(local_, local_query, &answers[0].page).ok();
+  std::vector<bool> send = ask;
+  for (std::size_t i = 0; i < options_.peers.size(); ++i) send[i] = ask[i] && asked[i + 1] > 0;
+  std::vector<BrokerAnswer> lookups(brokers);
+  AskPeers(requests, send, deadline, &lookups, [&] {
+    lookups[0].answered =
+        asked[0] == 0 || RunConnectionQuery(local_, local_query, &lookups[0].page).ok();
   });
-  for (std::size_t i = 0; i < options_.peers.size(); ++i) {
-    BrokerAnswer& answer = answers[i + 1];
-    if (ask[i] && !answer.answered) {
-      answer.failure.message = "looking up duplicate client ids: " + answer.failure.message;
-      page->peer_errors.push_back(answer.failure);
+  for (std::size_t b = 0; b < brokers; ++b) {
+    BrokerAnswer& answer = answers[b];
+    if (b > 0) answer.broker = lookups[b].broker;
+    if (b > 0 && !ask[b - 1]) continue;  // failed the page: counts for nothing
+    if (b > 0 && send[b - 1] && !lookups[b].answered) {
+      lookups[b].failure.message = "looking up duplicate client ids: " + lookups[b].failure.message;
+      page->peer_errors.push_back(lookups[b].failure);
+      continue;
     }
+    if (b == 0 && !lookups[0].answered) continue;
+    answer.answered = true;
+    std::vector<Connection>& found = lookups[b].page.connections;
+    answer.page.connections.insert(answer.page.connections.end(),
+                                   std::make_move_iterator(found.begin()),
+                                   std::make_move_iterator(found.end()));
   }
   MarkDuplicateClientIds(answers, page);
   ReportDuplicates(*page);

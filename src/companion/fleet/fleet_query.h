@@ -4,16 +4,17 @@
 // answers merged by fleet_merge.h.
 //
 // What goes to a peer: a binary ListConnectionsRequest with the caller's filter and order_by,
-// the fleet page's size and the peer's own cursor from the fleet token, scope NODE (so a peer
-// never fans out again: peers that name each other cannot loop), the read token of
-// plugin_opt_fleet_token_file as a bearer token, and Connect-Timeout-Ms of what is left of the
-// deadline. Then the page's open client ids are looked up on every broker that answered
-// (`state = MQTT_CONNECTION_STATE_OPEN AND client_id IN (...)`, node scope again), and each
-// open connection of the page whose id is open on another broker too gets
-// duplicate_client_id (this broker's own lookup again runs while the peers answer; a filter
-// on client_id alone whose matches all fit the page needs no lookup). What
-// comes back and counts: HTTP 200 with a binary ListConnectionsResponse whose connections are
-// at most the page's size. Anything else (no connection, a timeout, a Connect error, other
+// its share of the fleet page's size (FirstAskSize; the brokers that ran short are asked for
+// the rest from their next_page_token, MoreToAsk) and the peer's own cursor from the fleet
+// token, scope NODE (so a peer never fans out again: peers that name each other cannot loop),
+// the read token of plugin_opt_fleet_token_file as a bearer token, and Connect-Timeout-Ms of
+// what is left of the deadline. Then the page's open client ids that a broker did not show
+// open itself are looked up on it (`state = MQTT_CONNECTION_STATE_OPEN AND client_id IN
+// (...)`, node scope again; a broker that showed them all is not asked), and each open
+// connection of the page whose id is open on another broker too gets duplicate_client_id
+// (this broker's own lookup again runs while the peers answer; a filter on client_id alone
+// whose matches all fit the page needs no lookup). What comes back and counts: HTTP 200 with a
+// binary ListConnectionsResponse whose connections are at most the size asked. Anything else (no connection, a timeout, a Connect error, other
 // bytes) makes a PeerFailure naming the peer; the answer is then partial.
 //
 // Threads: Run() is called on HTTP threads, several at a time; it starts one thread per peer,
@@ -29,6 +30,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "companion/connection.h"
@@ -76,17 +78,20 @@ class FleetQuery {
   ConnectRpcServiceOptions::FleetLister Lister() const;
 
  private:
-  // Asks peer i for requests[i] where ask[i], each in its own thread, into (*answers)[i + 1],
-  // and runs `meanwhile` (this broker's own part, into (*answers)[0]) on the calling thread
-  // while they answer; returns when all are done.
+  // Asks peer i for requests[i] (a page of its page_size) where ask[i], each in its own thread,
+  // into (*answers)[i + 1], and runs `meanwhile` (this broker's own part, into (*answers)[0]) on
+  // the calling thread while they answer; returns when all are done.
   void AskPeers(const std::vector<ListConnectionsRequest>& requests, const std::vector<bool>& ask,
-                std::size_t page_size, std::chrono::steady_clock::time_point deadline,
-                std::vector<BrokerAnswer>* answers, const std::function<void()>& meanwhile) const;
+                std::chrono::steady_clock::time_point deadline, std::vector<BrokerAnswer>* answers,
+                const std::function<void()>& meanwhile) const;
   // Flags the page's open connections whose client id is open on another broker too: from
   // `known` when not null (OpenByClientIdKnown), else by one lookup of the page's open client
-  // ids on every broker that answered the page.
+  // ids on every broker that answered the page, less the ids shown_open[b] says broker b
+  // (0: this one, i + 1: peer i) showed open in its page answers.
   void MarkDuplicates(std::chrono::steady_clock::time_point deadline,
-                      const std::vector<BrokerAnswer>* known, ConnectionPage* page) const;
+                      const std::vector<BrokerAnswer>* known,
+                      const std::vector<std::unordered_set<std::string>>& shown_open,
+                      ConnectionPage* page) const;
   // Sets the gauge (when set) to the number of client ids flagged on `page`.
   void ReportDuplicates(const ConnectionPage& page) const;
 

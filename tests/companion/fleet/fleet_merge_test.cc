@@ -46,10 +46,32 @@ std::vector<Broker> ThreeBrokers() {
   return brokers;
 }
 
-// What FleetQuery::Run does, with each broker answered in process.
+// One broker's node page in process, as a peer answers it.
+BrokerAnswer AskBroker(const Broker& broker, const std::string& filter, const std::string& order_by,
+                       std::size_t size, const std::string& token, Status* status) {
+  BrokerAnswer answer;
+  answer.broker = broker.key;
+  if (!broker.up) {
+    answer.failure = {broker.key, "unavailable", "cannot connect: Connection refused"};
+    return answer;
+  }
+  const FleetSource source(broker.connections);
+  ConnectionQuery query;
+  query.filter = filter;
+  query.order_by = order_by;
+  query.page_size = static_cast<std::int64_t>(size);
+  query.page_token = token;
+  *status = RunConnectionQuery(source, query, &answer.page);
+  answer.answered = status->ok();
+  return answer;
+}
+
+// What FleetQuery::Run does, with each broker answered in process: each asked for `first`
+// connections (0: the page size), then those that ran short for more (MoreToAsk), which a
+// second round always settles.
 Status FleetPage(const std::vector<Broker>& brokers, const std::string& filter,
                  const std::string& order_by, std::size_t page_size, const std::string& token,
-                 ConnectionPage* page) {
+                 ConnectionPage* page, std::size_t first = 0) {
   ConnectionOrder order;
   Status status = ConnectionOrder::Parse(order_by, &order);
   if (!status.ok()) return status;
@@ -61,23 +83,21 @@ Status FleetPage(const std::vector<Broker>& brokers, const std::string& filter,
   }
   std::vector<BrokerAnswer> answers;
   for (const Broker& broker : brokers) {
-    BrokerAnswer answer;
-    answer.broker = broker.key;
-    if (!broker.up) {
-      answer.failure = {broker.key, "unavailable", "cannot connect: Connection refused"};
-      answers.push_back(answer);
-      continue;
-    }
-    const FleetSource source(broker.connections);
-    ConnectionQuery query;
-    query.filter = filter;
-    query.order_by = order_by;
-    query.page_size = static_cast<std::int64_t>(page_size);
-    query.page_token = NodeTokenOf(cursors, broker.key);
-    status = RunConnectionQuery(source, query, &answer.page);
+    answers.push_back(AskBroker(broker, filter, order_by, first == 0 ? page_size : first,
+                                NodeTokenOf(cursors, broker.key), &status));
     if (!status.ok()) return status;
-    answer.answered = true;
-    answers.push_back(answer);
+  }
+  for (int round = 0; round < 3; ++round) {
+    const std::vector<std::size_t> more = MoreToAsk(order, page_size, answers);
+    if (std::all_of(more.begin(), more.end(), [](std::size_t n) { return n == 0; })) break;
+    EXPECT_LT(round, 1) << "a third round was needed";
+    for (std::size_t i = 0; i < brokers.size(); ++i) {
+      if (more[i] == 0) continue;
+      AppendAnswer(AskBroker(brokers[i], filter, order_by, more[i], answers[i].page.next_page_token,
+                             &status),
+                   &answers[i]);
+      if (!status.ok()) return status;
+    }
   }
   MergeBrokerPages(order, fingerprint, page_size, cursors, std::move(answers), page);
   return Status();
@@ -103,12 +123,13 @@ std::vector<std::string> SortedUnion(const std::vector<Broker>& brokers,
 
 // Every page of a walk, as uids; fails the test on an error or a walk without end.
 std::vector<std::string> Walk(const std::vector<Broker>& brokers, const std::string& order_by,
-                              std::size_t page_size, std::int64_t* total = nullptr) {
+                              std::size_t page_size, std::int64_t* total = nullptr,
+                              std::size_t first = 0) {
   std::vector<std::string> uids;
   std::string token;
   for (int round = 0; round < 100; ++round) {
     ConnectionPage page;
-    const Status status = FleetPage(brokers, "", order_by, page_size, token, &page);
+    const Status status = FleetPage(brokers, "", order_by, page_size, token, &page, first);
     EXPECT_TRUE(status.ok()) << status.message();
     if (!status.ok()) break;
     EXPECT_LE(page.connections.size(), page_size);
@@ -133,6 +154,47 @@ TEST(FleetMergeTest, PagesWalkTheUnionInOrderForEveryOrderAndPageSize) {
       EXPECT_EQ(total, 24);
     }
   }
+}
+
+TEST(FleetMergeTest, BrokersAskedForLessThanAPageAreAskedForTheRestWhereTheyRunShort) {
+  std::vector<Broker> brokers = ThreeBrokers();
+  for (const std::string order_by : {"", "client_id", "open_time desc, client_id desc", "uid"}) {
+    const std::vector<std::string> expected = SortedUnion(brokers, order_by);
+    for (const std::size_t page_size : {1u, 2u, 5u, 7u, 24u, 1000u}) {
+      for (const std::size_t first : {1u, 2u, 3u, 5u}) {
+        std::int64_t total = 0;
+        EXPECT_EQ(Walk(brokers, order_by, page_size, &total, first), expected)
+            << "order_by '" << order_by << "', page size " << page_size << ", first " << first;
+        EXPECT_EQ(total, 24);
+      }
+    }
+  }
+  // "uid" puts all of broker 0's first: the merge stops where broker 0's answer ends, and
+  // each broker that could run short before the page ends is asked for enough to reach it.
+  ConnectionOrder order;
+  ASSERT_TRUE(ConnectionOrder::Parse("uid", &order).ok());
+  std::vector<BrokerAnswer> answers;
+  Status status;
+  for (const Broker& broker : brokers) {
+    answers.push_back(AskBroker(broker, "", "uid", 2, "", &status));
+  }
+  EXPECT_THAT(MoreToAsk(order, 5, answers), ::testing::ElementsAre(3u, 1u, 1u));
+  // A broker that fails its second round is left out and named.
+  brokers[0].up = false;
+  AppendAnswer(AskBroker(brokers[0], "", "uid", 3, answers[0].page.next_page_token, &status),
+               &answers[0]);
+  EXPECT_FALSE(answers[0].answered);
+  EXPECT_TRUE(answers[0].page.connections.empty());
+  // It is not asked again; the page now comes from the others, which ran short in turn.
+  EXPECT_THAT(MoreToAsk(order, 5, answers), ::testing::ElementsAre(0u, 3u, 1u));
+}
+
+TEST(FleetMergeTest, TheFirstAskIsAShareOfThePageAndAMargin) {
+  EXPECT_EQ(FirstAskSize(1000, 3), 334u + 83u + 16u);
+  EXPECT_EQ(FirstAskSize(1000, 20), 50u + 12u + 16u);
+  EXPECT_EQ(FirstAskSize(10, 3), 10u);  // small pages: the whole page, one round
+  EXPECT_EQ(FirstAskSize(1, 3), 1u);
+  EXPECT_EQ(FirstAskSize(1000, 1), 1000u);
 }
 
 TEST(FleetMergeTest, TheTotalIsTheFleetsAndEachConnectionKeepsItsNode) {

@@ -10,6 +10,7 @@
 #include <prometheus/registry.h>
 
 #include <chrono>
+#include <cstdio>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -232,7 +233,19 @@ TEST(FleetQueryTest, AClientIdOpenOnTwoBrokersIsFlaggedEvenWhenOneIsOffThePage) 
   EXPECT_EQ(page.connections[0].node_id, 1u);
   EXPECT_TRUE(page.connections[0].duplicate_client_id);
   EXPECT_EQ(gauge.Value(), 1);
-  // The lookup asked the peer for the page's open ids, with node scope.
+  // The peer's page answer showed its open "twin" (not taken into the page): no lookup.
+  EXPECT_EQ(b.requests(), 1);
+  // A filter that keeps the peer's "twin" out of its answer: the lookup asks the peer for the
+  // page's open ids, with node scope.
+  request.filter = "node_id = 1";
+  gauge.Set(-1);
+  ASSERT_TRUE(fleet.Run(request, Clock::now() + std::chrono::seconds(5), &page).ok());
+  ASSERT_EQ(page.connections.size(), 1u);
+  EXPECT_EQ(page.connections[0].client_id, "twin");
+  EXPECT_TRUE(page.connections[0].duplicate_client_id);
+  EXPECT_EQ(gauge.Value(), 1);
+  EXPECT_EQ(b.requests(), 3);
+  request.filter.clear();
   connections_v1::ListConnectionsRequest asked;
   ASSERT_TRUE(asked.ParseFromString(BodyOf(b.last_request())));
   EXPECT_EQ(asked.filter(), R"(state = MQTT_CONNECTION_STATE_OPEN AND client_id IN ("twin"))");
@@ -348,6 +361,91 @@ TEST(FleetQueryTest, ALookupByClientIdThatShowsEveryMatchNeedsNoSecondRound) {
   ASSERT_EQ(page.connections.size(), 1u);
   EXPECT_TRUE(page.connections[0].duplicate_client_id);
   EXPECT_EQ(b.requests(), asked + 2);
+}
+
+// `count` open connections of node `node` whose client ids ("d-0007-n2") interleave with the
+// other nodes' in client_id order.
+std::vector<Connection> Interleaved(std::uint32_t node, std::uint64_t count) {
+  std::vector<Connection> connections = NodeConnections(node, count);
+  for (Connection& c : connections) {
+    char id[32];
+    std::snprintf(id, sizeof(id), "d-%04llu-n%u", static_cast<unsigned long long>(c.seq), node);
+    c.client_id = id;
+  }
+  return connections;
+}
+
+// The filter of a broker's lookup of duplicates, or "" when it was not asked for one.
+std::string LookupFilterOf(const LoopbackServer& peer) {
+  for (const std::string& sent : peer.all_requests()) {
+    connections_v1::ListConnectionsRequest asked;
+    if (asked.ParseFromString(BodyOf(sent)) && asked.filter().rfind("state = ", 0) == 0) {
+      return asked.filter();
+    }
+  }
+  return "";
+}
+
+TEST(FleetQueryTest, EachBrokerSendsAboutItsShareAndIsNotAskedForTheIdsItShowed) {
+  const FleetSource local(Interleaved(1, 50));
+  std::vector<Connection> on_c = Interleaved(3, 50);
+  Connection twin = Interleaved(2, 5).back();  // "d-0005-n2", also open on b
+  twin.node_id = 3;
+  twin.uid = "twin-on-c";
+  twin.seq = 99;
+  twin.username = "hidden";  // off every page below, still found by the lookup
+  on_c.push_back(twin);
+  auto source_b = std::make_shared<FleetSource>(Interleaved(2, 50));
+  auto source_c = std::make_shared<FleetSource>(on_c);
+  LoopbackServer b(BrokerLike(source_b));
+  LoopbackServer c(BrokerLike(source_c));
+  FleetQueryOptions options;
+  options.peers = {Loopback(b.port()), Loopback(c.port())};
+  options.client = Client();
+  const FleetQuery fleet(local, options);
+  ListConnectionsRequest request;
+  request.filter = R"(NOT username = "hidden")";
+  request.order_by = "client_id";
+  request.page_size = 60;
+  ConnectionPage page;
+  ASSERT_TRUE(fleet.Run(request, Clock::now() + std::chrono::seconds(5), &page).ok());
+  ASSERT_EQ(page.connections.size(), 60u);
+  EXPECT_TRUE(page.peer_errors.empty());
+  EXPECT_EQ(page.total_size, 150);
+  for (std::size_t i = 0; i < 60; ++i) {
+    char id[32];
+    std::snprintf(id, sizeof(id), "d-%04zu-n%zu", i / 3 + 1, i % 3 + 1);
+    EXPECT_EQ(page.connections[i].client_id, id);
+    EXPECT_EQ(page.connections[i].duplicate_client_id, page.connections[i].client_id == "d-0005-n2")
+        << id;
+  }
+  // One round for the page (each asked for a share of 20, a quarter and 16 more) and one lookup.
+  ASSERT_EQ(b.requests(), 2);
+  connections_v1::ListConnectionsRequest asked;
+  ASSERT_TRUE(asked.ParseFromString(BodyOf(b.all_requests().front())));
+  EXPECT_EQ(asked.page_size(), 20 + 5 + 16);
+  // b showed its ids open: its lookup is of the others' ids alone; c's includes "d-0005-n2".
+  const std::string b_lookup = LookupFilterOf(b);
+  EXPECT_THAT(b_lookup, HasSubstr(R"("d-0001-n1")"));
+  EXPECT_THAT(b_lookup, HasSubstr(R"("d-0001-n3")"));
+  EXPECT_THAT(b_lookup, ::testing::Not(HasSubstr("-n2\"")));
+  EXPECT_THAT(LookupFilterOf(c), HasSubstr(R"("d-0005-n2")"));
+  EXPECT_THAT(LookupFilterOf(c), ::testing::Not(HasSubstr("-n3\"")));
+
+  // An order that puts all of one broker first: that broker is asked again for the rest, from
+  // where its first answer ended.
+  request.order_by = "node_id desc, client_id";
+  ASSERT_TRUE(fleet.Run(request, Clock::now() + std::chrono::seconds(5), &page).ok());
+  ASSERT_EQ(page.connections.size(), 60u);
+  for (std::size_t i = 0; i < 60; ++i) {
+    EXPECT_EQ(page.connections[i].node_id, i < 50 ? 3u : 2u) << i;
+  }
+  const std::vector<std::string> to_c = c.all_requests();
+  ASSERT_EQ(to_c.size(), 2u + 3u);  // the first page and its lookup, then page, rest, lookup
+  ASSERT_TRUE(asked.ParseFromString(BodyOf(to_c[3])));
+  EXPECT_EQ(asked.page_size(), 60 - 41);
+  EXPECT_FALSE(asked.page_token().empty());
+  EXPECT_TRUE(page.peer_errors.empty());
 }
 
 TEST(FleetQueryTest, OpenByClientIdIsKnownOnlyForClientIdFiltersShownWhole) {
