@@ -213,8 +213,9 @@ class BrokerEvents {
   // TICK (2.0: every turn of the broker's loop; 2.1: when asked for, plugin/broker_events.cc).
   // A TICK settles what the callbacks before it left open, ends a reload's re-check and wakes
   // the companion for what was written (a compare when nothing was); the periodic work (the
-  // companion's commands, its supervision, resync, expiry) is done at most once per
-  // TickPacing::kWorkIntervalNs: under load the loop turns every few microseconds.
+  // companion's commands, resync; its supervision and expiry in the housekeeping tier) is done
+  // at most once per TickPacing::kWorkIntervalNs: under load the loop turns every few
+  // microseconds.
   int OnTick() {
     core_.connects().Settle();
     core_.connects().EndReload();  // the broker's re-check of its clients is over

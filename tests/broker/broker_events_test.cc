@@ -1652,10 +1652,11 @@ TEST_F(BrokerEventsTest, ATickSettlesAndEndsAReload) {
   EXPECT_EQ(counters_.connects.load(), 1u);
 }
 
-// The periodic work through a real shared region: a TICK once kTickWorkIntervalNs has passed
-// carries out the companion's commands (here a kick) and ends the offline sessions the broker
-// has expired; a TICK before the interval is over does neither.
-TEST_F(BrokerEventsTest, TheTicksPeriodicWorkRunsOncePerInterval) {
+// The periodic work through a real shared region: a TICK once kWorkIntervalNs has passed
+// carries out the companion's commands (here a kick), a TICK before it does not; the offline
+// sessions the broker has expired end in the housekeeping tier, once kHousekeepingIntervalNs
+// has passed since the last.
+TEST_F(BrokerEventsTest, TheTicksPeriodicWorkRunsOncePerIntervalAndHousekeepingLess) {
   Use(FakeBroker::Api20());
   ASSERT_NO_FATAL_FAILURE(UseRealRegion());
   SharedHeader* header = core_->region()->header();
@@ -1674,6 +1675,7 @@ TEST_F(BrokerEventsTest, TheTicksPeriodicWorkRunsOncePerInterval) {
   ASSERT_EQ(core_->sessions().offline_count(), 1u);
 
   core_->tick().work_ns = broker_.monotonic_ns;
+  core_->tick().housekeeping_ns = broker_.monotonic_ns;
   broker_.now_ns = 200 * kSecond;  // long past the session's expiry
   ASSERT_TRUE(commands.TryWrite(static_cast<std::uint16_t>(CommandType::kKick), bytes.data(),
                                 static_cast<std::uint32_t>(bytes.size())));
@@ -1685,8 +1687,17 @@ TEST_F(BrokerEventsTest, TheTicksPeriodicWorkRunsOncePerInterval) {
   broker_.monotonic_ns += 1;
   Events().OnTick();
   EXPECT_EQ(broker_.kicked, std::vector<std::string>{"a"});
-  EXPECT_EQ(core_->sessions().offline_count(), 0u);
+  EXPECT_EQ(core_->sessions().offline_count(), 1u);  // not yet the housekeeping
   EXPECT_EQ(core_->tick().work_ns, broker_.monotonic_ns);
+
+  // The housekeeping comes with the first periodic work once its own interval is over.
+  broker_.monotonic_ns += TickPacing::kHousekeepingIntervalNs - TickPacing::kWorkIntervalNs - 1;
+  Events().OnTick();
+  EXPECT_EQ(core_->sessions().offline_count(), 1u);
+  broker_.monotonic_ns += TickPacing::kWorkIntervalNs;
+  Events().OnTick();
+  EXPECT_EQ(core_->sessions().offline_count(), 0u);
+  EXPECT_EQ(core_->tick().housekeeping_ns, broker_.monotonic_ns);
 }
 
 // The TICK's work also acknowledges the ban list it put in force (the admin's answer waits for
