@@ -19,6 +19,7 @@
 #include "../support/laid_out_client.h"
 #include "../support/matrix_brokers.h"
 #include "../support/null_sink.h"
+#include "broker_core_fixture.h"
 #include "broker/queue_drops.h"
 
 namespace mqc {
@@ -67,12 +68,7 @@ class BrokerEventsTest : public ::testing::Test {
   void Use(FakeBroker broker, PluginOptions options = {}, bool real_region = false) {
     broker_ = std::move(broker);
     options.client_layout = false;
-    BrokerCoreSetup setup;
-    setup.uuid_seed = 1;
-    setup.sink = &sink_;
-    setup.stats = slots_.data();
-    setup.stats_count = slots_.size();
-    setup.counters = &counters_;
+    BrokerCoreSetup setup = TestCoreSetup(&sink_, &slots_, &counters_);
     std::unique_ptr<SharedRegion> region;
     if (real_region) {
       auto created = SharedRegion::Create(SharedRegionSizes{4096, 4096, 8});
@@ -1475,18 +1471,10 @@ TEST_F(SessionExpiryEventsTest, MessageCountsAreCopiedOnceTheLayoutIsVerified) {
 
 // ---- messages dropped at a full queue ----
 
-// The outgoing queue of a client of `truth` (2.0.13 on) as db__message_insert reads it.
+// The outgoing queue of a client of `truth` (2.0.13 on), a window of 20.
 void PutQueue(FakeClient* client, const BrokerLayout& truth, std::int32_t quota,
               std::int32_t queued_count12, std::int32_t out_packets) {
-  const QueueOffsets offsets = *QueueOffsetsOf(truth);
-  const std::uint16_t maximum = 20;
-  std::memcpy(client->memory.data() + offsets.inflight_quota, &quota, sizeof(quota));
-  std::memcpy(client->memory.data() + offsets.msgs_out + 68, &maximum, sizeof(maximum));
-  std::memcpy(client->memory.data() + offsets.msgs_out + 60, &queued_count12,
-              sizeof(queued_count12));
-  std::memcpy(client->memory.data() + offsets.out_packet_count, &out_packets, sizeof(out_packets));
-  const std::int64_t zero = 0;
-  for (int at : {16, 24, 48}) std::memcpy(client->memory.data() + offsets.msgs_out + at, &zero, 8);
+  PutQueue(client, *QueueOffsetsOf(truth), quota, 20, queued_count12, out_packets);
 }
 
 // 2.0: the READ check comes right before the broker queues a message; with the window and the
