@@ -180,13 +180,15 @@ class BrokerEvents {
   // refuse, and answers IGNORE to every other check: docs/topic-mapping.md ("Strict mode") has
   // why that is the broker's own answer, and why the plugin must be loaded first.
   int OnAclCheck21(const AclCheckEvent& data) {
+    if (data.access == kAclRead) {  // every delivery: tested first
+      if (core_.settings().watch_acl_21 && broker().ClientSocket(data.client) < 0 &&
+          !core_.sessions().IsOpen(data.client) && !core_.connects().IsPending(data.client)) {
+        return EventDecisions::OfflineDelivery21(core_, data);
+      }
+      return kBrokerErrPluginIgnore;
+    }
     if (data.access == kAclSubscribe && core_.options().kubemq_strict) {
       return EventDecisions::StrictSubscribe21(core_, data);
-    }
-    if (data.access != kAclRead || !core_.settings().watch_acl_21) return kBrokerErrPluginIgnore;
-    if (broker().ClientSocket(data.client) < 0 && !core_.sessions().IsOpen(data.client) &&
-        !core_.connects().IsPending(data.client)) {
-      return EventDecisions::OfflineDelivery21(core_, data);
     }
     return kBrokerErrPluginIgnore;
   }
