@@ -138,12 +138,14 @@ void AskForTheNextTick21(mosquitto_evt_tick* tick) {
   tick->next_ns = 2000 + kTickIntervalMs21;  // 2.1's next_ms, in the place of 2.0's next_ns
 }
 
-int OnTick(int /*event*/, void* event_data, void* userdata) {
-  Events events = EventsOf(userdata);
-  if (events.broker().capabilities().api_2_1) {
-    AskForTheNextTick21(static_cast<mosquitto_evt_tick*>(event_data));
-  }
-  return events.OnTick();
+// One callback per API: 2.0 sends TICK at every turn of its loop, which then asks nothing.
+int OnTick(int /*event*/, void* /*event_data*/, void* userdata) {
+  return EventsOf(userdata).OnTick();
+}
+
+int OnTick21(int /*event*/, void* event_data, void* userdata) {
+  AskForTheNextTick21(static_cast<mosquitto_evt_tick*>(event_data));
+  return EventsOf(userdata).OnTick();
 }
 
 struct EventHandler {
@@ -176,7 +178,7 @@ EventHandler HandlerOf(BrokerEventKind kind, bool api_2_1) {
     case BrokerEventKind::kClientOffline:
       return {kEventClientOffline, OnDisconnect, "CLIENT_OFFLINE"};
     case BrokerEventKind::kTick:
-      return {MOSQ_EVT_TICK, OnTick, "TICK"};
+      return {MOSQ_EVT_TICK, api_2_1 ? OnTick21 : OnTick, "TICK"};
     case BrokerEventKind::kReload:
       return {MOSQ_EVT_RELOAD, OnReload, "RELOAD"};
   }

@@ -104,12 +104,6 @@ std::string CertificateSubject(const mosquitto* client) {
 
 }  // namespace
 
-int ClientSocket(const mosquitto* client) {
-  int sock = -1;
-  std::memcpy(&sock, reinterpret_cast<const char*>(client) + sizeof(int), sizeof(sock));
-  return sock;
-}
-
 std::size_t ClientAllocationSize(const mosquitto* client) {
   if (client == nullptr) return 0;
   // The function takes a non-const pointer but only reads the allocator's header.

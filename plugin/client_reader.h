@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "broker/client_facts.h"
@@ -20,8 +21,12 @@ namespace mqc {
 
 // The client's socket, or -1 (offline session, WebSockets client). Debian builds Mosquitto
 // with epoll, so struct mosquitto starts with `int ident; int sock;` (its source says ident
-// must stay first).
-int ClientSocket(const mosquitto* client);
+// must stay first). Inline: 2.1's watched ACL check asks it at every delivery.
+inline int ClientSocket(const mosquitto* client) {
+  int sock = -1;
+  std::memcpy(&sock, reinterpret_cast<const char*>(client) + sizeof(int), sizeof(sock));
+  return sock;
+}
 
 // The usable size of the client's allocation (glibc's malloc_usable_size; ASan intercepts it):
 // the broker allocates each client with calloc (src/context.c: context__init).

@@ -74,14 +74,21 @@ struct CallState {
   bool kicking = false;
 };
 
-// TICK's pacing: the periodic work at most once per kWorkIntervalNs, the message-count sweep,
-// and the checks of offline sessions of unknown expiry (every one once a second, at most
-// kMaxExpiryChecks a TICK).
+// TICK's pacing: the periodic work in two tiers, the message-count sweep, and the checks of
+// offline sessions of unknown expiry (every one once a second, at most kMaxExpiryChecks a
+// TICK). The exchange with the companion (its commands, settings, resync) and the RPC
+// tracker's expiry at most once per kWorkIntervalNs: an admin's kick waits for the one, the
+// deliveries' fast path for the other. The housekeeping (the companion's supervision, offline
+// expiry, the sweep, giving back read ring pages) at most once per kHousekeepingIntervalNs:
+// none of it needs a finer clock (seconds, or rounds of a second).
+// An idle broker's TICKs (2.0: ~100 ms; 2.1: the 50 ms it is asked for) do both every time.
 struct TickPacing {
   static constexpr std::int64_t kWorkIntervalNs = 1000000;
+  static constexpr std::int64_t kHousekeepingIntervalNs = 10000000;
   static constexpr std::int64_t kExpiryRoundNs = 1000000000;
   static constexpr std::size_t kMaxExpiryChecks = 1024;
-  std::int64_t work_ns = 0;  // the last TICK that did the periodic work (MonotonicNs)
+  std::int64_t work_ns = 0;          // the last TICK that did the periodic work (MonotonicNs)
+  std::int64_t housekeeping_ns = 0;  // the last TICK that did the housekeeping (MonotonicNs)
   MessageCountSweep message_sweep;
   RoundPace expiry_pace{kExpiryRoundNs, kMaxExpiryChecks};
 };

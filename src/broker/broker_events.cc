@@ -223,21 +223,32 @@ class Decisions {
         [this](const std::string& id) { return broker().FindClient(id.c_str()); });
   }
 
-  // TICK's periodic work (BrokerEvents::OnTick decides when).
+  // TICK's periodic work (BrokerEvents::OnTick decides when), and its housekeeping tier once
+  // TickPacing::kHousekeepingIntervalNs has passed.
   void TickWork(std::int64_t now) {
     try {
       core_.SendSettingsIfPending();
-      core_.link()->DrainCommands(
-          [this](const LogCommand& command) { broker().Log(command.level, command.text); },
-          [this](const KickCommand& command) { Kick(command); },
-          [this](BansCommand&& command) { core_.ApplyBans(std::move(command)); });
-      core_.companion()->Tick(now);  // delays and stall checks: no wall-clock jumps
+      if (core_.link()->CommandsPending()) {
+        core_.link()->DrainCommands(
+            [this](const LogCommand& command) { broker().Log(command.level, command.text); },
+            [this](const KickCommand& command) { Kick(command); },
+            [this](BansCommand&& command) { core_.ApplyBans(std::move(command)); });
+      }
+      // Responses not routed by now never will be: the deliveries' fast path waits for none.
       core_.traffic().OnTick(now);
-      core_.sessions().ExpireOffline(broker().NowNs());
-      FollowUnknownExpiry(now);
+      const bool housekeeping =
+          now - core_.tick().housekeeping_ns >= TickPacing::kHousekeepingIntervalNs;
+      if (housekeeping) {
+        core_.tick().housekeeping_ns = now;
+        core_.companion()->Tick(now);  // delays and stall checks: no wall-clock jumps
+        core_.sessions().ExpireOffline(broker().NowNs());
+        FollowUnknownExpiry(now);
+      }
       if (core_.companion()->serving()) core_.ResyncStep();
-      SweepMessageCounts(now);
-      core_.link()->ReleaseReadPages();
+      if (housekeeping) {
+        SweepMessageCounts(now);
+        core_.link()->ReleaseReadPages();
+      }
       core_.link()->WakeCompanion();  // after every event this TICK wrote
     } catch (...) {
     }

@@ -180,13 +180,15 @@ class BrokerEvents {
   // refuse, and answers IGNORE to every other check: docs/topic-mapping.md ("Strict mode") has
   // why that is the broker's own answer, and why the plugin must be loaded first.
   int OnAclCheck21(const AclCheckEvent& data) {
+    if (data.access == kAclRead) {  // every delivery: tested first
+      if (core_.settings().watch_acl_21 && broker().ClientSocket(data.client) < 0 &&
+          !core_.sessions().IsOpen(data.client) && !core_.connects().IsPending(data.client)) {
+        return EventDecisions::OfflineDelivery21(core_, data);
+      }
+      return kBrokerErrPluginIgnore;
+    }
     if (data.access == kAclSubscribe && core_.options().kubemq_strict) {
       return EventDecisions::StrictSubscribe21(core_, data);
-    }
-    if (data.access != kAclRead || !core_.settings().watch_acl_21) return kBrokerErrPluginIgnore;
-    if (broker().ClientSocket(data.client) < 0 && !core_.sessions().IsOpen(data.client) &&
-        !core_.connects().IsPending(data.client)) {
-      return EventDecisions::OfflineDelivery21(core_, data);
     }
     return kBrokerErrPluginIgnore;
   }
@@ -213,8 +215,9 @@ class BrokerEvents {
   // TICK (2.0: every turn of the broker's loop; 2.1: when asked for, plugin/broker_events.cc).
   // A TICK settles what the callbacks before it left open, ends a reload's re-check and wakes
   // the companion for what was written (a compare when nothing was); the periodic work (the
-  // companion's commands, its supervision, resync, expiry) is done at most once per
-  // TickPacing::kWorkIntervalNs: under load the loop turns every few microseconds.
+  // companion's commands, resync; its supervision and expiry in the housekeeping tier) is done
+  // at most once per TickPacing::kWorkIntervalNs: under load the loop turns every few
+  // microseconds.
   int OnTick() {
     core_.connects().Settle();
     core_.connects().EndReload();  // the broker's re-check of its clients is over

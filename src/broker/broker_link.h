@@ -49,6 +49,13 @@ class BrokerLink : public EventSink {
                             const std::function<void(const KickCommand&)>& kick = nullptr,
                             const std::function<void(BansCommand&&)>& bans = nullptr);
 
+  // Whether the companion wrote commands not read yet (its head against the read position):
+  // TICK's work drains them only then, without building the handlers for an empty ring.
+  bool CommandsPending() const {
+    const RingIndices& ring = region_->header()->commands;
+    return ring.head.load(std::memory_order_acquire) != ring.tail.load(std::memory_order_relaxed);
+  }
+
   // At TICK: whether a resync is due (the companion asked for one, or events were lost since
   // the last began): then the new resync's generation, published to the companion as started;
   // else nothing. The tick has the session table run it (ResyncStep, broker_events.h).

@@ -19,6 +19,7 @@
 #include "../support/laid_out_client.h"
 #include "../support/matrix_brokers.h"
 #include "../support/null_sink.h"
+#include "broker_core_fixture.h"
 #include "broker/queue_drops.h"
 
 namespace mqc {
@@ -67,12 +68,7 @@ class BrokerEventsTest : public ::testing::Test {
   void Use(FakeBroker broker, PluginOptions options = {}, bool real_region = false) {
     broker_ = std::move(broker);
     options.client_layout = false;
-    BrokerCoreSetup setup;
-    setup.uuid_seed = 1;
-    setup.sink = &sink_;
-    setup.stats = slots_.data();
-    setup.stats_count = slots_.size();
-    setup.counters = &counters_;
+    BrokerCoreSetup setup = TestCoreSetup(&sink_, &slots_, &counters_);
     std::unique_ptr<SharedRegion> region;
     if (real_region) {
       auto created = SharedRegion::Create(SharedRegionSizes{4096, 4096, 8});
@@ -1475,18 +1471,10 @@ TEST_F(SessionExpiryEventsTest, MessageCountsAreCopiedOnceTheLayoutIsVerified) {
 
 // ---- messages dropped at a full queue ----
 
-// The outgoing queue of a client of `truth` (2.0.13 on) as db__message_insert reads it.
+// The outgoing queue of a client of `truth` (2.0.13 on), a window of 20.
 void PutQueue(FakeClient* client, const BrokerLayout& truth, std::int32_t quota,
               std::int32_t queued_count12, std::int32_t out_packets) {
-  const QueueOffsets offsets = *QueueOffsetsOf(truth);
-  const std::uint16_t maximum = 20;
-  std::memcpy(client->memory.data() + offsets.inflight_quota, &quota, sizeof(quota));
-  std::memcpy(client->memory.data() + offsets.msgs_out + 68, &maximum, sizeof(maximum));
-  std::memcpy(client->memory.data() + offsets.msgs_out + 60, &queued_count12,
-              sizeof(queued_count12));
-  std::memcpy(client->memory.data() + offsets.out_packet_count, &out_packets, sizeof(out_packets));
-  const std::int64_t zero = 0;
-  for (int at : {16, 24, 48}) std::memcpy(client->memory.data() + offsets.msgs_out + at, &zero, 8);
+  PutQueue(client, *QueueOffsetsOf(truth), quota, 20, queued_count12, out_packets);
 }
 
 // 2.0: the READ check comes right before the broker queues a message; with the window and the
@@ -1652,10 +1640,11 @@ TEST_F(BrokerEventsTest, ATickSettlesAndEndsAReload) {
   EXPECT_EQ(counters_.connects.load(), 1u);
 }
 
-// The periodic work through a real shared region: a TICK once kTickWorkIntervalNs has passed
-// carries out the companion's commands (here a kick) and ends the offline sessions the broker
-// has expired; a TICK before the interval is over does neither.
-TEST_F(BrokerEventsTest, TheTicksPeriodicWorkRunsOncePerInterval) {
+// The periodic work through a real shared region: a TICK once kWorkIntervalNs has passed
+// carries out the companion's commands (here a kick), a TICK before it does not; the offline
+// sessions the broker has expired end in the housekeeping tier, once kHousekeepingIntervalNs
+// has passed since the last.
+TEST_F(BrokerEventsTest, TheTicksPeriodicWorkRunsOncePerIntervalAndHousekeepingLess) {
   Use(FakeBroker::Api20());
   ASSERT_NO_FATAL_FAILURE(UseRealRegion());
   SharedHeader* header = core_->region()->header();
@@ -1674,6 +1663,7 @@ TEST_F(BrokerEventsTest, TheTicksPeriodicWorkRunsOncePerInterval) {
   ASSERT_EQ(core_->sessions().offline_count(), 1u);
 
   core_->tick().work_ns = broker_.monotonic_ns;
+  core_->tick().housekeeping_ns = broker_.monotonic_ns;
   broker_.now_ns = 200 * kSecond;  // long past the session's expiry
   ASSERT_TRUE(commands.TryWrite(static_cast<std::uint16_t>(CommandType::kKick), bytes.data(),
                                 static_cast<std::uint32_t>(bytes.size())));
@@ -1685,8 +1675,17 @@ TEST_F(BrokerEventsTest, TheTicksPeriodicWorkRunsOncePerInterval) {
   broker_.monotonic_ns += 1;
   Events().OnTick();
   EXPECT_EQ(broker_.kicked, std::vector<std::string>{"a"});
-  EXPECT_EQ(core_->sessions().offline_count(), 0u);
+  EXPECT_EQ(core_->sessions().offline_count(), 1u);  // not yet the housekeeping
   EXPECT_EQ(core_->tick().work_ns, broker_.monotonic_ns);
+
+  // The housekeeping comes with the first periodic work once its own interval is over.
+  broker_.monotonic_ns += TickPacing::kHousekeepingIntervalNs - TickPacing::kWorkIntervalNs - 1;
+  Events().OnTick();
+  EXPECT_EQ(core_->sessions().offline_count(), 1u);
+  broker_.monotonic_ns += TickPacing::kWorkIntervalNs;
+  Events().OnTick();
+  EXPECT_EQ(core_->sessions().offline_count(), 0u);
+  EXPECT_EQ(core_->tick().housekeeping_ns, broker_.monotonic_ns);
 }
 
 // The TICK's work also acknowledges the ban list it put in force (the admin's answer waits for

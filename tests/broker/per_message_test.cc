@@ -7,7 +7,6 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
@@ -18,6 +17,7 @@
 #include "../support/laid_out_client.h"
 #include "../support/matrix_brokers.h"
 #include "../support/null_sink.h"
+#include "broker_core_fixture.h"
 #include "broker/broker_core.h"
 #include "broker/broker_events.h"
 #include "broker/broker_link.h"
@@ -49,15 +49,7 @@ class PerMessageTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     broker_ = GetParam() ? FakeBroker::Api21() : FakeBroker::Api20();
-    BrokerCoreSetup setup;
-    setup.uuid_seed = 1;
-    setup.sink = &sink_;
-    setup.stats = slots_.data();
-    setup.stats_count = slots_.size();
-    setup.counters = &counters_;
-    PluginOptions options;
-    options.client_layout = false;
-    auto core = BrokerCore::Create(&broker_, options, std::move(setup), nullptr);
+    auto core = CreateTestCore(&broker_, &sink_, &slots_, &counters_);
     ASSERT_TRUE(core.ok()) << core.status().message();
     core_ = std::move(core).value();
     core_->settings().decide_acl = true;
@@ -176,15 +168,7 @@ TEST(QueueFullAllocationTest, APredictedDropAllocatesNothing) {
   NullSink sink;
   std::vector<ConnectionStatsSlot> slots(4);
   BrokerCounters counters;
-  BrokerCoreSetup setup;
-  setup.uuid_seed = 1;
-  setup.sink = &sink;
-  setup.stats = slots.data();
-  setup.stats_count = slots.size();
-  setup.counters = &counters;
-  PluginOptions options;
-  options.client_layout = false;
-  auto created = BrokerCore::Create(&broker, options, std::move(setup), nullptr);
+  auto created = CreateTestCore(&broker, &sink, &slots, &counters);
   ASSERT_TRUE(created.ok()) << created.status().message();
   std::unique_ptr<BrokerCore> core = std::move(created).value();
   core->settings().decide_acl = true;
@@ -199,13 +183,8 @@ TEST(QueueFullAllocationTest, APredictedDropAllocatesNothing) {
   events.OnAclCheck(AclCheck(&slow, kAclSubscribe, "events/#", 1));  // verifies, arms
   ASSERT_TRUE(core->drops().armed());
   // The window and the queue full (max_queued_messages 1000 beyond a window of 20).
-  const QueueOffsets offsets = *QueueOffsetsOf(truth);
-  const std::int32_t quota = 0;
-  const std::uint16_t maximum = 20;
-  const std::int32_t queued = 1020;
-  std::memcpy(slow.memory.data() + offsets.inflight_quota, &quota, sizeof(quota));
-  std::memcpy(slow.memory.data() + offsets.msgs_out + 68, &maximum, sizeof(maximum));
-  std::memcpy(slow.memory.data() + offsets.msgs_out + 60, &queued, sizeof(queued));
+  PutQueue(&slow, *QueueOffsetsOf(truth), /*quota=*/0, /*maximum=*/20, /*queued_count12=*/1020,
+           /*out_packets=*/0);
 
   allocations = 0;
   counting = true;

@@ -4,11 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstring>
 
 #include "../support/fake_broker.h"
 #include "../support/laid_out_client.h"
 #include "../support/matrix_brokers.h"
+#include "broker_core_fixture.h"
 
 namespace mqc {
 namespace {
@@ -150,18 +150,6 @@ TEST(QueueDropsTest, TheOffsetsFollowTheVerifiedLayout) {
   EXPECT_EQ(old_offsets->out_packet_count, old.place(LayoutField::kKeepalive).offset + 116);
   // 2.1 queues an open connection's messages without a check the plugin sees.
   EXPECT_FALSE(QueueOffsetsOf(Builtin21Layout()));
-}
-
-// A client of the Debian 2.0.21 layout with its outgoing queue as given.
-void PutQueue(FakeClient* client, const QueueOffsets& offsets, std::int32_t quota,
-              std::uint16_t maximum, std::int32_t queued_count12, std::int32_t out_packets) {
-  std::memcpy(client->memory.data() + offsets.inflight_quota, &quota, sizeof(quota));
-  std::memcpy(client->memory.data() + offsets.msgs_out + 68, &maximum, sizeof(maximum));
-  std::memcpy(client->memory.data() + offsets.msgs_out + 60, &queued_count12,
-              sizeof(queued_count12));
-  std::memcpy(client->memory.data() + offsets.out_packet_count, &out_packets, sizeof(out_packets));
-  const std::int64_t zero = 0;
-  for (int at : {16, 24, 48}) std::memcpy(client->memory.data() + offsets.msgs_out + at, &zero, 8);
 }
 
 TEST(QueueDropsTest, MayDropReadsTwoIntsAndPredictReadsTheRest) {
