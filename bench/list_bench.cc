@@ -52,7 +52,6 @@ namespace {
 using bench::Fail;
 using bench::Feed;
 using bench::Get;
-using bench::kSecond;
 using bench::kStart;
 using bench::ParseOptions;
 using bench::ThreadCpuMs;

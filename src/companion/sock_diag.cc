@@ -20,6 +20,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "link/unique_fd.h"
+
 namespace mqc {
 namespace {
 
@@ -33,20 +35,6 @@ constexpr std::uint32_t kStatesWithInfo =
     (1u << TCP_CLOSE) | (1u << TCP_CLOSE_WAIT) | (1u << TCP_LAST_ACK) | (1u << TCP_CLOSING);
 
 constexpr std::size_t Align4(std::size_t n) { return (n + 3) & ~std::size_t{3}; }
-
-class NetlinkSocket {
- public:
-  NetlinkSocket() : fd_(socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG)) {}
-  ~NetlinkSocket() {
-    if (fd_ >= 0) close(fd_);
-  }
-  NetlinkSocket(const NetlinkSocket&) = delete;
-  NetlinkSocket& operator=(const NetlinkSocket&) = delete;
-  int fd() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 std::string ErrnoText(const char* what, int error) {
   return std::string(what) + ": " + std::strerror(error);
@@ -217,21 +205,21 @@ SockDiagResult DumpTcpSockets(const SockDiagOptions& options) {
                    " local ports, at most " + std::to_string(kMaxPorts);
     return result;
   }
-  NetlinkSocket socket;
-  if (socket.fd() < 0) {
+  const UniqueFd netlink(socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
+  if (netlink.get() < 0) {
     result.error = ErrnoText("sock_diag socket", errno);
     return result;
   }
   timeval timeout;
   timeout.tv_sec = std::max(options.timeout_ms, 1) / 1000;
   timeout.tv_usec = (std::max(options.timeout_ms, 1) % 1000) * 1000;
-  if (setsockopt(socket.fd(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout) != 0) {
+  if (setsockopt(netlink.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout) != 0) {
     result.error = ErrnoText("sock_diag receive timeout", errno);
     return result;
   }
   std::uint32_t sequence = 1;
   for (const std::uint8_t family : {std::uint8_t{AF_INET}, std::uint8_t{AF_INET6}}) {
-    std::string error = DumpFamily(socket.fd(), family, sequence++, options, &result);
+    std::string error = DumpFamily(netlink.get(), family, sequence++, options, &result);
     if (!error.empty()) {
       result.error = std::move(error);
       return result;

@@ -15,7 +15,6 @@ namespace mqc {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::IsEmpty;
 
 class ResyncWriterTest : public SessionTableTest {};
 

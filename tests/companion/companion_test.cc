@@ -28,7 +28,6 @@ namespace mqc {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 
 constexpr std::int64_t kMinute = 60 * kTestSecond;  // kTestTime0 is a whole minute
 

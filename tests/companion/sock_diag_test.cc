@@ -15,23 +15,10 @@
 #include <thread>
 #include <vector>
 
+#include "link/unique_fd.h"
+
 namespace mqc {
 namespace {
-
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Fd(Fd&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 std::uint16_t LocalPort(int fd) {
   sockaddr_storage address;
@@ -46,9 +33,9 @@ std::uint16_t LocalPort(int fd) {
 // A listener on the loopback address of `family` and connections to it, both ends open.
 struct Loopback {
   int family;
-  Fd listener;
-  std::vector<Fd> clients;
-  std::vector<Fd> servers;
+  UniqueFd listener;
+  std::vector<UniqueFd> clients;
+  std::vector<UniqueFd> servers;
   std::uint16_t port = 0;
 
   explicit Loopback(int f) : family(f), listener(socket(f, SOCK_STREAM, 0)) {}
@@ -83,12 +70,12 @@ struct Loopback {
   }
 
   bool Connect() {
-    Fd client(socket(family, SOCK_STREAM, 0));
+    UniqueFd client(socket(family, SOCK_STREAM, 0));
     if (client.get() < 0 ||
         connect(client.get(), reinterpret_cast<sockaddr*>(&address_), length_) != 0) {
       return false;
     }
-    Fd server(accept(listener.get(), nullptr, nullptr));
+    UniqueFd server(accept(listener.get(), nullptr, nullptr));
     if (server.get() < 0) return false;
     clients.push_back(std::move(client));
     servers.push_back(std::move(server));

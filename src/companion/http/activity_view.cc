@@ -60,32 +60,21 @@ HttpResponse ConnectRpcGetActivity(const ActivityHistory& activity, const HttpRe
     const Status read = DecodeGetActivityRequestProto(request.body, "request body");
     if (!read.ok()) return ConnectRpcErrorResponse(read);
   } else {
-    const CjsonPtr message = ParseJson(request.body.empty() ? "{}" : request.body);
-    if (!message || !cJSON_IsObject(message.get())) {
-      return ConnectRpcErrorResponse(
-          Status(StatusCode::kInvalidArgument, "request body is not a JSON object"));
-    }
+    const StatusOr<CjsonPtr> message = ParseBodyObject(request.body);
+    if (!message.ok()) return ConnectRpcErrorResponse(message.status());
   }
   const std::vector<ActivitySample> samples = activity.Samples();
   const bool shown = activity.acl_denials_shown();
   const auto interval_s = static_cast<std::uint32_t>(activity.interval_ns() / 1'000'000'000);
-  HttpResponse response;
-  response.status = kHttpOk;
-  if (codec == ConnectCodec::kProto) {
-    response.content_type = kProtoContentType;
-    response.body = EncodeGetActivityResponseProto(interval_s, samples, shown);
-    return response;
-  }
-  response.content_type = kJsonContentType;
-  JsonWriter json(&response.body);
-  json.BeginObject();
-  json.Key("intervalSeconds").Int(interval_s);
-  if (shown) json.Key("aclDenialsShown").Bool(true);
-  json.Key("samples").BeginArray();
-  for (const ActivitySample& sample : samples) WriteSample(sample, &json);
-  json.EndArray();
-  json.EndObject();
-  return response;
+  return ConnectRpcAnswer(
+      codec, [&] { return EncodeGetActivityResponseProto(interval_s, samples, shown); },
+      [&](JsonWriter* json) {
+        json->Key("intervalSeconds").Int(interval_s);
+        if (shown) json->Key("aclDenialsShown").Bool(true);
+        json->Key("samples").BeginArray();
+        for (const ActivitySample& sample : samples) WriteSample(sample, json);
+        json->EndArray();
+      });
 }
 
 }  // namespace mqc

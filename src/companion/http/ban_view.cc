@@ -109,11 +109,9 @@ void WriteBrokerOutcomes(const std::vector<BrokerBanOutcome>& brokers, JsonWrite
 
 // nodeId and scope of a JSON ban request (BanClient, UnbanClient).
 Status ReadPlaceJson(std::string_view body, BanRequestFields* fields) {
-  const CjsonPtr message = ParseJson(body.empty() ? "{}" : body);
-  if (!message || !cJSON_IsObject(message.get())) {
-    return InvalidArgument("request body is not a JSON object");
-  }
-  const cJSON* node = cJSON_GetObjectItemCaseSensitive(message.get(), "nodeId");
+  const StatusOr<CjsonPtr> message = ParseBodyObject(body);
+  if (!message.ok()) return message.status();
+  const cJSON* node = cJSON_GetObjectItemCaseSensitive(message->get(), "nodeId");
   if (node != nullptr && !cJSON_IsNull(node)) {
     if (!cJSON_IsNumber(node) || node->valuedouble < 0 || node->valuedouble > 4294967295.0 ||
         node->valuedouble != static_cast<double>(static_cast<std::uint32_t>(node->valuedouble))) {
@@ -121,7 +119,7 @@ Status ReadPlaceJson(std::string_view body, BanRequestFields* fields) {
     }
     fields->node_id = static_cast<std::uint32_t>(node->valuedouble);
   }
-  const cJSON* scope = cJSON_GetObjectItemCaseSensitive(message.get(), "scope");
+  const cJSON* scope = cJSON_GetObjectItemCaseSensitive(message->get(), "scope");
   if (scope != nullptr && !cJSON_IsNull(scope)) {
     StatusOr<ConnectionScope> read = ReadConnectionScope(*scope, "scope");
     if (!read.ok()) return read.status();
@@ -169,29 +167,16 @@ FleetBanOutcome ChangeAt(const BanAdmin& admin, bool remove, const Ban& ban,
   return result;
 }
 
-// A 200 JSON answer: `write` writes its one value.
-template <typename Write>
-HttpResponse JsonAnswer(const Write& write) {
-  HttpResponse response;
-  response.status = kHttpOk;
-  response.content_type = kJsonContentType;
-  JsonWriter json(&response.body);
-  write(&json);
-  return response;
-}
-
 // The target of a removal from its JSON (`as`, `who`).
 Status ReadTarget(std::string_view body, Ban* target) {
-  const CjsonPtr message = ParseJson(body.empty() ? "{}" : body);
-  if (!message || !cJSON_IsObject(message.get())) {
-    return InvalidArgument("request body is not a JSON object");
-  }
+  const StatusOr<CjsonPtr> message = ParseBodyObject(body);
+  if (!message.ok()) return message.status();
   std::string as;
   std::string who;
   bool present = false;
-  Status status = ReadString(message.get(), "as", &as, &present);
+  Status status = ReadString(message->get(), "as", &as, &present);
   if (status.ok() && !present) status = InvalidArgument("as: required");
-  if (status.ok()) status = ReadString(message.get(), "who", &who, &present);
+  if (status.ok()) status = ReadString(message->get(), "who", &who, &present);
   if (status.ok() && !present) status = InvalidArgument("who: required");
   if (status.ok()) status = ParseBanTarget(as, who, target);
   return status;
@@ -229,11 +214,9 @@ Status CheckBanRequest(const BanRequestFields& fields, std::int64_t now_ns, bool
 }
 
 Status ReadBanRequest(std::string_view body, std::int64_t now_ns, bool connect_names, Ban* ban) {
-  const CjsonPtr message = ParseJson(body.empty() ? "{}" : body);
-  if (!message || !cJSON_IsObject(message.get())) {
-    return InvalidArgument("request body is not a JSON object");
-  }
-  const cJSON* root = message.get();
+  const StatusOr<CjsonPtr> message = ParseBodyObject(body);
+  if (!message.ok()) return message.status();
+  const cJSON* root = message->get();
   BanRequestFields fields;
   bool present = false;
   Status status = ReadString(root, "as", &fields.as, &present);
@@ -338,24 +321,15 @@ HttpResponse ConnectRpcBans(const BanAdmin& admin, std::string_view method,
   ConnectCodec codec = ConnectCodec::kJson;
   if (!CheckConnectUnaryPost(request, &codec, &error)) return error;
   const bool proto = codec == ConnectCodec::kProto;
-  const auto answer_proto = [](std::string body) {
-    HttpResponse response;
-    response.status = kHttpOk;
-    response.content_type = kProtoContentType;
-    response.body = std::move(body);
-    return response;
-  };
   if (method == kListBansMethod) {
     ConnectionScope scope = ConnectionScope::kUnspecified;
     if (proto) {
       const Status read = DecodeListBansRequestProto(request.body, "request body", &scope);
       if (!read.ok()) return ConnectRpcErrorResponse(read);
     } else {
-      const CjsonPtr message = ParseJson(request.body.empty() ? "{}" : request.body);
-      if (!message || !cJSON_IsObject(message.get())) {
-        return ConnectRpcErrorResponse(InvalidArgument("request body is not a JSON object"));
-      }
-      const cJSON* item = cJSON_GetObjectItemCaseSensitive(message.get(), "scope");
+      const StatusOr<CjsonPtr> message = ParseBodyObject(request.body);
+      if (!message.ok()) return ConnectRpcErrorResponse(message.status());
+      const cJSON* item = cJSON_GetObjectItemCaseSensitive(message->get(), "scope");
       if (item != nullptr && !cJSON_IsNull(item)) {
         StatusOr<ConnectionScope> read = ReadConnectionScope(*item, "scope");
         if (!read.ok()) return ConnectRpcErrorResponse(read.status());
@@ -370,25 +344,25 @@ HttpResponse ConnectRpcBans(const BanAdmin& admin, std::string_view method,
       for (Ban& ban : admin.list()) list.bans.push_back({admin.node_id, std::move(ban)});
       list.refused_total = admin.refused_total();
     }
-    if (proto) {
-      return answer_proto(
-          EncodeListBansResponseProto(list.bans, list.refused_total, admin.node_id, list.failed));
-    }
-    const std::string refused_total = std::to_string(list.refused_total);
-    return JsonAnswer([&list, &refused_total, &admin](JsonWriter* json) {
-      json->BeginObject();
-      json->Key("bans").BeginArray();
-      for (const NodeBan& ban : list.bans) WriteNodeBan(ban, json);
-      json->EndArray();
-      json->Key("refusedTotal").String(refused_total);  // int64: a string in protobuf JSON
-      if (!list.failed.empty()) {
-        json->Key("peerErrors").BeginArray();
-        for (const BrokerBanOutcome& failed : list.failed) WritePeerError(failed, json);
-        json->EndArray();
-      }
-      json->Key("nodeId").Int(admin.node_id);
-      json->EndObject();
-    });
+    return ConnectRpcAnswer(
+        codec,
+        [&] {
+          return EncodeListBansResponseProto(list.bans, list.refused_total, admin.node_id,
+                                             list.failed);
+        },
+        [&](JsonWriter* json) {
+          json->Key("bans").BeginArray();
+          for (const NodeBan& ban : list.bans) WriteNodeBan(ban, json);
+          json->EndArray();
+          // int64: a string in protobuf's JSON mapping.
+          json->Key("refusedTotal").String(std::to_string(list.refused_total));
+          if (!list.failed.empty()) {
+            json->Key("peerErrors").BeginArray();
+            for (const BrokerBanOutcome& failed : list.failed) WritePeerError(failed, json);
+            json->EndArray();
+          }
+          json->Key("nodeId").Int(admin.node_id);
+        });
   }
   const bool banned = method == kBanClientMethod;
   Ban ban;
@@ -421,23 +395,22 @@ HttpResponse ConnectRpcBans(const BanAdmin& admin, std::string_view method,
   const BanOutcome& outcome = result.outcome;
   if (!outcome.status.ok()) return ConnectRpcErrorResponse(outcome.status);
   const NodeBan answered{result.node_id, outcome.ban};
-  if (proto) {
-    return answer_proto(banned
-                            ? EncodeBanClientResponseProto(answered, outcome.kicked, result.brokers)
-                            : EncodeUnbanClientResponseProto(answered, result.brokers));
-  }
-  return JsonAnswer([&result, &answered, banned](JsonWriter* json) {
-    json->BeginObject();
-    json->Key("ban");
-    WriteNodeBan(answered, json);
-    if (banned) {
-      json->Key("kicked").Int(static_cast<std::int64_t>(result.outcome.kicked));
-    } else {
-      json->Key("removed").Bool(true);
-    }
-    WriteBrokerOutcomes(result.brokers, json);
-    json->EndObject();
-  });
+  return ConnectRpcAnswer(
+      codec,
+      [&] {
+        return banned ? EncodeBanClientResponseProto(answered, outcome.kicked, result.brokers)
+                      : EncodeUnbanClientResponseProto(answered, result.brokers);
+      },
+      [&](JsonWriter* json) {
+        json->Key("ban");
+        WriteNodeBan(answered, json);
+        if (banned) {
+          json->Key("kicked").Int(static_cast<std::int64_t>(result.outcome.kicked));
+        } else {
+          json->Key("removed").Bool(true);
+        }
+        WriteBrokerOutcomes(result.brokers, json);
+      });
 }
 
 }  // namespace mqc

@@ -13,6 +13,8 @@
 
 #include "companion/http/connect_protocol.h"
 #include "companion/http/http_server.h"
+#include "companion/http/view_util.h"
+#include "companion/json_writer.h"
 #include "companion/query/connection_query.h"
 #include "link/status.h"
 
@@ -39,5 +41,26 @@ Status ReadListConnectionsRequest(ConnectCodec codec, std::string_view bytes,
 // HTTP 200 with `page` as a ListConnectionsResponse in `codec`, and its content type. Throws
 // std::bad_alloc when out of memory.
 HttpResponse ListConnectionsResponseIn(ConnectCodec codec, const ConnectionPage& page);
+
+// HTTP 200 with one answer message in `codec` and its content type: `encode_proto()` gives the
+// binary message, `write_json_members(JsonWriter*)` writes the members of the JSON object. Only
+// the codec's own writer runs. Throws std::bad_alloc when out of memory.
+template <typename EncodeProto, typename WriteJsonMembers>
+HttpResponse ConnectRpcAnswer(ConnectCodec codec, const EncodeProto& encode_proto,
+                              const WriteJsonMembers& write_json_members) {
+  HttpResponse response;
+  response.status = kHttpOk;
+  if (codec == ConnectCodec::kProto) {
+    response.content_type = kProtoContentType;
+    response.body = encode_proto();
+    return response;
+  }
+  response.content_type = kJsonContentType;
+  JsonWriter json(&response.body);
+  json.BeginObject();
+  write_json_members(&json);
+  json.EndObject();
+  return response;
+}
 
 }  // namespace mqc

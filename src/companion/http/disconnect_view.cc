@@ -45,14 +45,12 @@ int HttpStatusOf(StatusCode code) {
 // The JSON request message: clientId and uid as strings, preventWill as a boolean (null or
 // absent: not given).
 Status ReadDisconnectRequestJson(std::string_view body, DisconnectTarget* target) {
-  const CjsonPtr message = ParseJson(body.empty() ? "{}" : body);
-  if (!message || !cJSON_IsObject(message.get())) {
-    return Status(StatusCode::kInvalidArgument, "request body is not a JSON object");
-  }
+  const StatusOr<CjsonPtr> message = ParseBodyObject(body);
+  if (!message.ok()) return message.status();
   for (const auto& [field, into] :
        {std::pair<const char*, std::string*>{"clientId", &target->client_id},
         std::pair<const char*, std::string*>{"uid", &target->uid}}) {
-    const cJSON* value = cJSON_GetObjectItemCaseSensitive(message.get(), field);
+    const cJSON* value = cJSON_GetObjectItemCaseSensitive(message->get(), field);
     if (value == nullptr || cJSON_IsNull(value)) continue;
     if (!cJSON_IsString(value)) {
       return Status(StatusCode::kInvalidArgument,
@@ -60,14 +58,14 @@ Status ReadDisconnectRequestJson(std::string_view body, DisconnectTarget* target
     }
     *into = value->valuestring;
   }
-  const cJSON* prevent_will = cJSON_GetObjectItemCaseSensitive(message.get(), "preventWill");
+  const cJSON* prevent_will = cJSON_GetObjectItemCaseSensitive(message->get(), "preventWill");
   if (prevent_will != nullptr && !cJSON_IsNull(prevent_will)) {
     if (!cJSON_IsBool(prevent_will)) {
       return Status(StatusCode::kInvalidArgument, "field 'preventWill' must be true or false");
     }
     target->prevent_will = cJSON_IsTrue(prevent_will);
   }
-  const cJSON* node = cJSON_GetObjectItemCaseSensitive(message.get(), "nodeId");
+  const cJSON* node = cJSON_GetObjectItemCaseSensitive(message->get(), "nodeId");
   if (node != nullptr && !cJSON_IsNull(node)) {
     if (!cJSON_IsNumber(node) || node->valuedouble < 0 || node->valuedouble > 4294967295.0 ||
         node->valuedouble != static_cast<double>(static_cast<std::uint32_t>(node->valuedouble))) {
@@ -124,23 +122,14 @@ HttpResponse ConnectRpcDisconnect(const Disconnector& disconnector, const HttpRe
   }
   const DisconnectOutcome outcome = disconnector(target, forwarding);
   if (!outcome.status.ok()) return ConnectRpcErrorResponse(outcome.status);
-  if (codec == ConnectCodec::kProto) {
-    HttpResponse response;
-    response.status = kHttpOk;
-    response.content_type = kProtoContentType;
-    response.body = EncodeDisconnectConnectionResponseProto(outcome.client_id, outcome.uid, true);
-    return response;
-  }
-  HttpResponse response;
-  response.status = kHttpOk;
-  response.content_type = kJsonContentType;
-  JsonWriter json(&response.body);
-  json.BeginObject();
-  json.Key("clientId").String(outcome.client_id);
-  json.Key("uid").String(outcome.uid);
-  json.Key("disconnected").Bool(true);
-  json.EndObject();
-  return response;
+  return ConnectRpcAnswer(
+      codec,
+      [&] { return EncodeDisconnectConnectionResponseProto(outcome.client_id, outcome.uid, true); },
+      [&](JsonWriter* json) {
+        json->Key("clientId").String(outcome.client_id);
+        json->Key("uid").String(outcome.uid);
+        json->Key("disconnected").Bool(true);
+      });
 }
 
 }  // namespace mqc

@@ -22,11 +22,9 @@ namespace {
 
 // The JSON request message: clientId, a string.
 Status ReadClientIdJson(std::string_view body, std::string* client_id) {
-  const CjsonPtr message = ParseJson(body.empty() ? "{}" : body);
-  if (!message || !cJSON_IsObject(message.get())) {
-    return Status(StatusCode::kInvalidArgument, "request body is not a JSON object");
-  }
-  const cJSON* value = cJSON_GetObjectItemCaseSensitive(message.get(), "clientId");
+  const StatusOr<CjsonPtr> message = ParseBodyObject(body);
+  if (!message.ok()) return message.status();
+  const cJSON* value = cJSON_GetObjectItemCaseSensitive(message->get(), "clientId");
   if (value == nullptr || cJSON_IsNull(value)) return Status();
   if (!cJSON_IsString(value)) {
     return Status(StatusCode::kInvalidArgument, "field 'clientId' must be a string");
@@ -87,24 +85,16 @@ HttpResponse ConnectRpcGetClientHistory(const ClientHistory& history, const Http
             std::to_string(history.options().per_client) + " per client id, " +
             std::to_string(history.options().max_events) + " in all)"));
   }
-  HttpResponse response;
-  response.status = kHttpOk;
-  if (codec == ConnectCodec::kProto) {
-    response.content_type = kProtoContentType;
-    response.body = EncodeGetClientHistoryResponseProto(client_id, events, dropped);
-    return response;
-  }
-  response.content_type = kJsonContentType;
-  JsonWriter json(&response.body);
-  json.BeginObject();
-  json.Key("clientId").String(client_id);
-  json.Key("events").BeginArray();
-  for (const ClientEvent& event : events) WriteEvent(event, &json);
-  json.EndArray();
-  // int64: a string in protobuf's JSON mapping; left out at zero, as proto3 JSON does.
-  if (dropped != 0) json.Key("droppedEvents").String(std::to_string(dropped));
-  json.EndObject();
-  return response;
+  return ConnectRpcAnswer(
+      codec, [&] { return EncodeGetClientHistoryResponseProto(client_id, events, dropped); },
+      [&](JsonWriter* json) {
+        json->Key("clientId").String(client_id);
+        json->Key("events").BeginArray();
+        for (const ClientEvent& event : events) WriteEvent(event, json);
+        json->EndArray();
+        // int64: a string in protobuf's JSON mapping; left out at zero, as proto3 JSON does.
+        if (dropped != 0) json->Key("droppedEvents").String(std::to_string(dropped));
+      });
 }
 
 }  // namespace mqc

@@ -16,26 +16,12 @@
 #include <utility>
 
 #include "link/host_names.h"
+#include "link/unique_fd.h"
 
 namespace mqc {
 namespace {
 
 std::string ErrnoMessage(int error_number) { return std::system_category().message(error_number); }
-
-// Closes a socket unless released (handed to the caller).
-class SocketCloser {
- public:
-  explicit SocketCloser(int fd) : fd_(fd) {}
-  SocketCloser(const SocketCloser&) = delete;
-  SocketCloser& operator=(const SocketCloser&) = delete;
-  ~SocketCloser() {
-    if (fd_ >= 0) (void)close(fd_);  // nothing to do about a failed close of an unused socket
-  }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
 
 }  // namespace
 
@@ -67,7 +53,7 @@ StatusOr<ListeningSocket> Listen(const std::string& bind_address, int port) {
     return Status(StatusCode::kUnavailable, where + ": " + step + ErrnoMessage(errno));
   };
   const int fd = socket(storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  SocketCloser closer(fd);
+  UniqueFd closer(fd);
   if (fd < 0) return fail("socket: ");
   const int on = 1;
   if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0) {

@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "companion/json_writer.h"
 
@@ -11,6 +12,12 @@ namespace mqc {
 
 bool IsGet(const HttpRequest& request) {
   return request.method == "GET" || request.method == "HEAD";
+}
+
+StatusOr<CjsonPtr> ParseBodyObject(std::string_view body) {
+  CjsonPtr message = ParseJson(body.empty() ? "{}" : body);
+  if (message && cJSON_IsObject(message.get())) return StatusOr<CjsonPtr>(std::move(message));
+  return Status(StatusCode::kInvalidArgument, "request body is not a JSON object");
 }
 
 HttpResponse KubeMqErrorResponse(int status, std::string_view message) {

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "companion/http/http_server.h"
+#include "companion/json_util.h"
 #include "companion/json_writer.h"
 #include "link/status.h"
 
@@ -34,6 +35,10 @@ inline constexpr char kJsonContentType[] = "application/json";
 
 // GET, or HEAD (which HTTP allows wherever GET is; MHD sends the GET answer's headers only).
 bool IsGet(const HttpRequest& request);
+
+// A request body that must be a JSON object, parsed; an empty body is the empty object (a
+// Connect request message's default). kInvalidArgument for anything else.
+StatusOr<CjsonPtr> ParseBodyObject(std::string_view body);
 
 // The KubeMQ error envelope {"error":true,"error_string":"<message>","data":null} with `status`.
 HttpResponse KubeMqErrorResponse(int status, std::string_view message);
