@@ -41,6 +41,12 @@ std::string PrintableExcerpt(std::string_view text);
 inline constexpr std::uint64_t kFnv1aOffsetBasis = 0xcbf29ce484222325u;
 std::uint64_t Fnv1a64(std::string_view bytes, std::uint64_t hash = kFnv1aOffsetBasis) noexcept;
 
+// Protocol Buffers' base 128 varint: 7 bits a byte, least significant first, for the
+// opaque tokens the companion hands out. GetVarint consumes from the front of *bytes; false
+// when they end first or the value needs more than 64 bits.
+void PutVarint(std::uint64_t value, std::string* out);
+bool GetVarint(std::string_view* bytes, std::uint64_t* value);
+
 // RFC 4648 section 5 (URL-safe alphabet) without padding.
 std::string EncodeBase64Url(std::string_view bytes);
 // Decodes unpadded base64url into *bytes (replaced). False on a character outside the alphabet

@@ -34,6 +34,29 @@ TEST(TextUtilTest, Fnv1a64KnownValuesAndContinuation) {
   EXPECT_EQ(Fnv1a64("bar", Fnv1a64("foo")), Fnv1a64("foobar"));
 }
 
+TEST(TextUtilTest, VarintRoundTripsAndRefusesWhatIsCutOrTooLong) {
+  for (const std::uint64_t value : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{127},
+                                    std::uint64_t{128}, std::uint64_t{300}, UINT64_MAX}) {
+    std::string bytes;
+    PutVarint(value, &bytes);
+    std::string_view rest = bytes;
+    std::uint64_t read = 1;
+    ASSERT_TRUE(GetVarint(&rest, &read)) << value;
+    EXPECT_EQ(read, value);
+    EXPECT_TRUE(rest.empty());
+  }
+  std::string three_hundred;
+  PutVarint(300, &three_hundred);
+  EXPECT_EQ(three_hundred, "\xac\x02");  // protobuf's own example
+  std::uint64_t value = 0;
+  std::string_view cut = std::string_view(three_hundred).substr(0, 1);
+  EXPECT_FALSE(GetVarint(&cut, &value));
+  std::string too_long(9, '\xff');
+  too_long.push_back('\x02');  // bit 64
+  std::string_view rest = too_long;
+  EXPECT_FALSE(GetVarint(&rest, &value));
+}
+
 TEST(TextUtilTest, Base64UrlRoundTripsEveryLength) {
   std::string bytes;
   for (int length = 0; length < 40; ++length) {

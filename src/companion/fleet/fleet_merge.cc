@@ -17,17 +17,8 @@ namespace {
 constexpr std::uint8_t kFleetTokenVersion = 'F';
 constexpr std::size_t kMaxBrokersInToken = 4096;
 
-void PutLength(std::size_t length, std::string* out) {
-  do {
-    auto byte = static_cast<std::uint8_t>(length & 0x7f);
-    length >>= 7;
-    if (length != 0) byte |= 0x80;
-    out->push_back(static_cast<char>(byte));
-  } while (length != 0);
-}
-
 void PutString(std::string_view text, std::string* out) {
-  PutLength(text.size(), out);
+  PutVarint(text.size(), out);
   out->append(text);
 }
 
@@ -48,14 +39,10 @@ class Reader {
     return true;
   }
   bool ReadLength(std::size_t* length) {
-    *length = 0;
-    for (int shift = 0; shift < 35; shift += 7) {
-      std::uint8_t byte = 0;
-      if (!ReadU8(&byte)) return false;
-      *length |= static_cast<std::size_t>(byte & 0x7f) << shift;
-      if ((byte & 0x80) == 0) return true;
-    }
-    return false;
+    std::uint64_t value = 0;
+    if (!GetVarint(&bytes_, &value)) return false;
+    *length = static_cast<std::size_t>(value);
+    return true;
   }
   bool ReadString(std::string* text) {
     std::size_t length = 0;
@@ -158,7 +145,7 @@ std::string EncodeFleetToken(std::uint64_t fingerprint, const std::vector<Broker
   for (int shift = 56; shift >= 0; shift -= 8) {
     bytes.push_back(static_cast<char>((fingerprint >> shift) & 0xff));
   }
-  PutLength(cursors.size(), &bytes);
+  PutVarint(cursors.size(), &bytes);
   for (const BrokerCursor& cursor : cursors) {
     PutString(cursor.broker, &bytes);
     PutString(cursor.node_token, &bytes);

@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "link/text_util.h"
+#include "link/unique_fd.h"
 
 namespace mqc {
 
@@ -38,21 +39,6 @@ std::string OpenSslError() {
   ERR_error_string_n(code, text, sizeof(text));
   return text;
 }
-
-// A socket closed on every way out.
-class Socket {
- public:
-  explicit Socket(int fd) : fd_(fd) {}
-  ~Socket() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Socket(const Socket&) = delete;
-  Socket& operator=(const Socket&) = delete;
-  int fd() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // Waits until `fd` is ready for `events` or the deadline passes (false).
 bool WaitFor(int fd, short events, Clock::time_point deadline) {  // NOLINT(google-runtime-int)
@@ -362,11 +348,11 @@ StatusOr<PeerResponse> PeerClient::Post(const PeerUrl& peer, const PeerRequest& 
           : std::min(request.deadline, request.connect_deadline);
   StatusOr<int> fd = ConnectTcp(peer, connect_deadline);
   if (!fd.ok()) return fd.status();
-  const Socket socket(*fd);
+  const UniqueFd socket(*fd);
   CSmartPtr<SSL, SSL_free> ssl;
   if (peer.https) {
     ssl.reset(SSL_new(tls_->context.get()));
-    if (!ssl || SSL_set_fd(ssl.get(), socket.fd()) != 1) {
+    if (!ssl || SSL_set_fd(ssl.get(), socket.get()) != 1) {
       return Status(StatusCode::kInternal, "cannot start TLS: " + OpenSslError());
     }
     if (peer.host.kind == HostKind::kName) {
@@ -376,9 +362,9 @@ StatusOr<PeerResponse> PeerClient::Post(const PeerUrl& peer, const PeerRequest& 
       X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl.get()), peer.host.text.c_str());
     }
   }
-  Status status = Channel(socket.fd(), ssl.get(), connect_deadline).Handshake();
+  Status status = Channel(socket.get(), ssl.get(), connect_deadline).Handshake();
   if (!status.ok()) return status;
-  Channel channel(socket.fd(), ssl.get(), request.deadline);
+  Channel channel(socket.get(), ssl.get(), request.deadline);
   const bool streaming = static_cast<bool>(request.stream_sink);
   std::string head =
       "POST " + request.path + (streaming ? " HTTP/1.0" : " HTTP/1.1") +

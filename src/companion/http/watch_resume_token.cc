@@ -9,28 +9,6 @@ namespace {
 
 constexpr char kVersion = 'W';
 
-void PutVarint(std::uint64_t value, std::string* out) {
-  do {
-    auto byte = static_cast<std::uint8_t>(value & 0x7f);
-    value >>= 7;
-    if (value != 0) byte |= 0x80;
-    out->push_back(static_cast<char>(byte));
-  } while (value != 0);
-}
-
-bool GetVarint(std::string_view* bytes, std::uint64_t* value) {
-  *value = 0;
-  for (int shift = 0; shift < 64; shift += 7) {
-    if (bytes->empty()) return false;
-    const auto byte = static_cast<std::uint8_t>(bytes->front());
-    bytes->remove_prefix(1);
-    if (shift == 63 && byte > 1) return false;  // beyond 64 bits
-    *value |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
-    if ((byte & 0x80) == 0) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 Status FleetWatchPositions::FromToken(std::string_view token, FleetWatchPositions* out) {
