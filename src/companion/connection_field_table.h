@@ -126,6 +126,15 @@
   X(last_denied_time, lastDeniedTime, 63, singular, google.protobuf.Timestamp, Timestamp,         \
     c.denials.last_ns, HasLastDenial(c), c.denials.last_ns != 0, Detail(kTimestamp))
 
+// The fields of the schema's RequestStatistics (the model's members have the same names), each
+// a uint64: X(name, jsonName).
+#define MQC_REQUEST_STATISTICS_FIELDS(X) \
+  X(publish_count, publishCount)         \
+  X(publish_bytes, publishBytes)         \
+  X(deliver_count, deliverCount)         \
+  X(deliver_bytes, deliverBytes)         \
+  X(request_count, requestCount)
+
 namespace mqc {
 
 // --- when an answer carries a field (the `present` column) -------------------------------

@@ -436,13 +436,11 @@ void WriteValue(const AuthenticationInfo& authentication, JsonWriter* json) {
 }
 
 void WriteValue(const RequestStatistics& statistics, JsonWriter* json) {
+#define MQC_WRITE_STATISTIC(name, json_name) WriteDecimalString(#json_name, statistics.name, json);
   json->BeginObject();
-  WriteDecimalString("publishCount", statistics.publish_count, json);
-  WriteDecimalString("publishBytes", statistics.publish_bytes, json);
-  WriteDecimalString("deliverCount", statistics.deliver_count, json);
-  WriteDecimalString("deliverBytes", statistics.deliver_bytes, json);
-  WriteDecimalString("requestCount", statistics.request_count, json);
+  MQC_REQUEST_STATISTICS_FIELDS(MQC_WRITE_STATISTIC)
   json->EndObject();
+#undef MQC_WRITE_STATISTIC
 }
 
 // What the kernel says of the connection's socket: numbers as JSON numbers (uint32 in

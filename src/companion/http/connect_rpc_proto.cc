@@ -81,11 +81,9 @@ void SetValue(const AuthenticationInfo& authentication,
 }
 
 void SetValue(const RequestStatistics& statistics, connections_v1::RequestStatistics* message) {
-  message->set_publish_count(statistics.publish_count);
-  message->set_publish_bytes(statistics.publish_bytes);
-  message->set_deliver_count(statistics.deliver_count);
-  message->set_deliver_bytes(statistics.deliver_bytes);
-  message->set_request_count(statistics.request_count);
+#define MQC_SET_STATISTIC(name, json_name) message->set_##name(statistics.name);
+  MQC_REQUEST_STATISTICS_FIELDS(MQC_SET_STATISTIC)
+#undef MQC_SET_STATISTIC
 }
 
 void SetValue(const NetworkInfo& network, connections_v1::NetworkInfo* message) {
@@ -234,11 +232,9 @@ std::int64_t Nanos(const google::protobuf::Duration& duration) {
 
 RequestStatistics StatisticsOf(const connections_v1::RequestStatistics& message) {
   RequestStatistics statistics;
-  statistics.publish_count = message.publish_count();
-  statistics.publish_bytes = message.publish_bytes();
-  statistics.deliver_count = message.deliver_count();
-  statistics.deliver_bytes = message.deliver_bytes();
-  statistics.request_count = message.request_count();
+#define MQC_READ_STATISTIC(name, json_name) statistics.name = message.name();
+  MQC_REQUEST_STATISTICS_FIELDS(MQC_READ_STATISTIC)
+#undef MQC_READ_STATISTIC
   return statistics;
 }
 

@@ -189,26 +189,6 @@ std::vector<FieldDef> BuildFields() {
                     &NetworkDuration<&N::since_last_receive_ns>)),
       Detail(Scalar("network_info.since_last_send", K::kDuration,
                     &NetworkDuration<&N::since_last_send_ns>)),
-      Detail(Scalar("total_request_statistics.publish_count", K::kUint,
-                    &Statistic<&Connection::total_statistics, &R::publish_count>)),
-      Detail(Scalar("total_request_statistics.publish_bytes", K::kUint,
-                    &Statistic<&Connection::total_statistics, &R::publish_bytes>)),
-      Detail(Scalar("total_request_statistics.deliver_count", K::kUint,
-                    &Statistic<&Connection::total_statistics, &R::deliver_count>)),
-      Detail(Scalar("total_request_statistics.deliver_bytes", K::kUint,
-                    &Statistic<&Connection::total_statistics, &R::deliver_bytes>)),
-      Detail(Scalar("total_request_statistics.request_count", K::kUint,
-                    &Statistic<&Connection::total_statistics, &R::request_count>)),
-      Detail(Scalar("recent_request_statistics.publish_count", K::kUint,
-                    &Statistic<&Connection::recent_statistics, &R::publish_count>)),
-      Detail(Scalar("recent_request_statistics.publish_bytes", K::kUint,
-                    &Statistic<&Connection::recent_statistics, &R::publish_bytes>)),
-      Detail(Scalar("recent_request_statistics.deliver_count", K::kUint,
-                    &Statistic<&Connection::recent_statistics, &R::deliver_count>)),
-      Detail(Scalar("recent_request_statistics.deliver_bytes", K::kUint,
-                    &Statistic<&Connection::recent_statistics, &R::deliver_bytes>)),
-      Detail(Scalar("recent_request_statistics.request_count", K::kUint,
-                    &Statistic<&Connection::recent_statistics, &R::request_count>)),
       OfSubscription("subscriptions.filter", K::kString,
                      [](const Subscription& s) { return Text(s.filter); }),
       OfSubscription("subscriptions.pattern", K::kString,
@@ -221,6 +201,13 @@ std::vector<FieldDef> BuildFields() {
                      [](const Subscription& s) { return Signed(s.qos); }),
   };
   fields.insert(fields.end(), nested.begin(), nested.end());
+#define MQC_STATISTIC_FIELD(name, json_name)                                             \
+  fields.push_back(Detail(Scalar("total_request_statistics." #name, K::kUint,            \
+                                 &Statistic<&Connection::total_statistics, &R::name>))); \
+  fields.push_back(Detail(Scalar("recent_request_statistics." #name, K::kUint,           \
+                                 &Statistic<&Connection::recent_statistics, &R::name>)));
+  MQC_REQUEST_STATISTICS_FIELDS(MQC_STATISTIC_FIELD)
+#undef MQC_STATISTIC_FIELD
   return fields;
 }
 
