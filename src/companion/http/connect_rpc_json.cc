@@ -48,7 +48,6 @@
 #include <cstdio>
 #include <iterator>
 #include <limits>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -394,10 +393,14 @@ void WriteEnum(const EnumNames& names, std::int64_t number, JsonWriter* json) {
 
 // An int64 or uint64 member: protobuf's JSON mapping writes it as a string of digits.
 template <typename Integer>
+std::string_view DecimalDigits(Integer value, char (&digits)[24]) {
+  const auto result = std::to_chars(digits, digits + sizeof(digits), value);
+  return std::string_view(digits, static_cast<std::size_t>(result.ptr - digits));
+}
+template <typename Integer>
 void WriteDecimalString(std::string_view key, Integer value, JsonWriter* json) {
   char digits[24];
-  const auto result = std::to_chars(digits, digits + sizeof(digits), value);
-  json->Key(key).String(std::string_view(digits, static_cast<std::size_t>(result.ptr - digits)));
+  json->Key(key).String(DecimalDigits(value, digits));
 }
 
 void WriteStringIfSet(std::string_view key, std::string_view value, JsonWriter* json) {
@@ -482,8 +485,7 @@ void WriteValue(const std::string& text, JsonWriter* json) { json->String(text);
 void WriteInt(std::int64_t value, JsonWriter* json) { json->Int(value); }
 void WriteUint64(std::uint64_t value, JsonWriter* json) {
   char digits[24];
-  const auto result = std::to_chars(digits, digits + sizeof(digits), value);
-  json->String(std::string_view(digits, static_cast<std::size_t>(result.ptr - digits)));
+  json->String(DecimalDigits(value, digits));
 }
 void WriteBool(bool value, JsonWriter* json) { json->Bool(value); }
 void WriteString(std::string_view value, JsonWriter* json) { json->String(value); }
