@@ -63,11 +63,7 @@ Connection EveryField(ConnectionState state) {
   c.messages.in = {MessageQueue::Known::kTotal, 0, 0, 6};
   c.drops = {true, 77};
   c.will = WillState::kSet;
-  c.flapping.connects_last_minute = 3;
-  c.flapping.connects_last_hour = 12;
-  c.flapping.takeovers_last_minute = 1;
-  c.flapping.takeovers_last_hour = 2;
-  c.flapping.addresses = {"10.1.2.3", "10.9.9.9"};
+  c.flapping = {3, 12, 1, 2, {"10.1.2.3", "10.9.9.9"}};
   c.denials = {true, 5, 6, "secret/topic", kTestTime0 + 5 * kTestSecond};
   c.duplicate_client_id = true;
   return c;
