@@ -21,8 +21,8 @@
 //   0, counters "0", tlsInfo.enabled false, `connections` [] and `subscriptions` [],
 //   `totalSize` "0", enums at UNSPECIFIED), so that a reader needs no defaults table. Fields
 //   whose zero means "none" or "unknown" are omitted (those the binary codec leaves unset too
-//   are decided in connect_fields.h): closeTime and closeReason unless closed
-//   (closeTime also when 0), username, listenerName, source.ipAddress, tlsVersion, cipher,
+//   are decided in the field table, connection_field_table.h): closeTime and closeReason unless
+//   closed (closeTime also when 0), username, listenerName, source.ipAddress, tlsVersion, cipher,
 //   peerCertificateSubject, userPrincipal, method when empty, source.port when 0, `proxy` for
 //   a client the broker's socket reaches directly (its port when 0), idleDuration
 //   when unknown (< 0), the message counts when unknown (messagesQueued and messagesInFlight
@@ -33,7 +33,7 @@
 //   always has filter, qos, pattern, channel and sharedGroup, empty strings included, as on the
 //   KubeMQ endpoint.
 // - Enum names are the schema's (proto/mqtt/connections/v1/connections.proto), which the
-//   filter's table (connection_fields.cc) also takes, so that what a response shows can be
+//   filter's table (connection_field_table.h) also takes, so that what a response shows can be
 //   filtered on: close reasons without a CLOSE_REASON_ prefix (`CLIENT_DISCONNECT`) except the
 //   zero, CLOSE_REASON_UNSPECIFIED. A number no name is known for is written as a JSON number,
 //   as protobuf's JSON mapping does.
@@ -52,10 +52,9 @@
 #include <string_view>
 #include <utility>
 
-#include "companion/http/connect_fields.h"
+#include "companion/connection_field_table.h"
 #include "companion/json_util.h"
 #include "companion/json_writer.h"
-#include "companion/query/connection_fields.h"
 #include "link/text_util.h"
 #include "link/topic_mapping.h"
 
@@ -383,9 +382,8 @@ std::string FormatDuration(std::int64_t nanos) {
 }
 
 // An enum value as responses name it (see the top of this file).
-void WriteEnum(const FieldDef* field, std::int64_t number, JsonWriter* json) {
-  const std::string_view name =
-      field != nullptr ? ResponseEnumName(*field, number) : std::string_view();
+void WriteEnum(const EnumNames& names, std::int64_t number, JsonWriter* json) {
+  const std::string_view name = names.ResponseName(number);
   if (name.empty()) {
     json->Int(number);
   } else {
@@ -395,37 +393,62 @@ void WriteEnum(const FieldDef* field, std::int64_t number, JsonWriter* json) {
 
 // An int64 or uint64 member: protobuf's JSON mapping writes it as a string of digits.
 template <typename Integer>
+std::string_view DecimalDigits(Integer value, char (&digits)[24]) {
+  const auto result = std::to_chars(digits, digits + sizeof(digits), value);
+  return std::string_view(digits, static_cast<std::size_t>(result.ptr - digits));
+}
+template <typename Integer>
 void WriteDecimalString(std::string_view key, Integer value, JsonWriter* json) {
   char digits[24];
-  const auto result = std::to_chars(digits, digits + sizeof(digits), value);
-  json->Key(key).String(std::string_view(digits, static_cast<std::size_t>(result.ptr - digits)));
+  json->Key(key).String(DecimalDigits(value, digits));
 }
 
 void WriteStringIfSet(std::string_view key, std::string_view value, JsonWriter* json) {
   if (!value.empty()) json->Key(key).String(value);
 }
 
-// One direction's message counts: what the broker tells, nothing where it does not.
-void WriteMessageQueue(const MessageQueue& queue, std::string_view queued,
-                       std::string_view in_flight, std::string_view pending, JsonWriter* json) {
-  if (const auto count = queue.Queued()) json->Key(queued).Int(*count);
-  if (const auto count = queue.InFlight()) json->Key(in_flight).Int(*count);
-  if (const auto count = queue.Pending()) json->Key(pending).Int(*count);
+// --- the values of the sub-messages and repeated fields, by their model type ---------------
+
+void WriteValue(const SourceOf& source, JsonWriter* json) {
+  json->BeginObject();
+  WriteStringIfSet("ipAddress", source.ip_address, json);
+  if (source.port != 0) json->Key("port").Int(source.port);
+  json->EndObject();
 }
 
-void WriteStatistics(const RequestStatistics& statistics, JsonWriter* json) {
+void WriteValue(const TlsInfo& tls, JsonWriter* json) {
   json->BeginObject();
-  WriteDecimalString("publishCount", statistics.publish_count, json);
-  WriteDecimalString("publishBytes", statistics.publish_bytes, json);
-  WriteDecimalString("deliverCount", statistics.deliver_count, json);
-  WriteDecimalString("deliverBytes", statistics.deliver_bytes, json);
-  WriteDecimalString("requestCount", statistics.request_count, json);
+  json->Key("enabled").Bool(tls.enabled);
+  WriteStringIfSet("tlsVersion", tls.tls_version, json);
+  WriteStringIfSet("cipher", tls.cipher, json);
+  WriteStringIfSet("peerCertificateSubject", tls.peer_certificate_subject, json);
   json->EndObject();
+}
+
+void WriteValue(const AuthenticationInfo& authentication, JsonWriter* json) {
+  json->BeginObject();
+  json->Key("mechanism");
+  WriteEnum(EnumNamesOf(authentication.mechanism),
+            static_cast<std::int64_t>(authentication.mechanism), json);
+  json->Key("state");
+  WriteEnum(EnumNamesOf(authentication.state), static_cast<std::int64_t>(authentication.state),
+            json);
+  WriteStringIfSet("userPrincipal", authentication.user_principal, json);
+  WriteStringIfSet("method", authentication.method, json);
+  json->EndObject();
+}
+
+void WriteValue(const RequestStatistics& statistics, JsonWriter* json) {
+#define MQC_WRITE_STATISTIC(name, json_name) WriteDecimalString(#json_name, statistics.name, json);
+  json->BeginObject();
+  MQC_REQUEST_STATISTICS_FIELDS(MQC_WRITE_STATISTIC)
+  json->EndObject();
+#undef MQC_WRITE_STATISTIC
 }
 
 // What the kernel says of the connection's socket: numbers as JSON numbers (uint32 in
 // protobuf's JSON mapping), durations as protobuf Duration strings.
-void WriteNetworkInfo(const NetworkInfo& network, JsonWriter* json) {
+void WriteValue(const NetworkInfo& network, JsonWriter* json) {
   json->BeginObject();
   json->Key("rttMicros").Int(network.rtt_us);
   json->Key("rttVarianceMicros").Int(network.rtt_variance_us);
@@ -442,7 +465,7 @@ void WriteNetworkInfo(const NetworkInfo& network, JsonWriter* json) {
   json->EndObject();
 }
 
-void WriteSubscription(const Subscription& subscription, JsonWriter* json) {
+void WriteValue(const Subscription& subscription, JsonWriter* json) {
   json->BeginObject();
   json->Key("filter").String(subscription.filter);
   json->Key("qos").Int(subscription.qos);
@@ -455,123 +478,52 @@ void WriteSubscription(const Subscription& subscription, JsonWriter* json) {
   json->EndObject();
 }
 
-void WriteConnection(const Connection& connection, JsonWriter* json) {
-  // The enum fields of the filter's table, looked up once.
-  static const FieldDef* const kStateField = FindField("state");
-  static const FieldDef* const kCloseReasonField = FindField("close_reason");
-  static const FieldDef* const kMechanismField = FindField("authentication_info.mechanism");
-  static const FieldDef* const kAuthStateField = FindField("authentication_info.state");
-  static const FieldDef* const kBridgeRoleField = FindField("bridge_role");
+void WriteValue(const std::string& text, JsonWriter* json) { json->String(text); }
 
-  json->BeginObject();
-  json->Key("nodeId").Int(connection.node_id);
-  json->Key("uid").String(connection.uid);
-  json->Key("state");
-  WriteEnum(kStateField, static_cast<std::int64_t>(connection.state), json);
-  json->Key("openTime").String(FormatRfc3339Nanos(connection.open_time_ns));
-  if (HasCloseTime(connection)) {
-    json->Key("closeTime").String(FormatRfc3339Nanos(connection.close_time_ns));
-  }
-  if (HasSessionExpiryTime(connection)) {
-    json->Key("sessionExpiryTime").String(FormatRfc3339Nanos(connection.session_expiry_time_ns));
-  }
-  if (HasCloseReason(connection)) {
-    json->Key("closeReason");
-    WriteEnum(kCloseReasonField, static_cast<std::int64_t>(connection.close_reason), json);
-  }
-  json->Key("clientId").String(connection.client_id);
-  WriteStringIfSet("username", connection.username, json);
-  json->Key("protocolVersion").Int(connection.protocol_version);
-  json->Key("cleanSession").Bool(connection.clean_session);
-  json->Key("keepAlive").Int(connection.keep_alive);
+// --- one field of the table (connection_field_table.h): its value, by its kind -------------
 
-  json->Key("source").BeginObject();
-  WriteStringIfSet("ipAddress", connection.ip_address, json);
-  if (connection.port != 0) json->Key("port").Int(connection.port);
-  json->EndObject();
-  if (HasProxy(connection)) {
-    json->Key("proxy").BeginObject();
-    json->Key("ipAddress").String(connection.proxy_address);
-    if (connection.proxy_port != 0) json->Key("port").Int(connection.proxy_port);
-    json->EndObject();
-  }
-  WriteStringIfSet("listenerName", connection.listener_name, json);
-
-  json->Key("tlsInfo").BeginObject();
-  json->Key("enabled").Bool(connection.tls.enabled);
-  WriteStringIfSet("tlsVersion", connection.tls.tls_version, json);
-  WriteStringIfSet("cipher", connection.tls.cipher, json);
-  WriteStringIfSet("peerCertificateSubject", connection.tls.peer_certificate_subject, json);
-  json->EndObject();
-
-  json->Key("authenticationInfo").BeginObject();
-  json->Key("mechanism");
-  WriteEnum(kMechanismField, static_cast<std::int64_t>(connection.authentication.mechanism), json);
-  json->Key("state");
-  WriteEnum(kAuthStateField, static_cast<std::int64_t>(connection.authentication.state), json);
-  WriteStringIfSet("userPrincipal", connection.authentication.user_principal, json);
-  WriteStringIfSet("method", connection.authentication.method, json);
-  json->EndObject();
-
-  json->Key("subscriptions").BeginArray();
-  for (const Subscription& subscription : connection.subscriptions) {
-    WriteSubscription(subscription, json);
-  }
+void WriteInt(std::int64_t value, JsonWriter* json) { json->Int(value); }
+void WriteUint64(std::uint64_t value, JsonWriter* json) {
+  char digits[24];
+  json->String(DecimalDigits(value, digits));
+}
+void WriteBool(bool value, JsonWriter* json) { json->Bool(value); }
+void WriteString(std::string_view value, JsonWriter* json) { json->String(value); }
+template <typename Enum>
+void WriteEnum(Enum value, JsonWriter* json) {
+  WriteEnum(EnumNamesOf(value), static_cast<std::int64_t>(value), json);
+}
+void WriteTimestamp(std::int64_t unix_ns, JsonWriter* json) {
+  json->String(FormatRfc3339Nanos(unix_ns));
+}
+void WriteDuration(std::int64_t ns, JsonWriter* json) { json->String(FormatDuration(ns)); }
+template <typename Value>
+void WriteMessage(const Value& value, JsonWriter* json) {
+  WriteValue(value, json);
+}
+template <typename Container>
+void WriteRepeated(const Container& values, JsonWriter* json) {
+  json->BeginArray();
+  for (const auto& value : values) WriteValue(value, json);
   json->EndArray();
-  if (HasIdleDuration(connection)) {
-    json->Key("idleDuration").String(FormatDuration(connection.idle_ns));
+}
+
+// The key is written here, a literal, so that JsonWriter::Key copies a length known when
+// compiling (as the hand-written encoder did).
+#define MQC_WRITE_JSON_FIELD(name, json_name, number, label, proto_type, kind, value, present, \
+                             known, query)                                                     \
+  if ((present) && IsTold(value)) {                                                            \
+    json->Key(#json_name);                                                                     \
+    Write##kind(ToldValue(value), json);                                                       \
   }
-  if (HasNetworkInfo(connection)) {
-    json->Key("networkInfo");
-    WriteNetworkInfo(connection.network, json);
-  }
-  json->Key("totalRequestStatistics");
-  WriteStatistics(connection.total_statistics, json);
-  json->Key("recentRequestStatistics");
-  WriteStatistics(connection.recent_statistics, json);
-  if (HasBridgeRole(connection)) {
-    json->Key("bridgeRole");
-    WriteEnum(kBridgeRoleField, static_cast<std::int64_t>(connection.bridge), json);
-  }
-  WriteStringIfSet("bridgeName", connection.bridge_name, json);
-  if (HasWillKnown(connection)) json->Key("hasWill").Bool(connection.will == WillState::kSet);
-  WriteMessageQueue(connection.messages.out, "messagesQueued", "messagesInFlight",
-                    "messagesPending", json);
-  WriteMessageQueue(connection.messages.in, "incomingMessagesQueued", "incomingMessagesInFlight",
-                    "incomingMessagesPending", json);
-  // Dropped messages (uint64: decimal strings, as proto3's JSON writes them); left out where
-  // the broker hides them.
-  if (const auto count = connection.drops.Total()) {
-    WriteDecimalString("messagesDropped", *count, json);
-  }
-  if (const auto count = connection.drops.QueueFull()) {
-    WriteDecimalString("messagesDroppedQueueFull", *count, json);
-  }
-  WriteDecimalString("sequence", connection.seq, json);
-  if (connection.duplicate_client_id) json->Key("duplicateClientId").Bool(true);
-  // Counts as proto3's JSON writes them: left out when 0.
-  const FlappingCounts& flapping = connection.flapping;
-  for (const auto& [key, count] : {std::pair{"reconnectsLastMinute", flapping.connects_last_minute},
-                                   std::pair{"reconnectsLastHour", flapping.connects_last_hour},
-                                   std::pair{"takeoversLastMinute", flapping.takeovers_last_minute},
-                                   std::pair{"takeoversLastHour", flapping.takeovers_last_hour}}) {
-    if (count != 0) json->Key(key).Int(count);
-  }
-  if (flapping.ping_pong()) {
-    json->Key("takeoverAddresses").BeginArray();
-    for (const std::string& address : flapping.addresses) json->String(address);
-    json->EndArray();
-  }
-  if (HasDenials(connection)) {
-    WriteDecimalString("deniedPublishCount", connection.denials.publish, json);
-    WriteDecimalString("deniedSubscribeCount", connection.denials.subscribe, json);
-  }
-  if (HasLastDenial(connection)) {
-    json->Key("lastDeniedTopic").String(connection.denials.last_topic);
-    json->Key("lastDeniedTime").String(FormatRfc3339Nanos(connection.denials.last_ns));
-  }
+
+void WriteConnection(const Connection& c, JsonWriter* json) {
+  json->BeginObject();
+  MQC_CONNECTION_FIELDS(MQC_WRITE_JSON_FIELD)
   json->EndObject();
 }
+
+#undef MQC_WRITE_JSON_FIELD
 
 }  // namespace
 
@@ -713,7 +665,7 @@ std::string WatchConnectionsResponseJson(const WatchMessage& message) {
   }
   if (message.subscription != nullptr) {
     json.Key("subscription");
-    WriteSubscription(*message.subscription, &json);
+    WriteValue(*message.subscription, &json);
   }
   if (message.node_id != 0) json.Key("nodeId").Int(message.node_id);
   WriteStringIfSet("resumeToken", message.resume_token, &json);

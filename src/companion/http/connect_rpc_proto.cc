@@ -6,11 +6,10 @@
 //   through unchanged: a number the schema does not name stays a number, as proto3 open enums
 //   keep it.
 // - What the JSON side leaves out (connect_rpc_json.cc) is left unset here, so both codecs carry
-//   the same values; both ask connect_fields.h (closeTime and closeReason unless closed,
-//   sessionExpiryTime unless offline, idleDuration when unknown, networkInfo and its durations
-//   when not known, bridgeRole when unknown, proxy without a load balancer) and MessageQueue (the
-//   message counts). In binary protobuf an unset scalar and its zero are the same bytes, so the
-//   remaining "left out when empty" rules of the JSON side need nothing here.
+//   the same values: both are expanded from the field table (connection_field_table.h), whose
+//   `present` column says when a field is carried. In binary protobuf an unset scalar and its zero
+//   are the same bytes, so the remaining "left out when empty" rules of the JSON side need nothing
+//   here.
 // - Strings are made valid UTF-8 as the JSON side makes them (ToValidUtf8): proto3 strings must
 //   be, and protobuf logs an error for each one that is not.
 // - Request: protobuf's own parser; it refuses truncated input, wrong wire types and strings
@@ -23,11 +22,13 @@
 #include <google/protobuf/timestamp.pb.h>
 
 #include <cstdint>
+#include <iterator>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 
-#include "companion/http/connect_fields.h"
+#include "companion/connection_field_table.h"
 #include "companion/http/view_util.h"
 #include "companion/json_util.h"
 #include "companion/query/connection_fields.h"
@@ -56,16 +57,36 @@ void SetDuration(std::int64_t ns, google::protobuf::Duration* duration) {
   duration->set_nanos(static_cast<std::int32_t>(ns % kNanosPerSecond));
 }
 
-void SetStatistics(const RequestStatistics& statistics,
-                   connections_v1::RequestStatistics* message) {
-  message->set_publish_count(statistics.publish_count);
-  message->set_publish_bytes(statistics.publish_bytes);
-  message->set_deliver_count(statistics.deliver_count);
-  message->set_deliver_bytes(statistics.deliver_bytes);
-  message->set_request_count(statistics.request_count);
+// --- the values of the sub-messages and repeated fields, by their model type ---------------
+
+void SetValue(const SourceOf& source, connections_v1::Source* message) {
+  message->set_ip_address(ToValidUtf8(source.ip_address));
+  message->set_port(source.port);
 }
 
-void SetNetworkInfo(const NetworkInfo& network, connections_v1::NetworkInfo* message) {
+void SetValue(const TlsInfo& tls, connections_v1::TlsInfo* message) {
+  message->set_enabled(tls.enabled);
+  message->set_tls_version(ToValidUtf8(tls.tls_version));
+  message->set_cipher(ToValidUtf8(tls.cipher));
+  message->set_peer_certificate_subject(ToValidUtf8(tls.peer_certificate_subject));
+}
+
+void SetValue(const AuthenticationInfo& authentication,
+              connections_v1::AuthenticationInfo* message) {
+  message->set_mechanism(
+      static_cast<connections_v1::AuthenticationMechanism>(authentication.mechanism));
+  message->set_state(static_cast<connections_v1::AuthenticationState>(authentication.state));
+  message->set_user_principal(ToValidUtf8(authentication.user_principal));
+  message->set_method(ToValidUtf8(authentication.method));
+}
+
+void SetValue(const RequestStatistics& statistics, connections_v1::RequestStatistics* message) {
+#define MQC_SET_STATISTIC(name, json_name) message->set_##name(statistics.name);
+  MQC_REQUEST_STATISTICS_FIELDS(MQC_SET_STATISTIC)
+#undef MQC_SET_STATISTIC
+}
+
+void SetValue(const NetworkInfo& network, connections_v1::NetworkInfo* message) {
   message->set_rtt_micros(network.rtt_us);
   message->set_rtt_variance_micros(network.rtt_variance_us);
   message->set_retransmits(network.retransmits);
@@ -80,7 +101,7 @@ void SetNetworkInfo(const NetworkInfo& network, connections_v1::NetworkInfo* mes
   message->set_proxy_socket(network.proxy_socket);
 }
 
-void SubscriptionToProto(const Subscription& subscription, connections_v1::Subscription* out) {
+void SetValue(const Subscription& subscription, connections_v1::Subscription* out) {
   out->set_filter(ToValidUtf8(subscription.filter));
   out->set_qos(subscription.qos);
   out->set_pattern(std::string(PatternName(subscription.mapping.pattern)));
@@ -91,98 +112,51 @@ void SubscriptionToProto(const Subscription& subscription, connections_v1::Subsc
   out->set_kubemq_error(ToValidUtf8(subscription.kubemq_error));
 }
 
+void SetValue(const std::string& text, std::string* out) { *out = ToValidUtf8(text); }
+
+template <typename Container, typename Element>
+void SetRepeated(const Container& values, google::protobuf::RepeatedPtrField<Element>* out) {
+  out->Reserve(static_cast<int>(std::size(values)));
+  for (const auto& value : values) SetValue(value, out->Add());
+}
+
+// One field of the table (connection_field_table.h), by its kind: scalars through protobuf's
+// setter, sub-messages through their mutable_ accessor.
+#define MQC_SET_PROTO_Int(name, proto_type, value) message->set_##name(value);
+#define MQC_SET_PROTO_Uint64(name, proto_type, value) message->set_##name(value);
+#define MQC_SET_PROTO_Bool(name, proto_type, value) message->set_##name(value);
+#define MQC_SET_PROTO_String(name, proto_type, value) message->set_##name(ToValidUtf8(value));
+#define MQC_SET_PROTO_Enum(name, proto_type, value) \
+  message->set_##name(static_cast<connections_v1::proto_type>(value));
+#define MQC_SET_PROTO_Timestamp(name, proto_type, value) \
+  SetTimestamp(value, message->mutable_##name());
+#define MQC_SET_PROTO_Duration(name, proto_type, value) \
+  SetDuration(value, message->mutable_##name());
+#define MQC_SET_PROTO_Message(name, proto_type, value) SetValue(value, message->mutable_##name());
+#define MQC_SET_PROTO_Repeated(name, proto_type, value) \
+  SetRepeated(value, message->mutable_##name());
+#define MQC_SET_PROTO_FIELD(name, json_name, number, label, proto_type, kind, value, present, \
+                            known, query)                                                     \
+  if ((present) && IsTold(value)) {                                                           \
+    MQC_SET_PROTO_##kind(name, proto_type, ToldValue(value))                                  \
+  }
+
 }  // namespace
 
-void ConnectionToProto(const Connection& connection, connections_v1::Connection* message) {
-  message->set_node_id(connection.node_id);
-  message->set_uid(ToValidUtf8(connection.uid));
-  message->set_state(static_cast<connections_v1::MqttConnectionState>(connection.state));
-  SetTimestamp(connection.open_time_ns, message->mutable_open_time());
-  if (HasCloseTime(connection)) {
-    SetTimestamp(connection.close_time_ns, message->mutable_close_time());
-  }
-  if (HasCloseReason(connection)) {
-    message->set_close_reason(static_cast<connections_v1::CloseReason>(connection.close_reason));
-  }
-  if (HasSessionExpiryTime(connection)) {
-    SetTimestamp(connection.session_expiry_time_ns, message->mutable_session_expiry_time());
-  }
-  message->set_client_id(ToValidUtf8(connection.client_id));
-  message->set_username(ToValidUtf8(connection.username));
-  message->set_protocol_version(connection.protocol_version);
-  message->set_clean_session(connection.clean_session);
-  message->set_keep_alive(connection.keep_alive);
-  connections_v1::Source* source = message->mutable_source();
-  source->set_ip_address(ToValidUtf8(connection.ip_address));
-  source->set_port(connection.port);
-  if (HasProxy(connection)) {
-    connections_v1::Source* proxy = message->mutable_proxy();
-    proxy->set_ip_address(ToValidUtf8(connection.proxy_address));
-    proxy->set_port(connection.proxy_port);
-  }
-  message->set_listener_name(ToValidUtf8(connection.listener_name));
-  connections_v1::TlsInfo* tls = message->mutable_tls_info();
-  tls->set_enabled(connection.tls.enabled);
-  tls->set_tls_version(ToValidUtf8(connection.tls.tls_version));
-  tls->set_cipher(ToValidUtf8(connection.tls.cipher));
-  tls->set_peer_certificate_subject(ToValidUtf8(connection.tls.peer_certificate_subject));
-  connections_v1::AuthenticationInfo* authentication = message->mutable_authentication_info();
-  authentication->set_mechanism(
-      static_cast<connections_v1::AuthenticationMechanism>(connection.authentication.mechanism));
-  authentication->set_state(
-      static_cast<connections_v1::AuthenticationState>(connection.authentication.state));
-  authentication->set_user_principal(ToValidUtf8(connection.authentication.user_principal));
-  authentication->set_method(ToValidUtf8(connection.authentication.method));
-  message->mutable_subscriptions()->Reserve(static_cast<int>(connection.subscriptions.size()));
-  for (const Subscription& subscription : connection.subscriptions) {
-    SubscriptionToProto(subscription, message->add_subscriptions());
-  }
-  if (HasIdleDuration(connection)) {
-    SetDuration(connection.idle_ns, message->mutable_idle_duration());
-  }
-  SetStatistics(connection.total_statistics, message->mutable_total_request_statistics());
-  SetStatistics(connection.recent_statistics, message->mutable_recent_request_statistics());
-  if (HasNetworkInfo(connection)) {
-    SetNetworkInfo(connection.network, message->mutable_network_info());
-  }
-  if (HasBridgeRole(connection)) {
-    message->set_bridge_role(static_cast<connections_v1::BridgeRole>(connection.bridge));
-  }
-  message->set_bridge_name(ToValidUtf8(connection.bridge_name));
-  if (HasWillKnown(connection)) message->set_has_will(connection.will == WillState::kSet);
-  const MessageQueue& out = connection.messages.out;
-  if (const auto count = out.Queued()) message->set_messages_queued(*count);
-  if (const auto count = out.InFlight()) message->set_messages_in_flight(*count);
-  if (const auto count = out.Pending()) message->set_messages_pending(*count);
-  const MessageQueue& in = connection.messages.in;
-  if (const auto count = in.Queued()) message->set_incoming_messages_queued(*count);
-  if (const auto count = in.InFlight()) message->set_incoming_messages_in_flight(*count);
-  if (const auto count = in.Pending()) message->set_incoming_messages_pending(*count);
-  if (const auto count = connection.drops.Total()) message->set_messages_dropped(*count);
-  if (const auto count = connection.drops.QueueFull()) {
-    message->set_messages_dropped_queue_full(*count);
-  }
-  message->set_sequence(connection.seq);
-  message->set_duplicate_client_id(connection.duplicate_client_id);
-  const FlappingCounts& flapping = connection.flapping;
-  message->set_reconnects_last_minute(flapping.connects_last_minute);
-  message->set_reconnects_last_hour(flapping.connects_last_hour);
-  message->set_takeovers_last_minute(flapping.takeovers_last_minute);
-  message->set_takeovers_last_hour(flapping.takeovers_last_hour);
-  if (flapping.ping_pong()) {
-    for (const std::string& address : flapping.addresses) {
-      message->add_takeover_addresses(ToValidUtf8(address));
-    }
-  }
-  if (HasDenials(connection)) {
-    message->set_denied_publish_count(connection.denials.publish);
-    message->set_denied_subscribe_count(connection.denials.subscribe);
-  }
-  if (HasLastDenial(connection)) {
-    message->set_last_denied_topic(ToValidUtf8(connection.denials.last_topic));
-    SetTimestamp(connection.denials.last_ns, message->mutable_last_denied_time());
-  }
+void ConnectionToProto(const Connection& c, connections_v1::Connection* message) {
+  MQC_CONNECTION_FIELDS(MQC_SET_PROTO_FIELD)
 }
+
+#undef MQC_SET_PROTO_FIELD
+#undef MQC_SET_PROTO_Repeated
+#undef MQC_SET_PROTO_Message
+#undef MQC_SET_PROTO_Duration
+#undef MQC_SET_PROTO_Timestamp
+#undef MQC_SET_PROTO_Enum
+#undef MQC_SET_PROTO_String
+#undef MQC_SET_PROTO_Bool
+#undef MQC_SET_PROTO_Uint64
+#undef MQC_SET_PROTO_Int
 
 void ListConnectionsResponseToProto(const ConnectionPage& page,
                                     connections_v1::ListConnectionsResponse* message) {
@@ -258,11 +232,9 @@ std::int64_t Nanos(const google::protobuf::Duration& duration) {
 
 RequestStatistics StatisticsOf(const connections_v1::RequestStatistics& message) {
   RequestStatistics statistics;
-  statistics.publish_count = message.publish_count();
-  statistics.publish_bytes = message.publish_bytes();
-  statistics.deliver_count = message.deliver_count();
-  statistics.deliver_bytes = message.deliver_bytes();
-  statistics.request_count = message.request_count();
+#define MQC_READ_STATISTIC(name, json_name) statistics.name = message.name();
+  MQC_REQUEST_STATISTICS_FIELDS(MQC_READ_STATISTIC)
+#undef MQC_READ_STATISTIC
   return statistics;
 }
 
@@ -578,8 +550,8 @@ std::string EncodeGetActivityResponseProto(std::uint32_t interval_seconds,
     out->set_connects_refused(ActivityCount(sample.connects_refused));
     for (std::size_t reason = 0; reason < 8; ++reason) {
       if (sample.disconnects[reason] == 0) continue;
-      (*out->mutable_disconnects())[std::string(ResponseEnumName(
-          *kCloseReasonField, static_cast<std::int64_t>(reason)))] =
+      (*out->mutable_disconnects())[std::string(
+          ResponseEnumName(*kCloseReasonField, static_cast<std::int64_t>(reason)))] =
           ActivityCount(sample.disconnects[reason]);
     }
     out->set_messages_received(ActivityCount(sample.messages_received));
@@ -674,7 +646,7 @@ std::string EncodeWatchConnectionsResponseProto(const WatchMessage& watch) {
   if (watch.connection != nullptr)
     ConnectionToProto(*watch.connection, message.mutable_connection());
   if (watch.subscription != nullptr) {
-    SubscriptionToProto(*watch.subscription, message.mutable_subscription());
+    SetValue(*watch.subscription, message.mutable_subscription());
   }
   message.set_node_id(watch.node_id);
   if (!watch.resume_token.empty()) {

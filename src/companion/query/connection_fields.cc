@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The field table of connection_fields.h. Enum names follow the protobuf style of the rich API
-// (`MQTT_CONNECTION_STATE_OPEN`); their numbers are those of connection.h.
+// The fields filters and order_by name (connection_fields.h): the Connection's own made from the
+// field table (connection_field_table.h), those of its sub-messages listed here.
 #include "companion/query/connection_fields.h"
 
 #include <cstddef>
@@ -8,9 +8,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "companion/connection.h"
+#include "companion/connection_field_table.h"
 #include "link/topic_mapping.h"
 
 namespace mqc {
@@ -34,15 +36,15 @@ FieldValue Text(std::string_view text) {
   return value;
 }
 
+template <RequestStatistics Connection::*kWindow, std::uint64_t RequestStatistics::*kMember>
+FieldValue Statistic(const Connection& c) {
+  return Unsigned((c.*kWindow).*kMember);
+}
+
 FieldValue SignedIf(bool is_set, std::int64_t number) {
   FieldValue value = Signed(number);
   value.is_set = is_set;
   return value;
-}
-
-template <typename Enum>
-FieldValue EnumNumber(Enum value) {
-  return Signed(static_cast<std::int64_t>(value));
 }
 
 // networkInfo's numbers: unset unless the kernel reported the connection's socket.
@@ -56,82 +58,6 @@ FieldValue NetworkDuration(const Connection& c) {
   return SignedIf(c.network.known && c.network.*kMember >= 0, c.network.*kMember);
 }
 
-// A message count (MessageQueue): unset where the broker does not tell it.
-template <MessageQueue MessageCounts::*kDirection,
-          std::optional<std::uint32_t> (MessageQueue::*kCount)() const>
-FieldValue MessageCount(const Connection& c) {
-  const std::optional<std::uint32_t> count = ((c.messages.*kDirection).*kCount)();
-  FieldValue value = Unsigned(count.value_or(0));
-  value.is_set = count.has_value();
-  return value;
-}
-
-// A drop count (MessageDrops): unset where the broker hides it.
-template <std::optional<std::uint64_t> (MessageDrops::*kCount)() const>
-FieldValue DropCount(const Connection& c) {
-  const std::optional<std::uint64_t> count = (c.drops.*kCount)();
-  FieldValue value = Unsigned(count.value_or(0));
-  value.is_set = count.has_value();
-  return value;
-}
-
-template <std::uint32_t FlappingCounts::*kMember>
-FieldValue FlappingCount(const Connection& c) {
-  return Unsigned(c.flapping.*kMember);
-}
-
-// An ACL denial count: unset where the broker hides denials (Denials::shown).
-template <std::uint64_t Denials::*kMember>
-FieldValue DenialCount(const Connection& c) {
-  FieldValue value = Unsigned(c.denials.*kMember);
-  value.is_set = c.denials.shown;
-  return value;
-}
-
-template <std::uint64_t RequestStatistics::*kMember>
-FieldValue TotalStatistic(const Connection& c) {
-  return Unsigned(c.total_statistics.*kMember);
-}
-
-template <std::uint64_t RequestStatistics::*kMember>
-FieldValue RecentStatistic(const Connection& c) {
-  return Unsigned(c.recent_statistics.*kMember);
-}
-
-constexpr EnumName kStateNames[] = {
-    {"MQTT_CONNECTION_STATE_UNSPECIFIED", 0},
-    {"MQTT_CONNECTION_STATE_OPEN", 1},
-    {"MQTT_CONNECTION_STATE_CLOSED", 2},
-    {"MQTT_CONNECTION_STATE_OFFLINE", 3},
-};
-
-constexpr EnumName kCloseReasonNames[] = {
-    {"CLOSE_REASON_UNSPECIFIED", 0},           {"CLOSE_REASON_CLIENT_DISCONNECT", 1},
-    {"CLOSE_REASON_CONNECTION_LOST", 2},       {"CLOSE_REASON_SESSION_TAKEN_OVER", 3},
-    {"CLOSE_REASON_AUTHENTICATION_FAILED", 4}, {"CLOSE_REASON_KICKED", 5},
-    {"CLOSE_REASON_BROKER_SHUTDOWN", 6},       {"CLOSE_REASON_ACCESS_REVOKED", 7},
-};
-
-constexpr EnumName kMechanismNames[] = {
-    {"AUTHENTICATION_MECHANISM_UNSPECIFIED", 0}, {"AUTHENTICATION_MECHANISM_ANONYMOUS", 1},
-    {"AUTHENTICATION_MECHANISM_PASSWORD", 2},    {"AUTHENTICATION_MECHANISM_MTLS", 3},
-    {"AUTHENTICATION_MECHANISM_PSK", 4},         {"AUTHENTICATION_MECHANISM_ENHANCED", 5},
-};
-
-constexpr EnumName kAuthStateNames[] = {
-    {"AUTHENTICATION_STATE_UNSPECIFIED", 0},
-    {"AUTHENTICATION_STATE_UNAUTHENTICATED", 1},
-    {"AUTHENTICATION_STATE_SUCCESS", 2},
-    {"AUTHENTICATION_STATE_FAILURE", 3},
-};
-
-constexpr EnumName kBridgeRoleNames[] = {
-    {"BRIDGE_ROLE_UNSPECIFIED", 0},
-    {"BRIDGE_ROLE_NONE", 1},
-    {"BRIDGE_ROLE_OUTGOING", 2},
-    {"BRIDGE_ROLE_INCOMING", 3},
-};
-
 FieldDef Scalar(std::string_view path, FieldKind kind, FieldValue (*get)(const Connection&)) {
   FieldDef field;
   field.path = path;
@@ -140,13 +66,46 @@ FieldDef Scalar(std::string_view path, FieldKind kind, FieldValue (*get)(const C
   return field;
 }
 
-template <std::size_t kCount>
-FieldDef EnumField(std::string_view path, const EnumName (&names)[kCount],
-                   std::string_view short_prefix, FieldValue (*get)(const Connection&)) {
-  FieldDef field = Scalar(path, FieldKind::kEnum, get);
-  field.enum_names = names;
-  field.enum_count = kCount;
-  field.short_prefix = short_prefix;
+// A field of the table's value, as filters and order_by read it: text, or a number in the slot
+// of `kKind` (ValueSlot); `known` false leaves it unset. Sub-messages have no value of their own
+// (their fields are listed below).
+template <FieldKind kKind, typename T>
+FieldValue ValueOf(const T& value, bool known);
+
+// A count the broker may not tell: unset when it does not.
+template <FieldKind kKind, typename T>
+FieldValue ValueOf(const std::optional<T>& value, bool known) {
+  return ValueOf<kKind>(value.value_or(0), known && value.has_value());
+}
+
+template <FieldKind kKind, typename T>
+FieldValue ValueOf(const T& value, bool known) {
+  FieldValue field_value;
+  field_value.is_set = known;
+  if constexpr (std::is_convertible_v<const T&, std::string_view>) {
+    field_value.text = value;
+  } else if constexpr (std::is_enum_v<T>) {
+    field_value.number = static_cast<std::int64_t>(value);
+  } else if constexpr (std::is_arithmetic_v<T>) {
+    if constexpr (kKind == FieldKind::kUint) {
+      field_value.unsigned_number = value;
+    } else {
+      field_value.number = static_cast<std::int64_t>(value);
+    }
+  }
+  return field_value;
+}
+
+// The enum names of a field whose value `Read` reads is of an enum type (Read is never called).
+template <typename Read>
+FieldDef WithEnumNames(FieldDef field, Read /*unused*/) {
+  using Enum = std::decay_t<std::invoke_result_t<Read, const Connection&>>;
+  if constexpr (std::is_enum_v<Enum>) {
+    const EnumNames names = EnumNamesOf(Enum{});
+    field.enum_names = names.names;
+    field.enum_count = names.count;
+    field.short_prefix = names.short_prefix;
+  }
   return field;
 }
 
@@ -164,60 +123,60 @@ FieldDef OfSubscription(std::string_view path, FieldKind kind,
   return field;
 }
 
+// The query column of the field table (connection_field_table.h): Stored(kind), Detail(kind),
+// Nested or NotQueried.
+#define MQC_QUERY_ON_Stored(kind) true
+#define MQC_QUERY_ON_Detail(kind) true
+#define MQC_QUERY_ON_Nested false
+#define MQC_QUERY_ON_NotQueried false
+#define MQC_QUERY_KIND_Stored(kind) FieldKind::kind
+#define MQC_QUERY_KIND_Detail(kind) FieldKind::kind
+#define MQC_QUERY_KIND_Nested FieldKind::kString
+#define MQC_QUERY_KIND_NotQueried FieldKind::kString
+#define MQC_QUERY_DETAIL_Stored(kind) false
+#define MQC_QUERY_DETAIL_Detail(kind) true
+#define MQC_QUERY_DETAIL_Nested false
+#define MQC_QUERY_DETAIL_NotQueried false
+#define MQC_QUERY_FIELD(name, json_name, number, label, proto_type, kind, value, present, known, \
+                        query)                                                                   \
+  if (MQC_QUERY_ON_##query) {                                                                    \
+    FieldDef field = Scalar(#name, MQC_QUERY_KIND_##query, [](const Connection& c) {             \
+      return ValueOf<MQC_QUERY_KIND_##query>(value, known);                                      \
+    });                                                                                          \
+    field.detail = MQC_QUERY_DETAIL_##query;                                                     \
+    fields.push_back(WithEnumNames(field, [](const Connection& c) { return value; }));           \
+  }
+
 std::vector<FieldDef> BuildFields() {
+  std::vector<FieldDef> fields;
+  MQC_CONNECTION_FIELDS(MQC_QUERY_FIELD)
+  // The fields of the sub-messages the table marks Nested.
   using K = FieldKind;
   using C = const Connection&;
   using R = RequestStatistics;
   using N = NetworkInfo;
-  using M = MessageCounts;
-  using Q = MessageQueue;
-  using F = FlappingCounts;
-  return {
-      Scalar("node_id", K::kInt, [](C c) { return Signed(c.node_id); }),
-      Scalar("uid", K::kString, [](C c) { return Text(c.uid); }),
-      EnumField("state", kStateNames, "", [](C c) { return EnumNumber(c.state); }),
-      Scalar("open_time", K::kTimestamp, [](C c) { return Signed(c.open_time_ns); }),
-      Scalar("close_time", K::kTimestamp,
-             [](C c) { return SignedIf(c.close_time_ns != 0, c.close_time_ns); }),
-      Scalar("session_expiry_time", K::kTimestamp,
-             [](C c) { return SignedIf(c.session_expiry_time_ns != 0, c.session_expiry_time_ns); }),
-      EnumField("close_reason", kCloseReasonNames, "CLOSE_REASON_",
-                [](C c) { return EnumNumber(c.close_reason); }),
-      Scalar("client_id", K::kString, [](C c) { return Text(c.client_id); }),
-      Scalar("username", K::kString, [](C c) { return Text(c.username); }),
-      Scalar("protocol_version", K::kInt, [](C c) { return Signed(c.protocol_version); }),
-      Scalar("clean_session", K::kBool, [](C c) { return Signed(c.clean_session ? 1 : 0); }),
-      Scalar("keep_alive", K::kInt, [](C c) { return Signed(c.keep_alive); }),
+  const std::vector<FieldDef> nested = {
       Scalar("source.ip_address", K::kString, [](C c) { return Text(c.ip_address); }),
       Scalar("source.port", K::kInt, [](C c) { return Signed(c.port); }),
       Scalar("proxy.ip_address", K::kString, [](C c) { return Text(c.proxy_address); }),
       Scalar("proxy.port", K::kInt, [](C c) { return Signed(c.proxy_port); }),
-      Scalar("listener_name", K::kString, [](C c) { return Text(c.listener_name); }),
       Scalar("tls_info.enabled", K::kBool, [](C c) { return Signed(c.tls.enabled ? 1 : 0); }),
       Scalar("tls_info.tls_version", K::kString, [](C c) { return Text(c.tls.tls_version); }),
       Scalar("tls_info.cipher", K::kString, [](C c) { return Text(c.tls.cipher); }),
       Scalar("tls_info.peer_certificate_subject", K::kString,
              [](C c) { return Text(c.tls.peer_certificate_subject); }),
-      EnumField("authentication_info.mechanism", kMechanismNames, "",
-                [](C c) { return EnumNumber(c.authentication.mechanism); }),
-      EnumField("authentication_info.state", kAuthStateNames, "",
-                [](C c) { return EnumNumber(c.authentication.state); }),
+      WithEnumNames(
+          Scalar("authentication_info.mechanism", K::kEnum,
+                 [](C c) { return Signed(static_cast<std::int64_t>(c.authentication.mechanism)); }),
+          [](C c) { return c.authentication.mechanism; }),
+      WithEnumNames(
+          Scalar("authentication_info.state", K::kEnum,
+                 [](C c) { return Signed(static_cast<std::int64_t>(c.authentication.state)); }),
+          [](C c) { return c.authentication.state; }),
       Scalar("authentication_info.user_principal", K::kString,
              [](C c) { return Text(c.authentication.user_principal); }),
       Scalar("authentication_info.method", K::kString,
              [](C c) { return Text(c.authentication.method); }),
-      EnumField("bridge_role", kBridgeRoleNames, "", [](C c) { return EnumNumber(c.bridge); }),
-      Scalar("bridge_name", K::kString, [](C c) { return Text(c.bridge_name); }),
-      Scalar("has_will", K::kBool,
-             [](C c) {
-               return SignedIf(c.will != WillState::kUnknown, c.will == WillState::kSet ? 1 : 0);
-             }),
-      // Only a fleet answer can see another broker's connections: node queries find it false
-      // (docs/fleet.md, "Duplicate client ids").
-      Scalar("duplicate_client_id", K::kBool,
-             [](C c) { return Signed(c.duplicate_client_id ? 1 : 0); }),
-      Detail(Scalar("idle_duration", K::kDuration,
-                    [](C c) { return SignedIf(c.idle_ns >= 0, c.idle_ns); })),
       Detail(Scalar("network_info.rtt_micros", K::kInt, &NetworkNumber<&N::rtt_us>)),
       Detail(
           Scalar("network_info.rtt_variance_micros", K::kInt, &NetworkNumber<&N::rtt_variance_us>)),
@@ -230,43 +189,6 @@ std::vector<FieldDef> BuildFields() {
                     &NetworkDuration<&N::since_last_receive_ns>)),
       Detail(Scalar("network_info.since_last_send", K::kDuration,
                     &NetworkDuration<&N::since_last_send_ns>)),
-      Detail(Scalar("total_request_statistics.publish_count", K::kUint,
-                    &TotalStatistic<&R::publish_count>)),
-      Detail(Scalar("total_request_statistics.publish_bytes", K::kUint,
-                    &TotalStatistic<&R::publish_bytes>)),
-      Detail(Scalar("total_request_statistics.deliver_count", K::kUint,
-                    &TotalStatistic<&R::deliver_count>)),
-      Detail(Scalar("total_request_statistics.deliver_bytes", K::kUint,
-                    &TotalStatistic<&R::deliver_bytes>)),
-      Detail(Scalar("total_request_statistics.request_count", K::kUint,
-                    &TotalStatistic<&R::request_count>)),
-      Detail(Scalar("recent_request_statistics.publish_count", K::kUint,
-                    &RecentStatistic<&R::publish_count>)),
-      Detail(Scalar("recent_request_statistics.publish_bytes", K::kUint,
-                    &RecentStatistic<&R::publish_bytes>)),
-      Detail(Scalar("recent_request_statistics.deliver_count", K::kUint,
-                    &RecentStatistic<&R::deliver_count>)),
-      Detail(Scalar("recent_request_statistics.deliver_bytes", K::kUint,
-                    &RecentStatistic<&R::deliver_bytes>)),
-      Detail(Scalar("recent_request_statistics.request_count", K::kUint,
-                    &RecentStatistic<&R::request_count>)),
-      Detail(Scalar("messages_queued", K::kUint, &MessageCount<&M::out, &Q::Queued>)),
-      Detail(Scalar("messages_in_flight", K::kUint, &MessageCount<&M::out, &Q::InFlight>)),
-      Detail(Scalar("messages_pending", K::kUint, &MessageCount<&M::out, &Q::Pending>)),
-      Detail(Scalar("incoming_messages_queued", K::kUint, &MessageCount<&M::in, &Q::Queued>)),
-      Detail(Scalar("incoming_messages_in_flight", K::kUint, &MessageCount<&M::in, &Q::InFlight>)),
-      Detail(Scalar("incoming_messages_pending", K::kUint, &MessageCount<&M::in, &Q::Pending>)),
-      Detail(Scalar("messages_dropped", K::kUint, &DropCount<&MessageDrops::Total>)),
-      Detail(Scalar("messages_dropped_queue_full", K::kUint, &DropCount<&MessageDrops::QueueFull>)),
-      Detail(Scalar("reconnects_last_minute", K::kUint, &FlappingCount<&F::connects_last_minute>)),
-      Detail(Scalar("reconnects_last_hour", K::kUint, &FlappingCount<&F::connects_last_hour>)),
-      Detail(Scalar("takeovers_last_minute", K::kUint, &FlappingCount<&F::takeovers_last_minute>)),
-      Detail(Scalar("takeovers_last_hour", K::kUint, &FlappingCount<&F::takeovers_last_hour>)),
-      Detail(Scalar("denied_publish_count", K::kUint, &DenialCount<&Denials::publish>)),
-      Detail(Scalar("denied_subscribe_count", K::kUint, &DenialCount<&Denials::subscribe>)),
-      Detail(Scalar("last_denied_topic", K::kString, [](C c) { return Text(c.denials.last_topic); })),
-      Detail(Scalar("last_denied_time", K::kTimestamp,
-                    [](C c) { return SignedIf(c.denials.last_ns != 0, c.denials.last_ns); })),
       OfSubscription("subscriptions.filter", K::kString,
                      [](const Subscription& s) { return Text(s.filter); }),
       OfSubscription("subscriptions.pattern", K::kString,
@@ -278,7 +200,18 @@ std::vector<FieldDef> BuildFields() {
       OfSubscription("subscriptions.qos", K::kInt,
                      [](const Subscription& s) { return Signed(s.qos); }),
   };
+  fields.insert(fields.end(), nested.begin(), nested.end());
+#define MQC_STATISTIC_FIELD(name, json_name)                                             \
+  fields.push_back(Detail(Scalar("total_request_statistics." #name, K::kUint,            \
+                                 &Statistic<&Connection::total_statistics, &R::name>))); \
+  fields.push_back(Detail(Scalar("recent_request_statistics." #name, K::kUint,           \
+                                 &Statistic<&Connection::recent_statistics, &R::name>)));
+  MQC_REQUEST_STATISTICS_FIELDS(MQC_STATISTIC_FIELD)
+#undef MQC_STATISTIC_FIELD
+  return fields;
 }
+
+#undef MQC_QUERY_FIELD
 
 // lowerCamelCase -> snake_case, segment by segment: `ipAddress` -> `ip_address`. Anything that
 // was not one of the two spellings turns into a path that is in no table (`Ip` -> `_ip`).
@@ -350,17 +283,7 @@ bool FindEnumNumber(const FieldDef& field, std::string_view name, std::int64_t* 
 }
 
 std::string_view ResponseEnumName(const FieldDef& field, std::int64_t number) {
-  for (std::size_t i = 0; i < field.enum_count; ++i) {
-    const EnumName& entry = field.enum_names[i];
-    if (entry.number != number) continue;
-    std::string_view name = entry.name;
-    if (number != 0 && !field.short_prefix.empty() &&
-        name.substr(0, field.short_prefix.size()) == field.short_prefix) {
-      name.remove_prefix(field.short_prefix.size());
-    }
-    return name;
-  }
-  return std::string_view();
+  return EnumNames{field.enum_names, field.enum_count, field.short_prefix}.ResponseName(number);
 }
 
 std::string EnumNameList(const FieldDef& field) {

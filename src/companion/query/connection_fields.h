@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "companion/connection.h"
+#include "companion/connection_field_table.h"
 
 namespace mqc {
 
@@ -39,11 +40,6 @@ struct FieldValue {
   std::string_view text;
 };
 
-struct EnumName {
-  std::string_view name;
-  std::int64_t number;
-};
-
 struct FieldDef {
   std::string_view path;  // canonical: snake_case, dotted
   FieldKind kind = FieldKind::kString;
@@ -63,7 +59,7 @@ struct FieldDef {
   bool repeated() const { return get_from_subscription != nullptr; }
 };
 
-// Every field, in the order of the Connection model.
+// Every field: the Connection's own in the field table's order, then its sub-messages'.
 const std::vector<FieldDef>& ConnectionFields();
 
 // Looks a field path up, in snake_case or lowerCamelCase per dotted segment

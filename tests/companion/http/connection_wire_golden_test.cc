@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// A connection with every field of the schema set, in each state, written by both Connect
+// encoders and compared byte for byte with tests/data/connection_wire_answers.txt: the JSON text
+// and the binary protobuf (hex), one a line. The file was written by the codecs before they were
+// made from the field table (companion/connection_field_table.h), so this keeps the wire the
+// same; MQC_WRITE_ANSWERS=1 rewrites it when the wire is meant to change.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "../../support/connection_builder.h"
+#include "companion/connection.h"
+#include "companion/http/connect_rpc_json.h"
+#include "companion/http/connect_rpc_proto.h"
+#include "companion/query/connection_query.h"
+#include "link/topic_mapping.h"
+
+namespace mqc {
+namespace {
+
+Connection EveryField(ConnectionState state) {
+  Connection c = TestConnection(7);
+  c.uid = "0b9c1c4e-3f8a-4d2b-9c1e-5a6b7c8d9e0f";
+  c.node_id = 3;
+  c.state = state;
+  c.open_time_ns = kTestTime0 + 123456789;
+  c.close_time_ns = kTestTime0 + 9 * kTestSecond;
+  c.session_expiry_time_ns = kTestTime0 + 3600 * kTestSecond;
+  c.close_reason = CloseReason::kAccessRevoked;
+  c.client_id = "sensor-\xC3\xA9-\xFF";
+  c.username = "alice";
+  c.protocol_version = 5;
+  c.clean_session = false;
+  c.keep_alive = 45;
+  c.ip_address = "10.1.2.3";
+  c.port = 51234;
+  c.local_port = 8883;
+  c.listener_name = "mqtts:8883";
+  c.proxy_address = "192.0.2.1";
+  c.proxy_port = 40001;
+  c.tls = {true, "TLSv1.3", "TLS_AES_256_GCM_SHA384", "CN=sensor,O=Example"};
+  c.authentication = {AuthMechanism::kEnhanced, AuthState::kSuccess, "alice", "SCRAM-SHA-256"};
+  Subscription valid;
+  valid.filter = "$share/workers/events/site1/#";
+  valid.qos = 2;
+  valid.mapping = MapTopicFilter(valid.filter, DefaultPattern::kEvents);
+  Subscription refused;
+  refused.filter = "a/+b";
+  refused.mapping = MapTopicFilter(refused.filter, DefaultPattern::kEvents);
+  refused.kubemq_error = "no KubeMQ channel";
+  c.subscriptions = {valid, refused};
+  c.idle_ns = 1'500'000'001;
+  c.network = {true, 250, 31, 2, 4096, 17, 1'000'000, 0, true};
+  c.total_statistics = {100, 12345, 90, 9000, 101};
+  c.recent_statistics = {2, 200, 1, 100, 2};
+  c.bridge = BridgeRole::kIncoming;
+  c.bridge_name = "edge";
+  c.messages.out = {MessageQueue::Known::kSplit, 4, 5, 9};
+  c.messages.in = {MessageQueue::Known::kTotal, 0, 0, 6};
+  c.drops = {true, 77};
+  c.will = WillState::kSet;
+  c.flapping = {3, 12, 1, 2, {"10.1.2.3", "10.9.9.9"}};
+  c.denials = {true, 5, 6, "secret/topic", kTestTime0 + 5 * kTestSecond};
+  c.duplicate_client_id = true;
+  return c;
+}
+
+std::string Hex(const std::string& bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  for (const char byte : bytes) {
+    hex += kDigits[static_cast<unsigned char>(byte) >> 4];
+    hex += kDigits[static_cast<unsigned char>(byte) & 15];
+  }
+  return hex;
+}
+
+// Each state's page of one connection with every field, then one with none but the defaults.
+std::string Answers() {
+  std::string text;
+  ConnectionPage page;
+  for (const ConnectionState state : {ConnectionState::kOpen, ConnectionState::kClosed,
+                                      ConnectionState::kOffline, ConnectionState::kUnspecified}) {
+    page.connections = {EveryField(state)};
+    page.total_size = 1;
+    text += ListConnectionsResponseJson(page) + '\n';
+    text += Hex(EncodeListConnectionsResponseProto(page)) + '\n';
+  }
+  page.connections = {Connection()};
+  text += ListConnectionsResponseJson(page) + '\n';
+  text += Hex(EncodeListConnectionsResponseProto(page)) + '\n';
+  return text;
+}
+
+TEST(ConnectionWireGoldenTest, EveryFieldIsWrittenAsBefore) {
+  const std::string path = std::string(MQC_TEST_DATA_DIR) + "/connection_wire_answers.txt";
+  const std::string actual = Answers();
+  if (std::getenv("MQC_WRITE_ANSWERS") != nullptr) {
+    std::ofstream(path, std::ios::binary) << actual;
+    GTEST_SKIP() << "wrote " << path;
+  }
+  std::ifstream file(path, std::ios::binary);
+  ASSERT_TRUE(file.good()) << "cannot read " << path;
+  std::stringstream expected;
+  expected << file.rdbuf();
+  std::istringstream expected_lines(expected.str());
+  std::istringstream actual_lines(actual);
+  std::string e;
+  std::string a;
+  for (int line = 1; std::getline(expected_lines, e); ++line) {
+    ASSERT_TRUE(std::getline(actual_lines, a)) << "line " << line << " missing";
+    EXPECT_EQ(a, e) << "line " << line;
+  }
+  EXPECT_FALSE(std::getline(actual_lines, a)) << "more lines than expected";
+}
+
+}  // namespace
+}  // namespace mqc
