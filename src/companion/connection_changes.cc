@@ -59,7 +59,7 @@ ConnectionChanges::Read ConnectionChanges::ReadAfter(
 
 void ConnectionChanges::DropMadeVersion() {
   const std::size_t newest = changes_.size() - 1;
-  const ConnectionChange& change = *changes_[newest];
+  const ConnectionChange& change = *changes_[newest];  // Publish holds it when replaced below
   if (change.kind != ChangeKind::kSubscribed || !change.before || !change.after) return;
   const std::vector<Subscription>& now = change.after->subscriptions;
   if (now.size() != change.before->subscriptions.size() + 1 ||
