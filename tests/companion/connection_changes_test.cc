@@ -159,7 +159,8 @@ struct Seen {
   std::string filter;
   bool has_before = false;
   bool has_after = false;
-  std::vector<std::string> before;  // client id, uid, state, then each subscription and QoS
+  // Client id, uid, state, seq, bridge role, then each subscription with its QoS and channel.
+  std::vector<std::string> before;
   std::vector<std::string> after;
 };
 
@@ -167,7 +168,8 @@ std::vector<std::string> Describe(const ConnectionPtr& connection) {
   if (!connection) return {};
   std::vector<std::string> out{connection->client_id, connection->uid,
                                std::to_string(static_cast<int>(connection->state)),
-                               std::to_string(connection->seq)};
+                               std::to_string(connection->seq),
+                               std::to_string(static_cast<int>(connection->bridge))};
   for (const Subscription& s : connection->subscriptions) {
     out.push_back(s.filter + " " + std::to_string(s.qos) + " " + s.mapping.channel);
   }
