@@ -141,6 +141,7 @@ int Run(int argc, char** argv) {
                                           {"--history", 1L, 100'000'000L, &history}});
   if (!error.empty()) return Fail(error + "; usage: [--connections N] [--repeat R] [--history H]");
   mallopt(M_ARENA_MAX, 2);  // as the companion (companion/main.cc)
+  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 
   ConnectionRegistryOptions options;
   ListenerConfig listener;

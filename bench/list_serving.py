@@ -19,6 +19,7 @@ Prints one line per figure, and a table at the end.
 
 import argparse
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -42,6 +43,15 @@ def companion_pid(broker):
     return broker.companion_pid
 
 
+def rss_parts_mib(pid):
+    """VmRSS split as the kernel counts it: the heap and stacks (RssAnon), the mapped program
+    and libraries (RssFile) and the region shared with the broker (RssShmem)."""
+    with open(f"/proc/{pid}/status") as f:
+        text = f.read()
+    return {part: int(re.search(rf"^{part}:\s+(\d+) kB", text, re.M).group(1)) / 1024
+            for part in ("RssAnon", "RssFile", "RssShmem")}
+
+
 def serve_big(n, hammer_seconds):
     broker = harness.Broker(plugin=True, log_types=run_all.QUIET_LOG)
     broker.start()
@@ -60,7 +70,9 @@ def serve_big(n, hammer_seconds):
             finally:
                 ping.close()
             after_kib = run_all.settle_rss(companion_pid(broker))
+            after_parts = rss_parts_mib(companion_pid(broker))
         return {"open_mib": open_kib / 1024, "after_mib": after_kib / 1024,
+                "after_parts_mib": after_parts,
                 "full_first_ms": first * 1e3, "full_median_ms": median * 1e3,
                 "full_bytes": size, "hammer_requests": requests}
     finally:

@@ -1,11 +1,42 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "companion/client_history.h"
 
+#include <algorithm>
+#include <optional>
 #include <utility>
 
 namespace mqc {
 
 namespace {
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+// The bytes of a uid FormatUuid wrote; nothing for any other text (kept as text then).
+std::optional<Uuid> ParseFormattedUuid(std::string_view text) {
+  if (text.size() != 36) return std::nullopt;
+  Uuid uuid{};
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < uuid.size(); ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) {
+      if (text[at++] != '-') return std::nullopt;
+    }
+    const int high = HexDigit(text[at++]);
+    const int low = HexDigit(text[at++]);
+    if (high < 0 || low < 0) return std::nullopt;
+    uuid[i] = static_cast<std::uint8_t>(high << 4 | low);
+  }
+  return uuid;
+}
+
+// A string's length as a StoredEvent keeps it; longer ones (none the broker sends: client ids,
+// user names and filters are at most 65,535 bytes in MQTT) are cut there.
+std::uint16_t Length16(std::string_view text) {
+  return static_cast<std::uint16_t>(std::min<std::size_t>(text.size(), 0xffff));
+}
 
 ClientEventKind ClosingKind(CloseReason reason) {
   switch (reason) {
@@ -72,7 +103,7 @@ void ClientHistory::Record(const ConnectionChange& change, std::int64_t now_ns) 
       ClientEvent event = EventOf(opened, ClientEventKind::kConnected, opened.open_time_ns);
       event.protocol_version = static_cast<std::uint8_t>(opened.protocol_version);
       event.username = opened.username;
-      Add(opened.client_id, std::move(event));
+      Add(opened.client_id, event);
       return;
     }
     case ChangeKind::kClosed: {
@@ -88,7 +119,7 @@ void ClientHistory::Record(const ConnectionChange& change, std::int64_t now_ns) 
         event.protocol_version = static_cast<std::uint8_t>(closed.protocol_version);
         event.username = closed.username;
       }
-      Add(closed.client_id, std::move(event));
+      Add(closed.client_id, event);
       return;
     }
     case ChangeKind::kSubscribed:
@@ -100,7 +131,7 @@ void ClientHistory::Record(const ConnectionChange& change, std::int64_t now_ns) 
       ClientEvent event = EventOf(connection, kind, now_ns);
       event.count = 1;
       event.filter = change.subscription.filter;
-      Add(connection.client_id, std::move(event));
+      Add(connection.client_id, event);
       return;
     }
     case ChangeKind::kWentOffline: {
@@ -119,45 +150,115 @@ void ClientHistory::Record(const ConnectionChange& change, std::int64_t now_ns) 
   }
 }
 
-ClientEvent& ClientHistory::Newest(Entry& entry) {
+ClientHistory::StoredEvent ClientHistory::StoredEvent::From(const ClientEvent& event) {
+  StoredEvent stored;
+  stored.time_ns = event.time_ns;
+  stored.count = event.count;
+  stored.port = event.port;
+  stored.kind = event.kind;
+  stored.close_reason = event.close_reason;
+  stored.protocol_version = event.protocol_version;
+  const std::optional<Uuid> uid = ParseFormattedUuid(event.uid);
+  const std::string_view uid_text =
+      uid ? std::string_view() : std::string_view(event.uid).substr(0, 0xffff);
+  if (uid) stored.uid = *uid;
+  stored.uid_in_text = !uid;
+  const std::string_view ip = std::string_view(event.ip_address).substr(0, 0xffff);
+  const std::string_view username = std::string_view(event.username).substr(0, 0xffff);
+  stored.uid_length = Length16(uid_text);
+  stored.ip_length = Length16(ip);
+  stored.username_length = Length16(username);
+  stored.text.reserve(uid_text.size() + ip.size() + username.size() + event.filter.size());
+  stored.text.append(uid_text).append(ip).append(username).append(event.filter);
+  return stored;
+}
+
+ClientEvent ClientHistory::StoredEvent::ToEvent() const {
+  ClientEvent event;
+  event.time_ns = time_ns;
+  event.kind = kind;
+  event.close_reason = close_reason;
+  event.protocol_version = protocol_version;
+  event.port = port;
+  event.count = count;
+  std::string_view rest = text;
+  event.uid = uid_in_text ? std::string(rest.substr(0, uid_length)) : FormatUuid(uid);
+  rest.remove_prefix(uid_length);
+  event.ip_address = rest.substr(0, ip_length);
+  rest.remove_prefix(ip_length);
+  event.username = rest.substr(0, username_length);
+  rest.remove_prefix(username_length);
+  event.filter = rest;
+  return event;
+}
+
+bool ClientHistory::StoredEvent::SameConnection(const StoredEvent& other) const {
+  return uid_in_text == other.uid_in_text && uid == other.uid &&
+         std::string_view(text).substr(0, uid_length) ==
+             std::string_view(other.text).substr(0, other.uid_length);
+}
+
+void ClientHistory::StoredEvent::SetFilter(std::string_view filter) {
+  text.resize(std::size_t{uid_length} + ip_length + username_length);
+  text.append(filter);
+}
+
+ClientHistory::StoredEvent& ClientHistory::Newest(Entry& entry) {
   const std::size_t size = entry.events.size();
   if (size < options_.per_client || entry.oldest == 0) return entry.events[size - 1];
   return entry.events[entry.oldest - 1];
 }
 
-void ClientHistory::Add(const std::string& client_id, ClientEvent event) {
+void ClientHistory::Unlink(Node* node) {
+  Entry& entry = node->second;
+  (entry.older != nullptr ? entry.older->second.newer : oldest_) = entry.newer;
+  (entry.newer != nullptr ? entry.newer->second.older : newest_) = entry.older;
+  entry.older = entry.newer = nullptr;
+}
+
+void ClientHistory::LinkNewest(Node* node) {
+  node->second.older = newest_;
+  node->second.newer = nullptr;
+  (newest_ != nullptr ? newest_->second.newer : oldest_) = node;
+  newest_ = node;
+}
+
+void ClientHistory::Add(const std::string& client_id, const ClientEvent& event) {
+  StoredEvent stored = StoredEvent::From(event);
   std::lock_guard<std::mutex> lock(mutex_);
   auto [found, inserted] = entries_.try_emplace(client_id);
-  Entry& entry = found->second;
-  if (inserted) {
-    entry.recency = recency_.insert(recency_.end(), client_id);
-  } else {
-    recency_.splice(recency_.end(), recency_, entry.recency);
+  Node* node = &*found;
+  Entry& entry = node->second;
+  if (!inserted) {
+    Unlink(node);
+    LinkNewest(node);
     // A run of subscriptions (or unsubscriptions) of one connection goes on in its event.
-    ClientEvent& newest = Newest(entry);
-    if (event.count != 0 && newest.kind == event.kind && newest.uid == event.uid) {
-      newest.time_ns = event.time_ns;
-      newest.count += event.count;
-      newest.filter = std::move(event.filter);
+    StoredEvent& newest = Newest(entry);
+    if (stored.count != 0 && newest.kind == stored.kind && newest.SameConnection(stored)) {
+      newest.time_ns = stored.time_ns;
+      newest.count += stored.count;
+      newest.SetFilter(event.filter);
       return;
     }
+  } else {
+    LinkNewest(node);
   }
   if (entry.events.size() < options_.per_client) {
-    entry.events.push_back(std::move(event));
+    entry.events.push_back(std::move(stored));
     ++events_;
   } else {
-    entry.events[entry.oldest] = std::move(event);
+    entry.events[entry.oldest] = std::move(stored);
     entry.oldest = (entry.oldest + 1) % options_.per_client;
     ++entry.dropped;
   }
-  while (events_ > options_.max_events && recency_.size() > 1) EvictOldest();
+  while (events_ > options_.max_events && oldest_ != newest_) EvictOldest();
 }
 
 void ClientHistory::EvictOldest() {
-  const auto found = entries_.find(recency_.front());
-  events_ -= found->second.events.size();
-  entries_.erase(found);
-  recency_.pop_front();
+  Node* node = oldest_;
+  Unlink(node);
+  events_ -= node->second.events.size();
+  entries_.erase(entries_.find(node->first));
 }
 
 bool ClientHistory::Find(std::string_view client_id, std::vector<ClientEvent>* events,
@@ -170,7 +271,9 @@ bool ClientHistory::Find(std::string_view client_id, std::vector<ClientEvent>* e
   const Entry& entry = found->second;
   const std::size_t size = entry.events.size();
   events->reserve(size);
-  for (std::size_t i = 0; i < size; ++i) events->push_back(entry.events[(entry.oldest + i) % size]);
+  for (std::size_t i = 0; i < size; ++i) {
+    events->push_back(entry.events[(entry.oldest + i) % size].ToEvent());
+  }
   *dropped = entry.dropped;
   return true;
 }

@@ -10,21 +10,27 @@
 // oldest loses its whole history. A run of subscriptions (or unsubscriptions) of one connection
 // is one event with its count and the last filter.
 //
+// Memory: an event is kept in 72 bytes and at most one allocation (the uid as its 16 bytes, its
+// strings in one), not as a ClientEvent (152 bytes and up to three); a client id costs its map
+// node, with the recency order linked through the nodes themselves (bench/list_bench.cc,
+// docs/benchmarks.md).
+//
 // Threads: Record on the companion's event thread (under the registry's lock: it takes only its
 // own mutex), Find and the counts on any thread.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <list>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "companion/connection_changes.h"
 #include "link/connection.h"
+#include "link/event_records.h"
 
 namespace mqc {
 
@@ -86,24 +92,53 @@ class ClientHistory {
   std::size_t event_count() const;
 
  private:
+  // A ClientEvent as kept: `text` holds the uid when it is not one FormatUuid wrote
+  // (uid_in_text; else the uid is in `uid`), then the address, the user name and the filter.
+  struct StoredEvent {
+    std::int64_t time_ns = 0;
+    std::uint32_t count = 0;
+    std::uint16_t port = 0;
+    ClientEventKind kind = ClientEventKind::kUnspecified;
+    CloseReason close_reason = CloseReason::kUnspecified;
+    std::uint8_t protocol_version = 0;
+    bool uid_in_text = false;
+    std::uint16_t uid_length = 0;
+    std::uint16_t ip_length = 0;
+    std::uint16_t username_length = 0;
+    Uuid uid{};
+    std::string text;
+
+    static StoredEvent From(const ClientEvent& event);
+    ClientEvent ToEvent() const;
+    bool SameConnection(const StoredEvent& other) const;
+    // Replaces the filter (the rest of `text`).
+    void SetFilter(std::string_view filter);
+  };
+  struct Entry;
+  using Node = std::pair<const std::string, Entry>;  // unordered_map nodes never move
   struct Entry {
-    std::vector<ClientEvent> events;  // a ring of at most per_client once full
+    std::vector<StoredEvent> events;  // a ring of at most per_client once full
     std::size_t oldest = 0;           // index of the oldest once the ring is full
     std::uint64_t dropped = 0;
-    std::list<std::string>::iterator recency;  // in recency_, newest last
+    // The recency order, the least recently changed first (oldest_, newest_).
+    Node* older = nullptr;
+    Node* newer = nullptr;
   };
 
   // Keeps `event` for `client_id`, or adds it to the newest event when both are of one run
   // (the same subscription kind and connection: count set).
-  void Add(const std::string& client_id, ClientEvent event);
+  void Add(const std::string& client_id, const ClientEvent& event);
   // The newest event of `entry` (it has one).
-  ClientEvent& Newest(Entry& entry);
+  StoredEvent& Newest(Entry& entry);
+  void Unlink(Node* node);
+  void LinkNewest(Node* node);
   void EvictOldest();
 
   const ClientHistoryOptions options_;
   mutable std::mutex mutex_;
   std::unordered_map<std::string, Entry> entries_;
-  std::list<std::string> recency_;  // client ids, the least recently changed first
+  Node* oldest_ = nullptr;  // the client id changed least recently
+  Node* newest_ = nullptr;
   std::size_t events_ = 0;
 };
 

@@ -2,7 +2,9 @@
 #include "companion/client_history.h"
 
 #include <gtest/gtest.h>
+#include <malloc.h>
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -216,6 +218,97 @@ TEST(ClientHistoryTest, FedByTheRegistryItMissesNothingTheChangeRingDrops) {
   EXPECT_EQ(events[2].kind, ClientEventKind::kKicked);
   EXPECT_EQ(events[3].kind, ClientEventKind::kRefused);
   EXPECT_EQ(events[3].close_reason, CloseReason::kAuthenticationFailed);
+}
+
+TEST(ClientHistoryTest, GivesBackEveryFieldAsRecordedWhateverTheUidLooksLike) {
+  ClientHistory history;
+  const std::string formatted = "0a1b2c3d-4e5f-4a6b-8c7d-8e9fa0b1c2d3";
+  for (const std::string& uid :
+       {formatted, std::string("0A1B2C3D-4E5F-4A6B-8C7D-8E9FA0B1C2D3"), std::string(),
+        std::string("0a1b2c3d-4e5f-4a6b-8c7d-8e9fa0b1c2dz")}) {
+    auto open = std::make_shared<Connection>();
+    open->client_id = "c";
+    open->uid = uid;
+    open->ip_address = "2001:db8::1";
+    open->port = 65535;
+    open->username = "user name";
+    open->protocol_version = 5;
+    open->open_time_ns = 77;
+    history.Record(Change(ChangeKind::kOpened, nullptr, open), 1);
+    history.Record(Change(ChangeKind::kSubscribed, open, open, "first/#"), 2);
+    history.Record(Change(ChangeKind::kSubscribed, open, open, "a/much/longer/filter/+/#"), 3);
+  }
+  std::vector<ClientEvent> events;
+  std::uint64_t dropped = 0;
+  ASSERT_TRUE(history.Find("c", &events, &dropped));
+  ASSERT_EQ(events.size(), 8u);  // each uid's subscriptions are a run of their own
+  EXPECT_EQ(events[0].uid, formatted);
+  EXPECT_EQ(events[2].uid, "0A1B2C3D-4E5F-4A6B-8C7D-8E9FA0B1C2D3");
+  EXPECT_EQ(events[4].uid, "");
+  EXPECT_EQ(events[6].uid, "0a1b2c3d-4e5f-4a6b-8c7d-8e9fa0b1c2dz");
+  for (std::size_t i = 0; i < events.size(); i += 2) {
+    EXPECT_EQ(events[i].kind, ClientEventKind::kConnected);
+    EXPECT_EQ(events[i].time_ns, 77);
+    EXPECT_EQ(events[i].ip_address, "2001:db8::1");
+    EXPECT_EQ(events[i].port, 65535);
+    EXPECT_EQ(events[i].username, "user name");
+    EXPECT_EQ(events[i].protocol_version, 5);
+    EXPECT_EQ(events[i].filter, "");
+    EXPECT_EQ(events[i + 1].kind, ClientEventKind::kSubscribed);
+    EXPECT_EQ(events[i + 1].uid, events[i].uid);
+    EXPECT_EQ(events[i + 1].username, "");
+    EXPECT_EQ(events[i + 1].ip_address, "2001:db8::1");
+    EXPECT_EQ(events[i + 1].count, 2u);
+    EXPECT_EQ(events[i + 1].filter, "a/much/longer/filter/+/#");
+    EXPECT_EQ(events[i + 1].time_ns, 3);
+  }
+}
+
+std::size_t HeapBytes() {
+  const struct mallinfo2 info = mallinfo2();
+  return info.uordblks + info.hblkhd;
+}
+
+// The history's memory is bounded by max_events, and an event costs what it holds: a client
+// id of two events (a connect, a run of subscriptions), as the companion keeps them at 15,000
+// connections, in under 200 bytes an event with everything around it (it was about 320).
+TEST(ClientHistoryTest, ItsMemoryIsBoundedAndAboutWhatItsEventsHold) {
+  {
+    const std::size_t before = HeapBytes();
+    auto probe = std::make_unique<char[]>(1 << 20);
+    probe[0] = 1;
+    if (HeapBytes() - before < (1 << 20)) {
+      GTEST_SKIP() << "the allocator reports no heap in use";
+    }
+  }
+  constexpr std::size_t kMaxEvents = 2000;
+  const std::size_t before = HeapBytes();
+  std::size_t kept_bytes = 0;
+  {
+    ClientHistory history({32, kMaxEvents});
+    for (int round = 0; round < 10; ++round) {
+      for (int i = 0; i < 1000; ++i) {
+        auto open = std::make_shared<Connection>();
+        open->client_id = "bench-" + std::to_string(round * 1000 + i);
+        Uuid uid{};
+        uid[0] = static_cast<std::uint8_t>(i);
+        uid[1] = static_cast<std::uint8_t>(round);
+        open->uid = FormatUuid(uid);
+        open->ip_address = "127.0.0.1";
+        history.Record(Change(ChangeKind::kOpened, nullptr, open), 1);
+        history.Record(
+            Change(ChangeKind::kSubscribed, open, open, "queues/bench." + std::to_string(i)), 2);
+      }
+      const std::size_t bytes = HeapBytes() - before;
+      if (round == 1) kept_bytes = bytes;
+      // Full since the first round: it grows no more.
+      if (round > 1) {
+        EXPECT_LT(bytes, kept_bytes + kept_bytes / 20) << "round " << round;
+      }
+    }
+    EXPECT_EQ(history.event_count(), kMaxEvents);
+  }
+  EXPECT_LT(kept_bytes, kMaxEvents * 200);
 }
 
 }  // namespace
