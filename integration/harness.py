@@ -844,16 +844,22 @@ class SharedBrokerTestCase(unittest.TestCase):
                                           'state = MQTT_CONNECTION_STATE_CLOSED'),
                         what=f"{client_id} closed")[0]
 
-    def publish_to_a_reader(self, prefix, topic, count, timeout):
+    def publish_to_a_reader(self, prefix, topic, count, timeout, step=10):
         """`count` QoS 1 messages on `topic` from <prefix>-publisher, waited for at
-        <prefix>-reader, a subscriber that reads them all."""
+        <prefix>-reader, a subscriber that reads them all. They go `step` at a time, each step
+        once the reader has the last: the broker's queue limits (the suites' max_queued_messages)
+        hold for the reader too, and a reader that fell behind on a loaded machine had messages
+        dropped."""
         reader = self.client(f"{prefix}-reader")
         reader.subscribe(topic, qos=1)
         publisher = self.client(f"{prefix}-publisher")
-        for n in range(count):
-            publisher.publish(topic, b"m%d" % n, qos=1)
-        wait_for(lambda: len(reader.messages) >= count, timeout=timeout,
-                 what="every message at the reading subscriber")
+        deadline = time.monotonic() + timeout
+        for first in range(0, count, step):
+            for n in range(first, min(first + step, count)):
+                publisher.publish(topic, b"m%d" % n, qos=1)
+            wait_for(lambda: len(reader.messages) >= min(first + step, count),
+                     timeout=max(0.1, deadline - time.monotonic()),
+                     what="every message at the reading subscriber")
 
 
 class BrokerPerTestCase(unittest.TestCase):
