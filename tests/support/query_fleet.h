@@ -24,16 +24,12 @@ inline constexpr std::uint64_t kTestMaxU64 = std::numeric_limits<std::uint64_t>:
 
 // Four connections that differ in every field the filter tests look at.
 inline std::vector<Connection> FilterFleet() {
-  Connection c1 = TestConnection(1);
-  c1.uid = "a1";
-  c1.node_id = 1;
-  c1.client_id = "sensor-1";
-  c1.username = "alice";
-  c1.keep_alive = 60;
-  c1.ip_address = "10.0.0.1";
-  c1.port = 50001;
-  c1.proxy_address = "192.0.2.10";  // behind a load balancer
-  c1.proxy_port = 41000;
+  Connection c1 = ConnectionBuilder(1)
+                      .Identity("a1", 1)
+                      .Client("sensor-1", "alice")
+                      .Mqtt(4, true, 60)
+                      .From("10.0.0.1", 50001)
+                      .Proxy("192.0.2.10", 41000);  // behind a load balancer
   c1.authentication = {AuthMechanism::kPassword, AuthState::kSuccess, "alice", ""};
   c1.subscriptions = {TestSubscription("events/a", 1, Pattern::kEvents, "a"),
                       TestSubscription("$share/g1/queues/q", 2, Pattern::kQueues, "q", "g1")};
@@ -41,51 +37,34 @@ inline std::vector<Connection> FilterFleet() {
   c1.total_statistics = {10, 1000, 20, 2000, 30};
   c1.recent_statistics = {1, 100, 2, 200, 3};
 
-  Connection c2 = TestConnection(2);
-  c2.uid = "b2";
-  c2.node_id = 2;
+  Connection c2 = ConnectionBuilder(2)
+                      .Identity("b2", 2)
+                      .Client("sensor-2", "")
+                      .Mqtt(5, false, 30)
+                      .From("10.0.0.2", 0, "mqtts:8883");
   c2.open_time_ns = kTestTime0 + 3600 * kTestSecond;
-  c2.client_id = "sensor-2";
-  c2.protocol_version = 5;
-  c2.clean_session = false;
-  c2.keep_alive = 30;
-  c2.ip_address = "10.0.0.2";
-  c2.port = 0;
-  c2.listener_name = "mqtts:8883";
   c2.tls = {true, "TLSv1.3", "TLS_AES_256_GCM_SHA384", "CN=dev2"};
   c2.authentication = {AuthMechanism::kMtls, AuthState::kSuccess, "CN=dev2", ""};
   c2.subscriptions = {TestSubscription("store/b", 0, Pattern::kStore, "b")};
   c2.idle_ns = -1;
 
-  Connection c3 = TestConnection(3);
-  c3.uid = "c3";
-  c3.node_id = 1;
-  c3.state = ConnectionState::kClosed;
-  c3.close_reason = CloseReason::kKicked;
+  Connection c3 = ConnectionBuilder(3)
+                      .Identity("c3", 1)
+                      .Client("actuator-3", "bob")
+                      .Mqtt(3, true, 0)
+                      .From("::1", 60000, "ws:8083")
+                      .Closed(kTestTime0 + 1800 * kTestSecond, CloseReason::kKicked);
   c3.open_time_ns = kTestTime0 - 3600 * kTestSecond;
-  c3.close_time_ns = kTestTime0 + 1800 * kTestSecond;
-  c3.client_id = "actuator-3";
-  c3.username = "bob";
-  c3.protocol_version = 3;
-  c3.keep_alive = 0;
-  c3.ip_address = "::1";
-  c3.port = 60000;
-  c3.listener_name = "ws:8083";
   c3.authentication = {AuthMechanism::kAnonymous, AuthState::kUnauthenticated, "", ""};
   c3.idle_ns = 120 * kTestSecond;
   c3.total_statistics = {5, 0, 0, 0, 0};
 
-  Connection c4 = TestConnection(4);
-  c4.uid = "d4";
-  c4.node_id = 1;
-  c4.state = ConnectionState::kClosed;
-  c4.close_reason = CloseReason::kClientDisconnect;
-  c4.close_time_ns = kTestTime0 + 7200 * kTestSecond;
-  c4.client_id = "sensor-4*";
-  c4.username = "carol";
-  c4.protocol_version = 5;
-  c4.keep_alive = 120;
-  c4.ip_address = "10.0.0.4";
+  Connection c4 = ConnectionBuilder(4)
+                      .Identity("d4", 1)
+                      .Client("sensor-4*", "carol")
+                      .Mqtt(5, true, 120)
+                      .From("10.0.0.4", 40000)
+                      .Closed(kTestTime0 + 7200 * kTestSecond, CloseReason::kClientDisconnect);
   c4.tls = {true, "TLSv1.2", "", ""};
   c4.authentication = {AuthMechanism::kEnhanced, AuthState::kFailure, "", "SCRAM-SHA-1"};
   c4.subscriptions = {TestSubscription("$SYS/#", 0, Pattern::kNone, ""),

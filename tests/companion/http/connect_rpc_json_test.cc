@@ -44,42 +44,15 @@ const std::string kOdd = std::string("q\"b\\s/\b\f\n\r\t\x01\x1f\x7f") + '\0' +
                          "/script>";
 
 Connection Rich() {
-  Connection c = TestConnection(1);
-  c.uid = "0b9c1c4e-3f8a-4d2b-9c1e-5a6b7c8d9e0f";
-  c.client_id = "sensor-1";
-  c.node_id = 3;
+  Connection c = SensorConnection(1);
   c.open_time_ns = kJune12 + 123456789;
-  c.protocol_version = 5;
-  c.clean_session = false;
-  c.keep_alive = 45;
-  c.username = "alice";
-  c.port = 51234;
-  c.listener_name = "mqtts:8883";
-  c.tls.enabled = true;
-  c.tls.tls_version = "TLSv1.3";
-  c.tls.cipher = "TLS_AES_256_GCM_SHA384";
-  c.tls.peer_certificate_subject = "CN=sensor,O=Example";
   c.authentication.mechanism = AuthMechanism::kMtls;
-  c.authentication.state = AuthState::kSuccess;
-  c.authentication.user_principal = "alice";
-  c.authentication.method = "SCRAM-SHA-256";
-  Subscription broken;
-  broken.filter = "a/+b";
-  broken.qos = 0;
-  broken.mapping.error = "not a valid topic filter";
-  broken.kubemq_error = "no KubeMQ channel: not a valid topic filter";
   c.subscriptions = {MappedSubscription("events/site1/#", 1),
-                     MappedSubscription("$share/workers/queues/jobs", 2), broken,
+                     MappedSubscription("$share/workers/queues/jobs", 2),
+                     RefusedSubscription("a/+b", "not a valid topic filter"),
                      MappedSubscription("commands/door/+", 0)};
   c.idle_ns = 1'500'000'000;
-  c.network.known = true;
-  c.network.rtt_us = 250;
-  c.network.rtt_variance_us = 0;
-  c.network.retransmits = 2;
-  c.network.send_queue_bytes = 0;
-  c.network.receive_queue_bytes = 17;
-  c.network.since_last_receive_ns = 1'000'000;
-  c.network.since_last_send_ns = 0;
+  c.network = {true, 250, 0, 2, 0, 17, 1'000'000, 0};
   c.total_statistics = {3, 15, 2, 10, 5};
   c.recent_statistics = {1, 5, 0, 0, 1};
   c.bridge = BridgeRole::kNone;
@@ -158,18 +131,12 @@ std::vector<Connection> Connections() {
   Connection ping_pong = Rich();
   ping_pong.uid = "uid-ping-pong";
   ping_pong.will = WillState::kSet;
-  ping_pong.flapping.connects_last_minute = 6;
-  ping_pong.flapping.connects_last_hour = 60;
-  ping_pong.flapping.takeovers_last_minute = 5;
-  ping_pong.flapping.takeovers_last_hour = 59;
-  ping_pong.flapping.addresses = {"::1", "127.0.0.1"};
+  ping_pong.flapping = {6, 60, 5, 59, {"::1", "127.0.0.1"}};
   all.push_back(ping_pong);
   Connection no_will = Rich();
   no_will.uid = "uid-no-will";
   no_will.will = WillState::kNone;
-  no_will.flapping.connects_last_minute = 1;
-  no_will.flapping.connects_last_hour = 1;
-  no_will.flapping.addresses = {"10.0.0.1", "10.0.0.2"};
+  no_will.flapping = {1, 1, 0, 0, {"10.0.0.1", "10.0.0.2"}};
   all.push_back(no_will);
   // The largest values each field holds.
   Connection large = Rich();
@@ -180,13 +147,8 @@ std::vector<Connection> Connections() {
   large.port = 65535;
   large.protocol_version = 255;
   large.idle_ns = kMaxInt64;
-  large.network.rtt_us = kMaxUint32;
-  large.network.rtt_variance_us = kMaxUint32;
-  large.network.retransmits = kMaxUint32;
-  large.network.send_queue_bytes = kMaxUint32;
-  large.network.receive_queue_bytes = kMaxUint32;
-  large.network.since_last_receive_ns = kMaxInt64;
-  large.network.since_last_send_ns = 999'999'999;
+  large.network = {true,       kMaxUint32, kMaxUint32, kMaxUint32,
+                   kMaxUint32, kMaxUint32, kMaxInt64,  999'999'999};
   large.total_statistics = {kMaxUint64, kMaxUint64, kMaxUint64, kMaxUint64, kMaxUint64};
   large.recent_statistics = {1ull << 53, (1ull << 53) + 1, 1'000'000'000'000'000ull,
                              9'999'999'999'999'999ull, 0};
@@ -200,11 +162,8 @@ std::vector<Connection> Connections() {
   odd.username = kOdd;
   odd.ip_address = "::ffff:10.0.0.1";
   odd.listener_name = kOdd;
-  odd.tls.tls_version = kOdd;
-  odd.tls.cipher = kOdd;
-  odd.tls.peer_certificate_subject = kOdd;
-  odd.authentication.user_principal = kOdd;
-  odd.authentication.method = kOdd;
+  odd.tls = {true, kOdd, kOdd, kOdd};
+  odd.authentication = {AuthMechanism::kMtls, AuthState::kSuccess, kOdd, kOdd};
   odd.bridge_name = kOdd;
   Subscription odd_subscription = TestSubscription(kOdd, 1, Pattern::kQueries, kOdd, kOdd);
   odd_subscription.mapping.error = kOdd;

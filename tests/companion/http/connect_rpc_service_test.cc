@@ -26,7 +26,6 @@
 #include "companion/connection.h"
 #include "companion/http/http_router.h"
 #include "companion/json_util.h"
-#include "link/topic_mapping.h"
 #include "mqtt/connections/v1/connections.pb.h"
 
 namespace mqc {
@@ -193,32 +192,15 @@ Connection MakeConnection(std::string uid, std::int64_t open_time_ns, std::strin
 
 // Every field set, most to a value that is not the default.
 Connection OpenExample() {
-  Connection c =
-      MakeConnection("0b0e6c1e-5c2a-4d7e-9f3a-1b2c3d4e5f60", kJune12 + 123456789, "sensor-1");
-  c.seq = 11;
-  c.node_id = 7;
-  c.username = "alice";
-  c.protocol_version = 5;
-  c.clean_session = false;
-  c.keep_alive = 60;
-  c.ip_address = "192.0.2.10";
-  c.port = 55412;
-  c.listener_name = "mqtts:8883";
-  c.tls = {true, "TLSv1.3", "TLS_AES_256_GCM_SHA384", "CN=sensor-1"};
-  c.authentication = {AuthMechanism::kEnhanced, AuthState::kSuccess, "alice", "SCRAM-SHA-256"};
-  Subscription events;
-  events.filter = "events/site1/#";
-  events.qos = 1;
-  events.mapping = MapTopicFilter(events.filter, DefaultPattern::kEvents);
-  Subscription queue;
-  queue.filter = "$share/workers/queues/jobs/email";
-  queue.qos = 2;
-  queue.mapping = MapTopicFilter(queue.filter, DefaultPattern::kEvents);
-  Subscription broken;
-  broken.filter = "events//x";
-  broken.mapping.error = "empty level";
-  broken.kubemq_error = "no KubeMQ channel: empty level";
-  c.subscriptions = {events, queue, broken};
+  Connection c = ConnectionBuilder(SensorConnection(11))
+                     .Identity("0b0e6c1e-5c2a-4d7e-9f3a-1b2c3d4e5f60", 7)
+                     .Mqtt(5, false, 60)
+                     .From("192.0.2.10", 55412, "mqtts:8883");
+  c.open_time_ns = kJune12 + 123456789;
+  c.tls.peer_certificate_subject = "CN=sensor-1";
+  c.subscriptions = {MappedSubscription("events/site1/#", 1),
+                     MappedSubscription("$share/workers/queues/jobs/email", 2),
+                     RefusedSubscription("events//x", "empty level")};
   c.idle_ns = 1'500'000'000;
   c.network = {true, 41, 20, 2, 1024, 8, 1'500'000'000, 200'000'000};
   c.total_statistics = {1, 2, 3, 4, 5};

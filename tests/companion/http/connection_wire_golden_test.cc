@@ -17,42 +17,22 @@
 #include "companion/http/connect_rpc_json.h"
 #include "companion/http/connect_rpc_proto.h"
 #include "companion/query/connection_query.h"
-#include "link/topic_mapping.h"
 
 namespace mqc {
 namespace {
 
 Connection EveryField(ConnectionState state) {
-  Connection c = TestConnection(7);
-  c.uid = "0b9c1c4e-3f8a-4d2b-9c1e-5a6b7c8d9e0f";
-  c.node_id = 3;
-  c.state = state;
-  c.open_time_ns = kTestTime0 + 123456789;
-  c.close_time_ns = kTestTime0 + 9 * kTestSecond;
+  Connection c = ConnectionBuilder(SensorConnection(7))
+                     .From("10.1.2.3", 51234, "mqtts:8883")
+                     .Proxy("192.0.2.1", 40001)
+                     .Closed(kTestTime0 + 9 * kTestSecond, CloseReason::kAccessRevoked);
+  c.state = state;  // after Closed, which sets the close time and reason for every state
   c.session_expiry_time_ns = kTestTime0 + 3600 * kTestSecond;
-  c.close_reason = CloseReason::kAccessRevoked;
   c.client_id = "sensor-\xC3\xA9-\xFF";
-  c.username = "alice";
-  c.protocol_version = 5;
-  c.clean_session = false;
-  c.keep_alive = 45;
-  c.ip_address = "10.1.2.3";
-  c.port = 51234;
   c.local_port = 8883;
-  c.listener_name = "mqtts:8883";
-  c.proxy_address = "192.0.2.1";
-  c.proxy_port = 40001;
-  c.tls = {true, "TLSv1.3", "TLS_AES_256_GCM_SHA384", "CN=sensor,O=Example"};
-  c.authentication = {AuthMechanism::kEnhanced, AuthState::kSuccess, "alice", "SCRAM-SHA-256"};
-  Subscription valid;
-  valid.filter = "$share/workers/events/site1/#";
-  valid.qos = 2;
-  valid.mapping = MapTopicFilter(valid.filter, DefaultPattern::kEvents);
-  Subscription refused;
-  refused.filter = "a/+b";
-  refused.mapping = MapTopicFilter(refused.filter, DefaultPattern::kEvents);
+  Subscription refused = MappedSubscription("a/+b", 0);
   refused.kubemq_error = "no KubeMQ channel";
-  c.subscriptions = {valid, refused};
+  c.subscriptions = {MappedSubscription("$share/workers/events/site1/#", 2), refused};
   c.idle_ns = 1'500'000'001;
   c.network = {true, 250, 31, 2, 4096, 17, 1'000'000, 0, true};
   c.total_statistics = {100, 12345, 90, 9000, 101};

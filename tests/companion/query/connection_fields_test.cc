@@ -23,24 +23,15 @@ namespace {
 
 // Every scalar field, in both spellings, reads its own member of the model.
 TEST(ConnectionFieldsTest, EveryFieldReadsItsOwnMember) {
-  Connection c = TestConnection(9);
-  c.node_id = 7;
-  c.uid = "u-9";
-  c.state = ConnectionState::kClosed;
+  Connection c = ConnectionBuilder(9)
+                     .Identity("u-9", 7)
+                     .Client("cid", "user")
+                     .Mqtt(5, false, 11)
+                     .From("1.2.3.4", 12, "lst")
+                     .Proxy("5.6.7.8", 41000)
+                     .Closed(kTestTime0 + 2, CloseReason::kSessionTakenOver);
   c.open_time_ns = kTestTime0 + 1;
-  c.close_time_ns = kTestTime0 + 2;
   c.session_expiry_time_ns = kTestTime0 + 3;
-  c.close_reason = CloseReason::kSessionTakenOver;
-  c.client_id = "cid";
-  c.username = "user";
-  c.protocol_version = 5;
-  c.clean_session = false;
-  c.keep_alive = 11;
-  c.ip_address = "1.2.3.4";
-  c.port = 12;
-  c.proxy_address = "5.6.7.8";
-  c.proxy_port = 41000;
-  c.listener_name = "lst";
   c.tls = {true, "tv", "ci", "subj"};
   c.authentication = {AuthMechanism::kPsk, AuthState::kFailure, "prin", "meth"};
   c.idle_ns = 13;
@@ -55,10 +46,7 @@ TEST(ConnectionFieldsTest, EveryFieldReadsItsOwnMember) {
   c.will = WillState::kSet;
   c.duplicate_client_id = true;
   c.drops = {true, 81};
-  c.flapping.connects_last_minute = 71;
-  c.flapping.connects_last_hour = 72;
-  c.flapping.takeovers_last_minute = 73;
-  c.flapping.takeovers_last_hour = 74;
+  c.flapping = {71, 72, 73, 74, {}};
   c.denials = {true, 81, 82, "den/ied", kTestTime0 + 4};
   const std::vector<Connection> snapshot = {c, TestConnection(1)};
   struct Row {
