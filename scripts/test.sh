@@ -119,7 +119,7 @@ sanitizer_variant() {  # variant, make jobs, cmake options...
 }
 # While this file exists the release integration suites run; the sanitizer variants start
 # theirs after it is gone.
-release_integration_running=$PWD/build-release.integration-running
+release_integration_running=$PWD/build-release/integration-running
 rm -f "$release_integration_running"
 release_integration() {
   local status=0
