@@ -9,29 +9,6 @@ namespace mqc {
 
 namespace {
 
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
-
-// The bytes of a uid FormatUuid wrote; nothing for any other text (kept as text then).
-std::optional<Uuid> ParseFormattedUuid(std::string_view text) {
-  if (text.size() != 36) return std::nullopt;
-  Uuid uuid{};
-  std::size_t at = 0;
-  for (std::size_t i = 0; i < uuid.size(); ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) {
-      if (text[at++] != '-') return std::nullopt;
-    }
-    const int high = HexDigit(text[at++]);
-    const int low = HexDigit(text[at++]);
-    if (high < 0 || low < 0) return std::nullopt;
-    uuid[i] = static_cast<std::uint8_t>(high << 4 | low);
-  }
-  return uuid;
-}
-
 // A string's length as a StoredEvent keeps it; longer ones (none the broker sends: client ids,
 // user names and filters are at most 65,535 bytes in MQTT) are cut there.
 std::uint16_t Length16(std::string_view text) {

@@ -265,4 +265,30 @@ std::string FormatUuid(const Uuid& uuid) {
   return out;
 }
 
+namespace {
+
+int LowerHexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+}  // namespace
+
+std::optional<Uuid> ParseFormattedUuid(std::string_view text) {
+  if (text.size() != 36) return std::nullopt;
+  Uuid uuid{};
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < uuid.size(); ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) {
+      if (text[at++] != '-') return std::nullopt;
+    }
+    const int high = LowerHexDigit(text[at++]);
+    const int low = LowerHexDigit(text[at++]);
+    if (high < 0 || low < 0) return std::nullopt;
+    uuid[i] = static_cast<std::uint8_t>(high << 4 | low);
+  }
+  return uuid;
+}
+
 }  // namespace mqc

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -181,5 +182,7 @@ bool Decode(std::string_view bytes, BansCommand* command);
 
 // "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx"
 std::string FormatUuid(const Uuid& uuid);
+// The bytes of a text FormatUuid wrote; nothing for any other text (upper case included).
+std::optional<Uuid> ParseFormattedUuid(std::string_view text);
 
 }  // namespace mqc

@@ -359,6 +359,22 @@ TEST(EventRecordsTest, FormatUuidWritesLowerCaseHexInTheUsualGroups) {
   EXPECT_EQ(FormatUuid(v4), "ab000000-0000-4c00-9d00-000000000000");
 }
 
+TEST(EventRecordsTest, ParseFormattedUuidReadsBackOnlyWhatFormatUuidWrites) {
+  Uuid counting{};
+  for (std::size_t i = 0; i < counting.size(); ++i) {
+    counting[i] = static_cast<std::uint8_t>(i * 17 + 3);
+  }
+  const std::optional<Uuid> read = ParseFormattedUuid(FormatUuid(counting));
+  ASSERT_TRUE(read.has_value());
+  EXPECT_EQ(*read, counting);
+  for (const char* other :
+       {"", "not-a-uuid", "AB000000-0000-4c00-9d00-000000000000",
+        "ab000000-0000-4c00-9d00-00000000000", "ab000000-0000-4c00-9d00-0000000000000",
+        "ab0000000000-4c00-9d00-0000-00000000", "ab000000-0000-4c00-9d00-00000000000g"}) {
+    EXPECT_FALSE(ParseFormattedUuid(other).has_value()) << other;
+  }
+}
+
 TEST(KickCommandTest, TheDecoderChecksBoundsAndFormat) {
   const auto decodes = [](const KickCommand& command) {
     std::string bytes;
