@@ -11,7 +11,10 @@ For each build in turn, R rounds (the builds alternate, so that both see the sam
   time of the full KubeMQ list, the first request after the connections opened and the median
   of the five after it; then two processes hammering the API for 10 s as run_all.py's ping does
   (the full list, ListConnections pages of 10 and 1000, /metrics), and the companion's
-  resident memory after serving them, and the broker's ping p99 while they hammered;
+  resident memory after serving them, and the broker's ping p99: before they hammer
+  (ping_idle), while they hammer at the broker's priority (ping: on 2 cores the hammers' own
+  CPU competes with the broker), and while they hammer at nice 19 (ping_far: the hammers stand
+  in for API clients on other machines, so what is left is the companion's effect);
 - a broker with 100 connections: `wrk -t2 -c32 -d10s` on its KubeMQ list, then on nginx
   serving the same bytes from a file (run_all.py's nginx_comparison), and the ratio.
 Prints one line per figure, and a table at the end.
@@ -66,8 +69,11 @@ def serve_big(n, hammer_seconds):
                                              repeats=5)
             ping = mqtt_load.PingClient(broker.port)
             try:
+                (_, idle_p99, _), _ = ping.run(hammer_seconds)
                 (_, ping_p99, _), _, requests = run_all.ping_under_hammer(broker, ping,
                                                                           hammer_seconds)
+                (_, far_p99, _), _, far_requests = run_all.ping_under_hammer(
+                    broker, ping, hammer_seconds, hammer_nice=19)
             finally:
                 ping.close()
             after_kib = run_all.settle_rss(companion_pid(broker))
@@ -75,7 +81,9 @@ def serve_big(n, hammer_seconds):
         return {"open_mib": open_kib / 1024, "after_mib": after_kib / 1024,
                 "after_parts_mib": after_parts,
                 "full_first_ms": first * 1e3, "full_median_ms": median * 1e3,
-                "full_bytes": size, "hammer_requests": requests, "ping_p99_ms": ping_p99}
+                "full_bytes": size, "hammer_requests": requests, "ping_p99_ms": ping_p99,
+                "ping_idle_p99_ms": idle_p99, "ping_far_p99_ms": far_p99,
+                "far_hammer_requests": far_requests}
     finally:
         broker.stop()
         broker.cleanup_dir()
@@ -118,7 +126,8 @@ def main():
     print(f"\nload average at the end: {run_all.load_average()}")
     for build, rounds in results.items():
         print(f"\n{build}, {args.connections} connections, {len(rounds)} rounds:")
-        for key in ("open_mib", "after_mib", "full_first_ms", "full_median_ms", "ping_p99_ms"):
+        for key in ("open_mib", "after_mib", "full_first_ms", "full_median_ms", "ping_idle_p99_ms",
+                    "ping_p99_ms", "ping_far_p99_ms"):
             values = [r[key] for r in rounds]
             print(f"  {key}: {', '.join(f'{v:.1f}' for v in values)} "
                   f"(median {statistics.median(values):.1f})")

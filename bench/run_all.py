@@ -143,9 +143,12 @@ def curl_seconds(port, path, body=None, repeats=5):
     return statistics.median(times), size
 
 
-def hammer(port, seconds, counter):
+def hammer(port, seconds, counter, nice=0):
     """One API client: the full KubeMQ list, ListConnections pages of 10 and 1000, /metrics,
-    round and round for `seconds` (a process of its own, so the ping client keeps its CPU)."""
+    round and round for `seconds` (a process of its own, so the ping client keeps its CPU), at
+    `nice` levels below the caller's priority."""
+    if nice:
+        os.nice(nice)
     requests = [("/api/mqtt/connections", None), (LIST_CONNECTIONS, '{"pageSize":10}'),
                 (LIST_CONNECTIONS, '{"pageSize":1000}'), ("/metrics", None)]
     deadline = time.monotonic() + seconds
@@ -161,10 +164,11 @@ def hammer(port, seconds, counter):
         counter.value += done
 
 
-def ping_under_hammer(broker, ping, seconds, hammers=2):
+def ping_under_hammer(broker, ping, seconds, hammers=2, hammer_nice=0):
     context = multiprocessing.get_context("spawn")
     counter = context.Value("i", 0)
-    workers = [context.Process(target=hammer, args=(broker.http_port, seconds + 0.5, counter))
+    workers = [context.Process(target=hammer,
+                               args=(broker.http_port, seconds + 0.5, counter, hammer_nice))
                for _ in range(hammers)]
     for w in workers:
         w.start()
