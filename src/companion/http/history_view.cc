@@ -33,11 +33,22 @@ Status ReadClientIdJson(std::string_view body, std::string* client_id) {
   return Status();
 }
 
+// The kind's name as the .proto spells it ("CLIENT_EVENT_KIND_CONNECTED"): the binary answer sends
+// the same number, so the two codecs cannot disagree. A number the .proto does not list reads as
+// UNSPECIFIED.
+const std::string& KindName(ClientEventKind kind) {
+  const int number = static_cast<int>(kind);
+  if (!connections_v1::ClientEventKind_IsValid(number)) {
+    return connections_v1::ClientEventKind_Name(connections_v1::CLIENT_EVENT_KIND_UNSPECIFIED);
+  }
+  return connections_v1::ClientEventKind_Name(number);
+}
+
 void WriteEvent(const ClientEvent& event, JsonWriter* json) {
   static const FieldDef* const kCloseReasonField = FindField("close_reason");
   json->BeginObject();
   json->Key("time").String(FormatRfc3339Nanos(event.time_ns));
-  json->Key("kind").String(ClientEventKindName(event.kind));
+  json->Key("kind").String(KindName(event.kind));
   // Every closing kind names its reason, CLOSE_REASON_UNSPECIFIED included, as a closed
   // connection's closeReason does (a broker that cannot tell it: README, Supported brokers).
   if (ClosesAConnection(event.kind)) {
