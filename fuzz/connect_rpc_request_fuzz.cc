@@ -23,20 +23,19 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <limits>
 #include <set>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "../tests/support/fuzz_fleet.h"
 #include "companion/connection.h"
 #include "companion/http/connect_rpc_service.h"
 #include "companion/http/http_router.h"
 #include "companion/http/http_server.h"
 #include "companion/json_util.h"
 #include "link/text_util.h"
-#include "link/topic_mapping.h"
 #include "mqtt/connections/v1/connections.pb.h"
 
 namespace {
@@ -47,8 +46,6 @@ using mqc::HttpResponse;
 
 constexpr char kSeparator = '\x1E';
 constexpr std::size_t kParts = 8;
-constexpr std::int64_t kSecond = 1000000000;
-constexpr std::int64_t kT0 = 1767225600 * kSecond;  // 2026-01-01T00:00:00Z
 
 [[noreturn]] void Fail(const char* what, const HttpResponse& response) {
   std::fprintf(stderr, "connect_rpc_request_fuzz: %s (status %d, body of %zu bytes: %.300s)\n",
@@ -59,38 +56,10 @@ constexpr std::int64_t kT0 = 1767225600 * kSecond;  // 2026-01-01T00:00:00Z
 class FixedSource : public mqc::ConnectionSource {
  public:
   FixedSource() {
+    // Invalid UTF-8 and characters JSON escapes among the client ids.
     const char* const client_ids[] = {"sensor-1", "sensor-2", "", "a\"b\\c", "\xC3\xA9\xFF", "zz"};
     for (std::uint64_t i = 0; i < 6; ++i) {
-      Connection c;
-      c.seq = 10 + i;
-      c.uid = "uid-" + std::to_string(i);
-      c.node_id = static_cast<std::uint32_t>(i % 2);
-      c.state = i % 3 == 0 ? mqc::ConnectionState::kClosed : mqc::ConnectionState::kOpen;
-      c.open_time_ns = kT0 + static_cast<std::int64_t>(i % 3) * kSecond + 7;
-      if (c.state == mqc::ConnectionState::kClosed) {
-        c.close_time_ns = c.open_time_ns + kSecond;
-        c.close_reason = static_cast<mqc::CloseReason>(i == 3 ? 99 : 1);  // 99: no name
-      }
-      c.client_id = client_ids[i];
-      c.username = i % 2 == 0 ? "" : "user";
-      c.protocol_version = 3 + static_cast<int>(i % 3);
-      c.clean_session = i % 2 == 0;
-      c.keep_alive = static_cast<int>(i * 30);
-      c.ip_address = i % 2 == 0 ? "10.0.0." + std::to_string(i) : "::1";
-      c.port = static_cast<int>(i % 3) * 1000;
-      c.listener_name = i % 2 == 0 ? "mqtt:1883" : "";
-      c.tls.enabled = i % 2 == 1;
-      c.tls.cipher = c.tls.enabled ? "TLS_AES_128_GCM_SHA256" : "";
-      c.authentication.mechanism = static_cast<mqc::AuthMechanism>(i % 6);
-      c.authentication.state = static_cast<mqc::AuthState>(i % 4);
-      c.idle_ns = i % 3 == 1 ? -1 : static_cast<std::int64_t>(i) * kSecond / 3;
-      c.total_statistics = {i, i * 100, i * 2, std::numeric_limits<std::uint64_t>::max() - i, i};
-      mqc::Subscription subscription;
-      subscription.filter = i % 2 == 0 ? "events/a/#" : "events//x";
-      subscription.qos = static_cast<int>(i % 3);
-      subscription.mapping = mqc::MapTopicFilter(subscription.filter, mqc::DefaultPattern::kEvents);
-      if (i != 2) c.subscriptions.push_back(subscription);
-      connections_.push_back(std::move(c));
+      connections_.push_back(mqc::FuzzConnection(i, client_ids[i]));
       uids_.insert(connections_.back().uid);
     }
   }

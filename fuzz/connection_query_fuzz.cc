@@ -14,15 +14,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <limits>
 #include <set>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include "../tests/support/connection_builder.h"
 #include "../tests/support/fleet_source.h"
+#include "../tests/support/fuzz_fleet.h"
 #include "../tests/support/quote_filter_string.h"
 #include "../tests/support/reference_query.h"
 #include "companion/connection.h"
@@ -30,7 +29,6 @@
 #include "companion/query/connection_query.h"
 #include "companion/query/query_syntax.h"
 #include "link/status.h"
-#include "link/topic_mapping.h"
 
 namespace {
 
@@ -38,8 +36,6 @@ using mqc::Connection;
 using mqc::ConnectionPage;
 using mqc::ConnectionQuery;
 
-using mqc::kTestSecond;
-using mqc::kTestTime0;
 constexpr int kMaxPagesFollowed = 64;
 
 [[noreturn]] void Fail(const char* what, const ConnectionQuery& query) {
@@ -54,39 +50,8 @@ std::vector<Connection> MakeSnapshot() {
   const char* const client_ids[] = {"sensor-1", "sensor-2", "sensor-1*", "",   "actuator",
                                     "a\"b\\c",  "\xC3\xA9", "sensor-2",  "zz", "\x01\x7f"};
   for (std::uint64_t i = 0; i < 10; ++i) {
-    Connection c;
-    c.seq = 100 - i * 7;
-    c.uid = "uid-" + std::to_string(i % 4);
-    c.node_id = static_cast<std::uint32_t>(i % 2);
-    c.state = i % 3 == 0 ? mqc::ConnectionState::kClosed : mqc::ConnectionState::kOpen;
-    c.open_time_ns = kTestTime0 + static_cast<std::int64_t>(i % 3) * kTestSecond;
-    if (c.state == mqc::ConnectionState::kClosed) {
-      c.close_time_ns = c.open_time_ns + static_cast<std::int64_t>(i) * kTestSecond;
-      c.close_reason = static_cast<mqc::CloseReason>(i % 7);
-    }
-    c.client_id = client_ids[i];
-    c.username = i % 2 == 0 ? "" : "user";
-    c.protocol_version = 3 + static_cast<int>(i % 3);
-    c.clean_session = i % 4 != 0;
-    c.keep_alive = static_cast<int>(i * 10);
-    c.ip_address = i % 2 == 0 ? "10.0.0." + std::to_string(i) : "::1";
-    c.port = static_cast<int>(i % 3) * 1000;
-    c.listener_name = i % 2 == 0 ? "mqtt:1883" : "mqtts:8883";
-    c.tls.enabled = i % 2 == 1;
-    c.tls.tls_version = c.tls.enabled ? "TLSv1.3" : "";
-    c.authentication.mechanism = static_cast<mqc::AuthMechanism>(i % 6);
-    c.authentication.state = static_cast<mqc::AuthState>(i % 4);
-    c.authentication.user_principal = c.username;
-    c.idle_ns = i % 4 == 0 ? -1 : static_cast<std::int64_t>(i) * kTestSecond / 2;
-    c.total_statistics = {i, i * 100, i * 2, std::numeric_limits<std::uint64_t>::max() - i, i};
-    c.recent_statistics = {i % 2, 0, i % 3, 0, i % 5};
-    if (i % 3 != 2) {
-      c.subscriptions.push_back(mqc::TestSubscription("events/a", 0, mqc::Pattern::kEvents, "a"));
-    }
-    if (i % 2 == 1) {
-      c.subscriptions.push_back(
-          mqc::TestSubscription("$share/g/queues/q", 2, mqc::Pattern::kQueues, "q", "g"));
-    }
+    Connection c = mqc::FuzzConnection(i, client_ids[i]);
+    c.uid = "uid-" + std::to_string(i % 4);  // ties, for the orderings' tiebreaks
     snapshot.push_back(std::move(c));
   }
   return snapshot;

@@ -44,32 +44,6 @@ bool ClosesAConnection(ClientEventKind kind) noexcept {
          kind == ClientEventKind::kTakenOver || kind == ClientEventKind::kClosed;
 }
 
-std::string_view ClientEventKindName(ClientEventKind kind) noexcept {
-  switch (kind) {
-    case ClientEventKind::kConnected:
-      return "CLIENT_EVENT_KIND_CONNECTED";
-    case ClientEventKind::kRefused:
-      return "CLIENT_EVENT_KIND_REFUSED";
-    case ClientEventKind::kSubscribed:
-      return "CLIENT_EVENT_KIND_SUBSCRIBED";
-    case ClientEventKind::kUnsubscribed:
-      return "CLIENT_EVENT_KIND_UNSUBSCRIBED";
-    case ClientEventKind::kKicked:
-      return "CLIENT_EVENT_KIND_KICKED";
-    case ClientEventKind::kTakenOver:
-      return "CLIENT_EVENT_KIND_TAKEN_OVER";
-    case ClientEventKind::kClosed:
-      return "CLIENT_EVENT_KIND_CLOSED";
-    case ClientEventKind::kWentOffline:
-      return "CLIENT_EVENT_KIND_WENT_OFFLINE";
-    case ClientEventKind::kSessionEnded:
-      return "CLIENT_EVENT_KIND_SESSION_ENDED";
-    case ClientEventKind::kUnspecified:
-      break;
-  }
-  return "CLIENT_EVENT_KIND_UNSPECIFIED";
-}
-
 ClientHistory::ClientHistory(const ClientHistoryOptions& options) : options_(options) {}
 
 void ClientHistory::Record(const ConnectionChange& change, std::int64_t now_ns) {

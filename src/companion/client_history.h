@@ -51,9 +51,6 @@ enum class ClientEventKind : std::uint8_t {
 // Whether `kind` ends a connection (kRefused, kKicked, kTakenOver, kClosed): it has a reason.
 bool ClosesAConnection(ClientEventKind kind) noexcept;
 
-// The kind's name as the API writes it ("CLIENT_EVENT_KIND_CONNECTED").
-std::string_view ClientEventKindName(ClientEventKind kind) noexcept;
-
 struct ClientEvent {
   std::int64_t time_ns = 0;  // Unix time
   ClientEventKind kind = ClientEventKind::kUnspecified;

@@ -30,43 +30,37 @@ std::string OrderError(const std::string& order_by) {
   return outcome.ok ? "(no error)" : outcome.error;
 }
 
+// Four connections whose values tie and differ in the fields the orderings look at.
 std::vector<Connection> OrderFleet() {
-  Connection o1 = TestConnection(1);
-  o1.uid = "u2";
-  o1.client_id = "b";
-  o1.state = ConnectionState::kClosed;
-  o1.close_time_ns = kTestTime0 + 10;
-  o1.idle_ns = -1;
-  o1.port = 0;
+  Connection o1 = ConnectionBuilder(1)
+                      .Identity("u2", 0)
+                      .Client("b", "")
+                      .From("127.0.0.1", 0)
+                      .Closed(kTestTime0 + 10, CloseReason::kUnspecified);
+  o1.idle_ns = -1;  // unknown: first in ascending order
   o1.total_statistics.publish_bytes = 3;
 
-  Connection o2 = TestConnection(2);
-  o2.uid = "u1";
-  o2.client_id = "a";
-  o2.username = "x";
+  Connection o2 = ConnectionBuilder(2)
+                      .Identity("u1", 0)
+                      .Client("a", "x")
+                      .Mqtt(5, true, 0)
+                      .From("127.0.0.1", 100);
   o2.idle_ns = 5;
-  o2.port = 100;
-  o2.protocol_version = 5;
   o2.total_statistics.publish_bytes = 1;
 
-  Connection o3 = TestConnection(3);
-  o3.uid = "u3";
-  o3.client_id = "c";
-  o3.username = "y";
+  Connection o3 = ConnectionBuilder(3).Identity("u3", 0).Client("c", "y").From("127.0.0.1", 50);
   o3.open_time_ns = kTestTime0 - 1;
   o3.idle_ns = 0;
-  o3.port = 50;
   o3.total_statistics.publish_bytes = 2;
 
-  Connection o4 = TestConnection(4);
-  o4.uid = "u0";
-  o4.client_id = "a";
-  o4.state = ConnectionState::kClosed;
-  o4.close_time_ns = kTestTime0 + 5;
+  Connection o4 = ConnectionBuilder(4)
+                      .Identity("u0", 0)
+                      .Client("a", "")
+                      .Mqtt(3, true, 0)
+                      .From("127.0.0.1", 0)
+                      .Closed(kTestTime0 + 5, CloseReason::kUnspecified);
   o4.open_time_ns = kTestTime0 + 1;
   o4.idle_ns = 1;
-  o4.port = 0;
-  o4.protocol_version = 3;
   o4.total_statistics.publish_bytes = kTestMaxU64;
   return {o1, o2, o3, o4};
 }
