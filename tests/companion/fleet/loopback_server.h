@@ -104,6 +104,8 @@ class LoopbackServer {
           if (n <= 0) break;
           sent += static_cast<std::size_t>(n);
         }
+        // As an HTTP/1.1 server does: `Connection: close` either way ends the connection.
+        if (SaysClose(request) || SaysClose(answer)) break;
       }
       close(client);
     }
@@ -131,6 +133,11 @@ class LoopbackServer {
       if (Complete(*request)) return true;
     }
     return !request->empty();
+  }
+
+  static bool SaysClose(const std::string& message) {
+    const std::size_t end = message.find("\r\n\r\n");
+    return message.substr(0, end).find("\r\nConnection: close\r\n") != std::string::npos;
   }
 
   static bool Complete(const std::string& request) {

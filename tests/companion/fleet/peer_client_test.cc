@@ -139,6 +139,20 @@ TEST(PeerClientTest, AnHttpsPeerThatSpeaksPlainHttpFailsTheHandshake) {
 }
 
 
+LoopbackServer::Options KeptOpen(int port = 0) {
+  LoopbackServer::Options options;
+  options.keep_alive = true;
+  options.port = port;
+  return options;
+}
+
+PeerPoolOptions Pool(std::size_t max_idle, std::chrono::milliseconds idle_timeout) {
+  PeerPoolOptions options;
+  options.max_idle_per_peer = max_idle;
+  options.idle_timeout = idle_timeout;
+  return options;
+}
+
 PeerRequest KeptRequest() {
   PeerRequest request = Request(std::chrono::seconds(5));
   request.keep_alive = true;
@@ -148,7 +162,7 @@ PeerRequest KeptRequest() {
 TEST(PeerClientKeepAliveTest, ReadsGoOnOneKeptConnection) {
   LoopbackServer server(
       [](const std::string&) { return LoopbackServer::Response(200, "application/proto", "a"); },
-      {.keep_alive = true});
+      KeptOpen());
   const auto client = PeerClient::Create("", false);
   ASSERT_TRUE(client.ok());
   for (int i = 0; i < 3; ++i) {
@@ -166,7 +180,7 @@ TEST(PeerClientKeepAliveTest, ReadsGoOnOneKeptConnection) {
 TEST(PeerClientKeepAliveTest, AWriteIsNeverKept) {
   LoopbackServer server(
       [](const std::string&) { return LoopbackServer::Response(200, "application/proto", "a"); },
-      {.keep_alive = true});
+      KeptOpen());
   const auto client = PeerClient::Create("", false);
   ASSERT_TRUE(client.ok());
   ASSERT_TRUE((*client)->Post(Loopback(server.port()), Request(std::chrono::seconds(5))).ok());
@@ -179,19 +193,35 @@ TEST(PeerClientKeepAliveTest, AnAnswerThatSaysCloseIsNotKept) {
       [](const std::string&) {
         return std::string("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 1\r\n\r\na");
       },
-      {.keep_alive = true});
+      KeptOpen());
   const auto client = PeerClient::Create("", false);
   ASSERT_TRUE(client.ok());
   ASSERT_TRUE((*client)->Post(Loopback(server.port()), KeptRequest()).ok());
   EXPECT_EQ((*client)->IdleConnections(), 0u);
 }
 
+TEST(PeerClientKeepAliveTest, AChunkedAnswerOnAKeptConnectionIsRefusedAtOnce) {
+  // The server keeps the connection open after it: the client must not wait for the end.
+  LoopbackServer server(
+      [](const std::string&) {
+        return std::string("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n");
+      },
+      KeptOpen());
+  const auto client = PeerClient::Create("", false);
+  ASSERT_TRUE(client.ok());
+  const auto start = Clock::now();
+  const StatusOr<PeerResponse> response = (*client)->Post(Loopback(server.port()), KeptRequest());
+  EXPECT_THAT(response.status().message(), HasSubstr("chunked"));
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+  EXPECT_EQ((*client)->IdleConnections(), 0u);
+}
+
 TEST(PeerClientKeepAliveTest, AnIdleConnectionIsClosedAfterTheIdleTimeout) {
   LoopbackServer server(
       [](const std::string&) { return LoopbackServer::Response(200, "application/proto", "a"); },
-      {.keep_alive = true});
+      KeptOpen());
   const auto client = PeerClient::Create(
-      "", false, {.max_idle_per_peer = 4, .idle_timeout = std::chrono::milliseconds(100)});
+      "", false, Pool(4, std::chrono::milliseconds(100)));
   ASSERT_TRUE(client.ok());
   ASSERT_TRUE((*client)->Post(Loopback(server.port()), KeptRequest()).ok());
   EXPECT_EQ((*client)->IdleConnections(), 1u);
@@ -204,7 +234,7 @@ TEST(PeerClientKeepAliveTest, AnIdleConnectionIsClosedAfterTheIdleTimeout) {
 
 TEST(PeerPoolTest, IdleConnectionsPerPeerAreBounded) {
   // Requests at once need a connection each; only max_idle_per_peer of them are kept after.
-  PeerPool pool({.max_idle_per_peer = 2, .idle_timeout = std::chrono::seconds(5)});
+  PeerPool pool(Pool(2, std::chrono::seconds(5)));
   for (int i = 0; i < 5; ++i) {
     PeerLink link;
     link.fd = UniqueFd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -223,14 +253,14 @@ TEST(PeerClientKeepAliveTest, APeerRestartedBetweenTwoRequestsIsAskedOnANewConne
   {
     LoopbackServer first(
         [](const std::string&) { return LoopbackServer::Response(200, "application/proto", "1"); },
-        {.keep_alive = true});
+        KeptOpen());
     port = first.port();
     ASSERT_TRUE((*client)->Post(Loopback(port), KeptRequest()).ok());
     ASSERT_EQ((*client)->IdleConnections(), 1u);
   }  // stopped: its connections closed, the kept one among them
   LoopbackServer second(
       [](const std::string&) { return LoopbackServer::Response(200, "application/proto", "2"); },
-      {.keep_alive = true, .port = port});
+      KeptOpen(port));
   const StatusOr<PeerResponse> response = (*client)->Post(Loopback(port), KeptRequest());
   ASSERT_TRUE(response.ok()) << response.status().message();
   EXPECT_EQ(response->body, "2");
@@ -246,7 +276,7 @@ TEST(PeerClientKeepAliveTest, AKeptConnectionClosedUnderTheRequestIsRetriedOnceO
         return ++calls == 2 ? std::string()
                             : LoopbackServer::Response(200, "application/proto", "ok");
       },
-      {.keep_alive = true});
+      KeptOpen());
   const auto client = PeerClient::Create("", false);
   ASSERT_TRUE(client.ok());
   ASSERT_TRUE((*client)->Post(Loopback(server.port()), KeptRequest()).ok());
@@ -260,7 +290,7 @@ TEST(PeerClientKeepAliveTest, AKeptConnectionClosedUnderTheRequestIsRetriedOnceO
 TEST(PeerClientKeepAliveTest, AWriteOnAConnectionClosedUnderItIsNotSentAgain) {
   std::atomic<int> calls{0};
   LoopbackServer server([&](const std::string&) { return ++calls, std::string(); },
-                        {.keep_alive = true});
+                        KeptOpen());
   const auto client = PeerClient::Create("", false);
   ASSERT_TRUE(client.ok());
   const StatusOr<PeerResponse> response =
