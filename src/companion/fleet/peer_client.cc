@@ -187,8 +187,7 @@ class Channel {
   }
 
   // Reads one answer: its head, then Content-Length bytes of body, at most `max` bytes in all
-  // (more: kInternal). An answer without a length (or with a head ParseHttpHead refuses) is
-  // read to the end of the stream. *reusable: the connection ended exactly after an answer it
+  // (more: kInternal). An answer without a length is read to the end of the stream. *reusable: the connection ended exactly after an answer it
   // may carry another after (a length, no `Connection: close`).
   Status ReadMessage(std::size_t max, std::string* out, bool* reusable) {
     *reusable = false;
@@ -240,9 +239,10 @@ class Channel {
         head_end = out->find("\r\n\r\n");
         if (head_end != std::string::npos) {
           const StatusOr<HttpHead> head = ParseHttpHead(std::string_view(*out).substr(0, head_end));
-          if (head.ok() && head->has_length && !head->close) {
-            want = head_end + 4 + head->length;
-          }
+          // A head the client refuses (a chunked answer) ends the read at once: the peer may
+          // keep the connection open, and ParseHttpResponse names what is wrong.
+          if (!head.ok()) return Status();
+          if (head->has_length && !head->close) want = head_end + 4 + head->length;
         }
       }
     }
