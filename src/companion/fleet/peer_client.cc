@@ -147,49 +147,11 @@ class Channel {
     return sent == bytes.size() ? Status() : Late("sending");
   }
 
-  // Reads to the end of the stream, at most `max` bytes (more: kInternal).
-  Status ReadAll(std::size_t max, std::string* out) {
-    char buffer[16384];
-    for (int round = 0; round < 10000000; ++round) {
-      if (ssl_ != nullptr) {
-        const int n = SSL_read(ssl_, buffer, sizeof(buffer));
-        if (n > 0) {
-          out->append(buffer, static_cast<std::size_t>(n));
-        } else {
-          const int error = SSL_get_error(ssl_, n);
-          if (error == SSL_ERROR_ZERO_RETURN) return Status();
-          // A peer that closes without close_notify: the body's own length decides.
-          if (error == SSL_ERROR_SYSCALL || error == SSL_ERROR_SSL) {
-            ERR_clear_error();
-            return Status();
-          }
-          const Status waited = WaitSsl(n, "reading");
-          if (!waited.ok()) return waited;
-        }
-      } else {
-        const ssize_t n = recv(fd_, buffer, sizeof(buffer), 0);
-        if (n == 0) return Status();
-        if (n > 0) {
-          out->append(buffer, static_cast<std::size_t>(n));
-        } else if (errno == EAGAIN || errno == EINTR) {
-          if (!WaitFor(fd_, POLLIN, deadline_)) return Late("reading");
-        } else {
-          return Status(StatusCode::kUnavailable,
-                        std::string("receive failed: ") + std::strerror(errno));
-        }
-      }
-      if (out->size() > max) {
-        return Status(StatusCode::kInternal,
-                      "answer larger than " + std::to_string(max) + " bytes");
-      }
-    }
-    return Late("reading");
-  }
-
-  // Reads one answer: its head, then Content-Length bytes of body, at most `max` bytes in all
-  // (more: kInternal). An answer without a length is read to the end of the stream. *reusable: the connection ended exactly after an answer it
-  // may carry another after (a length, no `Connection: close`).
-  Status ReadMessage(std::size_t max, std::string* out, bool* reusable) {
+  // Reads one answer, at most `max` bytes (more: kInternal): with `by_length`, its head and
+  // then Content-Length bytes of body; otherwise, or without a length, to the end of the
+  // stream. *reusable: the connection ended exactly after an answer it may carry another after
+  // (by_length, a length, no `Connection: close`).
+  Status ReadAnswer(std::size_t max, bool by_length, std::string* out, bool* reusable) {
     *reusable = false;
     std::size_t head_end = std::string::npos;
     std::size_t want = 0;  // the whole answer's size, once the head says it
@@ -235,7 +197,7 @@ class Channel {
         return Status(StatusCode::kInternal,
                       "answer larger than " + std::to_string(max) + " bytes");
       }
-      if (head_end == std::string::npos && want == 0) {
+      if (by_length && head_end == std::string::npos) {
         head_end = out->find("\r\n\r\n");
         if (head_end != std::string::npos) {
           const StatusOr<HttpHead> head = ParseHttpHead(std::string_view(*out).substr(0, head_end));
@@ -471,8 +433,7 @@ StatusOr<PeerResponse> PeerClient::Exchange(PeerLink link, const PeerUrl& peer,
   }
   std::string answer;
   bool reusable = false;
-  status = keep ? channel.ReadMessage(request.max_response_bytes, &answer, &reusable)
-                : channel.ReadAll(request.max_response_bytes, &answer);
+  status = channel.ReadAnswer(request.max_response_bytes, keep, &answer, &reusable);
   if (!status.ok()) {
     *nothing_back = answer.empty() && status.code() == StatusCode::kUnavailable;
     return status;
