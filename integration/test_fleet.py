@@ -626,11 +626,39 @@ class FleetKeptConnectionTest(unittest.TestCase):
         self.assertNotIn("peerErrors", body)
         return [(c["clientId"], c["nodeId"]) for c in body.get("connections", [])]
 
+    def peer_connections(self):
+        """The asking companion's established TCP connections to its peers' API ports, as
+        (local, remote) hex addresses of /proc/net/tcp."""
+        inodes = set()
+        for pid in self.fleet[0].companion_pids():
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                try:
+                    target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                except OSError:
+                    continue
+                if target.startswith("socket:["):
+                    inodes.add(target[len("socket:["):-1])
+        ports = {b.http_port for b in self.fleet[1:]}
+        found = set()
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            with open(table) as f:
+                for line in f.readlines()[1:]:
+                    fields = line.split()
+                    if (fields[3] == "01" and fields[9] in inodes
+                            and int(fields[2].rsplit(":", 1)[1], 16) in ports):
+                        found.add((fields[1], fields[2]))
+        return found
+
     def test_a_peer_restarted_between_two_requests_answers_the_second(self):
         everyone = [("kept-0", 1), ("kept-1", 2), ("kept-2", 3)]
         wait_for(lambda: self.fleet_ids() == everyone, what="every broker's client")
-        for _ in range(3):  # the connections to the peers are open and kept now
-            self.assertEqual(self.fleet_ids(), everyone)
+        # The connections to the peers are kept: the next request goes on the same ones (at
+        # most 4 idle per peer), the peers' API keeps them open between requests.
+        before = self.peer_connections()
+        self.assertEqual(self.fleet_ids(), everyone)
+        after = self.peer_connections()
+        self.assertTrue(before & after, (before, after))
+        self.assertLessEqual(len(after), 8)
         restarted = self.fleet[1]
         restarted.restart()
         self.clients.append(Client(restarted, "kept-1-again"))
