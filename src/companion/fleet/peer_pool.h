@@ -4,8 +4,9 @@
 // peer takes it instead of connecting (and shaking hands) again. Bounded: at most
 // max_idle_per_peer idle connections per peer (a fleet has at most 64 peers), each closed by a
 // thread of the pool once idle for idle_timeout, shorter than the peers' own idle timeout
-// (10 s, docs/api.md) so that a peer seldom closes one under a request. A connection the peer
-// has closed or written to while idle (its idle timeout, a restart) is dropped when taken.
+// (10 s, HttpServerOptions::connection_timeout_s) so that a peer seldom closes one under a
+// request. A connection the peer has closed or written to while idle (its idle timeout, a
+// restart) is dropped when taken.
 //
 // Threads: Take() and Put() run on any thread, several at once (a fleet request's thread per
 // peer); the map is behind one mutex. The sweeping thread is started by the constructor and
