@@ -602,6 +602,76 @@ class FleetPartialTest(unittest.TestCase):
 
 
 
+class FleetKeptConnectionTest(unittest.TestCase):
+    """The asking broker keeps its connections to peers open between fleet requests
+    (docs/fleet.md, "Connections to peers"): a peer restarted between two requests is asked
+    again on a new connection, with no peer error."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.fleet = start_fleet()
+        cls.clients = [Client(broker, f"kept-{index}") for index, broker in enumerate(cls.fleet)]
+
+    @classmethod
+    def tearDownClass(cls):
+        disconnect_all(cls.clients)
+        stop_fleet(cls.fleet)
+
+    def fleet_ids(self):
+        status, body = list_connections(self.fleet[0], {"filter": 'client_id = "kept-*"',
+                                                        "orderBy": "client_id",
+                                                        "scope": "CONNECTION_SCOPE_FLEET"},
+                                        timeout_ms=5000)
+        self.assertEqual(status, 200, body)
+        self.assertNotIn("peerErrors", body)
+        return [(c["clientId"], c["nodeId"]) for c in body.get("connections", [])]
+
+    def peer_connections(self):
+        """The asking companion's established TCP connections to its peers' API ports, as
+        (local, remote) hex addresses of /proc/net/tcp."""
+        inodes = set()
+        for pid in self.fleet[0].companion_pids():
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                try:
+                    target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                except OSError:
+                    continue
+                if target.startswith("socket:["):
+                    inodes.add(target[len("socket:["):-1])
+        ports = {b.http_port for b in self.fleet[1:]}
+        found = set()
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            with open(table) as f:
+                for line in f.readlines()[1:]:
+                    fields = line.split()
+                    if (fields[3] == "01" and fields[9] in inodes
+                            and int(fields[2].rsplit(":", 1)[1], 16) in ports):
+                        found.add((fields[1], fields[2]))
+        return found
+
+    def test_a_peer_restarted_between_two_requests_answers_the_second(self):
+        everyone = [("kept-0", 1), ("kept-1", 2), ("kept-2", 3)]
+        wait_for(lambda: self.fleet_ids() == everyone, what="every broker's client")
+        # The connections to the peers are kept: the next request goes on the same ones (at
+        # most 4 idle per peer), the peers' API keeps them open between requests.
+        before = self.peer_connections()
+        self.assertEqual(self.fleet_ids(), everyone)
+        after = self.peer_connections()
+        self.assertTrue(before & after, (before, after))
+        self.assertLessEqual(len(after), 8)
+        restarted = self.fleet[1]
+        restarted.restart()
+        self.clients.append(Client(restarted, "kept-1-again"))
+        wait_for(lambda: node_list(restarted, 'client_id = "kept-*"'), what="the new client")
+        # The very next request, on a kept connection to the old process that is gone: node 2
+        # answers as its own list does (kept-1 may have come back; paho reconnects).
+        own = sorted(c["clientId"] for c in node_list(restarted, 'client_id = "kept-*"'))
+        self.assertIn("kept-1-again", own)
+        ids = self.fleet_ids()
+        self.assertEqual(sorted(c for c, node in ids if node == 2), own)
+        self.assertEqual([c for c, node in ids if node != 2], ["kept-0", "kept-2"])
+
+
 class FleetHttpsTest(unittest.TestCase):
     """An https peer (2.1 serving its API over TLS): checked against plugin_opt_fleet_ca_file;
     a broker given another CA names the peer and the failed check."""

@@ -62,6 +62,7 @@ bool AskPeer(const PeerClient& client, const PeerUrl& peer, const std::string& t
   request.body = message.SerializeAsString();
   request.deadline = deadline;
   request.max_response_bytes = kMaxPeerAnswerBytes;
+  request.keep_alive = true;  // a read: safe to send again on a new connection
   const auto left =
       std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
   request.headers = {{"Content-Type", "application/proto"},

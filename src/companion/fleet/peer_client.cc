@@ -16,6 +16,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "link/text_util.h"
 #include "link/unique_fd.h"
@@ -146,40 +147,65 @@ class Channel {
     return sent == bytes.size() ? Status() : Late("sending");
   }
 
-  // Reads to the end of the stream, at most `max` bytes (more: kInternal).
-  Status ReadAll(std::size_t max, std::string* out) {
+  // Reads one answer, at most `max` bytes (more: kInternal): with `by_length`, its head and
+  // then Content-Length bytes of body; otherwise, or without a length, to the end of the
+  // stream. *reusable: the connection ended exactly after an answer it may carry another after
+  // (by_length, a length, no `Connection: close`).
+  Status ReadAnswer(std::size_t max, bool by_length, std::string* out, bool* reusable) {
+    *reusable = false;
+    std::size_t head_end = std::string::npos;
+    std::size_t want = 0;  // the whole answer's size, once the head says it
     char buffer[16384];
     for (int round = 0; round < 10000000; ++round) {
+      if (want != 0 && out->size() >= want) {
+        *reusable = out->size() == want;
+        return Status();
+      }
+      bool ended = false;
       if (ssl_ != nullptr) {
         const int n = SSL_read(ssl_, buffer, sizeof(buffer));
         if (n > 0) {
           out->append(buffer, static_cast<std::size_t>(n));
         } else {
           const int error = SSL_get_error(ssl_, n);
-          if (error == SSL_ERROR_ZERO_RETURN) return Status();
-          // A peer that closes without close_notify: the body's own length decides.
-          if (error == SSL_ERROR_SYSCALL || error == SSL_ERROR_SSL) {
+          if (error == SSL_ERROR_ZERO_RETURN || error == SSL_ERROR_SYSCALL ||
+              error == SSL_ERROR_SSL) {
             ERR_clear_error();
-            return Status();
+            ended = true;
+          } else {
+            const Status waited = WaitSsl(n, "reading");
+            if (!waited.ok()) return waited;
           }
-          const Status waited = WaitSsl(n, "reading");
-          if (!waited.ok()) return waited;
         }
       } else {
         const ssize_t n = recv(fd_, buffer, sizeof(buffer), 0);
-        if (n == 0) return Status();
         if (n > 0) {
           out->append(buffer, static_cast<std::size_t>(n));
+        } else if (n == 0) {
+          ended = true;
         } else if (errno == EAGAIN || errno == EINTR) {
           if (!WaitFor(fd_, POLLIN, deadline_)) return Late("reading");
-        } else {
+        } else if (out->empty()) {
           return Status(StatusCode::kUnavailable,
                         std::string("receive failed: ") + std::strerror(errno));
+        } else {
+          ended = true;  // the body's own length decides
         }
       }
+      if (ended) return Status();
       if (out->size() > max) {
         return Status(StatusCode::kInternal,
                       "answer larger than " + std::to_string(max) + " bytes");
+      }
+      if (by_length && head_end == std::string::npos) {
+        head_end = out->find("\r\n\r\n");
+        if (head_end != std::string::npos) {
+          const StatusOr<HttpHead> head = ParseHttpHead(std::string_view(*out).substr(0, head_end));
+          // A head the client refuses (a chunked answer) ends the read at once: the peer may
+          // keep the connection open, and ParseHttpResponse names what is wrong.
+          if (!head.ok()) return Status();
+          if (head->has_length && !head->close) want = head_end + 4 + head->length;
+        }
       }
     }
     return Late("reading");
@@ -254,25 +280,21 @@ std::string_view Lower(std::string_view text, std::string* storage) {
 
 }  // namespace
 
-StatusOr<PeerResponse> ParseHttpResponse(std::string_view bytes) {
-  const std::size_t end = bytes.find("\r\n\r\n");
-  if (bytes.substr(0, 7) != "HTTP/1." || bytes.size() < 12) {
+StatusOr<HttpHead> ParseHttpHead(std::string_view head) {
+  if (head.substr(0, 7) != "HTTP/1." || head.size() < 12) {
     return Status(StatusCode::kInternal, "the answer is not HTTP/1.x");
   }
-  if (end == std::string_view::npos) {
-    return Status(StatusCode::kInternal, "the answer ends inside its headers");
-  }
-  PeerResponse response;
-  const std::string_view code = bytes.substr(9, 3);
+  HttpHead parsed;
+  const std::string_view code = head.substr(9, 3);
   for (const char c : code) {
     if (c < '0' || c > '9') return Status(StatusCode::kInternal, "a bad HTTP status line");
-    response.status = response.status * 10 + (c - '0');
+    parsed.status = parsed.status * 10 + (c - '0');
   }
-  std::string_view headers = bytes.substr(0, end);
+  std::string_view headers = head;
   headers.remove_prefix(std::min(headers.size(), headers.find("\r\n") + 2));
-  bool has_length = false;
-  std::size_t length = 0;
+  if (head.find("\r\n") == std::string_view::npos) headers = {};
   std::string name_storage;
+  std::string value_storage;
   while (!headers.empty()) {
     std::size_t line_end = headers.find("\r\n");
     if (line_end == std::string_view::npos) line_end = headers.size();
@@ -284,41 +306,63 @@ StatusOr<PeerResponse> ParseHttpResponse(std::string_view bytes) {
     }
     const std::string_view name = Lower(Trim(line.substr(0, colon)), &name_storage);
     const std::string_view value = Trim(line.substr(colon + 1));
-    if (name == "content-type") response.content_type = std::string(value);
+    if (name == "content-type") parsed.content_type = std::string(value);
     if (name == "transfer-encoding") {
       return Status(StatusCode::kInternal, "a chunked answer (not supported from a peer)");
+    }
+    if (name == "connection" &&
+        Lower(value, &value_storage).find("close") != std::string_view::npos) {
+      parsed.close = true;
     }
     if (name == "content-length") {
       if (value.empty() || value.size() > 12) {
         return Status(StatusCode::kInternal, "a bad Content-Length");
       }
-      length = 0;
+      parsed.length = 0;
       for (const char c : value) {
         if (c < '0' || c > '9') return Status(StatusCode::kInternal, "a bad Content-Length");
-        length = length * 10 + static_cast<std::size_t>(c - '0');
+        parsed.length = parsed.length * 10 + static_cast<std::size_t>(c - '0');
       }
-      has_length = true;
+      parsed.has_length = true;
     }
   }
+  return parsed;
+}
+
+StatusOr<PeerResponse> ParseHttpResponse(std::string_view bytes) {
+  const std::size_t end = bytes.find("\r\n\r\n");
+  if (bytes.substr(0, 7) != "HTTP/1." || bytes.size() < 12) {
+    return Status(StatusCode::kInternal, "the answer is not HTTP/1.x");
+  }
+  if (end == std::string_view::npos) {
+    return Status(StatusCode::kInternal, "the answer ends inside its headers");
+  }
+  StatusOr<HttpHead> head = ParseHttpHead(bytes.substr(0, end));
+  if (!head.ok()) return head.status();
+  PeerResponse response;
+  response.status = head->status;
+  response.content_type = std::move(head->content_type);
   const std::string_view body = bytes.substr(end + 4);
-  if (has_length) {
-    if (body.size() < length) {
+  if (head->has_length) {
+    if (body.size() < head->length) {
       return Status(StatusCode::kUnavailable, "the answer ends after " +
                                                   std::to_string(body.size()) + " of " +
-                                                  std::to_string(length) + " body bytes");
+                                                  std::to_string(head->length) + " body bytes");
     }
-    response.body = std::string(body.substr(0, length));
+    response.body = std::string(body.substr(0, head->length));
   } else {
     response.body = std::string(body);
   }
   return response;
 }
 
-PeerClient::PeerClient(std::unique_ptr<Tls> tls) : tls_(std::move(tls)) {}
+PeerClient::PeerClient(std::unique_ptr<Tls> tls, PeerPoolOptions pool)
+    : tls_(std::move(tls)), pool_(std::make_unique<PeerPool>(pool)) {}
 PeerClient::~PeerClient() = default;
 
-StatusOr<std::unique_ptr<PeerClient>> PeerClient::Create(const std::string& ca_file, bool tls) {
-  if (!tls) return std::unique_ptr<PeerClient>(new PeerClient(nullptr));
+StatusOr<std::unique_ptr<PeerClient>> PeerClient::Create(const std::string& ca_file, bool tls,
+                                                         PeerPoolOptions pool) {
+  if (!tls) return std::unique_ptr<PeerClient>(new PeerClient(nullptr, pool));
   auto state = std::make_unique<Tls>();
   state->context.reset(SSL_CTX_new(TLS_client_method()));
   if (!state->context) {
@@ -335,55 +379,91 @@ StatusOr<std::unique_ptr<PeerClient>> PeerClient::Create(const std::string& ca_f
                                : "plugin_opt_fleet_ca_file " + ca_file +
                                      " cannot be read as PEM CA certificates: " + OpenSslError());
   }
-  return std::unique_ptr<PeerClient>(new PeerClient(std::move(state)));
+  return std::unique_ptr<PeerClient>(new PeerClient(std::move(state), pool));
 }
 
-StatusOr<PeerResponse> PeerClient::Post(const PeerUrl& peer, const PeerRequest& request) const {
-  if (peer.https && !tls_) {
-    return Status(StatusCode::kInternal, "an https peer without a TLS context");
-  }
+StatusOr<PeerLink> PeerClient::Open(const PeerUrl& peer, const PeerRequest& request) const {
   const Clock::time_point connect_deadline =
       request.connect_deadline == Clock::time_point{}
           ? request.deadline
           : std::min(request.deadline, request.connect_deadline);
   StatusOr<int> fd = ConnectTcp(peer, connect_deadline);
   if (!fd.ok()) return fd.status();
-  const UniqueFd socket(*fd);
-  CSmartPtr<SSL, SSL_free> ssl;
+  PeerLink link;
+  link.fd = UniqueFd(*fd);
   if (peer.https) {
-    ssl.reset(SSL_new(tls_->context.get()));
-    if (!ssl || SSL_set_fd(ssl.get(), socket.get()) != 1) {
+    link.ssl.reset(SSL_new(tls_->context.get()));
+    if (!link.ssl || SSL_set_fd(link.ssl.get(), link.fd.get()) != 1) {
       return Status(StatusCode::kInternal, "cannot start TLS: " + OpenSslError());
     }
     if (peer.host.kind == HostKind::kName) {
-      SSL_set_tlsext_host_name(ssl.get(), peer.host.text.c_str());
-      SSL_set1_host(ssl.get(), peer.host.text.c_str());
+      SSL_set_tlsext_host_name(link.ssl.get(), peer.host.text.c_str());
+      SSL_set1_host(link.ssl.get(), peer.host.text.c_str());
     } else {
-      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl.get()), peer.host.text.c_str());
+      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(link.ssl.get()), peer.host.text.c_str());
     }
   }
-  Status status = Channel(socket.get(), ssl.get(), connect_deadline).Handshake();
+  const Status status = Channel(link.fd.get(), link.ssl.get(), connect_deadline).Handshake();
   if (!status.ok()) return status;
-  Channel channel(socket.get(), ssl.get(), request.deadline);
+  return link;
+}
+
+StatusOr<PeerResponse> PeerClient::Exchange(PeerLink link, const PeerUrl& peer,
+                                            const PeerRequest& request,
+                                            bool* nothing_back) const {
+  *nothing_back = false;
+  Channel channel(link.fd.get(), link.ssl.get(), request.deadline);
   const bool streaming = static_cast<bool>(request.stream_sink);
-  std::string head =
-      "POST " + request.path + (streaming ? " HTTP/1.0" : " HTTP/1.1") +
-      "\r\nHost: " + peer.HostHeader() +
-      "\r\nConnection: close\r\nContent-Length: " + std::to_string(request.body.size()) + "\r\n";
+  const bool keep = request.keep_alive && !streaming;
+  std::string head = "POST " + request.path + (streaming ? " HTTP/1.0" : " HTTP/1.1") +
+                     "\r\nHost: " + peer.HostHeader() +
+                     (keep ? "" : "\r\nConnection: close") +
+                     "\r\nContent-Length: " + std::to_string(request.body.size()) + "\r\n";
   for (const auto& [name, value] : request.headers) head += name + ": " + value + "\r\n";
   head += "\r\n";
-  status = channel.WriteAll(head + request.body);
-  if (!status.ok()) return status;
+  Status status = channel.WriteAll(head + request.body);
+  if (!status.ok()) {
+    *nothing_back = status.code() == StatusCode::kUnavailable;
+    return status;
+  }
   if (streaming) {
     status = channel.Stream(request.stream_sink);
     if (!status.ok()) return status;
     return PeerResponse();
   }
   std::string answer;
-  status = channel.ReadAll(request.max_response_bytes, &answer);
-  if (!status.ok()) return status;
-  if (answer.empty()) return Status(StatusCode::kUnavailable, "the peer closed without answering");
-  return ParseHttpResponse(answer);
+  bool reusable = false;
+  status = channel.ReadAnswer(request.max_response_bytes, keep, &answer, &reusable);
+  if (!status.ok()) {
+    *nothing_back = answer.empty() && status.code() == StatusCode::kUnavailable;
+    return status;
+  }
+  if (answer.empty()) {
+    *nothing_back = true;
+    return Status(StatusCode::kUnavailable, "the peer closed without answering");
+  }
+  StatusOr<PeerResponse> response = ParseHttpResponse(answer);
+  if (response.ok() && reusable) pool_->Put(peer.Text(), std::move(link));
+  return response;
+}
+
+StatusOr<PeerResponse> PeerClient::Post(const PeerUrl& peer, const PeerRequest& request) const {
+  if (peer.https && !tls_) {
+    return Status(StatusCode::kInternal, "an https peer without a TLS context");
+  }
+  bool nothing_back = false;
+  if (request.keep_alive && !request.stream_sink) {
+    std::optional<PeerLink> kept = pool_->Take(peer.Text());
+    if (kept) {
+      StatusOr<PeerResponse> response = Exchange(std::move(*kept), peer, request, &nothing_back);
+      // Closed by the peer since its last answer (its idle timeout, a restart): the request
+      // never reached it, or a read that may be sent again did; once more on a new connection.
+      if (response.ok() || !nothing_back || Clock::now() >= request.deadline) return response;
+    }
+  }
+  StatusOr<PeerLink> link = Open(peer, request);
+  if (!link.ok()) return link.status();
+  return Exchange(std::move(*link), peer, request, &nothing_back);
 }
 
 }  // namespace mqc

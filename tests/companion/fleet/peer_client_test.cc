@@ -4,6 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -14,6 +17,7 @@ namespace mqc {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Clock = std::chrono::steady_clock;
 
 PeerUrl Loopback(int port) {
@@ -132,6 +136,167 @@ TEST(PeerClientTest, AnHttpsPeerThatSpeaksPlainHttpFailsTheHandshake) {
   const StatusOr<PeerResponse> response = (*client)->Post(*url, Request(std::chrono::seconds(3)));
   EXPECT_FALSE(response.ok());
   EXPECT_THAT(response.status().message(), HasSubstr("TLS handshake"));
+}
+
+
+LoopbackServer::Options KeptOpen(int port = 0) {
+  LoopbackServer::Options options;
+  options.keep_alive = true;
+  options.port = port;
+  return options;
+}
+
+PeerPoolOptions Pool(std::size_t max_idle, std::chrono::milliseconds idle_timeout) {
+  PeerPoolOptions options;
+  options.max_idle_per_peer = max_idle;
+  options.idle_timeout = idle_timeout;
+  return options;
+}
+
+PeerRequest KeptRequest() {
+  PeerRequest request = Request(std::chrono::seconds(5));
+  request.keep_alive = true;
+  return request;
+}
+
+TEST(PeerClientKeepAliveTest, ReadsGoOnOneKeptConnection) {
+  LoopbackServer server(
+      [](const std::string&) { return LoopbackServer::Response(200, "application/proto", "a"); },
+      KeptOpen());
+  const auto client = PeerClient::Create("", false);
+  ASSERT_TRUE(client.ok());
+  for (int i = 0; i < 3; ++i) {
+    const StatusOr<PeerResponse> response =
+        (*client)->Post(Loopback(server.port()), KeptRequest());
+    ASSERT_TRUE(response.ok()) << response.status().message();
+    EXPECT_EQ(response->body, "a");
+  }
+  EXPECT_EQ(server.requests(), 3);
+  EXPECT_EQ(server.connections(), 1);
+  EXPECT_THAT(server.last_request(), Not(HasSubstr("Connection: close")));
+  EXPECT_EQ((*client)->IdleConnections(), 1u);
+}
+
+TEST(PeerClientKeepAliveTest, AWriteIsNeverKept) {
+  LoopbackServer server(
+      [](const std::string&) { return LoopbackServer::Response(200, "application/proto", "a"); },
+      KeptOpen());
+  const auto client = PeerClient::Create("", false);
+  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE((*client)->Post(Loopback(server.port()), Request(std::chrono::seconds(5))).ok());
+  EXPECT_THAT(server.last_request(), HasSubstr("Connection: close\r\n"));
+  EXPECT_EQ((*client)->IdleConnections(), 0u);
+}
+
+TEST(PeerClientKeepAliveTest, AnAnswerThatSaysCloseIsNotKept) {
+  LoopbackServer server(
+      [](const std::string&) {
+        return std::string("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 1\r\n\r\na");
+      },
+      KeptOpen());
+  const auto client = PeerClient::Create("", false);
+  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE((*client)->Post(Loopback(server.port()), KeptRequest()).ok());
+  EXPECT_EQ((*client)->IdleConnections(), 0u);
+}
+
+TEST(PeerClientKeepAliveTest, AChunkedAnswerOnAKeptConnectionIsRefusedAtOnce) {
+  // The server keeps the connection open after it: the client must not wait for the end.
+  LoopbackServer server(
+      [](const std::string&) {
+        return std::string("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n");
+      },
+      KeptOpen());
+  const auto client = PeerClient::Create("", false);
+  ASSERT_TRUE(client.ok());
+  const auto start = Clock::now();
+  const StatusOr<PeerResponse> response = (*client)->Post(Loopback(server.port()), KeptRequest());
+  EXPECT_THAT(response.status().message(), HasSubstr("chunked"));
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+  EXPECT_EQ((*client)->IdleConnections(), 0u);
+}
+
+TEST(PeerClientKeepAliveTest, AnIdleConnectionIsClosedAfterTheIdleTimeout) {
+  LoopbackServer server(
+      [](const std::string&) { return LoopbackServer::Response(200, "application/proto", "a"); },
+      KeptOpen());
+  const auto client = PeerClient::Create(
+      "", false, Pool(4, std::chrono::milliseconds(100)));
+  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE((*client)->Post(Loopback(server.port()), KeptRequest()).ok());
+  EXPECT_EQ((*client)->IdleConnections(), 1u);
+  for (int i = 0; i < 100 && server.closed_by_client() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(server.closed_by_client(), 1);
+  EXPECT_EQ((*client)->IdleConnections(), 0u);
+}
+
+TEST(PeerPoolTest, IdleConnectionsPerPeerAreBounded) {
+  // Requests at once need a connection each; only max_idle_per_peer of them are kept after.
+  PeerPool pool(Pool(2, std::chrono::seconds(5)));
+  for (int i = 0; i < 5; ++i) {
+    PeerLink link;
+    link.fd = UniqueFd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    pool.Put("http://127.0.0.1:1", std::move(link));
+  }
+  PeerLink other;
+  other.fd = UniqueFd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  pool.Put("http://127.0.0.1:2", std::move(other));
+  EXPECT_EQ(pool.Idle(), 3u);
+}
+
+TEST(PeerClientKeepAliveTest, APeerRestartedBetweenTwoRequestsIsAskedOnANewConnection) {
+  const auto client = PeerClient::Create("", false);
+  ASSERT_TRUE(client.ok());
+  int port = 0;
+  {
+    LoopbackServer first(
+        [](const std::string&) { return LoopbackServer::Response(200, "application/proto", "1"); },
+        KeptOpen());
+    port = first.port();
+    ASSERT_TRUE((*client)->Post(Loopback(port), KeptRequest()).ok());
+    ASSERT_EQ((*client)->IdleConnections(), 1u);
+  }  // stopped: its connections closed, the kept one among them
+  LoopbackServer second(
+      [](const std::string&) { return LoopbackServer::Response(200, "application/proto", "2"); },
+      KeptOpen(port));
+  const StatusOr<PeerResponse> response = (*client)->Post(Loopback(port), KeptRequest());
+  ASSERT_TRUE(response.ok()) << response.status().message();
+  EXPECT_EQ(response->body, "2");
+  EXPECT_EQ(second.connections(), 1);
+}
+
+TEST(PeerClientKeepAliveTest, AKeptConnectionClosedUnderTheRequestIsRetriedOnceOnANewOne) {
+  // The peer reads the second request on the kept connection and closes it unanswered (its
+  // idle timeout struck as the request came); the client sends it again on a new connection.
+  std::atomic<int> calls{0};
+  LoopbackServer server(
+      [&](const std::string&) {
+        return ++calls == 2 ? std::string()
+                            : LoopbackServer::Response(200, "application/proto", "ok");
+      },
+      KeptOpen());
+  const auto client = PeerClient::Create("", false);
+  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE((*client)->Post(Loopback(server.port()), KeptRequest()).ok());
+  const StatusOr<PeerResponse> response = (*client)->Post(Loopback(server.port()), KeptRequest());
+  ASSERT_TRUE(response.ok()) << response.status().message();
+  EXPECT_EQ(response->body, "ok");
+  EXPECT_EQ(server.requests(), 3);
+  EXPECT_EQ(server.connections(), 2);
+}
+
+TEST(PeerClientKeepAliveTest, AWriteOnAConnectionClosedUnderItIsNotSentAgain) {
+  std::atomic<int> calls{0};
+  LoopbackServer server([&](const std::string&) { return ++calls, std::string(); },
+                        KeptOpen());
+  const auto client = PeerClient::Create("", false);
+  ASSERT_TRUE(client.ok());
+  const StatusOr<PeerResponse> response =
+      (*client)->Post(Loopback(server.port()), Request(std::chrono::seconds(5)));
+  EXPECT_EQ(response.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(server.requests(), 1);
 }
 
 }  // namespace
