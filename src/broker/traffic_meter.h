@@ -5,8 +5,8 @@
 //
 // The per-message path takes no lock, makes no syscall and allocates nothing: the topic is
 // classified by looking at its first level (ClassifyTopic), and every counter has one writer
-// (this thread), so it is bumped with a plain load and store of an aligned 64-bit word that the
-// companion reads whole. Only RPC messages read the clock and the MQTT 5 properties.
+// (this thread), so it is bumped without a locked instruction (Bump: an aligned 64-bit word
+// that the companion reads whole). Only RPC messages read the clock and the MQTT 5 properties.
 //
 // Threads: the broker thread only.
 #pragma once

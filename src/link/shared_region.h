@@ -72,8 +72,8 @@ inline constexpr std::size_t kDurationOperationCount = 3;  // in that order
 inline constexpr double kDurationBuckets[] = {0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
 inline constexpr std::size_t kDurationBucketCount = 11;  // +Inf is the count
 
-// Everything below is written by the broker thread only, with a plain load and store (no
-// locked instruction: there is one writer), and read by the companion. Each value is one
+// Everything below is written by the broker thread only, without a locked instruction (there
+// is one writer: Bump, or a plain load and store), and read by the companion. Each value is one
 // aligned 64-bit word, so a read is never torn; a reader may see a histogram's buckets a few
 // observations apart from its count, which a scrape tolerates.
 struct SharedHistogram {
