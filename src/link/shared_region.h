@@ -407,12 +407,20 @@ void WaitForBrokerEvents(SharedHeader* header, std::int64_t timeout_ns);
 // when it did (one futex syscall).
 bool WakeWaitingCompanion(SharedHeader* header);
 
+#if defined(__SANITIZE_THREAD__)  // GCC's name; clang's below
+#define MQC_THREAD_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define MQC_THREAD_SANITIZER 1
+#endif
+#endif
+
 // Adds to a counter that only the broker thread writes: no lock, and readers see the old or
 // the new value whole. On x86-64 one add to memory (an aligned 8-byte store is atomic there),
 // where the relaxed load and store are three instructions: the per-delivery path bumps four or
 // five counters. Elsewhere, and under ThreadSanitizer (which sees no asm), the load and store.
 inline void Bump(std::atomic<std::uint64_t>& counter, std::uint64_t by = 1) noexcept {
-#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#if defined(__x86_64__) && !defined(MQC_THREAD_SANITIZER)
   static_assert(sizeof(counter) == sizeof(std::uint64_t) && alignof(decltype(counter)) == 8);
   __asm__("addq %1, %0" : "+m"(counter) : "er"(by) : "cc");
 #else
