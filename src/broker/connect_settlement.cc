@@ -9,6 +9,7 @@ void ConnectSettlement::BeginConnect(const void* client, ClientFacts facts, std:
   Settle();
   if (!facts.has_socket) return;
   pending_ = Pending{client, std::move(facts), now_ns, false};
+  NoteUnsettled();
 }
 
 bool ConnectSettlement::IsRecheck(const void* client, bool has_socket) {
@@ -21,12 +22,14 @@ bool ConnectSettlement::IsRecheck(const void* client, bool has_socket) {
 void ConnectSettlement::Accept() {
   Pending pending = std::move(*pending_);
   pending_.reset();
+  NoteUnsettled();
   table_->Open(pending.client, pending.facts, pending.begin_ns, pending.resumes_session);
 }
 
 void ConnectSettlement::Refuse(std::int64_t now_ns) {
   Pending pending = std::move(*pending_);
   pending_.reset();
+  NoteUnsettled();
   table_->RecordRefused(pending.facts, pending.begin_ns, now_ns);
 }
 
@@ -74,6 +77,7 @@ void ConnectSettlement::Hold(const void* client, std::string_view filter, bool d
                              std::int64_t denied_ns) {
   if (held_client_ != nullptr && held_client_ != client) ResolveHeld(/*disconnecting=*/false);
   held_client_ = client;
+  NoteUnsettled();
   held_.push_back(HeldCheck{std::string(filter), denied, denied_ns});
 }
 
@@ -82,6 +86,7 @@ void ConnectSettlement::ResolveHeld(bool disconnecting) {
   std::vector<HeldCheck> held;
   held.swap(held_);
   held_client_ = nullptr;
+  NoteUnsettled();
   for (const HeldCheck& check : held) {
     // A kick removes what was denied and keeps the rest; a real SUBSCRIBE is the other way
     // round (a denied one leaves the existing subscription as it was).

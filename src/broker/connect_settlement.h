@@ -7,7 +7,7 @@
 // whether the client is being disconnected, and a reload's re-checks, which are no CONNECTs.
 // docs/architecture.md ("The broker thread's view") and docs/reload.md have the long story.
 //
-// Threads: the broker thread only. has_unsettled() is read per message: one load of two fields.
+// Threads: the broker thread only. has_unsettled() is read per message: one byte.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +30,8 @@ class ConnectSettlement {
   // The client whose CONNECT is being handled (its resumed session is being re-checked).
   bool IsPending(const void* client) const { return pending_ && pending_->client == client; }
   // Whether Settle has anything to do: a CONNECT pending, or subscription checks held.
-  bool has_unsettled() const { return pending_.has_value() || held_client_ != nullptr; }
+  // One byte kept with them (NoteUnsettled): every delivery, publish and TICK reads it.
+  bool has_unsettled() const { return unsettled_; }
 
   // A CONNECT is being authenticated (BASIC_AUTH, EXT_AUTH_START). A client without a socket
   // is an offline session re-checked at a reload, not a CONNECT: it is ignored.
@@ -53,6 +54,7 @@ class ConnectSettlement {
   // At the start of every broker callback but DISCONNECT: the pending CONNECT was accepted,
   // and the held subscription checks apply (no DISCONNECT followed them).
   void Settle() {
+    if (!unsettled_) return;  // every TICK: one test
     if (pending_) SettlePending();
     if (held_client_ != nullptr) ResolveHeld(/*disconnecting=*/false);
   }
@@ -130,6 +132,9 @@ class ConnectSettlement {
   std::optional<Pending> pending_;
   const void* held_client_ = nullptr;
   std::vector<HeldCheck> held_;
+  // pending_ or held_client_ set: after every change of either.
+  void NoteUnsettled() { unsettled_ = pending_.has_value() || held_client_ != nullptr; }
+  bool unsettled_ = false;
   bool reloading_ = false;
   bool connects_confirmed_ = false;
 };

@@ -54,12 +54,12 @@ TopicClass TrafficMeter::Classify(std::string_view topic) {
   cached_verdict_ = KubemqPublishVerdictOf(topic, cached_class_);
   Operation deliver;
   const bool counted = OperationOf(cached_class_.pattern, /*delivery=*/true, &deliver);
-  cached_deliver_[0] = counted ? Counter(deliver, cached_class_.valid, false) : nullptr;
-  cached_deliver_[1] = counted ? Counter(deliver, cached_class_.valid, true) : nullptr;
+  cached_deliver_[0] = counted ? Counter(deliver, cached_class_.valid, false) : &uncounted_;
+  cached_deliver_[1] = counted ? Counter(deliver, cached_class_.valid, true) : &uncounted_;
   Operation publish;
   cached_publish_ = OperationOf(cached_class_.pattern, /*delivery=*/false, &publish)
                         ? Counter(publish, cached_class_.valid)
-                        : nullptr;
+                        : &uncounted_;
   cached_publish_simple_ =
       cached_class_.pattern != Pattern::kCommands && cached_class_.pattern != Pattern::kQueries;
   if (topic.size() <= kCachedTopicMax) {
@@ -69,11 +69,18 @@ TopicClass TrafficMeter::Classify(std::string_view topic) {
   } else {
     cached_size_ = kNothingCached;
   }
+  NoteFastPaths();
   return cached_class_;
 }
 
 bool TrafficMeter::OnPublish(const void* client, ConnectionStatsSlot* stats, const char* topic_text,
                              std::uint32_t payload_bytes, PublishDetails& details) {
+  // However this ends (the details may throw): an RPC request just recorded turns the fast
+  // paths off before the next message.
+  struct NoteOnExit {
+    TrafficMeter* meter;
+    ~NoteOnExit() { meter->NoteFastPaths(); }
+  } note_on_exit{this};
   CountPublished(stats, payload_bytes);
   std::size_t size = 0;
   const TopicClass topic_class = ClassifyCString(topic_text, &size);

@@ -5,8 +5,8 @@
 //
 // The per-message path takes no lock, makes no syscall and allocates nothing: the topic is
 // classified by looking at its first level (ClassifyTopic), and every counter has one writer
-// (this thread), so it is bumped with a plain load and store of an aligned 64-bit word that the
-// companion reads whole. Only RPC messages read the clock and the MQTT 5 properties.
+// (this thread), so it is bumped without a locked instruction (Bump: an aligned 64-bit word
+// that the companion reads whole). Only RPC messages read the clock and the MQTT 5 properties.
 //
 // Threads: the broker thread only.
 #pragma once
@@ -64,10 +64,10 @@ class TrafficMeter {
     }
     std::size_t size = 0;
     ClassifyCString(topic, &size);
-    std::atomic<std::uint64_t>* counter = cached_deliver_[dropped ? 1 : 0];
-    if (counter != nullptr) Bump(*counter);
+    Bump(*cached_deliver_[dropped ? 1 : 0]);
     if (rpc_.AwaitsDelivery() && !dropped) {
       rpc_.OnDelivery(client, std::string_view(topic, size), clock.MonotonicNs());
+      NoteFastPaths();
     }
   }
 
@@ -77,16 +77,16 @@ class TrafficMeter {
   // count nothing and return false, and the caller calls OnPublish (OnDeliver).
   bool TryPublishCached(ConnectionStatsSlot* stats, const char* topic,
                         std::uint32_t payload_bytes) {
-    if (!cached_publish_simple_ || rpc_.AwaitsAnyTopic() || !IsCached(topic)) return false;
+    if (!publish_fast_ || !QuickEqualsCString(topic, cached_topic_, cached_size_)) return false;
     CountPublished(stats, payload_bytes);
-    if (cached_publish_ != nullptr) Bump(*cached_publish_);
+    Bump(*cached_publish_);
     return true;
   }
   bool TryDeliverCached(ConnectionStatsSlot* stats, const char* topic,
                         std::uint32_t payload_bytes) {
-    if (rpc_.AwaitsDelivery() || !IsCached(topic)) return false;
+    if (!deliver_fast_ || !QuickEqualsCString(topic, cached_topic_, cached_size_)) return false;
     CountDelivered(stats, payload_bytes);
-    if (cached_deliver_[0] != nullptr) Bump(*cached_deliver_[0]);
+    Bump(*cached_deliver_[0]);
     return true;
   }
 
@@ -106,7 +106,10 @@ class TrafficMeter {
     Bump(counters_->subscribes[static_cast<std::size_t>(status)]);
   }
 
-  void OnTick(std::int64_t monotonic_ns) { rpc_.OnTick(monotonic_ns); }
+  void OnTick(std::int64_t monotonic_ns) {
+    rpc_.OnTick(monotonic_ns);
+    NoteFastPaths();
+  }
 
   const RpcTracker& rpc() const { return rpc_; }
 
@@ -115,6 +118,7 @@ class TrafficMeter {
     default_pattern_ = default_pattern;
     cached_size_ = kNothingCached;
     rpc_.SetOptions(rpc);
+    NoteFastPaths();
   }
 
  private:
@@ -155,6 +159,13 @@ class TrafficMeter {
   void Count(Operation operation, bool valid, bool dropped = false) {
     Bump(*Counter(operation, valid, dropped));
   }
+  // Whether the fast paths may count at all, kept after every change of what they depend on (the
+  // cached topic, the RPC tracker's awaited responses): one byte each on the per-message path.
+  void NoteFastPaths() noexcept {
+    deliver_fast_ = cached_size_ != kNothingCached && !rpc_.AwaitsDelivery();
+    publish_fast_ =
+        cached_size_ != kNothingCached && cached_publish_simple_ && !rpc_.AwaitsAnyTopic();
+  }
   // Whether the broker's NUL-terminated topic is the cached one: one compare, its NUL included
   // (equal only for the same topic). False also where QuickEqualsCString cannot tell: Classify
   // then compares in full, and the fast paths leave the message to the general path.
@@ -187,13 +198,18 @@ class TrafficMeter {
   std::size_t cached_size_ = kNothingCached;
   TopicClass cached_class_;
   KubemqPublishVerdict cached_verdict_ = KubemqPublishVerdict::kAccept;
+  // What a pattern without the operation bumps instead of its counter: the fast paths bump
+  // without a test. Read by nothing.
+  std::atomic<std::uint64_t> uncounted_{0};
   // The operation counter a delivery of the cached topic bumps, [0] delivered and [1] dropped;
-  // null when its pattern has no delivery operation.
-  std::atomic<std::uint64_t>* cached_deliver_[2] = {nullptr, nullptr};
-  // The same for a publish: its operation counter (null: none), and whether its pattern is
-  // counted without the RPC tracker (not commands or queries).
-  std::atomic<std::uint64_t>* cached_publish_ = nullptr;
+  // uncounted_ when its pattern has no delivery operation.
+  std::atomic<std::uint64_t>* cached_deliver_[2] = {&uncounted_, &uncounted_};
+  // The same for a publish: its operation counter (uncounted_: none), and whether its pattern
+  // is counted without the RPC tracker (not commands or queries).
+  std::atomic<std::uint64_t>* cached_publish_ = &uncounted_;
   bool cached_publish_simple_ = false;
+  bool deliver_fast_ = false;  // NoteFastPaths
+  bool publish_fast_ = false;
 };
 
 }  // namespace mqc

@@ -116,6 +116,37 @@ TEST_F(TrafficMeterTest, TheCachedTopicKeepsItsVerdictForTheFastPath) {
   EXPECT_FALSE(meter_.TryPublishCached(&stats_, "events//other", 1));
 }
 
+// The fast paths decline where the RPC tracker must see the message: every publish while a
+// response is awaited, every delivery while a response's delivery is; and after a reload,
+// which forgets the cached topic. Each change is seen at the next message.
+TEST_F(TrafficMeterTest, TheFastPathsDeclineWhileTheRpcTrackerAwaitsAMessage) {
+  alignas(16) const char topic[16] = "events/a";
+  alignas(16) const char reply[16] = "r/1";
+  meter_.OnPublish(&requester_, &stats_, topic, 1, details_);
+  ASSERT_TRUE(meter_.TryPublishCached(&stats_, topic, 1));
+  ASSERT_TRUE(meter_.TryDeliverCached(&stats_, topic, 1));
+  Request("commands/a", "r/1");
+  meter_.OnPublish(&requester_, &stats_, topic, 1, details_);  // cached again
+  EXPECT_FALSE(meter_.TryPublishCached(&stats_, topic, 1));
+  EXPECT_TRUE(meter_.TryDeliverCached(&stats_, topic, 1));
+  meter_.OnPublish(&responder_, nullptr, reply, 1, details_);  // the response
+  meter_.OnPublish(&requester_, &stats_, topic, 1, details_);
+  EXPECT_TRUE(meter_.TryPublishCached(&stats_, topic, 1));
+  EXPECT_FALSE(meter_.TryDeliverCached(&stats_, topic, 1));
+  meter_.OnDeliver(&requester_, &stats_, true, reply, 1, 0, details_);  // delivered
+  meter_.OnPublish(&requester_, &stats_, topic, 1, details_);
+  EXPECT_TRUE(meter_.TryDeliverCached(&stats_, topic, 1));
+  Request("commands/a", "r/1");
+  meter_.OnPublish(&responder_, nullptr, reply, 1, details_);
+  meter_.OnPublish(&requester_, &stats_, topic, 1, details_);
+  EXPECT_FALSE(meter_.TryDeliverCached(&stats_, topic, 1));
+  meter_.OnTick(0);  // not delivered by the next TICK: never will be
+  EXPECT_TRUE(meter_.TryDeliverCached(&stats_, topic, 1));
+  meter_.SetOptions(DefaultPattern::kEvents, rpc_);  // a reload
+  EXPECT_FALSE(meter_.TryDeliverCached(&stats_, topic, 1));
+  EXPECT_FALSE(meter_.TryPublishCached(&stats_, topic, 1));
+}
+
 // SUBSCRIBE outcomes have a family of their own: no KubeMQ operation moves.
 TEST_F(TrafficMeterTest, SubscriptionsCountAsRequestsAndInTheirOwnCounters) {
   meter_.OnSubscribe(&stats_, /*made=*/true);
@@ -138,6 +169,29 @@ TEST_F(TrafficMeterTest, DefaultPatternDecidesUnprefixedTopics) {
   TrafficMeter none(&counters_, DefaultPattern::kNone, rpc_);
   none.OnPublish(&requester_, nullptr, "site1/temp", 1, details_);
   EXPECT_EQ(Total(), 1u);
+}
+
+// A topic of no KubeMQ operation (an unprefixed one under default_pattern none; a command's
+// delivery) is counted in the totals and per connection on the fast paths as on the general
+// ones, and moves no operation counter.
+TEST_F(TrafficMeterTest, TheFastPathsCountATopicOfNoOperationInTheTotalsOnly) {
+  alignas(16) const char plain[16] = "site1/temp";
+  alignas(16) const char command[16] = "commands/x";
+  TrafficMeter none(&counters_, DefaultPattern::kNone, rpc_);
+  none.OnPublish(&requester_, &stats_, plain, 3, details_);
+  ASSERT_TRUE(none.TryPublishCached(&stats_, plain, 3));
+  none.OnDeliver(&responder_, &stats_, true, plain, 3, 0, details_);
+  ASSERT_TRUE(none.TryDeliverCached(&stats_, plain, 3));
+  none.OnDeliver(&responder_, &stats_, true, command, 5, 0, details_);
+  ASSERT_TRUE(none.TryDeliverCached(&stats_, command, 5));
+  EXPECT_EQ(counters_.received_messages.load(), 2u);
+  EXPECT_EQ(counters_.received_bytes.load(), 6u);
+  EXPECT_EQ(counters_.delivered_messages.load(), 4u);
+  EXPECT_EQ(counters_.delivered_bytes.load(), 16u);
+  EXPECT_EQ(stats_.publish_count.load(), 2u);
+  EXPECT_EQ(stats_.deliver_count.load(), 4u);
+  EXPECT_EQ(stats_.deliver_bytes.load(), 16u);
+  EXPECT_EQ(Total(), 0u);
 }
 
 TEST_F(TrafficMeterTest, DeliveriesCountByPatternAndQos0ToAnOfflineSessionIsDropped) {

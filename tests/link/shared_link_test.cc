@@ -83,6 +83,18 @@ class SharedLinkTest : public ::testing::Test {
   int clients_[200] = {};
 };
 
+// Bump adds to the whole 64-bit word (one add to memory on x86-64: shared_region.h).
+TEST(BumpTest, AddsToTheWholeWord) {
+  std::atomic<std::uint64_t> counter{0xffffffffu};
+  Bump(counter);
+  EXPECT_EQ(counter.load(), 0x100000000u);
+  Bump(counter, 0xffffffff00000000u);
+  EXPECT_EQ(counter.load(), 0u);  // wraps as unsigned arithmetic does
+  Bump(counter, 5);
+  Bump(counter, std::uint64_t{1} << 40);
+  EXPECT_EQ(counter.load(), (std::uint64_t{1} << 40) + 5);
+}
+
 TEST_F(SharedLinkTest, ACompanionStartingLateGetsTheWholeStateByResync) {
   Connect(&clients_[0], "early");
   companion_->Begin();  // skips what it missed, asks for a resync
