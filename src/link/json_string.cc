@@ -128,11 +128,10 @@ namespace {
 
 // WriteJsonChars past the first `plain` bytes, which it has written: rare (the broker checks
 // what clients send), so apart, keeping the common path a small leaf. The one escaper, through
-// a buffer kept per thread; it starts at a plain byte, so the rest escapes as the whole would.
+// a string of its own; it starts at a plain byte, so the rest escapes as the whole would.
 __attribute__((noinline)) char* WriteEscapedJsonChars(std::string_view value, std::size_t plain,
                                                       char* out) {
-  thread_local std::string escaped;
-  escaped.clear();
+  std::string escaped;
   AppendJsonString(value.substr(plain), &escaped);
   const std::size_t length = escaped.size() - 2;  // without the quotes
   std::memcpy(out + plain, escaped.data() + 1, length);
