@@ -4,6 +4,9 @@
 // silent); the escaping is link/json_string.h's.
 #include "companion/http/kubemq_list_json.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cstddef>
@@ -27,6 +30,29 @@ constexpr std::size_t kSubscriptionFixedBytes = 128;
 // The buffer grows by at least this much at a time: the bytes resize zeroes are written next,
 // while they are in the cache.
 constexpr std::size_t kGrowthBytes = 64 * 1024;
+
+// Room of this size or more is asked for huge pages (AdviseHugePages).
+constexpr std::size_t kHugePageRoomBytes = 2 << 20;
+
+// A big list's body is a block of its own (companion/main.cc maps every block above 256 KiB on
+// its own), mapped afresh for each request: written page by page, 5.4 MB at 15,000 connections
+// cost about 1,300 page faults, 2 to 3 ms of kernel time a request. With the advice the kernel
+// fills the block's 2 MiB-aligned part in huge pages where it has them (transparent huge pages
+// in "madvise" or "always" mode), a fault per 2 MiB; the block goes back whole when sent, so
+// no huge page outlives the answer. Advice only: where it is refused, pages stay small.
+void AdviseHugePages(std::string* out, std::size_t from) {
+#ifdef MADV_HUGEPAGE
+  static const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  if (out->capacity() - from < kHugePageRoomBytes || page == 0) return;
+  const auto start = reinterpret_cast<std::uintptr_t>(out->data() + from);
+  const auto begin = (start + page - 1) / page * page;
+  const auto end = reinterpret_cast<std::uintptr_t>(out->data() + out->capacity()) / page * page;
+  (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#else
+  (void)out;
+  (void)from;
+#endif
+}
 
 template <std::size_t N>
 char* Put(char* out, const char (&text)[N]) {
@@ -122,6 +148,7 @@ void AppendKubeMqConnections(const std::vector<ConnectionPtr>& connections, std:
   // Written in place past the end: `end` is where the text ends, out->size() how far the room
   // reaches; the room left over is cut at the end.
   std::size_t end = out->size();
+  AdviseHugePages(out, end);
   // connected_at of the previous second: a list is in connected_at order.
   std::int64_t second = -1;
   std::string connected_at;
@@ -133,7 +160,11 @@ void AppendKubeMqConnections(const std::vector<ConnectionPtr>& connections, std:
       second = open_second;
     }
     const std::size_t room = 1 + MaxBytes(*connection, connected_at.size());
-    if (out->size() - end < room) out->resize(end + std::max(room, kGrowthBytes));
+    if (out->size() - end < room) {
+      const char* const before = out->data();
+      out->resize(end + std::max(room, kGrowthBytes));
+      if (out->data() != before) AdviseHugePages(out, end);  // a new block
+    }
     char* const start = out->data() + end;
     char* next = start;
     if (&connection != connections.data()) *next++ = ',';
