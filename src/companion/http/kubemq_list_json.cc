@@ -39,11 +39,14 @@ constexpr std::size_t kHugePageRoomBytes = 2 << 20;
 // cost about 1,300 page faults, 2 to 3 ms of kernel time a request. With the advice the kernel
 // fills the block's 2 MiB-aligned part in huge pages where it has them (transparent huge pages
 // in "madvise" or "always" mode), a fault per 2 MiB; the block goes back whole when sent, so
-// no huge page outlives the answer. Advice only: where it is refused, pages stay small.
+// no huge page outlives the answer. Advice only: where it is refused, pages stay small. (In a
+// process without that threshold, tests, a block this big may lie in glibc's heap instead,
+// which the advice then marks as well: harmless there.)
 void AdviseHugePages(std::string* out, std::size_t from) {
 #ifdef MADV_HUGEPAGE
-  static const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
-  if (out->capacity() - from < kHugePageRoomBytes || page == 0) return;
+  static const long page_size = sysconf(_SC_PAGESIZE);
+  if (out->capacity() - from < kHugePageRoomBytes || page_size <= 0) return;
+  const auto page = static_cast<std::uintptr_t>(page_size);
   const auto start = reinterpret_cast<std::uintptr_t>(out->data() + from);
   const auto begin = (start + page - 1) / page * page;
   const auto end = reinterpret_cast<std::uintptr_t>(out->data() + out->capacity()) / page * page;
