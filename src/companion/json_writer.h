@@ -59,6 +59,10 @@ class JsonWriter {
   JsonWriter& Int(std::int64_t value);
   JsonWriter& Bool(bool value) { return Literal(value ? "true" : "false"); }
   JsonWriter& Null() { return Literal("null"); }
+  // The output, for a caller that writes an array's elements itself right after BeginArray and
+  // before EndArray: complete values, comma separated (the KubeMQ list's connections,
+  // http/kubemq_list_json.h).
+  std::string* elements_output() { return out_; }
 
  private:
   // Small and called for every value: inline.

@@ -18,10 +18,10 @@
 // - Without limit every match is listed (page after page of the engine's maximum), as KubeMQ
 //   does; an offset past the end gives an empty list.
 // - remote_addr when the port is unknown (0): the address alone, without brackets for IPv6
-//   (unambiguous without a port); an unknown address: "".
+//   (unambiguous without a port); an unknown address: "" (written in kubemq_list_json.cc).
 // - Values quoted back in error messages are cut to 64 bytes and made valid UTF-8.
-// - Strings from the registry are made valid UTF-8 (json_util.h); the broker already checks
-//   client ids, usernames and topics, so in practice they pass unchanged.
+// - Strings from the registry are made valid UTF-8 (link/json_string.h); the broker already
+//   checks client ids, usernames and topics, so in practice they pass unchanged.
 #include "companion/http/kubemq_view.h"
 
 #include <charconv>
@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "companion/http/kubemq_list_json.h"
 #include "companion/http/view_util.h"
 #include "companion/json_util.h"
 #include "companion/json_writer.h"
@@ -43,7 +44,6 @@
 #include "companion/query/connection_filter.h"
 #include "companion/query/connection_order.h"
 #include "companion/query/connection_query.h"
-#include "link/host_names.h"
 #include "link/status.h"
 
 namespace mqc {
@@ -204,57 +204,6 @@ Status BuildQuery(const QueryParams& params, TypedConnectionQuery* query, bool* 
   return Status();
 }
 
-// "ip:port", "[v6]:port", or the address alone when the port is unknown, into *text.
-void RemoteAddress(const Connection& connection, std::string* text) {
-  text->clear();
-  if (connection.ip_address.empty()) return;
-  if (connection.port == 0) {
-    text->append(connection.ip_address);
-    return;
-  }
-  AppendHostPort(connection.ip_address, connection.port, text);
-}
-
-// What WriteConnection reuses from one connection to the next of a list: the text buffer of
-// remote_addr, and connected_at of the previous second (a list is in connected_at order).
-struct ConnectionScratch {
-  std::string remote_address;
-  std::int64_t second = -1;
-  std::string connected_at;
-};
-
-void WriteSubscription(const Subscription& subscription, JsonWriter* json) {
-  json->BeginObject();
-  json->Key("filter").String(subscription.filter);
-  json->Key("qos").Int(subscription.qos);
-  json->Key("pattern").String(PatternName(subscription.mapping.pattern));
-  json->Key("channel").String(subscription.mapping.channel);
-  json->Key("shared_group").String(subscription.mapping.shared_group);
-  json->EndObject();
-}
-
-void WriteConnection(const Connection& connection, ConnectionScratch* scratch, JsonWriter* json) {
-  json->BeginObject();
-  json->Key("client_id").String(connection.client_id);
-  json->Key("protocol_version").Int(connection.protocol_version);
-  RemoteAddress(connection, &scratch->remote_address);
-  json->Key("remote_addr").String(scratch->remote_address);
-  const std::int64_t second = connection.open_time_ns - connection.open_time_ns % 1000000000;
-  if (second != scratch->second || scratch->connected_at.empty()) {
-    scratch->connected_at = FormatRfc3339Seconds(connection.open_time_ns);
-    scratch->second = second;
-  }
-  json->Key("connected_at").String(scratch->connected_at);
-  json->Key("clean_session").Bool(connection.clean_session);
-  if (!connection.username.empty()) json->Key("username").String(connection.username);
-  json->Key("subscriptions").BeginArray();
-  for (const Subscription& subscription : connection.subscriptions) {
-    WriteSubscription(subscription, json);
-  }
-  json->EndArray();
-  json->EndObject();
-}
-
 // A ConnectionSource over copies the caller holds, with an index by client id as the registry
 // has: N repeated client_id values cost N lookups, not N scans of every connection.
 class CopiesSource : public ConnectionSource {
@@ -309,10 +258,7 @@ HttpResponse KubeMqView::ListConnections(const ConnectionSource& source,
   return KubeMqOkResponse(
       [&page](JsonWriter* json) {
         json->Key("connections").BeginArray();
-        ConnectionScratch scratch;
-        for (const ConnectionPtr& connection : page.connections) {
-          WriteConnection(*connection, &scratch, json);
-        }
+        AppendKubeMqConnections(page.connections, json->elements_output());
         json->EndArray();
         json->Key("total").Int(static_cast<std::int64_t>(page.connections.size()));
       },
