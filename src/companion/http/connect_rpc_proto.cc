@@ -12,6 +12,8 @@
 //   here.
 // - Strings are made valid UTF-8 as the JSON side makes them (ToValidUtf8): proto3 strings must
 //   be, and protobuf logs an error for each one that is not.
+// - A peer's answer (ConnectionFromProto) is read back by the table's decode column, under the
+//   has-bits the encoder's omissions leave, so that encode, decode, encode gives the same bytes.
 // - Request: protobuf's own parser; it refuses truncated input, wrong wire types and strings
 //   that are not UTF-8 (proto3), without saying where, so the message says what was expected.
 //   Unknown fields are skipped, as the JSON side ignores unknown names.
@@ -360,8 +362,7 @@ void Store(std::array<std::string, N>& addresses,
 #define MQC_PLACE_Same(value) value
 #define MQC_PLACE_Into(...) __VA_ARGS__ MQC_PLACE_DROP
 #define MQC_PLACE_DROP(...)
-#define MQC_PLACE_Derived(value) \
-  NotKept {}
+#define MQC_PLACE_Derived(value) NotKept()
 #define MQC_READ_PROTO_FIELD(name, json_name, number, label, proto_type, kind, value, present, \
                              known, query, decode)                                             \
   if (MQC_HAS_PROTO_##label(name, kind)) Store(MQC_PLACE_##decode(value), FromWire(message.name()));
