@@ -27,7 +27,8 @@ namespace {
 constexpr ConnectionState kStates[] = {ConnectionState::kOpen, ConnectionState::kClosed,
                                        ConnectionState::kOffline, ConnectionState::kUnspecified};
 
-// One change of the fully set connection that leaves fields out.
+// One change of the fully set connection: most leave fields out, "clean session" sets the one
+// it leaves at its zero.
 struct Variant {
   std::string what;
   std::function<void(Connection&)> change;
