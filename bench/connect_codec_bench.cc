@@ -7,7 +7,8 @@
 //
 // Compares the JSON encoder the service uses (JsonWriter, connect_rpc_json.cc) with protobuf's own
 // JSON printer (google::protobuf::util::MessageToJsonString, fed by connect_rpc_proto.cc), and
-// the binary encoder; the query itself (RunConnectionQuery over N connections) for scale.
+// the binary encoder; the binary answer read back as a fleet peer's is; the query itself
+// (RunConnectionQuery over N connections) for scale.
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
@@ -118,6 +119,16 @@ int Run(int connections, int page_size, int repeat) {
       MedianMs(repeat, [&] { binary = EncodeListConnectionsResponseProto(page); });
   std::printf("binary protobuf (model -> message -> bytes): %.2f ms, %zu bytes\n", binary_ms,
               binary.size());
+
+  // Read back as the fleet reads a peer's answer (DecodeListConnectionsResponseProto: protobuf's
+  // parser, then ConnectionFromProto per connection).
+  ConnectionPage read_back;
+  const double read_ms = MedianMs(repeat, [&] {
+    if (!DecodeListConnectionsResponseProto(binary, "bench", &read_back).ok()) std::abort();
+  });
+  if (read_back.connections.size() != page.connections.size()) std::abort();
+  std::printf("binary protobuf read back (bytes -> message -> model): %.2f ms, %zu connections\n",
+              read_ms, read_back.connections.size());
 
   const std::string request =
       R"({"filter":"client_id = \"bench-client-1*\" AND protocol_version = 4",)"

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The fields of the schema's Connection message (proto/mqtt/connections/v1/connections.proto),
 // each written once: its name, JSON name, number, label and type, where the model keeps it, when
-// an answer carries it, and how filters and order_by see it. Both Connect encoders
-// (connect_rpc_json.cc, connect_rpc_proto.cc) and the filter and order keys
-// (query/connection_fields.cc) are expanded from this list; connection_field_table_test.cc
-// holds it to the .proto as protoc compiled it. docs/architecture.md, "One table of fields".
+// an answer carries it, how filters and order_by see it, and where a peer's answer puts it back.
+// Both Connect encoders (connect_rpc_json.cc, connect_rpc_proto.cc), the binary decoder of a
+// peer's answer (connect_rpc_proto.cc) and the filter and order keys (query/connection_fields.cc)
+// are expanded from this list; connection_field_table_test.cc holds it to the .proto as protoc
+// compiled it. docs/architecture.md, "One table of fields".
 //
 // An X-macro rather than an array of descriptors: the binary encoder needs protobuf's generated
 // setter of each field (set_keep_alive), a name only the preprocessor can make, and expanded
@@ -16,11 +17,12 @@
 #include <cstdint>
 #include <iterator>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "companion/connection.h"
 
-// X(name, jsonName, number, label, proto_type, kind, value, present, known, query)
+// X(name, jsonName, number, label, proto_type, kind, value, present, known, query, decode)
 //   name        the proto field's name; also its path in filters and order_by.
 //   jsonName    its name in protobuf's JSON mapping.
 //   number      its field number.
@@ -39,92 +41,107 @@
 //   query       how filters and order_by name it: Stored(kind), Detail(kind) (a value outside the
 //               stored connection: ConnectionSource::AddDetails), Nested (its own fields are,
 //               query/connection_fields.cc) or NotQueried.
+//   decode      where the decoder of a peer's binary answer puts the field back: Same (into
+//               `value`, a member of `c`), Into(place) (a value the model keeps under a rule or
+//               in two members: a place below the list, which undoes `value`), or Derived
+//               (nothing: the value follows from other fields). It reads the field when binary
+//               protobuf has it (a has-bit for `optional` fields, sub-messages, times and
+//               durations; always for other singular scalars and repeated fields, whose unset
+//               is the model's zero), so that encode, decode and encode again give the same bytes
+//               (connection_round_trip_test.cc).
 //
 // The list is in the order the JSON answer writes the fields (kept from before the table, so the
 // text is unchanged); binary protobuf writes by field number whatever the order.
-#define MQC_CONNECTION_FIELDS(X)                                                                  \
-  X(node_id, nodeId, 1, singular, uint32, Int, c.node_id, true, true, Stored(kInt))               \
-  X(uid, uid, 2, singular, string, String, c.uid, true, true, Stored(kString))                    \
-  X(state, state, 3, singular, MqttConnectionState, Enum, c.state, true, true, Stored(kEnum))     \
-  X(open_time, openTime, 4, singular, google.protobuf.Timestamp, Timestamp, c.open_time_ns, true, \
-    true, Stored(kTimestamp))                                                                     \
-  X(close_time, closeTime, 5, singular, google.protobuf.Timestamp, Timestamp, c.close_time_ns,    \
-    HasCloseTime(c), c.close_time_ns != 0, Stored(kTimestamp))                                    \
-  X(session_expiry_time, sessionExpiryTime, 7, singular, google.protobuf.Timestamp, Timestamp,    \
-    c.session_expiry_time_ns, HasSessionExpiryTime(c), c.session_expiry_time_ns != 0,             \
-    Stored(kTimestamp))                                                                           \
-  X(close_reason, closeReason, 6, singular, CloseReason, Enum, c.close_reason, HasCloseReason(c), \
-    true, Stored(kEnum))                                                                          \
-  X(client_id, clientId, 8, singular, string, String, c.client_id, true, true, Stored(kString))   \
-  X(username, username, 9, singular, string, String, c.username, !c.username.empty(), true,       \
-    Stored(kString))                                                                              \
-  X(protocol_version, protocolVersion, 10, singular, int32, Int, c.protocol_version, true, true,  \
-    Stored(kInt))                                                                                 \
-  X(clean_session, cleanSession, 11, singular, bool, Bool, c.clean_session, true, true,           \
-    Stored(kBool))                                                                                \
-  X(keep_alive, keepAlive, 12, singular, int32, Int, c.keep_alive, true, true, Stored(kInt))      \
-  X(source, source, 13, singular, Source, Message, (SourceOf{c.ip_address, c.port}), true, true,  \
-    Nested)                                                                                       \
-  X(proxy, proxy, 42, singular, Source, Message, (SourceOf{c.proxy_address, c.proxy_port}),       \
-    HasProxy(c), true, Nested)                                                                    \
-  X(listener_name, listenerName, 14, singular, string, String, c.listener_name,                   \
-    !c.listener_name.empty(), true, Stored(kString))                                              \
-  X(tls_info, tlsInfo, 15, singular, TlsInfo, Message, c.tls, true, true, Nested)                 \
-  X(authentication_info, authenticationInfo, 16, singular, AuthenticationInfo, Message,           \
-    c.authentication, true, true, Nested)                                                         \
-  X(subscriptions, subscriptions, 17, repeated, Subscription, Repeated, c.subscriptions, true,    \
-    true, Nested)                                                                                 \
-  X(idle_duration, idleDuration, 18, singular, google.protobuf.Duration, Duration, c.idle_ns,     \
-    HasIdleDuration(c), c.idle_ns >= 0, Detail(kDuration))                                        \
-  X(network_info, networkInfo, 21, singular, NetworkInfo, Message, c.network, HasNetworkInfo(c),  \
-    true, Nested)                                                                                 \
-  X(total_request_statistics, totalRequestStatistics, 19, singular, RequestStatistics, Message,   \
-    c.total_statistics, true, true, Nested)                                                       \
-  X(recent_request_statistics, recentRequestStatistics, 20, singular, RequestStatistics, Message, \
-    c.recent_statistics, true, true, Nested)                                                      \
-  X(bridge_role, bridgeRole, 40, singular, BridgeRole, Enum, c.bridge, HasBridgeRole(c), true,    \
-    Stored(kEnum))                                                                                \
-  X(bridge_name, bridgeName, 41, singular, string, String, c.bridge_name, !c.bridge_name.empty(), \
-    true, Stored(kString))                                                                        \
-  X(has_will, hasWill, 55, optional, bool, Bool, c.will == WillState::kSet, HasWillKnown(c),      \
-    HasWillKnown(c), Stored(kBool))                                                               \
-  X(messages_queued, messagesQueued, 22, optional, uint32, Int, c.messages.out.Queued(), true,    \
-    true, Detail(kUint))                                                                          \
-  X(messages_in_flight, messagesInFlight, 23, optional, uint32, Int, c.messages.out.InFlight(),   \
-    true, true, Detail(kUint))                                                                    \
-  X(messages_pending, messagesPending, 24, optional, uint32, Int, c.messages.out.Pending(), true, \
-    true, Detail(kUint))                                                                          \
-  X(incoming_messages_queued, incomingMessagesQueued, 25, optional, uint32, Int,                  \
-    c.messages.in.Queued(), true, true, Detail(kUint))                                            \
-  X(incoming_messages_in_flight, incomingMessagesInFlight, 26, optional, uint32, Int,             \
-    c.messages.in.InFlight(), true, true, Detail(kUint))                                          \
-  X(incoming_messages_pending, incomingMessagesPending, 27, optional, uint32, Int,                \
-    c.messages.in.Pending(), true, true, Detail(kUint))                                           \
-  X(messages_dropped, messagesDropped, 65, optional, uint64, Uint64, c.drops.Total(), true, true, \
-    Detail(kUint))                                                                                \
-  X(messages_dropped_queue_full, messagesDroppedQueueFull, 66, optional, uint64, Uint64,          \
-    c.drops.QueueFull(), true, true, Detail(kUint))                                               \
-  X(sequence, sequence, 43, singular, uint64, Uint64, c.seq, true, true, NotQueried)              \
-  X(duplicate_client_id, duplicateClientId, 44, singular, bool, Bool, c.duplicate_client_id,      \
-    c.duplicate_client_id, true, Stored(kBool))                                                   \
-  X(reconnects_last_minute, reconnectsLastMinute, 50, singular, uint32, Int,                      \
-    c.flapping.connects_last_minute, c.flapping.connects_last_minute != 0, true, Detail(kUint))   \
-  X(reconnects_last_hour, reconnectsLastHour, 51, singular, uint32, Int,                          \
-    c.flapping.connects_last_hour, c.flapping.connects_last_hour != 0, true, Detail(kUint))       \
-  X(takeovers_last_minute, takeoversLastMinute, 52, singular, uint32, Int,                        \
-    c.flapping.takeovers_last_minute, c.flapping.takeovers_last_minute != 0, true, Detail(kUint)) \
-  X(takeovers_last_hour, takeoversLastHour, 53, singular, uint32, Int,                            \
-    c.flapping.takeovers_last_hour, c.flapping.takeovers_last_hour != 0, true, Detail(kUint))     \
-  X(takeover_addresses, takeoverAddresses, 54, repeated, string, Repeated, c.flapping.addresses,  \
-    c.flapping.ping_pong(), true, NotQueried)                                                     \
-  X(denied_publish_count, deniedPublishCount, 60, optional, uint64, Uint64, c.denials.publish,    \
-    HasDenials(c), HasDenials(c), Detail(kUint))                                                  \
-  X(denied_subscribe_count, deniedSubscribeCount, 61, optional, uint64, Uint64,                   \
-    c.denials.subscribe, HasDenials(c), HasDenials(c), Detail(kUint))                             \
-  X(last_denied_topic, lastDeniedTopic, 62, singular, string, String, c.denials.last_topic,       \
-    HasLastDenial(c), true, Detail(kString))                                                      \
-  X(last_denied_time, lastDeniedTime, 63, singular, google.protobuf.Timestamp, Timestamp,         \
-    c.denials.last_ns, HasLastDenial(c), c.denials.last_ns != 0, Detail(kTimestamp))
+#define MQC_CONNECTION_FIELDS(X)                                                                   \
+  X(node_id, nodeId, 1, singular, uint32, Int, c.node_id, true, true, Stored(kInt), Same)          \
+  X(uid, uid, 2, singular, string, String, c.uid, true, true, Stored(kString), Same)               \
+  X(state, state, 3, singular, MqttConnectionState, Enum, c.state, true, true, Stored(kEnum),      \
+    Same)                                                                                          \
+  X(open_time, openTime, 4, singular, google.protobuf.Timestamp, Timestamp, c.open_time_ns, true,  \
+    true, Stored(kTimestamp), Same)                                                                \
+  X(close_time, closeTime, 5, singular, google.protobuf.Timestamp, Timestamp, c.close_time_ns,     \
+    HasCloseTime(c), c.close_time_ns != 0, Stored(kTimestamp), Same)                               \
+  X(session_expiry_time, sessionExpiryTime, 7, singular, google.protobuf.Timestamp, Timestamp,     \
+    c.session_expiry_time_ns, HasSessionExpiryTime(c), c.session_expiry_time_ns != 0,              \
+    Stored(kTimestamp), Same)                                                                      \
+  X(close_reason, closeReason, 6, singular, CloseReason, Enum, c.close_reason, HasCloseReason(c),  \
+    true, Stored(kEnum), Same)                                                                     \
+  X(client_id, clientId, 8, singular, string, String, c.client_id, true, true, Stored(kString),    \
+    Same)                                                                                          \
+  X(username, username, 9, singular, string, String, c.username, !c.username.empty(), true,        \
+    Stored(kString), Same)                                                                         \
+  X(protocol_version, protocolVersion, 10, singular, int32, Int, c.protocol_version, true, true,   \
+    Stored(kInt), Same)                                                                            \
+  X(clean_session, cleanSession, 11, singular, bool, Bool, c.clean_session, true, true,            \
+    Stored(kBool), Same)                                                                           \
+  X(keep_alive, keepAlive, 12, singular, int32, Int, c.keep_alive, true, true, Stored(kInt), Same) \
+  X(source, source, 13, singular, Source, Message, (SourceOf{c.ip_address, c.port}), true, true,   \
+    Nested, Into(SourceAt{c.ip_address, c.port}))                                                  \
+  X(proxy, proxy, 42, singular, Source, Message, (SourceOf{c.proxy_address, c.proxy_port}),        \
+    HasProxy(c), true, Nested, Into(SourceAt{c.proxy_address, c.proxy_port}))                      \
+  X(listener_name, listenerName, 14, singular, string, String, c.listener_name,                    \
+    !c.listener_name.empty(), true, Stored(kString), Same)                                         \
+  X(tls_info, tlsInfo, 15, singular, TlsInfo, Message, c.tls, true, true, Nested, Same)            \
+  X(authentication_info, authenticationInfo, 16, singular, AuthenticationInfo, Message,            \
+    c.authentication, true, true, Nested, Same)                                                    \
+  X(subscriptions, subscriptions, 17, repeated, Subscription, Repeated, c.subscriptions, true,     \
+    true, Nested, Same)                                                                            \
+  X(idle_duration, idleDuration, 18, singular, google.protobuf.Duration, Duration, c.idle_ns,      \
+    HasIdleDuration(c), c.idle_ns >= 0, Detail(kDuration), Same)                                   \
+  X(network_info, networkInfo, 21, singular, NetworkInfo, Message, c.network, HasNetworkInfo(c),   \
+    true, Nested, Same)                                                                            \
+  X(total_request_statistics, totalRequestStatistics, 19, singular, RequestStatistics, Message,    \
+    c.total_statistics, true, true, Nested, Same)                                                  \
+  X(recent_request_statistics, recentRequestStatistics, 20, singular, RequestStatistics, Message,  \
+    c.recent_statistics, true, true, Nested, Same)                                                 \
+  X(bridge_role, bridgeRole, 40, singular, BridgeRole, Enum, c.bridge, HasBridgeRole(c), true,     \
+    Stored(kEnum), Same)                                                                           \
+  X(bridge_name, bridgeName, 41, singular, string, String, c.bridge_name, !c.bridge_name.empty(),  \
+    true, Stored(kString), Same)                                                                   \
+  X(has_will, hasWill, 55, optional, bool, Bool, c.will == WillState::kSet, HasWillKnown(c),       \
+    HasWillKnown(c), Stored(kBool), Into(WillAt{c.will}))                                          \
+  X(messages_queued, messagesQueued, 22, optional, uint32, Int, c.messages.out.Queued(), true,     \
+    true, Detail(kUint), Into(QueuedAt{c.messages.out}))                                           \
+  X(messages_in_flight, messagesInFlight, 23, optional, uint32, Int, c.messages.out.InFlight(),    \
+    true, true, Detail(kUint), Into(InFlightAt{c.messages.out}))                                   \
+  X(messages_pending, messagesPending, 24, optional, uint32, Int, c.messages.out.Pending(), true,  \
+    true, Detail(kUint), Into(PendingAt{c.messages.out}))                                          \
+  X(incoming_messages_queued, incomingMessagesQueued, 25, optional, uint32, Int,                   \
+    c.messages.in.Queued(), true, true, Detail(kUint), Into(QueuedAt{c.messages.in}))              \
+  X(incoming_messages_in_flight, incomingMessagesInFlight, 26, optional, uint32, Int,              \
+    c.messages.in.InFlight(), true, true, Detail(kUint), Into(InFlightAt{c.messages.in}))          \
+  X(incoming_messages_pending, incomingMessagesPending, 27, optional, uint32, Int,                 \
+    c.messages.in.Pending(), true, true, Detail(kUint), Into(PendingAt{c.messages.in}))            \
+  X(messages_dropped, messagesDropped, 65, optional, uint64, Uint64, c.drops.Total(), true, true,  \
+    Detail(kUint), Derived)                                                                        \
+  X(messages_dropped_queue_full, messagesDroppedQueueFull, 66, optional, uint64, Uint64,           \
+    c.drops.QueueFull(), true, true, Detail(kUint), Into(DropsAt{c.drops}))                        \
+  X(sequence, sequence, 43, singular, uint64, Uint64, c.seq, true, true, NotQueried, Same)         \
+  X(duplicate_client_id, duplicateClientId, 44, singular, bool, Bool, c.duplicate_client_id,       \
+    c.duplicate_client_id, true, Stored(kBool), Same)                                              \
+  X(reconnects_last_minute, reconnectsLastMinute, 50, singular, uint32, Int,                       \
+    c.flapping.connects_last_minute, c.flapping.connects_last_minute != 0, true, Detail(kUint),    \
+    Same)                                                                                          \
+  X(reconnects_last_hour, reconnectsLastHour, 51, singular, uint32, Int,                           \
+    c.flapping.connects_last_hour, c.flapping.connects_last_hour != 0, true, Detail(kUint), Same)  \
+  X(takeovers_last_minute, takeoversLastMinute, 52, singular, uint32, Int,                         \
+    c.flapping.takeovers_last_minute, c.flapping.takeovers_last_minute != 0, true, Detail(kUint),  \
+    Same)                                                                                          \
+  X(takeovers_last_hour, takeoversLastHour, 53, singular, uint32, Int,                             \
+    c.flapping.takeovers_last_hour, c.flapping.takeovers_last_hour != 0, true, Detail(kUint),      \
+    Same)                                                                                          \
+  X(takeover_addresses, takeoverAddresses, 54, repeated, string, Repeated, c.flapping.addresses,   \
+    c.flapping.ping_pong(), true, NotQueried, Same)                                                \
+  X(denied_publish_count, deniedPublishCount, 60, optional, uint64, Uint64, c.denials.publish,     \
+    HasDenials(c), HasDenials(c), Detail(kUint),                                                   \
+    Into(DenialCountAt{c.denials, c.denials.publish}))                                             \
+  X(denied_subscribe_count, deniedSubscribeCount, 61, optional, uint64, Uint64,                    \
+    c.denials.subscribe, HasDenials(c), HasDenials(c), Detail(kUint),                              \
+    Into(DenialCountAt{c.denials, c.denials.subscribe}))                                           \
+  X(last_denied_topic, lastDeniedTopic, 62, singular, string, String, c.denials.last_topic,        \
+    HasLastDenial(c), true, Detail(kString), Same)                                                 \
+  X(last_denied_time, lastDeniedTime, 63, singular, google.protobuf.Timestamp, Timestamp,          \
+    c.denials.last_ns, HasLastDenial(c), c.denials.last_ns != 0, Detail(kTimestamp), Same)
 
 // The fields of the schema's RequestStatistics (the model's members have the same names), each
 // a uint64: X(name, jsonName).
@@ -186,6 +203,70 @@ inline bool HasWillKnown(const Connection& connection) {
 inline bool HasDenials(const Connection& connection) { return connection.denials.shown; }
 inline bool HasLastDenial(const Connection& connection) {
   return connection.denials.shown && connection.denials.last_ns != 0;
+}
+
+// --- where a peer's answer puts a field back (the `decode` column's places) ----------------
+// Each undoes its row's `value`; Store(place, value) is called only for a field the answer has
+// (the decoder in connect_rpc_proto.cc stores the plain members and sub-messages itself).
+
+// `source` and `proxy` (SourceOf the other way).
+struct SourceAt {
+  std::string& ip_address;
+  int& port;
+};
+
+// `has_will`: present only where the broker told.
+struct WillAt {
+  WillState& will;
+};
+inline void Store(WillAt place, bool has_will) {
+  place.will = has_will ? WillState::kSet : WillState::kNone;
+}
+
+// The message counts, MessageQueue's rule undone: queued or in flight told means both are
+// (kSplit), pending alone is the sum (kTotal).
+struct QueuedAt {
+  MessageQueue& queue;
+};
+struct InFlightAt {
+  MessageQueue& queue;
+};
+struct PendingAt {
+  MessageQueue& queue;
+};
+inline void Store(QueuedAt place, std::uint32_t queued) {
+  place.queue.known = MessageQueue::Known::kSplit;
+  place.queue.queued = queued;
+}
+inline void Store(InFlightAt place, std::uint32_t in_flight) {
+  place.queue.known = MessageQueue::Known::kSplit;
+  place.queue.in_flight = in_flight;
+}
+inline void Store(PendingAt place, std::uint32_t pending) {
+  if (place.queue.known == MessageQueue::Known::kUnknown) {
+    place.queue.known = MessageQueue::Known::kTotal;
+  }
+  place.queue.total = pending;
+}
+
+// `messages_dropped_queue_full`: told where the broker shows drops (`messages_dropped`, their
+// sum, is Derived).
+struct DropsAt {
+  MessageDrops& drops;
+};
+inline void Store(DropsAt place, std::uint64_t queue_full) {
+  place.drops.known = true;
+  place.drops.queue_full = queue_full;
+}
+
+// Either denial count told: the broker shows denials (HasDenials).
+struct DenialCountAt {
+  Denials& denials;
+  std::uint64_t& count;
+};
+inline void Store(DenialCountAt place, std::uint64_t count) {
+  place.denials.shown = true;
+  place.count = count;
 }
 
 // A value of the table as told: a std::optional one (a count the broker may not tell) only when

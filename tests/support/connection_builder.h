@@ -3,8 +3,9 @@
 // subscription of it, and the record the broker writes at CONNECT (ConnectionEvent). An open
 // connection is a plain MQTT 3.1.1 client from 127.0.0.1:40000, an offline session only what
 // persistence tells; a test sets only what it looks at, ConnectionBuilder a group of fields a
-// line, and a test of exact answers starts from the fully set SensorConnection. Shared by the
-// companion-side unit tests (the broker side has client_facts_builder.h).
+// line; a test of exact answers starts from SensorConnection (every CONNECT fact set), a test of
+// the whole wire from EveryFieldConnection (every field). Shared by the companion-side unit
+// tests (the broker side has client_facts_builder.h).
 #pragma once
 
 #include <cstdint>
@@ -155,6 +156,39 @@ inline Subscription MappedSubscription(std::string filter, int qos,
   subscription.filter = std::move(filter);
   subscription.qos = qos;
   return subscription;
+}
+
+// A connection with every field of the schema set to a value other than its zero (but clean
+// session, false as SensorConnection has it), in `state`: the close time and reason and the
+// session expiry are set whatever the state, and each state's answer carries those it shows.
+// The tests of the whole wire (connection_wire_golden_test.cc, connection_round_trip_test.cc)
+// start from it.
+inline Connection EveryFieldConnection(ConnectionState state) {
+  Connection c = ConnectionBuilder(SensorConnection(7))
+                     .From("10.1.2.3", 51234, "mqtts:8883")
+                     .Proxy("192.0.2.1", 40001)
+                     .Closed(kTestTime0 + 9 * kTestSecond, CloseReason::kAccessRevoked);
+  c.state = state;  // after Closed, which sets the close time and reason for every state
+  c.session_expiry_time_ns = kTestTime0 + 3600 * kTestSecond;
+  c.client_id = "sensor-\xC3\xA9-\xFF";
+  c.local_port = 8883;
+  Subscription refused = MappedSubscription("a/+b", 0);
+  refused.kubemq_error = "no KubeMQ channel";
+  c.subscriptions = {MappedSubscription("$share/workers/events/site1/#", 2), refused};
+  c.idle_ns = 1'500'000'001;
+  c.network = {true, 250, 31, 2, 4096, 17, 1'000'000, 0, true};
+  c.total_statistics = {100, 12345, 90, 9000, 101};
+  c.recent_statistics = {2, 200, 1, 100, 2};
+  c.bridge = BridgeRole::kIncoming;
+  c.bridge_name = "edge";
+  c.messages.out = {MessageQueue::Known::kSplit, 4, 5, 9};
+  c.messages.in = {MessageQueue::Known::kTotal, 0, 0, 6};
+  c.drops = {true, 77};
+  c.will = WillState::kSet;
+  c.flapping = {3, 12, 1, 2, {"10.1.2.3", "10.9.9.9"}};
+  c.denials = {true, 5, 6, "secret/topic", kTestTime0 + 5 * kTestSecond};
+  c.duplicate_client_id = true;
+  return c;
 }
 
 // The broker's record of a connection at CONNECT: seq `seq` (also the uid's first byte), opened

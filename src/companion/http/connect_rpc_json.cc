@@ -511,7 +511,7 @@ void WriteRepeated(const Container& values, JsonWriter* json) {
 // The key is written here, a literal, so that JsonWriter::Key copies a length known when
 // compiling (as the hand-written encoder did).
 #define MQC_WRITE_JSON_FIELD(name, json_name, number, label, proto_type, kind, value, present, \
-                             known, query)                                                     \
+                             known, query, decode)                                             \
   if ((present) && IsTold(value)) {                                                            \
     json->Key(#json_name);                                                                     \
     Write##kind(ToldValue(value), json);                                                       \

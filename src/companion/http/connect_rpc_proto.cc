@@ -12,6 +12,8 @@
 //   here.
 // - Strings are made valid UTF-8 as the JSON side makes them (ToValidUtf8): proto3 strings must
 //   be, and protobuf logs an error for each one that is not.
+// - A peer's answer (ConnectionFromProto) is read back by the table's decode column, under the
+//   has-bits the encoder's omissions leave, so that encode, decode, encode gives the same bytes.
 // - Request: protobuf's own parser; it refuses truncated input, wrong wire types and strings
 //   that are not UTF-8 (proto3), without saying where, so the message says what was expected.
 //   Unknown fields are skipped, as the JSON side ignores unknown names.
@@ -21,12 +23,15 @@
 #include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/timestamp.pb.h>
 
+#include <array>
 #include <cstdint>
 #include <iterator>
 #include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <vector>
 
 #include "companion/connection_field_table.h"
 #include "companion/http/view_util.h"
@@ -136,7 +141,7 @@ void SetRepeated(const Container& values, google::protobuf::RepeatedPtrField<Ele
 #define MQC_SET_PROTO_Repeated(name, proto_type, value) \
   SetRepeated(value, message->mutable_##name());
 #define MQC_SET_PROTO_FIELD(name, json_name, number, label, proto_type, kind, value, present, \
-                            known, query)                                                     \
+                            known, query, decode)                                             \
   if ((present) && IsTold(value)) {                                                           \
     MQC_SET_PROTO_##kind(name, proto_type, ToldValue(value))                                  \
   }
@@ -230,30 +235,6 @@ std::int64_t Nanos(const google::protobuf::Duration& duration) {
   return duration.seconds() * kNanosPerSecond + duration.nanos();
 }
 
-RequestStatistics StatisticsOf(const connections_v1::RequestStatistics& message) {
-  RequestStatistics statistics;
-#define MQC_READ_STATISTIC(name, json_name) statistics.name = message.name();
-  MQC_REQUEST_STATISTICS_FIELDS(MQC_READ_STATISTIC)
-#undef MQC_READ_STATISTIC
-  return statistics;
-}
-
-// The counts as MessageQueue keeps them: split when queued and in flight are both told, a
-// total when only the sum is.
-MessageQueue QueueOf(bool has_queued, std::uint32_t queued, bool has_in_flight,
-                     std::uint32_t in_flight, bool has_pending, std::uint32_t pending) {
-  MessageQueue queue;
-  if (has_queued && has_in_flight) {
-    queue.known = MessageQueue::Known::kSplit;
-    queue.queued = queued;
-    queue.in_flight = in_flight;
-  } else if (has_pending) {
-    queue.known = MessageQueue::Known::kTotal;
-  }
-  queue.total = pending;
-  return queue;
-}
-
 Pattern PatternOfName(std::string_view name) {
   for (const Pattern pattern : {Pattern::kEvents, Pattern::kStore, Pattern::kQueues,
                                 Pattern::kCommands, Pattern::kQueries}) {
@@ -262,98 +243,154 @@ Pattern PatternOfName(std::string_view name) {
   return Pattern::kNone;
 }
 
+// --- a peer's answer back into the model (SetValue undone), for the field table's decode column
+
+// The wire's value as the model keeps it: a time in Unix ns, a duration in ns, an enum by its
+// number (the model's numbers are the schema's); anything else as it is.
+std::int64_t FromWire(const google::protobuf::Timestamp& timestamp) { return UnixNs(timestamp); }
+std::int64_t FromWire(const google::protobuf::Duration& duration) { return Nanos(duration); }
+struct EnumNumber {
+  int number;
+};
+template <typename T>
+decltype(auto) FromWire(const T& value) {
+  if constexpr (std::is_enum_v<T>) {
+    return EnumNumber{static_cast<int>(value)};
+  } else {
+    return (value);  // a reference: a string is copied once, into the model
+  }
+}
+
+// A member the row's value reads (decode column Same).
+template <typename Member, typename Value>
+void Store(Member& member, const Value& value) {
+  member = value;
+}
+template <typename Enum>
+void Store(Enum& member, EnumNumber value) {
+  member = static_cast<Enum>(value.number);
+}
+
+// decode column Derived: the model keeps nothing of it.
+struct NotKept {};
+template <typename Value>
+void Store(NotKept /*unused*/, const Value& /*unused*/) {}
+
+void Store(SourceAt place, const connections_v1::Source& message) {
+  place.ip_address = message.ip_address();
+  place.port = message.port();
+}
+
+void Store(TlsInfo& tls, const connections_v1::TlsInfo& message) {
+  tls.enabled = message.enabled();
+  tls.tls_version = message.tls_version();
+  tls.cipher = message.cipher();
+  tls.peer_certificate_subject = message.peer_certificate_subject();
+}
+
+void Store(AuthenticationInfo& authentication, const connections_v1::AuthenticationInfo& message) {
+  authentication.mechanism = static_cast<AuthMechanism>(message.mechanism());
+  authentication.state = static_cast<AuthState>(message.state());
+  authentication.user_principal = message.user_principal();
+  authentication.method = message.method();
+}
+
+void Store(RequestStatistics& statistics, const connections_v1::RequestStatistics& message) {
+#define MQC_READ_STATISTIC(name, json_name) statistics.name = message.name();
+  MQC_REQUEST_STATISTICS_FIELDS(MQC_READ_STATISTIC)
+#undef MQC_READ_STATISTIC
+}
+
+// Carried only when the kernel reported the socket (HasNetworkInfo).
+void Store(NetworkInfo& network, const connections_v1::NetworkInfo& message) {
+  network.known = true;
+  network.rtt_us = message.rtt_micros();
+  network.rtt_variance_us = message.rtt_variance_micros();
+  network.retransmits = message.retransmits();
+  network.send_queue_bytes = message.send_queue_bytes();
+  network.receive_queue_bytes = message.receive_queue_bytes();
+  if (message.has_since_last_receive()) {
+    network.since_last_receive_ns = Nanos(message.since_last_receive());
+  }
+  if (message.has_since_last_send()) network.since_last_send_ns = Nanos(message.since_last_send());
+  network.proxy_socket = message.proxy_socket();
+}
+
+// kubemq_valid is not kept: it is kubemq_error.empty().
+void Store(Subscription& subscription, const connections_v1::Subscription& message) {
+  subscription.filter = message.filter();
+  subscription.qos = message.qos();
+  subscription.mapping.pattern = PatternOfName(message.pattern());
+  subscription.mapping.channel = message.channel();
+  subscription.mapping.shared_group = message.shared_group();
+  subscription.mapping.error = message.mapping_error();
+  subscription.kubemq_error = message.kubemq_error();
+}
+
+void Store(std::vector<Subscription>& subscriptions,
+           const google::protobuf::RepeatedPtrField<connections_v1::Subscription>& message) {
+  subscriptions.resize(static_cast<std::size_t>(message.size()));
+  for (int i = 0; i < message.size(); ++i) {
+    Store(subscriptions[static_cast<std::size_t>(i)], message.Get(i));
+  }
+}
+
+// The takeover addresses: the model keeps the newest N.
+template <std::size_t N>
+void Store(std::array<std::string, N>& addresses,
+           const google::protobuf::RepeatedPtrField<std::string>& message) {
+  for (std::size_t i = 0; i < N && i < static_cast<std::size_t>(message.size()); ++i) {
+    addresses[i] = message.Get(static_cast<int>(i));
+  }
+}
+
+// Whether the answer has the field, by its label and kind: the has-bit where binary protobuf
+// keeps one; else always (an unset scalar reads as its zero, an unset repeated field as empty).
+#define MQC_HAS_PROTO_optional(name, kind) message.has_##name()
+#define MQC_HAS_PROTO_repeated(name, kind) true
+#define MQC_HAS_PROTO_singular(name, kind) MQC_HAS_PROTO_##kind(name)
+#define MQC_HAS_PROTO_Int(name) true
+#define MQC_HAS_PROTO_Uint64(name) true
+#define MQC_HAS_PROTO_Bool(name) true
+#define MQC_HAS_PROTO_String(name) true
+#define MQC_HAS_PROTO_Enum(name) true
+#define MQC_HAS_PROTO_Timestamp(name) message.has_##name()
+#define MQC_HAS_PROTO_Duration(name) message.has_##name()
+#define MQC_HAS_PROTO_Message(name) message.has_##name()
+// The decode column: where Store puts the field. Into(place) drops the row's value after the
+// place (a place may hold commas, hence the variadic macros).
+#define MQC_PLACE_Same(value) value
+#define MQC_PLACE_Into(...) __VA_ARGS__ MQC_PLACE_DROP
+#define MQC_PLACE_DROP(...)
+#define MQC_PLACE_Derived(value) NotKept()
+#define MQC_READ_PROTO_FIELD(name, json_name, number, label, proto_type, kind, value, present, \
+                             known, query, decode)                                             \
+  if (MQC_HAS_PROTO_##label(name, kind)) Store(MQC_PLACE_##decode(value), FromWire(message.name()));
+
 }  // namespace
 
 Connection ConnectionFromProto(const connections_v1::Connection& message) {
   Connection c;
-  c.seq = message.sequence();
-  c.duplicate_client_id = message.duplicate_client_id();
-  c.node_id = message.node_id();
-  c.uid = message.uid();
-  c.state = static_cast<ConnectionState>(message.state());
-  c.open_time_ns = UnixNs(message.open_time());
-  if (message.has_close_time()) c.close_time_ns = UnixNs(message.close_time());
-  if (message.has_session_expiry_time()) {
-    c.session_expiry_time_ns = UnixNs(message.session_expiry_time());
-  }
-  c.close_reason = static_cast<CloseReason>(message.close_reason());
-  c.client_id = message.client_id();
-  c.username = message.username();
-  c.protocol_version = message.protocol_version();
-  c.clean_session = message.clean_session();
-  c.keep_alive = message.keep_alive();
-  c.ip_address = message.source().ip_address();
-  c.port = message.source().port();
-  if (message.has_proxy()) {
-    c.proxy_address = message.proxy().ip_address();
-    c.proxy_port = message.proxy().port();
-  }
-  c.listener_name = message.listener_name();
-  c.tls.enabled = message.tls_info().enabled();
-  c.tls.tls_version = message.tls_info().tls_version();
-  c.tls.cipher = message.tls_info().cipher();
-  c.tls.peer_certificate_subject = message.tls_info().peer_certificate_subject();
-  const connections_v1::AuthenticationInfo& authentication = message.authentication_info();
-  c.authentication.mechanism = static_cast<AuthMechanism>(authentication.mechanism());
-  c.authentication.state = static_cast<AuthState>(authentication.state());
-  c.authentication.user_principal = authentication.user_principal();
-  c.authentication.method = authentication.method();
-  c.subscriptions.reserve(static_cast<std::size_t>(message.subscriptions_size()));
-  for (const connections_v1::Subscription& s : message.subscriptions()) {
-    Subscription subscription;
-    subscription.filter = s.filter();
-    subscription.qos = s.qos();
-    subscription.mapping.pattern = PatternOfName(s.pattern());
-    subscription.mapping.channel = s.channel();
-    subscription.mapping.shared_group = s.shared_group();
-    subscription.mapping.error = s.mapping_error();
-    subscription.kubemq_error = s.kubemq_error();
-    c.subscriptions.push_back(std::move(subscription));
-  }
-  c.idle_ns = message.has_idle_duration() ? Nanos(message.idle_duration()) : -1;
-  if (message.has_network_info()) {
-    const connections_v1::NetworkInfo& n = message.network_info();
-    c.network.known = true;
-    c.network.rtt_us = n.rtt_micros();
-    c.network.rtt_variance_us = n.rtt_variance_micros();
-    c.network.retransmits = n.retransmits();
-    c.network.send_queue_bytes = n.send_queue_bytes();
-    c.network.receive_queue_bytes = n.receive_queue_bytes();
-    c.network.since_last_receive_ns =
-        n.has_since_last_receive() ? Nanos(n.since_last_receive()) : -1;
-    c.network.since_last_send_ns = n.has_since_last_send() ? Nanos(n.since_last_send()) : -1;
-    c.network.proxy_socket = n.proxy_socket();
-  }
-  c.total_statistics = StatisticsOf(message.total_request_statistics());
-  c.recent_statistics = StatisticsOf(message.recent_request_statistics());
-  c.bridge = static_cast<BridgeRole>(message.bridge_role());
-  c.bridge_name = message.bridge_name();
-  c.messages.out = QueueOf(message.has_messages_queued(), message.messages_queued(),
-                           message.has_messages_in_flight(), message.messages_in_flight(),
-                           message.has_messages_pending(), message.messages_pending());
-  c.messages.in =
-      QueueOf(message.has_incoming_messages_queued(), message.incoming_messages_queued(),
-              message.has_incoming_messages_in_flight(), message.incoming_messages_in_flight(),
-              message.has_incoming_messages_pending(), message.incoming_messages_pending());
-  if (message.has_has_will()) c.will = message.has_will() ? WillState::kSet : WillState::kNone;
-  if (message.has_messages_dropped_queue_full()) {
-    c.drops.known = true;
-    c.drops.queue_full = message.messages_dropped_queue_full();
-  }
-  c.flapping.connects_last_minute = message.reconnects_last_minute();
-  c.flapping.connects_last_hour = message.reconnects_last_hour();
-  c.flapping.takeovers_last_minute = message.takeovers_last_minute();
-  c.flapping.takeovers_last_hour = message.takeovers_last_hour();
-  for (int i = 0; i < message.takeover_addresses_size() && i < 2; ++i) {
-    c.flapping.addresses[static_cast<std::size_t>(i)] = message.takeover_addresses(i);
-  }
-  c.denials.shown = message.has_denied_publish_count() || message.has_denied_subscribe_count();
-  c.denials.publish = message.denied_publish_count();
-  c.denials.subscribe = message.denied_subscribe_count();
-  c.denials.last_topic = message.last_denied_topic();
-  if (message.has_last_denied_time()) c.denials.last_ns = UnixNs(message.last_denied_time());
+  MQC_CONNECTION_FIELDS(MQC_READ_PROTO_FIELD)
   return c;
 }
+
+#undef MQC_READ_PROTO_FIELD
+#undef MQC_PLACE_Derived
+#undef MQC_PLACE_DROP
+#undef MQC_PLACE_Into
+#undef MQC_PLACE_Same
+#undef MQC_HAS_PROTO_Message
+#undef MQC_HAS_PROTO_Duration
+#undef MQC_HAS_PROTO_Timestamp
+#undef MQC_HAS_PROTO_Enum
+#undef MQC_HAS_PROTO_String
+#undef MQC_HAS_PROTO_Bool
+#undef MQC_HAS_PROTO_Uint64
+#undef MQC_HAS_PROTO_Int
+#undef MQC_HAS_PROTO_singular
+#undef MQC_HAS_PROTO_repeated
+#undef MQC_HAS_PROTO_optional
 
 Status DecodeListConnectionsResponseProto(std::string_view bytes, std::string_view where,
                                           ConnectionPage* page) {
@@ -630,12 +667,7 @@ Status DecodeWatchConnectionsResponseProto(std::string_view bytes, std::string_v
   out->has_connection = message.has_connection();
   if (out->has_connection) out->connection = ConnectionFromProto(message.connection());
   out->has_subscription = message.has_subscription();
-  if (out->has_subscription) {
-    // A connection of one subscription reads it as ConnectionFromProto reads them all.
-    connections_v1::Connection holder;
-    *holder.add_subscriptions() = message.subscription();
-    out->subscription = std::move(ConnectionFromProto(holder).subscriptions.front());
-  }
+  if (out->has_subscription) Store(out->subscription, message.subscription());
   return Status();
 }
 

@@ -138,7 +138,7 @@ FieldDef OfSubscription(std::string_view path, FieldKind kind,
 #define MQC_QUERY_DETAIL_Nested false
 #define MQC_QUERY_DETAIL_NotQueried false
 #define MQC_QUERY_FIELD(name, json_name, number, label, proto_type, kind, value, present, known, \
-                        query)                                                                   \
+                        query, decode)                                                           \
   if (MQC_QUERY_ON_##query) {                                                                    \
     FieldDef field = Scalar(#name, MQC_QUERY_KIND_##query, [](const Connection& c) {             \
       return ValueOf<MQC_QUERY_KIND_##query>(value, known);                                      \

@@ -21,34 +21,6 @@
 namespace mqc {
 namespace {
 
-Connection EveryField(ConnectionState state) {
-  Connection c = ConnectionBuilder(SensorConnection(7))
-                     .From("10.1.2.3", 51234, "mqtts:8883")
-                     .Proxy("192.0.2.1", 40001)
-                     .Closed(kTestTime0 + 9 * kTestSecond, CloseReason::kAccessRevoked);
-  c.state = state;  // after Closed, which sets the close time and reason for every state
-  c.session_expiry_time_ns = kTestTime0 + 3600 * kTestSecond;
-  c.client_id = "sensor-\xC3\xA9-\xFF";
-  c.local_port = 8883;
-  Subscription refused = MappedSubscription("a/+b", 0);
-  refused.kubemq_error = "no KubeMQ channel";
-  c.subscriptions = {MappedSubscription("$share/workers/events/site1/#", 2), refused};
-  c.idle_ns = 1'500'000'001;
-  c.network = {true, 250, 31, 2, 4096, 17, 1'000'000, 0, true};
-  c.total_statistics = {100, 12345, 90, 9000, 101};
-  c.recent_statistics = {2, 200, 1, 100, 2};
-  c.bridge = BridgeRole::kIncoming;
-  c.bridge_name = "edge";
-  c.messages.out = {MessageQueue::Known::kSplit, 4, 5, 9};
-  c.messages.in = {MessageQueue::Known::kTotal, 0, 0, 6};
-  c.drops = {true, 77};
-  c.will = WillState::kSet;
-  c.flapping = {3, 12, 1, 2, {"10.1.2.3", "10.9.9.9"}};
-  c.denials = {true, 5, 6, "secret/topic", kTestTime0 + 5 * kTestSecond};
-  c.duplicate_client_id = true;
-  return c;
-}
-
 std::string Hex(const std::string& bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string hex;
@@ -65,7 +37,7 @@ std::string Answers() {
   ConnectionPage page;
   for (const ConnectionState state : {ConnectionState::kOpen, ConnectionState::kClosed,
                                       ConnectionState::kOffline, ConnectionState::kUnspecified}) {
-    page.connections = {EveryField(state)};
+    page.connections = {EveryFieldConnection(state)};
     page.total_size = 1;
     text += ListConnectionsResponseJson(page) + '\n';
     text += Hex(EncodeListConnectionsResponseProto(page)) + '\n';
