@@ -15,6 +15,17 @@ std::uint64_t UnixMicrosecondsNow() {
       std::chrono::duration_cast<std::chrono::microseconds>(now).count());
 }
 
+// Every field, so that a subscription made again from `after` is the one published. A field
+// added to Subscription or TopicMapping changes their sizes: compare it here too.
+bool SameSubscription(const Subscription& a, const Subscription& b) {
+  static_assert(sizeof(Subscription) == 176 && sizeof(TopicMapping) == 104,
+                "compare the new field in SameSubscription");
+  return a.filter == b.filter && a.qos == b.qos && a.mapping.pattern == b.mapping.pattern &&
+         a.mapping.channel == b.mapping.channel &&
+         a.mapping.shared_group == b.mapping.shared_group && a.mapping.error == b.mapping.error &&
+         a.kubemq_error == b.kubemq_error;
+}
+
 }  // namespace
 
 ConnectionChanges::ConnectionChanges(const ConnectionChangesOptions& options)
@@ -24,19 +35,24 @@ ConnectionChanges::ConnectionChanges(const ConnectionChangesOptions& options)
 }
 
 void ConnectionChanges::Publish(ConnectionChange change) {
-  auto shared = std::make_shared<ConnectionChange>(std::move(change));
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    shared->sequence = ++last_;
-    changes_.push_back(shared);
-    held_.emplace_back();
-    while (changes_.size() > history_) {
-      changes_.pop_front();
-      held_.pop_front();
+    change.sequence = ++last_;
+    Kept kept;
+    kept.kind = change.kind;
+    kept.before = change.before;
+    kept.after = change.after;
+    if (change.after && !change.after->subscriptions.empty() &&
+        SameSubscription(change.after->subscriptions.back(), change.subscription)) {
+      kept.subscription_is_last = true;
+    } else if (!SameSubscription(change.subscription, Subscription{})) {
+      kept.subscription = std::make_unique<const Subscription>(change.subscription);
     }
-    DropMadeVersion();
+    changes_.push_back(std::move(kept));
+    while (changes_.size() > history_) changes_.pop_front();
+    DropMadeVersion(change);
   }
-  if (listener_) listener_(*shared);
+  if (listener_) listener_(change);
 }
 
 ConnectionChanges::Read ConnectionChanges::ReadAfter(
@@ -45,21 +61,20 @@ ConnectionChanges::Read ConnectionChanges::ReadAfter(
   std::lock_guard<std::mutex> lock(mutex_);
   if (after > last_) return Read::kGap;
   if (after == last_) return Read::kNothing;
-  const std::uint64_t oldest = changes_.empty() ? last_ + 1 : changes_.front()->sequence;
+  const std::uint64_t oldest = last_ + 1 - changes_.size();
   if (after + 1 < oldest) return Read::kGap;
   std::size_t index = static_cast<std::size_t>(after + 1 - oldest);
   MadeVersions made;
   for (; index < changes_.size() && out->size() < max; ++index) {
-    if (changes_[index]->kind == ChangeKind::kReset) break;
+    if (changes_[index].kind == ChangeKind::kReset) break;
     out->push_back(AsPublished(index, &made));
   }
   if (out->empty()) return Read::kGap;  // the next one is a reset
   return Read::kChanges;
 }
 
-void ConnectionChanges::DropMadeVersion() {
+void ConnectionChanges::DropMadeVersion(const ConnectionChange& change) {
   const std::size_t newest = changes_.size() - 1;
-  const ConnectionChange& change = *changes_[newest];  // Publish holds it when replaced below
   if (change.kind != ChangeKind::kSubscribed || !change.before || !change.after) return;
   const std::vector<Subscription>& now = change.after->subscriptions;
   if (now.size() != change.before->subscriptions.size() + 1 ||
@@ -69,36 +84,39 @@ void ConnectionChanges::DropMadeVersion() {
   const std::size_t look_back = std::min(newest, kMaxLookBack);
   for (std::size_t back = 1; back <= look_back; ++back) {
     const std::size_t earlier = newest - back;
-    if (changes_[earlier]->after != change.before) continue;
-    const Held& held = held_[earlier];
+    Kept& kept = changes_[earlier];
+    if (kept.after != change.before) continue;
     const std::uint8_t steps =
-        held.before_made ? static_cast<std::uint8_t>(held.steps + 1) : std::uint8_t{1};
+        kept.before_made ? static_cast<std::uint8_t>(kept.steps + 1) : std::uint8_t{1};
     // Kept: the next change of the run starts again from this version.
     if (steps > kMaxMadeVersions) return;
-    auto without_after = std::make_shared<ConnectionChange>(*changes_[earlier]);
-    without_after->after = nullptr;
-    changes_[earlier] = std::move(without_after);
-    held_[earlier].after_from = static_cast<std::uint32_t>(back);
-    auto without_before = std::make_shared<ConnectionChange>(change);
-    without_before->before = nullptr;
-    changes_[newest] = std::move(without_before);
-    held_[newest].before_made = true;
-    held_[newest].steps = steps;
+    kept.after = nullptr;
+    kept.after_from = static_cast<std::uint32_t>(back);
+    Kept& made = changes_[newest];
+    made.before = nullptr;
+    made.before_made = true;
+    made.steps = steps;
     return;
   }
 }
 
 ConnectionChangePtr ConnectionChanges::AsPublished(std::size_t index, MadeVersions* made) const {
-  const Held& held = held_[index];
-  if (held.after_from == 0 && !held.before_made) return changes_[index];
-  auto change = std::make_shared<ConnectionChange>(*changes_[index]);
+  const Kept& kept = changes_[index];
+  auto change = std::make_shared<ConnectionChange>();
+  change->sequence = last_ + 1 - changes_.size() + index;
+  change->kind = kept.kind;
   change->before = BeforeOf(index, made);
   change->after = AfterOf(index, made);
+  if (kept.subscription) {
+    change->subscription = *kept.subscription;
+  } else if (kept.subscription_is_last) {
+    change->subscription = change->after->subscriptions.back();
+  }
   return change;
 }
 
 ConnectionPtr ConnectionChanges::BeforeOf(std::size_t index, MadeVersions* made) const {
-  if (!held_[index].before_made) return changes_[index]->before;
+  if (!changes_[index].before_made) return changes_[index].before;
   ConnectionPtr& before = (*made)[index];
   if (!before) {
     auto version = std::make_shared<Connection>(*AfterOf(index, made));
@@ -109,8 +127,8 @@ ConnectionPtr ConnectionChanges::BeforeOf(std::size_t index, MadeVersions* made)
 }
 
 ConnectionPtr ConnectionChanges::AfterOf(std::size_t index, MadeVersions* made) const {
-  const std::uint32_t from = held_[index].after_from;
-  return from == 0 ? changes_[index]->after : BeforeOf(index + from, made);
+  const std::uint32_t from = changes_[index].after_from;
+  return from == 0 ? changes_[index].after : BeforeOf(index + from, made);
 }
 
 std::uint64_t ConnectionChanges::last_sequence() const {

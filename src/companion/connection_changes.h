@@ -20,7 +20,8 @@
 // (each adds one at the end), only the newest version is kept: the earlier ones are the newer
 // without their last subscriptions, made again when a reader reads those changes (at most
 // kMaxMadeVersions steps each). At 15,000 connections with two subscriptions each, this keeps
-// about 5.7 MB fewer (bench/list_bench.cc, docs/benchmarks.md).
+// about 5.7 MB fewer (bench/list_bench.cc, docs/benchmarks.md). A change itself is kept in 48
+// bytes (Kept) and made again as published for each read: about 2 MB fewer at 8,192 changes.
 //
 // Threads: Publish on the companion's event thread, under the registry's lock (it takes this
 // class's own mutex for a push and nothing more: it never waits for a reader, and never calls
@@ -125,15 +126,22 @@ class ConnectionChanges {
   void WakeWaiters();
 
  private:
-  // How a kept change holds its versions (beside it in held_; both empty for one that holds
-  // what it was published with).
-  struct Held {
-    // Not 0: `after` is the `before` of the change this many later (its `after` was dropped).
-    std::uint32_t after_from = 0;
+  // A change as kept: 48 bytes in place, not a shared ConnectionChange (256 bytes with its
+  // Subscription of 176, which most changes do not have). Its subscription is kept only where
+  // it is not the one `after` ends with; ReadAfter makes each change it reads again.
+  struct Kept {
+    ChangeKind kind = ChangeKind::kUnspecified;
     // `before` is `after` without its last subscription (its `before` was dropped).
     bool before_made = false;
     // Versions made, one from the next, to reach this change's `before` from a kept one.
     std::uint8_t steps = 0;
+    // The subscription is the last of `after`'s (as published): not kept twice.
+    bool subscription_is_last = false;
+    // Not 0: `after` is the `before` of the change this many later (its `after` was dropped).
+    std::uint32_t after_from = 0;
+    ConnectionPtr before;  // null where before_made
+    ConnectionPtr after;   // null where after_from is not 0
+    std::unique_ptr<const Subscription> subscription;  // null: none, or subscription_is_last
   };
   // Versions made again from a kept one, at most, for one change read.
   static constexpr std::uint8_t kMaxMadeVersions = 8;
@@ -142,9 +150,9 @@ class ConnectionChanges {
   // The changes of one ReadAfter, by position: the `before`s made again.
   using MadeVersions = std::unordered_map<std::size_t, ConnectionPtr>;
 
-  // Under mutex_: drops the newest change's `before` and the same version as an earlier
-  // change's `after`, where the newest adds one subscription at the end.
-  void DropMadeVersion();
+  // Under mutex_: drops the newest change's `before` (`change`, as published) and the same
+  // version as an earlier change's `after`, where the newest adds one subscription at the end.
+  void DropMadeVersion(const ConnectionChange& change);
   // Under mutex_: the change at `index` as published.
   ConnectionChangePtr AsPublished(std::size_t index, MadeVersions* made) const;
   ConnectionPtr BeforeOf(std::size_t index, MadeVersions* made) const;
@@ -152,8 +160,7 @@ class ConnectionChanges {
 
   const std::size_t history_;
   mutable std::mutex mutex_;
-  std::deque<ConnectionChangePtr> changes_;  // oldest first, consecutive sequences
-  std::deque<Held> held_;                    // one per change
+  std::deque<Kept> changes_;  // oldest first, consecutive sequences (the newest is last_)
   std::uint64_t last_ = 0;
   std::function<void(const ConnectionChange&)> listener_;
 
