@@ -63,16 +63,16 @@ void ConnectionRegistry::ViewChanged() {
   view_changed_.notify_all();
 }
 
-void ConnectionRegistry::Index(const ConnectionPtr& connection) {
+void ConnectionRegistry::Index(const ConnectionPtr* held) {
   ViewChanged();
-  by_client_id_.emplace(connection->client_id, connection);
+  by_client_id_.emplace((*held)->client_id, held);
 }
 
 void ConnectionRegistry::Unindex(const Connection* connection) {
   ViewChanged();
   auto [it, end] = by_client_id_.equal_range(connection->client_id);
   for (; it != end; ++it) {
-    if (it->second.get() == connection) {
+    if (it->second->get() == connection) {
       by_client_id_.erase(it);
       return;
     }
@@ -85,26 +85,26 @@ void ConnectionRegistry::RebuildIndex() {
   by_client_id_.reserve(open_.size() + closed_.size());
   // One ViewChanged for the whole rebuild, not one per connection (Index).
   for (const auto& [seq, entry] : open_) {
-    by_client_id_.emplace(entry.connection->client_id, entry.connection);
+    by_client_id_.emplace(entry.connection->client_id, &entry.connection);
   }
   for (const ConnectionPtr& connection : closed_) {
-    by_client_id_.emplace(connection->client_id, connection);
+    by_client_id_.emplace(connection->client_id, &connection);
   }
 }
 
 void ConnectionRegistry::Put(OpenMap* map, std::uint64_t seq, Entry entry) {
   const bool indexed = map == &open_;
-  if (indexed) Index(entry.connection);
   auto [it, inserted] = map->try_emplace(seq);
   if (!inserted && indexed) Unindex(it->second.connection.get());
   it->second = std::move(entry);
+  if (indexed) Index(&it->second.connection);
 }
 
 ConnectionPtr ConnectionRegistry::Remove(OpenMap* map, std::uint64_t seq) {
   auto it = map->find(seq);
   if (it == map->end()) return nullptr;
+  if (map == &open_) Unindex(it->second.connection.get());  // it finds the pointer in place
   ConnectionPtr removed = std::move(it->second.connection);
-  if (map == &open_) Unindex(removed.get());
   map->erase(it);
   return removed;
 }
@@ -113,11 +113,10 @@ template <typename EditFunction>
 void ConnectionRegistry::Edit(OpenMap* map, Entry* entry, EditFunction edit) {
   auto copy = std::make_shared<Connection>(*entry->connection);
   edit(copy.get());
-  if (map == &open_) {
-    Unindex(entry->connection.get());
-    Index(copy);
-  }
+  const bool indexed = map == &open_;
+  if (indexed) Unindex(entry->connection.get());
   entry->connection = std::move(copy);
+  if (indexed) Index(&entry->connection);
 }
 
 ConnectionRegistry::Entry ConnectionRegistry::FromEvent(const ConnectionEvent& event) const {
@@ -293,6 +292,9 @@ void ConnectionRegistry::ApplySubscription(bool subscribe, const SubscriptionEve
       entry->qos = event.qos;
       MapSubscription(*connection, options_.default_pattern, &*entry);
     } else {
+      // Room for exactly one more: the copy Edit made holds as many as it had, and a vector
+      // that grows doubles (a stored connection is never changed in place again).
+      subscriptions.reserve(subscriptions.size() + 1);
       subscriptions.push_back(Subscription{event.filter, event.qos, {}, {}});
       MapSubscription(*connection, options_.default_pattern, &subscriptions.back());
     }
@@ -495,7 +497,7 @@ void ConnectionRegistry::RollClosedMinutes(std::int64_t minute) {
       copy->recent_statistics = shown;
       Unindex(stored.get());
       stored = std::move(copy);
-      Index(stored);
+      Index(&stored);
     }
     // Kept while its minute has not ended, or while it shows traffic (zeros at the next roll).
     if (closed.minute >= minute || !IsZero(shown)) closed_minutes_[kept++] = closed;
@@ -505,8 +507,8 @@ void ConnectionRegistry::RollClosedMinutes(std::int64_t minute) {
 
 void ConnectionRegistry::AddClosed(ConnectionPtr connection, ClosedMinute* minute) {
   if (options_.closed_max == 0) return;
-  Index(connection);
   closed_.push_back(std::move(connection));
+  Index(&closed_.back());
   while (closed_.size() > options_.closed_max) PopClosed();
   if (minute != nullptr) {
     minute->position = closed_popped_ + closed_.size() - 1;
@@ -601,7 +603,7 @@ std::vector<ConnectionPtr> ConnectionRegistry::FindByClientId(std::string_view c
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<ConnectionPtr> found;
   auto [it, end] = by_client_id_.equal_range(client_id);
-  for (; it != end; ++it) found.push_back(it->second);
+  for (; it != end; ++it) found.push_back(*it->second);
   return found;
 }
 

@@ -189,9 +189,11 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
     RequestStatistics traffic;
   };
   using OpenMap = std::map<std::uint64_t, Entry>;
-  // Client id -> a stored connection of the current view. The key views the connection's own
-  // client_id, which the value keeps alive.
-  using ClientIdIndex = std::unordered_multimap<std::string_view, ConnectionPtr>;
+  // Client id -> where a stored connection of the current view is held: its entry's pointer in
+  // open_ or its place in closed_ (neither moves while it is there: a map's node, a deque's
+  // element between pushes and pops at its ends). The key views the connection's own
+  // client_id. A node is 48 bytes, not 64 with a shared pointer of its own.
+  using ClientIdIndex = std::unordered_multimap<std::string_view, const ConnectionPtr*>;
 
   Entry FromEvent(const ConnectionEvent& event) const;
   // Whether the connection opened during the current minute window (the clock has started).
@@ -238,7 +240,8 @@ class ConnectionRegistry : public ConnectionSource, public LiveConnections {
   // Every change of the current view (Index, Unindex, RebuildIndex): drops the shared
   // snapshot and wakes WaitUntilNotOpen.
   void ViewChanged();
-  void Index(const ConnectionPtr& connection);
+  // `held` is the pointer's place in open_ or closed_, stored already.
+  void Index(const ConnectionPtr* held);
   void Unindex(const Connection* connection);
   void RebuildIndex();
   // Sets an open connection's bridge role; a change of the current view is published (kUpdated).
