@@ -67,30 +67,42 @@ struct NetworkInfo {
   bool proxy_socket = false;
 };
 
+// Members in an order that leaves no padding between them (816 bytes, not 856: a stored
+// connection is one of these per connection; connection_memory_test.cc holds the size).
 struct Connection {
   std::uint64_t seq = 0;  // broker-side sequence number: unique for the broker's lifetime
   std::string uid;        // UUID4, "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx"
   std::uint32_t node_id = 0;
   ConnectionState state = ConnectionState::kUnspecified;
+  CloseReason close_reason = CloseReason::kUnspecified;
+  bool clean_session = true;
+  // Whether the client sent a will at CONNECT (kUnknown where the broker's layout is not
+  // verified, and for offline sessions).
+  WillState will = WillState::kUnknown;
   std::int64_t open_time_ns = 0;   // Unix time, nanoseconds; offline: since when
   std::int64_t close_time_ns = 0;  // 0 while open
   // Offline sessions: when the session expires by its own expiry interval; 0 unknown or never.
   std::int64_t session_expiry_time_ns = 0;
-  CloseReason close_reason = CloseReason::kUnspecified;
   std::string client_id;
   std::string username;      // empty when the client sent none
   int protocol_version = 0;  // 3, 4 or 5
-  bool clean_session = true;
-  int keep_alive = 0;  // seconds
+  int keep_alive = 0;        // seconds
   std::string ip_address;
-  int port = 0;               // 0 when the broker could not tell the remote port
-  int local_port = 0;         // the listener's port the client reached; 0 when unknown
   std::string listener_name;  // "mqtt:1883"; empty when unknown
   // Behind a load balancer (a PROXY protocol listener, Mosquitto 2.1): the socket's peer, the
   // balancer (ip_address and port are the client's, from the PROXY header); empty and 0
   // otherwise.
   std::string proxy_address;
+  int port = 0;        // 0 when the broker could not tell the remote port
+  int local_port = 0;  // the listener's port the client reached; 0 when unknown
   int proxy_port = 0;
+  // Which end of a Mosquitto bridge this connection is; kUnknown where the broker could not
+  // tell (its client layout not verified) and for offline sessions (docs/how-it-works.md,
+  // "Bridges").
+  BridgeRole bridge = BridgeRole::kUnknown;
+  // Fleet answers only (companion/fleet/): the client id is open on another broker of the fleet
+  // too. Never set by the registry.
+  bool duplicate_client_id = false;
   TlsInfo tls;
   AuthenticationInfo authentication;
   std::vector<Subscription> subscriptions;
@@ -100,10 +112,6 @@ struct Connection {
   NetworkInfo network;  // open TCP connections only
   RequestStatistics total_statistics;
   RequestStatistics recent_statistics;  // the previous complete one-minute window
-  // Which end of a Mosquitto bridge this connection is; kUnknown where the broker could not
-  // tell (its client layout not verified) and for offline sessions (docs/how-it-works.md,
-  // "Bridges").
-  BridgeRole bridge = BridgeRole::kUnknown;
   // The broker's own bridges: the name of its `connection` whose local_clientid this is (from
   // the broker's configuration); empty otherwise.
   std::string bridge_name;
@@ -115,18 +123,12 @@ struct Connection {
   // unknown where this broker hides them (link/connection.h: MessageDrops), for closed
   // connections and offline sessions.
   MessageDrops drops;
-  // Whether the client sent a will at CONNECT (kUnknown where the broker's layout is not
-  // verified, and for offline sessions).
-  WillState will = WillState::kUnknown;
   // Connects and takeovers of its client id in the last minute and hour, and the id's two
   // latest addresses (a detail: they change with time; flapping_tracker.h).
   FlappingCounts flapping;
   // ACL denials of its PUBLISHes and SUBSCRIBE filters (a detail, read from its statistics
   // slot like total_statistics; link/connection.h). Not shown where the broker hides them.
   Denials denials;
-  // Fleet answers only (companion/fleet/): the client id is open on another broker of the fleet
-  // too. Never set by the registry.
-  bool duplicate_client_id = false;
 };
 
 }  // namespace mqc
