@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// What the companion holds per connection, bounded: the stored connection, the registry around
+// it (map entry, index) and the change history's record of each change. The bounds are the
+// sizes of 2026-12-04 with a little room (docs/benchmarks.md, "The stored connection without
+// padding"): a field or a structure that grows any of them back fails here, not in a served
+// figure days later.
+#include <malloc.h>
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "companion/connection.h"
+#include "companion/connection_changes.h"
+#include "companion/connection_registry.h"
+
+namespace mqc {
+namespace {
+
+std::size_t HeapBytes() {
+  const struct mallinfo2 info = mallinfo2();
+  return info.uordblks + info.hblkhd;
+}
+
+// Under a sanitizer's allocator mallinfo2 reports nothing: the heap tests have nothing to read.
+bool HeapIsReported() {
+  const std::size_t before = HeapBytes();
+  auto probe = std::make_unique<char[]>(1 << 20);
+  probe[0] = 1;
+  return HeapBytes() - before >= (1 << 20);
+}
+
+constexpr std::uint64_t kConnections = 3000;
+
+// Connections as bench/mqtt_load.py opens them (bench/list_bench.cc feeds the same): a client
+// id of 12 characters, an IPv4 address, two subscriptions.
+void Feed(ConnectionRegistry* registry) {
+  for (std::uint64_t seq = 1; seq <= kConnections; ++seq) {
+    ConnectionEvent open;
+    open.seq = seq;
+    open.uid[0] = static_cast<std::uint8_t>(seq);
+    open.uid[1] = static_cast<std::uint8_t>(seq >> 8);
+    open.open_time_ns = 1'000'000'000 + static_cast<std::int64_t>(seq);
+    open.protocol_version = 4;
+    open.port = static_cast<std::uint16_t>(10000 + seq);
+    open.local_port = 1883;
+    open.client_id = "bench-" + std::to_string(100000 + seq);
+    open.ip_address = "127.0.0.1";
+    open.auth_mechanism = AuthMechanism::kAnonymous;
+    open.auth_state = AuthState::kSuccess;
+    registry->Apply(open);
+    const std::string n = std::to_string(seq);
+    registry->ApplySubscription(true, SubscriptionEvent{seq, 0, "events/bench/" + n});
+    registry->ApplySubscription(true, SubscriptionEvent{seq, 0, "queues/bench." + n});
+  }
+}
+
+ConnectionRegistryOptions Options() {
+  ConnectionRegistryOptions options;
+  ListenerConfig listener;
+  listener.port = 1883;
+  options.listeners.push_back(listener);
+  return options;
+}
+
+// The registry's bytes per connection, with what `changes` keeps of them. Received as a resync
+// (`resync`), the connections are not counted by the flapping tracker (bounded on its own) and
+// publish no change.
+double RegistryBytesPerConnection(ConnectionChanges* changes, bool resync) {
+  ConnectionRegistryOptions options = Options();
+  options.changes = changes;
+  const std::size_t before = HeapBytes();
+  std::size_t bytes = 0;
+  {
+    ConnectionRegistry registry(options);
+    if (resync) registry.BeginResync(ResyncEvent{1});
+    Feed(&registry);
+    if (resync) registry.EndResync(ResyncEvent{1});
+    EXPECT_EQ(registry.open_count(), kConnections);
+    bytes = HeapBytes() - before;
+  }
+  return static_cast<double>(bytes) / static_cast<double>(kConnections);
+}
+
+TEST(ConnectionMemoryTest, AConnectionHasNoPaddingBetweenItsMembers) {
+  // 856 before its members were ordered by size (a stored connection is one per connection).
+  EXPECT_LE(sizeof(Connection), 816u);
+  EXPECT_LE(sizeof(Subscription), 176u);
+}
+
+TEST(ConnectionMemoryTest, TheRegistryKeepsAConnectionOfTwoSubscriptionsInItsBytes) {
+  if (!HeapIsReported()) GTEST_SKIP() << "the allocator reports no heap in use";
+  // The connection (848 with its shared count), its uid (48), two subscriptions (368) with
+  // their filters and KubeMQ's refusal of the unshared queue, the map's entry (160) and the
+  // index's node (48) and bucket: about 1,640; 48 more before (the index held a shared pointer
+  // of its own, the connection 40 bytes of padding).
+  EXPECT_LE(RegistryBytesPerConnection(nullptr, true), 1660.0);
+}
+
+TEST(ConnectionMemoryTest, TheChangeHistoryKeepsAChangeInAboutFiftyBytes) {
+  if (!HeapIsReported()) GTEST_SKIP() << "the allocator reports no heap in use";
+  // Every change kept: an open and two subscriptions per connection, the versions made again
+  // (one kept per connection, the registry's own).
+  ConnectionChangesOptions options;
+  options.history = 3 * kConnections;
+  const double alone = RegistryBytesPerConnection(nullptr, false);
+  ConnectionChanges changes(options);
+  const double with_changes = RegistryBytesPerConnection(&changes, false);
+  // Three changes of 48 bytes and their deque: about 155 (about 830 when each change was a
+  // shared ConnectionChange with a Subscription inside).
+  EXPECT_LE(with_changes - alone, 170.0);
+}
+
+}  // namespace
+}  // namespace mqc
