@@ -21,36 +21,42 @@ StreamSender::StreamSender(std::shared_ptr<HttpBodyStream> stream, int fd,
     : stream_(std::move(stream)),
       fd_(fd),
       park_(std::move(park)),
-      resume_(std::move(resume)),
+      wake_(std::make_shared<WakeState>(std::move(resume))),
       started_ns_(MonotonicNs()) {}
 
-void StreamSender::Wake() {
-  bool resume = false;
+void StreamSender::WakeState::Wake() {
+  bool resume_now = false;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (done_) return;
-    if (parked_) {
-      parked_ = false;
-      resume = true;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (done) return;
+    if (parked) {
+      parked = false;
+      resume_now = true;
     } else {
-      woken_ = true;
+      woken = true;
     }
   }
-  if (resume) resume_();
+  if (resume_now) resume();
+}
+
+void StreamSender::Wake() { wake_->Wake(); }
+
+std::function<void()> StreamSender::WakeFunction() const {
+  return [state = wake_] { state->Wake(); };
 }
 
 void StreamSender::Stop() {
   stream_->Stop();
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
+    std::lock_guard<std::mutex> lock(wake_->mutex);
+    wake_->stopping = true;
   }
   Wake();
 }
 
 void StreamSender::Done() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  done_ = true;
+  std::lock_guard<std::mutex> lock(wake_->mutex);
+  wake_->done = true;
 }
 
 bool StreamSender::PeerGone() const {
@@ -70,19 +76,19 @@ ssize_t StreamSender::Read(char* buffer, std::size_t max) {
     constexpr int kMaxRounds = 16;  // each further round follows a Wake during the last
     for (int round = 0; round < kMaxRounds && pending_.empty() && !ended_; ++round) {
       {
-        std::lock_guard<std::mutex> lock(mutex_);
-        woken_ = false;
+        std::lock_guard<std::mutex> lock(wake_->mutex);
+        wake_->woken = false;
       }
       const HttpBodyStream::Pull pull = stream_->Read(max, &pending_);
       if (pull == HttpBodyStream::Pull::kEnd) ended_ = true;
       if (pull != HttpBodyStream::Pull::kWait || !pending_.empty()) break;
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (stopping_) {
+      std::lock_guard<std::mutex> lock(wake_->mutex);
+      if (wake_->stopping) {
         ended_ = true;  // a stopped stream that has nothing more: end it here
         break;
       }
-      if (woken_) continue;
-      parked_ = true;
+      if (wake_->woken) continue;
+      wake_->parked = true;
       park_();
       return 0;
     }
@@ -100,10 +106,7 @@ std::shared_ptr<StreamSender> StreamSet::Add(std::shared_ptr<HttpBodyStream> str
   HttpBodyStream& body = *stream;
   auto sender =
       std::make_shared<StreamSender>(std::move(stream), fd, std::move(park), std::move(resume));
-  const std::weak_ptr<StreamSender> weak = sender;
-  body.SetWake([weak] {
-    if (const auto alive = weak.lock()) alive->Wake();
-  });
+  body.SetWake(sender->WakeFunction());
   bool closing = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -24,6 +24,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_set>
+#include <utility>
 
 #include "companion/http/http_message.h"
 
@@ -47,6 +48,10 @@ class StreamSender {
   ssize_t Read(char* buffer, std::size_t max);
   // The stream has something new: resumes a parked connection (any thread).
   void Wake();
+  // The stream's wake: Wake without keeping the sender alive. A wake that held the sender could
+  // be left with the last reference once MHD freed the response, and then destroy the stream on
+  // the stream's own thread (a fleet watch's peer), which joins itself there.
+  std::function<void()> WakeFunction() const;
   // Asks the stream to end with its last words, and wakes it (any thread).
   void Stop();
   // The connection is gone: no resume after this.
@@ -57,17 +62,25 @@ class StreamSender {
  private:
   bool PeerGone() const;
 
+  // What a wake reaches, shared by the sender and the stream's wake (WakeFunction).
+  struct WakeState {
+    explicit WakeState(std::function<void()> resume_connection)
+        : resume(std::move(resume_connection)) {}
+    void Wake();
+
+    const std::function<void()> resume;
+    std::mutex mutex;
+    bool parked = false;    // guarded by mutex
+    bool woken = false;     // a Wake came while running; guarded by mutex
+    bool stopping = false;  // guarded by mutex
+    bool done = false;      // MHD freed the response; guarded by mutex
+  };
+
   const std::shared_ptr<HttpBodyStream> stream_;
   const int fd_;
   const std::function<void()> park_;
-  const std::function<void()> resume_;
+  const std::shared_ptr<WakeState> wake_;
   const std::int64_t started_ns_;
-
-  std::mutex mutex_;
-  bool parked_ = false;    // guarded by mutex_
-  bool woken_ = false;     // a Wake came while running; guarded by mutex_
-  bool stopping_ = false;  // guarded by mutex_
-  bool done_ = false;      // MHD freed the response; guarded by mutex_
   // Only the MHD thread serving the connection:
   std::string pending_;
   std::size_t sent_ = 0;

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -118,6 +119,47 @@ TEST_F(StreamSetTest, CountsUntilFinishedAndNoResumeAfterwards) {
   stream_->Push("late");
   set_.Tick();
   EXPECT_EQ(parking_.resumes.load(), 0);
+}
+
+// A stream that notes the thread it is destroyed on, and hands out its wake.
+class NotingStream final : public HttpBodyStream {
+ public:
+  explicit NotingStream(std::thread::id* destroyed_on) : destroyed_on_(destroyed_on) {}
+  ~NotingStream() override { *destroyed_on_ = std::this_thread::get_id(); }
+  void SetWake(std::function<void()> wake) override { wake_ = std::move(wake); }
+  Pull Read(std::size_t /*max*/, std::string* /*out*/) override { return Pull::kWait; }
+  void Stop() override {}
+  const std::function<void()>& wake() const { return wake_; }
+
+ private:
+  std::thread::id* const destroyed_on_;
+  std::function<void()> wake_;
+};
+
+// A fleet watch's peer threads call its wake. A wake that held the sender was left with the
+// last reference when MHD freed the response meanwhile, and destroyed the stream on the peer's
+// own thread: the stream joined that thread from itself ("Resource deadlock avoided").
+TEST_F(StreamSetTest, AWakeUnderWayNeverDestroysTheStreamOnItsThread) {
+  std::thread::id destroyed_on;
+  std::promise<void> in_resume;
+  std::promise<void> go;
+  std::shared_future<void> go_future = go.get_future().share();
+  auto stream = std::make_shared<NotingStream>(&destroyed_on);
+  auto sender = set_.Add(stream, -1, parking_.Park(), [&in_resume, go_future] {
+    in_resume.set_value();
+    go_future.wait();
+  });
+  const std::function<void()> wake = stream->wake();  // a peer's copy
+  stream.reset();
+  char buffer[8];
+  ASSERT_EQ(sender->Read(buffer, sizeof(buffer)), 0);  // parks
+  std::thread peer([wake] { wake(); });
+  in_resume.get_future().wait();
+  set_.Finished(sender);  // MHD frees the response while the wake is under way
+  sender.reset();
+  go.set_value();
+  peer.join();
+  EXPECT_EQ(destroyed_on, std::this_thread::get_id());
 }
 
 TEST_F(StreamSetTest, TickWakesEveryParkedStream) {
