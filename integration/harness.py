@@ -431,7 +431,7 @@ class Broker:
             stop_process(self.process)
         if self.process is not None:
             self.log_file.close()
-        self.check_sanitizers()
+        self.check_crashes()
 
     def wait_subscribed(self, client_ids, topic, timeout=60.0):
         """Waits until the broker has logged each client's subscription to `topic`: it writes
@@ -449,12 +449,18 @@ class Broker:
         except OSError:
             return ""
 
-    def check_sanitizers(self):
+    # A sanitizer's report, or a companion that crashed: the plugin restarts a crashed companion
+    # and logs why, which a test that only reads the API after the restart would not notice.
+    CRASH_MARKERS = ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSanitizer",
+                     "WARNING: ThreadSanitizer", "terminate called",
+                     "companion killed by signal 6 ", "companion killed by signal 7 ",
+                     "companion killed by signal 8 ", "companion killed by signal 11 ")
+
+    def check_crashes(self):
         text = self.log()
-        for marker in ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSanitizer",
-                       "WARNING: ThreadSanitizer"):
+        for marker in self.CRASH_MARKERS:
             if marker in text:
-                raise AssertionError(f"sanitizer report in the broker log:\n{text[-6000:]}")
+                raise AssertionError(f"{marker!r} in the broker log:\n{text[-6000:]}")
 
     def cleanup_dir(self):
         if self.dir:
