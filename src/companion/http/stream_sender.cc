@@ -152,12 +152,15 @@ void StreamSet::Stop(std::int64_t started_before_ns, int wait_ms) {
 }
 
 void StreamSet::Tick() {
-  std::vector<std::shared_ptr<StreamSender>> live;
+  // The wakes, not the senders: a sender MHD finishes meanwhile is not left to this thread to
+  // destroy (a fleet watch's destructor waits for its peers' threads to end).
+  std::vector<std::function<void()>> wakes;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    live.assign(live_.begin(), live_.end());
+    wakes.reserve(live_.size());
+    for (const auto& sender : live_) wakes.push_back(sender->WakeFunction());
   }
-  for (const auto& sender : live) sender->Wake();
+  for (const auto& wake : wakes) wake();
 }
 
 std::size_t StreamSet::size() const {

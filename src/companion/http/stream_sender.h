@@ -7,7 +7,9 @@
 // outside the sender's lock still reaches a live connection; `parked` is flipped under the lock
 // so that exactly one Wake resumes it. The daemon must not stop with a parked connection (MHD's
 // rule): StreamSet::Stop wakes them all first. Parked connections have no idle timeout (MHD's
-// rule too): StreamSet::Tick, every second, wakes them to look for a hung-up peer.
+// rule too): StreamSet::Tick, every second, wakes them to look for a hung-up peer. A wake holds
+// the sender's parking state, never the sender: a sender is destroyed where MHD frees its
+// response (or where StreamSet::Stop ends), never on a stream's own thread or the clock's.
 //
 // Threads: StreamSender::Read runs on the MHD thread serving the connection (and parks it from
 // there, as MHD allows); Wake and Stop on any thread. StreamSet's methods on any thread, under

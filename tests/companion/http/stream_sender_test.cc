@@ -136,30 +136,48 @@ class NotingStream final : public HttpBodyStream {
   std::function<void()> wake_;
 };
 
-// A fleet watch's peer threads call its wake. A wake that held the sender was left with the
-// last reference when MHD freed the response meanwhile, and destroyed the stream on the peer's
-// own thread: the stream joined that thread from itself ("Resource deadlock avoided").
-TEST_F(StreamSetTest, AWakeUnderWayNeverDestroysTheStreamOnItsThread) {
+// Where a stream is destroyed when MHD frees its response while `wake_on(set, wake)`, on
+// another thread, is inside a wake of it (its resume under way).
+std::thread::id DestroyedOnFinishDuringWake(
+    const std::function<void(StreamSet&, const std::function<void()>&)>& wake_on) {
+  StreamSet set;
   std::thread::id destroyed_on;
   std::promise<void> in_resume;
   std::promise<void> go;
   std::shared_future<void> go_future = go.get_future().share();
   auto stream = std::make_shared<NotingStream>(&destroyed_on);
-  auto sender = set_.Add(stream, -1, parking_.Park(), [&in_resume, go_future] {
+  auto sender = set.Add(stream, -1, [] {}, [&in_resume, go_future] {
     in_resume.set_value();
     go_future.wait();
   });
   const std::function<void()> wake = stream->wake();  // a peer's copy
   stream.reset();
   char buffer[8];
-  ASSERT_EQ(sender->Read(buffer, sizeof(buffer)), 0);  // parks
-  std::thread peer([wake] { wake(); });
+  EXPECT_EQ(sender->Read(buffer, sizeof(buffer)), 0);  // parks
+  std::thread other([&set, &wake_on, wake] { wake_on(set, wake); });
   in_resume.get_future().wait();
-  set_.Finished(sender);  // MHD frees the response while the wake is under way
+  set.Finished(sender);  // MHD frees the response while the wake is under way
   sender.reset();
   go.set_value();
-  peer.join();
-  EXPECT_EQ(destroyed_on, std::this_thread::get_id());
+  other.join();
+  return destroyed_on;
+}
+
+// A fleet watch's peer threads call its wake. A wake that held the sender was left with the
+// last reference when MHD freed the response meanwhile, and destroyed the stream on the peer's
+// own thread: the stream joined that thread from itself ("Resource deadlock avoided").
+TEST_F(StreamSetTest, AWakeUnderWayNeverDestroysTheStreamOnItsThread) {
+  EXPECT_EQ(DestroyedOnFinishDuringWake(
+                [](StreamSet&, const std::function<void()>& wake) { wake(); }),
+            std::this_thread::get_id());
+}
+
+// Nor on the request clock's thread, which ticks the set every second: a fleet watch going
+// there would hold it while the peers' threads end.
+TEST_F(StreamSetTest, ATickUnderWayNeverDestroysAStream) {
+  EXPECT_EQ(DestroyedOnFinishDuringWake(
+                [](StreamSet& set, const std::function<void()>&) { set.Tick(); }),
+            std::this_thread::get_id());
 }
 
 TEST_F(StreamSetTest, TickWakesEveryParkedStream) {
