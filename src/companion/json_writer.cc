@@ -3,6 +3,7 @@
 #include "companion/json_writer.h"
 
 #include <charconv>
+#include <cmath>
 #include <string>
 #include <string_view>
 
@@ -19,6 +20,15 @@ JsonWriter& JsonWriter::String(std::string_view value) {
 JsonWriter& JsonWriter::Int(std::int64_t value) {
   BeforeValue();
   char digits[24];
+  const auto result = std::to_chars(digits, digits + sizeof(digits), value);
+  out_->append(digits, result.ptr);
+  return *this;
+}
+
+JsonWriter& JsonWriter::Number(double value) {
+  if (!std::isfinite(value)) return Null();
+  BeforeValue();
+  char digits[32];
   const auto result = std::to_chars(digits, digits + sizeof(digits), value);
   out_->append(digits, result.ptr);
   return *this;

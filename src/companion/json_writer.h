@@ -57,6 +57,8 @@ class JsonWriter {
   }
   JsonWriter& String(std::string_view value);
   JsonWriter& Int(std::int64_t value);
+  // The shortest text that reads back as `value`; null when it is not finite.
+  JsonWriter& Number(double value);
   JsonWriter& Bool(bool value) { return Literal(value ? "true" : "false"); }
   JsonWriter& Null() { return Literal("null"); }
   // The output, for a caller that writes an array's elements itself right after BeginArray and

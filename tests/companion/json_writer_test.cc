@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,6 +82,16 @@ TEST(JsonWriterTest, NestedValuesAreWhatCjsonPrints) {
   json.Key("key_2").Int(0);
   json.EndObject();
   EXPECT_EQ(written, PrintJson(*root));
+}
+
+TEST(JsonWriterTest, NumbersAreShortestAndReadBackAndNonFiniteIsNull) {
+  std::string out;
+  JsonWriter(&out).BeginArray().Number(2.5).Number(0.1).Number(1234.567).Number(0).Number(
+      std::numeric_limits<double>::infinity()).EndArray();
+  EXPECT_EQ(out, "[2.5,0.1,1234.567,0,null]");
+  const CjsonPtr parsed = ParseJson(out);
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(cJSON_GetArrayItem(parsed.get(), 2)->valuedouble, 1234.567);
 }
 
 TEST(JsonWriterTest, AppendsToWhatIsThere) {

@@ -137,6 +137,7 @@ void AppendAnswer(BrokerAnswer later, BrokerAnswer* answer) {
   connections.insert(connections.end(), std::make_move_iterator(later.page.connections.begin()),
                      std::make_move_iterator(later.page.connections.end()));
   answer->page.next_page_token = std::move(later.page.next_page_token);
+  answer->answer_ms += later.answer_ms;
 }
 
 std::string EncodeFleetToken(std::uint64_t fingerprint, const std::vector<BrokerCursor>& cursors) {
@@ -205,6 +206,8 @@ void MergeBrokerPages(const ConnectionOrder& order, std::uint64_t fingerprint,
   for (const BrokerAnswer& answer : answers) {
     if (answer.answered) {
       out->total_size += answer.page.total_size;
+      out->node_answers.push_back({answer.broker == kSelfBroker ? std::string() : answer.broker,
+                                   answer.page.node_id, answer.page.total_size, answer.answer_ms});
     } else {
       out->peer_errors.push_back(answer.failure);
     }

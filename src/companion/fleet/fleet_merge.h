@@ -52,6 +52,7 @@ struct BrokerAnswer {
   bool answered = false;  // false: `failure` says why, `page` is empty
   ConnectionPage page;    // a node page of at most the fleet page's size
   PeerFailure failure;
+  double answer_ms = 0;  // how long its rounds took, summed (NodeAnswer.answer_ms)
 };
 
 // How many connections a fleet page of `page_size` asks each of `brokers` for in its first
@@ -75,7 +76,8 @@ std::vector<std::size_t> MoreToAsk(const ConnectionOrder& order, std::size_t pag
 void AppendAnswer(BrokerAnswer later, BrokerAnswer* answer);
 
 // Merges the answers into `out`: the first `page_size` connections in `order` (ties: node id,
-// then broker key), total_size the answered brokers' sum, peer_errors the failures, and
+// then broker key), total_size the answered brokers' sum, node_answers the answered brokers
+// (self's peer empty) and peer_errors the failures in the answers' order, and
 // next_page_token, made for `fingerprint`, unless every answered broker showed its last match
 // (a failed broker alone does not keep a walk going: its error says the walk is partial).
 // `previous`: the cursors the request came with (kept for brokers that showed nothing or

@@ -30,6 +30,10 @@ constexpr char kListPath[] = "/mqtt.connections.v1.ConnectionsService/ListConnec
 // A page of 10,000 connections with many subscriptions each stays well below this.
 constexpr std::size_t kMaxPeerAnswerBytes = 256u << 20;
 
+double MillisecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
 PeerFailure Failure(const PeerUrl& peer, StatusCode code, std::string message) {
   return {peer.Text(), std::string(ConnectRpcCodeName(code)), std::move(message)};
 }
@@ -182,7 +186,7 @@ Status FleetQuery::Run(const ListConnectionsRequest& request, Clock::time_point 
   const Clock::time_point page_deadline =
       std::min(peer_deadline, Clock::now() + (peer_deadline - Clock::now()) * 3 / 4);
   AskPeers(node_requests, std::vector<bool>(options_.peers.size(), true), page_deadline, &answers,
-           [&] { status = RunConnectionQuery(local_, local_query, &answers[0].page); });
+           [&] { status = RunTimed(local_query, &answers[0]); });
   // A node token in a well-formed fleet token can still be refused here (the peers' answers
   // are then dropped): the caller's error, as before.
   if (!status.ok()) return status;
@@ -201,7 +205,7 @@ Status FleetQuery::Run(const ListConnectionsRequest& request, Clock::time_point 
     local_query.page_size = static_cast<std::int64_t>(more[0]);
     local_query.page_token = answers[0].page.next_page_token;
     AskPeers(node_requests, ask, page_deadline, &later, [&] {
-      if (more[0] > 0) status = RunConnectionQuery(local_, local_query, &later[0].page);
+      if (more[0] > 0) status = RunTimed(local_query, &later[0]);
     });
     if (!status.ok()) return status;
     later[0].answered = true;
@@ -223,6 +227,14 @@ Status FleetQuery::Run(const ListConnectionsRequest& request, Clock::time_point 
   return Status();
 }
 
+Status FleetQuery::RunTimed(const ConnectionQuery& query, BrokerAnswer* answer) const {
+  const Clock::time_point start = Clock::now();
+  const Status status = RunConnectionQuery(local_, query, &answer->page);
+  answer->page.node_id = options_.node_id;
+  answer->answer_ms = MillisecondsSince(start);
+  return status;
+}
+
 void FleetQuery::AskPeers(const std::vector<ListConnectionsRequest>& requests,
                           const std::vector<bool>& ask, Clock::time_point deadline,
                           std::vector<BrokerAnswer>* answers,
@@ -236,9 +248,11 @@ void FleetQuery::AskPeers(const std::vector<ListConnectionsRequest>& requests,
     if (!ask[i]) continue;
     threads.emplace_back([this, &peer, &answer, &request = requests[i], deadline] {
       try {
+        const Clock::time_point asked = Clock::now();
         answer.answered =
             AskPeer(*options_.client, peer, options_.token, request, deadline,
                     static_cast<std::size_t>(request.page_size), &answer.page, &answer.failure);
+        answer.answer_ms = MillisecondsSince(asked);
       } catch (const std::exception& e) {  // out of memory: this peer fails, not the process
         answer.answered = false;
         answer.failure = Failure(peer, StatusCode::kInternal, e.what());
@@ -385,6 +399,7 @@ StatusOr<std::unique_ptr<FleetQuery>> MakeFleetQuery(const PluginOptions& option
   if (options.fleet_peers.empty()) return std::unique_ptr<FleetQuery>();
   FleetQueryOptions fleet;
   fleet.peers = options.fleet_peers;
+  fleet.node_id = options.node_id;
   if (!options.fleet_token_file.empty()) {
     TokenSet set;
     std::string warning;

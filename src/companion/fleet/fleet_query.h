@@ -54,6 +54,7 @@ inline constexpr std::chrono::milliseconds kFleetMergeMargin{50};
 struct FleetQueryOptions {
   std::vector<PeerUrl> peers;
   std::string token;  // sent as `Authorization: Bearer`; empty: none
+  std::uint32_t node_id = 0;  // this broker's plugin_opt_node_id
   std::shared_ptr<const PeerClient> client;
 };
 
@@ -78,6 +79,9 @@ class FleetQuery {
   ConnectRpcServiceOptions::FleetLister Lister() const;
 
  private:
+  // This broker's part of a round: RunConnectionQuery into answer->page, with its node id and
+  // how long it took.
+  Status RunTimed(const ConnectionQuery& query, BrokerAnswer* answer) const;
   // Asks peer i for requests[i] (a page of its page_size) where ask[i], each in its own thread,
   // into (*answers)[i + 1], and runs `meanwhile` (this broker's own part, into (*answers)[0]) on
   // the calling thread while they answer; returns when all are done.

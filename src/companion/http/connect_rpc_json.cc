@@ -551,6 +551,19 @@ std::string ListConnectionsResponseJson(const ConnectionPage& page) {
     json.EndArray();
   }
   if (page.fleet_peers != 0) json.Key("fleetPeers").Int(page.fleet_peers);
+  if (page.node_id != 0) json.Key("nodeId").Int(page.node_id);
+  if (!page.node_answers.empty()) {
+    json.Key("nodeAnswers").BeginArray();
+    for (const NodeAnswer& answer : page.node_answers) {
+      json.BeginObject();
+      WriteStringIfSet("peer", answer.peer, &json);
+      if (answer.node_id != 0) json.Key("nodeId").Int(answer.node_id);
+      WriteDecimalString("totalSize", answer.total_size, &json);
+      json.Key("answerMs").Number(answer.answer_ms);
+      json.EndObject();
+    }
+    json.EndArray();
+  }
   json.EndObject();
   return text;
 }

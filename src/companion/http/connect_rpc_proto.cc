@@ -178,6 +178,14 @@ void ListConnectionsResponseToProto(const ConnectionPage& page,
     error->set_message(ToValidUtf8(failure.message));
   }
   message->set_fleet_peers(page.fleet_peers);
+  message->set_node_id(page.node_id);
+  for (const NodeAnswer& answer : page.node_answers) {
+    connections_v1::NodeAnswer* out = message->add_node_answers();
+    out->set_peer(ToValidUtf8(answer.peer));
+    out->set_node_id(answer.node_id);
+    out->set_total_size(answer.total_size);
+    out->set_answer_ms(answer.answer_ms);
+  }
 }
 
 namespace {
@@ -406,6 +414,12 @@ Status DecodeListConnectionsResponseProto(std::string_view bytes, std::string_vi
   page->next_page_token = message.next_page_token();
   for (const connections_v1::PeerError& error : message.peer_errors()) {
     page->peer_errors.push_back({error.peer(), error.code(), error.message()});
+  }
+  page->fleet_peers = message.fleet_peers();
+  page->node_id = message.node_id();
+  for (const connections_v1::NodeAnswer& answer : message.node_answers()) {
+    page->node_answers.push_back(
+        {answer.peer(), answer.node_id(), answer.total_size(), answer.answer_ms()});
   }
   return Status();
 }

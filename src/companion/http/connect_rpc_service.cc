@@ -355,6 +355,7 @@ HttpResponse ConnectRpcService::HandleListConnections(const HttpRequest& request
     const Status status = fleet_(message, std::chrono::steady_clock::now() + left, &page);
     if (!status.ok()) return ConnectRpcError(status.code(), status.message());
     page.fleet_peers = fleet_peers_;
+    page.node_id = node_id_;
     HttpResponse response = ListConnectionsResponseIn(codec, page);
     if (DeadlineExceeded(budget, clock_() - start, &error)) return error;
     return response;
@@ -370,6 +371,7 @@ HttpResponse ConnectRpcService::HandleListConnections(const HttpRequest& request
     return ConnectRpcError(kInvalidArgument, status.message());
   }
   page.fleet_peers = fleet_peers_;
+  page.node_id = node_id_;
   HttpResponse response = ListConnectionsResponseIn(codec, page);
   if (DeadlineExceeded(budget, clock_() - start, &error)) return error;
   return response;

@@ -37,12 +37,22 @@ struct PeerFailure {
   std::string message;
 };
 
+// A broker that answered a fleet page (the schema's NodeAnswer).
+struct NodeAnswer {
+  std::string peer;  // canonical base URL; empty: the answering broker
+  std::uint32_t node_id = 0;
+  std::int64_t total_size = 0;
+  double answer_ms = 0;  // from asking it to its whole answer, every round
+};
+
 struct ConnectionPage {
   std::vector<Connection> connections;
   std::int64_t total_size = 0;  // every match, not only this page
   std::string next_page_token;  // empty when there are no more matches
   std::vector<PeerFailure> peer_errors;  // fleet pages only: the brokers that are missing
   std::uint32_t fleet_peers = 0;         // plugin_opt_fleet_peers of the answering broker
+  std::uint32_t node_id = 0;             // plugin_opt_node_id of the answering broker
+  std::vector<NodeAnswer> node_answers;  // fleet pages only: the brokers that answered
 };
 
 // The same query as typed values, for callers that build it in code (the KubeMQ endpoint): the

@@ -189,6 +189,38 @@ TEST(FleetMergeTest, BrokersAskedForLessThanAPageAreAskedForTheRestWhereTheyRunS
   EXPECT_THAT(MoreToAsk(order, 5, answers), ::testing::ElementsAre(0u, 3u, 1u));
 }
 
+TEST(FleetMergeTest, TheAnsweredBrokersAreListedWithTheirCountsAndTheirRoundsTimesSummed) {
+  std::vector<Broker> brokers = ThreeBrokers();
+  brokers[2].up = false;
+  ConnectionOrder order;
+  ASSERT_TRUE(ConnectionOrder::Parse("uid", &order).ok());
+  std::vector<BrokerAnswer> answers;
+  Status status;
+  for (std::size_t b = 0; b < brokers.size(); ++b) {
+    answers.push_back(AskBroker(brokers[b], "", "uid", 2, "", &status));
+    answers.back().page.node_id = static_cast<std::uint32_t>(b + 1);
+    answers.back().answer_ms = 1.5 + static_cast<double>(b);
+  }
+  BrokerAnswer later = AskBroker(brokers[0], "", "uid", 3, answers[0].page.next_page_token,
+                                 &status);
+  later.answer_ms = 0.25;
+  AppendAnswer(std::move(later), &answers[0]);
+  ConnectionPage page;
+  MergeBrokerPages(order, 0, 5, {}, std::move(answers), &page);
+  ASSERT_EQ(page.node_answers.size(), 2u);
+  EXPECT_EQ(page.node_answers[0].peer, "");  // this broker
+  EXPECT_EQ(page.node_answers[0].node_id, 1u);
+  EXPECT_EQ(page.node_answers[0].total_size, 7);
+  EXPECT_EQ(page.node_answers[0].answer_ms, 1.75);  // both rounds
+  EXPECT_EQ(page.node_answers[1].peer, "http://127.0.0.1:1");
+  EXPECT_EQ(page.node_answers[1].node_id, 2u);
+  EXPECT_EQ(page.node_answers[1].total_size, 8);
+  EXPECT_EQ(page.node_answers[1].answer_ms, 2.5);
+  EXPECT_EQ(page.total_size, 15);
+  ASSERT_EQ(page.peer_errors.size(), 1u);
+  EXPECT_EQ(page.peer_errors[0].peer, "http://127.0.0.1:2");
+}
+
 TEST(FleetMergeTest, TheFirstAskIsAShareOfThePageAndAMargin) {
   EXPECT_EQ(FirstAskSize(1000, 3), 334u + 83u + 16u);
   EXPECT_EQ(FirstAskSize(1000, 20), 50u + 12u + 16u);

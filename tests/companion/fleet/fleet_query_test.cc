@@ -46,9 +46,13 @@ std::string BodyOf(const std::string& request) {
   return end == std::string::npos ? std::string() : request.substr(end + 4);
 }
 
-// A peer that answers as a broker does: its node query over `connections`.
-LoopbackServer::Handler BrokerLike(std::shared_ptr<FleetSource> source) {
-  return [source](const std::string& raw) {
+// A peer that answers as a broker does: its node query over `connections`, as node `node_id`,
+// after `delay`.
+LoopbackServer::Handler BrokerLike(std::shared_ptr<FleetSource> source,
+                                   std::uint32_t node_id = 0,
+                                   std::chrono::milliseconds delay = {}) {
+  return [source, node_id, delay](const std::string& raw) {
+    std::this_thread::sleep_for(delay);
     connections_v1::ListConnectionsRequest request;
     const std::string body = BodyOf(raw);
     if (!request.ParseFromString(body)) return LoopbackServer::Response(400, "text/plain", "bad");
@@ -62,6 +66,7 @@ LoopbackServer::Handler BrokerLike(std::shared_ptr<FleetSource> source) {
       return LoopbackServer::Response(400, "application/json",
                                       R"({"code":"invalid_argument","message":"bad query"})");
     }
+    page.node_id = node_id;
     return LoopbackServer::Response(200, "application/proto",
                                     EncodeListConnectionsResponseProto(page));
   };
@@ -183,6 +188,38 @@ TEST(FleetQueryTest, PeersThatFailAreNamedAndTheRestIsAnswered) {
   EXPECT_THAT(error_of(not_http), HasSubstr("internal: the answer is not HTTP/1.x"));
   EXPECT_THAT(error_of(slow), HasSubstr("deadline_exceeded: no answer in time"));
   EXPECT_THAT(error_of(too_many), HasSubstr("does not add up (50 connections for a page of 10"));
+}
+
+TEST(FleetQueryTest, EachBrokerThatAnsweredIsListedWithItsCountAndAnswerTime) {
+  const FleetSource local(NodeConnections(1, 5));
+  auto source_b = std::make_shared<FleetSource>(NodeConnections(2, 6));
+  LoopbackServer b(BrokerLike(source_b, 2, std::chrono::milliseconds(40)));
+  LoopbackServer garbage([](const std::string&) {
+    return LoopbackServer::Response(200, "application/proto", "\xff\xff\xff garbage");
+  });
+  FleetQueryOptions options = PeersAt({b.port(), garbage.port()});
+  options.node_id = 1;
+  const FleetQuery fleet(local, options);
+  ListConnectionsRequest request;
+  request.filter = "client_id != \"c-0\"";
+  ConnectionPage page;
+  ASSERT_TRUE(fleet.Run(request, Clock::now() + std::chrono::seconds(5), &page).ok());
+  ASSERT_EQ(page.node_answers.size(), 2u);  // this broker first, the one that failed not
+  const NodeAnswer& self = page.node_answers[0];
+  const NodeAnswer& peer = page.node_answers[1];
+  EXPECT_EQ(self.peer, "");
+  EXPECT_EQ(self.node_id, 1u);
+  EXPECT_EQ(peer.peer, "http://127.0.0.1:" + std::to_string(b.port()));
+  EXPECT_EQ(peer.node_id, 2u);
+  // Node 1's client ids c-4, c-7, c-0, c-3, c-6; node 2's c-5, c-8, c-1, c-4, c-7, c-0.
+  EXPECT_EQ(self.total_size, 4);
+  EXPECT_EQ(peer.total_size, 5);
+  EXPECT_EQ(page.total_size, self.total_size + peer.total_size);
+  EXPECT_GE(peer.answer_ms, 40.0);
+  EXPECT_LT(peer.answer_ms, 5000.0);
+  EXPECT_GE(self.answer_ms, 0.0);
+  EXPECT_LT(self.answer_ms, peer.answer_ms);
+  ASSERT_EQ(page.peer_errors.size(), 1u);
 }
 
 TEST(FleetQueryTest, BadInputIsRefusedBeforeAnyPeerIsAsked) {

@@ -6,6 +6,8 @@
 #include "companion/http/connect_rpc_service.h"
 
 #include <gmock/gmock.h>
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -671,6 +673,46 @@ TEST_F(ConnectRpcServiceTest, AnswersNameTheFleetPeers) {
   mqtt::connections::v1::ListConnectionsResponse answer;
   ASSERT_TRUE(answer.ParseFromString(binary.body));
   EXPECT_EQ(answer.fleet_peers(), 2u);
+}
+
+// nodeId in every answer, and a fleet answer's nodeAnswers: the same in both codecs, the JSON
+// read by the schema's own parser.
+TEST_F(ConnectRpcServiceTest, AnswersNameTheirNodeAndAFleetAnswerEachBrokersPart) {
+  ConnectRpcServiceOptions options;
+  options.node_id = 7;
+  options.fleet_peers = 1;
+  options.fleet = [](const ListConnectionsRequest&, std::chrono::steady_clock::time_point,
+                     ConnectionPage* page) {
+    page->total_size = 12;
+    page->node_answers = {{"", 7, 5, 0.25}, {"http://127.0.0.1:9", 8, 7, 12.5}};
+    return Status();
+  };
+  ConnectRpcService service(source_, options);
+  EXPECT_NE(service.Handle(kMethod, Post("{}")).body.find(R"("fleetPeers":1,"nodeId":7})"),
+            std::string::npos);
+  const HttpResponse json =
+      service.Handle(kMethod, Post(R"({"scope":"CONNECTION_SCOPE_FLEET"})"));
+  ASSERT_EQ(json.status, 200) << json.body;
+  EXPECT_NE(json.body.find(R"("nodeId":7,"nodeAnswers":[{"nodeId":7,"totalSize":"5",)"
+                           R"("answerMs":0.25},{"peer":"http://127.0.0.1:9","nodeId":8,)"
+                           R"("totalSize":"7","answerMs":12.5}]})"),
+            std::string::npos)
+      << json.body;
+  mqtt::connections::v1::ListConnectionsResponse from_json;
+  google::protobuf::util::JsonParseOptions strict;
+  strict.ignore_unknown_fields = false;
+  const auto parsed = google::protobuf::util::JsonStringToMessage(json.body, &from_json, strict);
+  ASSERT_TRUE(parsed.ok()) << parsed.ToString();
+  mqtt::connections::v1::ListConnectionsRequest request;
+  request.set_scope(mqtt::connections::v1::CONNECTION_SCOPE_FLEET);
+  const HttpResponse binary =
+      service.Handle(kMethod, Post(request.SerializeAsString(),
+                                   With(ConnectHeaders(), "Content-Type", "application/proto")));
+  mqtt::connections::v1::ListConnectionsResponse answer;
+  ASSERT_TRUE(answer.ParseFromString(binary.body));
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(from_json, answer))
+      << from_json.DebugString() << answer.DebugString();
+  EXPECT_EQ(answer.node_answers(1).answer_ms(), 12.5);
 }
 
 // --- the request body ----------------------------------------------------------------------
