@@ -15,9 +15,9 @@
 // The fleet (docs/fleet.md): the lists are asked with scope CONNECTION_SCOPE_FLEET unless the
 // view says node (#scope=node; a broker without peers answers it as node scope). While the
 // broker's answers name peers (fleetPeers), the page shows the fleet: a Broker column (each
-// connection's nodeId, DUP for a client id open on two brokers), the brokers' health (this
-// broker's answer time, which nodes answered, each peer that failed with its message, the
-// answer marked partial), the "whole fleet" toggle, Disconnect and Unban sent to the broker
+// connection's nodeId, DUP for a client id open on two brokers), the brokers' health (each
+// broker that answered with its count and answer time, each peer that failed with its message,
+// the answer marked partial), the "whole fleet" toggle, Disconnect and Unban sent to the broker
 // that holds the connection or ban (nodeId), and a ban for one broker or every broker.
 //
 // Live: the page follows WatchConnections (Connect's server stream, JSON codec, read here from
@@ -377,9 +377,11 @@ async function refreshLists() {
       (showsFleet() && (open.peerErrors || []).length ? ' (partial)' : '');
 }
 
-// Each broker of the fleet answer: this one with the answer's time, every node that answered
-// (seen in the rows), every peer that failed with its code and message. A partial answer says
-// so: the failed peers' connections are neither listed nor counted.
+// Each broker of the fleet answer (nodeAnswers): this one, then its peers, each with its part
+// of the count and how long it took to answer (as this broker measured it; this broker's line
+// also has the whole answer's time as the page saw it), and every peer that failed with its
+// code and message. A partial answer says so: the failed peers' connections are neither listed
+// nor counted.
 function renderFleetHealth(answer) {
   const list = $('fleet-brokers');
   list.replaceChildren();
@@ -389,12 +391,13 @@ function renderFleetHealth(answer) {
     return;
   }
   const failed = answer.peerErrors || [];
-  const nodes = new Set((answer.connections || []).map((c) => c.nodeId || 0));
-  if (ownNode !== null) nodes.add(ownNode);
-  for (const node of Array.from(nodes).sort((a, b) => a - b)) {
-    const text = 'node ' + node + (node === ownNode
-        ? ' (this broker): answered for the fleet in ' + Math.round(answer.elapsedMs) + ' ms'
-        : ': answered');
+  for (const part of answer.nodeAnswers || []) {
+    const node = part.nodeId || 0;
+    const count = Number(part.totalSize || 0);
+    const text = 'node ' + node + (part.peer ? ' (' + part.peer + ')' : ' (this broker)') + ': ' +
+        count + (count === 1 ? ' connection' : ' connections') + ', answered in ' +
+        formatMs(part.answerMs) + (part.peer ? '' : '; the fleet answer in ' +
+                                   formatMs(answer.elapsedMs));
     const item = element('li', text, 'answered');
     item.dataset.node = String(node);
     list.appendChild(item);
@@ -410,6 +413,12 @@ function renderFleetHealth(answer) {
   $('fleet-partial').textContent = failed.length === 0 ? '' : 'Partial answer: ' +
       failed.length + (failed.length === 1 ? ' peer' : ' peers') +
       ' missing; their connections are neither listed nor counted.';
+}
+
+// A time in milliseconds as a person reads it: a tenth of a millisecond below 10 ms.
+function formatMs(ms) {
+  const value = Number(ms || 0);
+  return (value < 10 ? value.toFixed(1) : String(Math.round(value))) + ' ms';
 }
 
 // --- the figures at the top (/metrics) -----------------------------------------------------

@@ -170,6 +170,25 @@ class FleetListTest(unittest.TestCase):
             self.assertEqual(status, 200, body)
             self.assertEqual(int(body["totalSize"]), 4)
             self.assertEqual({c["nodeId"] for c in body["connections"]}, {1})
+            self.assertEqual(body["nodeId"], 1)
+            self.assertNotIn("nodeAnswers", body)
+
+    def test_each_broker_that_answered_is_listed_with_its_part(self):
+        # Asked of broker 2: itself first, then its peers in plugin_opt_fleet_peers' order.
+        status, body = list_connections(self.fleet[1], {"filter": 'client_id = "fleet-*"',
+                                                        "scope": "CONNECTION_SCOPE_FLEET",
+                                                        "pageSize": 1})
+        self.assertEqual(status, 200, body)
+        answers = body["nodeAnswers"]
+        order = [self.fleet[1], self.fleet[0], self.fleet[2]]
+        self.assertEqual([a.get("peer") for a in answers],
+                         [None] + [f"http://127.0.0.1:{b.http_port}" for b in order[1:]])
+        self.assertEqual([a["nodeId"] for a in answers], [2, 1, 3])
+        self.assertEqual([int(a["totalSize"]) for a in answers], [5, 4, 6])
+        self.assertEqual(int(body["totalSize"]), 15)
+        for answer in answers:
+            self.assertGreater(answer["answerMs"], 0, answer)
+            self.assertLess(answer["answerMs"], 15000, answer)
 
     def test_peers_naming_each_other_do_not_loop(self):
         # Each of the three names the other two: a fleet answer that asked again would count

@@ -248,15 +248,22 @@ class FleetBanPartialTest(FleetTestCase):
                                   separators=(",", ":"))
             browser.wait(f"JSON.stringify({rows}) == {json.dumps(expected)}",
                          what="the fleet's rows with their brokers")
-            # Health: this broker's answer, the nodes that answered, the peer that did not.
+            # Health: this broker first, then each peer that answered, each with its count
+            # and answer time, and the peer that did not answer.
             browser.wait("document.querySelector('#fleet-brokers li.answered') && "
                          "document.querySelector('#fleet-brokers li.answered').textContent"
-                         ".startsWith('node 1 (this broker): answered for the fleet in ')",
+                         ".startsWith('node 1 (this broker): 1 connection, answered in ')",
                          what="this broker's line")
             health = browser.evaluate("Array.from(document.querySelectorAll('#fleet-brokers li'))"
                                       ".map(li => li.className + '|' + li.textContent)")
-            self.assertEqual([h for h in health if h.startswith("answered|node 2")],
-                             ["answered|node 2: answered"], health)
+            time_ms = r"[0-9]+(\.[0-9])? ms"
+            self.assertRegex(health[0], rf"^answered\|node 1 \(this broker\): 1 connection, "
+                                        rf"answered in {time_ms}; the fleet answer in {time_ms}$")
+            for index in (1, 2):
+                self.assertRegex(health[index],
+                                 rf"^answered\|node {index + 1} \(http://127\.0\.0\.1:"
+                                 rf"{self.fleet[index].http_port}\): 1 connection, "
+                                 rf"answered in {time_ms}$")
             [failed] = [h for h in health if h.startswith("failed|")]
             self.assertTrue(failed.startswith(f"failed|{self.nobody}: unavailable: "), failed)
             self.assertTrue(browser.evaluate(f"{shown}('fleet-health')"))
