@@ -87,14 +87,14 @@ CLI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli",
                    "mosquitto-connections")
 
 
-def cli_list(broker, *arguments):
-    """The CLI's `list` against `broker` with the read token: the finished process."""
+def cli_list(broker, *arguments, command="list"):
+    """The CLI's `command` against `broker` with the read token: the finished process."""
     folder = tempfile.mkdtemp(prefix="mqc-fleet-cli-")
     token_file = os.path.join(folder, "token")
     try:
         with open(token_file, "w") as f:
             f.write(TOKEN + "\n")
-        return subprocess.run([CLI, "list", "--url", f"http://127.0.0.1:{broker.http_port}",
+        return subprocess.run([CLI, command, "--url", f"http://127.0.0.1:{broker.http_port}",
                                "--token-file", token_file, *arguments],
                               capture_output=True, text=True, timeout=60)
     finally:
@@ -189,6 +189,17 @@ class FleetListTest(unittest.TestCase):
         for answer in answers:
             self.assertGreater(answer["answerMs"], 0, answer)
             self.assertLess(answer["answerMs"], 15000, answer)
+        # The CLI's brokers: the same parts, one row per broker, this one first.
+        result = cli_list(self.fleet[1], "--filter", 'client_id = "fleet-*"', command="brokers")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        rows = [line.split() for line in result.stdout.splitlines()]
+        self.assertEqual(rows[0], ["NODE", "BROKER", "CONNECTIONS", "ANSWER", "STATUS"])
+        self.assertEqual([(r[0], r[1], r[2], r[3]) for r in rows[1:]],
+                         [("node", "2", f"http://127.0.0.1:{self.fleet[1].http_port}", "(this"),
+                          ("node", "1", f"http://127.0.0.1:{self.fleet[0].http_port}", "4"),
+                          ("node", "3", f"http://127.0.0.1:{self.fleet[2].http_port}", "6")])
+        self.assertEqual(rows[1][5], "5")
+        self.assertIn(": 3 of 3 brokers answered, 15 connections", result.stderr)
 
     def test_peers_naming_each_other_do_not_loop(self):
         # Each of the three names the other two: a fleet answer that asked again would count
@@ -590,6 +601,14 @@ class FleetPartialTest(unittest.TestCase):
         for peer in (self.garbage.url, self.silent.url, self.nobody):
             self.assertEqual(result.stderr.count(f"partial answer: peer {peer}:"), 1,
                              result.stderr)
+        # The CLI's brokers: a row per peer that failed, with why, and exit 1.
+        result = cli_list(self.fleet[0], "--filter", 'client_id = "part-*"', command="brokers")
+        self.assertEqual(result.returncode, 1, result.stderr)
+        failed = {line.split()[1]: line.split(None, 4)[4] for line in result.stdout.splitlines()
+                  if line.startswith("-")}
+        self.assertTrue(failed[self.nobody].startswith("unavailable: cannot connect"), failed)
+        self.assertTrue(failed[self.garbage.url].startswith("internal: "), failed)
+        self.assertTrue(failed[self.silent.url].startswith("deadline_exceeded: "), failed)
 
     def test_a_broker_stopped_mid_walk_is_named_and_the_walk_ends(self):
         request = {"filter": 'client_id = "part-*"', "orderBy": "client_id", "pageSize": 2,
