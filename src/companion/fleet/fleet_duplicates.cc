@@ -133,6 +133,11 @@ Status RunDuplicateQuery(const ConnectionSource& local, const FleetQueryOptions&
   std::vector<std::vector<std::string>> ids(peers + 1);
   std::vector<BrokerAnswer> answers(peers + 1);
   answers[0].broker = kSelfBroker;
+  // Each broker's node id as its walk answered it (the lookup's page may be left out), and its
+  // time over both steps (answer_ms).
+  std::vector<std::uint32_t> node_ids(peers + 1, 0);
+  node_ids[0] = options.node_id;
+  Clock::time_point started = Clock::now();
   Status local_error;
   answers[0].answered = WalkOpenIds(
       [&local](const std::string& token, ConnectionPage* out) {
@@ -144,6 +149,7 @@ Status RunDuplicateQuery(const ConnectionSource& local, const FleetQueryOptions&
         return RunConnectionQuery(local, query, out).ok();
       },
       &ids[0], &local_error);
+  answers[0].answer_ms = MillisecondsSince(started);
   if (!answers[0].answered) {
     return local_error.ok() ? Status(StatusCode::kInternal, "this broker's open connections "
                                                             "could not be read")
@@ -153,6 +159,7 @@ Status RunDuplicateQuery(const ConnectionSource& local, const FleetQueryOptions&
     const PeerUrl& peer = options.peers[i];
     BrokerAnswer& answer = answers[i + 1];
     answer.broker = peer.Text();
+    const Clock::time_point asked = Clock::now();
     try {
       Status error;
       answer.answered = WalkOpenIds(
@@ -161,8 +168,11 @@ Status RunDuplicateQuery(const ConnectionSource& local, const FleetQueryOptions&
             node.filter = kOpen;
             node.order_by = "client_id";
             node.page_token = token;
-            return AskPeer(*options.client, peer, options.token, node, walk_deadline,
-                           static_cast<std::size_t>(kMaxPageSize), out, &answer.failure);
+            const bool answered =
+                AskPeer(*options.client, peer, options.token, node, walk_deadline,
+                        static_cast<std::size_t>(kMaxPageSize), out, &answer.failure);
+            node_ids[i + 1] = out->node_id;
+            return answered;
           },
           &ids[i + 1], &error);
       if (!answer.answered && !error.ok()) {
@@ -173,6 +183,7 @@ Status RunDuplicateQuery(const ConnectionSource& local, const FleetQueryOptions&
       answer.answered = false;
       answer.failure = Failed(peer.Text(), "walking open client ids: ", e.what());
     }
+    answer.answer_ms = MillisecondsSince(asked);
     if (!answer.answered) {
       ids[i + 1].clear();
       answer.failure.message = "looking for duplicated client ids: " + answer.failure.message;
@@ -201,11 +212,14 @@ Status RunDuplicateQuery(const ConnectionSource& local, const FleetQueryOptions&
     ConnectionQuery query;
     query.filter = lookup;
     query.page_size = static_cast<std::int64_t>(duplicated.size());
+    started = Clock::now();
     const Status status = RunConnectionQuery(local, query, &answers[0].page);
+    answers[0].answer_ms += MillisecondsSince(started);
     if (!status.ok()) return status;
     ForEachPeer(peers, [&](std::size_t i) {
       BrokerAnswer& answer = answers[i + 1];
       if (!answer.answered) return;
+      const Clock::time_point asked = Clock::now();
       try {
         ListConnectionsRequest node;
         node.filter = lookup;
@@ -215,12 +229,14 @@ Status RunDuplicateQuery(const ConnectionSource& local, const FleetQueryOptions&
         answer.answered = false;
         answer.failure = Failed(answer.broker, "", e.what());
       }
+      answer.answer_ms += MillisecondsSince(asked);
       if (!answer.answered) {
         answer.page = ConnectionPage();
         answer.failure.message = "looking up duplicated client ids: " + answer.failure.message;
       }
     });
   }
+  for (std::size_t b = 0; b <= peers; ++b) answers[b].page.node_id = node_ids[b];
 
   // (4) Flags, the caller's filter, order and page.
   return DuplicatePage(filter, order, fingerprint, page_size, cursors, std::move(answers), page);

@@ -17,6 +17,7 @@
 // Pure functions, safe on any thread.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -54,6 +55,12 @@ struct BrokerAnswer {
   PeerFailure failure;
   double answer_ms = 0;  // how long its rounds took, summed (NodeAnswer.answer_ms)
 };
+
+// Milliseconds from `start` to now: a BrokerAnswer's answer_ms.
+inline double MillisecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
 
 // How many connections a fleet page of `page_size` asks each of `brokers` for in its first
 // round: a fair share and a quarter, plus 16, at most the page. When the order spreads the page

@@ -30,10 +30,6 @@ constexpr char kListPath[] = "/mqtt.connections.v1.ConnectionsService/ListConnec
 // A page of 10,000 connections with many subscriptions each stays well below this.
 constexpr std::size_t kMaxPeerAnswerBytes = 256u << 20;
 
-double MillisecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
 PeerFailure Failure(const PeerUrl& peer, StatusCode code, std::string message) {
   return {peer.Text(), std::string(ConnectRpcCodeName(code)), std::move(message)};
 }

@@ -220,6 +220,20 @@ TEST(FleetQueryTest, EachBrokerThatAnsweredIsListedWithItsCountAndAnswerTime) {
   EXPECT_GE(self.answer_ms, 0.0);
   EXPECT_LT(self.answer_ms, peer.answer_ms);
   ASSERT_EQ(page.peer_errors.size(), 1u);
+
+  // The duplicated ids (c-0, c-4 and c-7 are open on both): the walk of open ids and the
+  // lookup, each broker's part of both timed.
+  request.filter = "duplicate_client_id = true";
+  ASSERT_TRUE(fleet.Run(request, Clock::now() + std::chrono::seconds(5), &page).ok());
+  EXPECT_EQ(page.total_size, 6);
+  ASSERT_EQ(page.node_answers.size(), 2u);
+  EXPECT_EQ(page.node_answers[0].peer, "");
+  EXPECT_EQ(page.node_answers[0].node_id, 1u);
+  EXPECT_EQ(page.node_answers[0].total_size, 3);
+  EXPECT_EQ(page.node_answers[1].node_id, 2u);
+  EXPECT_EQ(page.node_answers[1].total_size, 3);
+  EXPECT_GE(page.node_answers[1].answer_ms, 80.0);  // two requests of 40 ms
+  EXPECT_GT(page.node_answers[0].answer_ms, 0.0);
 }
 
 TEST(FleetQueryTest, BadInputIsRefusedBeforeAnyPeerIsAsked) {
