@@ -63,6 +63,10 @@ StatusOr<ListeningSocket> Listen(const std::string& bind_address, int port) {
   if (result.ipv6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off)) != 0) {
     return fail("IPV6_V6ONLY: ");
   }
+  const int send_buffer = static_cast<int>(kHttpSendBufferBytes);
+  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &send_buffer, sizeof(send_buffer)) != 0) {
+    return fail("SO_SNDBUF: ");
+  }
   if (bind(fd, reinterpret_cast<const sockaddr*>(&storage), length) != 0) return fail("");
   if (listen(fd, SOMAXCONN) != 0) return fail("");
   sockaddr_storage bound{};

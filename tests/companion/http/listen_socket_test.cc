@@ -33,6 +33,34 @@ TEST(ListenSocketTest, PortZeroGetsAPortThatAccepts) {
   close(listening->fd);
 }
 
+// Each accepted connection sends from a bounded buffer (docs/benchmarks.md, "The broker's
+// ping while the API is hammered"): one send(2) never copies a whole big answer.
+TEST(ListenSocketTest, AcceptedConnectionsSendFromABoundedBuffer) {
+  const StatusOr<ListeningSocket> listening = Listen("127.0.0.1", 0);
+  ASSERT_TRUE(listening.ok()) << listening.status().message();
+  const int client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(client, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(listening->port));
+  inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+  ASSERT_EQ(connect(client, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  const int accepted = accept4(listening->fd, nullptr, nullptr, SOCK_CLOEXEC);
+  ASSERT_GE(accepted, 0);
+  int size = 0;
+  socklen_t length = sizeof(size);
+  ASSERT_EQ(getsockopt(accepted, SOL_SOCKET, SO_SNDBUF, &size, &length), 0);
+  // Linux keeps twice what was asked for (its bookkeeping), and no longer grows it.
+  EXPECT_EQ(size, 2 * static_cast<int>(kHttpSendBufferBytes));
+  const std::string big(4 << 20, 'x');
+  const ssize_t sent = send(accepted, big.data(), big.size(), MSG_DONTWAIT);
+  EXPECT_GT(sent, 0);
+  EXPECT_LT(sent, static_cast<ssize_t>(big.size()));
+  close(accepted);
+  close(client);
+  close(listening->fd);
+}
+
 TEST(ListenSocketTest, PortTakenGivesAddressPortAndReason) {
   const StatusOr<ListeningSocket> first = Listen("127.0.0.1", 0);
   ASSERT_TRUE(first.ok()) << first.status().message();
