@@ -14,7 +14,9 @@ For each build in turn, R rounds (the builds alternate, so that both see the sam
   resident memory after serving them, and the broker's ping p99: before they hammer
   (ping_idle), while they hammer at the broker's priority (ping: on 2 cores the hammers' own
   CPU competes with the broker), and while they hammer at nice 19 (ping_far: the hammers stand
-  in for API clients on other machines, so what is left is the companion's effect);
+  in for API clients on other machines, so what is left is the companion's effect); then the
+  same at nice 19 against nginx serving the same answers from files (ping_nginx: what clients
+  that fetch those bytes over loopback cost the broker with no companion at work);
 - a broker with 100 connections: `wrk -t2 -c32 -d10s` on its KubeMQ list, then on nginx
   serving the same bytes from a file (run_all.py's nginx_comparison), and the ratio.
 Prints one line per figure, and a table at the end.
@@ -55,7 +57,23 @@ def rss_parts_mib(pid):
             for part in ("RssAnon", "RssFile", "RssShmem")}
 
 
-def serve_big(n, hammer_seconds):
+def ping_against_nginx(broker, ping, seconds, workdir):
+    """The ping's p99 while two processes at nice 19 fetch the hammer's answers, as `broker`
+    gives them now, from nginx instead of the companion."""
+    files, requests = {}, []
+    for number, (path, body) in enumerate(run_all.HAMMER_REQUESTS):
+        _, files[f"answer-{number}"] = run_all.http_request(broker.http_port, path, body)
+        requests.append((f"/answer-{number}", None))
+    nginx, port = run_all.start_nginx(os.path.join(workdir, "nginx-answers"), files)
+    try:
+        (_, p99, _), _, count = run_all.ping_under_hammer(broker, ping, seconds, hammer_nice=19,
+                                                          port=port, requests=requests)
+    finally:
+        run_all.stop_nginx(nginx)
+    return p99, count
+
+
+def serve_big(n, hammer_seconds, workdir):
     broker = harness.Broker(plugin=True, log_types=run_all.QUIET_LOG)
     broker.start()
     try:
@@ -74,6 +92,8 @@ def serve_big(n, hammer_seconds):
                                                                           hammer_seconds)
                 (_, far_p99, _), _, far_requests = run_all.ping_under_hammer(
                     broker, ping, hammer_seconds, hammer_nice=19)
+                nginx_p99, nginx_requests = ping_against_nginx(broker, ping, hammer_seconds,
+                                                               workdir)
             finally:
                 ping.close()
             after_kib = run_all.settle_rss(companion_pid(broker))
@@ -83,7 +103,8 @@ def serve_big(n, hammer_seconds):
                 "full_first_ms": first * 1e3, "full_median_ms": median * 1e3,
                 "full_bytes": size, "hammer_requests": requests, "ping_p99_ms": ping_p99,
                 "ping_idle_p99_ms": idle_p99, "ping_far_p99_ms": far_p99,
-                "far_hammer_requests": far_requests}
+                "far_hammer_requests": far_requests, "ping_nginx_p99_ms": nginx_p99,
+                "nginx_hammer_requests": nginx_requests}
     finally:
         broker.stop()
         broker.cleanup_dir()
@@ -115,7 +136,7 @@ def main():
             os.chmod(workdir, 0o755)
             try:
                 started = time.monotonic()
-                figures = serve_big(args.connections, args.hammer_seconds)
+                figures = serve_big(args.connections, args.hammer_seconds, workdir)
                 figures["wrk"] = wrk_ratio(workdir, args.wrk_seconds)
                 figures["load"] = run_all.load_average()
                 print(f"round {round_number + 1} {build} ({time.monotonic() - started:.0f} s): "
@@ -127,7 +148,7 @@ def main():
     for build, rounds in results.items():
         print(f"\n{build}, {args.connections} connections, {len(rounds)} rounds:")
         for key in ("open_mib", "after_mib", "full_first_ms", "full_median_ms", "ping_idle_p99_ms",
-                    "ping_p99_ms", "ping_far_p99_ms"):
+                    "ping_p99_ms", "ping_far_p99_ms", "ping_nginx_p99_ms"):
             values = [r[key] for r in rounds]
             print(f"  {key}: {', '.join(f'{v:.1f}' for v in values)} "
                   f"(median {statistics.median(values):.1f})")

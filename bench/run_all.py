@@ -143,14 +143,18 @@ def curl_seconds(port, path, body=None, repeats=5):
     return statistics.median(times), size
 
 
-def hammer(port, seconds, counter, nice=0):
-    """One API client: the full KubeMQ list, ListConnections pages of 10 and 1000, /metrics,
-    round and round for `seconds` (a process of its own, so the ping client keeps its CPU), at
-    `nice` levels below the caller's priority."""
+# What an API client asks, round and round: (path, Connect JSON body or None for a GET).
+HAMMER_REQUESTS = [("/api/mqtt/connections", None), (LIST_CONNECTIONS, '{"pageSize":10}'),
+                   (LIST_CONNECTIONS, '{"pageSize":1000}'), ("/metrics", None)]
+
+
+def hammer(port, seconds, counter, nice=0, requests=None):
+    """One API client: `requests` (HAMMER_REQUESTS: the full KubeMQ list, ListConnections pages
+    of 10 and 1000, /metrics) round and round for `seconds` (a process of its own, so the ping
+    client keeps its CPU), at `nice` levels below the caller's priority."""
     if nice:
         os.nice(nice)
-    requests = [("/api/mqtt/connections", None), (LIST_CONNECTIONS, '{"pageSize":10}'),
-                (LIST_CONNECTIONS, '{"pageSize":1000}'), ("/metrics", None)]
+    requests = requests or HAMMER_REQUESTS
     deadline = time.monotonic() + seconds
     done = 0
     while time.monotonic() < deadline:
@@ -164,11 +168,15 @@ def hammer(port, seconds, counter, nice=0):
         counter.value += done
 
 
-def ping_under_hammer(broker, ping, seconds, hammers=2, hammer_nice=0):
+def ping_under_hammer(broker, ping, seconds, hammers=2, hammer_nice=0, port=None,
+                      requests=None):
+    """The ping's figures while `hammers` processes ask `requests` of `port` (the broker's API
+    and HAMMER_REQUESTS unless told), and how many requests they made."""
     context = multiprocessing.get_context("spawn")
     counter = context.Value("i", 0)
     workers = [context.Process(target=hammer,
-                               args=(broker.http_port, seconds + 0.5, counter, hammer_nice))
+                               args=(port or broker.http_port, seconds + 0.5, counter, hammer_nice,
+                                     requests))
                for _ in range(hammers)]
     for w in workers:
         w.start()
@@ -607,6 +615,43 @@ http {{
 """
 
 
+def start_nginx(folder, files):
+    """nginx serving `files` ({name: bytes}) from a new folder `folder`: (process, port), once it
+    serves them. Stop it with stop_nginx."""
+    for sub in ("www", "tmp"):
+        os.makedirs(os.path.join(folder, sub))
+    for name, body in files.items():
+        with open(os.path.join(folder, "www", name), "wb") as f:
+            f.write(body)
+    # nginx's worker drops to user nobody: the files and their folders must be readable.
+    for path in [folder, os.path.join(folder, "www")] + [os.path.join(folder, "www", name)
+                                                          for name in files]:
+        os.chmod(path, 0o755)
+    port = harness.free_port()
+    with open(os.path.join(folder, "nginx.conf"), "w") as f:
+        f.write(nginx_config(folder, port))
+    nginx = subprocess.Popen(["/usr/sbin/nginx", "-c", os.path.join(folder, "nginx.conf"),
+                              "-p", folder], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    name, body = next(iter(files.items()))
+
+    def serves():
+        try:
+            return http_request(port, "/" + name, timeout=1)[1] == body
+        except OSError:
+            return False
+    try:
+        harness.wait_for(serves, timeout=10, what="nginx serving the files")
+    except BaseException:
+        stop_nginx(nginx)
+        raise
+    return nginx, port
+
+
+def stop_nginx(nginx):
+    # SIGQUIT: a graceful stop of the master and its worker.
+    harness.stop_process(nginx, signal.SIGQUIT, timeout=10)
+
+
 def nginx_comparison(table, workdir, seconds):
     broker = harness.Broker(plugin=True, log_types=QUIET_LOG)
     broker.start()
@@ -617,28 +662,8 @@ def nginx_comparison(table, workdir, seconds):
             harness.wait_for(lambda: open_connections_gauge(broker.http_port) == 100,
                              timeout=30, what="100 connections")
             _, body = http_request(broker.http_port, "/api/mqtt/connections")
-            for sub in ("www", "tmp"):
-                os.makedirs(os.path.join(folder, sub))
-            with open(os.path.join(folder, "www", "connections.json"), "wb") as f:
-                f.write(body)
-            # nginx's worker drops to user nobody: the file and its folders must be readable.
-            for path in (folder, os.path.join(folder, "www"),
-                         os.path.join(folder, "www", "connections.json")):
-                os.chmod(path, 0o755)
-            port = harness.free_port()
-            with open(os.path.join(folder, "nginx.conf"), "w") as f:
-                f.write(nginx_config(folder, port))
-            nginx = subprocess.Popen(["/usr/sbin/nginx", "-c", os.path.join(folder, "nginx.conf"),
-                                      "-p", folder], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
+            nginx, port = start_nginx(folder, {"connections.json": body})
             static_url = f"http://127.0.0.1:{port}/connections.json"
-
-            def nginx_serves():
-                try:
-                    return http_request(port, "/connections.json", timeout=1)[1] == body
-                except OSError:
-                    return False
-            harness.wait_for(nginx_serves, timeout=10, what="nginx serving the file")
             plugin_rate = wrk_rate(f"http://127.0.0.1:{broker.http_port}/api/mqtt/connections",
                                    seconds)
             nginx_rate = wrk_rate(static_url, seconds)
@@ -649,8 +674,7 @@ def nginx_comparison(table, workdir, seconds):
                       plain=f"nginx {nginx_rate:,.0f}/s", target=">= 25 %", meets=share >= 0.25)
     finally:
         if nginx is not None:
-            # SIGQUIT: a graceful stop of the master and its worker.
-            harness.stop_process(nginx, signal.SIGQUIT, timeout=10)
+            stop_nginx(nginx)
         broker.stop()
         broker.cleanup_dir()
 
