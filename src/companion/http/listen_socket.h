@@ -17,9 +17,10 @@ namespace mqc {
 // accepted sockets inherit). One send(2) copies at most about this much: a kernel built without
 // preemption (CONFIG_PREEMPT_NONE) runs nothing else on that core while it copies, the broker
 // thread included, and a big answer in one send (a page of 1000 is 1.3 MB, the full list 5 MB
-// at 15,000 connections) held the broker's ping p99 at 1.4 to 2.1 ms while the API was hammered
-// (0.5 to 1.3 ms with this; docs/benchmarks.md, "The broker's ping while the API is hammered").
-// The cost: at most about twice this in flight per connection, 5 MB/s to a client 100 ms away.
+// at 15,000 connections) held the broker's ping p99 at 1.4 to 2.1 ms while such answers were
+// hammered (0.5 to 1.3 ms with this; docs/benchmarks.md, "The broker's ping while the API is
+// hammered"). The cost: at most about twice this in flight per connection, so about 5 MB/s to
+// a client 100 ms away.
 inline constexpr std::size_t kHttpSendBufferBytes = 256 * 1024;
 
 struct ListeningSocket {
