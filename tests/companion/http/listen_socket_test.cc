@@ -15,6 +15,21 @@
 namespace mqc {
 namespace {
 
+// A client socket connected to 127.0.0.1:`port`, or -1.
+int ConnectTo(int port) {
+  const int client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (client < 0) return -1;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+  if (connect(client, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    close(client);
+    return -1;
+  }
+  return client;
+}
+
 TEST(ListenSocketTest, PortZeroGetsAPortThatAccepts) {
   const StatusOr<ListeningSocket> listening = Listen("127.0.0.1", 0);
   ASSERT_TRUE(listening.ok()) << listening.status().message();
@@ -22,13 +37,8 @@ TEST(ListenSocketTest, PortZeroGetsAPortThatAccepts) {
   EXPECT_FALSE(listening->ipv6);
   EXPECT_NE(fcntl(listening->fd, F_GETFL) & O_NONBLOCK, 0);
   EXPECT_NE(fcntl(listening->fd, F_GETFD) & FD_CLOEXEC, 0);
-  const int client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(client, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<std::uint16_t>(listening->port));
-  inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
-  EXPECT_EQ(connect(client, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  const int client = ConnectTo(listening->port);
+  EXPECT_GE(client, 0);
   close(client);
   close(listening->fd);
 }
@@ -38,13 +48,8 @@ TEST(ListenSocketTest, PortZeroGetsAPortThatAccepts) {
 TEST(ListenSocketTest, AcceptedConnectionsSendFromABoundedBuffer) {
   const StatusOr<ListeningSocket> listening = Listen("127.0.0.1", 0);
   ASSERT_TRUE(listening.ok()) << listening.status().message();
-  const int client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int client = ConnectTo(listening->port);
   ASSERT_GE(client, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<std::uint16_t>(listening->port));
-  inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
-  ASSERT_EQ(connect(client, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
   const int accepted = accept4(listening->fd, nullptr, nullptr, SOCK_CLOEXEC);
   ASSERT_GE(accepted, 0);
   int size = 0;
