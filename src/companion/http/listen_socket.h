@@ -30,9 +30,9 @@ struct ListeningSocket {
 };
 
 // Creates, binds and listens on a TCP socket for `bind_address` (an IPv4 or IPv6 literal) and
-// `port` (0: any free port), its connections with a send buffer of kHttpSendBufferBytes. A failure names address, port and reason: kInvalidArgument for an
-// address or port that cannot be one, kUnavailable when the system refuses (port taken, address
-// not of this machine).
+// `port` (0: any free port), its connections with a send buffer of kHttpSendBufferBytes. A
+// failure names address, port and reason: kInvalidArgument for an address or port that cannot
+// be one, kUnavailable when the system refuses (port taken, address not of this machine).
 StatusOr<ListeningSocket> Listen(const std::string& bind_address, int port);
 
 }  // namespace mqc
