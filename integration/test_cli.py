@@ -276,6 +276,22 @@ class TwoBrokersTest(unittest.TestCase):
         self.assertEqual(got[0]["uid"], api["uid"])
         self.assertEqual(got[0]["node"], node(self.two))
 
+    def test_brokers_of_a_broker_without_peers_is_that_broker(self):
+        self.client(self.one, "cli-brokers-a")
+        self.client(self.one, "cli-brokers-b")
+        self.wait_listed(self.one, ["cli-brokers-a", "cli-brokers-b"])
+        result = run_cli("brokers", "--url", url(self.one), "--filter",
+                         'client_id = "cli-brokers-*"')
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual([line.split() for line in result.stdout.splitlines()],
+                         [["NODE", "BROKER", "CONNECTIONS", "ANSWER", "STATUS"],
+                          ["node", "1", url(self.one), "(this", "broker)", "2", "-",
+                           "answered"]])
+        self.assertIn(": 1 of 1 brokers answered, 2 connections", result.stderr)
+        result = run_cli("brokers", *self.urls())
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("give one --url", result.stderr)
+
     def test_get_unknown_client(self):
         result = run_cli("get", "no-such-client", *self.urls())
         self.assertEqual(result.returncode, 1)
