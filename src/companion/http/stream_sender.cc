@@ -24,6 +24,8 @@ StreamSender::StreamSender(std::shared_ptr<HttpBodyStream> stream, int fd,
       wake_(std::make_shared<WakeState>(std::move(resume))),
       started_ns_(MonotonicNs()) {}
 
+StreamSender::~StreamSender() { Done(); }
+
 void StreamSender::WakeState::Wake() {
   bool resume_now = false;
   {

@@ -42,6 +42,8 @@ class StreamSender {
   // connection, `resume` resumes it; neither may throw.
   StreamSender(std::shared_ptr<HttpBodyStream> stream, int fd, std::function<void()> park,
                std::function<void()> resume);
+  // Done(): a wake that outlives the sender never resumes.
+  ~StreamSender();
   StreamSender(const StreamSender&) = delete;
   StreamSender& operator=(const StreamSender&) = delete;
 

@@ -88,6 +88,16 @@ TEST_F(StreamSenderTest, AWakeBeforeAReadDoesNotKeepItFromParking) {
   EXPECT_EQ(parking_.parks.load(), 1);
 }
 
+TEST_F(StreamSenderTest, AWakeThatOutlivesTheSenderResumesNothing) {
+  auto sender = std::make_unique<StreamSender>(stream_, -1, parking_.Park(), parking_.Resume());
+  stream_->SetWake(sender->WakeFunction());
+  char buffer[8];
+  EXPECT_EQ(sender->Read(buffer, sizeof(buffer)), 0);  // parks
+  sender.reset();  // gone without MHD's free: its connection may be too
+  stream_->Push("late");
+  EXPECT_EQ(parking_.resumes.load(), 0);
+}
+
 TEST_F(StreamSenderTest, StopEndsWithTheLastWords) {
   const auto sender = Add(stream_);
   ssize_t last = 0;
