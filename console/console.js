@@ -1077,7 +1077,9 @@ async function followChanges() {
     let pending = new Uint8Array(0);
     for (;;) {
       const {done, value} = await reader.read();
-      if (done) break;
+      // Stopped meanwhile (a hidden tab): a read already under way can still bring data,
+      // whose changes must not start a refresh after stopFollowing.
+      if (done || watch !== controller) break;
       const joined = new Uint8Array(pending.length + value.length);
       joined.set(pending);
       joined.set(value, pending.length);
