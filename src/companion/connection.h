@@ -67,8 +67,57 @@ struct NetworkInfo {
   bool proxy_socket = false;
 };
 
-// Members in an order that leaves no padding between them (816 bytes, not 856: a stored
-// connection is one of these per connection; connection_memory_test.cc holds the size).
+// A member that most stored connections never hold (a detail, or TLS facts for a connection
+// without TLS), kept out of line: a pointer while absent, read as T's default, made on the
+// first write. Copies are deep, so a Connection stays a plain value.
+//
+// Reading through a const Connection (every stored one: ConnectionPtr) never allocates; the
+// non-const `*` and `->` make the value, so code that builds a stored connection reads its
+// boxes through a const reference (connection_memory_test.cc holds the registry's bytes).
+template <typename T>
+class Boxed {
+ public:
+  Boxed() = default;
+  Boxed(const T& value) : value_(std::make_unique<T>(value)) {}  // NOLINT: a value's stand-in
+  Boxed(const Boxed& other) : value_(other.value_ ? std::make_unique<T>(*other.value_) : nullptr) {}
+  Boxed(Boxed&&) noexcept = default;
+  Boxed& operator=(const Boxed& other) {
+    if (this != &other) value_ = other.value_ ? std::make_unique<T>(*other.value_) : nullptr;
+    return *this;
+  }
+  Boxed& operator=(Boxed&&) noexcept = default;
+  Boxed& operator=(const T& value) {
+    **this = value;
+    return *this;
+  }
+  Boxed& operator=(T&& value) {
+    **this = std::move(value);
+    return *this;
+  }
+  ~Boxed() = default;
+
+  const T& operator*() const { return value_ ? *value_ : Default(); }
+  const T* operator->() const { return &**this; }
+  operator const T&() const { return **this; }  // NOLINT: read where a T is expected
+  T& operator*() {
+    if (!value_) value_ = std::make_unique<T>();
+    return *value_;
+  }
+  T* operator->() { return &**this; }
+  // Whether it was ever written (a copy of a stored connection holds none).
+  bool held() const { return value_ != nullptr; }
+
+ private:
+  static const T& Default() {
+    static const T kDefault{};
+    return kDefault;
+  }
+  std::unique_ptr<T> value_;
+};
+
+// Members in an order that leaves no padding between them, and the details that a stored
+// connection never holds kept out of line (Boxed): 456 bytes, not 816 (856 with padding). A
+// stored connection is one of these per connection; connection_memory_test.cc holds the size.
 struct Connection {
   std::uint64_t seq = 0;  // broker-side sequence number: unique for the broker's lifetime
   std::string uid;        // UUID4, "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx"
@@ -103,32 +152,32 @@ struct Connection {
   // Fleet answers only (companion/fleet/): the client id is open on another broker of the fleet
   // too. Never set by the registry.
   bool duplicate_client_id = false;
-  TlsInfo tls;
+  Boxed<TlsInfo> tls;
   AuthenticationInfo authentication;
   std::vector<Subscription> subscriptions;
   // Time since the client last sent anything; -1 when unknown. Open connections: the socket's
   // tcp_info (network.since_last_receive_ns); closed ones: as the broker read it at close.
   std::int64_t idle_ns = -1;
-  NetworkInfo network;  // open TCP connections only
-  RequestStatistics total_statistics;
-  RequestStatistics recent_statistics;  // the previous complete one-minute window
+  Boxed<NetworkInfo> network;  // open TCP connections only
+  Boxed<RequestStatistics> total_statistics;
+  Boxed<RequestStatistics> recent_statistics;  // the previous complete one-minute window
   // The broker's own bridges: the name of its `connection` whose local_clientid this is (from
   // the broker's configuration); empty otherwise.
   std::string bridge_name;
   // What the broker holds for an open connection (a detail, like total_statistics): unknown
   // for closed connections and offline sessions, and wherever the client layout is not
   // verified.
-  MessageCounts messages;
+  Boxed<MessageCounts> messages;
   // Messages the broker dropped for an open connection, by cause (a detail, like `messages`):
   // unknown where this broker hides them (link/connection.h: MessageDrops), for closed
   // connections and offline sessions.
-  MessageDrops drops;
+  Boxed<MessageDrops> drops;
   // Connects and takeovers of its client id in the last minute and hour, and the id's two
   // latest addresses (a detail: they change with time; flapping_tracker.h).
-  FlappingCounts flapping;
+  Boxed<FlappingCounts> flapping;
   // ACL denials of its PUBLISHes and SUBSCRIBE filters (a detail, read from its statistics
   // slot like total_statistics; link/connection.h). Not shown where the broker hides them.
-  Denials denials;
+  Boxed<Denials> denials;
 };
 
 }  // namespace mqc

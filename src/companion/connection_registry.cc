@@ -147,12 +147,16 @@ ConnectionRegistry::Entry ConnectionRegistry::FromEvent(const ConnectionEvent& e
       c.listener_name = ListenerName(listener);
       // Behind a load balancer that ends TLS, the broker refuses a PROXY v2 header without TLS
       // facts where the listener says so; it keeps none of those facts for a client.
-      c.tls.enabled =
-          listener.tls || (listener.proxy_protocol == 2 && listener.proxy_v2_require_tls);
+      // Written only when true: a connection without TLS holds no TlsInfo (Boxed).
+      if (listener.tls || (listener.proxy_protocol == 2 && listener.proxy_v2_require_tls)) {
+        c.tls->enabled = true;
+      }
       break;
     }
   }
-  c.tls.peer_certificate_subject = event.peer_certificate_subject;
+  if (!event.peer_certificate_subject.empty()) {
+    c.tls->peer_certificate_subject = event.peer_certificate_subject;
+  }
   c.authentication.mechanism = event.auth_mechanism;
   c.authentication.state = event.auth_state;
   c.authentication.user_principal =
@@ -239,7 +243,7 @@ void ConnectionRegistry::Apply(const CloseEvent& event, std::int64_t now_ns) {
   connection->idle_ns = event.idle_ns;
   // The broker writes no denial of a closed connection: read once, while its slot is still its
   // own (a slot taken by a later CONNECT leaves them not shown).
-  ReadDenialsOf(window, event.seq, &connection->denials);
+  ReadDenialsOf(window, event.seq, &*connection->denials);
   // Its traffic of the minute it closed in is shown once that minute has ended: now, when the
   // close is read after the boundary, else at the next roll (RollClosedMinutes).
   // The minute it closed in is the registry's current window for a close stamped in it or
@@ -549,10 +553,10 @@ std::vector<Connection> ConnectionRegistry::CopyAll(bool with_totals) const {
     all.push_back(*entry.connection);
     all.back().recent_statistics = entry.recent;
     if (!with_totals) continue;
-    if (auto totals = ReadTotals(entry, &all.back().messages, &all.back().drops)) {
+    if (auto totals = ReadTotals(entry, &*all.back().messages, &*all.back().drops)) {
       all.back().total_statistics = *totals;
     }
-    ReadDenialsOf(entry, seq, &all.back().denials);
+    ReadDenialsOf(entry, seq, &*all.back().denials);
     AddFlapping(&all.back(), now_ns);
   }
   for (const ConnectionPtr& connection : closed_) {
@@ -616,10 +620,10 @@ void ConnectionRegistry::AddDetails(std::vector<Connection>* connections) const 
     auto it = open_.find(connection.seq);
     if (it == open_.end()) continue;
     connection.recent_statistics = it->second.recent;
-    if (auto totals = ReadTotals(it->second, &connection.messages, &connection.drops)) {
+    if (auto totals = ReadTotals(it->second, &*connection.messages, &*connection.drops)) {
       connection.total_statistics = *totals;
     }
-    ReadDenialsOf(it->second, connection.seq, &connection.denials);
+    ReadDenialsOf(it->second, connection.seq, &*connection.denials);
   }
 }
 

@@ -190,7 +190,7 @@ TEST_F(CompanionTest, TheWindowTurnsAtTheMinute) {
   companion_->Step(kTestTime0 + 58 * kTestSecond);
   const auto recent = [this] {
     for (const Connection& c : registry_->Snapshot()) {
-      if (c.seq == 1) return c.recent_statistics.publish_count;
+      if (c.seq == 1) return c.recent_statistics->publish_count;
     }
     return std::uint64_t{999};
   };

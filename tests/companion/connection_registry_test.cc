@@ -243,10 +243,10 @@ TEST_F(ConnectionRegistryTest, FlappingCountsComeWithTheDetails) {
   EXPECT_EQ(counts[4].takeovers_last_hour, 0u);
   // The plain snapshot carries no details; AddDetails fills them for the rows a caller keeps.
   std::vector<Connection> plain = registry_.Snapshot();
-  for (const Connection& c : plain) EXPECT_EQ(c.flapping.connects_last_minute, 0u);
+  for (const Connection& c : plain) EXPECT_EQ(c.flapping->connects_last_minute, 0u);
   registry_.AddDetails(&plain);
   for (const Connection& c : plain) {
-    EXPECT_EQ(c.flapping.connects_last_minute, c.client_id == "twin" ? 2u : 1u) << c.seq;
+    EXPECT_EQ(c.flapping->connects_last_minute, c.client_id == "twin" ? 2u : 1u) << c.seq;
   }
 }
 
@@ -767,7 +767,7 @@ class RegistryDetailsTest : public ::testing::Test {
     std::vector<std::pair<std::string, bool>> listeners;
     for (std::uint64_t seq = 1; seq <= ports.size(); ++seq) {
       const Connection c = Stored(seq);
-      listeners.emplace_back(c.listener_name, c.tls.enabled);
+      listeners.emplace_back(c.listener_name, c.tls->enabled);
     }
     return listeners;
   }
@@ -814,13 +814,13 @@ TEST_F(RegistryDetailsTest, DetailedSnapshotReadsTheSlotOnlyWhileItIsTheConnecti
   Bump(slots_[0].publish_count, 5);
   Bump(slots_[0].deliver_bytes, 70);
   auto c = Find(registry_->DetailedSnapshot(), 1);
-  EXPECT_EQ(c.total_statistics.publish_count, 5u);
-  EXPECT_EQ(c.total_statistics.deliver_bytes, 70u);
+  EXPECT_EQ(c.total_statistics->publish_count, 5u);
+  EXPECT_EQ(c.total_statistics->deliver_bytes, 70u);
   EXPECT_EQ(c.idle_ns, -1);  // the kernel's to tell (NetworkInfoCache), not the slot's
-  EXPECT_EQ(Find(registry_->Snapshot(), 1).total_statistics.publish_count, 0u);
+  EXPECT_EQ(Find(registry_->Snapshot(), 1).total_statistics->publish_count, 0u);
   slots_[0].seq.store(99);  // the broker gave the slot to another connection
   c = Find(registry_->DetailedSnapshot(), 1);
-  EXPECT_EQ(c.total_statistics.publish_count, 0u);
+  EXPECT_EQ(c.total_statistics->publish_count, 0u);
 }
 
 // The message counts come with the totals, under the same ownership check; until the broker
@@ -828,21 +828,21 @@ TEST_F(RegistryDetailsTest, DetailedSnapshotReadsTheSlotOnlyWhileItIsTheConnecti
 TEST_F(RegistryDetailsTest, MessageCountsAreReadWithTheTotals) {
   Open(1, 1883, 0, 0);
   Connection c = Find(registry_->DetailedSnapshot(), 1);
-  EXPECT_EQ(c.messages.out.known, MessageQueue::Known::kUnknown);
+  EXPECT_EQ(c.messages->out.known, MessageQueue::Known::kUnknown);
   MessageCounts counts;
   counts.out = {MessageQueue::Known::kSplit, 96, 4, 100};
   counts.in = {MessageQueue::Known::kSplit, 0, 2, 2};
   StoreMessageCounts(slots_[0], counts);
   c = Find(registry_->DetailedSnapshot(), 1);
-  EXPECT_EQ(c.messages.out, counts.out);
-  EXPECT_EQ(c.messages.in, counts.in);
+  EXPECT_EQ(c.messages->out, counts.out);
+  EXPECT_EQ(c.messages->in, counts.in);
   std::vector<Connection> page = {Find(registry_->Snapshot(), 1)};
-  EXPECT_EQ(page[0].messages.out.known, MessageQueue::Known::kUnknown);  // a detail
+  EXPECT_EQ(page[0].messages->out.known, MessageQueue::Known::kUnknown);  // a detail
   registry_->AddDetails(&page);
-  EXPECT_EQ(page[0].messages.out, counts.out);
+  EXPECT_EQ(page[0].messages->out, counts.out);
   slots_[0].seq.store(99);
   c = Find(registry_->DetailedSnapshot(), 1);
-  EXPECT_EQ(c.messages.out.known, MessageQueue::Known::kUnknown);
+  EXPECT_EQ(c.messages->out.known, MessageQueue::Known::kUnknown);
 }
 
 TEST_F(RegistryDetailsTest, RecentStatisticsAreThePreviousCompleteMinute) {
@@ -850,15 +850,15 @@ TEST_F(RegistryDetailsTest, RecentStatisticsAreThePreviousCompleteMinute) {
   Bump(slots_[0].publish_count, 3);  // during minute 10
   registry_->RollStatisticsWindow(10 * kMinute + 6);
   registry_->RollStatisticsWindow(11 * kMinute);  // minute 10 ends
-  EXPECT_EQ(Find(registry_->DetailedSnapshot(), 1).recent_statistics.publish_count, 3u);
+  EXPECT_EQ(Find(registry_->DetailedSnapshot(), 1).recent_statistics->publish_count, 3u);
   Bump(slots_[0].publish_count, 4);                                // during minute 11
   registry_->RollStatisticsWindow(11 * kMinute + 30'000'000'000);  // same minute: no change
-  EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics.publish_count, 3u);
+  EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics->publish_count, 3u);
   registry_->RollStatisticsWindow(12 * kMinute + 1);
-  EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics.publish_count, 4u);
-  EXPECT_EQ(Find(registry_->DetailedSnapshot(), 1).total_statistics.publish_count, 7u);
+  EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics->publish_count, 4u);
+  EXPECT_EQ(Find(registry_->DetailedSnapshot(), 1).total_statistics->publish_count, 7u);
   registry_->RollStatisticsWindow(15 * kMinute);  // minutes were missed: no complete window
-  EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics.publish_count, 0u);
+  EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics->publish_count, 0u);
 }
 
 // The report this came from: a client connects and at once publishes 300 messages; the
@@ -872,11 +872,11 @@ TEST_F(RegistryDetailsTest, TrafficBeforeTheCompanionSawTheConnectionCountsInIts
   Bump(slots_[0].deliver_count, 2);
   Open(1, 1883, 0, 10 * kMinute + 20'000'000'000, 10 * kMinute + 10'000'000'000);
   Bump(slots_[0].publish_count, 5);
-  EXPECT_EQ(Find(registry_->DetailedSnapshot(), 1).total_statistics.publish_count, 305u);
+  EXPECT_EQ(Find(registry_->DetailedSnapshot(), 1).total_statistics->publish_count, 305u);
   registry_->RollStatisticsWindow(11 * kMinute);
   const Connection c = Find(registry_->DetailedSnapshot(), 1);
-  EXPECT_EQ(c.recent_statistics.publish_count, 305u);
-  EXPECT_EQ(c.recent_statistics.deliver_count, 2u);
+  EXPECT_EQ(c.recent_statistics->publish_count, 305u);
+  EXPECT_EQ(c.recent_statistics->deliver_count, 2u);
   const auto top = TopClients(*registry_, 5);
   ASSERT_EQ(top.size(), 1u);
   EXPECT_EQ(top[0].client_id, "c1");
@@ -884,7 +884,7 @@ TEST_F(RegistryDetailsTest, TrafficBeforeTheCompanionSawTheConnectionCountsInIts
   // The next minute is the connection's own again.
   Bump(slots_[0].publish_count, 4);
   registry_->RollStatisticsWindow(12 * kMinute);
-  EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics.publish_count, 4u);
+  EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics->publish_count, 4u);
 }
 
 // A persistent session that resumes is a new connection (its own seq and slot, zeroed): the
@@ -904,8 +904,8 @@ TEST_F(RegistryDetailsTest, AResumedSessionCountsTheDeliveriesOfItsResume) {
   Apply(EventType::kOfflineSessionEnd, OfflineSessionEndEvent{1}, 10 * kMinute + 40'000'000'000);
   Open(2, 1883, 1, 10 * kMinute + 40'000'000'000, 10 * kMinute + 30'000'000'000);
   registry_->RollStatisticsWindow(11 * kMinute);
-  EXPECT_EQ(Find(registry_->DetailedSnapshot(), 2).recent_statistics.deliver_count, 20u);
-  EXPECT_EQ(Find(registry_->DetailedSnapshot(), 2).recent_statistics.deliver_bytes, 200u);
+  EXPECT_EQ(Find(registry_->DetailedSnapshot(), 2).recent_statistics->deliver_count, 20u);
+  EXPECT_EQ(Find(registry_->DetailedSnapshot(), 2).recent_statistics->deliver_bytes, 200u);
   const auto top = TopClients(*registry_, 5);
   ASSERT_EQ(top.size(), 1u);
   EXPECT_EQ(top[0].client_id, "c2");
@@ -935,13 +935,13 @@ TEST_F(RegistryDetailsTest, ARestartedCompanionKnowsTheMinuteOfConnectionsOpened
     Bump(slots_[0].publish_count, 5);
     Bump(slots_[1].publish_count, 5);
     registry_->RollStatisticsWindow(11 * kMinute);
-    EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics.publish_count, 35u);  // exact
-    EXPECT_EQ(Find(registry_->Snapshot(), 2).recent_statistics.publish_count, 5u);   // seen only
+    EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics->publish_count, 35u);  // exact
+    EXPECT_EQ(Find(registry_->Snapshot(), 2).recent_statistics->publish_count, 5u);   // seen only
     Bump(slots_[0].publish_count, 7);
     Bump(slots_[1].publish_count, 7);
     registry_->RollStatisticsWindow(12 * kMinute);
-    EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics.publish_count, 7u);
-    EXPECT_EQ(Find(registry_->Snapshot(), 2).recent_statistics.publish_count, 7u);
+    EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics->publish_count, 7u);
+    EXPECT_EQ(Find(registry_->Snapshot(), 2).recent_statistics->publish_count, 7u);
   }
 }
 
@@ -956,9 +956,9 @@ TEST_F(RegistryDetailsTest, AMinuteThatEndsDuringAResyncEndsForTheStagedConnecti
   registry_->RollStatisticsWindow(11 * kMinute);
   Bump(slots_[0].publish_count, 4);  // minute 11
   Apply(EventType::kResyncEnd, ResyncEvent{1}, 11 * kMinute + 1);
-  EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics.publish_count, 3u);
+  EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics->publish_count, 3u);
   registry_->RollStatisticsWindow(12 * kMinute);
-  EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics.publish_count, 4u);
+  EXPECT_EQ(Find(registry_->Snapshot(), 1).recent_statistics->publish_count, 4u);
 }
 
 using TopList = std::vector<std::pair<std::string, std::uint64_t>>;
@@ -983,8 +983,8 @@ TEST_F(RegistryDetailsTest, AConnectionThatBurstsAndLeavesWithinAMinuteShowsItTh
       Close(1, 0, close, close + 1);
       const Connection c = Stored(1);
       EXPECT_EQ(c.state, ConnectionState::kClosed);
-      EXPECT_EQ(c.total_statistics.publish_count, 300u);
-      EXPECT_EQ(c.recent_statistics.publish_count, 0u);  // minute 9: it was not there
+      EXPECT_EQ(c.total_statistics->publish_count, 300u);
+      EXPECT_EQ(c.recent_statistics->publish_count, 0u);  // minute 9: it was not there
       EXPECT_TRUE(TopClients(*registry_, 5).empty());
       registry_->RollStatisticsWindow(11 * kMinute);
     } else {
@@ -996,16 +996,16 @@ TEST_F(RegistryDetailsTest, AConnectionThatBurstsAndLeavesWithinAMinuteShowsItTh
             11 * kMinute + 6);
     }
     Connection c = Stored(1);
-    EXPECT_EQ(c.recent_statistics.publish_count, 300u);
-    EXPECT_EQ(c.recent_statistics.publish_bytes, 3000u);
-    EXPECT_EQ(c.recent_statistics.deliver_count, 2u);
-    EXPECT_EQ(Find(registry_->DetailedSnapshot(), 1).recent_statistics.publish_count, 300u);
+    EXPECT_EQ(c.recent_statistics->publish_count, 300u);
+    EXPECT_EQ(c.recent_statistics->publish_bytes, 3000u);
+    EXPECT_EQ(c.recent_statistics->deliver_count, 2u);
+    EXPECT_EQ(Find(registry_->DetailedSnapshot(), 1).recent_statistics->publish_count, 300u);
     EXPECT_EQ(Top(5), (TopList{{"c1", 302}}));
     registry_->RollStatisticsWindow(12 * kMinute);
     c = Stored(1);
-    EXPECT_EQ(c.recent_statistics.publish_count, 0u);  // minute 11: it was gone
-    EXPECT_EQ(c.recent_statistics.deliver_count, 0u);
-    EXPECT_EQ(c.total_statistics.publish_count, 300u);
+    EXPECT_EQ(c.recent_statistics->publish_count, 0u);  // minute 11: it was gone
+    EXPECT_EQ(c.recent_statistics->deliver_count, 0u);
+    EXPECT_EQ(c.total_statistics->publish_count, 300u);
     EXPECT_TRUE(TopClients(*registry_, 5).empty());
   }
 }
@@ -1025,17 +1025,17 @@ TEST_F(RegistryDetailsTest, AClosedConnectionShowsItsLastMinuteWhenThatMinuteEnd
     const std::int64_t close = 10 * kMinute + 30'000'000'000;
     if (!read_late) {
       Close(1, 0, close, close + 1);
-      EXPECT_EQ(Stored(1).recent_statistics.publish_count, 5u);
+      EXPECT_EQ(Stored(1).recent_statistics->publish_count, 5u);
       EXPECT_EQ(Top(5), (TopList{{"c1", 5}}));
       registry_->RollStatisticsWindow(11 * kMinute);
     } else {
       registry_->RollStatisticsWindow(11 * kMinute);  // reads the slot's final figures
       Close(1, 0, close, 11 * kMinute + 1);
     }
-    EXPECT_EQ(Stored(1).recent_statistics.publish_count, 7u);
+    EXPECT_EQ(Stored(1).recent_statistics->publish_count, 7u);
     EXPECT_EQ(Top(5), (TopList{{"c1", 7}}));
     registry_->RollStatisticsWindow(12 * kMinute);
-    EXPECT_EQ(Stored(1).recent_statistics.publish_count, 0u);
+    EXPECT_EQ(Stored(1).recent_statistics->publish_count, 0u);
     EXPECT_TRUE(TopClients(*registry_, 5).empty());
   }
 }
@@ -1049,7 +1049,7 @@ TEST_F(RegistryDetailsTest, AClosedConnectionShowsNothingForMinutesAfterItsClose
   Bump(slots_[0].publish_count, 4);
   Close(1, 0, 10 * kMinute + 3, 10 * kMinute + 4);
   registry_->RollStatisticsWindow(13 * kMinute);
-  EXPECT_EQ(Stored(1).recent_statistics.publish_count, 0u);
+  EXPECT_EQ(Stored(1).recent_statistics->publish_count, 0u);
   EXPECT_TRUE(TopClients(*registry_, 5).empty());
   // Read only two minutes after its close: nothing to show either.
   Assign(1, 2);
@@ -1058,7 +1058,7 @@ TEST_F(RegistryDetailsTest, AClosedConnectionShowsNothingForMinutesAfterItsClose
   Open(2, 1883, 1, 13 * kMinute + 1, 11 * kMinute + 1);
   Apply(EventType::kClose, CloseEvent{2, 11 * kMinute + 2, CloseReason::kClientDisconnect, totals},
         13 * kMinute + 2);
-  EXPECT_EQ(Stored(2).recent_statistics.publish_count, 0u);
+  EXPECT_EQ(Stored(2).recent_statistics->publish_count, 0u);
   EXPECT_TRUE(TopClients(*registry_, 5).empty());
 }
 
@@ -1120,13 +1120,13 @@ TEST(ConnectionRegistryChangesTest, AClosedConnectionsMinuteIsNoChangeOfTheStrea
   registry.RollStatisticsWindow(11 * kMinute);
   EXPECT_EQ(changes.last_sequence(), last);
   ASSERT_EQ(before->size(), 1u);
-  EXPECT_EQ((*before)[0]->recent_statistics.publish_count, 0u);
+  EXPECT_EQ((*before)[0]->recent_statistics->publish_count, 0u);
   const ConnectionList after = registry.SharedSnapshot();
   ASSERT_EQ(after->size(), 1u);
-  EXPECT_EQ((*after)[0]->recent_statistics.publish_count, 9u);
+  EXPECT_EQ((*after)[0]->recent_statistics->publish_count, 9u);
   const auto found = registry.FindByClientId("burst");
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0]->recent_statistics.publish_count, 9u);
+  EXPECT_EQ(found[0]->recent_statistics->publish_count, 9u);
 }
 
 TEST_F(RegistryDetailsTest, AClosedConnectionKeepsTheTotalsAndIdleOfItsClose) {
@@ -1137,8 +1137,8 @@ TEST_F(RegistryDetailsTest, AClosedConnectionKeepsTheTotalsAndIdleOfItsClose) {
   ASSERT_TRUE(ApplyEventRecord(registry_.get(), EventType::kClose, bytes, 5));
   const Connection c = Find(registry_->DetailedSnapshot(), 1);
   EXPECT_EQ(c.state, ConnectionState::kClosed);
-  EXPECT_EQ(c.total_statistics.publish_count, 9u);
-  EXPECT_EQ(c.total_statistics.request_count, 12u);
+  EXPECT_EQ(c.total_statistics->publish_count, 9u);
+  EXPECT_EQ(c.total_statistics->request_count, 12u);
   EXPECT_EQ(c.idle_ns, 2'000'000'000);
 }
 
@@ -1153,8 +1153,8 @@ TEST_F(RegistryDetailsTest, AddDetailsFillsThePageCopiesOfOpenConnections) {
   const ConnectionList all = registry_->SharedSnapshot();
   for (const ConnectionPtr& c : *all) {
     // Stored connections carry no details.
-    EXPECT_EQ(c->total_statistics.publish_count, 0u);
-    EXPECT_EQ(c->recent_statistics.publish_count, 0u);
+    EXPECT_EQ(c->total_statistics->publish_count, 0u);
+    EXPECT_EQ(c->recent_statistics->publish_count, 0u);
     EXPECT_EQ(c->idle_ns, -1);
     page.push_back(*c);
   }
@@ -1165,10 +1165,10 @@ TEST_F(RegistryDetailsTest, AddDetailsFillsThePageCopiesOfOpenConnections) {
   ASSERT_TRUE(ApplyEventRecord(registry_.get(), EventType::kClose, bytes, 11 * kMinute));
   registry_->AddDetails(&page);
   const Connection one = Find(page, 1);
-  EXPECT_EQ(one.total_statistics.publish_count, 5u);
-  EXPECT_EQ(one.recent_statistics.publish_count, 3u);
+  EXPECT_EQ(one.total_statistics->publish_count, 5u);
+  EXPECT_EQ(one.recent_statistics->publish_count, 3u);
   EXPECT_EQ(one.idle_ns, -1);  // idle time comes from the kernel (NetworkInfoCache), not here
-  EXPECT_EQ(Find(page, 2).total_statistics.publish_count, 0u);
+  EXPECT_EQ(Find(page, 2).total_statistics->publish_count, 0u);
   EXPECT_EQ(Find(page, 2).state, ConnectionState::kOpen);
 }
 

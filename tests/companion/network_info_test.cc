@@ -54,22 +54,22 @@ TEST(MatchSocketsTest, AnIpv4ConnectionGetsItsSocketsFigures) {
       {Socket(AF_INET, "127.0.0.1", 50001, 1883, 7), Socket(AF_INET, "127.0.0.1", 50000, 1883, 42)},
       0, &connections);
   const Connection& c = connections[0];
-  ASSERT_TRUE(c.network.known);
-  EXPECT_EQ(c.network.rtt_us, 42u);
-  EXPECT_EQ(c.network.rtt_variance_us, 21u);
-  EXPECT_EQ(c.network.retransmits, 3u);
-  EXPECT_EQ(c.network.send_queue_bytes, 10u);
-  EXPECT_EQ(c.network.receive_queue_bytes, 20u);
-  EXPECT_EQ(c.network.since_last_receive_ns, 1500 * kMs);
-  EXPECT_EQ(c.network.since_last_send_ns, 200 * kMs);
+  ASSERT_TRUE(c.network->known);
+  EXPECT_EQ(c.network->rtt_us, 42u);
+  EXPECT_EQ(c.network->rtt_variance_us, 21u);
+  EXPECT_EQ(c.network->retransmits, 3u);
+  EXPECT_EQ(c.network->send_queue_bytes, 10u);
+  EXPECT_EQ(c.network->receive_queue_bytes, 20u);
+  EXPECT_EQ(c.network->since_last_receive_ns, 1500 * kMs);
+  EXPECT_EQ(c.network->since_last_send_ns, 200 * kMs);
   EXPECT_EQ(c.idle_ns, 1500 * kMs);  // idleDuration is the time since data last arrived
 }
 
 TEST(MatchSocketsTest, DurationsAreAdvancedByTheDumpsAge) {
   std::vector<Connection> connections = {Open("127.0.0.1", 50000, 1883)};
   MatchSockets({Socket(AF_INET, "127.0.0.1", 50000, 1883)}, 300 * kMs, &connections);
-  EXPECT_EQ(connections[0].network.since_last_receive_ns, 1800 * kMs);
-  EXPECT_EQ(connections[0].network.since_last_send_ns, 500 * kMs);
+  EXPECT_EQ(connections[0].network->since_last_receive_ns, 1800 * kMs);
+  EXPECT_EQ(connections[0].network->since_last_send_ns, 500 * kMs);
   EXPECT_EQ(connections[0].idle_ns, 1800 * kMs);
 }
 
@@ -102,15 +102,15 @@ TEST(MatchSocketsTest, EachConnectionFindsItsOwnSocket) {
     SCOPED_TRACE(c.name);
     std::vector<Connection> connections = c.connections;
     MatchSockets(c.sockets, 0, &connections);
-    EXPECT_EQ(connections[0].network.rtt_us, 11u);
-    EXPECT_EQ(connections[1].network.rtt_us, 12u);
+    EXPECT_EQ(connections[0].network->rtt_us, 11u);
+    EXPECT_EQ(connections[1].network->rtt_us, 12u);
   }
 }
 
 TEST(MatchSocketsTest, AnotherAddressWithTheSamePortsIsNotTheConnections) {
   std::vector<Connection> other = {Open("127.0.0.2", 50000, 1883)};
   MatchSockets({Socket(AF_INET6, "::ffff:127.0.0.1", 50000, 1883)}, 0, &other);
-  EXPECT_FALSE(other[0].network.known);
+  EXPECT_FALSE(other[0].network->known);
 }
 
 // Behind a load balancer (a PROXY protocol listener) the broker's socket is the balancer's: the
@@ -126,25 +126,25 @@ TEST(MatchSocketsTest, AProxiedConnectionGetsTheBalancersSocketMarkedAsSuch) {
                 Socket(AF_INET, "127.0.0.1", 41000, 1884, 42),
                 Socket(AF_INET, "127.0.0.1", 50001, 1884, 9)},
                0, &connections);
-  ASSERT_TRUE(connections[0].network.known);
-  EXPECT_EQ(connections[0].network.rtt_us, 42u);
-  EXPECT_TRUE(connections[0].network.proxy_socket);
-  ASSERT_TRUE(connections[1].network.known);
-  EXPECT_EQ(connections[1].network.rtt_us, 9u);
-  EXPECT_FALSE(connections[1].network.proxy_socket);
+  ASSERT_TRUE(connections[0].network->known);
+  EXPECT_EQ(connections[0].network->rtt_us, 42u);
+  EXPECT_TRUE(connections[0].network->proxy_socket);
+  ASSERT_TRUE(connections[1].network->known);
+  EXPECT_EQ(connections[1].network->rtt_us, 9u);
+  EXPECT_FALSE(connections[1].network->proxy_socket);
 
   // The client's own port unknown (the broker's client layout not verified): the balancer's
   // socket is still known.
   proxied.port = 0;
   connections = {proxied};
   MatchSockets({Socket(AF_INET, "127.0.0.1", 41000, 1884, 42)}, 0, &connections);
-  ASSERT_TRUE(connections[0].network.known);
-  EXPECT_EQ(connections[0].network.rtt_us, 42u);
+  ASSERT_TRUE(connections[0].network->known);
+  EXPECT_EQ(connections[0].network->rtt_us, 42u);
   // And without the balancer's socket in the dump, nothing.
   connections = {proxied};
   connections[0].port = 50709;
   MatchSockets({Socket(AF_INET, "127.0.0.7", 50709, 1884, 7)}, 0, &connections);
-  EXPECT_FALSE(connections[0].network.known);
+  EXPECT_FALSE(connections[0].network->known);
 }
 
 TEST(MatchSocketsTest, UnknownPortsUnixSocketsAndClosedConnectionsGetNothing) {
@@ -162,7 +162,7 @@ TEST(MatchSocketsTest, UnknownPortsUnixSocketsAndClosedConnectionsGetNothing) {
       {Socket(AF_INET, "127.0.0.1", 50000, 1883), Socket(AF_INET, "127.0.0.1", 50001, 1883),
        Socket(AF_INET, "127.0.0.1", 50002, 1883), Socket(AF_INET, "0.0.0.0", 0, 1883)},
       0, &connections);
-  for (const Connection& c : connections) EXPECT_FALSE(c.network.known);
+  for (const Connection& c : connections) EXPECT_FALSE(c.network->known);
   EXPECT_EQ(connections[0].idle_ns, -1);
   EXPECT_EQ(connections[4].idle_ns, 9 * kMs);
 }
@@ -176,8 +176,8 @@ TEST(MatchSocketsTest, ASocketSharingItsKeyCountsOnlyWhenItAloneIsEstablished) {
       {closing, Socket(AF_INET, "127.0.0.1", 50000, 1883, 2),
        Socket(AF_INET, "127.0.0.1", 50001, 1883, 3), Socket(AF_INET, "127.0.0.1", 50001, 1883, 4)},
       0, &connections);
-  EXPECT_EQ(connections[0].network.rtt_us, 2u);
-  EXPECT_FALSE(connections[1].network.known);  // two established: which one is unknown
+  EXPECT_EQ(connections[0].network->rtt_us, 2u);
+  EXPECT_FALSE(connections[1].network->known);  // two established: which one is unknown
 }
 
 // --- the cache ------------------------------------------------------------------------------
@@ -220,19 +220,19 @@ class NetworkInfoCacheTest : public ::testing::Test {
 
 TEST_F(NetworkInfoCacheTest, ABurstOfRequestsCostsOneDump) {
   NetworkInfoCache cache(Options());
-  EXPECT_EQ(Fill(&cache)[0].network.rtt_us, 40u);
+  EXPECT_EQ(Fill(&cache)[0].network->rtt_us, 40u);
   rtt_ = 41;
   now_ += 999 * kMs;
   const std::vector<Connection> later = Fill(&cache);
-  EXPECT_EQ(later[0].network.rtt_us, 40u);  // the same dump
-  EXPECT_EQ(later[0].network.since_last_receive_ns, (1500 + 999) * kMs);
+  EXPECT_EQ(later[0].network->rtt_us, 40u);  // the same dump
+  EXPECT_EQ(later[0].network->since_last_receive_ns, (1500 + 999) * kMs);
   EXPECT_EQ(cache.dumps(), 1u);
   ASSERT_EQ(requests_.size(), 1u);
   EXPECT_THAT(requests_[0].local_ports, ::testing::ElementsAre(1883));
   EXPECT_GE(requests_[0].max_sockets, 2u);
   EXPECT_GT(requests_[0].timeout_ms, 0);
   now_ += 1 * kMs;  // a second old: taken again
-  EXPECT_EQ(Fill(&cache)[0].network.rtt_us, 41u);
+  EXPECT_EQ(Fill(&cache)[0].network->rtt_us, 41u);
   EXPECT_EQ(cache.dumps(), 2u);
 }
 
@@ -252,8 +252,8 @@ TEST_F(NetworkInfoCacheTest, RequestsInUseKeepTheDumpFreshInTheBackground) {
   EXPECT_THAT(requests_.back().local_ports, ::testing::ElementsAre(1883));
   now_ += 900 * kMs;  // 1.7 s after the first dump, 0.9 s after the second: no wait
   const std::vector<Connection> later = Fill(&cache);
-  EXPECT_EQ(later[0].network.rtt_us, 41u);
-  EXPECT_EQ(later[0].network.since_last_receive_ns, (1500 + 900) * kMs);
+  EXPECT_EQ(later[0].network->rtt_us, 41u);
+  EXPECT_EQ(later[0].network->since_last_receive_ns, (1500 + 900) * kMs);
   EXPECT_EQ(cache.dumps(), 2u);
   for (int i = 0; i < 20; ++i) {  // 20 s without a request
     now_ += 1000 * kMs;
@@ -288,15 +288,15 @@ TEST_F(NetworkInfoCacheTest, AConnectionNewerThanTheDumpTakesANewOneAfterAQuarte
 TEST_F(NetworkInfoCacheTest, APortTheLastDumpDidNotCoverTakesANewOne) {
   NetworkInfoCache cache(Options());
   Fill(&cache, 1883);
-  EXPECT_EQ(Fill(&cache, 8883)[0].network.rtt_us, 40u);
+  EXPECT_EQ(Fill(&cache, 8883)[0].network->rtt_us, 40u);
   EXPECT_EQ(cache.dumps(), 2u);
   // The new dump covered both listeners: neither takes another within the second.
   EXPECT_THAT(requests_.back().local_ports, ::testing::ElementsAre(1883, 8883));
   Fill(&cache, 1883);
   std::vector<Connection> both = {Open("127.0.0.1", 50000, 8883), Open("127.0.0.1", 50000, 1883)};
   cache.Fill(&both);
-  EXPECT_TRUE(both[0].network.known);
-  EXPECT_TRUE(both[1].network.known);
+  EXPECT_TRUE(both[0].network->known);
+  EXPECT_TRUE(both[1].network->known);
   EXPECT_EQ(cache.dumps(), 2u);
 }
 
@@ -313,7 +313,7 @@ TEST_F(NetworkInfoCacheTest, AFailedDumpLeavesTheFieldsUnknownIsToldOnceAndWaits
   error_ = "sock_diag socket: Protocol not supported";
   NetworkInfoCache cache(Options());
   std::vector<Connection> connections = Fill(&cache);
-  EXPECT_FALSE(connections[0].network.known);
+  EXPECT_FALSE(connections[0].network->known);
   EXPECT_EQ(connections[0].idle_ns, -1);
   Fill(&cache);
   now_ += 500 * kMs;
@@ -330,7 +330,7 @@ TEST_F(NetworkInfoCacheTest, AFailedDumpLeavesTheFieldsUnknownIsToldOnceAndWaits
   EXPECT_THAT(log_[0], ::testing::HasSubstr("Protocol not supported"));
   error_.clear();  // netlink works again
   now_ += 1000 * kMs;
-  EXPECT_TRUE(Fill(&cache)[0].network.known);
+  EXPECT_TRUE(Fill(&cache)[0].network->known);
 }
 
 }  // namespace

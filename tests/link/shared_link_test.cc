@@ -396,7 +396,7 @@ TEST_F(SharedLinkTest, ADetailedRequestAsksNothingOfTheBroker) {
   for (int i = 0; i < 20; ++i) {
     const std::vector<Connection> all = source.Snapshot();
     ASSERT_EQ(all.size(), 1u);
-    EXPECT_TRUE(all[0].network.known);
+    EXPECT_TRUE(all[0].network->known);
     EXPECT_GE(all[0].idle_ns, 1'500'000'000);
   }
   EXPECT_EQ(cache.dumps(), 20u);

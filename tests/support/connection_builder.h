@@ -181,8 +181,8 @@ inline Connection EveryFieldConnection(ConnectionState state) {
   c.recent_statistics = {2, 200, 1, 100, 2};
   c.bridge = BridgeRole::kIncoming;
   c.bridge_name = "edge";
-  c.messages.out = {MessageQueue::Known::kSplit, 4, 5, 9};
-  c.messages.in = {MessageQueue::Known::kTotal, 0, 0, 6};
+  c.messages->out = {MessageQueue::Known::kSplit, 4, 5, 9};
+  c.messages->in = {MessageQueue::Known::kTotal, 0, 0, 6};
   c.drops = {true, 77};
   c.will = WillState::kSet;
   c.flapping = {3, 12, 1, 2, {"10.1.2.3", "10.9.9.9"}};

@@ -44,10 +44,10 @@ inline Connection FuzzConnection(std::uint64_t i, std::string client_id) {
   c.ip_address = i % 2 == 0 ? "10.0.0." + std::to_string(i) : "::1";
   c.port = static_cast<int>(i % 3) * 1000;
   c.listener_name = listeners[i % 4];
-  c.tls.enabled = i % 2 == 1;
-  if (c.tls.enabled) {
-    c.tls.tls_version = "TLSv1.3";
-    c.tls.cipher = "TLS_AES_128_GCM_SHA256";
+  c.tls->enabled = i % 2 == 1;
+  if (c.tls->enabled) {
+    c.tls->tls_version = "TLSv1.3";
+    c.tls->cipher = "TLS_AES_128_GCM_SHA256";
   }
   c.authentication.mechanism = static_cast<AuthMechanism>(i % 6);
   c.authentication.state = static_cast<AuthState>(i % 4);

@@ -352,6 +352,12 @@ void Store(std::array<std::string, N>& addresses,
   }
 }
 
+// A member kept out of line (Boxed): made when the answer has the field.
+template <typename T, typename Value>
+void Store(Boxed<T>& member, const Value& value) {
+  Store(*member, value);
+}
+
 // Whether the answer has the field, by its label and kind: the has-bit where binary protobuf
 // keeps one; else always (an unset scalar reads as its zero, an unset repeated field as empty).
 #define MQC_HAS_PROTO_optional(name, kind) message.has_##name()

@@ -36,9 +36,9 @@ FieldValue Text(std::string_view text) {
   return value;
 }
 
-template <RequestStatistics Connection::*kWindow, std::uint64_t RequestStatistics::*kMember>
+template <Boxed<RequestStatistics> Connection::*kWindow, std::uint64_t RequestStatistics::*kMember>
 FieldValue Statistic(const Connection& c) {
-  return Unsigned((c.*kWindow).*kMember);
+  return Unsigned((*(c.*kWindow)).*kMember);
 }
 
 FieldValue SignedIf(bool is_set, std::int64_t number) {
@@ -50,12 +50,12 @@ FieldValue SignedIf(bool is_set, std::int64_t number) {
 // networkInfo's numbers: unset unless the kernel reported the connection's socket.
 template <std::uint32_t NetworkInfo::*kMember>
 FieldValue NetworkNumber(const Connection& c) {
-  return SignedIf(c.network.known, c.network.*kMember);
+  return SignedIf(c.network->known, (*c.network).*kMember);
 }
 
 template <std::int64_t NetworkInfo::*kMember>
 FieldValue NetworkDuration(const Connection& c) {
-  return SignedIf(c.network.known && c.network.*kMember >= 0, c.network.*kMember);
+  return SignedIf(c.network->known && (*c.network).*kMember >= 0, (*c.network).*kMember);
 }
 
 FieldDef Scalar(std::string_view path, FieldKind kind, FieldValue (*get)(const Connection&)) {
@@ -160,11 +160,11 @@ std::vector<FieldDef> BuildFields() {
       Scalar("source.port", K::kInt, [](C c) { return Signed(c.port); }),
       Scalar("proxy.ip_address", K::kString, [](C c) { return Text(c.proxy_address); }),
       Scalar("proxy.port", K::kInt, [](C c) { return Signed(c.proxy_port); }),
-      Scalar("tls_info.enabled", K::kBool, [](C c) { return Signed(c.tls.enabled ? 1 : 0); }),
-      Scalar("tls_info.tls_version", K::kString, [](C c) { return Text(c.tls.tls_version); }),
-      Scalar("tls_info.cipher", K::kString, [](C c) { return Text(c.tls.cipher); }),
+      Scalar("tls_info.enabled", K::kBool, [](C c) { return Signed(c.tls->enabled ? 1 : 0); }),
+      Scalar("tls_info.tls_version", K::kString, [](C c) { return Text(c.tls->tls_version); }),
+      Scalar("tls_info.cipher", K::kString, [](C c) { return Text(c.tls->cipher); }),
       Scalar("tls_info.peer_certificate_subject", K::kString,
-             [](C c) { return Text(c.tls.peer_certificate_subject); }),
+             [](C c) { return Text(c.tls->peer_certificate_subject); }),
       WithEnumNames(
           Scalar("authentication_info.mechanism", K::kEnum,
                  [](C c) { return Signed(static_cast<std::int64_t>(c.authentication.mechanism)); }),

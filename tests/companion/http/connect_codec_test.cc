@@ -56,8 +56,8 @@ Connection Open(std::string uid, std::string client_id, std::int64_t open_time_n
   c.ip_address = "127.0.0.1";
   c.port = 51234;
   c.listener_name = "mqtts:8883";
-  c.tls.enabled = true;
-  c.tls.peer_certificate_subject = "CN=sensor";
+  c.tls->enabled = true;
+  c.tls->peer_certificate_subject = "CN=sensor";
   c.authentication.mechanism = AuthMechanism::kMtls;
   c.authentication.state = AuthState::kSuccess;
   c.authentication.user_principal = "alice";
@@ -71,8 +71,8 @@ Connection Open(std::string uid, std::string client_id, std::int64_t open_time_n
   c.total_statistics = {3, 15, 2, 10, 5};
   c.recent_statistics = {1, 5, 0, 0, 1};
   // Split counts, one of them a known 0 (written, unlike an unknown one).
-  c.messages.out = {MessageQueue::Known::kSplit, 12, 0, 12};
-  c.messages.in = {MessageQueue::Known::kSplit, 0, 1, 1};
+  c.messages->out = {MessageQueue::Known::kSplit, 12, 0, 12};
+  c.messages->in = {MessageQueue::Known::kSplit, 0, 1, 1};
   c.denials = {true, 2, 1, "secret/x", kJune12 + 42};
   return c;
 }
@@ -99,8 +99,8 @@ std::vector<Connection> Examples() {
   anonymous.subscriptions.clear();
   anonymous.total_statistics = RequestStatistics();
   // A 2.0.11 broker: the sums only; and one direction unknown.
-  anonymous.messages.out = {MessageQueue::Known::kTotal, 0, 0, 4};
-  anonymous.messages.in = MessageQueue{};
+  anonymous.messages->out = {MessageQueue::Known::kTotal, 0, 0, 4};
+  anonymous.messages->in = MessageQueue{};
   anonymous.denials = Denials{};  // a broker that hides denials: all four left out
   all.push_back(anonymous);
   Connection own_bridge = Open("uid-own-bridge", "local.edge.to-cloud", kJune12 + 8);
@@ -426,14 +426,14 @@ TEST(ConnectProtoMapping, NetworkInfoWhenKnown) {
   connections_v1::Connection message;
   ConnectionToProto(c, &message);
   EXPECT_FALSE(message.has_network_info());
-  c.network.known = true;
-  c.network.rtt_us = 250;
-  c.network.rtt_variance_us = 40;
-  c.network.retransmits = 2;
-  c.network.send_queue_bytes = 1000;
-  c.network.receive_queue_bytes = 7;
-  c.network.since_last_receive_ns = 1'500'000'000;
-  c.network.since_last_send_ns = -1;
+  c.network->known = true;
+  c.network->rtt_us = 250;
+  c.network->rtt_variance_us = 40;
+  c.network->retransmits = 2;
+  c.network->send_queue_bytes = 1000;
+  c.network->receive_queue_bytes = 7;
+  c.network->since_last_receive_ns = 1'500'000'000;
+  c.network->since_last_send_ns = -1;
   message.Clear();
   ConnectionToProto(c, &message);
   ASSERT_TRUE(message.has_network_info());

@@ -56,8 +56,8 @@ Connection Rich() {
   c.total_statistics = {3, 15, 2, 10, 5};
   c.recent_statistics = {1, 5, 0, 0, 1};
   c.bridge = BridgeRole::kNone;
-  c.messages.out = {MessageQueue::Known::kSplit, 12, 0, 12};
-  c.messages.in = {MessageQueue::Known::kSplit, 0, 1, 1};
+  c.messages->out = {MessageQueue::Known::kSplit, 12, 0, 12};
+  c.messages->in = {MessageQueue::Known::kSplit, 0, 1, 1};
   return c;
 }
 
@@ -100,7 +100,7 @@ std::vector<Connection> Connections() {
   anonymous.listener_name.clear();
   anonymous.authentication = AuthenticationInfo();
   anonymous.idle_ns = -1;
-  anonymous.messages.out = {MessageQueue::Known::kTotal, 0, 0, 4};
+  anonymous.messages->out = {MessageQueue::Known::kTotal, 0, 0, 4};
   all.push_back(anonymous);
   // Bridges of each role; and before 1970, on the epoch, and far ahead.
   Connection own_bridge = Rich();
@@ -114,8 +114,8 @@ std::vector<Connection> Connections() {
   incoming_bridge.uid = "uid-incoming-bridge";
   incoming_bridge.bridge = BridgeRole::kIncoming;
   incoming_bridge.open_time_ns = 0;
-  incoming_bridge.network.since_last_receive_ns = -1;
-  incoming_bridge.network.since_last_send_ns = 2'000'000'001;
+  incoming_bridge.network->since_last_receive_ns = -1;
+  incoming_bridge.network->since_last_send_ns = 2'000'000'001;
   incoming_bridge.idle_ns = 0;
   all.push_back(incoming_bridge);
   Connection unknown_bridge = Rich();
@@ -123,8 +123,8 @@ std::vector<Connection> Connections() {
   unknown_bridge.bridge = BridgeRole::kUnknown;
   unknown_bridge.open_time_ns = -kSecond * 86400 * 365 - 1;
   unknown_bridge.idle_ns = 1'000;  // microsecond precision
-  unknown_bridge.network.since_last_receive_ns = 1;
-  unknown_bridge.network.since_last_send_ns = 60 * kSecond;
+  unknown_bridge.network->since_last_receive_ns = 1;
+  unknown_bridge.network->since_last_send_ns = 60 * kSecond;
   all.push_back(unknown_bridge);
   // A will, and a takeover ping-pong's counts and addresses; no will, and counts with no
   // takeover (no addresses shown).
@@ -152,8 +152,8 @@ std::vector<Connection> Connections() {
   large.total_statistics = {kMaxUint64, kMaxUint64, kMaxUint64, kMaxUint64, kMaxUint64};
   large.recent_statistics = {1ull << 53, (1ull << 53) + 1, 1'000'000'000'000'000ull,
                              9'999'999'999'999'999ull, 0};
-  large.messages.out = {MessageQueue::Known::kSplit, kMaxUint32, kMaxUint32, kMaxUint32};
-  large.messages.in = {MessageQueue::Known::kTotal, 0, 0, kMaxUint32};
+  large.messages->out = {MessageQueue::Known::kSplit, kMaxUint32, kMaxUint32, kMaxUint32};
+  large.messages->in = {MessageQueue::Known::kTotal, 0, 0, kMaxUint32};
   all.push_back(large);
   // Odd text in every string field.
   Connection odd = Rich();

@@ -199,7 +199,7 @@ Connection OpenExample() {
                      .Mqtt(5, false, 60)
                      .From("192.0.2.10", 55412, "mqtts:8883");
   c.open_time_ns = kJune12 + 123456789;
-  c.tls.peer_certificate_subject = "CN=sensor-1";
+  c.tls->peer_certificate_subject = "CN=sensor-1";
   c.subscriptions = {MappedSubscription("events/site1/#", 1),
                      MappedSubscription("$share/workers/queues/jobs/email", 2),
                      RefusedSubscription("events//x", "empty level")};
@@ -335,8 +335,8 @@ TEST_F(ConnectRpcServiceTest, OmissionRules) {
 // retransmits); its durations are left out when the kernel did not tell them.
 TEST_F(ConnectRpcServiceTest, NetworkInfoWritesZerosAndLeavesOutUnknownDurations) {
   Connection c = MakeConnection("u", kJune12, "c");
-  c.network.known = true;
-  c.network.since_last_send_ns = 0;
+  c.network->known = true;
+  c.network->since_last_send_ns = 0;
   source_.connections = {c};
   const std::string body = Call(Post("")).body;
   EXPECT_NE(body.find(R"("networkInfo":{"rttMicros":0,"rttVarianceMicros":0,"retransmits":0,)"

@@ -53,21 +53,21 @@ std::vector<Variant> Variants() {
       {"idle unknown", [](Connection& c) { c.idle_ns = -1; }},
       {"no network info", [](Connection& c) { c.network = NetworkInfo(); }},
       {"network info without last receive and send",
-       [](Connection& c) { c.network.since_last_receive_ns = c.network.since_last_send_ns = -1; }},
+       [](Connection& c) { c.network->since_last_receive_ns = c.network->since_last_send_ns = -1; }},
       {"bridge role unknown", [](Connection& c) { c.bridge = BridgeRole::kUnknown; }},
       {"not a bridge", [](Connection& c) { c.bridge = BridgeRole::kNone; }},
       {"no bridge name", [](Connection& c) { c.bridge_name.clear(); }},
       {"will unknown", [](Connection& c) { c.will = WillState::kUnknown; }},
       {"no will", [](Connection& c) { c.will = WillState::kNone; }},
-      {"outgoing counts unknown", [](Connection& c) { c.messages.out = MessageQueue(); }},
+      {"outgoing counts unknown", [](Connection& c) { c.messages->out = MessageQueue(); }},
       {"outgoing counts as a total",
        [](Connection& c) {
-         c.messages.out = {MessageQueue::Known::kTotal, 0, 0, 9};
+         c.messages->out = {MessageQueue::Known::kTotal, 0, 0, 9};
        }},
-      {"incoming counts unknown", [](Connection& c) { c.messages.in = MessageQueue(); }},
+      {"incoming counts unknown", [](Connection& c) { c.messages->in = MessageQueue(); }},
       {"incoming counts split",
        [](Connection& c) {
-         c.messages.in = {MessageQueue::Known::kSplit, 0, 6, 6};
+         c.messages->in = {MessageQueue::Known::kSplit, 0, 6, 6};
        }},
       {"drops hidden", [](Connection& c) { c.drops = MessageDrops(); }},
       {"no drops",
@@ -76,17 +76,17 @@ std::vector<Variant> Variants() {
        }},
       {"not a duplicate client id", [](Connection& c) { c.duplicate_client_id = false; }},
       {"not flapping", [](Connection& c) { c.flapping = FlappingCounts(); }},
-      {"one takeover address", [](Connection& c) { c.flapping.addresses[1].clear(); }},
+      {"one takeover address", [](Connection& c) { c.flapping->addresses[1].clear(); }},
       {"no takeover in the last hour",
        [](Connection& c) {
-         c.flapping.takeovers_last_minute = c.flapping.takeovers_last_hour = 0;
+         c.flapping->takeovers_last_minute = c.flapping->takeovers_last_hour = 0;
        }},
       {"denials hidden", [](Connection& c) { c.denials = Denials(); }},
       {"no denial yet",
        [](Connection& c) {
          c.denials = {true, 0, 0, "", 0};
        }},
-      {"denials counted, none last", [](Connection& c) { c.denials.last_ns = 0; }},
+      {"denials counted, none last", [](Connection& c) { c.denials->last_ns = 0; }},
   };
 }
 

@@ -38,8 +38,8 @@ TEST(ConnectionFieldsTest, EveryFieldReadsItsOwnMember) {
   c.network = {true, 41, 42, 43, 44, 45, 46, 47};
   c.total_statistics = {21, 22, 23, 24, 25};
   c.recent_statistics = {31, 32, 33, 34, 35};
-  c.messages.out = {MessageQueue::Known::kSplit, 51, 52, 103};
-  c.messages.in = {MessageQueue::Known::kSplit, 61, 62, 123};
+  c.messages->out = {MessageQueue::Known::kSplit, 51, 52, 103};
+  c.messages->in = {MessageQueue::Known::kSplit, 61, 62, 123};
   c.subscriptions = {TestSubscription("queues/ch", 2, Pattern::kQueues, "ch", "grp")};
   c.bridge = BridgeRole::kOutgoing;
   c.bridge_name = "brn";

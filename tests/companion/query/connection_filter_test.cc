@@ -261,14 +261,14 @@ TEST(ConnectionFilterTest, NetworkInfoFieldsAreUnsetWithoutASocket) {
 // first and the unknown ones last.
 TEST(ConnectionFilterTest, MessageCountsAreUnsetWhereUnknown) {
   Connection slow = TestConnection(1);
-  slow.messages.out = {MessageQueue::Known::kSplit, 900, 20, 920};
-  slow.messages.in = {MessageQueue::Known::kSplit, 0, 0, 0};
+  slow.messages->out = {MessageQueue::Known::kSplit, 900, 20, 920};
+  slow.messages->in = {MessageQueue::Known::kSplit, 0, 0, 0};
   Connection reader = TestConnection(2);
-  reader.messages.out = {MessageQueue::Known::kSplit, 0, 0, 0};
-  reader.messages.in = {MessageQueue::Known::kSplit, 0, 3, 3};
+  reader.messages->out = {MessageQueue::Known::kSplit, 0, 0, 0};
+  reader.messages->in = {MessageQueue::Known::kSplit, 0, 3, 3};
   Connection old_broker = TestConnection(3);  // 2.0.11: sums only
-  old_broker.messages.out = {MessageQueue::Known::kTotal, 0, 0, 40};
-  old_broker.messages.in = {MessageQueue::Known::kTotal, 0, 0, 0};
+  old_broker.messages->out = {MessageQueue::Known::kTotal, 0, 0, 40};
+  old_broker.messages->in = {MessageQueue::Known::kTotal, 0, 0, 0};
   Connection unknown = TestConnection(4);
   const std::vector<Connection> snapshot = {unknown, reader, old_broker, slow};
   const auto seqs = [&](const std::string& filter, const std::string& order_by = "") {

@@ -38,7 +38,7 @@ std::vector<Connection> OrderFleet() {
                       .From("127.0.0.1", 0)
                       .Closed(kTestTime0 + 10, CloseReason::kUnspecified);
   o1.idle_ns = -1;  // unknown: first in ascending order
-  o1.total_statistics.publish_bytes = 3;
+  o1.total_statistics->publish_bytes = 3;
 
   Connection o2 = ConnectionBuilder(2)
                       .Identity("u1", 0)
@@ -46,12 +46,12 @@ std::vector<Connection> OrderFleet() {
                       .Mqtt(5, true, 0)
                       .From("127.0.0.1", 100);
   o2.idle_ns = 5;
-  o2.total_statistics.publish_bytes = 1;
+  o2.total_statistics->publish_bytes = 1;
 
   Connection o3 = ConnectionBuilder(3).Identity("u3", 0).Client("c", "y").From("127.0.0.1", 50);
   o3.open_time_ns = kTestTime0 - 1;
   o3.idle_ns = 0;
-  o3.total_statistics.publish_bytes = 2;
+  o3.total_statistics->publish_bytes = 2;
 
   Connection o4 = ConnectionBuilder(4)
                       .Identity("u0", 0)
@@ -61,7 +61,7 @@ std::vector<Connection> OrderFleet() {
                       .Closed(kTestTime0 + 5, CloseReason::kUnspecified);
   o4.open_time_ns = kTestTime0 + 1;
   o4.idle_ns = 1;
-  o4.total_statistics.publish_bytes = kTestMaxU64;
+  o4.total_statistics->publish_bytes = kTestMaxU64;
   return {o1, o2, o3, o4};
 }
 

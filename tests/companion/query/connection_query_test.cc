@@ -377,8 +377,8 @@ TEST(ConnectionSourceQueryTest, AnswersAsTheReferenceDoesPageForPage) {
              ++i) {
           // Details came back for the page.
           EXPECT_EQ(actual.connections[i].idle_ns, expected.connections[i].idle_ns);
-          EXPECT_EQ(actual.connections[i].total_statistics.publish_count,
-                    expected.connections[i].total_statistics.publish_count);
+          EXPECT_EQ(actual.connections[i].total_statistics->publish_count,
+                    expected.connections[i].total_statistics->publish_count);
         }
         if (expected.next_page_token.empty()) break;
         token = expected.next_page_token;
