@@ -221,7 +221,7 @@ std::string CjsonList(const std::vector<ConnectionPtr>& connections) {
       AddToJsonObject(item.get(), "qos", NewJsonNumber(s.qos));
       AddToJsonObject(item.get(), "pattern", NewJsonString(PatternName(s.mapping.pattern)));
       AddToJsonObject(item.get(), "channel", NewJsonString(s.mapping.channel));
-      AddToJsonObject(item.get(), "shared_group", NewJsonString(s.mapping.shared_group));
+      AddToJsonObject(item.get(), "shared_group", NewJsonString(*s.mapping.shared_group));
       AddToJsonArray(subscriptions.get(), std::move(item));
     }
     AddToJsonObject(object.get(), "subscriptions", std::move(subscriptions));

@@ -20,10 +20,10 @@ namespace {
 void Check(std::string_view topic, mqc::DefaultPattern default_pattern) {
   const mqc::TopicMapping mapping = mqc::MapTopicFilter(topic, default_pattern);
   const mqc::TopicClass topic_class = mqc::ClassifyTopic(topic, default_pattern);
-  if (!mapping.error.empty()) {
+  if (!mapping.error->empty()) {
     if (topic_class.valid) Fail("ClassifyTopic is valid where MapTopicFilter errs", topic);
     if (mapping.pattern != mqc::Pattern::kNone || !mapping.channel.empty() ||
-        !mapping.shared_group.empty()) {
+        !mapping.shared_group->empty()) {
       Fail("an invalid mapping is not empty", topic);
     }
     return;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "companion/flapping_tracker.h"
+#include "link/boxed.h"
 #include "link/connection.h"
 #include "link/topic_mapping.h"
 
@@ -33,7 +34,7 @@ struct Subscription {
   int qos = 0;         // granted QoS
   TopicMapping mapping;
   // Why KubeMQ's MQTT side would refuse it (KubemqSubscribeRefusal); empty when it accepts it.
-  std::string kubemq_error;
+  Boxed<std::string> kubemq_error;
 };
 
 struct TlsInfo {
@@ -65,54 +66,6 @@ struct NetworkInfo {
   // The socket is a load balancer's (the connection came through a PROXY protocol listener):
   // the figures are of the balancer's connection to the broker, not of the client's own.
   bool proxy_socket = false;
-};
-
-// A member that most stored connections never hold (a detail, or TLS facts for a connection
-// without TLS), kept out of line: a pointer while absent, read as T's default, made on the
-// first write. Copies are deep, so a Connection stays a plain value.
-//
-// Reading through a const Connection (every stored one: ConnectionPtr) never allocates; the
-// non-const `*` and `->` make the value, so code that builds a stored connection reads its
-// boxes through a const reference (connection_memory_test.cc holds the registry's bytes).
-template <typename T>
-class Boxed {
- public:
-  Boxed() = default;
-  Boxed(const T& value) : value_(std::make_unique<T>(value)) {}  // NOLINT: a value's stand-in
-  Boxed(const Boxed& other) : value_(other.value_ ? std::make_unique<T>(*other.value_) : nullptr) {}
-  Boxed(Boxed&&) noexcept = default;
-  Boxed& operator=(const Boxed& other) {
-    if (this != &other) value_ = other.value_ ? std::make_unique<T>(*other.value_) : nullptr;
-    return *this;
-  }
-  Boxed& operator=(Boxed&&) noexcept = default;
-  Boxed& operator=(const T& value) {
-    **this = value;
-    return *this;
-  }
-  Boxed& operator=(T&& value) {
-    **this = std::move(value);
-    return *this;
-  }
-  ~Boxed() = default;
-
-  const T& operator*() const { return value_ ? *value_ : Default(); }
-  const T* operator->() const { return &**this; }
-  operator const T&() const { return **this; }  // NOLINT: read where a T is expected
-  T& operator*() {
-    if (!value_) value_ = std::make_unique<T>();
-    return *value_;
-  }
-  T* operator->() { return &**this; }
-  // Whether it was ever written (a copy of a stored connection holds none).
-  bool held() const { return value_ != nullptr; }
-
- private:
-  static const T& Default() {
-    static const T kDefault{};
-    return kDefault;
-  }
-  std::unique_ptr<T> value_;
 };
 
 // Members in an order that leaves no padding between them, and the details that a stored

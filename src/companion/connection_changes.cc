@@ -18,12 +18,12 @@ std::uint64_t UnixMicrosecondsNow() {
 // Every field, so that a subscription made again from `after` is the one published. A field
 // added to Subscription or TopicMapping changes their sizes: compare it here too.
 bool SameSubscription(const Subscription& a, const Subscription& b) {
-  static_assert(sizeof(Subscription) == 176 && sizeof(TopicMapping) == 104,
+  static_assert(sizeof(Subscription) == 104 && sizeof(TopicMapping) == 56,
                 "compare the new field in SameSubscription");
   return a.filter == b.filter && a.qos == b.qos && a.mapping.pattern == b.mapping.pattern &&
          a.mapping.channel == b.mapping.channel &&
-         a.mapping.shared_group == b.mapping.shared_group && a.mapping.error == b.mapping.error &&
-         a.kubemq_error == b.kubemq_error;
+         *a.mapping.shared_group == *b.mapping.shared_group &&
+         *a.mapping.error == *b.mapping.error && *a.kubemq_error == *b.kubemq_error;
 }
 
 }  // namespace

@@ -20,9 +20,10 @@ constexpr std::int64_t kMinuteNs = 60'000'000'000;
 void MapSubscription(const Connection& connection, DefaultPattern default_pattern,
                      Subscription* subscription) {
   subscription->mapping = MapTopicFilter(subscription->filter, default_pattern);
-  subscription->kubemq_error =
-      KubemqSubscribeRefusal(subscription->filter, subscription->mapping, subscription->qos,
-                             connection.protocol_version, connection.client_id);
+  SetUnlessEmpty(&subscription->kubemq_error,
+                 KubemqSubscribeRefusal(subscription->filter, subscription->mapping,
+                                        subscription->qos, connection.protocol_version,
+                                        connection.client_id));
 }
 
 std::string ListenerName(const ListenerConfig& listener) {

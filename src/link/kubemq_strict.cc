@@ -37,7 +37,7 @@ bool HasWildcard(std::string_view filter) {
 
 std::string KubemqSubscribeRefusal(std::string_view filter, const TopicMapping& mapping, int qos,
                                    int protocol_version, std::string_view client_id) {
-  if (!mapping.error.empty()) return "no KubeMQ channel: " + mapping.error;
+  if (!mapping.error->empty()) return "no KubeMQ channel: " + *mapping.error;
   const bool shared = StartsWith(filter, kSharePrefix);
   if (!shared && !filter.empty() && filter.front() == '$') {
     if (StartsWith(filter, kReplyPrefix)) {

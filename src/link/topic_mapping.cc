@@ -242,7 +242,7 @@ TopicMapping MapTopicFilter(std::string_view filter, DefaultPattern default_patt
     return mapping;
   }
   mapping.pattern = analysis.pattern;
-  mapping.shared_group = std::string(analysis.shared_group);
+  SetUnlessEmpty(&mapping.shared_group, std::string(analysis.shared_group));
   if (analysis.builds_channel) mapping.channel = BuildChannel(analysis.channel_levels);
   return mapping;
 }

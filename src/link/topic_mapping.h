@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "link/boxed.h"
+
 namespace mqc {
 
 // The pattern of topics with no recognised prefix (plugin_opt_default_pattern).
@@ -26,8 +28,9 @@ std::string_view PatternName(Pattern pattern) noexcept;
 struct TopicMapping {
   Pattern pattern = Pattern::kNone;
   std::string channel;       // levels joined by '.', '+' -> '*', '#' -> '>'
-  std::string shared_group;  // the group of "$share/<group>/queues/..."
-  std::string error;         // empty when the mapping is valid; else why it is not (mappingError)
+  // The two below are rarely set (Boxed): a stored subscription pays a pointer for each.
+  Boxed<std::string> shared_group;  // the group of "$share/<group>/queues/..."
+  Boxed<std::string> error;  // empty when the mapping is valid; else why it is not (mappingError)
 };
 
 // Maps a topic filter as a client sent it in SUBSCRIBE ("$share/<group>/" included).

@@ -330,7 +330,7 @@ TEST_F(ConnectionRegistryTest, SubscriptionsAreMappedAndUpdated) {
   EXPECT_EQ(subs[0].mapping.channel, "site1.>");
   EXPECT_EQ(subs[1].mapping.pattern, Pattern::kQueues);
   EXPECT_EQ(subs[1].mapping.channel, "jobs.email");
-  EXPECT_EQ(subs[1].mapping.shared_group, "workers");
+  EXPECT_EQ(*subs[1].mapping.shared_group, "workers");
   ApplySub(EventType::kUnsubscribe, 1, "events/site1/#", 0);
   EXPECT_EQ(registry_.Snapshot()[0].subscriptions.size(), 1u);
 }
@@ -345,18 +345,18 @@ TEST_F(ConnectionRegistryTest, SubscriptionsSayWhetherKubemqAcceptsThem) {
   ApplySub(EventType::kSubscribe, 1, "$reply/s/#", 0);
   auto subs = registry_.Snapshot()[0].subscriptions;
   ASSERT_EQ(subs.size(), 4u);
-  EXPECT_EQ(subs[0].kubemq_error, "");
-  EXPECT_EQ(subs[1].kubemq_error, "KubeMQ's store pattern takes no wildcards");
-  EXPECT_EQ(subs[2].kubemq_error, "KubeMQ's queues subscriptions need QoS 1 or 2");
-  EXPECT_EQ(subs[3].kubemq_error, "");  // the client's own reply namespace
+  EXPECT_EQ(*subs[0].kubemq_error, "");
+  EXPECT_EQ(*subs[1].kubemq_error, "KubeMQ's store pattern takes no wildcards");
+  EXPECT_EQ(*subs[2].kubemq_error, "KubeMQ's queues subscriptions need QoS 1 or 2");
+  EXPECT_EQ(*subs[3].kubemq_error, "");  // the client's own reply namespace
   // A new QoS is a new verdict.
   ApplySub(EventType::kSubscribe, 1, "$share/g/queues/jobs", 1);
-  EXPECT_EQ(registry_.Snapshot()[0].subscriptions[2].kubemq_error, "");
+  EXPECT_EQ(*registry_.Snapshot()[0].subscriptions[2].kubemq_error, "");
   // So is a new default pattern.
   ApplySub(EventType::kSubscribe, 1, "site/+", 0);
-  EXPECT_EQ(registry_.Snapshot()[0].subscriptions[4].kubemq_error, "");
+  EXPECT_EQ(*registry_.Snapshot()[0].subscriptions[4].kubemq_error, "");
   Apply(EventType::kSettings, SettingsEvent{DefaultPattern::kStore, 10, 1000});
-  EXPECT_EQ(registry_.Snapshot()[0].subscriptions[4].kubemq_error,
+  EXPECT_EQ(*registry_.Snapshot()[0].subscriptions[4].kubemq_error,
             "KubeMQ's store pattern takes no wildcards");
 }
 
@@ -492,7 +492,7 @@ TEST_F(ConnectionRegistryTest, OfflineSessionsAreListedWithTheirSubscriptionsAnd
     EXPECT_EQ(c.session_expiry_time_ns, 3600'000'000'000);
     EXPECT_FALSE(c.clean_session);
     ASSERT_EQ(c.subscriptions.size(), 2u);
-    EXPECT_EQ(c.subscriptions[1].mapping.shared_group, "g");
+    EXPECT_EQ(*c.subscriptions[1].mapping.shared_group, "g");
   }
   Apply(EventType::kOfflineSessionEnd, OfflineSessionEndEvent{2});
   EXPECT_THAT(Ids(ConnectionState::kOffline), ::testing::IsEmpty());

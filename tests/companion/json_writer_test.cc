@@ -129,7 +129,7 @@ CjsonPtr CjsonConnection(const Connection& connection) {
     AddToJsonObject(item.get(), "pattern",
                     NewJsonString(PatternName(subscription.mapping.pattern)));
     AddToJsonObject(item.get(), "channel", NewJsonString(subscription.mapping.channel));
-    AddToJsonObject(item.get(), "shared_group", NewJsonString(subscription.mapping.shared_group));
+    AddToJsonObject(item.get(), "shared_group", NewJsonString(*subscription.mapping.shared_group));
     AddToJsonArray(subscriptions.get(), std::move(item));
   }
   AddToJsonObject(object.get(), "subscriptions", std::move(subscriptions));

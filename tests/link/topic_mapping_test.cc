@@ -71,16 +71,16 @@ void ExpectMapping(const MappingCase& c) {
   SCOPED_TRACE(Printable(c.filter) + ", " + DefaultName(c.default_pattern));
   const TopicMapping mapping = MapTopicFilter(c.filter, c.default_pattern);
   if (c.error.empty()) {
-    EXPECT_EQ(mapping.error, "");
+    EXPECT_EQ(*mapping.error, "");
     EXPECT_EQ(mapping.pattern, c.pattern) << PatternName(mapping.pattern);
     EXPECT_EQ(mapping.channel, c.channel);
-    EXPECT_EQ(mapping.shared_group, c.shared_group);
+    EXPECT_EQ(*mapping.shared_group, c.shared_group);
   } else {
-    EXPECT_NE(mapping.error.find(c.error), std::string::npos)
-        << "error \"" << mapping.error << "\" should contain \"" << c.error << "\"";
+    EXPECT_NE(mapping.error->find(c.error), std::string::npos)
+        << "error \"" << *mapping.error << "\" should contain \"" << c.error << "\"";
     EXPECT_EQ(mapping.pattern, Pattern::kNone);
     EXPECT_EQ(mapping.channel, "");
-    EXPECT_EQ(mapping.shared_group, "");
+    EXPECT_EQ(*mapping.shared_group, "");
   }
   EXPECT_EQ(ClassifyTopic(c.filter, c.default_pattern).valid, c.error.empty());
 }
@@ -470,16 +470,16 @@ bool CheckAgreement(std::string_view topic) {
   for (const DefaultPattern d : kAllDefaults) {
     const TopicMapping mapping = MapTopicFilter(topic, d);
     const TopicClass topic_class = ClassifyTopic(topic, d);
-    const bool ok = mapping.error.empty()
+    const bool ok = mapping.error->empty()
                         ? topic_class.valid && topic_class.pattern == mapping.pattern &&
                               mapping.channel.find('/') == std::string::npos &&
                               (mapping.pattern == Pattern::kNone) == mapping.channel.empty()
                         : !topic_class.valid && mapping.pattern == Pattern::kNone &&
-                              mapping.channel.empty() && mapping.shared_group.empty();
+                              mapping.channel.empty() && mapping.shared_group->empty();
     if (!ok) {
       ADD_FAILURE() << Printable(topic) << ", " << DefaultName(d) << ": mapping {"
                     << PatternName(mapping.pattern) << ", \"" << mapping.channel << "\", \""
-                    << mapping.shared_group << "\", error \"" << mapping.error << "\"}, class {"
+                    << *mapping.shared_group << "\", error \"" << *mapping.error << "\"}, class {"
                     << PatternName(topic_class.pattern) << ", " << topic_class.valid << "}";
       return false;
     }

@@ -471,10 +471,10 @@ void WriteValue(const Subscription& subscription, JsonWriter* json) {
   json->Key("qos").Int(subscription.qos);
   json->Key("pattern").String(PatternName(subscription.mapping.pattern));
   json->Key("channel").String(subscription.mapping.channel);
-  json->Key("sharedGroup").String(subscription.mapping.shared_group);
-  WriteStringIfSet("mappingError", subscription.mapping.error, json);
-  json->Key("kubemqValid").Bool(subscription.kubemq_error.empty());
-  WriteStringIfSet("kubemqError", subscription.kubemq_error, json);
+  json->Key("sharedGroup").String(*subscription.mapping.shared_group);
+  WriteStringIfSet("mappingError", *subscription.mapping.error, json);
+  json->Key("kubemqValid").Bool(subscription.kubemq_error->empty());
+  WriteStringIfSet("kubemqError", *subscription.kubemq_error, json);
   json->EndObject();
 }
 

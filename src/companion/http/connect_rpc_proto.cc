@@ -111,10 +111,10 @@ void SetValue(const Subscription& subscription, connections_v1::Subscription* ou
   out->set_qos(subscription.qos);
   out->set_pattern(std::string(PatternName(subscription.mapping.pattern)));
   out->set_channel(ToValidUtf8(subscription.mapping.channel));
-  out->set_shared_group(ToValidUtf8(subscription.mapping.shared_group));
-  out->set_mapping_error(ToValidUtf8(subscription.mapping.error));
-  out->set_kubemq_valid(subscription.kubemq_error.empty());
-  out->set_kubemq_error(ToValidUtf8(subscription.kubemq_error));
+  out->set_shared_group(ToValidUtf8(*subscription.mapping.shared_group));
+  out->set_mapping_error(ToValidUtf8(*subscription.mapping.error));
+  out->set_kubemq_valid(subscription.kubemq_error->empty());
+  out->set_kubemq_error(ToValidUtf8(*subscription.kubemq_error));
 }
 
 void SetValue(const std::string& text, std::string* out) { *out = ToValidUtf8(text); }
@@ -324,15 +324,15 @@ void Store(NetworkInfo& network, const connections_v1::NetworkInfo& message) {
   network.proxy_socket = message.proxy_socket();
 }
 
-// kubemq_valid is not kept: it is kubemq_error.empty().
+// kubemq_valid is not kept: it is kubemq_error->empty().
 void Store(Subscription& subscription, const connections_v1::Subscription& message) {
   subscription.filter = message.filter();
   subscription.qos = message.qos();
   subscription.mapping.pattern = PatternOfName(message.pattern());
   subscription.mapping.channel = message.channel();
-  subscription.mapping.shared_group = message.shared_group();
-  subscription.mapping.error = message.mapping_error();
-  subscription.kubemq_error = message.kubemq_error();
+  SetUnlessEmpty(&subscription.mapping.shared_group, message.shared_group());
+  SetUnlessEmpty(&subscription.mapping.error, message.mapping_error());
+  SetUnlessEmpty(&subscription.kubemq_error, message.kubemq_error());
 }
 
 void Store(std::vector<Subscription>& subscriptions,

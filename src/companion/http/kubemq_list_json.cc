@@ -85,7 +85,7 @@ std::size_t MaxBytes(const Connection& connection, std::size_t connected_at_size
   std::size_t bytes = kConnectionFixedBytes;
   for (const Subscription& subscription : connection.subscriptions) {
     chars += subscription.filter.size() + PatternName(subscription.mapping.pattern).size() +
-             subscription.mapping.channel.size() + subscription.mapping.shared_group.size();
+             subscription.mapping.channel.size() + subscription.mapping.shared_group->size();
     bytes += kSubscriptionFixedBytes;
   }
   return bytes + MaxJsonCharsBytes(chars);
@@ -115,7 +115,7 @@ char* WriteSubscription(const Subscription& subscription, char* out) {
   out = Put(out, "\",\"channel\":\"");
   out = WriteJsonChars(subscription.mapping.channel, out);
   out = Put(out, "\",\"shared_group\":\"");
-  out = WriteJsonChars(subscription.mapping.shared_group, out);
+  out = WriteJsonChars(*subscription.mapping.shared_group, out);
   return Put(out, "\"}");
 }
 

@@ -196,7 +196,7 @@ std::vector<FieldDef> BuildFields() {
       OfSubscription("subscriptions.channel", K::kString,
                      [](const Subscription& s) { return Text(s.mapping.channel); }),
       OfSubscription("subscriptions.shared_group", K::kString,
-                     [](const Subscription& s) { return Text(s.mapping.shared_group); }),
+                     [](const Subscription& s) { return Text(*s.mapping.shared_group); }),
       OfSubscription("subscriptions.qos", K::kInt,
                      [](const Subscription& s) { return Signed(s.qos); }),
   };
