@@ -102,6 +102,7 @@ TEST(ConnectionFilterTest, PrefixMatches) {
       {R"(client_id = "sensor-\*")", {}},
       {R"(client_id = "sensor-4**")", {4}},  // prefix "sensor-4*"
       {R"(client_id = "*-1")", {}},          // a star elsewhere is literal
+      {R"(client_id = "sensor-1 and more*")", {}},  // longer than every id
       {R"(source.ip_address = "10.0.0.*")", {1, 2, 4}},
       {R"(tls_info.tls_version = "TLSv1.*")", {2, 4}},
   });
