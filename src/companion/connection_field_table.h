@@ -100,45 +100,46 @@
     true, Stored(kString), Same)                                                                   \
   X(has_will, hasWill, 55, optional, bool, Bool, c.will == WillState::kSet, HasWillKnown(c),       \
     HasWillKnown(c), Stored(kBool), Into(WillAt{c.will}))                                          \
-  X(messages_queued, messagesQueued, 22, optional, uint32, Int, c.messages->out.Queued(), true,     \
-    true, Detail(kUint), Into(QueuedAt{c.messages->out}))                                           \
-  X(messages_in_flight, messagesInFlight, 23, optional, uint32, Int, c.messages->out.InFlight(),    \
-    true, true, Detail(kUint), Into(InFlightAt{c.messages->out}))                                   \
-  X(messages_pending, messagesPending, 24, optional, uint32, Int, c.messages->out.Pending(), true,  \
-    true, Detail(kUint), Into(PendingAt{c.messages->out}))                                          \
+  X(messages_queued, messagesQueued, 22, optional, uint32, Int, c.messages->out.Queued(), true,    \
+    true, Detail(kUint), Into(QueuedAt{c.messages->out}))                                          \
+  X(messages_in_flight, messagesInFlight, 23, optional, uint32, Int, c.messages->out.InFlight(),   \
+    true, true, Detail(kUint), Into(InFlightAt{c.messages->out}))                                  \
+  X(messages_pending, messagesPending, 24, optional, uint32, Int, c.messages->out.Pending(), true, \
+    true, Detail(kUint), Into(PendingAt{c.messages->out}))                                         \
   X(incoming_messages_queued, incomingMessagesQueued, 25, optional, uint32, Int,                   \
-    c.messages->in.Queued(), true, true, Detail(kUint), Into(QueuedAt{c.messages->in}))              \
+    c.messages->in.Queued(), true, true, Detail(kUint), Into(QueuedAt{c.messages->in}))            \
   X(incoming_messages_in_flight, incomingMessagesInFlight, 26, optional, uint32, Int,              \
-    c.messages->in.InFlight(), true, true, Detail(kUint), Into(InFlightAt{c.messages->in}))          \
+    c.messages->in.InFlight(), true, true, Detail(kUint), Into(InFlightAt{c.messages->in}))        \
   X(incoming_messages_pending, incomingMessagesPending, 27, optional, uint32, Int,                 \
-    c.messages->in.Pending(), true, true, Detail(kUint), Into(PendingAt{c.messages->in}))            \
-  X(messages_dropped, messagesDropped, 65, optional, uint64, Uint64, c.drops->Total(), true, true,  \
+    c.messages->in.Pending(), true, true, Detail(kUint), Into(PendingAt{c.messages->in}))          \
+  X(messages_dropped, messagesDropped, 65, optional, uint64, Uint64, c.drops->Total(), true, true, \
     Detail(kUint), Derived)                                                                        \
   X(messages_dropped_queue_full, messagesDroppedQueueFull, 66, optional, uint64, Uint64,           \
-    c.drops->QueueFull(), true, true, Detail(kUint), Into(DropsAt{*c.drops}))                        \
+    c.drops->QueueFull(), true, true, Detail(kUint), Into(DropsAt{*c.drops}))                      \
   X(sequence, sequence, 43, singular, uint64, Uint64, c.seq, true, true, NotQueried, Same)         \
   X(duplicate_client_id, duplicateClientId, 44, singular, bool, Bool, c.duplicate_client_id,       \
     c.duplicate_client_id, true, Stored(kBool), Same)                                              \
   X(reconnects_last_minute, reconnectsLastMinute, 50, singular, uint32, Int,                       \
-    c.flapping->connects_last_minute, c.flapping->connects_last_minute != 0, true, Detail(kUint),    \
+    c.flapping->connects_last_minute, c.flapping->connects_last_minute != 0, true, Detail(kUint),  \
     Same)                                                                                          \
   X(reconnects_last_hour, reconnectsLastHour, 51, singular, uint32, Int,                           \
-    c.flapping->connects_last_hour, c.flapping->connects_last_hour != 0, true, Detail(kUint), Same)  \
+    c.flapping->connects_last_hour, c.flapping->connects_last_hour != 0, true, Detail(kUint),      \
+    Same)                                                                                          \
   X(takeovers_last_minute, takeoversLastMinute, 52, singular, uint32, Int,                         \
-    c.flapping->takeovers_last_minute, c.flapping->takeovers_last_minute != 0, true, Detail(kUint),  \
-    Same)                                                                                          \
+    c.flapping->takeovers_last_minute, c.flapping->takeovers_last_minute != 0, true,               \
+    Detail(kUint), Same)                                                                           \
   X(takeovers_last_hour, takeoversLastHour, 53, singular, uint32, Int,                             \
-    c.flapping->takeovers_last_hour, c.flapping->takeovers_last_hour != 0, true, Detail(kUint),      \
+    c.flapping->takeovers_last_hour, c.flapping->takeovers_last_hour != 0, true, Detail(kUint),    \
     Same)                                                                                          \
-  X(takeover_addresses, takeoverAddresses, 54, repeated, string, Repeated, c.flapping->addresses,   \
-    c.flapping->ping_pong(), true, NotQueried, Same)                                                \
-  X(denied_publish_count, deniedPublishCount, 60, optional, uint64, Uint64, c.denials->publish,     \
+  X(takeover_addresses, takeoverAddresses, 54, repeated, string, Repeated, c.flapping->addresses,  \
+    c.flapping->ping_pong(), true, NotQueried, Same)                                               \
+  X(denied_publish_count, deniedPublishCount, 60, optional, uint64, Uint64, c.denials->publish,    \
     HasDenials(c), HasDenials(c), Detail(kUint),                                                   \
-    Into(DenialCountAt{*c.denials, c.denials->publish}))                                             \
+    Into(DenialCountAt{*c.denials, c.denials->publish}))                                           \
   X(denied_subscribe_count, deniedSubscribeCount, 61, optional, uint64, Uint64,                    \
-    c.denials->subscribe, HasDenials(c), HasDenials(c), Detail(kUint),                              \
-    Into(DenialCountAt{*c.denials, c.denials->subscribe}))                                           \
-  X(last_denied_topic, lastDeniedTopic, 62, singular, string, String, c.denials->last_topic,        \
+    c.denials->subscribe, HasDenials(c), HasDenials(c), Detail(kUint),                             \
+    Into(DenialCountAt{*c.denials, c.denials->subscribe}))                                         \
+  X(last_denied_topic, lastDeniedTopic, 62, singular, string, String, c.denials->last_topic,       \
     HasLastDenial(c), true, Detail(kString), Same)                                                 \
   X(last_denied_time, lastDeniedTime, 63, singular, google.protobuf.Timestamp, Timestamp,          \
     c.denials->last_ns, HasLastDenial(c), c.denials->last_ns != 0, Detail(kTimestamp), Same)

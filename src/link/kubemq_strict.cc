@@ -9,15 +9,13 @@
 // - With plugin_opt_default_pattern none, an unprefixed topic names no KubeMQ pattern: refused.
 #include "link/kubemq_strict.h"
 
+#include "link/text_util.h"
+
 namespace mqc {
 namespace {
 
 constexpr std::string_view kReplyPrefix = "$reply/";
 constexpr std::string_view kSharePrefix = "$share/";
-
-bool StartsWith(std::string_view text, std::string_view prefix) {
-  return text.size() >= prefix.size() && text.substr(0, prefix.size()) == prefix;
-}
 
 // Whether a level of the filter is a wildcard ('+' or '#'); the channel cannot tell, since
 // literal '*' and '>' pass through it.

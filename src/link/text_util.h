@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Small text and C-interop helpers, one of each, for both processes: trimming, ASCII
+// Small text and C-interop helpers, one of each, for both processes: trimming, a prefix, ASCII
 // case-insensitive comparison, excerpts, FNV-1a, base64url, RFC 3339 time text, and an owning
 // pointer for C handles.
 // Pure functions, safe on any thread; none allocates except the base64url ones.
 #pragma once
 
 #include <cctype>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -23,6 +24,18 @@ inline std::string_view Trim(std::string_view s) {
 }
 
 inline bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
+
+// Whether `text` starts with `prefix`, reading only the bytes it compares, first to last: a
+// filter's scan calls it on every stored connection's value, and most differ within a few
+// bytes (memcmp's wider loads of each stored id cost a scan of 100,000 about twice its time:
+// docs/benchmarks.md, "details and rare texts out of line").
+inline bool StartsWith(std::string_view text, std::string_view prefix) noexcept {
+  if (text.size() < prefix.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    if (text[i] != prefix[i]) return false;
+  }
+  return true;
+}
 
 // Equal when both have the same bytes up to ASCII letter case (no locale, no Unicode folding).
 bool EqualsIgnoreAsciiCase(std::string_view a, std::string_view b) noexcept;

@@ -18,6 +18,17 @@ TEST(TextUtilTest, EqualsIgnoreAsciiCase) {
   EXPECT_FALSE(EqualsIgnoreAsciiCase("\xC3\x84", "\xC3\xA4"));  // no Unicode folding
 }
 
+TEST(TextUtilTest, StartsWith) {
+  EXPECT_TRUE(StartsWith("sensor-1", ""));
+  EXPECT_TRUE(StartsWith("", ""));
+  EXPECT_TRUE(StartsWith("sensor-1", "sensor-"));
+  EXPECT_TRUE(StartsWith("sensor-1", "sensor-1"));
+  EXPECT_FALSE(StartsWith("sensor-1", "sensor-12"));  // longer than the text
+  EXPECT_FALSE(StartsWith("sensor-1", "sensor-2"));   // differs in its last byte
+  EXPECT_FALSE(StartsWith("sensor-1", "Sensor"));     // case counts
+  EXPECT_TRUE(StartsWith(std::string_view("a\0b", 3), std::string_view("a\0", 2)));
+}
+
 TEST(TextUtilTest, PrintableExcerptReplacesWhatCouldForgeALine) {
   EXPECT_EQ(PrintableExcerpt("plain text: 1 ~"), "plain text: 1 ~");
   EXPECT_EQ(PrintableExcerpt("a\nb\rc\td\x7f\x01"), "a?b?c?d??");

@@ -602,20 +602,10 @@ bool Satisfies(CompareOp op, int comparison) {
 
 // Whether `value` satisfies `op` against the clause's literal (op may differ from clause.op for
 // repeated fields, where != is evaluated as NOT ANY =).
-// Whether `text` starts with `prefix`, reading only the bytes it compares, first to last: a
-// scan calls it on every stored connection's value, and most differ within a few bytes.
-bool StartsWithPrefix(std::string_view text, std::string_view prefix) {
-  if (text.size() < prefix.size()) return false;
-  for (std::size_t i = 0; i < prefix.size(); ++i) {
-    if (text[i] != prefix[i]) return false;
-  }
-  return true;
-}
-
 bool Holds(const FilterClause& clause, CompareOp op, const FieldValue& value) {
   if (!value.is_set) return op == CompareOp::kNe;
   if (clause.prefix) {
-    const bool starts_with = StartsWithPrefix(value.text, clause.text);
+    const bool starts_with = StartsWith(value.text, clause.text);
     return starts_with == (op == CompareOp::kEq);
   }
   FieldValue literal;
@@ -636,7 +626,7 @@ bool InHolds(const FilterClause& clause, const FieldValue& value) {
         return true;
       }
       return std::any_of(in.prefixes.begin(), in.prefixes.end(), [&value](const std::string& p) {
-        return StartsWithPrefix(value.text, p);
+        return StartsWith(value.text, p);
       });
     case ValueSlot::kSigned:
       return std::binary_search(in.numbers.begin(), in.numbers.end(), value.number);

@@ -53,7 +53,10 @@ std::vector<Variant> Variants() {
       {"idle unknown", [](Connection& c) { c.idle_ns = -1; }},
       {"no network info", [](Connection& c) { c.network = NetworkInfo(); }},
       {"network info without last receive and send",
-       [](Connection& c) { c.network->since_last_receive_ns = c.network->since_last_send_ns = -1; }},
+       [](Connection& c) {
+         c.network->since_last_receive_ns = -1;
+         c.network->since_last_send_ns = -1;
+       }},
       {"bridge role unknown", [](Connection& c) { c.bridge = BridgeRole::kUnknown; }},
       {"not a bridge", [](Connection& c) { c.bridge = BridgeRole::kNone; }},
       {"no bridge name", [](Connection& c) { c.bridge_name.clear(); }},
