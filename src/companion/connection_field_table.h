@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "companion/connection.h"
+#include "link/text_util.h"
 
 // X(name, jsonName, number, label, proto_type, kind, value, present, known, query, decode)
 //   name        the proto field's name; also its path in filters and order_by.
@@ -313,7 +314,7 @@ struct EnumNames {
     for (std::size_t i = 0; i < count; ++i) {
       if (names[i].number != number) continue;
       std::string_view name = names[i].name;
-      if (number != 0 && name.substr(0, short_prefix.size()) == short_prefix) {
+      if (number != 0 && StartsWith(name, short_prefix)) {
         name.remove_prefix(short_prefix.size());
       }
       return name;

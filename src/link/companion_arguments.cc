@@ -5,6 +5,8 @@
 #include <string_view>
 #include <utility>
 
+#include "link/text_util.h"
+
 namespace mqc {
 namespace {
 
@@ -15,7 +17,7 @@ constexpr std::string_view kBrokerVersion = "--broker-version=";
 constexpr std::string_view kOptionsFollow = "--";
 
 bool TakePrefix(std::string_view argument, std::string_view prefix, std::string_view* rest) {
-  if (argument.substr(0, prefix.size()) != prefix) return false;
+  if (!StartsWith(argument, prefix)) return false;
   *rest = argument.substr(prefix.size());
   return true;
 }

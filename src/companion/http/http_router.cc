@@ -252,7 +252,7 @@ HttpRouter::HttpRouter(const ConnectionSource& connections, MetricsProvider metr
   // the one list, so that a new route or service method is named without a second list.
   const std::string_view prefix = kConnectRpcServicePrefix;
   for (const Route& route : routes_) {
-    if (route.path.size() > prefix.size() && route.path.substr(0, prefix.size()) == prefix) {
+    if (route.path.size() > prefix.size() && StartsWith(route.path, prefix)) {
       implemented_.emplace_back(route.path.substr(prefix.size()));
     }
   }
@@ -277,7 +277,7 @@ const HttpRouter::Route* HttpRouter::Find(std::string_view path) const {
   for (const Route& route : routes_) {
     const bool prefix = route.path.size() > 1 && route.path.back() == '/';
     if (route.needs_rest && path.size() <= route.path.size()) continue;
-    if (prefix ? path.substr(0, route.path.size()) == route.path : path == route.path) {
+    if (prefix ? StartsWith(path, route.path) : path == route.path) {
       return &route;
     }
   }

@@ -13,6 +13,7 @@
 
 #include "companion/connection.h"
 #include "companion/connection_field_table.h"
+#include "link/text_util.h"
 #include "link/topic_mapping.h"
 
 namespace mqc {
@@ -271,8 +272,7 @@ bool FindEnumNumber(const FieldDef& field, std::string_view name, std::int64_t* 
   for (std::size_t i = 0; i < field.enum_count; ++i) {
     const EnumName& entry = field.enum_names[i];
     const bool short_match =
-        !field.short_prefix.empty() &&
-        entry.name.substr(0, field.short_prefix.size()) == field.short_prefix &&
+        !field.short_prefix.empty() && StartsWith(entry.name, field.short_prefix) &&
         entry.name.substr(field.short_prefix.size()) == name;
     if (entry.name == name || short_match) {
       *number = entry.number;
