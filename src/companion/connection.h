@@ -48,7 +48,7 @@ struct AuthenticationInfo {
   AuthMechanism mechanism = AuthMechanism::kUnspecified;
   AuthState state = AuthState::kUnspecified;
   std::string user_principal;
-  std::string method;  // MQTT 5 enhanced authentication method
+  Boxed<std::string> method;  // MQTT 5 enhanced authentication method; rare, so out of line
 };
 
 // What the kernel says about an open connection's TCP socket (tcp_info, read by the companion
@@ -69,8 +69,9 @@ struct NetworkInfo {
 };
 
 // Members in an order that leaves no padding between them, and the details that a stored
-// connection never holds kept out of line (Boxed): 456 bytes, not 816 (856 with padding). A
-// stored connection is one of these per connection; connection_memory_test.cc holds the size.
+// connection never holds and the texts most never have kept out of line (Boxed): 384 bytes, not
+// 816 (856 with padding). A stored connection is one of these per connection;
+// connection_memory_test.cc holds the size.
 struct Connection {
   std::uint64_t seq = 0;  // broker-side sequence number: unique for the broker's lifetime
   std::string uid;        // UUID4, "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx"
@@ -94,7 +95,7 @@ struct Connection {
   // Behind a load balancer (a PROXY protocol listener, Mosquitto 2.1): the socket's peer, the
   // balancer (ip_address and port are the client's, from the PROXY header); empty and 0
   // otherwise.
-  std::string proxy_address;
+  Boxed<std::string> proxy_address;
   int port = 0;        // 0 when the broker could not tell the remote port
   int local_port = 0;  // the listener's port the client reached; 0 when unknown
   int proxy_port = 0;
@@ -116,7 +117,7 @@ struct Connection {
   Boxed<RequestStatistics> recent_statistics;  // the previous complete one-minute window
   // The broker's own bridges: the name of its `connection` whose local_clientid this is (from
   // the broker's configuration); empty otherwise.
-  std::string bridge_name;
+  Boxed<std::string> bridge_name;
   // What the broker holds for an open connection (a detail, like total_statistics): unknown
   // for closed connections and offline sessions, and wherever the client layout is not
   // verified.

@@ -78,8 +78,8 @@
   X(keep_alive, keepAlive, 12, singular, int32, Int, c.keep_alive, true, true, Stored(kInt), Same) \
   X(source, source, 13, singular, Source, Message, (SourceOf{c.ip_address, c.port}), true, true,   \
     Nested, Into(SourceAt{c.ip_address, c.port}))                                                  \
-  X(proxy, proxy, 42, singular, Source, Message, (SourceOf{c.proxy_address, c.proxy_port}),        \
-    HasProxy(c), true, Nested, Into(SourceAt{c.proxy_address, c.proxy_port}))                      \
+  X(proxy, proxy, 42, singular, Source, Message, (SourceOf{*c.proxy_address, c.proxy_port}),       \
+    HasProxy(c), true, Nested, Into(SourceAt{*c.proxy_address, c.proxy_port}))                     \
   X(listener_name, listenerName, 14, singular, string, String, c.listener_name,                    \
     !c.listener_name.empty(), true, Stored(kString), Same)                                         \
   X(tls_info, tlsInfo, 15, singular, TlsInfo, Message, c.tls, true, true, Nested, Same)            \
@@ -97,8 +97,8 @@
     c.recent_statistics, true, true, Nested, Same)                                                 \
   X(bridge_role, bridgeRole, 40, singular, BridgeRole, Enum, c.bridge, HasBridgeRole(c), true,     \
     Stored(kEnum), Same)                                                                           \
-  X(bridge_name, bridgeName, 41, singular, string, String, c.bridge_name, !c.bridge_name.empty(),  \
-    true, Stored(kString), Same)                                                                   \
+  X(bridge_name, bridgeName, 41, singular, string, String, *c.bridge_name,                      \
+    !c.bridge_name->empty(), true, Stored(kString), Same)                                          \
   X(has_will, hasWill, 55, optional, bool, Bool, c.will == WillState::kSet, HasWillKnown(c),       \
     HasWillKnown(c), Stored(kBool), Into(WillAt{c.will}))                                          \
   X(messages_queued, messagesQueued, 22, optional, uint32, Int, c.messages->out.Queued(), true,    \
@@ -182,7 +182,7 @@ inline bool HasIdleDuration(const Connection& connection) { return connection.id
 inline bool HasNetworkInfo(const Connection& connection) { return connection.network->known; }
 
 // The connection came through a load balancer (a PROXY protocol listener).
-inline bool HasProxy(const Connection& connection) { return !connection.proxy_address.empty(); }
+inline bool HasProxy(const Connection& connection) { return !connection.proxy_address->empty(); }
 
 inline bool HasSinceLastReceive(const NetworkInfo& network) {
   return network.since_last_receive_ns >= 0;

@@ -140,7 +140,7 @@ ConnectionRegistry::Entry ConnectionRegistry::FromEvent(const ConnectionEvent& e
   c.ip_address = event.ip_address;
   c.port = event.port;
   c.local_port = event.local_port;
-  c.proxy_address = event.proxy_address;
+  SetUnlessEmpty(&c.proxy_address, event.proxy_address);
   c.proxy_port = event.proxy_port;
   c.will = event.will;
   for (const ListenerConfig& listener : options_.listeners) {
@@ -162,7 +162,7 @@ ConnectionRegistry::Entry ConnectionRegistry::FromEvent(const ConnectionEvent& e
   c.authentication.state = event.auth_state;
   c.authentication.user_principal =
       event.username.empty() ? event.peer_certificate_subject : event.username;
-  c.authentication.method = event.auth_method;
+  SetUnlessEmpty(&c.authentication.method, event.auth_method);
   c.bridge = event.bridge;
   if (c.bridge == BridgeRole::kOutgoing) {
     for (const BridgeConfig& bridge : options_.bridges) {

@@ -44,9 +44,9 @@ NetworkInfo FromSocket(const TcpSocketInfo& socket) {
 // own port is no port of this host's sockets, and the socket from that address and port may be
 // another connection's).
 const std::string& SocketPeer(const Connection& c) {
-  return c.proxy_address.empty() ? c.ip_address : c.proxy_address;
+  return c.proxy_address->empty() ? c.ip_address : *c.proxy_address;
 }
-int SocketPeerPort(const Connection& c) { return c.proxy_address.empty() ? c.port : c.proxy_port; }
+int SocketPeerPort(const Connection& c) { return c.proxy_address->empty() ? c.port : c.proxy_port; }
 
 bool IsOpenTcp(const Connection& c) {
   const int peer_port = SocketPeerPort(c);
@@ -165,7 +165,7 @@ void FillNetworkInfo(const SocketIndex& index, std::int64_t age_ns,
     if (!info.known) continue;
     info.since_last_receive_ns += age;
     info.since_last_send_ns += age;
-    info.proxy_socket = !c.proxy_address.empty();
+    info.proxy_socket = !c.proxy_address->empty();
     c.network = info;
     c.idle_ns = info.since_last_receive_ns;
   }

@@ -96,13 +96,13 @@ TEST_F(ConnectionRegistryTest, TheBrokersOwnBridgeIsNamedFromTheConfiguration) {
   std::map<std::uint64_t, Connection> by_seq;
   for (Connection& c : registry.Snapshot()) by_seq[c.seq] = std::move(c);
   EXPECT_EQ(by_seq[1].bridge, BridgeRole::kOutgoing);
-  EXPECT_EQ(by_seq[1].bridge_name, "to-cloud");
+  EXPECT_EQ(*by_seq[1].bridge_name, "to-cloud");
   EXPECT_EQ(by_seq[1].ip_address, "192.0.2.7");
-  EXPECT_EQ(by_seq[2].bridge_name, "other");
+  EXPECT_EQ(*by_seq[2].bridge_name, "other");
   EXPECT_EQ(by_seq[2].ip_address, "192.0.2.9");
   EXPECT_EQ(by_seq[2].port, 1883);
   EXPECT_EQ(by_seq[3].bridge, BridgeRole::kNone);
-  EXPECT_EQ(by_seq[3].bridge_name, "");
+  EXPECT_EQ(*by_seq[3].bridge_name, "");
 }
 
 // Roles learnt after the connections opened: one connection's, then "the rest are none" for

@@ -108,7 +108,8 @@ inline Connection SensorConnection(std::uint64_t seq) {
                      .From("127.0.0.1", 51234, "mqtts:8883");
   c.open_time_ns = kTestTime0 + 123456789;
   c.tls = {true, "TLSv1.3", "TLS_AES_256_GCM_SHA384", "CN=sensor,O=Example"};
-  c.authentication = {AuthMechanism::kEnhanced, AuthState::kSuccess, "alice", "SCRAM-SHA-256"};
+  c.authentication = {AuthMechanism::kEnhanced, AuthState::kSuccess, "alice",
+                      std::string("SCRAM-SHA-256")};
   return c;
 }
 

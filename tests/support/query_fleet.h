@@ -30,7 +30,7 @@ inline std::vector<Connection> FilterFleet() {
                       .Mqtt(4, true, 60)
                       .From("10.0.0.1", 50001)
                       .Proxy("192.0.2.10", 41000);  // behind a load balancer
-  c1.authentication = {AuthMechanism::kPassword, AuthState::kSuccess, "alice", ""};
+  c1.authentication = {AuthMechanism::kPassword, AuthState::kSuccess, "alice", {}};
   c1.subscriptions = {TestSubscription("events/a", 1, Pattern::kEvents, "a"),
                       TestSubscription("$share/g1/queues/q", 2, Pattern::kQueues, "q", "g1")};
   c1.idle_ns = 5 * kTestSecond;
@@ -44,7 +44,7 @@ inline std::vector<Connection> FilterFleet() {
                       .From("10.0.0.2", 0, "mqtts:8883");
   c2.open_time_ns = kTestTime0 + 3600 * kTestSecond;
   c2.tls = {true, "TLSv1.3", "TLS_AES_256_GCM_SHA384", "CN=dev2"};
-  c2.authentication = {AuthMechanism::kMtls, AuthState::kSuccess, "CN=dev2", ""};
+  c2.authentication = {AuthMechanism::kMtls, AuthState::kSuccess, "CN=dev2", {}};
   c2.subscriptions = {TestSubscription("store/b", 0, Pattern::kStore, "b")};
   c2.idle_ns = -1;
 
@@ -55,7 +55,7 @@ inline std::vector<Connection> FilterFleet() {
                       .From("::1", 60000, "ws:8083")
                       .Closed(kTestTime0 + 1800 * kTestSecond, CloseReason::kKicked);
   c3.open_time_ns = kTestTime0 - 3600 * kTestSecond;
-  c3.authentication = {AuthMechanism::kAnonymous, AuthState::kUnauthenticated, "", ""};
+  c3.authentication = {AuthMechanism::kAnonymous, AuthState::kUnauthenticated, "", {}};
   c3.idle_ns = 120 * kTestSecond;
   c3.total_statistics = {5, 0, 0, 0, 0};
 
@@ -66,7 +66,8 @@ inline std::vector<Connection> FilterFleet() {
                       .From("10.0.0.4", 40000)
                       .Closed(kTestTime0 + 7200 * kTestSecond, CloseReason::kClientDisconnect);
   c4.tls = {true, "TLSv1.2", "", ""};
-  c4.authentication = {AuthMechanism::kEnhanced, AuthState::kFailure, "", "SCRAM-SHA-1"};
+  c4.authentication = {AuthMechanism::kEnhanced, AuthState::kFailure, "",
+                       std::string("SCRAM-SHA-1")};
   c4.subscriptions = {TestSubscription("$SYS/#", 0, Pattern::kNone, ""),
                       TestSubscription("commands/x", 1, Pattern::kCommands, "x")};
   c4.idle_ns = 100 * kTestMilli;

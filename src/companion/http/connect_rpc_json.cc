@@ -434,7 +434,7 @@ void WriteValue(const AuthenticationInfo& authentication, JsonWriter* json) {
   WriteEnum(EnumNamesOf(authentication.state), static_cast<std::int64_t>(authentication.state),
             json);
   WriteStringIfSet("userPrincipal", authentication.user_principal, json);
-  WriteStringIfSet("method", authentication.method, json);
+  WriteStringIfSet("method", *authentication.method, json);
   json->EndObject();
 }
 

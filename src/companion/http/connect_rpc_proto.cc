@@ -82,7 +82,7 @@ void SetValue(const AuthenticationInfo& authentication,
       static_cast<connections_v1::AuthenticationMechanism>(authentication.mechanism));
   message->set_state(static_cast<connections_v1::AuthenticationState>(authentication.state));
   message->set_user_principal(ToValidUtf8(authentication.user_principal));
-  message->set_method(ToValidUtf8(authentication.method));
+  message->set_method(ToValidUtf8(*authentication.method));
 }
 
 void SetValue(const RequestStatistics& statistics, connections_v1::RequestStatistics* message) {
@@ -300,7 +300,7 @@ void Store(AuthenticationInfo& authentication, const connections_v1::Authenticat
   authentication.mechanism = static_cast<AuthMechanism>(message.mechanism());
   authentication.state = static_cast<AuthState>(message.state());
   authentication.user_principal = message.user_principal();
-  authentication.method = message.method();
+  SetUnlessEmpty(&authentication.method, message.method());
 }
 
 void Store(RequestStatistics& statistics, const connections_v1::RequestStatistics& message) {

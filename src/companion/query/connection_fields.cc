@@ -159,7 +159,7 @@ std::vector<FieldDef> BuildFields() {
   const std::vector<FieldDef> nested = {
       Scalar("source.ip_address", K::kString, [](C c) { return Text(c.ip_address); }),
       Scalar("source.port", K::kInt, [](C c) { return Signed(c.port); }),
-      Scalar("proxy.ip_address", K::kString, [](C c) { return Text(c.proxy_address); }),
+      Scalar("proxy.ip_address", K::kString, [](C c) { return Text(*c.proxy_address); }),
       Scalar("proxy.port", K::kInt, [](C c) { return Signed(c.proxy_port); }),
       Scalar("tls_info.enabled", K::kBool, [](C c) { return Signed(c.tls->enabled ? 1 : 0); }),
       Scalar("tls_info.tls_version", K::kString, [](C c) { return Text(c.tls->tls_version); }),
@@ -177,7 +177,7 @@ std::vector<FieldDef> BuildFields() {
       Scalar("authentication_info.user_principal", K::kString,
              [](C c) { return Text(c.authentication.user_principal); }),
       Scalar("authentication_info.method", K::kString,
-             [](C c) { return Text(c.authentication.method); }),
+             [](C c) { return Text(*c.authentication.method); }),
       Detail(Scalar("network_info.rtt_micros", K::kInt, &NetworkNumber<&N::rtt_us>)),
       Detail(
           Scalar("network_info.rtt_variance_micros", K::kInt, &NetworkNumber<&N::rtt_variance_us>)),

@@ -222,7 +222,7 @@ Connection ClosedExample() {
   c.keep_alive = 0;
   c.ip_address = "::1";
   c.port = 0;
-  c.authentication = {AuthMechanism::kPassword, AuthState::kFailure, "", ""};
+  c.authentication = {AuthMechanism::kPassword, AuthState::kFailure, "", {}};
   c.idle_ns = -1;
   return c;
 }

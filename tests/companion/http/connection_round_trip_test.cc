@@ -44,7 +44,7 @@ std::vector<Variant> Variants() {
       {"clean session", [](Connection& c) { c.clean_session = true; }},
       {"no proxy",
        [](Connection& c) {
-         c.proxy_address.clear();
+         c.proxy_address.reset();
          c.proxy_port = 0;
        }},
       {"no listener name", [](Connection& c) { c.listener_name.clear(); }},
@@ -59,7 +59,7 @@ std::vector<Variant> Variants() {
        }},
       {"bridge role unknown", [](Connection& c) { c.bridge = BridgeRole::kUnknown; }},
       {"not a bridge", [](Connection& c) { c.bridge = BridgeRole::kNone; }},
-      {"no bridge name", [](Connection& c) { c.bridge_name.clear(); }},
+      {"no bridge name", [](Connection& c) { c.bridge_name.reset(); }},
       {"will unknown", [](Connection& c) { c.will = WillState::kUnknown; }},
       {"no will", [](Connection& c) { c.will = WillState::kNone; }},
       {"outgoing counts unknown", [](Connection& c) { c.messages->out = MessageQueue(); }},

@@ -33,7 +33,7 @@ TEST(ConnectionFieldsTest, EveryFieldReadsItsOwnMember) {
   c.open_time_ns = kTestTime0 + 1;
   c.session_expiry_time_ns = kTestTime0 + 3;
   c.tls = {true, "tv", "ci", "subj"};
-  c.authentication = {AuthMechanism::kPsk, AuthState::kFailure, "prin", "meth"};
+  c.authentication = {AuthMechanism::kPsk, AuthState::kFailure, "prin", std::string("meth")};
   c.idle_ns = 13;
   c.network = {true, 41, 42, 43, 44, 45, 46, 47};
   c.total_statistics = {21, 22, 23, 24, 25};
