@@ -37,6 +37,7 @@
 
 #include "../tests/support/cjson_builders.h"
 #include "../tests/support/quote_filter_string.h"
+#include "../tests/support/stats_slots.h"
 #include "bench_args.h"
 #include "bench_registry.h"
 #include "companion/companion_link.h"
@@ -243,10 +244,9 @@ double ResidentMiB() {
 // minute (a registry of its own, with statistics slots, so that the figures above stay those of
 // a registry without them).
 int TopClientsBench(long count, int repeat) {
-  auto slots = std::make_unique<ConnectionStatsSlot[]>(static_cast<std::size_t>(count));
+  TestStatsSlots slots(static_cast<std::size_t>(count));
   ConnectionRegistryOptions options;
-  options.stats = slots.get();
-  options.stats_count = static_cast<std::size_t>(count);
+  options.stats = slots.view();
   ConnectionRegistry registry(options);
   for (long i = 0; i < count; ++i) slots[i].seq.store(static_cast<std::uint64_t>(i + 1));
   if (!FeedConnections(&registry, count, /*with_stats=*/true)) {

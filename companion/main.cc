@@ -225,8 +225,7 @@ int Run(int argc, char** argv) {
   if (!arguments.broker_config.empty()) broker_config = ReadBrokerConfig(arguments.broker_config);
   const StatusOr<BrokerConfig>* const read_config = broker_config ? &*broker_config : nullptr;
   ReadListeners(read_config, &link, &registry_options);
-  registry_options.stats = region->stats();
-  registry_options.stats_count = region->header()->stats_slots;
+  registry_options.stats = region->stats_slots();
   ConnectionRegistry registry(registry_options);
   SyncedSource source(registry);
   NetworkInfoCacheOptions network_options;

@@ -53,8 +53,7 @@ struct BrokerCoreSetup {
   // Where the table's events, statistics and counters go without a shared region (unit
   // tests); with one, its events ring (through BrokerLink), slots and counters.
   EventSink* sink = nullptr;
-  ConnectionStatsSlot* stats = nullptr;
-  std::size_t stats_count = 0;
+  StatsSlots stats;
   BrokerCounters* counters = nullptr;
 };
 

@@ -204,7 +204,7 @@ class Decisions {
     core_.sessions().SweepOpen(
         slots, [this, layout](const void* client, ConnectionStatsSlot* slot) {
           RefreshMessageCounts(layout, broker(), static_cast<const BrokerClient*>(client), slot,
-                               core_.drops().armed());
+                               &core_.sessions().Rare(*slot), core_.drops().armed());
         });
   }
 
@@ -682,7 +682,8 @@ class Decisions {
   // layout is verified; nothing before.
   void RefreshMessages(const BrokerClient* client, ConnectionStatsSlot* slot) {
     if (slot != nullptr) {
-      RefreshMessageCounts(core_.layout(), broker(), client, slot, core_.drops().armed());
+      RefreshMessageCounts(core_.layout(), broker(), client, slot, &core_.sessions().Rare(*slot),
+                           core_.drops().armed());
     }
   }
 

@@ -25,17 +25,17 @@
 
 namespace mqc {
 
-// Copies a client's message counts into its slot; nothing (the slot keeps "unknown", or the
-// figures of its last refresh) when the layout cannot tell them. One bounds-checked read of
-// the client, two relaxed stores.
+// Copies a client's message counts into its slot's rare part (`rare`, of `slot`); nothing (the
+// slot keeps "unknown", or the figures of its last refresh) when the layout cannot tell them.
+// One bounds-checked read of the client, two relaxed stores.
 // `drops_known`: the slot also says that drops at a full queue are seen (QueueDrops armed).
 inline void RefreshMessageCounts(const BrokerLayoutVerifier* layout, const Broker& broker,
                                  const BrokerClient* client, ConnectionStatsSlot* slot,
-                                 bool drops_known = false) {
+                                 ConnectionRareSlot* rare, bool drops_known = false) {
   if (layout == nullptr || slot == nullptr || !layout->verified()) return;
   if (drops_known) MarkDropsKnown(*slot);
   const std::optional<MessageCounts> counts = layout->ReadMessageCounts(broker, client);
-  if (counts) StoreMessageCounts(*slot, *counts);
+  if (counts) StoreMessageCounts(*rare, *counts);
 }
 
 // How many slots of the open connections' table one TICK walks: the share of a round

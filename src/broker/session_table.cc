@@ -102,9 +102,9 @@ ConnectionEvent SessionTable::OpenConnection::Event() const {
   return event;
 }
 
-SessionTable::SessionTable(EventSink* sink, std::uint64_t uuid_seed, ConnectionStatsSlot* stats,
-                           std::size_t stats_count, BrokerCounters* counters)
-    : sink_(sink), counters_(counters), stats_(stats, stats_count), random_(uuid_seed) {}
+SessionTable::SessionTable(EventSink* sink, std::uint64_t uuid_seed, StatsSlots stats,
+                           BrokerCounters* counters)
+    : sink_(sink), counters_(counters), stats_(stats), random_(uuid_seed) {}
 
 Uuid SessionTable::NewUuid() {
   Uuid uid{};

@@ -89,10 +89,10 @@ class SessionTable {
   // Offline persistent sessions kept at most; the oldest is forgotten first.
   static constexpr std::size_t kMaxOfflineSessions = OfflineSessions::kDefaultMaxSessions;
 
-  // `stats`: `stats_count` per-connection statistics slots in the shared region (may be 0);
+  // `stats`: the per-connection statistics slots in the shared region (may be none);
   // `counters`: where connects, refusals and disconnects are counted (may be null).
-  SessionTable(EventSink* sink, std::uint64_t uuid_seed, ConnectionStatsSlot* stats = nullptr,
-               std::size_t stats_count = 0, BrokerCounters* counters = nullptr);
+  SessionTable(EventSink* sink, std::uint64_t uuid_seed, StatsSlots stats = {},
+               BrokerCounters* counters = nullptr);
 
   // What the per-message path needs to know of a client: one lookup in open_ (PointerMap), no
   // allocation.
@@ -112,6 +112,8 @@ class SessionTable {
     const OpenEntry* entry = open_.Find(client);
     return entry != nullptr ? &entry->stats : nullptr;
   }
+  // The rare part of a slot of this table (its message counts and denials): never per message.
+  ConnectionRareSlot& Rare(const ConnectionStatsSlot& slot) const { return stats_.Rare(slot); }
   // For a message queued to an offline session: the highest QoS of that session's
   // subscriptions matching `topic` (the broker throws the message away when it is 0), or 2
   // when the plugin does not know the session.
@@ -161,7 +163,9 @@ class SessionTable {
   void Denied(const void* client, AclAccess access, std::string_view topic, std::int64_t now_ns) {
     if (counters_ != nullptr) Bump(counters_->acl_denials[static_cast<std::size_t>(access)]);
     ConnectionStatsSlot* const* stats = OpenStats(client);
-    if (stats != nullptr && *stats != nullptr) RecordDenial(**stats, access, topic, now_ns);
+    if (stats != nullptr && *stats != nullptr) {
+      RecordDenial(stats_.Rare(**stats), access, topic, now_ns);
+    }
   }
   // Whether connections opened from now on show their ACL denials (StatsSlotPool), and the
   // broker's totals are exact (BrokerCounters::acl_denials_shown).

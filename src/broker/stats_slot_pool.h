@@ -26,8 +26,8 @@ namespace mqc {
 
 class StatsSlotPool {
  public:
-  // `slots`: `count` slots (may be 0, `slots` then may be null). Not owned.
-  StatsSlotPool(ConnectionStatsSlot* slots, std::size_t count);
+  // `slots`: the slots (their count may be 0, the pointers then may be null). Not owned.
+  explicit StatsSlotPool(StatsSlots slots);
 
   // A free slot, zeroed and given to `owner` (a connection's seq, not 0); kNoStatsSlot when
   // every slot is taken. The lowest free slot first after a start, so that the first
@@ -37,19 +37,22 @@ class StatsSlotPool {
   RequestStatistics GiveBack(std::uint32_t slot);
   // Where slot `slot` lies; null for kNoStatsSlot.
   ConnectionStatsSlot* At(std::uint32_t slot) const {
-    return slot == kNoStatsSlot ? nullptr : &slots_[slot];
+    return slot == kNoStatsSlot ? nullptr : &slots_.hot[slot];
+  }
+  // The rare part of a slot this pool holds (ConnectionRareSlot): not on the per-message path.
+  ConnectionRareSlot& Rare(const ConnectionStatsSlot& slot) const {
+    return slots_.rare[static_cast<std::size_t>(&slot - slots_.hot)];
   }
 
   // Whether the slots taken from now on say that denials are shown (denial_state's bit 0):
   // BrokerCore decides from the broker and its ACL sources (DenialsShown).
   void set_denials_shown(bool shown) { denials_shown_ = shown; }
 
-  std::size_t capacity() const { return count_; }
+  std::size_t capacity() const { return slots_.count; }
   std::size_t free_count() const { return free_.size(); }
 
  private:
-  ConnectionStatsSlot* slots_;
-  std::size_t count_;
+  StatsSlots slots_;
   std::vector<std::uint32_t> free_;  // a stack: the slot to take next on top
   bool denials_shown_ = false;
 };

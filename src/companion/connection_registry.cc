@@ -122,7 +122,7 @@ void ConnectionRegistry::Edit(OpenMap* map, Entry* entry, EditFunction edit) {
 
 ConnectionRegistry::Entry ConnectionRegistry::FromEvent(const ConnectionEvent& event) const {
   Entry entry;
-  entry.stats_slot = event.stats_slot < options_.stats_count ? event.stats_slot : kNoStatsSlot;
+  entry.stats_slot = event.stats_slot < options_.stats.count ? event.stats_slot : kNoStatsSlot;
   auto connection = std::make_shared<Connection>();
   Connection& c = *connection;
   c.seq = event.seq;
@@ -412,10 +412,15 @@ ConnectionList ConnectionRegistry::LiveSnapshot(std::uint64_t* as_of) const {
 std::optional<RequestStatistics> ConnectionRegistry::ReadTotals(const Entry& entry,
                                                                 MessageCounts* messages,
                                                                 MessageDrops* drops) const {
-  if (options_.stats == nullptr || entry.stats_slot == kNoStatsSlot) return std::nullopt;
+  if (options_.stats.count == 0 || entry.stats_slot == kNoStatsSlot) return std::nullopt;
+  const ConnectionStatsSlot& slot = options_.stats.hot[entry.stats_slot];
   RequestStatistics totals;
-  if (!ReadStatsSlot(options_.stats[entry.stats_slot], entry.connection->seq, &totals, messages,
-                     drops)) {
+  if (!ReadStatsSlot(slot, entry.connection->seq, &totals, drops)) return std::nullopt;
+  // The rare part only where asked (a connection's details): the walks over every connection
+  // read the traffic alone, one line of each.
+  if (messages != nullptr &&
+      !ReadMessageCounts(slot, options_.stats.rare[entry.stats_slot], entry.connection->seq,
+                         messages)) {
     return std::nullopt;
   }
   return totals;
@@ -423,8 +428,9 @@ std::optional<RequestStatistics> ConnectionRegistry::ReadTotals(const Entry& ent
 
 void ConnectionRegistry::ReadDenialsOf(const Entry& entry, std::uint64_t seq,
                                        Denials* denials) const {
-  if (options_.stats == nullptr || entry.stats_slot == kNoStatsSlot) return;
-  ReadDenials(options_.stats[entry.stats_slot], seq, denials);
+  if (options_.stats.count == 0 || entry.stats_slot == kNoStatsSlot) return;
+  ReadDenials(options_.stats.hot[entry.stats_slot], options_.stats.rare[entry.stats_slot], seq,
+              denials);
 }
 
 bool ConnectionRegistry::OpenedInWindow(const Entry& entry) const {

@@ -67,8 +67,7 @@ struct ConnectionRegistryOptions {
   std::uint32_t closed_max = 1000;
   std::int64_t closed_ttl_ns = 300'000'000'000;
   std::vector<ListenerConfig> listeners;       // the broker's, to name a connection's listener
-  const ConnectionStatsSlot* stats = nullptr;  // the shared statistics slots (may be null)
-  std::size_t stats_count = 0;
+  StatsSlots stats;  // the shared statistics slots (may be none); only read
   // Where each change of the current view is published (under the lock), with a reset at the
   // end of every resync; null: nowhere. Must outlive the registry.
   ConnectionChanges* changes = nullptr;

@@ -43,9 +43,11 @@ std::uint8_t* SharedRegion::commands_data() const {
   return static_cast<std::uint8_t*>(base_) + header_->commands_offset;
 }
 
-ConnectionStatsSlot* SharedRegion::stats() const {
-  return reinterpret_cast<ConnectionStatsSlot*>(static_cast<std::uint8_t*>(base_) +
-                                                header_->stats_offset);
+StatsSlots SharedRegion::stats_slots() const {
+  auto* const base = static_cast<std::uint8_t*>(base_);
+  return StatsSlots{reinterpret_cast<ConnectionStatsSlot*>(base + header_->stats_offset),
+                    reinterpret_cast<ConnectionRareSlot*>(base + header_->rare_offset),
+                    header_->stats_slots};
 }
 
 bool SharedRegion::ReleaseEventBytes(std::uint64_t offset, std::uint64_t length) const {
@@ -61,7 +63,8 @@ StatusOr<std::unique_ptr<SharedRegion>> SharedRegion::Create(const SharedRegionS
   const std::uint64_t events_offset = (sizeof(SharedHeader) + 4095) & ~std::uint64_t{4095};
   const std::uint64_t commands_offset = events_offset + sizes.events_capacity;
   const std::uint64_t stats_offset = commands_offset + sizes.commands_capacity;
-  const std::uint64_t total = stats_offset + sizes.stats_slots * sizeof(ConnectionStatsSlot);
+  const std::uint64_t rare_offset = stats_offset + sizes.stats_slots * sizeof(ConnectionStatsSlot);
+  const std::uint64_t total = rare_offset + sizes.stats_slots * sizeof(ConnectionRareSlot);
 
   const int fd = memfd_create("mosquitto_connections", MFD_CLOEXEC);
   if (fd < 0) return Status(StatusCode::kUnavailable, Errno("memfd_create"));
@@ -84,7 +87,8 @@ StatusOr<std::unique_ptr<SharedRegion>> SharedRegion::Create(const SharedRegionS
   header->commands_capacity = sizes.commands_capacity;
   header->stats_offset = stats_offset;
   header->stats_slots = sizes.stats_slots;
-  // The slots are zero pages of the memfd: an all-zero ConnectionStatsSlot is a valid free one.
+  header->rare_offset = rare_offset;
+  // The slots are zero pages of the memfd: an all-zero slot (both parts) is a valid free one.
   return std::unique_ptr<SharedRegion>(new SharedRegion(fd, true, base, total));
 }
 
@@ -108,7 +112,11 @@ StatusOr<std::unique_ptr<SharedRegion>> SharedRegion::Attach(int fd) {
       IsPowerOfTwo(header->events_capacity) && IsPowerOfTwo(header->commands_capacity) &&
       header->events_offset + header->events_capacity <= size &&
       header->commands_offset + header->commands_capacity <= size &&
-      header->stats_offset + header->stats_slots * sizeof(ConnectionStatsSlot) <= size;
+      header->stats_offset % alignof(ConnectionStatsSlot) == 0 &&
+      header->stats_offset + header->stats_slots * sizeof(ConnectionStatsSlot) <=
+          header->rare_offset &&
+      header->rare_offset % alignof(ConnectionRareSlot) == 0 &&
+      header->rare_offset + header->stats_slots * sizeof(ConnectionRareSlot) <= size;
   if (!valid) {
     munmap(base, size);
     return InvalidArgument(

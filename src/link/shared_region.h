@@ -29,7 +29,7 @@ static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
               "shared counters must be lock-free to be shared between processes");
 
 inline constexpr std::uint64_t kSharedMagic = 0x6d71632d73686d31ULL;  // "mqc-shm1"
-inline constexpr std::uint32_t kSharedVersion = 12;
+inline constexpr std::uint32_t kSharedVersion = 13;
 
 // The companion's life cycle as the broker sees it.
 enum class CompanionState : std::uint32_t { kStarting = 0, kServing = 1, kFailed = 2 };
@@ -110,19 +110,25 @@ struct BrokerCounters {
 };
 
 // Per-connection traffic, in a slot the broker assigns at CONNECT (ConnectionEvent::stats_slot).
+// A slot is two parts in two arrays of the region: this one, the words the broker bumps per
+// message and the companion reads of every connection each minute, one cache line; and its
+// ConnectionRareSlot (below), the words written at TICK or at a denial and read only for a
+// connection's details. Apart, a walk over every connection's traffic touches 64 bytes of each
+// and not 208 (the broker's per-message bumps one line, the companion's pages a third).
 // `seq` names the connection that owns the slot now (connection seqs start at 1 and are never
-// reused; 0 means "being handed over"). The broker thread is the only writer.
+// reused; 0 means "being handed over"); it guards both parts. The broker thread is the only
+// writer.
 //
 // A seqlock in the form of Boehm, "Can seqlocks get along with programming language memory
 // models?" (MSPC 2012), with the owner's seq in the role of the even sequence number and 0 in the
 // role of the odd one. Every field is an atomic, so no access is a data race.
 //   writer, handing the slot over (AssignStatsSlot): seq = 0 (relaxed); release fence; every
-//     counter = 0 (relaxed); seq = owner (release). While it owns the slot, the broker thread
-//     bumps counters with relaxed load + store (Bump).
-//   reader (ReadStatsSlot): seq (acquire) == owner; every counter (relaxed); acquire fence;
-//     seq (relaxed) == owner.
-// What it guarantees, by the C++ memory model: if ReadStatsSlot returns true, every value it
-// returns was written while `owner` held the slot, i.e. it is the owner's reset (0) or one of the
+//     counter of both parts = 0 (relaxed); seq = owner (release). While it owns the slot, the
+//     broker thread bumps counters with relaxed load + store (Bump).
+//   reader (ReadStatsSlot, ReadMessageCounts, ReadDenials): seq (acquire) == owner; the
+//     counters it reads, of either part (relaxed); acquire fence; seq (relaxed) == owner.
+// What it guarantees, by the C++ memory model: if a read returns true, every value it returns
+// was written while `owner` held the slot, i.e. it is the owner's reset (0) or one of the
 // owner's later updates, never a value of a previous or later owner. Why: the first load reads
 // the owner's release store, so the resets before it happen before the counter loads; and if a
 // counter load read a value stored after a later hand-over's release fence, that fence
@@ -131,13 +137,25 @@ struct BrokerCounters {
 // of a single owner's moment: each counter is read on its own, so publish_count may be one bump
 // ahead of publish_bytes; each value is still exact for its own word. The writer never waits
 // and uses no locked instruction.
-struct ConnectionStatsSlot {
+struct alignas(64) ConnectionStatsSlot {
   std::atomic<std::uint64_t> seq{0};
   std::atomic<std::uint64_t> publish_count{0};
   std::atomic<std::uint64_t> publish_bytes{0};
   std::atomic<std::uint64_t> deliver_count{0};
   std::atomic<std::uint64_t> deliver_bytes{0};
   std::atomic<std::uint64_t> request_count{0};
+  // Messages to the connection the broker dropped at a full queue (EncodeDrops): bit 63 set
+  // once the plugin sees such drops on this broker, the count below it; 0: unknown. Bumped by
+  // the broker thread when it predicts the drop (broker/queue_drops.h): on the delivery path,
+  // hence here.
+  std::atomic<std::uint64_t> dropped_queue_full{0};
+  // No idle time here: the companion reads it from the kernel (sock_diag), so that no API
+  // request makes the broker thread touch every connection.
+};
+static_assert(sizeof(ConnectionStatsSlot) == 64, "a slot's traffic is one cache line");
+
+// The rest of a slot (see ConnectionStatsSlot): never written per message.
+struct ConnectionRareSlot {
   // The messages the broker holds for the connection (MessageQueue), one word per direction so
   // that what is known and its figures are read together (EncodeMessageQueue); 0: unknown.
   // Refreshed by the broker thread where it touches the client and in slices at TICK
@@ -147,19 +165,20 @@ struct ConnectionStatsSlot {
   // ACL denials (RecordDenial, ReadDenials): the counts by AclAccess, and the last refused topic
   // and time behind a seqlock of their own, since a denial writes several words.
   // `denial_state`: bit 0, denials are shown on this broker (set at the hand-over); bit 1, a
-  // denial is being written; bits 2 on, the denials written. Written only at a denial: the
-  // per-message path never touches these words.
+  // denial is being written; bits 2 on, the denials written. Written only at a denial.
   std::atomic<std::uint64_t> denied[kAclAccessCount] = {};
   std::atomic<std::uint64_t> denial_state{0};
   std::atomic<std::int64_t> last_denied_ns{0};  // wall clock, ns since the epoch
   std::atomic<std::uint64_t> last_denied_size{0};  // bytes of last_denied_topic in use
   std::atomic<std::uint64_t> last_denied_topic[kDeniedTopicMax / 8] = {};  // a topic's first bytes
-  // Messages to the connection the broker dropped at a full queue (EncodeDrops): bit 63 set
-  // once the plugin sees such drops on this broker, the count below it; 0: unknown. Bumped by
-  // the broker thread when it predicts the drop (broker/queue_drops.h).
-  std::atomic<std::uint64_t> dropped_queue_full{0};
-  // No idle time here: the companion reads it from the kernel (sock_diag), so that no API
-  // request makes the broker thread touch every connection.
+};
+
+// The statistics slots of a region (SharedRegion::stats_slots) or of a test: slot i is hot[i]
+// and rare[i]. Not owned.
+struct StatsSlots {
+  ConnectionStatsSlot* hot = nullptr;
+  ConnectionRareSlot* rare = nullptr;
+  std::size_t count = 0;
 };
 
 // The counters of a slot as plain values (RequestStatistics, the connection model's), each
@@ -227,7 +246,7 @@ inline void MarkDropsKnown(ConnectionStatsSlot& slot) noexcept {
 }
 
 // The broker thread's refresh of a slot it owns: two relaxed stores, no locked instruction.
-inline void StoreMessageCounts(ConnectionStatsSlot& slot, const MessageCounts& counts) noexcept {
+inline void StoreMessageCounts(ConnectionRareSlot& slot, const MessageCounts& counts) noexcept {
   slot.messages_out.store(EncodeMessageQueue(counts.out), std::memory_order_relaxed);
   slot.messages_in.store(EncodeMessageQueue(counts.in), std::memory_order_relaxed);
 }
@@ -249,28 +268,28 @@ inline void FullFence() noexcept { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 #pragma GCC diagnostic pop
 #endif
 
-// The writer's hand-over: zeroes the counters and gives the slot to `owner` (not 0). Broker
-// thread only; plain stores and a release fence (a compiler barrier on x86), no locked
-// instruction, no syscall.
-inline void AssignStatsSlot(ConnectionStatsSlot& slot, std::uint64_t owner,
-                            bool denials_shown = false) noexcept {
+// The writer's hand-over: zeroes the counters of both parts and gives the slot to `owner` (not
+// 0). Broker thread only; plain stores and a release fence (a compiler barrier on x86), no
+// locked instruction, no syscall.
+inline void AssignStatsSlot(ConnectionStatsSlot& slot, ConnectionRareSlot& rare,
+                            std::uint64_t owner, bool denials_shown = false) noexcept {
   slot.seq.store(0, std::memory_order_relaxed);
   SeqlockReleaseFence();  // std::atomic_thread_fence(std::memory_order_release)
   for (auto* counter :
        {&slot.publish_count, &slot.publish_bytes, &slot.deliver_count, &slot.deliver_bytes,
-        &slot.request_count, &slot.messages_out, &slot.messages_in, &slot.denied[0],
-        &slot.denied[1], &slot.last_denied_size, &slot.dropped_queue_full}) {
+        &slot.request_count, &slot.dropped_queue_full, &rare.messages_out, &rare.messages_in,
+        &rare.denied[0], &rare.denied[1], &rare.last_denied_size}) {
     counter->store(0, std::memory_order_relaxed);
   }
-  slot.last_denied_ns.store(0, std::memory_order_relaxed);
-  slot.denial_state.store(denials_shown ? 1 : 0, std::memory_order_relaxed);
+  rare.last_denied_ns.store(0, std::memory_order_relaxed);
+  rare.denial_state.store(denials_shown ? 1 : 0, std::memory_order_relaxed);
   slot.seq.store(owner, std::memory_order_release);
 }
 
 // A denial of `access` on `topic` at `now_ns`, by the slot's owner (broker thread only): one
 // count, and the topic (its first kDeniedTopicMax bytes) and time under the denial seqlock. Plain
 // stores and release fences, no locked instruction, no allocation, no syscall.
-inline void RecordDenial(ConnectionStatsSlot& slot, AclAccess access, std::string_view topic,
+inline void RecordDenial(ConnectionRareSlot& slot, AclAccess access, std::string_view topic,
                          std::int64_t now_ns) noexcept {
   auto& count = slot.denied[static_cast<std::size_t>(access)];
   count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -293,9 +312,9 @@ inline void RecordDenial(ConnectionStatsSlot& slot, AclAccess access, std::strin
 // does not hold the slot. `denials->shown` false: the broker hides denials (nothing else set).
 // The topic and time are those of one denial; where the broker wrote one during every attempt
 // (a few tries), the counts are kept and the last topic is left out.
-inline bool ReadDenials(const ConnectionStatsSlot& slot, std::uint64_t owner,
-                        Denials* denials) noexcept {
-  if (slot.seq.load(std::memory_order_acquire) != owner) return false;
+inline bool ReadDenials(const ConnectionStatsSlot& owned, const ConnectionRareSlot& slot,
+                        std::uint64_t owner, Denials* denials) noexcept {
+  if (owned.seq.load(std::memory_order_acquire) != owner) return false;
   Denials read;
   read.shown = (slot.denial_state.load(std::memory_order_relaxed) & 1) != 0;
   read.publish = slot.denied[0].load(std::memory_order_relaxed);
@@ -318,31 +337,37 @@ inline bool ReadDenials(const ConnectionStatsSlot& slot, std::uint64_t owner,
     break;
   }
   SeqlockAcquireFence();
-  if (slot.seq.load(std::memory_order_relaxed) != owner) return false;
+  if (owned.seq.load(std::memory_order_relaxed) != owner) return false;
   *denials = std::move(read);
   return true;
 }
 
 // The reader's side: true, with *values filled, if `owner` held the slot before and after the
 // reads (so every value is the owner's, as said above); false if the slot belongs to someone else
-// or is being handed over. `messages` and `drops`, when not null, get the message counts
-// (MessageCounts) and the drops (MessageDrops) under the same check.
+// or is being handed over. `drops`, when not null, gets the drops (MessageDrops) under the same
+// check.
 inline bool ReadStatsSlot(const ConnectionStatsSlot& slot, std::uint64_t owner,
-                          RequestStatistics* values, MessageCounts* messages = nullptr,
-                          MessageDrops* drops = nullptr) noexcept {
+                          RequestStatistics* values, MessageDrops* drops = nullptr) noexcept {
   if (slot.seq.load(std::memory_order_acquire) != owner) return false;
   const RequestStatistics read = LoadStatsSlot(slot);
-  const std::uint64_t out = slot.messages_out.load(std::memory_order_relaxed);
-  const std::uint64_t in = slot.messages_in.load(std::memory_order_relaxed);
   const std::uint64_t dropped = slot.dropped_queue_full.load(std::memory_order_relaxed);
   SeqlockAcquireFence();  // std::atomic_thread_fence(std::memory_order_acquire)
   if (slot.seq.load(std::memory_order_relaxed) != owner) return false;
   *values = read;
-  if (messages != nullptr) {
-    messages->out = DecodeMessageQueue(out);
-    messages->in = DecodeMessageQueue(in);
-  }
   if (drops != nullptr) *drops = DecodeDrops(dropped);
+  return true;
+}
+
+// The message counts of the slot's rare part, under the same check of its owner.
+inline bool ReadMessageCounts(const ConnectionStatsSlot& owned, const ConnectionRareSlot& slot,
+                              std::uint64_t owner, MessageCounts* messages) noexcept {
+  if (owned.seq.load(std::memory_order_acquire) != owner) return false;
+  const std::uint64_t out = slot.messages_out.load(std::memory_order_relaxed);
+  const std::uint64_t in = slot.messages_in.load(std::memory_order_relaxed);
+  SeqlockAcquireFence();
+  if (owned.seq.load(std::memory_order_relaxed) != owner) return false;
+  messages->out = DecodeMessageQueue(out);
+  messages->in = DecodeMessageQueue(in);
   return true;
 }
 
@@ -380,8 +405,9 @@ struct SharedHeader {
   alignas(64) CompanionControl companion;
   alignas(64) BrokerControl broker;
   alignas(64) BrokerCounters counters;
-  std::uint64_t stats_offset = 0;
+  std::uint64_t stats_offset = 0;  // stats_slots ConnectionStatsSlot
   std::uint64_t stats_slots = 0;
+  std::uint64_t rare_offset = 0;  // as many ConnectionRareSlot
 };
 
 // The companion's event loop sleeps until the broker has written, so that an idle broker costs
@@ -453,7 +479,7 @@ class SharedRegion {
   SharedHeader* header() const { return header_; }
   std::uint8_t* events_data() const;
   std::uint8_t* commands_data() const;
-  ConnectionStatsSlot* stats() const;  // header()->stats_slots of them
+  StatsSlots stats_slots() const;  // header()->stats_slots of them
 
   // Gives the memory of the events ring's bytes [offset, offset + length) back to the system
   // (a hole punched in the memfd: whole pages are freed in every process that maps them, and

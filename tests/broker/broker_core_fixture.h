@@ -14,17 +14,17 @@
 #include "broker/broker_core.h"
 #include "broker/queue_drops.h"
 #include "link/shared_region.h"
+#include "../support/stats_slots.h"
 
 namespace mqc {
 
 // The setup BrokerCore::Create takes, over the test's `sink`, `slots` and `counters`.
-inline BrokerCoreSetup TestCoreSetup(EventSink* sink, std::vector<ConnectionStatsSlot>* slots,
+inline BrokerCoreSetup TestCoreSetup(EventSink* sink, TestStatsSlots* slots,
                                      BrokerCounters* counters) {
   BrokerCoreSetup setup;
   setup.uuid_seed = 1;
   setup.sink = sink;
-  setup.stats = slots->data();
-  setup.stats_count = slots->size();
+  setup.stats = slots->view();
   setup.counters = counters;
   return setup;
 }
@@ -32,7 +32,7 @@ inline BrokerCoreSetup TestCoreSetup(EventSink* sink, std::vector<ConnectionStat
 // The broker core as the plugin builds it over `broker`, with no client layout and no shared
 // region: the sink gets the records.
 inline StatusOr<std::unique_ptr<BrokerCore>> CreateTestCore(
-    FakeBroker* broker, EventSink* sink, std::vector<ConnectionStatsSlot>* slots,
+    FakeBroker* broker, EventSink* sink, TestStatsSlots* slots,
     BrokerCounters* counters) {
   PluginOptions options;
   options.client_layout = false;

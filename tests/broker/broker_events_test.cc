@@ -147,7 +147,7 @@ class BrokerEventsTest : public ::testing::Test {
   }
 
   OfflineSink sink_;
-  std::vector<ConnectionStatsSlot> slots_ = std::vector<ConnectionStatsSlot>(8);
+  TestStatsSlots slots_ = TestStatsSlots(8);
   BrokerCounters counters_;
   FakeBroker broker_;
   std::unique_ptr<BrokerCore> core_;
@@ -409,7 +409,9 @@ TEST_F(BrokerEventsTest, TheLaterAclSourcesAnswerThroughTheNestedCheck) {
 Denials DenialsOf(BrokerCore& core, FakeClient* client) {
   Denials denials;
   ConnectionStatsSlot* slot = core.sessions().View(client->handle()).stats;
-  if (slot != nullptr) ReadDenials(*slot, slot->seq.load(), &denials);
+  if (slot != nullptr) {
+    ReadDenials(*slot, core.sessions().Rare(*slot), slot->seq.load(), &denials);
+  }
   return denials;
 }
 
@@ -1389,10 +1391,11 @@ TEST_F(BridgeEventsTest, AFailedLayoutReadsNothingAndSaysUnknown) {
 // ---- queued and in-flight messages ----
 
 // The counts as the slot holds them for the companion.
-MessageCounts SlotCounts(const ConnectionStatsSlot* slot) {
+MessageCounts SlotCounts(BrokerCore& core, const ConnectionStatsSlot* slot) {
+  const ConnectionRareSlot& rare = core.sessions().Rare(*slot);
   MessageCounts counts;
-  counts.out = DecodeMessageQueue(slot->messages_out.load());
-  counts.in = DecodeMessageQueue(slot->messages_in.load());
+  counts.out = DecodeMessageQueue(rare.messages_out.load());
+  counts.in = DecodeMessageQueue(rare.messages_in.load());
   return counts;
 }
 
@@ -1420,8 +1423,8 @@ TEST_F(SessionExpiryEventsTest, MessageCountsAreCopiedOnceTheLayoutIsVerified) {
   ASSERT_NE(slot, nullptr);
   Events().SweepMessageCounts(broker_.monotonic_ns);
   ASSERT_TRUE(core_->layout()->verifying());
-  EXPECT_EQ(slot->messages_out.load(), 0u);
-  EXPECT_EQ(SlotCounts(slot).out.known, MessageQueue::Known::kUnknown);
+  EXPECT_EQ(core_->sessions().Rare(*slot).messages_out.load(), 0u);
+  EXPECT_EQ(SlotCounts(*core_, slot).out.known, MessageQueue::Known::kUnknown);
 
   // Its SUBSCRIBE verifies the layout, and copies its counts.
   SetSubCount(&slow, truth, 1);
@@ -1429,7 +1432,7 @@ TEST_F(SessionExpiryEventsTest, MessageCountsAreCopiedOnceTheLayoutIsVerified) {
   ASSERT_TRUE(core_->layout()->verified());
   // The first sweep once verified starts the sweep's clock (and walks one slot).
   Events().SweepMessageCounts(broker_.monotonic_ns);
-  MessageCounts counts = SlotCounts(slot);
+  MessageCounts counts = SlotCounts(*core_, slot);
   EXPECT_EQ(counts.out.known, MessageQueue::Known::kSplit);
   EXPECT_EQ(counts.out.queued, 7u);
   EXPECT_EQ(counts.out.in_flight, 3u);
@@ -1444,11 +1447,11 @@ TEST_F(SessionExpiryEventsTest, MessageCountsAreCopiedOnceTheLayoutIsVerified) {
   // The counts are never read per message: only the drop check's two ints (this full path
   // reads them bounds checked; queue_drops.h, MayDrop), whose window has room here.
   EXPECT_EQ(broker_.bytes_reads, reads + 2);
-  EXPECT_EQ(SlotCounts(slot).out.queued, 7u);
+  EXPECT_EQ(SlotCounts(*core_, slot).out.queued, 7u);
   broker_.monotonic_ns += MessageCountSweep::kRoundNs;  // a whole round
   Events().SweepMessageCounts(broker_.monotonic_ns);
   EXPECT_EQ(broker_.bytes_reads, reads + 3);  // one read of the span, for the one open client
-  counts = SlotCounts(slot);
+  counts = SlotCounts(*core_, slot);
   EXPECT_EQ(counts.out.queued, 100u);
   EXPECT_EQ(counts.out.in_flight, 20u);
   EXPECT_EQ(counts.in.in_flight, 0u);
@@ -1458,7 +1461,7 @@ TEST_F(SessionExpiryEventsTest, MessageCountsAreCopiedOnceTheLayoutIsVerified) {
   PutCounts(&slow, truth, -5, 20, 0, 0);
   broker_.monotonic_ns += MessageCountSweep::kRoundNs;  // a whole round
   Events().SweepMessageCounts(broker_.monotonic_ns);
-  EXPECT_EQ(SlotCounts(slot).out.queued, 100u);
+  EXPECT_EQ(SlotCounts(*core_, slot).out.queued, 100u);
 
   // A connection's end hands the slot over: the next owner starts unknown.
   Events().OnDisconnect(slow.handle(), -1);
@@ -1466,7 +1469,7 @@ TEST_F(SessionExpiryEventsTest, MessageCountsAreCopiedOnceTheLayoutIsVerified) {
   Connect(&next);
   ConnectionStatsSlot* next_slot = core_->sessions().View(next.handle()).stats;
   ASSERT_NE(next_slot, nullptr);
-  EXPECT_EQ(SlotCounts(next_slot).out.known, MessageQueue::Known::kUnknown);
+  EXPECT_EQ(SlotCounts(*core_, next_slot).out.known, MessageQueue::Known::kUnknown);
 }
 
 // ---- messages dropped at a full queue ----
@@ -1542,7 +1545,7 @@ TEST_F(SessionExpiryEventsTest, On2011OnlyTheSumIsKnown) {
   Put(&slow, truth, LayoutField::kMsgsInCount, 2);
   Connect(&slow);
   Events().OnAclCheck(AclCheck(&slow, kAclSubscribe, "events/a", 1));
-  const MessageCounts counts = SlotCounts(core_->sessions().View(slow.handle()).stats);
+  const MessageCounts counts = SlotCounts(*core_, core_->sessions().View(slow.handle()).stats);
   EXPECT_EQ(counts.out.known, MessageQueue::Known::kTotal);
   EXPECT_EQ(counts.out.total, 42u);
   EXPECT_EQ(counts.out.queued, 0u);
@@ -1593,8 +1596,8 @@ TEST_F(SessionExpiryEventsTest, AShiftedLayoutYieldsNoFigure) {
       for (FakeClient& client : clients) {
         const ConnectionStatsSlot* slot = core_->sessions().View(client.handle()).stats;
         ASSERT_NE(slot, nullptr);
-        EXPECT_EQ(slot->messages_out.load(), 0u);
-        EXPECT_EQ(slot->messages_in.load(), 0u);
+        EXPECT_EQ(core_->sessions().Rare(*slot).messages_out.load(), 0u);
+        EXPECT_EQ(core_->sessions().Rare(*slot).messages_in.load(), 0u);
       }
       int warnings = 0;
       for (const auto& [level, text] : broker_.log) {

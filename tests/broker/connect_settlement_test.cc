@@ -305,7 +305,7 @@ TEST_F(ConnectSettlementTest, AClientClosedDuringAReloadIsRevokedAndOnlyThen) {
 TEST(ConnectSettlementRevokeTest, ARevokedConnectionIsCountedUnderItsOwnReason) {
   RecordingSink sink;
   BrokerCounters counters;
-  SessionTable table(&sink, 1, nullptr, 0, &counters);
+  SessionTable table(&sink, 1, StatsSlots{}, &counters);
   ConnectSettlement connects(&table);
   int a = 0;
   connects.BeginConnect(&a, Facts("a"), 1);

@@ -65,7 +65,7 @@ class PerMessageTest : public ::testing::TestWithParam<bool> {
   }
 
   NullSink sink_;
-  std::vector<ConnectionStatsSlot> slots_ = std::vector<ConnectionStatsSlot>(100);
+  TestStatsSlots slots_ = TestStatsSlots(100);
   BrokerCounters counters_;
   FakeBroker broker_;
   std::unique_ptr<BrokerCore> core_;
@@ -152,7 +152,7 @@ TEST_P(PerMessageTest, RefusedPublishesAllocateNothing) {
   counting = false;
   EXPECT_EQ(allocations.load(), 0);
   EXPECT_EQ(counters_.acl_denials[static_cast<int>(AclAccess::kPublish)].load(), 6u);
-  EXPECT_EQ(slots_[0].denied[static_cast<int>(AclAccess::kPublish)].load(), 6u);
+  EXPECT_EQ(slots_.rare(0).denied[static_cast<int>(AclAccess::kPublish)].load(), 6u);
 }
 
 INSTANTIATE_TEST_SUITE_P(BothApis, PerMessageTest, ::testing::Values(false, true),
@@ -166,7 +166,7 @@ INSTANTIATE_TEST_SUITE_P(BothApis, PerMessageTest, ::testing::Values(false, true
 TEST(QueueFullAllocationTest, APredictedDropAllocatesNothing) {
   FakeBroker broker = FakeBroker::Api20();
   NullSink sink;
-  std::vector<ConnectionStatsSlot> slots(4);
+  TestStatsSlots slots(4);
   BrokerCounters counters;
   auto created = CreateTestCore(&broker, &sink, &slots, &counters);
   ASSERT_TRUE(created.ok()) << created.status().message();
@@ -201,8 +201,8 @@ TEST(QueueFullAllocationTest, APredictedDropAllocatesNothing) {
 // broker thread: the pool's free list was reserved in full when it was made, so neither ever
 // allocates, whatever the order slots come back in.
 TEST(StatsSlotPoolAllocationTest, TakingAndGivingBackAllocateNothing) {
-  std::vector<ConnectionStatsSlot> slots(64);
-  StatsSlotPool pool(slots.data(), slots.size());
+  TestStatsSlots slots(64);
+  StatsSlotPool pool(slots.view());
   std::vector<std::uint32_t> taken;
   taken.reserve(slots.size());
   std::uint64_t owner = 0;

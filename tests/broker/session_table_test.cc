@@ -18,6 +18,7 @@
 
 #include "../support/client_facts_builder.h"
 #include "../support/session_table_fixture.h"
+#include "../support/stats_slots.h"
 
 namespace mqc {
 namespace {
@@ -437,8 +438,8 @@ TEST_F(SessionTableTest, OnlyASessionOfUnknownExpiryIsFollowed) {
 
 TEST(SessionTableStatsTest, SlotsAreAssignedResetAndTheirTotalsTravelWithTheClose) {
   RecordingSink sink;
-  ConnectionStatsSlot slots[1];
-  SessionTable table(&sink, 1, slots, 1);
+  TestStatsSlots slots(1);
+  SessionTable table(&sink, 1, slots.view());
   ConnectSettlement connects(&table);
   int a = 0;
   int b = 0;

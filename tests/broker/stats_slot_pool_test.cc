@@ -6,12 +6,14 @@
 #include <set>
 #include <vector>
 
+#include "../support/stats_slots.h"
+
 namespace mqc {
 namespace {
 
 TEST(StatsSlotPoolTest, SlotsAreTakenLowestFirstUntilNoneIsLeft) {
-  ConnectionStatsSlot slots[3];
-  StatsSlotPool pool(slots, 3);
+  TestStatsSlots slots(3);
+  StatsSlotPool pool(slots.view());
   EXPECT_EQ(pool.capacity(), 3u);
   EXPECT_EQ(pool.free_count(), 3u);
   EXPECT_EQ(pool.Take(11), 0u);
@@ -25,31 +27,34 @@ TEST(StatsSlotPoolTest, SlotsAreTakenLowestFirstUntilNoneIsLeft) {
 }
 
 TEST(StatsSlotPoolTest, APoolOfNoSlotsNeverGivesOne) {
-  StatsSlotPool pool(nullptr, 0);
+  StatsSlotPool pool(StatsSlots{});
   EXPECT_EQ(pool.Take(1), kNoStatsSlot);
   EXPECT_EQ(pool.free_count(), 0u);
 }
 
 TEST(StatsSlotPoolTest, ATakenSlotIsZeroedAndOwnedByItsNewConnection) {
-  ConnectionStatsSlot slots[1];
+  TestStatsSlots slots(1);
   slots[0].seq = 99;
   Bump(slots[0].publish_count, 5);
   Bump(slots[0].deliver_bytes, 7);
-  slots[0].messages_out = 3;
-  StatsSlotPool pool(slots, 1);
+  slots.rare(0).messages_out = 3;
+  slots.rare(0).denied[0] = 2;
+  StatsSlotPool pool(slots.view());
   ASSERT_EQ(pool.Take(42), 0u);
   EXPECT_EQ(slots[0].seq.load(), 42u);
   EXPECT_EQ(slots[0].publish_count.load(), 0u);
   EXPECT_EQ(slots[0].deliver_bytes.load(), 0u);
-  EXPECT_EQ(slots[0].messages_out.load(), 0u);
+  EXPECT_EQ(slots.rare(0).messages_out.load(), 0u);  // the rare part too
+  EXPECT_EQ(slots.rare(0).denied[0].load(), 0u);
+  EXPECT_EQ(&pool.Rare(slots[0]), &slots.rare(0));
   RequestStatistics read;
   EXPECT_TRUE(ReadStatsSlot(slots[0], 42, &read));
   EXPECT_FALSE(ReadStatsSlot(slots[0], 99, &read));  // the old owner's figures are gone
 }
 
 TEST(StatsSlotPoolTest, GiveBackReturnsTheTotalsAndTheSlotIsTakenNext) {
-  ConnectionStatsSlot slots[2];
-  StatsSlotPool pool(slots, 2);
+  TestStatsSlots slots(2);
+  StatsSlotPool pool(slots.view());
   const std::uint32_t first = pool.Take(1);
   const std::uint32_t second = pool.Take(2);
   Bump(slots[second].publish_count, 3);
@@ -75,8 +80,8 @@ TEST(StatsSlotPoolTest, GiveBackReturnsTheTotalsAndTheSlotIsTakenNext) {
 // Every slot taken and given back many times over, in changing orders: each slot is held by
 // one connection at a time, and the free list's storage is the one reserved at the start.
 TEST(StatsSlotPoolTest, ChurnNeverHandsOneSlotToTwoConnections) {
-  std::vector<ConnectionStatsSlot> slots(8);
-  StatsSlotPool pool(slots.data(), slots.size());
+  TestStatsSlots slots(8);
+  StatsSlotPool pool(slots.view());
   std::set<std::uint32_t> held;
   std::uint64_t owner = 0;
   for (int round = 0; round < 50; ++round) {

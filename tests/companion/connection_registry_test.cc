@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "../support/connection_builder.h"
+#include "../support/stats_slots.h"
 #include "companion/companion_link.h"
 #include "companion/metrics_views.h"
 #include "link/clock.h"
@@ -720,8 +721,7 @@ class RegistryDetailsTest : public ::testing::Test {
     proxy_v2_tls.port = 1886;
     proxy_v2_tls.proxy_v2_require_tls = true;
     options_.listeners = {plain, tls, ws, proxy_v1, proxy_v2, proxy_v2_tls};
-    options_.stats = slots_;
-    options_.stats_count = 4;
+    options_.stats = slots_.view();
     registry_ = std::make_unique<ConnectionRegistry>(options_);
   }
   // Connection `seq` ("c<seq>") opened at `open_ns` (when the broker gave it `slot`, zeroed),
@@ -752,7 +752,9 @@ class RegistryDetailsTest : public ::testing::Test {
     Assign(0, 1);
   }
   // The broker's side of a CONNECT: the slot handed over zeroed to `seq`.
-  void Assign(std::uint32_t slot, std::uint64_t seq) { AssignStatsSlot(slots_[slot], seq); }
+  void Assign(std::uint32_t slot, std::uint64_t seq) {
+    AssignStatsSlot(slots_[slot], slots_.rare(slot), seq);
+  }
   // The broker's side of a close: the slot given back (it keeps its figures until it is taken
   // again), its totals in the close event, read by the registry at `now`.
   void Close(std::uint64_t seq, std::uint32_t slot, std::int64_t close_ns, std::int64_t now) {
@@ -789,7 +791,7 @@ class RegistryDetailsTest : public ::testing::Test {
     return Connection{};
   }
 
-  ConnectionStatsSlot slots_[4];
+  TestStatsSlots slots_ = TestStatsSlots(4);
   ConnectionRegistryOptions options_;
   std::unique_ptr<ConnectionRegistry> registry_;
 };
@@ -832,7 +834,7 @@ TEST_F(RegistryDetailsTest, MessageCountsAreReadWithTheTotals) {
   MessageCounts counts;
   counts.out = {MessageQueue::Known::kSplit, 96, 4, 100};
   counts.in = {MessageQueue::Known::kSplit, 0, 2, 2};
-  StoreMessageCounts(slots_[0], counts);
+  StoreMessageCounts(slots_.rare(0), counts);
   c = Find(registry_->DetailedSnapshot(), 1);
   EXPECT_EQ(c.messages->out, counts.out);
   EXPECT_EQ(c.messages->in, counts.in);
@@ -1096,11 +1098,10 @@ TEST_F(RegistryDetailsTest, ClosedConnectionsTrimmedFromTheListLeaveTheTopClient
 // without one either).
 TEST(ConnectionRegistryChangesTest, AClosedConnectionsMinuteIsNoChangeOfTheStream) {
   ConnectionChanges changes({16, 100});
-  ConnectionStatsSlot slots[1];
+  TestStatsSlots slots(1);
   ConnectionRegistryOptions options;
   options.changes = &changes;
-  options.stats = slots;
-  options.stats_count = 1;
+  options.stats = slots.view();
   ConnectionRegistry registry(options);
   const auto apply = [&](EventType type, const auto& event) {
     std::string bytes;
@@ -1108,7 +1109,7 @@ TEST(ConnectionRegistryChangesTest, AClosedConnectionsMinuteIsNoChangeOfTheStrea
     ASSERT_TRUE(ApplyEventRecord(&registry, type, bytes, 10 * kMinute + 3));
   };
   registry.RollStatisticsWindow(10 * kMinute + 1);
-  AssignStatsSlot(slots[0], 1);
+  AssignStatsSlot(slots[0], slots.rare(0), 1);
   ConnectionEvent open = Open(1, "burst", 10 * kMinute + 2);
   open.stats_slot = 0;
   apply(EventType::kConnection, open);

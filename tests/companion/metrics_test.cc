@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../support/connection_builder.h"
+#include "../support/stats_slots.h"
 #include "../support/test_region.h"
 #include "companion/companion_link.h"
 #include "companion/connection.h"
@@ -570,9 +571,9 @@ TEST_F(MetricsTest, TopClientsFamilyIsLeftOutByDefault) {
 }
 
 TEST_F(MetricsTest, TopClientsFamilyShowsTheTopTalkersOnlyAndDropsThoseWhoLeave) {
-  ConnectionStatsSlot slots[3];
+  TestStatsSlots slots(3);
   ConnectionRegistry registry(
-      ConnectionRegistryOptions{7, DefaultPattern::kEvents, 10, 1'000'000'000, {}, slots, 3});
+      ConnectionRegistryOptions{7, DefaultPattern::kEvents, 10, 1'000'000'000, {}, slots.view()});
   MetricsExporter exporter(*region_->header(), registry, 7, /*top_clients=*/2);
   const std::int64_t minute = 60'000'000'000;
   for (std::uint64_t seq = 1; seq <= 3; ++seq) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../support/connection_builder.h"
+#include "../support/stats_slots.h"
 #include "companion/companion_link.h"
 #include "companion/connection_registry.h"
 #include "link/event_records.h"
@@ -28,8 +29,7 @@ using TopList = std::vector<std::pair<std::string, std::uint64_t>>;
 class MetricsViewsTest : public ::testing::Test {
  protected:
   MetricsViewsTest() {
-    options_.stats = slots_;
-    options_.stats_count = 4;
+    options_.stats = slots_.view();
     registry_ = std::make_unique<ConnectionRegistry>(options_);
   }
   template <typename Event>
@@ -40,7 +40,7 @@ class MetricsViewsTest : public ::testing::Test {
   }
   // Connection `seq` of `client_id`, opened at `now` with statistics slot `slot` (zeroed).
   void Open(std::uint64_t seq, std::uint32_t slot, std::int64_t now, const std::string& client_id) {
-    AssignStatsSlot(slots_[slot], seq);
+    AssignStatsSlot(slots_[slot], slots_.rare(slot), seq);
     ConnectionEvent e = TestConnectionRecord(seq, client_id);
     e.stats_slot = slot;
     e.open_time_ns = now;
@@ -65,7 +65,7 @@ class MetricsViewsTest : public ::testing::Test {
     return top;
   }
 
-  ConnectionStatsSlot slots_[4];
+  TestStatsSlots slots_ = TestStatsSlots(4);
   ConnectionRegistryOptions options_;
   std::unique_ptr<ConnectionRegistry> registry_;
 };

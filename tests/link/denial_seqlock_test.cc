@@ -17,44 +17,46 @@ namespace {
 
 TEST(DenialSeqlockTest, AHandOverClearsTheDenialsAndSaysWhetherTheyAreShown) {
   ConnectionStatsSlot slot;
-  AssignStatsSlot(slot, 7, /*denials_shown=*/true);
-  RecordDenial(slot, AclAccess::kPublish, "a/b", 11);
-  RecordDenial(slot, AclAccess::kSubscribe, "c/#", 12);
-  RecordDenial(slot, AclAccess::kPublish, "d", 13);
+  ConnectionRareSlot rare;
+  AssignStatsSlot(slot, rare, 7, /*denials_shown=*/true);
+  RecordDenial(rare, AclAccess::kPublish, "a/b", 11);
+  RecordDenial(rare, AclAccess::kSubscribe, "c/#", 12);
+  RecordDenial(rare, AclAccess::kPublish, "d", 13);
   Denials denials;
-  ASSERT_TRUE(ReadDenials(slot, 7, &denials));
+  ASSERT_TRUE(ReadDenials(slot, rare, 7, &denials));
   EXPECT_TRUE(denials.shown);
   EXPECT_EQ(denials.publish, 2u);
   EXPECT_EQ(denials.subscribe, 1u);
   EXPECT_EQ(denials.last_topic, "d");
   EXPECT_EQ(denials.last_ns, 13);
-  EXPECT_FALSE(ReadDenials(slot, 8, &denials));  // another owner's: left as it was
+  EXPECT_FALSE(ReadDenials(slot, rare, 8, &denials));  // another owner's: left as it was
   EXPECT_EQ(denials.publish, 2u);
 
-  AssignStatsSlot(slot, 9, /*denials_shown=*/false);
-  ASSERT_TRUE(ReadDenials(slot, 9, &denials));
+  AssignStatsSlot(slot, rare, 9, /*denials_shown=*/false);
+  ASSERT_TRUE(ReadDenials(slot, rare, 9, &denials));
   EXPECT_FALSE(denials.shown);
   EXPECT_EQ(denials.publish + denials.subscribe, 0u);
   EXPECT_EQ(denials.last_topic, "");
   EXPECT_EQ(denials.last_ns, 0);
 
-  AssignStatsSlot(slot, 10, /*denials_shown=*/true);
-  ASSERT_TRUE(ReadDenials(slot, 10, &denials));
+  AssignStatsSlot(slot, rare, 10, /*denials_shown=*/true);
+  ASSERT_TRUE(ReadDenials(slot, rare, 10, &denials));
   EXPECT_TRUE(denials.shown);
   EXPECT_EQ(denials.last_ns, 0);  // no denial yet: no topic, no time
 }
 
 TEST(DenialSeqlockTest, ATopicIsKeptToTheFieldsSizeWhateverItsLength) {
   ConnectionStatsSlot slot;
-  AssignStatsSlot(slot, 7, true);
+  ConnectionRareSlot rare;
+  AssignStatsSlot(slot, rare, 7, true);
   Denials denials;
   for (std::size_t size : {std::size_t{0}, std::size_t{1}, std::size_t{8}, std::size_t{9},
                            kDeniedTopicMax - 1, kDeniedTopicMax, kDeniedTopicMax + 1,
                            std::size_t{65535}}) {
     std::string topic(size, 'x');
     for (std::size_t i = 0; i < size; ++i) topic[i] = static_cast<char>('a' + i % 26);
-    RecordDenial(slot, AclAccess::kPublish, topic, 100 + static_cast<std::int64_t>(size));
-    ASSERT_TRUE(ReadDenials(slot, 7, &denials));
+    RecordDenial(rare, AclAccess::kPublish, topic, 100 + static_cast<std::int64_t>(size));
+    ASSERT_TRUE(ReadDenials(slot, rare, 7, &denials));
     EXPECT_EQ(denials.last_topic, topic.substr(0, kDeniedTopicMax)) << size;
   }
 }
@@ -63,7 +65,8 @@ TEST(DenialSeqlockTest, ATopicIsKeptToTheFieldsSizeWhateverItsLength) {
 // topic they accept goes with its own time. Bounded: 300 ms of writing, 10 s at most.
 TEST(DenialSeqlockTest, AReaderNeverMixesTwoDenials) {
   ConnectionStatsSlot slot;
-  AssignStatsSlot(slot, 5, true);
+  ConnectionRareSlot rare;
+  AssignStatsSlot(slot, rare, 5, true);
   std::atomic<bool> done{false};
   std::atomic<std::uint64_t> accepted{0};
   std::atomic<std::uint64_t> mixed{0};
@@ -72,7 +75,7 @@ TEST(DenialSeqlockTest, AReaderNeverMixesTwoDenials) {
     for (std::int64_t n = 1;; ++n) {
       // Topics of varying length, so that a torn read also shows in the size.
       const std::string topic = "t/" + std::to_string(n) + "/" + std::string(n % 90, 'p');
-      RecordDenial(slot, n % 2 == 0 ? AclAccess::kPublish : AclAccess::kSubscribe, topic, n);
+      RecordDenial(rare, n % 2 == 0 ? AclAccess::kPublish : AclAccess::kSubscribe, topic, n);
       const auto now = std::chrono::steady_clock::now();
       if ((now - start > std::chrono::milliseconds(300) && accepted.load() > 100) ||
           now - start > std::chrono::seconds(10)) {
@@ -84,7 +87,7 @@ TEST(DenialSeqlockTest, AReaderNeverMixesTwoDenials) {
   auto reader = [&] {
     while (!done.load()) {
       Denials denials;
-      if (!ReadDenials(slot, 5, &denials) || denials.last_ns == 0) continue;
+      if (!ReadDenials(slot, rare, 5, &denials) || denials.last_ns == 0) continue;
       const std::int64_t n = denials.last_ns;
       const std::string want = "t/" + std::to_string(n) + "/" + std::string(n % 90, 'p');
       if (denials.last_topic.empty() && denials.publish + denials.subscribe > 0) continue;

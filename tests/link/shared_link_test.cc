@@ -359,15 +359,14 @@ TEST_F(SharedLinkTest, ACompanionReportsServingOrFailure) {
 // (the region is byte for byte the same after it), so the broker thread has nothing to do for
 // it and the request waits for no TICK.
 TEST_F(SharedLinkTest, ADetailedRequestAsksNothingOfTheBroker) {
-  SessionTable table(broker_.get(), 1, region_->stats(), region_->header()->stats_slots);
+  SessionTable table(broker_.get(), 1, region_->stats_slots());
   ConnectSettlement connects(&table);
   ResyncWriter resync(&table, broker_.get());
   const ClientFacts facts = Facts("detailed");  // from 127.0.0.1:50000 to the listener on 1883
   connects.BeginConnect(&clients_[0], facts, 1);
   connects.Settle();
   ConnectionRegistryOptions options;
-  options.stats = region_->stats();
-  options.stats_count = region_->header()->stats_slots;
+  options.stats = region_->stats_slots();
   ConnectionRegistry registry(options);
   companion_->Begin();
   ASSERT_TRUE(ResyncStep(broker_.get(), &resync));

@@ -29,6 +29,7 @@ std::array<std::uint64_t, 5> Fields(const RequestStatistics& v) {
 
 TEST(StatsSeqlockTest, ReadersNeverSeeAnotherOwnersValuesOrAResetUnderAnOldSeq) {
   ConnectionStatsSlot slot;
+  ConnectionRareSlot rare;
   std::atomic<bool> done{false};
   std::atomic<std::uint64_t> owners_written{0};
   // Each reader's accepted reads, which the writer waits for: on a loaded machine a reader
@@ -46,7 +47,7 @@ TEST(StatsSeqlockTest, ReadersNeverSeeAnotherOwnersValuesOrAResetUnderAnOldSeq) 
     const auto deadline = start + std::chrono::milliseconds(400);
     const auto hard_deadline = start + std::chrono::seconds(10);
     for (std::uint64_t owner = kFirstOwner;; ++owner) {
-      AssignStatsSlot(slot, owner);
+      AssignStatsSlot(slot, rare, owner);
       for (int bump = 0; bump < 16; ++bump) {
         Bump(slot.publish_count, owner);
         Bump(slot.publish_bytes, owner);
@@ -58,7 +59,7 @@ TEST(StatsSeqlockTest, ReadersNeverSeeAnotherOwnersValuesOrAResetUnderAnOldSeq) 
       MessageCounts counts;
       counts.out = {MessageQueue::Known::kSplit, static_cast<std::uint32_t>(owner & 0x7fffffff),
                     static_cast<std::uint32_t>(owner % 1000), 0};
-      StoreMessageCounts(slot, counts);
+      StoreMessageCounts(rare, counts);
       owners_written.store(owner - kFirstOwner + 1, std::memory_order_relaxed);
       const auto now = std::chrono::steady_clock::now();
       if (now > hard_deadline || (now > deadline && every_reader_read())) break;
@@ -76,14 +77,15 @@ TEST(StatsSeqlockTest, ReadersNeverSeeAnotherOwnersValuesOrAResetUnderAnOldSeq) 
   for (std::size_t reader = 0; reader < outcomes.size(); ++reader) {
     Outcome& outcome = outcomes[reader];
     outcome.accepted = &accepted[reader];
-    readers.emplace_back([&slot, &done, &outcome] {
+    readers.emplace_back([&slot, &rare, &done, &outcome] {
       std::uint64_t last_owner = 0;
       std::array<std::uint64_t, 5> last{};
       while (!done.load(std::memory_order_acquire) && outcome.violations.size() < 5) {
         const std::uint64_t owner = slot.seq.load(std::memory_order_relaxed);
         RequestStatistics values;
         MessageCounts messages;
-        if (owner == 0 || !ReadStatsSlot(slot, owner, &values, &messages)) {
+        if (owner == 0 || !ReadStatsSlot(slot, owner, &values) ||
+            !ReadMessageCounts(slot, rare, owner, &messages)) {
           ++outcome.refused;
           continue;
         }
@@ -126,7 +128,8 @@ TEST(StatsSeqlockTest, ReadersNeverSeeAnotherOwnersValuesOrAResetUnderAnOldSeq) 
 
 TEST(StatsSeqlockTest, AHandOverZeroesTheCountersAndNamesTheNewOwner) {
   ConnectionStatsSlot slot;
-  AssignStatsSlot(slot, 7);
+  ConnectionRareSlot rare;
+  AssignStatsSlot(slot, rare, 7);
   Bump(slot.publish_count, 3);
   Bump(slot.deliver_bytes, 40);
   RequestStatistics values;
@@ -135,7 +138,7 @@ TEST(StatsSeqlockTest, AHandOverZeroesTheCountersAndNamesTheNewOwner) {
   EXPECT_EQ(values.deliver_bytes, 40u);
   EXPECT_FALSE(ReadStatsSlot(slot, 8, &values));
 
-  AssignStatsSlot(slot, 9);
+  AssignStatsSlot(slot, rare, 9);
   EXPECT_FALSE(ReadStatsSlot(slot, 7, &values));
   ASSERT_TRUE(ReadStatsSlot(slot, 9, &values));
   EXPECT_EQ(values.publish_count, 0u);
@@ -144,27 +147,29 @@ TEST(StatsSeqlockTest, AHandOverZeroesTheCountersAndNamesTheNewOwner) {
 
 TEST(StatsSeqlockTest, AHandOverMakesTheMessageCountsUnknown) {
   ConnectionStatsSlot slot;
-  AssignStatsSlot(slot, 7);
-  RequestStatistics values;
+  ConnectionRareSlot rare;
+  AssignStatsSlot(slot, rare, 7);
   MessageCounts messages;
-  ASSERT_TRUE(ReadStatsSlot(slot, 7, &values, &messages));
+  ASSERT_TRUE(ReadMessageCounts(slot, rare, 7, &messages));
   EXPECT_EQ(messages.out.known, MessageQueue::Known::kUnknown);  // not copied yet: not 0
   MessageCounts counts;
   counts.out = {MessageQueue::Known::kSplit, 0, 0, 0};
   counts.in = {MessageQueue::Known::kTotal, 0, 0, 3};
-  StoreMessageCounts(slot, counts);
-  ASSERT_TRUE(ReadStatsSlot(slot, 7, &values, &messages));
+  StoreMessageCounts(rare, counts);
+  ASSERT_TRUE(ReadMessageCounts(slot, rare, 7, &messages));
   EXPECT_EQ(messages.out, counts.out);
   EXPECT_EQ(messages.in, counts.in);
-  AssignStatsSlot(slot, 9);
-  ASSERT_TRUE(ReadStatsSlot(slot, 9, &values, &messages));
+  AssignStatsSlot(slot, rare, 9);
+  EXPECT_FALSE(ReadMessageCounts(slot, rare, 7, &messages));  // the old owner's are gone
+  ASSERT_TRUE(ReadMessageCounts(slot, rare, 9, &messages));
   EXPECT_EQ(messages.out.known, MessageQueue::Known::kUnknown);
   EXPECT_EQ(messages.in.known, MessageQueue::Known::kUnknown);
 }
 
 TEST(StatsSeqlockTest, EachCounterIsCopiedIntoItsOwnField) {
   ConnectionStatsSlot slot;
-  AssignStatsSlot(slot, 5);
+  ConnectionRareSlot rare;
+  AssignStatsSlot(slot, rare, 5);
   Bump(slot.publish_count, 1);
   Bump(slot.publish_bytes, 2);
   Bump(slot.deliver_count, 3);
