@@ -712,7 +712,8 @@ class FleetKeptConnectionTest(unittest.TestCase):
 
 class FleetHttpsTest(unittest.TestCase):
     """An https peer (2.1 serving its API over TLS): checked against plugin_opt_fleet_ca_file;
-    a broker given another CA names the peer and the failed check."""
+    a broker given another CA names the peer and the failed check, and so does one that reaches
+    it by a name its certificate does not hold."""
 
     @classmethod
     def setUpClass(cls):
@@ -736,7 +737,12 @@ class FleetHttpsTest(unittest.TestCase):
         cls.distrusting = Broker(files={"tokens": TOKEN + "\n", "ca.pem": other_cert}, options={
             "node_id": "3", "http_token_file": "{dir}/tokens", "fleet_token_file": "{dir}/tokens",
             "fleet_peers": cls.tls_url, "fleet_ca_file": "{dir}/ca.pem"})
-        cls.brokers = [cls.peer, cls.trusting, cls.distrusting]
+        # The certificate names 127.0.0.1 only (its subjectAltName), not localhost.
+        cls.by_name_url = f"https://localhost:{tls_port}"
+        cls.by_name = Broker(files={"tokens": TOKEN + "\n", "ca.pem": cert}, options={
+            "node_id": "4", "http_token_file": "{dir}/tokens", "fleet_token_file": "{dir}/tokens",
+            "fleet_peers": cls.by_name_url, "fleet_ca_file": "{dir}/ca.pem"})
+        cls.brokers = [cls.peer, cls.trusting, cls.distrusting, cls.by_name]
         try:
             for broker in cls.brokers:
                 broker.start()
@@ -774,6 +780,15 @@ class FleetHttpsTest(unittest.TestCase):
         self.assertEqual(error["code"], "unavailable")
         self.assertIn("TLS handshake failed", error["message"])
         self.assertIn("certificate", error["message"])
+
+    def test_an_https_peer_reached_by_a_name_its_certificate_lacks_is_refused(self):
+        body = self.fleet_page(self.by_name)
+        self.assertEqual(int(body["totalSize"]), 0)
+        [error] = body["peerErrors"]
+        self.assertEqual(error["peer"], self.by_name_url)
+        self.assertEqual(error["code"], "unavailable")
+        self.assertIn("TLS handshake failed", error["message"])
+        self.assertIn("name", error["message"])
 
 
 class FleetOptionsTest(unittest.TestCase):

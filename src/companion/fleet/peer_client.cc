@@ -4,10 +4,8 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <gnutls/gnutls.h>
 #include <netdb.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -24,21 +22,21 @@
 namespace mqc {
 
 struct PeerClient::Tls {
-  CSmartPtr<SSL_CTX, SSL_CTX_free> context;
+  CSmartPtr<gnutls_certificate_credentials_st, gnutls_certificate_free_credentials> credentials;
 };
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The last OpenSSL error as text (empty when there is none).
-std::string OpenSslError() {
-  const unsigned long code = ERR_get_error();  // NOLINT(google-runtime-int): OpenSSL's type
-  ERR_clear_error();
-  if (code == 0) return {};
-  char text[256];
-  ERR_error_string_n(code, text, sizeof(text));
-  return text;
+// TLS 1.2 and 1.3 only, as a peer's libmicrohttpd serves them.
+constexpr const char* kTlsPriorities = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2";
+
+// Whether a GnuTLS call that returned `result` is to be called again once the socket is ready
+// (a non-blocking socket that would block, a signal, a warning alert).
+bool TlsAgain(int result) {
+  return result == GNUTLS_E_AGAIN || result == GNUTLS_E_INTERRUPTED ||
+         gnutls_error_is_fatal(result) == 0;
 }
 
 // Waits until `fd` is ready for `events` or the deadline passes (false).
@@ -108,14 +106,15 @@ StatusOr<int> ConnectTcp(const PeerUrl& peer, Clock::time_point deadline) {
 // Plain or TLS I/O over a non-blocking socket, each call bounded by the deadline.
 class Channel {
  public:
-  Channel(int fd, SSL* ssl, Clock::time_point deadline) : fd_(fd), ssl_(ssl), deadline_(deadline) {}
+  Channel(int fd, gnutls_session_t tls, Clock::time_point deadline)
+      : fd_(fd), tls_(tls), deadline_(deadline) {}
 
   Status Handshake() {
-    if (ssl_ == nullptr) return Status();
+    if (tls_ == nullptr) return Status();
     for (int round = 0; round < 100000; ++round) {
-      const int done = SSL_connect(ssl_);
-      if (done == 1) return Status();
-      const Status waited = WaitSsl(done, "TLS handshake");
+      const int done = gnutls_handshake(tls_);
+      if (done == GNUTLS_E_SUCCESS) return Status();
+      const Status waited = WaitTls(done, "TLS handshake");
       if (!waited.ok()) return waited;
     }
     return Late("TLS handshake");
@@ -124,13 +123,14 @@ class Channel {
   Status WriteAll(std::string_view bytes) {
     std::size_t sent = 0;
     for (int round = 0; sent < bytes.size() && round < 1000000; ++round) {
-      if (ssl_ != nullptr) {
-        const int n = SSL_write(ssl_, bytes.data() + sent, static_cast<int>(bytes.size() - sent));
+      if (tls_ != nullptr) {
+        // After GNUTLS_E_AGAIN, called again with the same bytes, as GnuTLS asks.
+        const ssize_t n = gnutls_record_send(tls_, bytes.data() + sent, bytes.size() - sent);
         if (n > 0) {
           sent += static_cast<std::size_t>(n);
           continue;
         }
-        const Status waited = WaitSsl(n, "sending");
+        const Status waited = WaitTls(static_cast<int>(n), "sending");
         if (!waited.ok()) return waited;
         continue;
       }
@@ -162,20 +162,15 @@ class Channel {
         return Status();
       }
       bool ended = false;
-      if (ssl_ != nullptr) {
-        const int n = SSL_read(ssl_, buffer, sizeof(buffer));
+      if (tls_ != nullptr) {
+        const ssize_t n = gnutls_record_recv(tls_, buffer, sizeof(buffer));
         if (n > 0) {
           out->append(buffer, static_cast<std::size_t>(n));
+        } else if (n == 0 || !TlsAgain(static_cast<int>(n))) {
+          ended = true;  // closed, cleanly or not: the body's own length decides
         } else {
-          const int error = SSL_get_error(ssl_, n);
-          if (error == SSL_ERROR_ZERO_RETURN || error == SSL_ERROR_SYSCALL ||
-              error == SSL_ERROR_SSL) {
-            ERR_clear_error();
-            ended = true;
-          } else {
-            const Status waited = WaitSsl(n, "reading");
-            if (!waited.ok()) return waited;
-          }
+          const Status waited = WaitTls(static_cast<int>(n), "reading");
+          if (!waited.ok()) return waited;
         }
       } else {
         const ssize_t n = recv(fd_, buffer, sizeof(buffer), 0);
@@ -217,22 +212,17 @@ class Channel {
     char buffer[16384];
     for (;;) {  // bounded by the deadline: every turn reads, or waits at most kStreamPoll
       if (Clock::now() >= deadline_) return Late("reading the stream");
-      if (ssl_ != nullptr) {
-        const int n = SSL_read(ssl_, buffer, sizeof(buffer));
+      if (tls_ != nullptr) {
+        const ssize_t n = gnutls_record_recv(tls_, buffer, sizeof(buffer));
         if (n > 0) {
           if (!sink(std::string_view(buffer, static_cast<std::size_t>(n)))) return Status();
           continue;
         }
-        const int error = SSL_get_error(ssl_, n);
-        if (error == SSL_ERROR_ZERO_RETURN) return Status();
-        if (error == SSL_ERROR_SYSCALL || error == SSL_ERROR_SSL) {
-          ERR_clear_error();
+        if (n == 0) return Status();
+        if (!TlsAgain(static_cast<int>(n))) {
           return Status(StatusCode::kUnavailable, "the stream was cut off");
         }
-        if (error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE) {
-          return WaitSsl(n, "reading the stream");
-        }
-        WaitFor(fd_, error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT,
+        WaitFor(fd_, gnutls_record_get_direction(tls_) == 0 ? POLLIN : POLLOUT,
                 std::min(deadline_, Clock::now() + kStreamPoll));
       } else {
         const ssize_t n = recv(fd_, buffer, sizeof(buffer), 0);
@@ -252,23 +242,29 @@ class Channel {
   }
 
  private:
-  Status WaitSsl(int result, std::string_view what) {
-    const int error = SSL_get_error(ssl_, result);
-    if (error == SSL_ERROR_WANT_READ) {
-      return WaitFor(fd_, POLLIN, deadline_) ? Status() : Late(what);
+  // After a GnuTLS call returned `result` (not data): waits for the socket in the direction the
+  // session asks where the call is to be made again; else the failure, with the certificate's
+  // verdict where the check of the peer's certificate failed.
+  Status WaitTls(int result, std::string_view what) {
+    if (TlsAgain(result)) {
+      const short events = gnutls_record_get_direction(tls_) == 0 ? POLLIN : POLLOUT;
+      return WaitFor(fd_, events, deadline_) ? Status() : Late(what);
     }
-    if (error == SSL_ERROR_WANT_WRITE) {
-      return WaitFor(fd_, POLLOUT, deadline_) ? Status() : Late(what);
+    std::string why = gnutls_strerror(result);
+    if (result == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
+      gnutls_datum_t verdict{};
+      if (gnutls_certificate_verification_status_print(
+              gnutls_session_get_verify_cert_status(tls_), GNUTLS_CRT_X509, &verdict, 0) ==
+          GNUTLS_E_SUCCESS) {
+        why = std::string(reinterpret_cast<const char*>(verdict.data), verdict.size);
+        gnutls_free(verdict.data);
+      }
     }
-    const long verify = SSL_get_verify_result(ssl_);  // NOLINT(google-runtime-int)
-    std::string why = OpenSslError();
-    if (verify != X509_V_OK) why = X509_verify_cert_error_string(verify);
-    return Status(StatusCode::kUnavailable,
-                  std::string(what) + " failed" + (why.empty() ? "" : ": " + why));
+    return Status(StatusCode::kUnavailable, std::string(what) + " failed: " + why);
   }
 
   int fd_;
-  SSL* ssl_;
+  gnutls_session_t tls_;
   Clock::time_point deadline_;
 };
 
@@ -364,20 +360,23 @@ StatusOr<std::unique_ptr<PeerClient>> PeerClient::Create(const std::string& ca_f
                                                          PeerPoolOptions pool) {
   if (!tls) return std::unique_ptr<PeerClient>(new PeerClient(nullptr, pool));
   auto state = std::make_unique<Tls>();
-  state->context.reset(SSL_CTX_new(TLS_client_method()));
-  if (!state->context) {
-    return Status(StatusCode::kInternal, "cannot make a TLS context: " + OpenSslError());
+  gnutls_certificate_credentials_t credentials = nullptr;
+  const int made = gnutls_certificate_allocate_credentials(&credentials);
+  if (made != GNUTLS_E_SUCCESS) {
+    return Status(StatusCode::kInternal,
+                  std::string("cannot make TLS credentials: ") + gnutls_strerror(made));
   }
-  SSL_CTX_set_min_proto_version(state->context.get(), TLS1_2_VERSION);
-  SSL_CTX_set_verify(state->context.get(), SSL_VERIFY_PEER, nullptr);
-  const int loaded = ca_file.empty() ? SSL_CTX_set_default_verify_paths(state->context.get())
-                                     : SSL_CTX_load_verify_locations(state->context.get(),
-                                                                     ca_file.c_str(), nullptr);
-  if (loaded != 1) {
-    return InvalidArgument(ca_file.empty()
-                               ? "cannot load the system's CA certificates: " + OpenSslError()
-                               : "plugin_opt_fleet_ca_file " + ca_file +
-                                     " cannot be read as PEM CA certificates: " + OpenSslError());
+  state->credentials.reset(credentials);
+  // The number of CA certificates read, or a negative error.
+  const int loaded =
+      ca_file.empty() ? gnutls_certificate_set_x509_system_trust(credentials)
+                      : gnutls_certificate_set_x509_trust_file(credentials, ca_file.c_str(),
+                                                               GNUTLS_X509_FMT_PEM);
+  if (loaded <= 0) {
+    const std::string why = loaded < 0 ? gnutls_strerror(loaded) : "no certificate in it";
+    return InvalidArgument(ca_file.empty() ? "cannot load the system's CA certificates: " + why
+                                           : "plugin_opt_fleet_ca_file " + ca_file +
+                                                 " cannot be read as PEM CA certificates: " + why);
   }
   return std::unique_ptr<PeerClient>(new PeerClient(std::move(state), pool));
 }
@@ -392,18 +391,29 @@ StatusOr<PeerLink> PeerClient::Open(const PeerUrl& peer, const PeerRequest& requ
   PeerLink link;
   link.fd = UniqueFd(*fd);
   if (peer.https) {
-    link.ssl.reset(SSL_new(tls_->context.get()));
-    if (!link.ssl || SSL_set_fd(link.ssl.get(), link.fd.get()) != 1) {
-      return Status(StatusCode::kInternal, "cannot start TLS: " + OpenSslError());
+    gnutls_session_t session = nullptr;
+    int started = gnutls_init(&session, GNUTLS_CLIENT | GNUTLS_NONBLOCK);
+    if (started == GNUTLS_E_SUCCESS) {
+      link.tls.reset(session);
+      started = gnutls_priority_set_direct(session, kTlsPriorities, nullptr);
     }
-    if (peer.host.kind == HostKind::kName) {
-      SSL_set_tlsext_host_name(link.ssl.get(), peer.host.text.c_str());
-      SSL_set1_host(link.ssl.get(), peer.host.text.c_str());
-    } else {
-      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(link.ssl.get()), peer.host.text.c_str());
+    if (started == GNUTLS_E_SUCCESS) {
+      started = gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, tls_->credentials.get());
     }
+    // The name for SNI (never an IP address); the certificate is checked against the name or
+    // the IP address (its IP subjectAltName) by the handshake.
+    if (started == GNUTLS_E_SUCCESS && peer.host.kind == HostKind::kName) {
+      started = gnutls_server_name_set(session, GNUTLS_NAME_DNS, peer.host.text.data(),
+                                       peer.host.text.size());
+    }
+    if (started != GNUTLS_E_SUCCESS) {
+      return Status(StatusCode::kInternal,
+                    std::string("cannot start TLS: ") + gnutls_strerror(started));
+    }
+    gnutls_session_set_verify_cert(session, peer.host.text.c_str(), 0);
+    gnutls_transport_set_int(session, link.fd.get());
   }
-  const Status status = Channel(link.fd.get(), link.ssl.get(), connect_deadline).Handshake();
+  const Status status = Channel(link.fd.get(), link.tls.get(), connect_deadline).Handshake();
   if (!status.ok()) return status;
   return link;
 }
@@ -412,7 +422,7 @@ StatusOr<PeerResponse> PeerClient::Exchange(PeerLink link, const PeerUrl& peer,
                                             const PeerRequest& request,
                                             bool* nothing_back) const {
   *nothing_back = false;
-  Channel channel(link.fd.get(), link.ssl.get(), request.deadline);
+  Channel channel(link.fd.get(), link.tls.get(), request.deadline);
   const bool streaming = static_cast<bool>(request.stream_sink);
   const bool keep = request.keep_alive && !streaming;
   std::string head = "POST " + request.path + (streaming ? " HTTP/1.0" : " HTTP/1.1") +
@@ -449,7 +459,7 @@ StatusOr<PeerResponse> PeerClient::Exchange(PeerLink link, const PeerUrl& peer,
 
 StatusOr<PeerResponse> PeerClient::Post(const PeerUrl& peer, const PeerRequest& request) const {
   if (peer.https && !tls_) {
-    return Status(StatusCode::kInternal, "an https peer without a TLS context");
+    return Status(StatusCode::kInternal, "an https peer without TLS credentials");
   }
   bool nothing_back = false;
   if (request.keep_alive && !request.stream_sink) {

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // A small HTTP/1.1 client for the fleet's peers (docs/fleet.md): a POST on a connection of its
 // own (`Connection: close`), or for a fleet list's reads on a kept-open one (PeerPool); plain
-// TCP or TLS (OpenSSL, the peer's certificate checked against
-// plugin_opt_fleet_ca_file or the system's CAs, and its host name), bounded in time (one
+// TCP or TLS (GnuTLS, TLS 1.2 or 1.3, the peer's certificate checked against
+// plugin_opt_fleet_ca_file or the system's CAs, and its host name or IP address), bounded in time (one
 // deadline covers connect, send and read; names are resolved first, as getaddrinfo has no
 // deadline: give peers as addresses where a slow resolver matters) and in size (an answer over
 // the cap is an error, never a partial read). Only what the companion's own API sends back is
 // understood: a Content-Length body or one that ends at close; a chunked answer is refused.
 //
 // Threads: Post() runs on the calling thread (a fleet query's thread per peer) and may run on
-// several threads at once; the TLS context is built in Create() and only read afterwards, the
-// pool has its own lock.
+// several threads at once; the TLS credentials are made in Create() and only read afterwards,
+// the pool has its own lock.
 #pragma once
 
 #include <chrono>
@@ -62,9 +62,9 @@ inline constexpr std::chrono::milliseconds kStreamPoll{200};
 
 class PeerClient {
  public:
-  // `ca_file` empty: the system's CA certificates. `tls`: whether any peer is https (the context
-  // is only built then). kInvalidArgument naming plugin_opt_fleet_ca_file when the file cannot
-  // be read as PEM certificates.
+  // `ca_file` empty: the system's CA certificates. `tls`: whether any peer is https (the
+  // credentials are only made then). kInvalidArgument naming plugin_opt_fleet_ca_file when the
+  // file cannot be read as PEM certificates.
   static StatusOr<std::unique_ptr<PeerClient>> Create(const std::string& ca_file, bool tls,
                                                       PeerPoolOptions pool = {});
   ~PeerClient();

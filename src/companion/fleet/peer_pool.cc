@@ -16,7 +16,7 @@ using Clock = std::chrono::steady_clock;
 // An idle connection has nothing to read: readable means the peer closed it (end of stream,
 // a reset) or sent what no request asked for. Either way it cannot carry the next request.
 bool StillOpen(const PeerLink& link) {
-  if (link.ssl && SSL_pending(link.ssl.get()) > 0) return false;
+  if (link.tls && gnutls_record_check_pending(link.tls.get()) > 0) return false;
   pollfd p{link.fd.get(), POLLIN, 0};
   return poll(&p, 1, 0) == 0;
 }

@@ -13,7 +13,7 @@
 // joined by the destructor.
 #pragma once
 
-#include <openssl/ssl.h>
+#include <gnutls/gnutls.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -30,11 +30,12 @@
 
 namespace mqc {
 
-// One connection to a peer: the socket and, for https, its TLS session (freed before the socket
+// One connection to a peer: the socket and, for https, its TLS session (GnuTLS, the library
+// libmicrohttpd serves TLS with: one TLS library in the companion; freed before the socket
 // closes, by the members' order).
 struct PeerLink {
   UniqueFd fd;
-  CSmartPtr<SSL, SSL_free> ssl;
+  CSmartPtr<gnutls_session_int, gnutls_deinit> tls;
   std::chrono::steady_clock::time_point idle_since{};
 };
 
