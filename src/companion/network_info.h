@@ -122,6 +122,8 @@ class NetworkInfoCache {
 
   // Dumps taken so far (successful or not).
   std::uint64_t dumps() const;
+  // Sockets of the dump held now (0: none, or the last failed).
+  std::size_t held_sockets() const;
 
  private:
   struct Dump {

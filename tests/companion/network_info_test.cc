@@ -266,6 +266,28 @@ TEST_F(NetworkInfoCacheTest, RequestsInUseKeepTheDumpFreshInTheBackground) {
   EXPECT_EQ(cache.dumps(), quiet);
 }
 
+// Once requests stop and the dump is too old for any request, it is given back (15,000 sockets
+// are about 1 MB): the event loop is woken for that, and the next request takes its own.
+TEST_F(NetworkInfoCacheTest, AQuietCacheGivesItsStaleDumpBack) {
+  NetworkInfoCache cache(Options());
+  Fill(&cache);
+  EXPECT_EQ(cache.held_sockets(), 2u);
+  now_ += 9000 * kMs;  // quiet, but not yet for keep_fresh_ns: kept (and refreshed)
+  cache.RefreshIfDue();
+  EXPECT_EQ(cache.held_sockets(), 2u);
+  const std::uint64_t dumps = cache.dumps();
+  EXPECT_LE(cache.RefreshDueInNs(), 1000 * kMs);  // the loop wakes to give it back
+  now_ += 1000 * kMs;
+  cache.RefreshIfDue();
+  EXPECT_EQ(cache.held_sockets(), 0u);
+  EXPECT_EQ(cache.dumps(), dumps);  // given back, not taken again
+  EXPECT_EQ(cache.RefreshDueInNs(), NetworkInfoCache::kNoRefreshDue);
+  rtt_ = 42;
+  EXPECT_EQ(Fill(&cache)[0].network->rtt_us, 42u);  // the next request dumps
+  EXPECT_EQ(cache.dumps(), dumps + 1);
+  EXPECT_EQ(cache.held_sockets(), 2u);
+}
+
 // A client that connected after the dump began is not in it: a request takes a new dump for it,
 // once the last is a quarter second old (churn costs at most four dumps a second).
 TEST_F(NetworkInfoCacheTest, AConnectionNewerThanTheDumpTakesANewOneAfterAQuarterSecond) {
