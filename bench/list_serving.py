@@ -11,8 +11,8 @@ For each build in turn, R rounds (the builds alternate, so that both see the sam
   time of the full KubeMQ list, the first request after the connections opened and the median
   of the five after it; then two processes hammering the API for 10 s as run_all.py's ping does
   (the full list, ListConnections pages of 10 and 1000, /metrics), and the companion's
-  resident memory after serving them and after the next turn of the minute (when the companion
-  reads every connection's traffic slot), and the broker's ping p99: before they hammer
+  resident memory after serving them, at rest past the next turn of the minute (when the
+  companion reads every connection's traffic slot), and the broker's ping p99: before they hammer
   (ping_idle), while they hammer at the broker's priority (ping: on 2 cores the hammers' own
   CPU competes with the broker), and while they hammer at nice 19 (ping_far: the hammers stand
   in for API clients on other machines, so what is left is the companion's effect); then the
@@ -74,11 +74,16 @@ def ping_against_nginx(broker, ping, seconds, workdir):
     return p99, count
 
 
-def wait_past_minute_turn(margin_s=3.0):
-    """Sleeps past the next turn of the wall clock's minute (at most 63 s): the companion reads
-    every open connection's traffic slot then (recentRequestStatistics), so that the memory
-    after serving includes that walk in every round, whichever second the round began at."""
-    time.sleep(60.0 - time.time() % 60.0 + margin_s)
+def wait_past_minute_turn(margin_s=3.0, quiet_s=12.0):
+    """Sleeps past the next turn of the wall clock's minute at least `quiet_s` away (at most
+    75 s): the companion reads every open connection's traffic slot then
+    (recentRequestStatistics), and has given back what only requests use (the socket dump, 10 s
+    after the last), so that the memory after serving is the same walk's in every round,
+    whichever second the round began at."""
+    wait = 60.0 - time.time() % 60.0
+    if wait < quiet_s:
+        wait += 60.0
+    time.sleep(wait + margin_s)
 
 
 def serve_big(n, hammer_seconds, workdir):
