@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "companion/flapping_tracker.h"
+#include "companion/shared_text.h"
 #include "link/boxed.h"
 #include "link/connection.h"
 #include "link/topic_mapping.h"
@@ -34,7 +35,8 @@ struct Subscription {
   int qos = 0;         // granted QoS
   TopicMapping mapping;
   // Why KubeMQ's MQTT side would refuse it (KubemqSubscribeRefusal); empty when it accepts it.
-  Boxed<std::string> kubemq_error;
+  // One of a dozen texts: shared, not copied (SharedText::Pooled).
+  SharedText kubemq_error;
 };
 
 struct TlsInfo {
