@@ -772,23 +772,22 @@ class FleetHttpsTest(unittest.TestCase):
         self.assertEqual([(c["clientId"], c["nodeId"]) for c in body["connections"]],
                          [("tls-peer-0", 2), ("tls-peer-1", 2), ("tls-self-0", 1)])
 
-    def test_an_https_peer_of_another_ca_is_named_with_the_failed_check(self):
-        body = self.fleet_page(self.distrusting)
+    def assert_handshake_refused(self, broker, url, why):
+        """`broker`'s fleet answer lists none of `url`'s clients and names it, with a failed
+        handshake whose message says `why`."""
+        body = self.fleet_page(broker)
         self.assertEqual(int(body["totalSize"]), 0)
         [error] = body["peerErrors"]
-        self.assertEqual(error["peer"], self.tls_url)
+        self.assertEqual(error["peer"], url)
         self.assertEqual(error["code"], "unavailable")
         self.assertIn("TLS handshake failed", error["message"])
-        self.assertIn("certificate", error["message"])
+        self.assertIn(why, error["message"])
+
+    def test_an_https_peer_of_another_ca_is_named_with_the_failed_check(self):
+        self.assert_handshake_refused(self.distrusting, self.tls_url, "certificate")
 
     def test_an_https_peer_reached_by_a_name_its_certificate_lacks_is_refused(self):
-        body = self.fleet_page(self.by_name)
-        self.assertEqual(int(body["totalSize"]), 0)
-        [error] = body["peerErrors"]
-        self.assertEqual(error["peer"], self.by_name_url)
-        self.assertEqual(error["code"], "unavailable")
-        self.assertIn("TLS handshake failed", error["message"])
-        self.assertIn("name", error["message"])
+        self.assert_handshake_refused(self.by_name, self.by_name_url, "name")
 
 
 class FleetOptionsTest(unittest.TestCase):

@@ -114,7 +114,7 @@ struct BrokerCounters {
 // message and the companion reads of every connection each minute, one cache line; and its
 // ConnectionRareSlot (below), the words written at TICK or at a denial and read only for a
 // connection's details. Apart, a walk over every connection's traffic touches 64 bytes of each
-// and not 208 (the broker's per-message bumps one line, the companion's pages a third).
+// and not 208 (a third of the pages), and a message's bumps touch one cache line.
 // `seq` names the connection that owns the slot now (connection seqs start at 1 and are never
 // reused; 0 means "being handed over"); it guards both parts. The broker thread is the only
 // writer.
