@@ -2,11 +2,12 @@
 // A small HTTP/1.1 client for the fleet's peers (docs/fleet.md): a POST on a connection of its
 // own (`Connection: close`), or for a fleet list's reads on a kept-open one (PeerPool); plain
 // TCP or TLS (GnuTLS, TLS 1.2 or 1.3, the peer's certificate checked against
-// plugin_opt_fleet_ca_file or the system's CAs, and its host name or IP address), bounded in time (one
-// deadline covers connect, send and read; names are resolved first, as getaddrinfo has no
-// deadline: give peers as addresses where a slow resolver matters) and in size (an answer over
-// the cap is an error, never a partial read). Only what the companion's own API sends back is
-// understood: a Content-Length body or one that ends at close; a chunked answer is refused.
+// plugin_opt_fleet_ca_file or the system's CAs, and its host name or IP address), bounded in
+// time (one deadline covers connect, send and read; names are resolved first, as getaddrinfo
+// has no deadline: give peers as addresses where a slow resolver matters) and in size (an
+// answer over the cap is an error, never a partial read). Only what the companion's own API
+// sends back is understood: a Content-Length body or one that ends at close; a chunked answer
+// is refused.
 //
 // Threads: Post() runs on the calling thread (a fleet query's thread per peer) and may run on
 // several threads at once; the TLS credentials are made in Create() and only read afterwards,
