@@ -367,16 +367,20 @@ StatusOr<std::unique_ptr<PeerClient>> PeerClient::Create(const std::string& ca_f
                   std::string("cannot make TLS credentials: ") + gnutls_strerror(made));
   }
   state->credentials.reset(credentials);
-  // The number of CA certificates read, or a negative error.
-  const int loaded =
-      ca_file.empty() ? gnutls_certificate_set_x509_system_trust(credentials)
-                      : gnutls_certificate_set_x509_trust_file(credentials, ca_file.c_str(),
-                                                               GNUTLS_X509_FMT_PEM);
-  if (loaded <= 0) {
-    const std::string why = loaded < 0 ? gnutls_strerror(loaded) : "no certificate in it";
-    return InvalidArgument(ca_file.empty() ? "cannot load the system's CA certificates: " + why
-                                           : "plugin_opt_fleet_ca_file " + ca_file +
-                                                 " cannot be read as PEM CA certificates: " + why);
+  if (ca_file.empty()) {
+    // The system's CAs, as many as there are: a machine without them (no ca-certificates) still
+    // starts, and each https peer's handshake then fails its check, named in the answer's
+    // error details, as a peer signed by an unknown CA does.
+    gnutls_certificate_set_x509_system_trust(credentials);
+  } else {
+    // The number of CA certificates read, or a negative error.
+    const int loaded =
+        gnutls_certificate_set_x509_trust_file(credentials, ca_file.c_str(), GNUTLS_X509_FMT_PEM);
+    if (loaded <= 0) {
+      return InvalidArgument("plugin_opt_fleet_ca_file " + ca_file +
+                             " cannot be read as PEM CA certificates: " +
+                             (loaded < 0 ? gnutls_strerror(loaded) : "no certificate in it"));
+    }
   }
   return std::unique_ptr<PeerClient>(new PeerClient(std::move(state), pool));
 }

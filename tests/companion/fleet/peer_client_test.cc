@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -124,6 +127,20 @@ TEST(PeerClientTest, AnUnreadableCaFileIsRefusedNamingTheOption) {
   const auto client = PeerClient::Create("/nonexistent/ca.pem", true);
   EXPECT_EQ(client.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(client.status().message(), HasSubstr("plugin_opt_fleet_ca_file /nonexistent/ca.pem"));
+}
+
+// A file that is there but holds no PEM certificate is refused as one that is not there.
+TEST(PeerClientTest, ACaFileWithoutACertificateIsRefusedNamingTheOption) {
+  const std::string path = ::testing::TempDir() + "peer-ca-" + std::to_string(getpid()) + ".pem";
+  {
+    std::ofstream file(path);
+    file << "not a certificate\n";
+  }
+  const auto client = PeerClient::Create(path, true);
+  std::remove(path.c_str());
+  EXPECT_EQ(client.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(client.status().message(), HasSubstr("plugin_opt_fleet_ca_file " + path));
+  EXPECT_THAT(client.status().message(), HasSubstr("cannot be read as PEM CA certificates"));
 }
 
 TEST(PeerClientTest, AnHttpsPeerThatSpeaksPlainHttpFailsTheHandshake) {
