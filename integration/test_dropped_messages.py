@@ -100,5 +100,44 @@ class DroppedMessagesTest(SharedBrokerTestCase):
         self.assertEqual([payload for _, payload in again.messages], [b"q1"])
 
 
+@unittest.skipIf(API_2_0, "2.0 sees every delivery at ACL_CHECK: registered from the start")
+class OfflineWatchTest(SharedBrokerTestCase):
+    """2.1 registers the plugin's ACL_CHECK only while an offline session is kept
+    (src/broker/offline_watch.h): a broker whose clients are all clean has none, and the session
+    kept offline first registers it from inside its CLIENT_OFFLINE, so that its QoS 0 drops are
+    counted from the first. 2.1.2 logs each registration."""
+
+    REGISTERED = "has registered to receive 'acl-check' events."
+
+    def test_the_check_is_registered_from_the_first_offline_session_on(self):
+        reader = self.client("watch-reader")
+        reader.subscribe("watch/t", qos=0)
+        publisher = self.client("watch-publisher")
+        wait_for(lambda: len(self.list()) == 2, timeout=10, what="the two clients listed")
+        publisher.publish("watch/t", b"seen", qos=0)
+        wait_for(lambda: reader.messages, timeout=10, what="a delivery")
+        self.assertNotIn(self.REGISTERED, self.broker.log())
+
+        session = self.client("watch-offline", clean=False)
+        session.subscribe("watch/t", qos=1)
+        session.disconnect()
+        self.clients.remove(session)
+        wait_for(lambda: not [c for c in self.list('client_id = "watch-offline"')
+                              if c["state"] == "MQTT_CONNECTION_STATE_OPEN"],
+                 timeout=10, what="the persistent session offline")
+        self.assertEqual(self.broker.log().count(self.REGISTERED), 1)
+        for n in range(5):
+            publisher.publish("watch/t", b"q0-%d" % n, qos=0)
+        wait_for(lambda: len(reader.messages) >= 6, timeout=10, what="the reader's messages")
+        wait_for(lambda: self.dropped_offline() >= 5, timeout=10, what="the offline drops")
+        self.assertEqual(self.dropped_offline(), 5)
+
+    def dropped_offline(self):
+        _, _, text = self.broker.http("/metrics")
+        values = re.findall(r'^mosquitto_connections_messages_dropped_total'
+                            r'\{reason="offline"\} (\S+)$', text, re.M)
+        return int(float(values[0])) if values else 0
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -206,11 +206,14 @@ bool RegisterBrokerEvents(PluginState* state) {
     }
     state->registered_events.push_back(kind);
   }
+  state->mosquitto.SetAclWatch(state->identifier, OnAclCheck21, state->core.get());
+  state->core->StartOfflineWatch();
   return true;
 }
 
 void UnregisterBrokerEvents(PluginState* state) {
   const bool api_2_1 = state->api.api_2_1();
+  state->core->offline_watch().Stop();
   // Newest first: UNSUBSCRIBE and CLIENT_OFFLINE share their callback with another event.
   for (auto it = state->registered_events.rbegin(); it != state->registered_events.rend(); ++it) {
     const EventHandler handler = HandlerOf(*it, api_2_1);

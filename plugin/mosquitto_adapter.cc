@@ -46,6 +46,15 @@ bool MosquittoBroker::ReadBinaryProperty(const void* properties, int identifier,
   return api_->ReadBinaryProperty(properties, identifier, value);
 }
 
+// 2.1.2 appends a registered callback to the end of the chain (src/plugin_callbacks.c): this
+// one answers IGNORE to every check, and is registered only where no other ACL source exists.
+int MosquittoBroker::WatchAclChecks(bool on) {
+  if (identifier_ == nullptr || acl_watch_ == nullptr) return MOSQ_ERR_INVAL;
+  return on ? mosquitto_callback_register(identifier_, MOSQ_EVT_ACL_CHECK, acl_watch_, nullptr,
+                                          acl_watch_userdata_)
+            : mosquitto_callback_unregister(identifier_, MOSQ_EVT_ACL_CHECK, acl_watch_, nullptr);
+}
+
 int MosquittoBroker::Kick(const std::string& client_id, bool with_will) {
   return mosquitto_kick_client_by_clientid(client_id.c_str(), with_will);
 }

@@ -101,6 +101,13 @@ class MosquittoBroker final : public Broker {
                           std::string* value) const override;
   bool ReadBinaryProperty(const void* properties, int identifier,
                           std::string* value) const override;
+  // The watched ACL_CHECK callback (2.1) and what it is registered with: WatchAclChecks's.
+  void SetAclWatch(mosquitto_plugin_id_t* identifier, BrokerCallbackFn callback, void* userdata) {
+    identifier_ = identifier;
+    acl_watch_ = callback;
+    acl_watch_userdata_ = userdata;
+  }
+  int WatchAclChecks(bool on) override;
   int Kick(const std::string& client_id, bool with_will) override;
   bool Publish(const std::string& topic, const std::string& payload, bool retain) override;
   void Log(LogLevel level, const std::string& text) override;
@@ -118,6 +125,9 @@ class MosquittoBroker final : public Broker {
   BrokerCallbackFn own_basic_auth_ = nullptr;
   BrokerCallbackFn own_acl_check_ = nullptr;
   const void* own_userdata_ = nullptr;
+  mosquitto_plugin_id_t* identifier_ = nullptr;
+  BrokerCallbackFn acl_watch_ = nullptr;
+  void* acl_watch_userdata_ = nullptr;
 };
 
 }  // namespace mqc

@@ -148,6 +148,10 @@ class Broker {
   virtual bool ReadBinaryProperty(const void* properties, int identifier,
                                   std::string* value) const = 0;
 
+  // 2.1: registers (`on`) or unregisters this plugin's watched ACL_CHECK callback
+  // (BrokerEvents::OnAclCheck21; broker/offline_watch.h says when). A MOSQ_ERR_* code.
+  virtual int WatchAclChecks(bool on) = 0;
+
   // mosquitto_kick_client_by_clientid: the client's DISCONNECT event comes before it returns;
   // `with_will` false sets the client's state to disconnecting first, so its will is dropped.
   // A MOSQ_ERR_* code.

@@ -44,9 +44,16 @@ BrokerCore::BrokerCore(Broker* broker, BrokerSettings settings,
                settings_.options.default_pattern, RpcOptionsOf(settings_.options)),
       bans_(region_ != nullptr ? &region_->header()->counters : setup.counters) {
   drops_.Configure(settings_.broker_config.queues);
+  sessions_.SetOfflineListener(&offline_watch_);
 }
 
 BrokerCore::~BrokerCore() = default;
+
+void BrokerCore::StartOfflineWatch() {
+  const bool wanted = broker_->capabilities().api_2_1 && settings_.watch_acl_21 &&
+                      !settings_.options.kubemq_strict;
+  offline_watch_.Start(wanted, sessions_.offline_count(), broker_->MonotonicNs());
+}
 
 StatusOr<std::unique_ptr<BrokerCore>> BrokerCore::Create(Broker* broker, PluginOptions options,
                                                          BrokerCoreSetup setup,

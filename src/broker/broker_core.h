@@ -27,6 +27,7 @@
 #include "broker/connect_settlement.h"
 #include "broker/event_sink.h"
 #include "broker/message_counts.h"
+#include "broker/offline_watch.h"
 #include "broker/presence.h"
 #include "broker/queue_drops.h"
 #include "broker/resync_writer.h"
@@ -122,6 +123,7 @@ class BrokerCore {
   QueueDrops& drops() { return drops_; }
   const QueueDrops& drops() const { return drops_; }
   BanGate& bans() { return bans_; }
+  OfflineWatch& offline_watch() { return offline_watch_; }
   // Null where there is none: no shared region (unit tests), presence off, no layout.
   SharedRegion* region() const { return region_.get(); }
   BrokerLink* link() const { return link_.get(); }
@@ -150,6 +152,9 @@ class BrokerCore {
   // shown (DenialsShown, below): at start, after a reload (and in tests, after they changed
   // the settings).
   void SetDenialsShown();
+  // Once the plugin's events are registered: 2.1's watch of QoS 0 messages for offline
+  // sessions starts, where no other ACL source exists and not in strict mode (offline_watch.h).
+  void StartOfflineWatch();
   // Sends reloaded registry options to the running companion; false while the ring is full.
   bool SendSettingsIfPending();
   // At TICK: starts the resync the link says is due (BrokerLink::TakeResyncDue) and carries an
@@ -176,6 +181,7 @@ class BrokerCore {
   TrafficMeter traffic_;
   QueueDrops drops_;  // armed once the layout is verified (2.0)
   BanGate bans_;
+  OfflineWatch offline_watch_{broker_};
   std::unique_ptr<CompanionSupervisor> companion_;
   std::unique_ptr<PresencePublisher> presence_publisher_;
   std::unique_ptr<Presence> presence_;

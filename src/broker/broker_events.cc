@@ -19,7 +19,9 @@ std::vector<BrokerEventKind> WantedEvents(const BrokerCore& core) {
   }
   std::vector<K> wanted = {K::kBasicAuth,   K::kExtAuthStart, K::kConnect,   K::kSubscribe,
                            K::kUnsubscribe, K::kMessageIn,    K::kMessageOut};
-  if (core.settings().watch_acl_21 || core.options().kubemq_strict) wanted.push_back(K::kAclCheck);
+  // Where only watched (watch_acl_21), ACL_CHECK is registered while offline sessions are kept
+  // (broker/offline_watch.h); strict mode decides with it all the time.
+  if (core.options().kubemq_strict) wanted.push_back(K::kAclCheck);
   for (K kind : {K::kDisconnect, K::kClientOffline, K::kTick, K::kReload}) wanted.push_back(kind);
   return wanted;
 }
@@ -243,6 +245,7 @@ class Decisions {
         core_.companion()->Tick(now);  // delays and stall checks: no wall-clock jumps
         core_.sessions().ExpireOffline(broker().NowNs());
         FollowUnknownExpiry(now);
+        core_.offline_watch().Tick(core_.sessions().offline_count(), now);
       }
       if (core_.companion()->serving()) core_.ResyncStep();
       if (housekeeping) {

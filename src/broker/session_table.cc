@@ -289,6 +289,9 @@ void SessionTable::AddOffline(const std::string& id, OfflineSession&& session, b
   OfflineSessions::Added added = offline_.Add(id, std::move(session));
   if (added.displaced) EmitOfflineEnd(*added.displaced);
   if (announce && added.session.event.seq != 0) EmitOffline(added.session);
+  if (offline_.size() == 1 && offline_listener_ != nullptr) {
+    offline_listener_->FirstOfflineSession();
+  }
 }
 
 void SessionTable::EmitOfflineEnd(const OfflineSession& session) {

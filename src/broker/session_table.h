@@ -84,6 +84,14 @@ class ConnectionObserver {
   virtual void OfflineSessionEnded(std::string_view client_id) = 0;
 };
 
+// Told when the table keeps an offline session while it kept none (2.1's offline watch,
+// broker/offline_watch.h), from inside the call that keeps it.
+class OfflineSessionsListener {
+ public:
+  virtual ~OfflineSessionsListener() = default;
+  virtual void FirstOfflineSession() = 0;
+};
+
 class SessionTable {
  public:
   // Offline persistent sessions kept at most; the oldest is forgotten first.
@@ -248,6 +256,8 @@ class SessionTable {
 
   // Presence (may be null: none). Not owned.
   void SetObserver(ConnectionObserver* observer) { observer_ = observer; }
+  // 2.1's offline watch (may be null: none). Not owned.
+  void SetOfflineListener(OfflineSessionsListener* listener) { offline_listener_ = listener; }
 
   std::size_t open_count() const { return open_.size(); }
   // The slots of the open connections' table (its capacity: what one round of SweepOpen walks).
@@ -325,6 +335,7 @@ class SessionTable {
 
   EventSink* sink_;
   ConnectionObserver* observer_ = nullptr;
+  OfflineSessionsListener* offline_listener_ = nullptr;
   BrokerCounters* counters_;
   StatsSlotPool stats_;
   std::mt19937_64 random_;

@@ -587,8 +587,9 @@ TEST_F(BrokerEventsTest, The20PluginRegistersForEveryAclCheck) {
                             K::kDisconnect, K::kTick, K::kReload}));
 }
 
-// 2.1's ACL_CHECK only where the plugin watches it (no other ACL source) or for strict mode.
-TEST_F(BrokerEventsTest, The21PluginRegistersForAclChecksOnlyWhereItsAnswerIsNeutral) {
+// 2.1's ACL_CHECK from the start only for strict mode; where the plugin only watches it (no
+// other ACL source) the offline watch registers it while sessions are kept (the next test).
+TEST_F(BrokerEventsTest, The21PluginRegistersForAclChecksAtTheStartOnlyInStrictMode) {
   using K = BrokerEventKind;
   Use(FakeBroker::Api21());
   const std::vector<K> reported = {K::kBasicAuth,  K::kExtAuthStart, K::kConnect,
@@ -596,13 +597,71 @@ TEST_F(BrokerEventsTest, The21PluginRegistersForAclChecksOnlyWhereItsAnswerIsNeu
                                    K::kMessageOut, K::kDisconnect,   K::kClientOffline,
                                    K::kTick,       K::kReload};
   EXPECT_EQ(WantedEvents(*core_), reported);
+  core_->settings().watch_acl_21 = true;
+  EXPECT_EQ(WantedEvents(*core_), reported);
   std::vector<K> with_acl = reported;
   with_acl.insert(with_acl.begin() + 7, K::kAclCheck);
-  core_->settings().watch_acl_21 = true;
-  EXPECT_EQ(WantedEvents(*core_), with_acl);
   core_->settings().watch_acl_21 = false;
   core_->settings().options.kubemq_strict = true;
   EXPECT_EQ(WantedEvents(*core_), with_acl);
+}
+
+// 2.1 where the plugin only watches ACL checks: its ACL_CHECK is registered from inside the
+// CLIENT_OFFLINE that keeps the first session, before the broker routes another message, so a
+// QoS 0 message the broker throws away for it is counted; given back a minute after the last
+// session left, at TICK. Strict mode (registered from the start) and another ACL source leave
+// it alone.
+TEST_F(BrokerEventsTest, On21TheWatchedAclCheckIsRegisteredWhileASessionIsKeptOffline) {
+  Use(FakeBroker::Api21());
+  ASSERT_NO_FATAL_FAILURE(UseRealRegion());
+  core_->settings().watch_acl_21 = true;
+  core_->StartOfflineWatch();
+  FakeClient session = Client("s", 5);
+  session.facts.clean_session = false;
+  Connect(&session);
+  Events().OnSubscribe21(session.handle(), true, "events/a", 1);
+  EXPECT_TRUE(broker_.acl_watch_calls.empty());
+  Events().OnDisconnect(session.handle(), 0, DisconnectEvent::kClientOffline);
+  EXPECT_TRUE(broker_.acl_watched);
+  session.socket = -1;
+  EXPECT_EQ(Events().OnAclCheck21(AclCheck(&session, kAclRead, "events/a", 0)),
+            kBrokerErrPluginIgnore);
+  const auto offline = static_cast<std::size_t>(DropReason::kOffline);
+  EXPECT_EQ(core_->region()->header()->counters.messages_dropped[offline].load(), 1u);
+
+  // The session resumes; the watch stays for a minute of TICKs without one, then goes.
+  FakeClient resumed = Client("s", 5);
+  resumed.facts.clean_session = false;
+  Connect(&resumed);
+  ASSERT_EQ(core_->sessions().offline_count(), 0u);
+  constexpr std::int64_t kSecondNs = 1000000000;
+  const std::int64_t start = broker_.monotonic_ns;
+  for (std::int64_t at = start; at <= start + OfflineWatch::kReleaseAfterNs; at += kSecondNs) {
+    broker_.monotonic_ns = at;
+    Events().OnTick();
+    ASSERT_TRUE(broker_.acl_watched) << (at - start) / kSecondNs << " s";
+  }
+  broker_.monotonic_ns += kSecondNs;
+  Events().OnTick();
+  EXPECT_FALSE(broker_.acl_watched);
+  EXPECT_EQ(broker_.acl_watch_calls, (std::vector<bool>{true, false}));
+
+  // Strict mode (ACL_CHECK registered from the start), or another ACL source: no watch.
+  const std::vector<std::pair<bool, bool>> unwatched = {
+      {true, true}, {false, true}, {false, false}};
+  for (const auto& [watch_acl_21, strict] : unwatched) {
+    core_.reset();
+    Use(FakeBroker::Api21(), {}, /*real_region=*/true);
+    core_->settings().watch_acl_21 = watch_acl_21;
+    core_->settings().options.kubemq_strict = strict;
+    core_->StartOfflineWatch();
+    FakeClient kept = Client("k", 5);
+    kept.facts.clean_session = false;
+    Connect(&kept);
+    Events().OnDisconnect(kept.handle(), 0, DisconnectEvent::kClientOffline);
+    ASSERT_EQ(core_->sessions().offline_count(), 1u);
+    EXPECT_TRUE(broker_.acl_watch_calls.empty()) << watch_acl_21 << strict;
+  }
 }
 
 // Only 2.0 without mosquitto_acl_check, with an ACL source the plugin neither is nor reads, has

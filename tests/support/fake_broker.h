@@ -56,6 +56,11 @@ class FakeBroker final : public Broker {
   std::vector<std::string> kicked;
   std::vector<bool> kicked_with_will;  // beside kicked: each kick's with_will
   std::function<void(const std::string&)> inside_kick;
+  // What registering or unregistering the watched ACL_CHECK answers; each call (true: register)
+  // and whether it is registered.
+  int watch_answer = kBrokerSuccess;
+  std::vector<bool> acl_watch_calls;
+  bool acl_watched = false;
   std::vector<std::pair<LogLevel, std::string>> log;
   std::vector<std::string> published;
   std::int64_t now_ns = 1000;
@@ -201,6 +206,11 @@ class FakeBroker final : public Broker {
   }
   bool ReadStringProperty(const void*, int, std::string*) const override { return false; }
   bool ReadBinaryProperty(const void*, int, std::string*) const override { return false; }
+  int WatchAclChecks(bool on) override {
+    acl_watch_calls.push_back(on);
+    if (watch_answer == kBrokerSuccess) acl_watched = on;
+    return watch_answer;
+  }
   int Kick(const std::string& client_id, bool with_will) override {
     kicked.push_back(client_id);
     kicked_with_will.push_back(with_will);
