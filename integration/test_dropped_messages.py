@@ -26,21 +26,36 @@ SPLIT = BROKER_VERSION >= (2, 0, 13)
 HELD = IN_FLIGHT + (QUEUED + IN_FLIGHT if SPLIT else QUEUED)
 
 
+def dropped_metric(broker, reason):
+    """mosquitto_connections_messages_dropped_total{reason}, written once for each reason."""
+    _, _, text = broker.http("/metrics")
+    values = re.findall(
+        rf'^mosquitto_connections_messages_dropped_total\{{reason="{reason}"\}} (\S+)$',
+        text, re.M)
+    if len(values) != 1:
+        raise AssertionError(f"{len(values)} series of reason {reason}:\n{text}")
+    return int(float(values[0]))
+
+
+def leave_offline(case, client_id, topic):
+    """A persistent session of `client_id` subscribed to `topic` with QoS 1, left offline:
+    returns once the rich API no longer lists it open."""
+    session = case.client(client_id, clean=False)
+    session.subscribe(topic, qos=1)
+    session.disconnect()
+    case.clients.remove(session)
+    wait_for(lambda: not [c for c in case.list(f'client_id = "{client_id}"')
+                          if c["state"] == "MQTT_CONNECTION_STATE_OPEN"],
+             timeout=10, what="the persistent session offline")
+
+
 class DroppedMessagesTest(SharedBrokerTestCase):
     broker_arguments = {"extra": f"max_inflight_messages {IN_FLIGHT}\n"
                                  f"max_queued_messages {QUEUED}\n"}
     layout_prefix = "drops-layout"
 
-    def dropped_metric(self, reason):
-        _, _, text = self.broker.http("/metrics")
-        values = re.findall(
-            rf'^mosquitto_connections_messages_dropped_total\{{reason="{reason}"\}} (\S+)$',
-            text, re.M)
-        self.assertEqual(len(values), 1, text)
-        return int(float(values[0]))
-
     def test_a_subscriber_that_stops_reading_has_its_drops_counted(self):
-        queue_full_before = self.dropped_metric("queue_full")
+        queue_full_before = dropped_metric(self.broker, "queue_full")
         sock = stalled_subscriber(self.broker, "drops-slow", "drops/t")
         try:
             self.publish_to_a_reader("drops", "drops/t", PUBLISHED, timeout=20)
@@ -55,7 +70,8 @@ class DroppedMessagesTest(SharedBrokerTestCase):
             if API_2_0:
                 self.assertEqual(entry["messagesDropped"], str(dropped), entry)
                 self.assertEqual(entry["messagesDroppedQueueFull"], str(dropped), entry)
-                self.assertEqual(self.dropped_metric("queue_full") - queue_full_before, dropped)
+                self.assertEqual(dropped_metric(self.broker, "queue_full") - queue_full_before,
+                                 dropped)
                 # The others dropped nothing, and say so (0, not left out) once the sweep has
                 # been by.
                 for other in ("drops-reader", "drops-publisher"):
@@ -72,28 +88,22 @@ class DroppedMessagesTest(SharedBrokerTestCase):
                 # 2.1 hides it: left out, not 0, and nothing counted.
                 self.assertNotIn("messagesDropped", entry)
                 self.assertNotIn("messagesDroppedQueueFull", entry)
-                self.assertEqual(self.dropped_metric("queue_full"), queue_full_before)
+                self.assertEqual(dropped_metric(self.broker, "queue_full"), queue_full_before)
         finally:
             sock.close()
         # Closed: unknown, not 0.
         self.assertNotIn("messagesDropped", self.closed("drops-slow"))
 
     def test_qos0_for_an_offline_session_is_dropped_by_cause(self):
-        offline_before = self.dropped_metric("offline")
-        session = self.client("drops-offline", clean=False)
-        session.subscribe("drops/offline", qos=1)
-        session.disconnect()
-        self.clients.remove(session)
-        wait_for(lambda: not [c for c in self.list('client_id = "drops-offline"')
-                              if c["state"] == "MQTT_CONNECTION_STATE_OPEN"],
-                 timeout=10, what="the persistent session offline")
+        offline_before = dropped_metric(self.broker, "offline")
+        leave_offline(self, "drops-offline", "drops/offline")
         publisher = self.client("drops-offline-publisher")
         for n in range(7):
             publisher.publish("drops/offline", b"q0-%d" % n, qos=0)
         publisher.publish("drops/offline", b"q1", qos=1)  # queued for it, not dropped
-        wait_for(lambda: self.dropped_metric("offline") - offline_before >= 7, timeout=10,
+        wait_for(lambda: dropped_metric(self.broker, "offline") - offline_before >= 7, timeout=10,
                  what="the offline drops counted")
-        self.assertEqual(self.dropped_metric("offline") - offline_before, 7)
+        self.assertEqual(dropped_metric(self.broker, "offline") - offline_before, 7)
         # The session's next connection gets the QoS 1 message only.
         again = self.client("drops-offline", clean=False)
         wait_for(lambda: len(again.messages) >= 1, timeout=10, what="the queued QoS 1 message")
@@ -118,25 +128,14 @@ class OfflineWatchTest(SharedBrokerTestCase):
         wait_for(lambda: reader.messages, timeout=10, what="a delivery")
         self.assertNotIn(self.REGISTERED, self.broker.log())
 
-        session = self.client("watch-offline", clean=False)
-        session.subscribe("watch/t", qos=1)
-        session.disconnect()
-        self.clients.remove(session)
-        wait_for(lambda: not [c for c in self.list('client_id = "watch-offline"')
-                              if c["state"] == "MQTT_CONNECTION_STATE_OPEN"],
-                 timeout=10, what="the persistent session offline")
+        leave_offline(self, "watch-offline", "watch/t")
         self.assertEqual(self.broker.log().count(self.REGISTERED), 1)
         for n in range(5):
             publisher.publish("watch/t", b"q0-%d" % n, qos=0)
         wait_for(lambda: len(reader.messages) >= 6, timeout=10, what="the reader's messages")
-        wait_for(lambda: self.dropped_offline() >= 5, timeout=10, what="the offline drops")
-        self.assertEqual(self.dropped_offline(), 5)
-
-    def dropped_offline(self):
-        _, _, text = self.broker.http("/metrics")
-        values = re.findall(r'^mosquitto_connections_messages_dropped_total'
-                            r'\{reason="offline"\} (\S+)$', text, re.M)
-        return int(float(values[0])) if values else 0
+        wait_for(lambda: dropped_metric(self.broker, "offline") >= 5, timeout=10,
+                 what="the offline drops")
+        self.assertEqual(dropped_metric(self.broker, "offline"), 5)
 
 
 if __name__ == "__main__":
