@@ -6,8 +6,9 @@ expiry, one with a shared subscription) subscribe and disconnect; the broker is 
 SIGTERM (it saves mosquitto.db) and started again on the same configuration and port. The plugin
 reads that file at start: the sessions are listed as offline with what the broker restored,
 their subscriptions count in kubemq_mqtt_subscriptions, and a client that resumes its session
-shows them again in both APIs. A corrupt or truncated file is refused with one warning, and the
-broker starts and routes as usual.
+shows them again in both APIs; a QoS 0 message for a restored session is counted as dropped.
+A corrupt or truncated file is refused with one warning, and the broker starts and routes as
+usual.
 """
 
 import json
@@ -121,6 +122,17 @@ class RestartTest(BrokerPerTestCase):
         self.assertEqual(metric(self.broker, "kubemq_mqtt_connections"), 0.0)
         self.assertEqual(subscriptions_gauge(self.broker),
                          expected_gauge(restored.items()))
+
+        # A QoS 0 message for a restored session is thrown away by the broker, and counted as
+        # such from the start (2.1: the plugin's ACL_CHECK is registered at once for sessions
+        # read from the file, src/broker/offline_watch.h).
+        dropper = Client(self.broker, "dropper", version=4)
+        dropper.publish("events/site/a/zero", b"dropped", qos=0)
+        dropped = "mosquitto_connections_messages_dropped_total"
+        wait_for(lambda: metric(self.broker, dropped, reason="offline") == 1.0,
+                 what="the restored session's QoS 0 drop counted")
+        dropper.disconnect()
+        wait_for(lambda: self.broker.connections() == [], what="the publisher gone")
 
         # One client comes back clean: its session is gone, with its subscriptions.
         clean = Client(self.broker, "p4-clean", version=4, clean=True)
