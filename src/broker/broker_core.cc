@@ -50,8 +50,8 @@ BrokerCore::BrokerCore(Broker* broker, BrokerSettings settings,
 BrokerCore::~BrokerCore() = default;
 
 void BrokerCore::StartOfflineWatch() {
-  const bool wanted = broker_->capabilities().api_2_1 && settings_.watch_acl_21 &&
-                      !settings_.options.kubemq_strict;
+  // watch_acl_21 is 2.1's already (Create).
+  const bool wanted = settings_.watch_acl_21 && !settings_.options.kubemq_strict;
   offline_watch_.Start(wanted, sessions_.offline_count(), broker_->MonotonicNs());
 }
 
