@@ -32,13 +32,17 @@ ConnectionClock* RequestClock::Started(int fd) {
   auto clock = std::make_unique<ConnectionClock>();
   clock->fd = fd;
   clock->deadline_ns = MonotonicNs() + limit_ns_;
-  bool first = false;
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    first = live_.empty();
     live_.insert(clock.get());
+    // Only a thread asleep without a timeout needs waking; on its rounds it sees this one at
+    // the next (a notification would end its wait early for nothing, at every connection).
+    wake = asleep_;
+    asleep_ = false;
+    if (wake) ++wakes_;
   }
-  if (first) wake_.notify_one();  // the clock's thread sleeps without a timeout: start it
+  if (wake) wake_.notify_one();
   return clock.release();
 }
 
@@ -48,6 +52,11 @@ void RequestClock::Closed(ConnectionClock* clock) {
     live_.erase(clock);
   }
   delete clock;
+}
+
+std::uint64_t RequestClock::wakes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return wakes_;
 }
 
 void RequestClock::Answered(ConnectionClock* clock) { Set(clock, 0); }
@@ -67,10 +76,14 @@ void RequestClock::Run() {
     // No connection, no deadline and no stream: nothing to do until one opens, so an idle
     // companion's clock does not wake at all.
     if (live_.empty()) {
-      wake_.wait(lock, [this] { return stop_ || !live_.empty(); });
+      // Until a connection's start clears `asleep_`: the connection may have closed again by
+      // the time this thread runs, and the next one would not wake it a second time.
+      asleep_ = true;
+      wake_.wait(lock, [this] { return stop_ || !asleep_; });
+      asleep_ = false;
       if (stop_) break;
     }
-    wake_.wait_for(lock, std::chrono::milliseconds(500));
+    wake_.wait_for(lock, std::chrono::milliseconds(500), [this] { return stop_; });
     if (++rounds % 2 == 0 && tick_ && !stop_) {
       // Outside the lock: a tick resumes parked connections, which takes MHD's own locks, and
       // MHD's threads call Closed with those held.

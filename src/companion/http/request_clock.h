@@ -2,10 +2,11 @@
 // The per-connection request deadline: ends requests that take longer than a limit to arrive
 // (trickling clients), which the idle timeout alone never ends for a client that sends a byte
 // every few seconds. While connections are open, a thread wakes twice a second and shuts down
-// each overdue socket (with none open it sleeps until one opens), which libmicrohttpd then sees
-// as closed by the peer and cleans up on its own thread. The socket is never closed here: MHD
-// calls Closed (under the same mutex) before it closes the descriptor, so a number shut down
-// here is always still the connection's own.
+// each overdue socket, which libmicrohttpd then sees as closed by the peer and cleans up on its
+// own thread. With none open it sleeps until one opens: only then does a connection wake it
+// (short requests one after another cost it no wake each). The socket is never closed here:
+// MHD calls Closed (under the same mutex) before it closes the descriptor, so a number shut
+// down here is always still the connection's own.
 //
 // Threads: Started, Answered, Completed and Closed run on the MHD thread serving the connection;
 // the clock's own thread reads the deadlines and runs `tick`; both under the clock's mutex (the
@@ -47,16 +48,21 @@ class RequestClock {
   // The next request on this connection must arrive in time too. Null is ignored.
   void Completed(ConnectionClock* clock);
 
+  // How often a connection's start woke the clock's thread (for tests).
+  std::uint64_t wakes() const;
+
  private:
   void Set(ConnectionClock* clock, std::int64_t deadline_ns);
   void Run();
 
   const std::int64_t limit_ns_;
   const std::function<void()> tick_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;                          // guarded by mutex_
   std::unordered_set<ConnectionClock*> live_;  // guarded by mutex_
+  bool asleep_ = false;  // guarded by mutex_: the thread waits for a connection, no timeout
+  std::uint64_t wakes_ = 0;                    // guarded by mutex_
   std::thread thread_;                         // last: starts once the rest is built
 };
 

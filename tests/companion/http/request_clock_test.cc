@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <thread>
 
 namespace mqc {
@@ -98,6 +99,28 @@ TEST(RequestClockTest, TicksEverySecondOnlyWhileAConnectionIsOpen) {
   }
   EXPECT_GE(ticks.load(), 1);
   EXPECT_LE(ticks.load(), 3);
+}
+
+// Short requests one after another (a list polled, a load balancer's health check): the
+// clock's thread, already on its rounds, is not woken again for each new connection, and still
+// ends the request that comes after them too late.
+TEST(RequestClockTest, ConnectionsOneAfterAnotherWakeTheClockOnce) {
+  RequestClock clock(1, nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // asleep until a connection
+  SocketPair quick(1);
+  for (int i = 0; i < 20; ++i) clock.Closed(clock.Started(quick.server));
+  EXPECT_EQ(clock.wakes(), 1u);
+  SocketPair slow(8);
+  const auto start = std::chrono::steady_clock::now();
+  ConnectionClock* connection = clock.Started(slow.server);
+  EXPECT_EQ(slow.PeerRead(), 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  clock.Closed(connection);
+  // Back to its sleep once a round finds nothing open; the next connection wakes it again.
+  const std::uint64_t wakes = clock.wakes();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  clock.Closed(clock.Started(quick.server));
+  EXPECT_EQ(clock.wakes(), wakes + 1);
 }
 
 }  // namespace
