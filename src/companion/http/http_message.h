@@ -68,9 +68,17 @@ struct HttpResponse {
   // MHD leaves it out for HEAD requests, Content-Length stays. Sent without a copy; a body of a
   // megabyte or more returns its memory to the system once sent (malloc_trim).
   std::string body;
+  // Or a body kept by someone else for more answers (a cached answer): when set, the body is
+  // these bytes and `body` stays empty. Sent without a copy, held until sent.
+  std::shared_ptr<const std::string> shared_body;
   HttpHeaders headers;  // extra headers, e.g. Allow
   // When set, the body comes from here instead of `body` (no Content-Length; chunked).
   std::shared_ptr<HttpBodyStream> stream;
+
+  // The body's bytes, wherever they are kept.
+  std::string_view Body() const {
+    return shared_body != nullptr ? std::string_view(*shared_body) : std::string_view(body);
+  }
 };
 
 }  // namespace mqc

@@ -45,20 +45,24 @@ HttpResponse KubeMqListCache::Answer(const KubeMqView& view, const ConnectionSou
       HttpResponse response;
       response.status = kHttpOk;
       response.content_type = kJsonContentType;
-      response.body = body_;
+      response.shared_body = body_;
       return response;
     }
   }
   HttpResponse response = view.ListConnections(SnapshotSource(snapshot), params);
+  const bool keep = response.status == kHttpOk && response.headers.empty() &&
+                    response.content_type == kJsonContentType && response.shared_body == nullptr &&
+                    response.body.size() <= kMaxCachedBytes;
+  // Kept and sent as the same bytes: the answer moves into the shared body.
+  if (keep) response.shared_body = std::make_shared<const std::string>(std::move(response.body));
   std::lock_guard<std::mutex> lock(mutex_);
   ++misses_;
-  if (response.status == kHttpOk && response.headers.empty() &&
-      response.content_type == kJsonContentType && response.body.size() <= kMaxCachedBytes) {
+  if (keep) {
     snapshot_ = snapshot;
-    body_ = response.body;
+    body_ = response.shared_body;
   } else {
     snapshot_.reset();
-    body_ = std::string();
+    body_.reset();
   }
   return response;
 }

@@ -14,7 +14,10 @@
 // The answer does not depend on who asks: the router checks the Host and the token before the
 // view runs, for cached answers as for others.
 //
-// Threads: Answer from any thread, several at once (one mutex, held to compare and to copy
+// The kept body is shared with the answers (HttpResponse::shared_body), which are sent from it
+// without a copy; a body being sent outlives a change of the cache.
+//
+// Threads: Answer from any thread, several at once (one mutex, held to compare and to share
 // the kept answer; the encoding runs outside it).
 #pragma once
 
@@ -48,7 +51,8 @@ class KubeMqListCache {
  private:
   mutable std::mutex mutex_;
   mutable std::weak_ptr<const std::vector<ConnectionPtr>> snapshot_;
-  mutable std::string body_;  // the answer's body; the other parts are a 200 with JSON
+  // The answer's body, shared with the answers being sent; the other parts are a 200 with JSON.
+  mutable std::shared_ptr<const std::string> body_;
   mutable std::uint64_t hits_ = 0;
   mutable std::uint64_t misses_ = 0;
 };

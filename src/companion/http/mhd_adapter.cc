@@ -89,17 +89,34 @@ MHD_Result QueueWithHeaders(MHD_Connection* connection, MHD_Response* mhd_respon
   return MHD_queue_response(connection, static_cast<unsigned>(response.status), mhd_response);
 }
 
-// Queues `response` on `connection`. MHD_NO (close the connection) if MHD refuses any part.
-MHD_Result Queue(MHD_Connection* connection, HttpResponse response) {
-  // The body moves to the heap and MHD sends it from there, without a copy; FreeBody frees it.
-  auto* body = new std::string(std::move(response.body));
+// Lets go of a shared body MHD has finished sending (MHD's free callback; an MHD thread).
+void ReleaseSharedBody(void* cls) noexcept {
+  delete static_cast<std::shared_ptr<const std::string>*>(cls);
+}
+
+// Queues `response` with `bytes` as its body, sent from where they are (MHD only reads them);
+// `release(cls)` runs once MHD is done with them, or here if MHD refuses.
+MHD_Result QueueBytes(MHD_Connection* connection, const HttpResponse& response,
+                      std::string_view bytes, MHD_ContentReaderFreeCallback release, void* cls) {
   MHD_Response* mhd_response = MHD_create_response_from_buffer_with_free_callback_cls(
-      body->size(), body->data(), &FreeBody, body);
+      bytes.size(), const_cast<char*>(bytes.data()), release, cls);
   if (mhd_response == nullptr) {
-    FreeBody(body);
+    release(cls);
     return MHD_NO;
   }
   return QueueWithHeaders(connection, mhd_response, response);
+}
+
+// Queues `response` on `connection`, its body without a copy: a shared body is held until sent,
+// an own body moves to the heap (FreeBody frees it). MHD_NO (close the connection) if MHD
+// refuses any part.
+MHD_Result Queue(MHD_Connection* connection, HttpResponse response) {
+  if (response.shared_body != nullptr) {
+    auto* hold = new std::shared_ptr<const std::string>(std::move(response.shared_body));
+    return QueueBytes(connection, response, **hold, &ReleaseSharedBody, hold);
+  }
+  auto* body = new std::string(std::move(response.body));
+  return QueueBytes(connection, response, *body, &FreeBody, body);
 }
 
 MHD_Result AppendPair(void* cls, MHD_ValueKind /*kind*/, const char* key, size_t key_size,

@@ -68,7 +68,7 @@ TEST_F(HttpRouterTest, ConnectionsEndpoint) {
     const HttpResponse response = bare_.Handle(Request(method, "/api/mqtt/connections"));
     EXPECT_EQ(response.status, 200);
     EXPECT_EQ(response.content_type, "application/json");
-    EXPECT_EQ(response.body, kEmptyList);  // MHD drops it for HEAD
+    EXPECT_EQ(response.Body(), kEmptyList);  // MHD drops it for HEAD
   }
 }
 
@@ -78,10 +78,11 @@ TEST_F(HttpRouterTest, ConnectionsEndpointReadsTheSourceAndTheQuery) {
   connection.client_id = "c1";
   connection.protocol_version = 5;
   source_.connections = {connection};
-  EXPECT_NE(bare_.Handle(Request("GET", "/api/mqtt/connections")).body.find("\"total\":1"),
+  EXPECT_NE(bare_.Handle(Request("GET", "/api/mqtt/connections")).Body().find("\"total\":1"),
             std::string::npos);
-  EXPECT_EQ(bare_.Handle(Request("GET", "/api/mqtt/connections", {{"protocol_version", "4"}})).body,
-            kEmptyList);
+  EXPECT_EQ(
+      bare_.Handle(Request("GET", "/api/mqtt/connections", {{"protocol_version", "4"}})).Body(),
+      kEmptyList);
   const HttpResponse refused =
       bare_.Handle(Request("GET", "/api/mqtt/connections", {{"foo", "1"}}));
   EXPECT_EQ(refused.status, 400);

@@ -227,6 +227,47 @@ TEST(HttpServerTest, HeadSendsHeadersWithoutBody) {
   EXPECT_THAT(Body(client.ReadToEnd()), StartsWith("GET /after\n"));
 }
 
+// A body shared with a cache (the KubeMQ list's) goes out whole, its length and bytes as kept,
+// to several connections at once, though the handler let go of it at once; MHD lets go of it
+// once sent.
+TEST(HttpServerTest, ASharedBodyIsSentWholeAndReleasedOnceSent) {
+  std::string bytes;
+  for (int i = 0; bytes.size() < 600 * 1024; ++i) bytes += "{\"n\":" + std::to_string(i) + "}";
+  std::mutex mutex;
+  std::vector<std::weak_ptr<const std::string>> handed_out;
+  const auto server = StartOrFail(LoopbackAnyPort(), [&](const HttpRequest&) {
+    HttpResponse response;
+    response.content_type = "application/json";
+    response.shared_body = std::make_shared<const std::string>(bytes);
+    std::lock_guard<std::mutex> lock(mutex);
+    handed_out.push_back(response.shared_body);
+    return response;
+  });
+  ASSERT_NE(server, nullptr);
+  Client first("127.0.0.1", server->port(), kReadTimeout);
+  Client second("127.0.0.1", server->port(), kReadTimeout);
+  const std::string request = "GET /list HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  ASSERT_TRUE(first.Send(request));
+  ASSERT_TRUE(second.Send(request));
+  for (Client* client : {&first, &second}) {
+    const std::string response = client->ReadToEnd();
+    EXPECT_THAT(response, HasSubstr("\r\nContent-Length: " + std::to_string(bytes.size())));
+    EXPECT_TRUE(Body(response) == bytes) << Body(response).size() << " of " << bytes.size();
+  }
+  const auto released = [&] {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const auto& body : handed_out) {
+      if (!body.expired()) return false;
+    }
+    return handed_out.size() == 2;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!released() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(released()) << "MHD still holds a body it has sent";
+}
+
 TEST(HttpServerTest, PostBodyUpToTheLimit) {
   HttpServerOptions options = LoopbackAnyPort();
   options.max_body_bytes = 1000;

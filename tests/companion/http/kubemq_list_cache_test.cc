@@ -61,9 +61,23 @@ TEST_F(KubeMqListCacheTest, AnUnchangedRegistryIsAnsweredFromTheCacheWithTheSame
   EXPECT_EQ(cache_.hits(), 1u);
   EXPECT_EQ(second.status, 200);
   EXPECT_EQ(second.content_type, "application/json");
-  EXPECT_EQ(second.body, first.body);
-  EXPECT_EQ(second.body, Fresh());
-  EXPECT_NE(second.body.find("\"beta\""), std::string::npos);
+  EXPECT_EQ(second.Body(), first.Body());
+  EXPECT_EQ(second.Body(), Fresh());
+  EXPECT_NE(second.Body().find("\"beta\""), std::string::npos);
+  // Both answers are the kept bytes themselves: nothing is copied per request.
+  ASSERT_NE(first.shared_body, nullptr);
+  EXPECT_EQ(second.shared_body, first.shared_body);
+  EXPECT_TRUE(second.body.empty());
+}
+
+TEST_F(KubeMqListCacheTest, AnAnswerBeingSentKeepsItsBytesAfterTheCacheMovesOn) {
+  const HttpResponse sending = Cached();
+  const std::string before(sending.Body());
+  Open(3, "gamma");
+  const HttpResponse newer = Cached();
+  EXPECT_NE(newer.Body().find("\"gamma\""), std::string::npos);
+  EXPECT_EQ(sending.Body(), before);  // still whole, though no longer kept
+  EXPECT_EQ(sending.Body().find("\"gamma\""), std::string::npos);
 }
 
 TEST_F(KubeMqListCacheTest, EveryKindOfChangeIsAnsweredAnew) {
@@ -71,37 +85,37 @@ TEST_F(KubeMqListCacheTest, EveryKindOfChangeIsAnsweredAnew) {
     const std::uint64_t hits = cache_.hits();
     const HttpResponse answer = Cached();
     EXPECT_EQ(cache_.hits(), hits) << what;
-    EXPECT_EQ(answer.body, Fresh()) << what;
-    EXPECT_EQ(Cached().body, answer.body) << what;  // and kept for the next one
+    EXPECT_EQ(answer.Body(), Fresh()) << what;
+    EXPECT_EQ(Cached().Body(), answer.Body()) << what;  // and kept for the next one
     EXPECT_EQ(cache_.hits(), hits + 1) << what;
   };
   (void)Cached();
   Open(3, "gamma");
   changed("an open");
-  EXPECT_NE(Cached().body.find("\"gamma\""), std::string::npos);
+  EXPECT_NE(Cached().Body().find("\"gamma\""), std::string::npos);
   Apply(EventType::kSubscribe, SubscriptionEvent{1, 1, "events/a"});
   changed("a subscription");
-  EXPECT_NE(Cached().body.find("events/a"), std::string::npos);
+  EXPECT_NE(Cached().Body().find("events/a"), std::string::npos);
   Apply(EventType::kSubscribe, SubscriptionEvent{1, 0, "events/a"});
   changed("a QoS changed");
   Apply(EventType::kUnsubscribe, SubscriptionEvent{1, 0, "events/a"});
   changed("an unsubscription");
   Apply(EventType::kClose, CloseEvent{2, kNow + 10, CloseReason::kClientDisconnect, {}});
   changed("a close");
-  EXPECT_EQ(Cached().body.find("\"beta\""), std::string::npos);
+  EXPECT_EQ(Cached().Body().find("\"beta\""), std::string::npos);
 }
 
 TEST_F(KubeMqListCacheTest, AQueryIsNeverAnsweredFromTheCacheNorKeptInIt) {
-  const std::string whole = Cached().body;
+  const std::string whole(Cached().Body());
   for (const QueryParams& params :
        {QueryParams{{"client_id", "alpha"}}, QueryParams{{"limit", "1"}},
         QueryParams{{"offset", "1"}}, QueryParams{{"client_id", "nobody"}}}) {
     const HttpResponse answer = Cached(params);
-    EXPECT_EQ(answer.body, Fresh(params)) << params[0].first;
-    EXPECT_NE(answer.body, whole) << params[0].first;
+    EXPECT_EQ(answer.Body(), Fresh(params)) << params[0].first;
+    EXPECT_NE(answer.Body(), whole) << params[0].first;
   }
   EXPECT_EQ(cache_.hits(), 0u);
-  EXPECT_EQ(Cached().body, whole);  // the whole list's answer is still the one kept
+  EXPECT_EQ(Cached().Body(), whole);  // the whole list's answer is still the one kept
   EXPECT_EQ(cache_.hits(), 1u);
   // A refused query is the view's 400, not a kept answer.
   const HttpResponse refused = Cached({{"bogus", "1"}});
@@ -123,7 +137,7 @@ TEST_F(KubeMqListCacheTest, ASourceWithoutASharedSnapshotIsNeverServedFromTheCac
   (void)cache_.Answer(KubeMqView(), source, {});
   source.connections[0].client_id = "other";
   const HttpResponse answer = cache_.Answer(KubeMqView(), source, {});
-  EXPECT_NE(answer.body.find("\"other\""), std::string::npos);
+  EXPECT_NE(answer.Body().find("\"other\""), std::string::npos);
   EXPECT_EQ(cache_.hits(), 0u);
 }
 
@@ -144,13 +158,13 @@ TEST_F(KubeMqListCacheTest, TheRouterChecksTheTokenBeforeAKeptAnswer) {
   router.SetAccess(&tokens, false);
   const HttpResponse allowed = router.Handle(ListRequest("Bearer read-token-0123456789"));
   ASSERT_EQ(allowed.status, 200);
-  EXPECT_EQ(router.Handle(ListRequest("Bearer read-token-0123456789")).body, allowed.body);
+  EXPECT_EQ(router.Handle(ListRequest("Bearer read-token-0123456789")).Body(), allowed.Body());
   EXPECT_EQ(router.kubemq_cache().hits(), 1u);
   for (const char* refused : {static_cast<const char*>(nullptr), "Bearer wrong-token-0123456789",
                               "Basic cmVhZDp0b2tlbg=="}) {
     const HttpResponse answer = router.Handle(ListRequest(refused));
     EXPECT_EQ(answer.status, 401) << (refused ? refused : "no header");
-    EXPECT_EQ(answer.body.find("alpha"), std::string::npos);
+    EXPECT_EQ(answer.Body().find("alpha"), std::string::npos);
   }
   EXPECT_EQ(router.kubemq_cache().hits(), 1u);
 }
@@ -160,8 +174,8 @@ TEST_F(KubeMqListCacheTest, ABigAnswerIsNotKept) {
   const std::string padding(4000, 'x');
   for (std::uint64_t seq = 10; seq < 10 + 300; ++seq) Open(seq, padding + std::to_string(seq));
   const HttpResponse first = Cached();
-  ASSERT_GT(first.body.size(), KubeMqListCache::kMaxCachedBytes);
-  EXPECT_EQ(Cached().body, first.body);
+  ASSERT_GT(first.Body().size(), KubeMqListCache::kMaxCachedBytes);
+  EXPECT_EQ(Cached().Body(), first.Body());
   EXPECT_EQ(cache_.hits(), 0u);
   EXPECT_EQ(cache_.misses(), 2u);
 }
