@@ -82,6 +82,15 @@ def write_payload_file(workdir, messages, name="payload"):
 
 
 def cpu_seconds(pid):
+    """CPU seconds of process `pid`, every thread's, ended ones included: its process CPU clock
+    (the scheduler's nanoseconds, as clock_getcpuclockid gives it), where /proc/PID/stat's user
+    and system time come in clock ticks of 10 ms, half a percent of a 2 s round each. Falls back
+    to those ticks where the clock cannot be read (OSError: no such process, as before)."""
+    try:
+        return time.clock_gettime(((~pid) << 3) | 2)  # MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)
+    except OSError:
+        if not os.path.exists(f"/proc/{pid}"):
+            raise
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     ticks = os.sysconf("SC_CLK_TCK")

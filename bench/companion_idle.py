@@ -4,9 +4,9 @@
 
 For each build named, one broker with the plugin of that build, `--connections` idle MQTT
 connections (connected and subscribed, then silent) and no API request; after a settling second
-the companion's CPU time (utime + stime of /proc/PID/stat, in clock ticks, and the nanoseconds
-on a CPU of every thread, /proc/PID/task/*/schedstat) and its context switches (voluntary,
-/proc/PID/status: one per wake-up of a sleeping thread, per thread) are counted over
+the companion's CPU time (its process CPU clock, broker_overhead.cpu_seconds, and the
+nanoseconds on a CPU of each thread, /proc/PID/task/*/schedstat) and its context switches
+(voluntary, /proc/PID/status: one per wake-up of a sleeping thread, per thread) are counted over
 `--seconds`. Then, with `--latency N`, how long N CONNECTs, each after a quiet pause of 50 to
 250 ms, take from the client's connect to the OPENED change on a WatchConnections stream (p50,
 p99, max): the cost of a companion that sleeps until the broker wakes it. Builds run one after
@@ -113,10 +113,10 @@ def main():
                                              args.seconds, args.latency)
         woke = sum(woke for _, woke, _ in per_thread.values())
         ns = sum(ns for _, _, ns in per_thread.values())
-        print(f"{build}: companion CPU {cpu:.3f} s (clock ticks), {ns / 1e9:.4f} s (schedstat) in "
-              f"{args.seconds:.0f} s ({100 * ns / 1e9 / args.seconds:.4f} % of a CPU), {woke} "
-              f"wake-ups ({woke / args.seconds:.2f}/s), {args.connections} idle connections, "
-              "no request")
+        print(f"{build}: companion CPU {cpu:.4f} s (process clock), {ns / 1e9:.4f} s "
+              f"(schedstat) in {args.seconds:.0f} s ({100 * ns / 1e9 / args.seconds:.4f} % of a "
+              f"CPU), {woke} wake-ups ({woke / args.seconds:.2f}/s), {args.connections} idle "
+              "connections, no request")
         print("  per thread (wake-ups, CPU ms): " + ", ".join(
             f"{name} {w} {n / 1e6:.2f}" for name, w, n in sorted(per_thread.values())))
         if latencies:
