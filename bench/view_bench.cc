@@ -349,15 +349,16 @@ int Run(int argc, char** argv) {
   const double lookup_ms = MedianMs(repeat, [&] {
     response = router.Handle(Get("/api/mqtt/connections", {{"client_id", middle}}));
   });
-  if (response.body.find("\"total\":1}") == std::string::npos) {
-    return Fail("lookup: " + response.body);
+  if (response.Body().find("\"total\":1}") == std::string::npos) {
+    return Fail("lookup: " + std::string(response.Body()));
   }
   double full_cpu_ms = 0;
   const double full_ms = MedianMs(
       repeat, [&] { response = router.Handle(Get("/api/mqtt/connections")); }, &full_cpu_ms);
   const std::string total = "\"total\":" + std::to_string(count) + "}";
-  if (response.body.find(total) == std::string::npos) return Fail("full list: wrong total");
-  const std::size_t full_bytes = response.body.size();
+  // Below the cache's 1 MiB the whole list is the router's kept answer (its shared_body).
+  if (response.Body().find(total) == std::string::npos) return Fail("full list: wrong total");
+  const std::size_t full_bytes = response.Body().size();
   response = HttpResponse();
 
   // Where the full list's time goes.
