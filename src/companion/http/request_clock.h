@@ -61,7 +61,7 @@ class RequestClock {
   std::condition_variable wake_;
   bool stop_ = false;                          // guarded by mutex_
   std::unordered_set<ConnectionClock*> live_;  // guarded by mutex_
-  bool asleep_ = false;  // guarded by mutex_: the thread waits for a connection, no timeout
+  bool asleep_ = false;                        // guarded by mutex_: waits for a connection
   std::uint64_t wakes_ = 0;                    // guarded by mutex_
   std::thread thread_;                         // last: starts once the rest is built
 };
