@@ -80,7 +80,6 @@ void RequestClock::Run() {
       // the time this thread runs, and the next one would not wake it a second time.
       asleep_ = true;
       wake_.wait(lock, [this] { return stop_ || !asleep_; });
-      asleep_ = false;
       if (stop_) break;
     }
     wake_.wait_for(lock, std::chrono::milliseconds(500), [this] { return stop_; });
